@@ -1,0 +1,184 @@
+//! Wires the appliance together: opens the CMDB, binds every socket, runs each service under one
+//! cancellation token, and stops them all when one fails or a shutdown signal arrives.
+
+use std::future::Future;
+use std::io::Write;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::Context;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+use tracing::{info, warn};
+
+use crate::api::{self, ApiState};
+use crate::cmdb::Cmdb;
+use crate::config::{Config, DhcpMode};
+use crate::dhcp::{self, DhcpService};
+use crate::metrics::Metrics;
+use crate::net;
+
+/// A started appliance: its bound addresses and handles, for `run` and for tests.
+pub struct Running {
+    pub http_addr: SocketAddr,
+    /// Local address of the DHCP socket, when DHCP runs.
+    pub dhcp_addr: Option<SocketAddr>,
+    pub pxe_addr: Option<SocketAddr>,
+    pub cmdb: Cmdb,
+    pub admin_token: String,
+    pub token: CancellationToken,
+    tasks: JoinSet<(&'static str, anyhow::Result<()>)>,
+}
+
+/// Starts every enabled service and returns once all sockets are bound.
+pub async fn start(cfg: Config) -> anyhow::Result<Running> {
+    std::fs::create_dir_all(&cfg.data_dir).with_context(|| format!("creating data dir {}", cfg.data_dir.display()))?;
+    let db_path = cfg.data_dir.join("rackboot.redb");
+    let batch = cfg.dhcp.commit_batch;
+    let cmdb = tokio::task::spawn_blocking(move || Cmdb::open(&db_path, batch))
+        .await?
+        .context("opening the CMDB")?;
+    let admin_token = ensure_admin_token(&cfg.data_dir)?;
+    let metrics = Metrics::default();
+    let token = CancellationToken::new();
+    let mut tasks = JoinSet::new();
+
+    let listener = tokio::net::TcpListener::bind(cfg.http_listen)
+        .await
+        .with_context(|| format!("binding http {}", cfg.http_listen))?;
+    let http_addr = listener.local_addr()?;
+
+    let (mut dhcp_addr, mut pxe_addr) = (None, None);
+    let mut mode = cfg.dhcp.mode;
+    let mut iface_addr = None;
+    if mode != DhcpMode::Off {
+        match resolve_interface(&cfg) {
+            Ok(found) => iface_addr = Some(found),
+            Err(error) if mode == DhcpMode::Proxy && cfg.interface.is_empty() => {
+                warn!(%error, "no usable interface found; proxy DHCP stays off");
+                mode = DhcpMode::Off;
+            }
+            Err(error) => return Err(error),
+        }
+    }
+    let public_ip = iface_addr.as_ref().map(|(_, ip)| *ip).or(cfg.address).unwrap_or(match http_addr.ip() {
+        std::net::IpAddr::V4(ip) if !ip.is_unspecified() => ip,
+        _ => Ipv4Addr::LOCALHOST,
+    });
+    let http_base = if cfg.public_url.is_empty() {
+        match http_addr.port() {
+            80 => format!("http://{public_ip}"),
+            port => format!("http://{public_ip}:{port}"),
+        }
+    } else {
+        cfg.public_url.clone()
+    };
+
+    if let (true, Some((iface, server_ip))) = (mode != DhcpMode::Off, iface_addr) {
+        let sock = net::bind_udp(cfg.dhcp.port, &iface)?;
+        dhcp_addr = Some(sock.local_addr()?);
+        let pxe = if mode == DhcpMode::Proxy {
+            let s = net::bind_udp(cfg.dhcp.proxy_port, &iface)?;
+            pxe_addr = Some(s.local_addr()?);
+            Some(s)
+        } else {
+            None
+        };
+        let mut dcfg = cfg.dhcp.clone();
+        dcfg.mode = mode;
+        let svc = DhcpService { cfg: dcfg, cmdb: cmdb.clone(), metrics: metrics.clone(), server_ip, http_base: http_base.clone(), boot: cfg.boot.clone() };
+        info!(%iface, %server_ip, ?mode, port = cfg.dhcp.port, "dhcp bound");
+        let t = token.clone();
+        tasks.spawn(async move { ("dhcp", dhcp::serve(sock, pxe, svc, t).await) });
+    }
+
+    let state = ApiState { cmdb: cmdb.clone(), metrics, token: Arc::from(admin_token.as_str()) };
+    let app = api::router(state);
+    let t = token.clone();
+    tasks.spawn(async move {
+        let r = axum::serve(listener, app).with_graceful_shutdown(t.cancelled_owned()).await;
+        ("http", r.map_err(anyhow::Error::from))
+    });
+    info!(%http_addr, %http_base, "http serving");
+    Ok(Running { http_addr, dhcp_addr, pxe_addr, cmdb, admin_token, token, tasks })
+}
+
+impl Running {
+    /// Runs until `shutdown` resolves or a service fails; then stops everything and flushes the
+    /// CMDB. Returns the first service error.
+    pub async fn wait(mut self, shutdown: impl Future<Output = ()>) -> anyhow::Result<()> {
+        let mut first_err = None;
+        tokio::select! {
+            _ = shutdown => info!("shutting down"),
+            Some(done) = self.tasks.join_next() => {
+                let (name, result) = done.context("service task panicked")?;
+                let err = result.err().unwrap_or_else(|| anyhow::anyhow!("stopped unexpectedly"));
+                first_err = Some(err.context(format!("{name} service failed")));
+            }
+        }
+        self.token.cancel();
+        while let Some(done) = self.tasks.join_next().await {
+            if let Ok((name, Err(error))) = done {
+                warn!(service = name, %error, "service stopped with an error");
+            }
+        }
+        self.cmdb.flush().await?;
+        match first_err {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Starts the appliance and runs it until `shutdown`.
+pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> anyhow::Result<()> {
+    start(cfg).await?.wait(shutdown).await
+}
+
+fn resolve_interface(cfg: &Config) -> anyhow::Result<(String, Ipv4Addr)> {
+    if let ("", Some(ip)) = (cfg.interface.as_str(), cfg.address) {
+        // An address without an interface: listen on every interface (tests, simple hosts).
+        return Ok((String::new(), ip));
+    }
+    if cfg.interface.is_empty() {
+        let (iface, ip) = net::first_usable_interface().context("no interface is up with an IPv4 address")?;
+        return Ok((iface, cfg.address.unwrap_or(ip)));
+    }
+    let ip = match cfg.address {
+        Some(ip) => ip,
+        None => net::interface_ipv4(&cfg.interface)?,
+    };
+    Ok((cfg.interface.clone(), ip))
+}
+
+/// Reads the admin token, creating it (mode 0600, printed once) on first start.
+fn ensure_admin_token(data_dir: &Path) -> anyhow::Result<String> {
+    let path = data_dir.join("admin.token");
+    if let Ok(t) = std::fs::read_to_string(&path) {
+        return Ok(t.trim().to_string());
+    }
+    let mut raw = [0u8; 24];
+    getrandom::fill(&mut raw).map_err(|e| anyhow::anyhow!("no randomness for the admin token: {e}"))?;
+    let token: String = raw.iter().map(|b| format!("{b:02x}")).collect();
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&path)
+        .with_context(|| format!("writing {}", path.display()))?;
+    writeln!(f, "{token}")?;
+    println!("rackboot: admin token created in {} (shown once): {token}", path.display());
+    Ok(token)
+}
+
+/// Resolves on SIGINT or SIGTERM.
+pub async fn shutdown_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate()).expect("installing SIGTERM handler");
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+}

@@ -1,0 +1,94 @@
+use super::*;
+
+fn mac(s: &str) -> Mac {
+    s.parse().unwrap()
+}
+
+fn open() -> (tempfile::TempDir, Cmdb) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Cmdb::open(&dir.path().join("c.redb"), 64).unwrap();
+    (dir, db)
+}
+
+#[tokio::test]
+async fn register_update_search_delete() {
+    let (_d, db) = open();
+    let m = db
+        .create_machine(NewMachine {
+            macs: vec![mac("52:54:00:00:00:01")],
+            hostname: Some("node01".into()),
+            reserved_ip: Some("198.18.0.50".parse().unwrap()),
+            tags: vec!["rack1".into()],
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(db.brief_by_mac(mac("52:54:00:00:00:01")).unwrap().id, m.id);
+    assert_eq!(db.reserved_owner("198.18.0.50".parse().unwrap()), Some(m.id));
+
+    let dup = db
+        .create_machine(NewMachine { macs: vec![mac("52:54:00:00:00:02")], hostname: Some("NODE01".into()), ..Default::default() })
+        .await
+        .unwrap_err();
+    assert!(matches!(dup, CmdbError::Conflict(_)), "{dup}");
+
+    let patch: MachinePatch = serde_json::from_str(r#"{"hostname":"node02","reserved_ip":null}"#).unwrap();
+    let m2 = db.update_machine(m.id, patch).await.unwrap();
+    assert_eq!(m2.hostname.as_deref(), Some("node02"));
+    assert_eq!(db.reserved_owner("198.18.0.50".parse().unwrap()), None);
+
+    let (found, total) = db.list_machines(MachineFilter { q: Some("node0".into()), ..Default::default() }).await.unwrap();
+    assert_eq!((found.len(), total), (1, 1));
+    let (none, _) = db.list_machines(MachineFilter { tag: Some("rack9".into()), ..Default::default() }).await.unwrap();
+    assert!(none.is_empty());
+
+    let kinds: Vec<String> = db.events(m.id, 0, 100).await.unwrap().into_iter().map(|e| e.kind).collect();
+    assert_eq!(kinds, ["machine.registered", "machine.updated"]);
+
+    db.delete_machine(m.id).await.unwrap();
+    assert!(db.brief_by_mac(mac("52:54:00:00:00:01")).is_none());
+    assert!(matches!(db.machine(m.id).await, Err(CmdbError::NotFound(_))));
+    assert!(db.events(m.id, 0, 100).await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn sightings_create_one_discovered_machine_per_mac_even_in_one_batch() {
+    let (_d, db) = open();
+    let s = Sighting { mac: Some(mac("52:54:00:00:00:09")), arch: Some("bios".into()), circuit_id: Some("0a0b".into()), remote_id: None };
+    for _ in 0..5 {
+        db.record(s.clone(), vec![("dhcp.offer".into(), json!({}))]);
+    }
+    db.flush().await.unwrap();
+    let (all, total) = db.list_machines(MachineFilter::default()).await.unwrap();
+    assert_eq!(total, 1);
+    let m = &all[0];
+    assert_eq!(m.state, MachineState::Discovered);
+    assert_eq!(m.last_arch.as_deref(), Some("bios"));
+    assert_eq!(m.circuit_id.as_deref(), Some("0a0b"));
+    let events = db.events(m.id, 0, 100).await.unwrap();
+    assert_eq!(events.len(), 6, "discovered + 5 offers");
+    assert!(events.windows(2).all(|w| w[0].seq < w[1].seq));
+}
+
+#[tokio::test]
+async fn leases_and_machines_survive_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c.redb");
+    let lease = Lease {
+        v: SCHEMA_VERSION,
+        ip: "198.18.0.100".parse().unwrap(),
+        mac: mac("52:54:00:00:00:03"),
+        hostname: None,
+        expires_at: now_secs() + 3600,
+        state: super::super::LeaseState::Active,
+        updated_at: now_secs(),
+    };
+    {
+        let db = Cmdb::open(&path, 64).unwrap();
+        let s = Sighting { mac: Some(lease.mac), ..Default::default() };
+        db.commit_lease(lease.clone(), s, vec![("dhcp.ack".into(), json!({}))]).await.unwrap();
+    }
+    let db = Cmdb::open(&path, 64).unwrap();
+    assert_eq!(db.leases().await.unwrap(), vec![lease]);
+    assert!(db.brief_by_mac(mac("52:54:00:00:00:03")).is_some(), "index rebuilt from disk");
+}

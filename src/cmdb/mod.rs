@@ -1,0 +1,197 @@
+//! The CMDB: one redb file holding machines, leases and the per-machine event timeline.
+//!
+//! [`Cmdb`] is a cheap `Clone` handle. Reads run on the blocking pool; every write goes through
+//! one writer thread that batches queued writes into group commits (see `writer`).
+
+mod index;
+mod machines;
+pub mod model;
+mod store;
+mod writer;
+
+use std::net::Ipv4Addr;
+use std::path::Path;
+use std::sync::{mpsc, Arc, RwLock};
+
+use redb::{Database, ReadableDatabase};
+use tokio::sync::oneshot;
+
+pub use index::Brief;
+pub use machines::MachineFilter;
+pub use model::{Event, Lease, LeaseState, Machine, MachinePatch, MachineState, NewMachine, Sighting};
+use writer::{Completion, Job, WriteCtx};
+
+/// Errors a caller can branch on.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum CmdbError {
+    #[error("not found: {0}")]
+    NotFound(String),
+    #[error("conflict: {0}")]
+    Conflict(String),
+    #[error("invalid: {0}")]
+    Invalid(String),
+    #[error("storage: {0}")]
+    Storage(String),
+}
+
+/// Handle to the CMDB.
+#[derive(Clone)]
+pub struct Cmdb {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    db: Arc<Database>,
+    index: Arc<RwLock<Index>>,
+    tx: Option<mpsc::Sender<Job>>,
+    writer: Option<std::thread::JoinHandle<()>>,
+}
+
+use index::Index;
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // Closing the queue lets the writer finish and commit what is queued before we return.
+        drop(self.tx.take());
+        if let Some(w) = self.writer.take() {
+            let _ = w.join();
+        }
+    }
+}
+
+impl Cmdb {
+    /// Opens (creating or migrating) the CMDB file and starts its writer thread.
+    pub fn open(path: &Path, commit_batch: usize) -> Result<Cmdb, CmdbError> {
+        let db = Arc::new(store::open(path)?);
+        let index = Arc::new(RwLock::new(Index::default()));
+        let all: Vec<Machine> = {
+            let rtx = db.begin_read()?;
+            writer::scan(&rtx.open_table(store::MACHINES)?)?
+        };
+        index
+            .write()
+            .expect("fresh lock")
+            .apply(all.iter().map(|m| index::Delta::Upsert(Brief::from(m))).collect());
+        let (tx, rx) = mpsc::channel();
+        let writer = {
+            let (db, index) = (db.clone(), index.clone());
+            std::thread::Builder::new()
+                .name("cmdb-writer".into())
+                .spawn(move || writer::run(db, index, rx, commit_batch.max(1)))
+                .map_err(|e| CmdbError::Storage(format!("spawning writer: {e}")))?
+        };
+        Ok(Cmdb {
+            inner: Arc::new(Inner { db, index, tx: Some(tx), writer: Some(writer) }),
+        })
+    }
+
+    /// Queues a write and waits until the batch holding it has committed.
+    async fn write<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut WriteCtx<'_>) -> Result<T, CmdbError> + Send + 'static,
+    ) -> Result<T, CmdbError> {
+        let (done_tx, done_rx) = oneshot::channel();
+        let job: Job = Box::new(move |ctx| {
+            let out = f(ctx);
+            let completion: Completion = Box::new(move |committed| {
+                let _ = done_tx.send(committed.and(out));
+            });
+            completion
+        });
+        self.send(job)?;
+        done_rx.await.map_err(|_| CmdbError::Storage("cmdb writer stopped".into()))?
+    }
+
+    /// Queues a write without waiting for it; failures are logged by the writer.
+    fn write_detached(&self, f: impl FnOnce(&mut WriteCtx<'_>) -> Result<(), CmdbError> + Send + 'static) {
+        let job: Job = Box::new(move |ctx| {
+            if let Err(error) = f(ctx) {
+                tracing::warn!(%error, "cmdb write dropped");
+            }
+            Box::new(|_| {})
+        });
+        if let Err(error) = self.send(job) {
+            tracing::warn!(%error, "cmdb write dropped");
+        }
+    }
+
+    fn send(&self, job: Job) -> Result<(), CmdbError> {
+        let tx = self.inner.tx.as_ref().expect("sender lives as long as the handle");
+        tx.send(job).map_err(|_| CmdbError::Storage("cmdb writer stopped".into()))
+    }
+
+    /// Runs a read on the blocking pool.
+    async fn read<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&redb::ReadTransaction) -> Result<T, CmdbError> + Send + 'static,
+    ) -> Result<T, CmdbError> {
+        let db = self.inner.db.clone();
+        tokio::task::spawn_blocking(move || f(&db.begin_read()?))
+            .await
+            .map_err(|e| CmdbError::Storage(format!("read task: {e}")))?
+    }
+
+    /// Waits until every write queued before this call has committed.
+    pub async fn flush(&self) -> Result<(), CmdbError> {
+        self.write(|_| Ok(())).await
+    }
+
+    /// The indexed summary of the machine owning `mac`, without touching storage.
+    pub fn brief_by_mac(&self, mac: crate::mac::Mac) -> Option<Brief> {
+        self.inner.index.read().expect("index lock").by_mac(mac).cloned()
+    }
+
+    /// The id of the machine holding a reservation for `ip`, without touching storage.
+    pub fn reserved_owner(&self, ip: Ipv4Addr) -> Option<u64> {
+        self.inner.index.read().expect("index lock").reserved_owner(ip)
+    }
+
+    /// All leases as stored (the DHCP server loads them at start).
+    pub async fn leases(&self) -> Result<Vec<Lease>, CmdbError> {
+        self.read(|rtx| writer::scan(&rtx.open_table(store::LEASES)?)).await
+    }
+
+    /// Persists a lease change together with what was learned from the packet, and waits for the
+    /// commit: a DHCPACK is only sent once its lease is durable.
+    pub async fn commit_lease(&self, lease: Lease, sighting: Sighting, events: Vec<(String, serde_json::Value)>) -> Result<(), CmdbError> {
+        self.write(move |ctx| {
+            machines::put_lease(ctx, &lease)?;
+            machines::observe(ctx, &sighting, events)
+        })
+        .await
+    }
+
+    /// Records a sighting and timeline events without waiting (the OFFER path).
+    pub fn record(&self, sighting: Sighting, events: Vec<(String, serde_json::Value)>) {
+        self.write_detached(move |ctx| machines::observe(ctx, &sighting, events));
+    }
+
+    /// A machine's timeline, oldest first, after sequence `after`.
+    pub async fn events(&self, machine_id: u64, after: u64, limit: usize) -> Result<Vec<Event>, CmdbError> {
+        self.read(move |rtx| {
+            let t = rtx.open_table(store::EVENTS)?;
+            let mut out = Vec::new();
+            for row in t.range((machine_id, after.saturating_add(1))..=(machine_id, u64::MAX))?.take(limit) {
+                out.push(store::decode(row?.1.value())?);
+            }
+            Ok(out)
+        })
+        .await
+    }
+}
+
+/// Seconds since the Unix epoch.
+pub fn now_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}

@@ -1,0 +1,155 @@
+//! CMDB record types: machines, leases and timeline events, as stored (JSON in redb values).
+
+use std::net::Ipv4Addr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::mac::Mac;
+
+/// Current record schema version; bump it together with a step in `store::migrate`.
+pub const SCHEMA_VERSION: u64 = 1;
+
+/// Where a machine is in its lifecycle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MachineState {
+    Discovered,
+    Ready,
+    Queued,
+    Configuring,
+    Installing,
+    PostInstall,
+    Installed,
+    Failed,
+    Retired,
+}
+
+impl std::str::FromStr for MachineState {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        serde_json::from_value(serde_json::Value::String(s.to_string()))
+            .map_err(|_| format!("unknown machine state {s:?}"))
+    }
+}
+
+/// A machine in the CMDB.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Machine {
+    /// Record schema version.
+    pub v: u64,
+    pub id: u64,
+    pub macs: Vec<Mac>,
+    pub hostname: Option<String>,
+    pub reserved_ip: Option<Ipv4Addr>,
+    pub serial: Option<String>,
+    pub vendor: Option<String>,
+    pub model: Option<String>,
+    pub tags: Vec<String>,
+    pub state: MachineState,
+    /// Option 82 circuit id (sub-option 1), hex.
+    pub circuit_id: Option<String>,
+    /// Option 82 remote id (sub-option 2), hex.
+    pub remote_id: Option<String>,
+    /// Last client architecture seen in DHCP option 93, e.g. "bios", "uefi-x64".
+    pub last_arch: Option<String>,
+    pub created_at: u64,
+    pub updated_at: u64,
+    pub last_seen_at: Option<u64>,
+}
+
+/// An address lease.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Lease {
+    pub v: u64,
+    pub ip: Ipv4Addr,
+    pub mac: Mac,
+    pub hostname: Option<String>,
+    /// Unix seconds; the address is free again after this.
+    pub expires_at: u64,
+    pub state: LeaseState,
+    pub updated_at: u64,
+}
+
+/// Lease status as stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LeaseState {
+    Active,
+    Released,
+    /// The client reported the address in use (DHCPDECLINE); held until `expires_at`.
+    Declined,
+}
+
+/// One step on a machine's timeline.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    pub seq: u64,
+    pub machine_id: u64,
+    /// Unix milliseconds.
+    pub at_ms: u64,
+    /// Dotted kind, e.g. `dhcp.offer`, `machine.created`.
+    pub kind: String,
+    pub detail: serde_json::Value,
+}
+
+/// Fields an operator sets when registering a machine.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewMachine {
+    pub macs: Vec<Mac>,
+    #[serde(default)]
+    pub hostname: Option<String>,
+    #[serde(default)]
+    pub reserved_ip: Option<Ipv4Addr>,
+    #[serde(default)]
+    pub serial: Option<String>,
+    #[serde(default)]
+    pub tags: Vec<String>,
+}
+
+/// A partial update; `Some(None)` clears an optional field.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MachinePatch {
+    #[serde(default, with = "double_option")]
+    pub hostname: Option<Option<String>>,
+    #[serde(default, with = "double_option")]
+    pub reserved_ip: Option<Option<Ipv4Addr>>,
+    #[serde(default, with = "double_option")]
+    pub serial: Option<Option<String>>,
+    #[serde(default)]
+    pub tags: Option<Vec<String>>,
+    #[serde(default)]
+    pub macs: Option<Vec<Mac>>,
+    #[serde(default)]
+    pub state: Option<MachineState>,
+}
+
+mod double_option {
+    use serde::{Deserialize, Deserializer};
+
+    pub fn deserialize<'de, T: Deserialize<'de>, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<Option<T>>, D::Error> {
+        Option::<T>::deserialize(d).map(Some)
+    }
+}
+
+/// What the DHCP server learned about a client from one packet.
+#[derive(Debug, Clone, Default)]
+pub struct Sighting {
+    pub mac: Option<Mac>,
+    pub arch: Option<String>,
+    pub circuit_id: Option<String>,
+    pub remote_id: Option<String>,
+}
+
+/// Validates a hostname label (RFC 1123), as used in DHCP option 12 and DNS.
+pub fn valid_hostname(h: &str) -> bool {
+    !h.is_empty()
+        && h.len() <= 63
+        && h.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        && !h.starts_with('-')
+        && !h.ends_with('-')
+}

@@ -1,0 +1,134 @@
+//! redb table definitions, record codecs, and opening (with schema migration) of the CMDB file.
+
+use std::path::Path;
+
+use redb::{Database, ReadableDatabase, TableDefinition, WriteTransaction};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use super::model::SCHEMA_VERSION;
+use super::CmdbError;
+
+/// Counters and the schema version.
+pub const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
+/// Machine id -> JSON `Machine`.
+pub const MACHINES: TableDefinition<u64, &[u8]> = TableDefinition::new("machines");
+/// MAC (packed in a u64) -> machine id.
+pub const MACS: TableDefinition<u64, u64> = TableDefinition::new("macs");
+/// IPv4 (u32) -> JSON `Lease`.
+pub const LEASES: TableDefinition<u32, &[u8]> = TableDefinition::new("leases");
+/// (machine id, event seq) -> JSON `Event`.
+pub const EVENTS: TableDefinition<(u64, u64), &[u8]> = TableDefinition::new("events");
+
+pub const KEY_SCHEMA: &str = "schema_version";
+pub const KEY_NEXT_MACHINE: &str = "next_machine_id";
+pub const KEY_NEXT_EVENT: &str = "next_event_seq";
+
+/// Serializes a record for storage.
+pub fn encode<T: Serialize>(v: &T) -> Vec<u8> {
+    serde_json::to_vec(v).expect("CMDB records always serialize")
+}
+
+/// Deserializes a stored record.
+pub fn decode<T: DeserializeOwned>(b: &[u8]) -> Result<T, CmdbError> {
+    serde_json::from_slice(b).map_err(|e| CmdbError::Storage(format!("corrupt record: {e}")))
+}
+
+/// Opens (or creates) the database file and brings its schema up to date.
+pub fn open(path: &Path) -> Result<Database, CmdbError> {
+    let db = Database::create(path).map_err(|e| CmdbError::Storage(format!("{}: {e}", path.display())))?;
+    let found = {
+        let rtx = db.begin_read()?;
+        match rtx.open_table(META) {
+            Ok(t) => t.get(KEY_SCHEMA)?.map(|v| v.value()).unwrap_or(0),
+            Err(redb::TableError::TableDoesNotExist(_)) => 0,
+            Err(e) => return Err(e.into()),
+        }
+    };
+    if found > SCHEMA_VERSION {
+        return Err(CmdbError::Storage(format!(
+            "{} has schema version {found}, newer than this rackboot ({SCHEMA_VERSION}); refusing to touch it",
+            path.display()
+        )));
+    }
+    if found < SCHEMA_VERSION {
+        let tx = db.begin_write()?;
+        migrate(&tx, found)?;
+        tx.commit()?;
+        tracing::info!(from = found, to = SCHEMA_VERSION, "migrated cmdb schema");
+    }
+    Ok(db)
+}
+
+/// Runs every migration step from `from` up to [`SCHEMA_VERSION`] inside one transaction, so a
+/// crash mid-migration leaves the old file untouched.
+fn migrate(tx: &WriteTransaction, from: u64) -> Result<(), CmdbError> {
+    let mut version = from;
+    while version < SCHEMA_VERSION {
+        match version {
+            // 0 -> 1: an empty (new) file gets its tables and counters.
+            0 => {
+                let mut meta = tx.open_table(META)?;
+                meta.insert(KEY_NEXT_MACHINE, 1)?;
+                meta.insert(KEY_NEXT_EVENT, 1)?;
+                tx.open_table(MACHINES)?;
+                tx.open_table(MACS)?;
+                tx.open_table(LEASES)?;
+                tx.open_table(EVENTS)?;
+            }
+            v => return Err(CmdbError::Storage(format!("no migration from schema {v}"))),
+        }
+        version += 1;
+    }
+    tx.open_table(META)?.insert(KEY_SCHEMA, SCHEMA_VERSION)?;
+    Ok(())
+}
+
+macro_rules! storage_from {
+    ($($t:ty),*) => {$(
+        impl From<$t> for CmdbError {
+            fn from(e: $t) -> Self {
+                CmdbError::Storage(e.to_string())
+            }
+        }
+    )*};
+}
+storage_from!(
+    redb::Error,
+    redb::StorageError,
+    redb::TableError,
+    redb::TransactionError,
+    redb::CommitError,
+    redb::DatabaseError
+);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn new_file_gets_current_schema_and_reopens() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.redb");
+        drop(open(&path).unwrap());
+        let db = open(&path).unwrap();
+        let rtx = db.begin_read().unwrap();
+        let meta = rtx.open_table(META).unwrap();
+        assert_eq!(meta.get(KEY_SCHEMA).unwrap().unwrap().value(), SCHEMA_VERSION);
+        assert_eq!(meta.get(KEY_NEXT_MACHINE).unwrap().unwrap().value(), 1);
+    }
+
+    #[test]
+    fn newer_schema_is_refused_not_overwritten() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.redb");
+        {
+            let db = open(&path).unwrap();
+            let tx = db.begin_write().unwrap();
+            tx.open_table(META).unwrap().insert(KEY_SCHEMA, SCHEMA_VERSION + 1).unwrap();
+            tx.commit().unwrap();
+        }
+        let err = open(&path).unwrap_err().to_string();
+        assert!(err.contains("newer than this rackboot"), "{err}");
+    }
+}

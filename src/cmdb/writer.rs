@@ -1,0 +1,105 @@
+//! The single CMDB writer thread: gathers queued writes into one transaction per batch (group
+//! commit), so a burst of DHCP exchanges costs one fsync per batch, not one per packet.
+
+use std::sync::mpsc;
+use std::sync::{Arc, RwLock};
+
+use redb::{Database, ReadableTable, WriteTransaction};
+
+use super::index::{Delta, Index};
+use super::store::{KEY_NEXT_EVENT, KEY_NEXT_MACHINE, META};
+use super::CmdbError;
+
+/// What a job sees: the shared transaction, id counters, and index changes to apply on commit.
+pub struct WriteCtx<'a> {
+    pub tx: &'a WriteTransaction,
+    pub next_machine_id: &'a mut u64,
+    pub next_event_seq: &'a mut u64,
+    pub delta: &'a mut Vec<Delta>,
+    pub index: &'a Index,
+}
+
+/// Called once the batch holding a job has committed (or failed to).
+pub type Completion = Box<dyn FnOnce(Result<(), CmdbError>) + Send>;
+/// A queued write. It must check everything that can fail before it writes anything, because a
+/// job's error does not roll back the batch it shares with other jobs.
+pub type Job = Box<dyn FnOnce(&mut WriteCtx<'_>) -> Completion + Send>;
+
+/// Runs the writer loop until every sender is gone.
+pub fn run(db: Arc<Database>, index: Arc<RwLock<Index>>, rx: mpsc::Receiver<Job>, batch: usize) {
+    let (mut next_machine_id, mut next_event_seq) = match read_counters(&db) {
+        Ok(c) => c,
+        Err(error) => {
+            tracing::error!(%error, "cmdb writer cannot read counters");
+            return;
+        }
+    };
+    let mut jobs = Vec::with_capacity(batch);
+    while let Ok(first) = rx.recv() {
+        jobs.push(first);
+        while jobs.len() < batch {
+            match rx.try_recv() {
+                Ok(j) => jobs.push(j),
+                Err(_) => break,
+            }
+        }
+        let (ids_before, seq_before) = (next_machine_id, next_event_seq);
+        let mut delta = Vec::new();
+        let mut completions = Vec::with_capacity(jobs.len());
+        let result = (|| -> Result<(), CmdbError> {
+            let tx = db.begin_write()?;
+            {
+                let snapshot = index.read().expect("index lock poisoned");
+                let mut ctx = WriteCtx {
+                    tx: &tx,
+                    next_machine_id: &mut next_machine_id,
+                    next_event_seq: &mut next_event_seq,
+                    delta: &mut delta,
+                    index: &snapshot,
+                };
+                for job in jobs.drain(..) {
+                    completions.push(job(&mut ctx));
+                }
+            }
+            if next_machine_id != ids_before || next_event_seq != seq_before {
+                let mut meta = tx.open_table(META)?;
+                meta.insert(KEY_NEXT_MACHINE, next_machine_id)?;
+                meta.insert(KEY_NEXT_EVENT, next_event_seq)?;
+            }
+            tx.commit()?;
+            Ok(())
+        })();
+        match &result {
+            Ok(()) => index.write().expect("index lock poisoned").apply(delta),
+            Err(error) => {
+                tracing::error!(%error, jobs = completions.len(), "cmdb batch commit failed");
+                jobs.clear();
+                (next_machine_id, next_event_seq) = (ids_before, seq_before);
+            }
+        }
+        for done in completions {
+            done(result.clone());
+        }
+    }
+    tracing::debug!("cmdb writer stopped");
+}
+
+fn read_counters(db: &Database) -> Result<(u64, u64), CmdbError> {
+    use redb::ReadableDatabase;
+    let rtx = db.begin_read()?;
+    let meta = rtx.open_table(META)?;
+    let get = |k| -> Result<u64, CmdbError> { Ok(meta.get(k)?.map(|v| v.value()).unwrap_or(1)) };
+    Ok((get(KEY_NEXT_MACHINE)?, get(KEY_NEXT_EVENT)?))
+}
+
+/// Reads all rows of a table as decoded records; used to rebuild in-memory state at start.
+pub fn scan<K: redb::Key + 'static, T: serde::de::DeserializeOwned>(
+    table: &impl ReadableTable<K, &'static [u8]>,
+) -> Result<Vec<T>, CmdbError> {
+    let mut out = Vec::new();
+    for row in table.iter()? {
+        let (_, v) = row?;
+        out.push(super::store::decode(v.value())?);
+    }
+    Ok(out)
+}

@@ -1,0 +1,409 @@
+//! Configuration: the TOML "wire" shape, validated into runtime types with `TryFrom`.
+//!
+//! Every key and its default is documented in `rackboot.example.toml`; with no file at all the
+//! embedded default applies, which runs DHCP in `proxy` mode (answers PXE clients only, hands out
+//! no addresses), so dropping the binary on a live network cannot take over its DHCP.
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::Context;
+use serde::Deserialize;
+
+/// The embedded default configuration: what `rackboot serve` runs with no `--config`.
+pub const EMBEDDED_DEFAULT: &str = include_str!("../rackboot.example.toml");
+
+/// The file as written: every key optional, unknown keys refused.
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct WireConfig {
+    pub server: WireServer,
+    pub http: WireHttp,
+    pub dhcp: WireDhcp,
+    pub boot: WireBoot,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct WireServer {
+    pub data_dir: PathBuf,
+    pub interface: String,
+    pub address: Option<Ipv4Addr>,
+    pub log_format: String,
+}
+
+impl Default for WireServer {
+    fn default() -> Self {
+        WireServer {
+            data_dir: PathBuf::from("/var/lib/rackboot"),
+            interface: String::new(),
+            address: None,
+            log_format: "human".into(),
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct WireHttp {
+    pub listen: SocketAddr,
+    pub public_url: String,
+}
+
+impl Default for WireHttp {
+    fn default() -> Self {
+        WireHttp { listen: ([0, 0, 0, 0], 80).into(), public_url: String::new() }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct WireDhcp {
+    pub mode: String,
+    pub port: u16,
+    pub proxy_port: u16,
+    pub reply_port: u16,
+    pub relay_port: u16,
+    pub offer_hold_secs: u64,
+    pub commit_batch: usize,
+    pub subnets: Vec<WireSubnet>,
+}
+
+impl Default for WireDhcp {
+    fn default() -> Self {
+        WireDhcp {
+            mode: "proxy".into(),
+            port: 67,
+            proxy_port: 4011,
+            reply_port: 68,
+            relay_port: 67,
+            offer_hold_secs: 60,
+            commit_batch: 4096,
+            subnets: Vec::new(),
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WireSubnet {
+    pub cidr: String,
+    pub pools: Vec<String>,
+    #[serde(default)]
+    pub routers: Vec<Ipv4Addr>,
+    #[serde(default)]
+    pub dns_servers: Vec<Ipv4Addr>,
+    #[serde(default)]
+    pub domain: String,
+    #[serde(default = "default_lease_secs")]
+    pub lease_secs: u32,
+}
+
+fn default_lease_secs() -> u32 {
+    3600
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct WireBoot {
+    pub bios: String,
+    pub uefi_x64: String,
+    pub uefi_x64_snp: bool,
+    pub arm64: String,
+}
+
+impl Default for WireBoot {
+    fn default() -> Self {
+        WireBoot {
+            bios: "undionly.kpxe".into(),
+            uefi_x64: "ipxe.efi".into(),
+            uefi_x64_snp: false,
+            arm64: "ipxe-arm64.efi".into(),
+        }
+    }
+}
+
+/// Validated runtime configuration.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub data_dir: PathBuf,
+    /// Provisioning interface; DHCP binds to it with SO_BINDTODEVICE. Empty: auto-detect.
+    pub interface: String,
+    /// The appliance's IPv4 address on that interface (server identifier, next-server).
+    pub address: Option<Ipv4Addr>,
+    pub log_json: bool,
+    pub http_listen: SocketAddr,
+    /// Base URL machines use to reach the HTTP server; derived from the address if empty.
+    pub public_url: String,
+    pub dhcp: DhcpConfig,
+    pub boot: BootFiles,
+}
+
+/// DHCP service mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DhcpMode {
+    /// Leases from pools and reservations, plus PXE boot options.
+    Full,
+    /// Boot options only, beside another DHCP server (port 67 and 4011).
+    Proxy,
+    /// No DHCP at all.
+    Off,
+}
+
+/// Validated DHCP settings.
+#[derive(Debug, Clone)]
+pub struct DhcpConfig {
+    pub mode: DhcpMode,
+    pub port: u16,
+    pub proxy_port: u16,
+    /// Port replies to clients are sent to (68; tests may change it).
+    pub reply_port: u16,
+    /// Port replies to relay agents (giaddr) are sent to (67).
+    pub relay_port: u16,
+    pub offer_hold: Duration,
+    pub commit_batch: usize,
+    pub subnets: Vec<Subnet>,
+}
+
+/// One IPv4 subnet served in full mode.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Subnet {
+    pub network: Ipv4Addr,
+    pub prefix: u8,
+    pub pools: Vec<(Ipv4Addr, Ipv4Addr)>,
+    pub routers: Vec<Ipv4Addr>,
+    pub dns_servers: Vec<Ipv4Addr>,
+    pub domain: String,
+    pub lease_secs: u32,
+}
+
+impl Subnet {
+    /// The netmask for this subnet's prefix length.
+    pub fn mask(&self) -> Ipv4Addr {
+        Ipv4Addr::from(prefix_mask(self.prefix))
+    }
+
+    /// Whether `ip` lies inside the subnet.
+    pub fn contains(&self, ip: Ipv4Addr) -> bool {
+        u32::from(ip) & prefix_mask(self.prefix) == u32::from(self.network)
+    }
+
+    /// Whether `ip` lies inside one of the pools.
+    pub fn in_pool(&self, ip: Ipv4Addr) -> bool {
+        self.pools.iter().any(|(a, b)| *a <= ip && ip <= *b)
+    }
+}
+
+/// iPXE binaries handed to PXE ROMs, by client architecture.
+#[derive(Debug, Clone)]
+pub struct BootFiles {
+    pub bios: String,
+    pub uefi_x64: String,
+    pub uefi_x64_snp: bool,
+    pub arm64: String,
+}
+
+fn prefix_mask(prefix: u8) -> u32 {
+    if prefix == 0 {
+        0
+    } else {
+        u32::MAX << (32 - u32::from(prefix))
+    }
+}
+
+fn parse_cidr(s: &str) -> anyhow::Result<(Ipv4Addr, u8)> {
+    let (ip, len) = s.split_once('/').with_context(|| format!("{s:?} is not a CIDR (a.b.c.d/n)"))?;
+    let ip: Ipv4Addr = ip.parse().with_context(|| format!("bad network address in {s:?}"))?;
+    let len: u8 = len.parse().with_context(|| format!("bad prefix length in {s:?}"))?;
+    anyhow::ensure!((1..=30).contains(&len), "prefix length of {s:?} must be 1..=30");
+    anyhow::ensure!(u32::from(ip) & !prefix_mask(len) == 0, "{s:?} has host bits set");
+    Ok((ip, len))
+}
+
+fn parse_range(s: &str) -> anyhow::Result<(Ipv4Addr, Ipv4Addr)> {
+    let (a, b) = s.split_once('-').with_context(|| format!("pool {s:?} is not FIRST-LAST"))?;
+    let a: Ipv4Addr = a.trim().parse().with_context(|| format!("bad first address in pool {s:?}"))?;
+    let b: Ipv4Addr = b.trim().parse().with_context(|| format!("bad last address in pool {s:?}"))?;
+    anyhow::ensure!(a <= b, "pool {s:?} ends before it starts");
+    Ok((a, b))
+}
+
+impl TryFrom<WireSubnet> for Subnet {
+    type Error = anyhow::Error;
+
+    fn try_from(w: WireSubnet) -> anyhow::Result<Self> {
+        let WireSubnet { cidr, pools, routers, dns_servers, domain, lease_secs } = w;
+        let (network, prefix) = parse_cidr(&cidr)?;
+        let mut subnet = Subnet {
+            network,
+            prefix,
+            pools: Vec::new(),
+            routers,
+            dns_servers,
+            domain,
+            lease_secs,
+        };
+        anyhow::ensure!(lease_secs >= 60, "subnet {cidr}: lease_secs must be at least 60");
+        anyhow::ensure!(!pools.is_empty(), "subnet {cidr}: at least one pool is needed");
+        for p in &pools {
+            let (a, b) = parse_range(p)?;
+            anyhow::ensure!(
+                subnet.contains(a) && subnet.contains(b),
+                "subnet {cidr}: pool {p:?} is outside the subnet"
+            );
+            subnet.pools.push((a, b));
+        }
+        Ok(subnet)
+    }
+}
+
+impl TryFrom<WireConfig> for Config {
+    type Error = anyhow::Error;
+
+    fn try_from(w: WireConfig) -> anyhow::Result<Self> {
+        let WireConfig { server, http, dhcp, boot } = w;
+        let WireServer { data_dir, interface, address, log_format } = server;
+        let WireHttp { listen, public_url } = http;
+        let WireDhcp { mode, port, proxy_port, reply_port, relay_port, offer_hold_secs, commit_batch, subnets } =
+            dhcp;
+        let WireBoot { bios, uefi_x64, uefi_x64_snp, arm64 } = boot;
+
+        let log_json = match log_format.as_str() {
+            "human" => false,
+            "json" => true,
+            other => anyhow::bail!("server.log_format must be \"human\" or \"json\", not {other:?}"),
+        };
+        let mode = match mode.as_str() {
+            "full" => DhcpMode::Full,
+            "proxy" => DhcpMode::Proxy,
+            "off" => DhcpMode::Off,
+            other => anyhow::bail!("dhcp.mode must be \"full\", \"proxy\" or \"off\", not {other:?}"),
+        };
+        let subnets = subnets
+            .into_iter()
+            .map(Subnet::try_from)
+            .collect::<anyhow::Result<Vec<_>>>()
+            .context("in [[dhcp.subnets]]")?;
+        if mode == DhcpMode::Full {
+            anyhow::ensure!(!subnets.is_empty(), "dhcp.mode = \"full\" needs at least one [[dhcp.subnets]]");
+            anyhow::ensure!(
+                !interface.is_empty() || address.is_some(),
+                "dhcp.mode = \"full\" needs server.interface (or server.address)"
+            );
+        }
+        for (i, a) in subnets.iter().enumerate() {
+            for b in &subnets[i + 1..] {
+                anyhow::ensure!(
+                    !a.contains(b.network) && !b.contains(a.network),
+                    "subnets {}/{} and {}/{} overlap",
+                    a.network,
+                    a.prefix,
+                    b.network,
+                    b.prefix
+                );
+            }
+        }
+        anyhow::ensure!(commit_batch >= 1, "dhcp.commit_batch must be at least 1");
+        if !public_url.is_empty() {
+            anyhow::ensure!(
+                public_url.starts_with("http://") || public_url.starts_with("https://"),
+                "http.public_url must start with http:// or https://"
+            );
+        }
+        Ok(Config {
+            data_dir,
+            interface,
+            address,
+            log_json,
+            http_listen: listen,
+            public_url: public_url.trim_end_matches('/').to_string(),
+            dhcp: DhcpConfig {
+                mode,
+                port,
+                proxy_port,
+                reply_port,
+                relay_port,
+                offer_hold: Duration::from_secs(offer_hold_secs),
+                commit_batch,
+                subnets,
+            },
+            boot: BootFiles { bios, uefi_x64, uefi_x64_snp, arm64 },
+        })
+    }
+}
+
+impl Config {
+    /// Parses and validates TOML text.
+    pub fn parse(text: &str) -> anyhow::Result<Self> {
+        let wire: WireConfig = toml::from_str(text)?;
+        Config::try_from(wire)
+    }
+
+    /// Loads the file at `path`, or the embedded default when `path` is `None`.
+    pub fn load(path: Option<&Path>) -> anyhow::Result<Self> {
+        match path {
+            None => Config::parse(EMBEDDED_DEFAULT).context("embedded default config"),
+            Some(p) => {
+                let text = std::fs::read_to_string(p)
+                    .with_context(|| format!("reading config {}", p.display()))?;
+                Config::parse(&text).with_context(|| format!("config {}", p.display()))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn embedded_default_is_safe() {
+        let cfg = Config::load(None).unwrap();
+        assert_ne!(cfg.dhcp.mode, DhcpMode::Full, "default must never be a full DHCP server");
+        assert!(cfg.dhcp.subnets.is_empty());
+    }
+
+    #[test]
+    fn full_mode_config_validates() {
+        let cfg = Config::parse(
+            r#"
+            [server]
+            interface = "eth1"
+            [dhcp]
+            mode = "full"
+            [[dhcp.subnets]]
+            cidr = "198.18.0.0/24"
+            pools = ["198.18.0.100-198.18.0.199"]
+            routers = ["198.18.0.1"]
+            "#,
+        )
+        .unwrap();
+        let s = &cfg.dhcp.subnets[0];
+        assert_eq!(s.mask(), Ipv4Addr::new(255, 255, 255, 0));
+        assert!(s.in_pool("198.18.0.150".parse().unwrap()));
+        assert!(!s.in_pool("198.18.0.99".parse().unwrap()));
+        assert_eq!(s.lease_secs, 3600);
+    }
+
+    #[test]
+    fn bad_configs_say_why() {
+        let cases = [
+            ("[dhcp]\nmode = \"bogus\"", "dhcp.mode"),
+            ("[dhcp]\nmode = \"full\"", "at least one"),
+            ("[server]\ntypo = 1", "unknown field"),
+            (
+                "[server]\ninterface=\"x\"\n[dhcp]\nmode=\"full\"\n[[dhcp.subnets]]\ncidr=\"198.18.0.0/24\"\npools=[\"198.18.1.1-198.18.1.2\"]",
+                "outside the subnet",
+            ),
+            (
+                "[[dhcp.subnets]]\ncidr=\"198.18.0.1/24\"\npools=[\"198.18.0.5-198.18.0.9\"]",
+                "host bits",
+            ),
+        ];
+        for (text, want) in cases {
+            let err = format!("{:#}", Config::parse(text).unwrap_err());
+            assert!(err.contains(want), "{text:?}: {err}");
+        }
+    }
+}

@@ -1,0 +1,277 @@
+//! The DHCP server: full mode (leases from pools and reservations, RFC 2131) and proxy mode (PXE
+//! boot options only, ports 67 and 4011). Mechanics only: the boot file comes from the planner.
+
+mod leases;
+mod options;
+pub mod packet;
+mod proxy;
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use dhcproto::v4::MessageType;
+use serde_json::json;
+use tokio::net::UdpSocket;
+use tokio_util::sync::CancellationToken;
+use tracing::{debug, warn};
+
+use crate::cmdb::{now_secs, Cmdb, Lease, LeaseState, Sighting, model::SCHEMA_VERSION};
+use crate::config::{BootFiles, DhcpConfig, DhcpMode, Subnet};
+use crate::metrics::{Metrics, TypeLabel};
+use crate::planner::{self, BootContext, DhcpBoot, DhcpBootRequest};
+pub use leases::{Leases, Refusal};
+use packet::Request;
+
+/// Everything the DHCP server needs besides its sockets.
+#[derive(Clone)]
+pub struct DhcpService {
+    pub cfg: DhcpConfig,
+    pub cmdb: Cmdb,
+    pub metrics: Metrics,
+    /// The appliance's address: server identifier and next-server.
+    pub server_ip: Ipv4Addr,
+    /// Base URL of the HTTP server, e.g. `http://198.18.0.1`.
+    pub http_base: String,
+    pub boot: BootFiles,
+}
+
+impl DhcpService {
+    fn boot_for(&self, req: &Request) -> Option<DhcpBoot> {
+        if !(req.is_pxe || req.is_ipxe) {
+            return None;
+        }
+        let ctx = BootContext { http_base: &self.http_base, next_server: self.server_ip, files: &self.boot };
+        planner::plan_dhcp(&DhcpBootRequest { mac: req.mac, arch: req.arch, is_ipxe: req.is_ipxe }, &ctx)
+    }
+
+    fn sighting(&self, req: &Request) -> Sighting {
+        Sighting {
+            mac: Some(req.mac),
+            arch: req.arch.map(|a| a.name()),
+            circuit_id: req.circuit_id.clone(),
+            remote_id: req.remote_id.clone(),
+        }
+    }
+
+    fn count_sent(&self, kind: MessageType) {
+        self.metrics.dhcp_sent.get_or_create(&TypeLabel { r#type: format!("{kind:?}").to_lowercase() }).inc();
+    }
+}
+
+/// Serves DHCP on `socket` (port 67) and, in proxy mode, `pxe_socket` (port 4011) until `token`
+/// is cancelled. A bad packet is counted, logged at debug and dropped; it never stops the loop.
+pub async fn serve(socket: UdpSocket, pxe_socket: Option<UdpSocket>, svc: DhcpService, token: CancellationToken) -> anyhow::Result<()> {
+    let socket = Arc::new(socket);
+    let mut leases = Leases::new(svc.cfg.offer_hold.as_secs());
+    if svc.cfg.mode == DhcpMode::Full {
+        leases.load(svc.cmdb.leases().await?);
+    }
+    let mut buf = vec![0u8; 2048];
+    let mut pxe_buf = vec![0u8; 2048];
+    let mut tick = tokio::time::interval(Duration::from_secs(5));
+    tracing::info!(mode = ?svc.cfg.mode, server_ip = %svc.server_ip, "dhcp serving");
+    loop {
+        tokio::select! {
+            _ = token.cancelled() => break,
+            _ = tick.tick() => { svc.metrics.leases_in_use.set(leases.active(now_secs()) as i64); }
+            r = socket.recv_from(&mut buf) => {
+                let (n, from) = r?;
+                if let Some(req) = accept(&svc, &buf[..n], from) {
+                    match svc.cfg.mode {
+                        DhcpMode::Full => handle_full(&svc, &mut leases, &socket, req),
+                        _ => proxy::handle_offer(&svc, &socket, req).await,
+                    }
+                }
+            }
+            r = recv_opt(pxe_socket.as_ref(), &mut pxe_buf) => {
+                let (n, from) = r?;
+                if let Some(req) = accept(&svc, &pxe_buf[..n], from) {
+                    proxy::handle_boot_request(&svc, pxe_socket.as_ref().expect("only polled when present"), req, from).await;
+                }
+            }
+        }
+    }
+    svc.cmdb.flush().await?;
+    Ok(())
+}
+
+async fn recv_opt(s: Option<&UdpSocket>, buf: &mut [u8]) -> std::io::Result<(usize, SocketAddr)> {
+    match s {
+        Some(s) => s.recv_from(buf).await,
+        None => std::future::pending().await,
+    }
+}
+
+fn accept(svc: &DhcpService, buf: &[u8], from: SocketAddr) -> Option<Request> {
+    if buf.len() > packet::MAX_PACKET {
+        svc.metrics.dhcp_drop("oversized");
+        debug!(%from, len = buf.len(), "dropping oversized dhcp packet");
+        return None;
+    }
+    match packet::parse(buf) {
+        Ok(req) => {
+            let label = TypeLabel { r#type: format!("{:?}", req.kind).to_lowercase() };
+            svc.metrics.dhcp_received.get_or_create(&label).inc();
+            Some(req)
+        }
+        Err(reason) => {
+            svc.metrics.dhcp_drop(&reason.to_string());
+            debug!(%from, %reason, len = buf.len(), "dropping malformed dhcp packet");
+            None
+        }
+    }
+}
+
+/// The subnet a request belongs to: by giaddr when relayed, else the one holding our address.
+fn select_subnet<'a>(svc: &'a DhcpService, req: &Request) -> Option<(usize, &'a Subnet)> {
+    let g = req.msg.giaddr();
+    let key = if g.is_unspecified() { svc.server_ip } else { g };
+    svc.cfg.subnets.iter().enumerate().find(|(_, s)| s.contains(key))
+}
+
+fn send(svc: &DhcpService, socket: &Arc<UdpSocket>, req: &Request, mut reply: dhcproto::v4::Message, kind: MessageType) {
+    if kind == MessageType::Nak && !req.msg.giaddr().is_unspecified() {
+        packet::set_broadcast(&mut reply);
+    }
+    let to = packet::destination(req, kind, svc.cfg.reply_port, svc.cfg.relay_port);
+    let bytes = packet::encode(&reply);
+    match socket.try_send_to(&bytes, to) {
+        Ok(_) => svc.count_sent(kind),
+        Err(error) => {
+            svc.metrics.dhcp_drop("send_failed");
+            warn!(%to, %error, mac = %req.mac, "dhcp reply not sent");
+        }
+    }
+}
+
+fn handle_full(svc: &DhcpService, leases: &mut Leases, socket: &Arc<UdpSocket>, req: Request) {
+    let Some((idx, subnet)) = select_subnet(svc, &req) else {
+        svc.metrics.dhcp_drop("no_subnet");
+        debug!(mac = %req.mac, giaddr = %req.msg.giaddr(), "no subnet for request");
+        return;
+    };
+    let now = now_secs();
+    let brief = svc.cmdb.brief_by_mac(req.mac);
+    let me = brief.as_ref().map(|b| b.id);
+    let reserved = brief.as_ref().and_then(|b| b.reserved_ip);
+    let cmdb = svc.cmdb.clone();
+    let for_other = move |ip: Ipv4Addr| cmdb.reserved_owner(ip).is_some_and(|o| Some(o) != me);
+    let hostname = brief.as_ref().and_then(|b| b.hostname.clone());
+    match req.kind {
+        MessageType::Discover => {
+            let Some(ip) = leases.offer(idx, subnet, req.mac, req.requested_ip, reserved, &for_other, now) else {
+                svc.metrics.dhcp_drop("pool_exhausted");
+                warn!(mac = %req.mac, subnet = %subnet.network, "no free address to offer");
+                return;
+            };
+            let boot = svc.boot_for(&req);
+            let reply = options::lease_reply(svc, &req, MessageType::Offer, ip, subnet, hostname.as_deref(), boot.as_ref());
+            send(svc, socket, &req, reply, MessageType::Offer);
+            let detail = json!({"ip": ip, "arch": req.arch.map(|a| a.name()), "boot_file": boot.map(|b| b.filename)});
+            svc.cmdb.record(svc.sighting(&req), vec![("dhcp.offer".into(), detail)]);
+        }
+        MessageType::Request => request(svc, leases, socket, req, idx, subnet, reserved, &for_other, hostname),
+        MessageType::Release => {
+            let ip = req.msg.ciaddr();
+            if leases.release(req.mac, ip) {
+                let lease = lease_record(ip, &req, None, now, LeaseState::Released);
+                persist_detached(svc, lease, &req, "dhcp.release", json!({"ip": ip}));
+            }
+        }
+        MessageType::Decline => {
+            let Some(ip) = req.requested_ip else { return };
+            let until = now + u64::from(subnet.lease_secs);
+            if leases.decline(req.mac, ip, until) {
+                warn!(mac = %req.mac, %ip, "client declined address; quarantined");
+                let lease = lease_record(ip, &req, None, until, LeaseState::Declined);
+                persist_detached(svc, lease, &req, "dhcp.decline", json!({"ip": ip}));
+            }
+        }
+        MessageType::Inform => {
+            let boot = svc.boot_for(&req);
+            let reply = options::inform_reply(svc, &req, subnet, boot.as_ref());
+            send(svc, socket, &req, reply, MessageType::Ack);
+            svc.cmdb.record(svc.sighting(&req), vec![("dhcp.inform".into(), json!({"ciaddr": req.msg.ciaddr()}))]);
+        }
+        other => {
+            svc.metrics.dhcp_drop("unexpected_type");
+            debug!(mac = %req.mac, kind = ?other, "ignoring dhcp message type");
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn request(
+    svc: &DhcpService,
+    leases: &mut Leases,
+    socket: &Arc<UdpSocket>,
+    req: Request,
+    _idx: usize,
+    subnet: &Subnet,
+    reserved: Option<Ipv4Addr>,
+    for_other: &dyn Fn(Ipv4Addr) -> bool,
+    hostname: Option<String>,
+) {
+    let ciaddr = req.msg.ciaddr();
+    // RFC 2131 4.3.2: SELECTING carries our server id; INIT-REBOOT a requested address; RENEWING
+    // and REBINDING only ciaddr.
+    let ip = match (req.server_id, req.requested_ip) {
+        (Some(sid), _) if sid != svc.server_ip => {
+            leases.withdraw_offer(req.mac);
+            return;
+        }
+        (Some(_), Some(ip)) => ip,
+        (Some(_), None) => return,
+        // INIT-REBOOT and RENEWING/REBINDING: answer for addresses we know; stay silent about
+        // clients we have no record of, since another server may own them.
+        (None, requested) => {
+            let Some(ip) = requested.or((!ciaddr.is_unspecified()).then_some(ciaddr)) else { return };
+            let ours = leases.knows(req.mac, ip) || reserved == Some(ip) || leases.has_record(ip);
+            if !ours && subnet.contains(ip) {
+                return;
+            }
+            ip
+        }
+    };
+    let now = now_secs();
+    match leases.ack(subnet, req.mac, ip, reserved, for_other, now) {
+        Ok(expires) => {
+            let boot = svc.boot_for(&req);
+            let reply = options::lease_reply(svc, &req, MessageType::Ack, ip, subnet, hostname.as_deref(), boot.as_ref());
+            let lease = lease_record(ip, &req, hostname.clone(), expires, LeaseState::Active);
+            let detail = json!({"ip": ip, "lease_secs": subnet.lease_secs, "hostname": hostname, "boot_file": boot.map(|b| b.filename)});
+            let (svc, socket, sighting) = (svc.clone(), socket.clone(), svc.sighting(&req));
+            // The ACK goes out only once its lease is durable (group-committed with others).
+            tokio::spawn(async move {
+                match svc.cmdb.commit_lease(lease, sighting, vec![("dhcp.ack".into(), detail)]).await {
+                    Ok(()) => send(&svc, &socket, &req, reply, MessageType::Ack),
+                    Err(error) => {
+                        svc.metrics.dhcp_drop("commit_failed");
+                        warn!(mac = %req.mac, %ip, %error, "lease not committed; ack withheld");
+                    }
+                }
+            });
+        }
+        Err(refusal) => {
+            let mut reply = packet::reply(&req, MessageType::Nak, svc.server_ip);
+            reply.opts_mut().insert(dhcproto::v4::DhcpOption::Message(refusal.to_string()));
+            send(svc, socket, &req, reply, MessageType::Nak);
+            debug!(mac = %req.mac, %ip, %refusal, "nak");
+            svc.cmdb.record(svc.sighting(&req), vec![("dhcp.nak".into(), json!({"ip": ip, "reason": refusal.to_string()}))]);
+        }
+    }
+}
+
+fn lease_record(ip: Ipv4Addr, req: &Request, hostname: Option<String>, expires_at: u64, state: LeaseState) -> Lease {
+    Lease { v: SCHEMA_VERSION, ip, mac: req.mac, hostname: hostname.or_else(|| req.hostname.clone()), expires_at, state, updated_at: now_secs() }
+}
+
+fn persist_detached(svc: &DhcpService, lease: Lease, req: &Request, kind: &str, detail: serde_json::Value) {
+    let (cmdb, sighting, kind) = (svc.cmdb.clone(), svc.sighting(req), kind.to_string());
+    tokio::spawn(async move {
+        if let Err(error) = cmdb.commit_lease(lease, sighting, vec![(kind, detail)]).await {
+            warn!(%error, "lease change not persisted");
+        }
+    });
+}

@@ -1,0 +1,72 @@
+//! Building OFFER/ACK replies: address, subnet options, lease times, hostname and boot options.
+
+use std::net::Ipv4Addr;
+
+use dhcproto::v4::{DhcpOption, Message, MessageType};
+
+use super::packet::{self, Request};
+use super::DhcpService;
+use crate::config::Subnet;
+use crate::planner::DhcpBoot;
+
+/// An OFFER or ACK that binds `ip` to the client.
+pub fn lease_reply(
+    svc: &DhcpService,
+    req: &Request,
+    kind: MessageType,
+    ip: Ipv4Addr,
+    subnet: &Subnet,
+    hostname: Option<&str>,
+    boot: Option<&DhcpBoot>,
+) -> Message {
+    let mut m = packet::reply(req, kind, svc.server_ip);
+    m.set_yiaddr(ip);
+    let lease = subnet.lease_secs;
+    let o = m.opts_mut();
+    o.insert(DhcpOption::AddressLeaseTime(lease));
+    o.insert(DhcpOption::Renewal(lease / 2));
+    o.insert(DhcpOption::Rebinding(lease / 8 * 7));
+    network_options(&mut m, subnet);
+    if let Some(h) = hostname {
+        m.opts_mut().insert(DhcpOption::Hostname(h.to_string()));
+    }
+    if let Some(b) = boot {
+        boot_options(&mut m, b);
+    }
+    m
+}
+
+/// A DHCPACK to an INFORM: configuration only, no address and no lease time (RFC 2131 3.4).
+pub fn inform_reply(svc: &DhcpService, req: &Request, subnet: &Subnet, boot: Option<&DhcpBoot>) -> Message {
+    let mut m = packet::reply(req, MessageType::Ack, svc.server_ip);
+    m.set_ciaddr(req.msg.ciaddr());
+    network_options(&mut m, subnet);
+    if let Some(b) = boot {
+        boot_options(&mut m, b);
+    }
+    m
+}
+
+fn network_options(m: &mut Message, subnet: &Subnet) {
+    let o = m.opts_mut();
+    o.insert(DhcpOption::SubnetMask(subnet.mask()));
+    if !subnet.routers.is_empty() {
+        o.insert(DhcpOption::Router(subnet.routers.clone()));
+    }
+    if !subnet.dns_servers.is_empty() {
+        o.insert(DhcpOption::DomainNameServer(subnet.dns_servers.clone()));
+    }
+    if !subnet.domain.is_empty() {
+        o.insert(DhcpOption::DomainName(subnet.domain.clone()));
+    }
+}
+
+/// Boot file (header `file` and option 67), next-server (siaddr and option 66), vendor class.
+pub fn boot_options(m: &mut Message, b: &DhcpBoot) {
+    m.set_siaddr(b.next_server);
+    m.set_fname_str(&b.filename);
+    let o = m.opts_mut();
+    o.insert(DhcpOption::ClassIdentifier(b.vendor_class.as_bytes().to_vec()));
+    o.insert(DhcpOption::TFTPServerName(b.next_server.to_string().into_bytes()));
+    o.insert(DhcpOption::BootfileName(b.filename.clone().into_bytes()));
+}

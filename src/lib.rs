@@ -1,0 +1,24 @@
+//! rackboot: a network-boot appliance in one process.
+//!
+//! Module map (see ARCHITECTURE.md for the longer version):
+//! - [`config`]: the TOML wire shape and its validated runtime form.
+//! - [`app`]: wires the services together under one cancellation token.
+//! - [`cmdb`]: the redb-backed CMDB (machines, leases, events) with a group-commit writer.
+//! - [`planner`]: the one policy seam that decides what a machine boots.
+//! - [`dhcp`]: the DHCP server (full and proxy modes), mechanics only.
+//! - [`api`]: the REST API, health and metrics over axum.
+//! - [`metrics`]: Prometheus counters shared by every service.
+//! - [`net`]: socket binding and interface discovery.
+//! - [`client`]: the small HTTP client the CLI uses to talk to the REST API.
+//! - [`mac`]: the MAC address type used everywhere.
+
+pub mod api;
+pub mod app;
+pub mod client;
+pub mod cmdb;
+pub mod config;
+pub mod dhcp;
+pub mod mac;
+pub mod metrics;
+pub mod net;
+pub mod planner;

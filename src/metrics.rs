@@ -1,0 +1,55 @@
+//! Prometheus metrics shared by every service, exposed at `/metrics`.
+
+use std::sync::atomic::AtomicU64;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct TypeLabel {
+    pub r#type: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ReasonLabel {
+    pub reason: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct HttpLabel {
+    pub method: String,
+    pub status: u16,
+}
+
+/// All metrics; cheap to clone (every metric is an `Arc` inside).
+#[derive(Clone, Default)]
+pub struct Metrics {
+    pub dhcp_received: Family<TypeLabel, Counter>,
+    pub dhcp_sent: Family<TypeLabel, Counter>,
+    pub dhcp_dropped: Family<ReasonLabel, Counter>,
+    pub leases_in_use: Gauge,
+    pub http_requests: Family<HttpLabel, Counter<u64, AtomicU64>>,
+}
+
+impl Metrics {
+    /// Renders the Prometheus text exposition.
+    pub fn render(&self) -> String {
+        let mut r = Registry::with_prefix("rackboot");
+        r.register("dhcp_packets_received", "DHCP packets received, by message type", self.dhcp_received.clone());
+        r.register("dhcp_packets_sent", "DHCP packets sent, by message type", self.dhcp_sent.clone());
+        r.register("dhcp_packets_dropped", "DHCP packets dropped, by reason", self.dhcp_dropped.clone());
+        r.register("dhcp_leases_in_use", "Active (unexpired) DHCP leases", self.leases_in_use.clone());
+        r.register("http_requests", "HTTP requests served, by method and status", self.http_requests.clone());
+        let mut out = String::new();
+        prometheus_client::encoding::text::encode(&mut out, &r).expect("writing to a String cannot fail");
+        out
+    }
+
+    /// Counts a dropped DHCP packet.
+    pub fn dhcp_drop(&self, reason: &str) {
+        self.dhcp_dropped.get_or_create(&ReasonLabel { reason: reason.into() }).inc();
+    }
+}

@@ -1,0 +1,170 @@
+//! The one policy seam: what a machine boots, given what it is and what it asked for.
+//!
+//! Pure functions, no I/O. DHCP asks [`plan_dhcp`] for the boot file; later the HTTP `/boot/ipxe`
+//! endpoint and TFTP ask the same module, so the decision lives in one place.
+
+use std::net::Ipv4Addr;
+
+use crate::config::BootFiles;
+use crate::mac::Mac;
+
+/// Client architecture from DHCP option 93 (RFC 4578, IANA processor architecture types).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arch {
+    /// 0: x86 BIOS (legacy PXE ROM).
+    Bios,
+    /// 6: x86 (32-bit) UEFI.
+    UefiX86,
+    /// 7 and 9: x86-64 UEFI (9 is "EFI BC", which firmware in the field sends for x64 too).
+    UefiX64,
+    /// 11: arm64 UEFI.
+    UefiArm64,
+    /// 16: x86-64 UEFI HTTP boot.
+    HttpX64,
+    /// 19: arm64 UEFI HTTP boot.
+    HttpArm64,
+    /// Anything else, by number.
+    Other(u16),
+}
+
+impl Arch {
+    /// Maps option 93's value.
+    pub fn from_code(code: u16) -> Arch {
+        match code {
+            0 => Arch::Bios,
+            6 => Arch::UefiX86,
+            7 | 9 => Arch::UefiX64,
+            11 => Arch::UefiArm64,
+            16 => Arch::HttpX64,
+            19 => Arch::HttpArm64,
+            n => Arch::Other(n),
+        }
+    }
+
+    /// Stable lowercase name stored in the CMDB and shown by the API.
+    pub fn name(self) -> String {
+        match self {
+            Arch::Bios => "bios".into(),
+            Arch::UefiX86 => "uefi-x86".into(),
+            Arch::UefiX64 => "uefi-x64".into(),
+            Arch::UefiArm64 => "uefi-arm64".into(),
+            Arch::HttpX64 => "http-x64".into(),
+            Arch::HttpArm64 => "http-arm64".into(),
+            Arch::Other(n) => format!("arch-{n}"),
+        }
+    }
+}
+
+/// What a booting client told DHCP about itself.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DhcpBootRequest {
+    pub mac: Mac,
+    /// Option 93, if sent; a PXE client without it is treated as BIOS.
+    pub arch: Option<Arch>,
+    /// User class "iPXE" or option 175 present: the client is iPXE already.
+    pub is_ipxe: bool,
+}
+
+/// Where the appliance is, for building boot answers.
+#[derive(Debug, Clone)]
+pub struct BootContext<'a> {
+    /// Base URL of the HTTP server, without trailing slash, e.g. `http://198.18.0.1`.
+    pub http_base: &'a str,
+    /// The appliance's address: TFTP next-server.
+    pub next_server: Ipv4Addr,
+    pub files: &'a BootFiles,
+}
+
+/// The boot part of a DHCP answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DhcpBoot {
+    /// `file` field / option 67: a TFTP file name or an `http://` URL.
+    pub filename: String,
+    /// siaddr: the TFTP server.
+    pub next_server: Ipv4Addr,
+    /// Option 60 in the reply: "PXEClient" or "HTTPClient".
+    pub vendor_class: &'static str,
+}
+
+/// Decides the boot file for a PXE, HTTP-boot or iPXE client; `None` for an arch we cannot boot.
+pub fn plan_dhcp(req: &DhcpBootRequest, ctx: &BootContext<'_>) -> Option<DhcpBoot> {
+    let arch = req.arch.unwrap_or(Arch::Bios);
+    let pxe = |filename: &str| {
+        Some(DhcpBoot { filename: filename.to_string(), next_server: ctx.next_server, vendor_class: "PXEClient" })
+    };
+    if req.is_ipxe {
+        // iPXE asks again after chain-loading; sending it the binary again would loop forever.
+        let filename = format!("{}/boot/ipxe?mac={}", ctx.http_base, req.mac);
+        let vendor_class = if matches!(arch, Arch::HttpX64 | Arch::HttpArm64) { "HTTPClient" } else { "PXEClient" };
+        return Some(DhcpBoot { filename, next_server: ctx.next_server, vendor_class });
+    }
+    match arch {
+        Arch::Bios => pxe(&ctx.files.bios),
+        Arch::UefiX64 if ctx.files.uefi_x64_snp => pxe("snponly.efi"),
+        Arch::UefiX64 => pxe(&ctx.files.uefi_x64),
+        Arch::UefiArm64 => pxe(&ctx.files.arm64),
+        Arch::HttpX64 => Some(DhcpBoot {
+            filename: format!("{}/boot/files/{}", ctx.http_base, ctx.files.uefi_x64),
+            next_server: ctx.next_server,
+            vendor_class: "HTTPClient",
+        }),
+        Arch::HttpArm64 => Some(DhcpBoot {
+            filename: format!("{}/boot/files/{}", ctx.http_base, ctx.files.arm64),
+            next_server: ctx.next_server,
+            vendor_class: "HTTPClient",
+        }),
+        Arch::UefiX86 | Arch::Other(_) => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn files() -> BootFiles {
+        BootFiles { bios: "undionly.kpxe".into(), uefi_x64: "ipxe.efi".into(), uefi_x64_snp: false, arm64: "ipxe-arm64.efi".into() }
+    }
+
+    fn plan(arch: Option<u16>, is_ipxe: bool) -> Option<DhcpBoot> {
+        let f = files();
+        let ctx = BootContext { http_base: "http://198.18.0.1", next_server: "198.18.0.1".parse().unwrap(), files: &f };
+        let req = DhcpBootRequest { mac: "52:54:00:00:00:01".parse().unwrap(), arch: arch.map(Arch::from_code), is_ipxe };
+        plan_dhcp(&req, &ctx)
+    }
+
+    #[test]
+    fn arch_picks_the_ipxe_binary() {
+        let name = |a| plan(a, false).map(|b| b.filename);
+        assert_eq!(name(Some(0)).as_deref(), Some("undionly.kpxe"));
+        assert_eq!(name(None).as_deref(), Some("undionly.kpxe"));
+        assert_eq!(name(Some(7)).as_deref(), Some("ipxe.efi"));
+        assert_eq!(name(Some(9)).as_deref(), Some("ipxe.efi"));
+        assert_eq!(name(Some(11)).as_deref(), Some("ipxe-arm64.efi"));
+        assert_eq!(name(Some(6)), None);
+        assert_eq!(name(Some(0x1f)), None);
+    }
+
+    #[test]
+    fn http_boot_clients_get_an_http_url_and_vendor_class() {
+        let b = plan(Some(16), false).unwrap();
+        assert_eq!(b.filename, "http://198.18.0.1/boot/files/ipxe.efi");
+        assert_eq!(b.vendor_class, "HTTPClient");
+    }
+
+    #[test]
+    fn ipxe_gets_its_per_mac_script_which_breaks_the_loop() {
+        for arch in [Some(0), Some(7), None] {
+            let b = plan(arch, true).unwrap();
+            assert_eq!(b.filename, "http://198.18.0.1/boot/ipxe?mac=52:54:00:00:00:01");
+        }
+    }
+
+    #[test]
+    fn snponly_when_configured() {
+        let mut f = files();
+        f.uefi_x64_snp = true;
+        let ctx = BootContext { http_base: "http://x", next_server: Ipv4Addr::LOCALHOST, files: &f };
+        let req = DhcpBootRequest { mac: Mac([0; 6]), arch: Some(Arch::UefiX64), is_ipxe: false };
+        assert_eq!(plan_dhcp(&req, &ctx).unwrap().filename, "snponly.efi");
+    }
+}

@@ -1,0 +1,154 @@
+//! Shared helpers for in-process integration tests: start the whole appliance on loopback with a
+//! temporary data dir, talk DHCP to it as a relay agent would, and call its API.
+#![allow(dead_code)]
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::time::Duration;
+
+use dhcproto::v4::{self, DhcpOption, Message, MessageType, OptionCode};
+use dhcproto::{Decodable, Decoder, Encodable};
+use rackboot::app::{self, Running};
+use rackboot::client::ApiClient;
+use rackboot::config::Config;
+use tokio::net::UdpSocket;
+
+pub struct Lab {
+    pub dir: tempfile::TempDir,
+    pub app: Option<Running>,
+    /// Acts as the relay agent at giaddr 127.0.0.1; replies come here.
+    pub relay: UdpSocket,
+    pub api: ApiClient,
+    extra: String,
+}
+
+pub fn config_text(data_dir: &std::path::Path, relay_port: u16, extra: &str) -> String {
+    format!(
+        r#"
+[server]
+data_dir = "{}"
+address = "127.0.0.1"
+[http]
+listen = "127.0.0.1:0"
+[dhcp]
+mode = "full"
+port = 0
+relay_port = {relay_port}
+commit_batch = 512
+[[dhcp.subnets]]
+cidr = "127.0.0.0/8"
+pools = ["127.0.1.10-127.0.5.250"]
+routers = ["127.0.0.1"]
+dns_servers = ["127.0.0.53"]
+domain = "lab.rackboot.test"
+lease_secs = 600
+{extra}
+"#,
+        data_dir.display()
+    )
+}
+
+impl Lab {
+    pub async fn start(extra: &str) -> Lab {
+        let dir = tempfile::tempdir().unwrap();
+        let relay = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        let mut lab = Lab { dir, app: None, relay, api: ApiClient::new("http://127.0.0.1:1", String::new()).unwrap(), extra: extra.to_string() };
+        lab.boot().await;
+        lab
+    }
+
+    async fn boot(&mut self) {
+        let port = self.relay.local_addr().unwrap().port();
+        let cfg = Config::parse(&config_text(self.dir.path(), port, &self.extra)).unwrap();
+        let running = app::start(cfg).await.unwrap();
+        self.api = ApiClient::new(&format!("http://{}", running.http_addr), running.admin_token.clone()).unwrap();
+        self.app = Some(running);
+    }
+
+    /// Stops the appliance cleanly and starts it again on the same data dir.
+    pub async fn restart(&mut self) {
+        self.stop().await;
+        self.boot().await;
+    }
+
+    pub async fn stop(&mut self) {
+        if let Some(app) = self.app.take() {
+            app.wait(async {}).await.unwrap();
+        }
+    }
+
+    pub fn dhcp_addr(&self) -> SocketAddr {
+        let a = self.app.as_ref().unwrap().dhcp_addr.unwrap();
+        SocketAddr::from((Ipv4Addr::LOCALHOST, a.port()))
+    }
+
+    pub async fn send_raw(&self, bytes: &[u8]) {
+        self.relay.send_to(bytes, self.dhcp_addr()).await.unwrap();
+    }
+
+    /// Sends `m` and waits for the reply with the same xid.
+    pub async fn exchange(&self, m: &Message) -> Option<Message> {
+        self.send_raw(&m.to_vec().unwrap()).await;
+        self.recv(m.xid(), Duration::from_secs(3)).await
+    }
+
+    pub async fn recv(&self, xid: u32, wait: Duration) -> Option<Message> {
+        let mut buf = [0u8; 1500];
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            let (n, _) = tokio::time::timeout_at(deadline, self.relay.recv_from(&mut buf)).await.ok()?.unwrap();
+            let m = Message::decode(&mut Decoder::new(&buf[..n])).unwrap();
+            assert!(n >= 300, "reply of {n} bytes is shorter than BOOTP's 300");
+            if m.xid() == xid {
+                return Some(m);
+            }
+        }
+    }
+}
+
+/// A relayed client message (giaddr 127.0.0.1).
+pub fn msg(kind: MessageType, mac: [u8; 6], xid: u32) -> Message {
+    let mut m = Message::default();
+    m.set_chaddr(&mac).set_xid(xid).set_giaddr(Ipv4Addr::LOCALHOST);
+    m.opts_mut().insert(DhcpOption::MessageType(kind));
+    m
+}
+
+pub fn pxe(mut m: Message, arch: u16) -> Message {
+    m.opts_mut().insert(DhcpOption::ClientSystemArchitecture(v4::Architecture(arch)));
+    m.opts_mut().insert(DhcpOption::ClassIdentifier(format!("PXEClient:Arch:{arch:05}:UNDI:002001").into_bytes()));
+    m
+}
+
+pub fn request_for(offer: &Message, mac: [u8; 6], xid: u32) -> Message {
+    let mut m = msg(MessageType::Request, mac, xid);
+    m.opts_mut().insert(DhcpOption::RequestedIpAddress(offer.yiaddr()));
+    if let Some(DhcpOption::ServerIdentifier(s)) = offer.opts().get(OptionCode::ServerIdentifier) {
+        m.opts_mut().insert(DhcpOption::ServerIdentifier(*s));
+    }
+    m
+}
+
+pub fn kind(m: &Message) -> MessageType {
+    m.opts().msg_type().unwrap()
+}
+
+/// DISCOVER -> OFFER -> REQUEST -> ACK; returns the ACK.
+pub async fn four_way(lab: &Lab, mac: [u8; 6], xid: u32) -> Message {
+    let offer = lab.exchange(&msg(MessageType::Discover, mac, xid)).await.expect("offer");
+    assert_eq!(kind(&offer), MessageType::Offer);
+    let ack = lab.exchange(&request_for(&offer, mac, xid + 1)).await.expect("ack");
+    assert_eq!(kind(&ack), MessageType::Ack, "{ack:?}");
+    ack
+}
+
+/// Retries `f` for up to two seconds until it succeeds.
+pub async fn eventually<T, F: std::future::Future<Output = anyhow::Result<T>>>(mut f: impl FnMut() -> F) -> T {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
+    loop {
+        match f().await {
+            Ok(v) => return v,
+            Err(e) if tokio::time::Instant::now() > deadline => panic!("still failing after 2 s: {e:#}"),
+            Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
+        }
+    }
+}

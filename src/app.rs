@@ -77,10 +77,10 @@ pub async fn start(cfg: Config) -> anyhow::Result<Running> {
     };
 
     if let (true, Some((iface, server_ip))) = (mode != DhcpMode::Off, iface_addr) {
-        let sock = net::bind_udp(cfg.dhcp.port, &iface)?;
+        let sock = net::bind_udp(cfg.dhcp.port, &iface, mode == DhcpMode::Proxy)?;
         dhcp_addr = Some(sock.local_addr()?);
         let pxe = if mode == DhcpMode::Proxy {
-            let s = net::bind_udp(cfg.dhcp.proxy_port, &iface)?;
+            let s = net::bind_udp(cfg.dhcp.proxy_port, &iface, false)?;
             pxe_addr = Some(s.local_addr()?);
             Some(s)
         } else {

@@ -9,9 +9,15 @@ use socket2::{Domain, Protocol, Socket, Type};
 
 /// Binds a UDP socket on `0.0.0.0:port`, restricted to `interface` when it is not empty, with
 /// broadcast enabled (DHCP replies to clients without an address are broadcast).
-pub fn bind_udp(port: u16, interface: &str) -> anyhow::Result<tokio::net::UdpSocket> {
+///
+/// `share` sets SO_REUSEPORT too, so proxy DHCP can share port 67 with a DHCP server on the same
+/// host that does the same (dnsmasq with bind-interfaces); broadcasts reach both sockets.
+pub fn bind_udp(port: u16, interface: &str, share: bool) -> anyhow::Result<tokio::net::UdpSocket> {
     let sock = Socket::new(Domain::IPV4, Type::DGRAM, Some(Protocol::UDP))?;
     sock.set_reuse_address(true)?;
+    if share {
+        sock.set_reuse_port(true)?;
+    }
     sock.set_broadcast(true)?;
     if !interface.is_empty() {
         sock.bind_device(Some(interface.as_bytes()))

@@ -136,7 +136,7 @@ fn serve_stops_cleanly_on_sigterm_and_fails_loudly_on_a_bad_start() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = dir.path().join("rackboot.toml");
     std::fs::write(&cfg, format!("[server]\ndata_dir = \"{}\"\n[http]\nlisten = \"127.0.0.1:0\"\n[dhcp]\nmode = \"off\"\n", dir.path().display())).unwrap();
-    let mut child = bin().args(["serve", "--config"]).arg(&cfg).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let child = bin().args(["serve", "--config"]).arg(&cfg).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
     let token = dir.path().join("admin.token");
     for _ in 0..100 {
         if token.exists() {

@@ -1,0 +1,185 @@
+//! Lab plumbing for end-to-end tests: network namespaces joined by a bridge on 198.18.0.0/24,
+//! real client programs run inside them, and rackboot started as a real process. Everything is
+//! deleted on drop, also when a test fails.
+#![allow(dead_code)]
+
+use std::fs::File;
+use std::os::fd::AsFd;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// Skips (by panicking with the reason) unless we are root with the named tools present.
+/// e2e tests are `#[ignore]`d by default, so a plain `cargo test` reports them as skipped.
+pub fn require(tools: &[&str]) {
+    assert!(nix::unistd::geteuid().is_root(), "e2e tests need root (network namespaces); run as root or leave them ignored");
+    for t in tools {
+        let found = Command::new("sh").arg("-c").arg(format!("command -v {t}")).output().map(|o| o.status.success()).unwrap_or(false);
+        assert!(found, "e2e test needs `{t}` (see README: the test command installs it)");
+    }
+}
+
+pub fn sh(cmd: &str) -> Output {
+    let out = Command::new("sh").arg("-c").arg(cmd).output().expect("sh runs");
+    assert!(out.status.success(), "`{cmd}` failed: {}", String::from_utf8_lossy(&out.stderr));
+    out
+}
+
+/// One lab: a server namespace holding bridge `br0` (198.18.0.1/24) and client namespaces.
+pub struct Net {
+    pub srv: String,
+    prefix: String,
+    namespaces: Vec<String>,
+    children: Vec<Child>,
+    pub dir: tempfile::TempDir,
+}
+
+impl Net {
+    pub fn new(tag: &str) -> Net {
+        let prefix = format!("rbt{}{tag}", std::process::id() % 100_000);
+        let srv = format!("{prefix}-srv");
+        let mut net = Net { srv: srv.clone(), prefix, namespaces: vec![], children: vec![], dir: tempfile::tempdir().unwrap() };
+        net.add_ns(&srv);
+        sh(&format!(
+            "ip -n {srv} link add br0 type bridge && ip -n {srv} link set br0 up && ip -n {srv} addr add 198.18.0.1/24 dev br0"
+        ));
+        net
+    }
+
+    fn add_ns(&mut self, name: &str) {
+        let _ = Command::new("ip").args(["netns", "del", name]).output();
+        sh(&format!("ip netns add {name} && ip -n {name} link set lo up"));
+        self.namespaces.push(name.to_string());
+    }
+
+    /// A client namespace with `eth0` (MAC `mac`) plugged into the bridge.
+    pub fn add_client(&mut self, name: &str, mac: &str) -> String {
+        let ns = format!("{}-{name}", self.prefix);
+        self.add_ns(&ns);
+        let host_end = format!("v{name}");
+        sh(&format!(
+            "ip -n {srv} link add {host_end} type veth peer name eth0 netns {ns} && \
+             ip -n {srv} link set {host_end} master br0 up && \
+             ip -n {ns} link set eth0 address {mac} && ip -n {ns} link set eth0 up",
+            srv = self.srv
+        ));
+        ns
+    }
+
+    /// Starts a long-running program inside `ns`; it is killed when the lab is dropped.
+    pub fn spawn(&mut self, ns: &str, args: &[&str], log: &str) -> usize {
+        let log = File::create(self.dir.path().join(log)).unwrap();
+        let child = Command::new("ip")
+            .args(["netns", "exec", ns])
+            .args(args)
+            .stdout(Stdio::from(log.try_clone().unwrap()))
+            .stderr(Stdio::from(log))
+            .spawn()
+            .unwrap();
+        self.children.push(child);
+        self.children.len() - 1
+    }
+
+    /// Stops a spawned program with SIGTERM and returns its exit status.
+    pub fn stop(&mut self, idx: usize) -> std::process::ExitStatus {
+        let child = &mut self.children[idx];
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGTERM);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Some(st) = child.try_wait().unwrap() {
+                return st;
+            }
+            assert!(Instant::now() < deadline, "process did not stop within 10 s of SIGTERM");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Runs a command to completion inside `ns`.
+    pub fn run(&self, ns: &str, cmd: &str) -> Output {
+        Command::new("ip").args(["netns", "exec", ns, "sh", "-c", cmd]).output().unwrap()
+    }
+
+    pub fn log(&self, name: &str) -> String {
+        std::fs::read_to_string(self.dir.path().join(name)).unwrap_or_default()
+    }
+
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// Starts rackboot in the server namespace with `config` and waits for /healthz.
+    pub fn start_rackboot(&mut self, config: &str) -> usize {
+        let cfg = self.path("rackboot.toml");
+        std::fs::write(&cfg, config).unwrap();
+        let bin = env!("CARGO_BIN_EXE_rackboot");
+        let srv = self.srv.clone();
+        let idx = self.spawn(&srv, &[bin, "serve", "--config", cfg.to_str().unwrap()], "rackboot.log");
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while !self.run(&srv, "curl -sf http://198.18.0.1:8080/healthz").status.success() {
+            assert!(Instant::now() < deadline, "rackboot did not come up:\n{}", self.log("rackboot.log"));
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        idx
+    }
+
+    /// Calls the REST API with curl from the server namespace; returns the JSON body.
+    pub fn api(&self, method: &str, path: &str, body: Option<&str>) -> serde_json::Value {
+        let token = std::fs::read_to_string(self.path("data/admin.token")).unwrap();
+        let data = body.map(|b| format!("-d '{b}' -H 'content-type: application/json'")).unwrap_or_default();
+        let out = self.run(
+            &self.srv,
+            &format!("curl -sS -f -X {method} -H 'authorization: Bearer {}' {data} http://198.18.0.1:8080/api/v1{path}", token.trim()),
+        );
+        assert!(out.status.success(), "api {method} {path}: {}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null)
+    }
+
+    /// Runs `f` on a thread that has entered namespace `ns` (sockets it opens live there).
+    pub fn in_ns<T: Send + 'static>(&self, ns: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
+        let path = Path::new("/run/netns").join(ns);
+        std::thread::spawn(move || {
+            let fd = File::open(&path).unwrap();
+            nix::sched::setns(fd.as_fd(), nix::sched::CloneFlags::CLONE_NEWNET).unwrap();
+            f()
+        })
+        .join()
+        .unwrap()
+    }
+}
+
+impl Drop for Net {
+    fn drop(&mut self) {
+        for c in &mut self.children {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        for ns in self.namespaces.iter().rev() {
+            // Anything still running inside (a daemonised client) goes with its namespace.
+            let _ = Command::new("sh").arg("-c").arg(format!("ip netns pids {ns} | xargs -r kill -9")).output();
+            let _ = Command::new("ip").args(["netns", "del", ns]).output();
+        }
+    }
+}
+
+/// The full-mode lab configuration used by the e2e tests.
+pub fn full_config(data_dir: &Path) -> String {
+    format!(
+        r#"
+[server]
+data_dir = "{}"
+interface = "br0"
+[http]
+listen = "198.18.0.1:8080"
+[dhcp]
+mode = "full"
+[[dhcp.subnets]]
+cidr = "198.18.0.0/24"
+pools = ["198.18.0.100-198.18.0.199"]
+routers = ["198.18.0.1"]
+dns_servers = ["198.18.0.1"]
+domain = "lab.rackboot.test"
+lease_secs = 600
+"#,
+        data_dir.display()
+    )
+}

@@ -37,9 +37,7 @@ pub async fn start(cfg: Config) -> anyhow::Result<Running> {
     std::fs::create_dir_all(&cfg.data_dir).with_context(|| format!("creating data dir {}", cfg.data_dir.display()))?;
     let db_path = cfg.data_dir.join("rackboot.redb");
     let batch = cfg.dhcp.commit_batch;
-    let cmdb = tokio::task::spawn_blocking(move || Cmdb::open(&db_path, batch))
-        .await?
-        .context("opening the CMDB")?;
+    let cmdb = tokio::task::spawn_blocking(move || Cmdb::open(&db_path, batch)).await?.context("opening the CMDB")?;
     let admin_token = ensure_admin_token(&cfg.data_dir)?;
     let metrics = Metrics::default();
     let token = CancellationToken::new();
@@ -88,7 +86,14 @@ pub async fn start(cfg: Config) -> anyhow::Result<Running> {
         };
         let mut dcfg = cfg.dhcp.clone();
         dcfg.mode = mode;
-        let svc = DhcpService { cfg: dcfg, cmdb: cmdb.clone(), metrics: metrics.clone(), server_ip, http_base: http_base.clone(), boot: cfg.boot.clone() };
+        let svc = DhcpService {
+            cfg: dcfg,
+            cmdb: cmdb.clone(),
+            metrics: metrics.clone(),
+            server_ip,
+            http_base: http_base.clone(),
+            boot: cfg.boot.clone(),
+        };
         info!(%iface, %server_ip, ?mode, port = cfg.dhcp.port, "dhcp bound");
         let t = token.clone();
         tasks.spawn(async move { ("dhcp", dhcp::serve(sock, pxe, svc, t).await) });

@@ -113,7 +113,14 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Leases { api } => {
             let v = api.client()?.ok(Method::GET, "/leases", None).await?;
             for l in v["leases"].as_array().into_iter().flatten() {
-                println!("{:<16} {}  {:<8} active={} expires_at={}", s(&l["ip"]), s(&l["mac"]), s(&l["state"]), l["active"], l["expires_at"]);
+                println!(
+                    "{:<16} {}  {:<8} active={} expires_at={}",
+                    s(&l["ip"]),
+                    s(&l["mac"]),
+                    s(&l["state"]),
+                    l["active"],
+                    l["expires_at"]
+                );
             }
             Ok(())
         }
@@ -130,7 +137,13 @@ fn s(v: &Value) -> String {
 
 fn enc(s: &str) -> String {
     s.bytes()
-        .map(|b| if b.is_ascii_alphanumeric() || b"-._~:".contains(&b) { (b as char).to_string() } else { format!("%{b:02X}") })
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-._~:".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
         .collect()
 }
 
@@ -147,7 +160,15 @@ async fn machines(c: ApiClient, cmd: MachinesCmd) -> anyhow::Result<()> {
             println!("{:<5} {:<18} {:<20} {:<16} {:<11} TAGS", "ID", "MAC", "HOSTNAME", "RESERVED_IP", "STATE");
             for m in v["machines"].as_array().into_iter().flatten() {
                 let tags: Vec<String> = m["tags"].as_array().into_iter().flatten().map(s).collect();
-                println!("{:<5} {:<18} {:<20} {:<16} {:<11} {}", m["id"], s(&m["macs"][0]), s(&m["hostname"]), s(&m["reserved_ip"]), s(&m["state"]), tags.join(","));
+                println!(
+                    "{:<5} {:<18} {:<20} {:<16} {:<11} {}",
+                    s(&m["id"]),
+                    s(&m["macs"][0]),
+                    s(&m["hostname"]),
+                    s(&m["reserved_ip"]),
+                    s(&m["state"]),
+                    tags.join(",")
+                );
             }
             println!("{} machine(s)", v["total"]);
         }
@@ -167,7 +188,7 @@ async fn machines(c: ApiClient, cmd: MachinesCmd) -> anyhow::Result<()> {
         MachinesCmd::Events { id } => {
             let v = c.ok(Method::GET, &format!("/machines/{}/events", enc(&id)), None).await?;
             for e in v["events"].as_array().into_iter().flatten() {
-                println!("{:>6} {} {:<18} {}", e["seq"], e["at_ms"], s(&e["kind"]), e["detail"]);
+                println!("{:>6} {} {:<18} {}", s(&e["seq"]), s(&e["at_ms"]), s(&e["kind"]), e["detail"]);
             }
         }
     }
@@ -178,7 +199,10 @@ fn init_tracing(json: bool) {
     use tracing_subscriber::EnvFilter;
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
     use std::io::IsTerminal;
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_ansi(std::io::stderr().is_terminal()).with_writer(std::io::stderr);
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_writer(std::io::stderr);
     if json {
         builder.json().init();
     } else {

@@ -21,7 +21,12 @@ impl ApiClient {
     }
 
     /// Sends a request and returns the status and parsed JSON body (Null when empty).
-    pub async fn call(&self, method: Method, path: &str, body: Option<serde_json::Value>) -> anyhow::Result<(u16, serde_json::Value)> {
+    pub async fn call(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<serde_json::Value>,
+    ) -> anyhow::Result<(u16, serde_json::Value)> {
         let authority = self.base.authority().context("API URL has no host")?.clone();
         let stream = tokio::net::TcpStream::connect(authority.as_str())
             .await
@@ -39,12 +44,21 @@ impl ApiClient {
         let resp = sender.send_request(req).await?;
         let status = resp.status().as_u16();
         let body = resp.into_body().collect().await?.to_bytes();
-        let json = if body.is_empty() { serde_json::Value::Null } else { serde_json::from_slice(&body).context("API answered non-JSON")? };
+        let json = if body.is_empty() {
+            serde_json::Value::Null
+        } else {
+            serde_json::from_slice(&body).context("API answered non-JSON")?
+        };
         Ok((status, json))
     }
 
     /// Like [`ApiClient::call`] but turns a non-2xx answer into an error carrying its message.
-    pub async fn ok(&self, method: Method, path: &str, body: Option<serde_json::Value>) -> anyhow::Result<serde_json::Value> {
+    pub async fn ok(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<serde_json::Value>,
+    ) -> anyhow::Result<serde_json::Value> {
         let (status, json) = self.call(method, path, body).await?;
         if !(200..300).contains(&status) {
             let msg = json.get("error").and_then(|e| e.as_str()).unwrap_or("no message");

@@ -235,15 +235,7 @@ impl TryFrom<WireSubnet> for Subnet {
     fn try_from(w: WireSubnet) -> anyhow::Result<Self> {
         let WireSubnet { cidr, pools, routers, dns_servers, domain, lease_secs } = w;
         let (network, prefix) = parse_cidr(&cidr)?;
-        let mut subnet = Subnet {
-            network,
-            prefix,
-            pools: Vec::new(),
-            routers,
-            dns_servers,
-            domain,
-            lease_secs,
-        };
+        let mut subnet = Subnet { network, prefix, pools: Vec::new(), routers, dns_servers, domain, lease_secs };
         anyhow::ensure!(lease_secs >= 60, "subnet {cidr}: lease_secs must be at least 60");
         anyhow::ensure!(!pools.is_empty(), "subnet {cidr}: at least one pool is needed");
         for p in &pools {
@@ -265,8 +257,7 @@ impl TryFrom<WireConfig> for Config {
         let WireConfig { server, http, dhcp, boot } = w;
         let WireServer { data_dir, interface, address, log_format } = server;
         let WireHttp { listen, public_url } = http;
-        let WireDhcp { mode, port, proxy_port, reply_port, relay_port, offer_hold_secs, commit_batch, subnets } =
-            dhcp;
+        let WireDhcp { mode, port, proxy_port, reply_port, relay_port, offer_hold_secs, commit_batch, subnets } = dhcp;
         let WireBoot { bios, uefi_x64, uefi_x64_snp, arm64 } = boot;
 
         let log_json = match log_format.as_str() {
@@ -345,8 +336,7 @@ impl Config {
         match path {
             None => Config::parse(EMBEDDED_DEFAULT).context("embedded default config"),
             Some(p) => {
-                let text = std::fs::read_to_string(p)
-                    .with_context(|| format!("reading config {}", p.display()))?;
+                let text = std::fs::read_to_string(p).with_context(|| format!("reading config {}", p.display()))?;
                 Config::parse(&text).with_context(|| format!("config {}", p.display()))
             }
         }

@@ -23,9 +23,16 @@ pub fn bind_udp(port: u16, interface: &str, share: bool) -> anyhow::Result<tokio
         sock.bind_device(Some(interface.as_bytes()))
             .with_context(|| format!("SO_BINDTODEVICE {interface} (needs root or CAP_NET_RAW)"))?;
     }
-    // A large receive buffer absorbs bursts (a rack powering on at once) without drops.
-    let _ = sock.set_recv_buffer_size(4 << 20);
-    let _ = sock.set_send_buffer_size(4 << 20);
+    // A large receive buffer absorbs bursts (a rack powering on at once) without drops. The
+    // FORCE variants (root) go past net.core.rmem_max, whose default (208 KiB) holds only a few
+    // hundred datagrams.
+    use nix::sys::socket::{setsockopt, sockopt};
+    if setsockopt(&sock, sockopt::RcvBufForce, &(8 << 20)).is_err() {
+        let _ = sock.set_recv_buffer_size(8 << 20);
+    }
+    if setsockopt(&sock, sockopt::SndBufForce, &(4 << 20)).is_err() {
+        let _ = sock.set_send_buffer_size(4 << 20);
+    }
     let addr = SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, port));
     sock.bind(&addr.into()).with_context(|| format!("binding udp {addr}"))?;
     sock.set_nonblocking(true)?;

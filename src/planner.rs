@@ -122,13 +122,19 @@ mod tests {
     use super::*;
 
     fn files() -> BootFiles {
-        BootFiles { bios: "undionly.kpxe".into(), uefi_x64: "ipxe.efi".into(), uefi_x64_snp: false, arm64: "ipxe-arm64.efi".into() }
+        BootFiles {
+            bios: "undionly.kpxe".into(),
+            uefi_x64: "ipxe.efi".into(),
+            uefi_x64_snp: false,
+            arm64: "ipxe-arm64.efi".into(),
+        }
     }
 
     fn plan(arch: Option<u16>, is_ipxe: bool) -> Option<DhcpBoot> {
         let f = files();
         let ctx = BootContext { http_base: "http://198.18.0.1", next_server: "198.18.0.1".parse().unwrap(), files: &f };
-        let req = DhcpBootRequest { mac: "52:54:00:00:00:01".parse().unwrap(), arch: arch.map(Arch::from_code), is_ipxe };
+        let req =
+            DhcpBootRequest { mac: "52:54:00:00:00:01".parse().unwrap(), arch: arch.map(Arch::from_code), is_ipxe };
         plan_dhcp(&req, &ctx)
     }
 

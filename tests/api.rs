@@ -18,7 +18,8 @@ async fn every_api_call_needs_the_token() {
         let c = ApiClient::new(&base, token.into()).unwrap();
         let (status, body) = c.call(Method::GET, "/machines", None).await.unwrap();
         assert_eq!(status, 401, "{body}");
-        let (status, _) = c.call(Method::POST, "/machines", Some(json!({"macs": ["52:54:00:00:00:01"]}))).await.unwrap();
+        let (status, _) =
+            c.call(Method::POST, "/machines", Some(json!({"macs": ["52:54:00:00:00:01"]}))).await.unwrap();
         assert_eq!(status, 401);
     }
     let token = std::fs::read_to_string(lab.dir.path().join("admin.token")).unwrap();
@@ -37,19 +38,33 @@ async fn machines_crud_search_and_errors() {
         .await
         .unwrap();
     let id = m["id"].as_u64().unwrap();
-    api.ok(Method::POST, "/machines", Some(json!({"macs": ["52:54:00:aa:00:02"], "hostname": "db01", "tags": ["rack2"]}))).await.unwrap();
+    api.ok(
+        Method::POST,
+        "/machines",
+        Some(json!({"macs": ["52:54:00:aa:00:02"], "hostname": "db01", "tags": ["rack2"]})),
+    )
+    .await
+    .unwrap();
 
-    let (status, err) = api.call(Method::POST, "/machines", Some(json!({"macs": ["52:54:00:aa:00:01"]}))).await.unwrap();
+    let (status, err) =
+        api.call(Method::POST, "/machines", Some(json!({"macs": ["52:54:00:aa:00:01"]}))).await.unwrap();
     assert_eq!(status, 409, "{err}");
     assert!(err["error"].as_str().unwrap().contains("52:54:00:aa:00:01"));
     let (status, err) = api.call(Method::POST, "/machines", Some(json!({"macs": ["nope"]}))).await.unwrap();
     assert_eq!(status, 400);
     assert!(err["error"].as_str().unwrap().contains("invalid MAC"), "{err}");
-    let (status, _) = api.call(Method::POST, "/machines", Some(json!({"macs": ["52:54:00:aa:00:03"], "hostname": "bad_name!"}))).await.unwrap();
+    let (status, _) = api
+        .call(Method::POST, "/machines", Some(json!({"macs": ["52:54:00:aa:00:03"], "hostname": "bad_name!"})))
+        .await
+        .unwrap();
     assert_eq!(status, 400);
-    let (status, _) = api.call(Method::POST, "/machines", Some(json!({"macs": ["52:54:00:aa:00:04"], "reserved_ip": "198.18.0.21"}))).await.unwrap();
+    let (status, _) = api
+        .call(Method::POST, "/machines", Some(json!({"macs": ["52:54:00:aa:00:04"], "reserved_ip": "198.18.0.21"})))
+        .await
+        .unwrap();
     assert_eq!(status, 409, "reserved IP already taken");
-    let (status, _) = api.call(Method::POST, "/machines", Some(json!({"macs": ["52:54:00:aa:00:05"], "surprise": 1}))).await.unwrap();
+    let (status, _) =
+        api.call(Method::POST, "/machines", Some(json!({"macs": ["52:54:00:aa:00:05"], "surprise": 1}))).await.unwrap();
     assert_eq!(status, 400, "unknown fields are refused, not ignored");
 
     let by_mac = api.ok(Method::GET, "/machines/52-54-00-AA-00-01", None).await.unwrap();
@@ -63,9 +78,13 @@ async fn machines_crud_search_and_errors() {
     let (status, _) = api.call(Method::GET, "/machines?state=bogus", None).await.unwrap();
     assert_eq!(status, 400);
 
-    let patched = api.ok(Method::PATCH, &format!("/machines/{id}"), Some(json!({"hostname": "web02", "tags": ["rack1"]}))).await.unwrap();
+    let patched = api
+        .ok(Method::PATCH, &format!("/machines/{id}"), Some(json!({"hostname": "web02", "tags": ["rack1"]})))
+        .await
+        .unwrap();
     assert_eq!((patched["hostname"].as_str(), patched["reserved_ip"].as_str()), (Some("web02"), Some("198.18.0.21")));
-    let (status, _) = api.call(Method::PATCH, &format!("/machines/{id}"), Some(json!({"hostname": "db01"}))).await.unwrap();
+    let (status, _) =
+        api.call(Method::PATCH, &format!("/machines/{id}"), Some(json!({"hostname": "db01"}))).await.unwrap();
     assert_eq!(status, 409);
 
     let events = api.ok(Method::GET, &format!("/machines/{id}/events"), None).await.unwrap();
@@ -89,7 +108,11 @@ async fn openapi_health_and_metrics_are_served() {
     assert!(http_get(addr, "/healthz").await.ends_with("\r\n\r\nok\n"));
     four_way(&lab, [0x52, 0x54, 0, 0, 7, 1], 1).await;
     let metrics = http_get(addr, "/metrics").await;
-    for name in ["rackboot_dhcp_packets_received_total{type=\"discover\"} 1", "rackboot_dhcp_packets_sent_total{type=\"ack\"} 1", "rackboot_http_requests_total"] {
+    for name in [
+        "rackboot_dhcp_packets_received_total{type=\"discover\"} 1",
+        "rackboot_dhcp_packets_sent_total{type=\"ack\"} 1",
+        "rackboot_http_requests_total",
+    ] {
         assert!(metrics.contains(name), "metrics lack {name}:\n{metrics}");
     }
 }
@@ -114,7 +137,16 @@ async fn cli_machines_add_list_show_rm() {
     let api = format!("http://{}", lab.app.as_ref().unwrap().http_addr);
     let token_file = lab.dir.path().join("admin.token");
     let run = |args: &[&str]| {
-        let out = bin().arg("machines").args(args).arg("--api").arg(&api).arg("--token-file").arg(&token_file).env_remove("RACKBOOT_TOKEN").output().unwrap();
+        let out = bin()
+            .arg("machines")
+            .args(args)
+            .arg("--api")
+            .arg(&api)
+            .arg("--token-file")
+            .arg(&token_file)
+            .env_remove("RACKBOOT_TOKEN")
+            .output()
+            .unwrap();
         (out.status.success(), String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr))
     };
     let (ok, out) = run(&["add", "52:54:00:bb:00:01", "--hostname", "cli01", "--ip", "198.18.0.77", "--tag", "rack3"]);
@@ -135,8 +167,16 @@ async fn cli_machines_add_list_show_rm() {
 fn serve_stops_cleanly_on_sigterm_and_fails_loudly_on_a_bad_start() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = dir.path().join("rackboot.toml");
-    std::fs::write(&cfg, format!("[server]\ndata_dir = \"{}\"\n[http]\nlisten = \"127.0.0.1:0\"\n[dhcp]\nmode = \"off\"\n", dir.path().display())).unwrap();
-    let child = bin().args(["serve", "--config"]).arg(&cfg).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    std::fs::write(
+        &cfg,
+        format!(
+            "[server]\ndata_dir = \"{}\"\n[http]\nlisten = \"127.0.0.1:0\"\n[dhcp]\nmode = \"off\"\n",
+            dir.path().display()
+        ),
+    )
+    .unwrap();
+    let child =
+        bin().args(["serve", "--config"]).arg(&cfg).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
     let token = dir.path().join("admin.token");
     for _ in 0..100 {
         if token.exists() {
@@ -153,7 +193,15 @@ fn serve_stops_cleanly_on_sigterm_and_fails_loudly_on_a_bad_start() {
 
     // The port is taken: the process exits non-zero and says why.
     let blocker = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    std::fs::write(&cfg, format!("[server]\ndata_dir = \"{}\"\n[http]\nlisten = \"{}\"\n[dhcp]\nmode = \"off\"\n", dir.path().display(), blocker.local_addr().unwrap())).unwrap();
+    std::fs::write(
+        &cfg,
+        format!(
+            "[server]\ndata_dir = \"{}\"\n[http]\nlisten = \"{}\"\n[dhcp]\nmode = \"off\"\n",
+            dir.path().display(),
+            blocker.local_addr().unwrap()
+        ),
+    )
+    .unwrap();
     let out = bin().args(["serve", "--config"]).arg(&cfg).output().unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("binding http"), "{}", String::from_utf8_lossy(&out.stderr));

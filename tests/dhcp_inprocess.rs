@@ -23,13 +23,19 @@ async fn four_way_exchange_gives_a_lease_with_options_and_records_the_machine() 
     let o = ack.opts();
     assert_eq!(o.get(OptionCode::SubnetMask), Some(&DhcpOption::SubnetMask(Ipv4Addr::new(255, 0, 0, 0))));
     assert_eq!(o.get(OptionCode::Router), Some(&DhcpOption::Router(vec![Ipv4Addr::LOCALHOST])));
-    assert_eq!(o.get(OptionCode::DomainNameServer), Some(&DhcpOption::DomainNameServer(vec![Ipv4Addr::new(127, 0, 0, 53)])));
+    assert_eq!(
+        o.get(OptionCode::DomainNameServer),
+        Some(&DhcpOption::DomainNameServer(vec![Ipv4Addr::new(127, 0, 0, 53)]))
+    );
     assert_eq!(o.get(OptionCode::AddressLeaseTime), Some(&DhcpOption::AddressLeaseTime(600)));
     assert_eq!(o.get(OptionCode::Renewal), Some(&DhcpOption::Renewal(300)));
 
     let leases = lab.api.ok(Method::GET, "/leases", None).await.unwrap();
     let l = &leases["leases"][0];
-    assert_eq!((l["ip"].as_str().unwrap(), l["mac"].as_str().unwrap(), l["active"].as_bool()), (ip.to_string().as_str(), "52:54:00:00:01:01", Some(true)));
+    assert_eq!(
+        (l["ip"].as_str().unwrap(), l["mac"].as_str().unwrap(), l["active"].as_bool()),
+        (ip.to_string().as_str(), "52:54:00:00:01:01", Some(true))
+    );
 
     let m = lab.api.ok(Method::GET, "/machines/52:54:00:00:01:01", None).await.unwrap();
     assert_eq!(m["state"], "discovered");
@@ -41,12 +47,17 @@ async fn four_way_exchange_gives_a_lease_with_options_and_records_the_machine() 
 #[tokio::test]
 async fn pxe_clients_get_boot_files_by_arch_and_ipxe_gets_its_script() {
     let lab = Lab::start("").await;
-    for (i, (arch, want)) in [(0u16, "undionly.kpxe"), (7, "ipxe.efi"), (9, "ipxe.efi"), (11, "ipxe-arm64.efi")].into_iter().enumerate() {
+    for (i, (arch, want)) in
+        [(0u16, "undionly.kpxe"), (7, "ipxe.efi"), (9, "ipxe.efi"), (11, "ipxe-arm64.efi")].into_iter().enumerate()
+    {
         let mac = [0x52, 0x54, 0, 0, 2, i as u8];
         let offer = lab.exchange(&pxe(msg(MessageType::Discover, mac, 200 + i as u32), arch)).await.unwrap();
         assert_eq!(fname(&offer), want, "arch {arch}");
         assert_eq!(offer.siaddr(), Ipv4Addr::LOCALHOST, "next-server");
-        assert_eq!(offer.opts().get(OptionCode::ClassIdentifier), Some(&DhcpOption::ClassIdentifier(b"PXEClient".to_vec())));
+        assert_eq!(
+            offer.opts().get(OptionCode::ClassIdentifier),
+            Some(&DhcpOption::ClassIdentifier(b"PXEClient".to_vec()))
+        );
     }
     let mac = [0x52, 0x54, 0, 0, 2, 9];
     let mut m = pxe(msg(MessageType::Discover, mac, 300), 7);
@@ -59,7 +70,10 @@ async fn pxe_clients_get_boot_files_by_arch_and_ipxe_gets_its_script() {
     h.opts_mut().insert(DhcpOption::ClassIdentifier(b"HTTPClient:Arch:00016".to_vec()));
     let offer = lab.exchange(&h).await.unwrap();
     assert!(fname(&offer).ends_with("/boot/files/ipxe.efi"));
-    assert_eq!(offer.opts().get(OptionCode::ClassIdentifier), Some(&DhcpOption::ClassIdentifier(b"HTTPClient".to_vec())));
+    assert_eq!(
+        offer.opts().get(OptionCode::ClassIdentifier),
+        Some(&DhcpOption::ClassIdentifier(b"HTTPClient".to_vec()))
+    );
     // Non-PXE clients get no boot file.
     let plain = lab.exchange(&msg(MessageType::Discover, [0x52, 0x54, 0, 0, 2, 11], 302)).await.unwrap();
     assert!(plain.fname().is_none_or(|f| f.is_empty()));
@@ -73,7 +87,11 @@ async fn pxe_clients_get_boot_files_by_arch_and_ipxe_gets_its_script() {
 async fn reservation_wins_and_hostname_is_sent() {
     let lab = Lab::start("").await;
     lab.api
-        .ok(Method::POST, "/machines", Some(json!({"macs": ["52:54:00:00:03:01"], "hostname": "node01", "reserved_ip": "127.0.9.9"})))
+        .ok(
+            Method::POST,
+            "/machines",
+            Some(json!({"macs": ["52:54:00:00:03:01"], "hostname": "node01", "reserved_ip": "127.0.9.9"})),
+        )
         .await
         .unwrap();
     let ack = four_way(&lab, [0x52, 0x54, 0, 0, 3, 1], 400).await;
@@ -159,7 +177,10 @@ async fn malformed_burst_is_dropped_counted_and_server_keeps_answering() {
         }
         lab.send_raw(&p).await;
     }
-    assert!(lab.exchange(&msg(MessageType::Discover, [0x52, 0x54, 0, 0, 6, 1], 701)).await.is_some(), "still answering");
+    assert!(
+        lab.exchange(&msg(MessageType::Discover, [0x52, 0x54, 0, 0, 6, 1], 701)).await.is_some(),
+        "still answering"
+    );
     lab.app.as_ref().unwrap().cmdb.flush().await.unwrap();
     let (_, list) = lab.api.call(Method::GET, "/machines", None).await.unwrap();
     assert_eq!(list["total"], 1, "nothing was written for the bad packets");
@@ -196,8 +217,13 @@ async fn a_thousand_clients_get_a_thousand_distinct_addresses() {
             lab.send_raw(&msg(MessageType::Discover, mac, 10_000 + i).to_vec().unwrap()).await;
         }
         while offers.len() < ((burst + 1) * 100) as usize {
-            let (n, _) = tokio::time::timeout(Duration::from_secs(5), lab.relay.recv_from(&mut buf)).await.expect("all offers").unwrap();
-            offers.push(<dhcproto::v4::Message as dhcproto::Decodable>::decode(&mut dhcproto::Decoder::new(&buf[..n])).unwrap());
+            let (n, _) = tokio::time::timeout(Duration::from_secs(5), lab.relay.recv_from(&mut buf))
+                .await
+                .expect("all offers")
+                .unwrap();
+            offers.push(
+                <dhcproto::v4::Message as dhcproto::Decodable>::decode(&mut dhcproto::Decoder::new(&buf[..n])).unwrap(),
+            );
         }
     }
     for o in &offers {

@@ -29,17 +29,24 @@ async fn resolve(s: &ApiState, key: &str) -> Result<Machine, ApiError> {
     if let Ok(id) = key.parse::<u64>() {
         return Ok(s.cmdb.machine(id).await?);
     }
-    let mac: Mac = key.parse().map_err(|e: crate::mac::ParseMacError| ApiError(StatusCode::BAD_REQUEST, e.to_string()))?;
+    let mac: Mac =
+        key.parse().map_err(|e: crate::mac::ParseMacError| ApiError(StatusCode::BAD_REQUEST, e.to_string()))?;
     Ok(s.cmdb.machine_by_mac(mac).await?)
 }
 
-async fn list(State(s): State<ApiState>, q: Result<Query<MachineFilter>, QueryRejection>) -> Result<Json<Value>, ApiError> {
+async fn list(
+    State(s): State<ApiState>,
+    q: Result<Query<MachineFilter>, QueryRejection>,
+) -> Result<Json<Value>, ApiError> {
     let Query(filter) = q.map_err(|e| ApiError(StatusCode::BAD_REQUEST, e.body_text()))?;
     let (machines, total) = s.cmdb.list_machines(filter).await?;
     Ok(Json(json!({ "machines": machines, "total": total })))
 }
 
-async fn create(State(s): State<ApiState>, body: Result<Json<NewMachine>, JsonRejection>) -> Result<(StatusCode, Json<Machine>), ApiError> {
+async fn create(
+    State(s): State<ApiState>,
+    body: Result<Json<NewMachine>, JsonRejection>,
+) -> Result<(StatusCode, Json<Machine>), ApiError> {
     let Json(new) = body.map_err(bad_json)?;
     Ok((StatusCode::CREATED, Json(s.cmdb.create_machine(new).await?)))
 }
@@ -48,7 +55,11 @@ async fn show(State(s): State<ApiState>, Path(key): Path<String>) -> Result<Json
     Ok(Json(resolve(&s, &key).await?))
 }
 
-async fn update(State(s): State<ApiState>, Path(key): Path<String>, body: Result<Json<MachinePatch>, JsonRejection>) -> Result<Json<Machine>, ApiError> {
+async fn update(
+    State(s): State<ApiState>,
+    Path(key): Path<String>,
+    body: Result<Json<MachinePatch>, JsonRejection>,
+) -> Result<Json<Machine>, ApiError> {
     let Json(patch) = body.map_err(bad_json)?;
     let m = resolve(&s, &key).await?;
     Ok(Json(s.cmdb.update_machine(m.id, patch).await?))
@@ -66,7 +77,11 @@ struct EventQuery {
     limit: Option<usize>,
 }
 
-async fn events(State(s): State<ApiState>, Path(key): Path<String>, q: Result<Query<EventQuery>, QueryRejection>) -> Result<Json<Value>, ApiError> {
+async fn events(
+    State(s): State<ApiState>,
+    Path(key): Path<String>,
+    q: Result<Query<EventQuery>, QueryRejection>,
+) -> Result<Json<Value>, ApiError> {
     let Query(q) = q.map_err(|e| ApiError(StatusCode::BAD_REQUEST, e.body_text()))?;
     let m = resolve(&s, &key).await?;
     let events = s.cmdb.events(m.id, q.after.unwrap_or(0), q.limit.unwrap_or(1000).min(10_000)).await?;

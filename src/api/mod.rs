@@ -53,11 +53,8 @@ async fn count_requests(State(s): State<ApiState>, req: Request, next: Next) -> 
 }
 
 async fn require_token(State(s): State<ApiState>, req: Request, next: Next) -> Response {
-    let given = req
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "));
+    let given =
+        req.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
     match given {
         Some(t) if constant_time_eq(t.as_bytes(), s.token.as_bytes()) => next.run(req).await,
         _ => ApiError(StatusCode::UNAUTHORIZED, "missing or wrong bearer token".into()).into_response(),

@@ -18,12 +18,7 @@ pub struct Brief {
 
 impl From<&Machine> for Brief {
     fn from(m: &Machine) -> Self {
-        Brief {
-            id: m.id,
-            macs: m.macs.clone(),
-            hostname: m.hostname.clone(),
-            reserved_ip: m.reserved_ip,
-        }
+        Brief { id: m.id, macs: m.macs.clone(), hostname: m.hostname.clone(), reserved_ip: m.reserved_ip }
     }
 }
 

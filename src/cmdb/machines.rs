@@ -4,7 +4,9 @@ use redb::ReadableTable;
 use serde_json::json;
 
 use super::index::{Brief, Delta};
-use super::model::{valid_hostname, Event, Lease, Machine, MachinePatch, MachineState, NewMachine, Sighting, SCHEMA_VERSION};
+use super::model::{
+    valid_hostname, Event, Lease, Machine, MachinePatch, MachineState, NewMachine, Sighting, SCHEMA_VERSION,
+};
 use super::store::{decode, encode, EVENTS, LEASES, MACHINES, MACS};
 use super::writer::WriteCtx;
 use super::{now_ms, now_secs, Cmdb, CmdbError};
@@ -86,12 +88,24 @@ impl Cmdb {
         self.write(move |ctx| {
             let mut m = get_machine(ctx.tx, id)?;
             let old_macs = m.macs.clone();
-            if let Some(h) = patch.hostname { m.hostname = h; }
-            if let Some(ip) = patch.reserved_ip { m.reserved_ip = ip; }
-            if let Some(s) = patch.serial { m.serial = s; }
-            if let Some(t) = patch.tags { m.tags = t; }
-            if let Some(macs) = patch.macs { m.macs = macs; }
-            if let Some(s) = patch.state { m.state = s; }
+            if let Some(h) = patch.hostname {
+                m.hostname = h;
+            }
+            if let Some(ip) = patch.reserved_ip {
+                m.reserved_ip = ip;
+            }
+            if let Some(s) = patch.serial {
+                m.serial = s;
+            }
+            if let Some(t) = patch.tags {
+                m.tags = t;
+            }
+            if let Some(macs) = patch.macs {
+                m.macs = macs;
+            }
+            if let Some(s) = patch.state {
+                m.state = s;
+            }
             check_unique(ctx, Some(id), &m.macs, m.hostname.as_deref(), m.reserved_ip)?;
             m.updated_at = now_secs();
             let mut macs = ctx.tx.open_table(MACS)?;
@@ -100,7 +114,12 @@ impl Cmdb {
             }
             drop(macs);
             put_machine(ctx, &m)?;
-            push_event(ctx, id, "machine.updated", json!({"hostname": m.hostname, "reserved_ip": m.reserved_ip, "state": m.state}))?;
+            push_event(
+                ctx,
+                id,
+                "machine.updated",
+                json!({"hostname": m.hostname, "reserved_ip": m.reserved_ip, "state": m.state}),
+            )?;
             Ok(m)
         })
         .await
@@ -134,7 +153,10 @@ impl Cmdb {
 
     /// One machine by any of its MACs.
     pub async fn machine_by_mac(&self, mac: Mac) -> Result<Machine, CmdbError> {
-        let id = self.brief_by_mac(mac).map(|b| b.id).ok_or_else(|| CmdbError::NotFound(format!("machine with MAC {mac}")))?;
+        let id = self
+            .brief_by_mac(mac)
+            .map(|b| b.id)
+            .ok_or_else(|| CmdbError::NotFound(format!("machine with MAC {mac}")))?;
         self.machine(id).await
     }
 
@@ -162,7 +184,9 @@ impl Cmdb {
 fn validate(macs: &[Mac], hostname: Option<&str>, tags: &[String]) -> Result<(), CmdbError> {
     if let Some(h) = hostname {
         if !valid_hostname(h) {
-            return Err(CmdbError::Invalid(format!("hostname {h:?} is not a valid DNS label (letters, digits, '-', at most 63)")));
+            return Err(CmdbError::Invalid(format!(
+                "hostname {h:?} is not a valid DNS label (letters, digits, '-', at most 63)"
+            )));
         }
     }
     let mut seen = std::collections::HashSet::new();
@@ -175,7 +199,13 @@ fn validate(macs: &[Mac], hostname: Option<&str>, tags: &[String]) -> Result<(),
     Ok(())
 }
 
-fn check_unique(ctx: &WriteCtx<'_>, me: Option<u64>, macs: &[Mac], hostname: Option<&str>, ip: Option<std::net::Ipv4Addr>) -> Result<(), CmdbError> {
+fn check_unique(
+    ctx: &WriteCtx<'_>,
+    me: Option<u64>,
+    macs: &[Mac],
+    hostname: Option<&str>,
+    ip: Option<std::net::Ipv4Addr>,
+) -> Result<(), CmdbError> {
     if macs.is_empty() {
         return Err(CmdbError::Invalid("a machine needs at least one MAC".into()));
     }
@@ -246,7 +276,11 @@ pub(super) fn put_lease(ctx: &mut WriteCtx<'_>, lease: &Lease) -> Result<(), Cmd
 
 /// Makes sure the sighted MAC has a machine (creating a `discovered` one), refreshes what the
 /// packet told us, and appends the events to its timeline.
-pub(super) fn observe(ctx: &mut WriteCtx<'_>, s: &Sighting, events: Vec<(String, serde_json::Value)>) -> Result<(), CmdbError> {
+pub(super) fn observe(
+    ctx: &mut WriteCtx<'_>,
+    s: &Sighting,
+    events: Vec<(String, serde_json::Value)>,
+) -> Result<(), CmdbError> {
     let Some(mac) = s.mac else { return Ok(()) };
     let existing = ctx.tx.open_table(MACS)?.get(mac.to_u64())?.map(|v| v.value());
     let now = now_secs();
@@ -256,19 +290,41 @@ pub(super) fn observe(ctx: &mut WriteCtx<'_>, s: &Sighting, events: Vec<(String,
             let id = take_id(ctx);
             push_event(ctx, id, "machine.discovered", json!({"mac": mac, "arch": s.arch}))?;
             Machine {
-                v: SCHEMA_VERSION, id, macs: vec![mac], hostname: None, reserved_ip: None, serial: None,
-                vendor: None, model: None, tags: Vec::new(), state: MachineState::Discovered,
-                circuit_id: None, remote_id: None, last_arch: None, created_at: now, updated_at: now, last_seen_at: None,
+                v: SCHEMA_VERSION,
+                id,
+                macs: vec![mac],
+                hostname: None,
+                reserved_ip: None,
+                serial: None,
+                vendor: None,
+                model: None,
+                tags: Vec::new(),
+                state: MachineState::Discovered,
+                circuit_id: None,
+                remote_id: None,
+                last_arch: None,
+                created_at: now,
+                updated_at: now,
+                last_seen_at: None,
             }
         }
     };
     let before = (m.last_arch.clone(), m.circuit_id.clone(), m.remote_id.clone(), m.last_seen_at);
-    if s.arch.is_some() { m.last_arch = s.arch.clone(); }
-    if s.circuit_id.is_some() { m.circuit_id = s.circuit_id.clone(); }
-    if s.remote_id.is_some() { m.remote_id = s.remote_id.clone(); }
+    if s.arch.is_some() {
+        m.last_arch = s.arch.clone();
+    }
+    if s.circuit_id.is_some() {
+        m.circuit_id = s.circuit_id.clone();
+    }
+    if s.remote_id.is_some() {
+        m.remote_id = s.remote_id.clone();
+    }
     // last_seen is refreshed at most every 10 s so a chatty client does not rewrite its record.
-    if m.last_seen_at.is_none_or(|t| now >= t + 10) { m.last_seen_at = Some(now); }
-    if existing.is_none() || before != (m.last_arch.clone(), m.circuit_id.clone(), m.remote_id.clone(), m.last_seen_at) {
+    if m.last_seen_at.is_none_or(|t| now >= t + 10) {
+        m.last_seen_at = Some(now);
+    }
+    if existing.is_none() || before != (m.last_arch.clone(), m.circuit_id.clone(), m.remote_id.clone(), m.last_seen_at)
+    {
         put_machine(ctx, &m)?;
     }
     for (kind, detail) in events {

@@ -68,10 +68,7 @@ impl Cmdb {
             let rtx = db.begin_read()?;
             writer::scan(&rtx.open_table(store::MACHINES)?)?
         };
-        index
-            .write()
-            .expect("fresh lock")
-            .apply(all.iter().map(|m| index::Delta::Upsert(Brief::from(m))).collect());
+        index.write().expect("fresh lock").apply(all.iter().map(|m| index::Delta::Upsert(Brief::from(m))).collect());
         let (tx, rx) = mpsc::channel();
         let writer = {
             let (db, index) = (db.clone(), index.clone());
@@ -80,9 +77,7 @@ impl Cmdb {
                 .spawn(move || writer::run(db, index, rx, commit_batch.max(1)))
                 .map_err(|e| CmdbError::Storage(format!("spawning writer: {e}")))?
         };
-        Ok(Cmdb {
-            inner: Arc::new(Inner { db, index, tx: Some(tx), writer: Some(writer) }),
-        })
+        Ok(Cmdb { inner: Arc::new(Inner { db, index, tx: Some(tx), writer: Some(writer) }) })
     }
 
     /// Queues a write and waits until the batch holding it has committed.
@@ -153,7 +148,12 @@ impl Cmdb {
 
     /// Persists a lease change together with what was learned from the packet, and waits for the
     /// commit: a DHCPACK is only sent once its lease is durable.
-    pub async fn commit_lease(&self, lease: Lease, sighting: Sighting, events: Vec<(String, serde_json::Value)>) -> Result<(), CmdbError> {
+    pub async fn commit_lease(
+        &self,
+        lease: Lease,
+        sighting: Sighting,
+        events: Vec<(String, serde_json::Value)>,
+    ) -> Result<(), CmdbError> {
         self.write(move |ctx| {
             machines::put_lease(ctx, &lease)?;
             machines::observe(ctx, &sighting, events)
@@ -182,16 +182,10 @@ impl Cmdb {
 
 /// Seconds since the Unix epoch.
 pub fn now_secs() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
 }
 
 /// Milliseconds since the Unix epoch.
 pub fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
 }

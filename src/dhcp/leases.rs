@@ -86,6 +86,7 @@ impl Leases {
 
     /// Picks an address to offer `mac` in subnet `idx`: its reservation, its current address,
     /// the one it asked for, or the next free one; `None` when the pools are exhausted.
+    #[allow(clippy::too_many_arguments)]
     pub fn offer(
         &mut self,
         idx: usize,
@@ -117,13 +118,7 @@ impl Leases {
         for _ in 0..total {
             // Step to the next in-pool address, wrapping from the last pool to the first.
             if !subnet.in_pool(Ipv4Addr::from(at)) {
-                at = subnet
-                    .pools
-                    .iter()
-                    .map(|(a, _)| u32::from(*a))
-                    .filter(|a| *a > at)
-                    .min()
-                    .unwrap_or(first);
+                at = subnet.pools.iter().map(|(a, _)| u32::from(*a)).filter(|a| *a > at).min().unwrap_or(first);
             }
             let ip = Ipv4Addr::from(at);
             at = at.wrapping_add(1);
@@ -136,7 +131,6 @@ impl Leases {
     }
 
     /// Decides a REQUEST for `ip`; on success binds it and returns the expiry (unix seconds).
-    #[allow(clippy::too_many_arguments)]
     pub fn ack(
         &mut self,
         subnet: &Subnet,

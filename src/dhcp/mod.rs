@@ -16,7 +16,7 @@ use tokio::net::UdpSocket;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn};
 
-use crate::cmdb::{now_secs, Cmdb, Lease, LeaseState, Sighting, model::SCHEMA_VERSION};
+use crate::cmdb::{model::SCHEMA_VERSION, now_secs, Cmdb, Lease, LeaseState, Sighting};
 use crate::config::{BootFiles, DhcpConfig, DhcpMode, Subnet};
 use crate::metrics::{Metrics, TypeLabel};
 use crate::planner::{self, BootContext, DhcpBoot, DhcpBootRequest};
@@ -61,7 +61,12 @@ impl DhcpService {
 
 /// Serves DHCP on `socket` (port 67) and, in proxy mode, `pxe_socket` (port 4011) until `token`
 /// is cancelled. A bad packet is counted, logged at debug and dropped; it never stops the loop.
-pub async fn serve(socket: UdpSocket, pxe_socket: Option<UdpSocket>, svc: DhcpService, token: CancellationToken) -> anyhow::Result<()> {
+pub async fn serve(
+    socket: UdpSocket,
+    pxe_socket: Option<UdpSocket>,
+    svc: DhcpService,
+    token: CancellationToken,
+) -> anyhow::Result<()> {
     let socket = Arc::new(socket);
     let mut leases = Leases::new(svc.cfg.offer_hold.as_secs());
     if svc.cfg.mode == DhcpMode::Full {
@@ -130,7 +135,13 @@ fn select_subnet<'a>(svc: &'a DhcpService, req: &Request) -> Option<(usize, &'a 
     svc.cfg.subnets.iter().enumerate().find(|(_, s)| s.contains(key))
 }
 
-fn send(svc: &DhcpService, socket: &Arc<UdpSocket>, req: &Request, mut reply: dhcproto::v4::Message, kind: MessageType) {
+fn send(
+    svc: &DhcpService,
+    socket: &Arc<UdpSocket>,
+    req: &Request,
+    mut reply: dhcproto::v4::Message,
+    kind: MessageType,
+) {
     if kind == MessageType::Nak && !req.msg.giaddr().is_unspecified() {
         packet::set_broadcast(&mut reply);
     }
@@ -166,12 +177,13 @@ fn handle_full(svc: &DhcpService, leases: &mut Leases, socket: &Arc<UdpSocket>, 
                 return;
             };
             let boot = svc.boot_for(&req);
-            let reply = options::lease_reply(svc, &req, MessageType::Offer, ip, subnet, hostname.as_deref(), boot.as_ref());
+            let reply =
+                options::lease_reply(svc, &req, MessageType::Offer, ip, subnet, hostname.as_deref(), boot.as_ref());
             send(svc, socket, &req, reply, MessageType::Offer);
             let detail = json!({"ip": ip, "arch": req.arch.map(|a| a.name()), "boot_file": boot.map(|b| b.filename)});
             svc.cmdb.record(svc.sighting(&req), vec![("dhcp.offer".into(), detail)]);
         }
-        MessageType::Request => request(svc, leases, socket, req, idx, subnet, reserved, &for_other, hostname),
+        MessageType::Request => request(svc, leases, socket, req, subnet, reserved, &for_other, hostname),
         MessageType::Release => {
             let ip = req.msg.ciaddr();
             if leases.release(req.mac, ip) {
@@ -207,7 +219,6 @@ fn request(
     leases: &mut Leases,
     socket: &Arc<UdpSocket>,
     req: Request,
-    _idx: usize,
     subnet: &Subnet,
     reserved: Option<Ipv4Addr>,
     for_other: &dyn Fn(Ipv4Addr) -> bool,
@@ -238,7 +249,8 @@ fn request(
     match leases.ack(subnet, req.mac, ip, reserved, for_other, now) {
         Ok(expires) => {
             let boot = svc.boot_for(&req);
-            let reply = options::lease_reply(svc, &req, MessageType::Ack, ip, subnet, hostname.as_deref(), boot.as_ref());
+            let reply =
+                options::lease_reply(svc, &req, MessageType::Ack, ip, subnet, hostname.as_deref(), boot.as_ref());
             let lease = lease_record(ip, &req, hostname.clone(), expires, LeaseState::Active);
             let detail = json!({"ip": ip, "lease_secs": subnet.lease_secs, "hostname": hostname, "boot_file": boot.map(|b| b.filename)});
             let (svc, socket, sighting) = (svc.clone(), socket.clone(), svc.sighting(&req));
@@ -258,13 +270,24 @@ fn request(
             reply.opts_mut().insert(dhcproto::v4::DhcpOption::Message(refusal.to_string()));
             send(svc, socket, &req, reply, MessageType::Nak);
             debug!(mac = %req.mac, %ip, %refusal, "nak");
-            svc.cmdb.record(svc.sighting(&req), vec![("dhcp.nak".into(), json!({"ip": ip, "reason": refusal.to_string()}))]);
+            svc.cmdb.record(
+                svc.sighting(&req),
+                vec![("dhcp.nak".into(), json!({"ip": ip, "reason": refusal.to_string()}))],
+            );
         }
     }
 }
 
 fn lease_record(ip: Ipv4Addr, req: &Request, hostname: Option<String>, expires_at: u64, state: LeaseState) -> Lease {
-    Lease { v: SCHEMA_VERSION, ip, mac: req.mac, hostname: hostname.or_else(|| req.hostname.clone()), expires_at, state, updated_at: now_secs() }
+    Lease {
+        v: SCHEMA_VERSION,
+        ip,
+        mac: req.mac,
+        hostname: hostname.or_else(|| req.hostname.clone()),
+        expires_at,
+        state,
+        updated_at: now_secs(),
+    }
 }
 
 fn persist_detached(svc: &DhcpService, lease: Lease, req: &Request, kind: &str, detail: serde_json::Value) {

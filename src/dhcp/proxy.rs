@@ -53,12 +53,20 @@ pub async fn handle_boot_request(svc: &DhcpService, socket: &UdpSocket, req: Req
     send(svc, socket, &reply, to, &req, "dhcp.proxy_ack").await;
 }
 
-async fn send(svc: &DhcpService, socket: &UdpSocket, reply: &dhcproto::v4::Message, to: SocketAddr, req: &Request, event: &str) {
+async fn send(
+    svc: &DhcpService,
+    socket: &UdpSocket,
+    reply: &dhcproto::v4::Message,
+    to: SocketAddr,
+    req: &Request,
+    event: &str,
+) {
     let kind = reply.opts().msg_type().unwrap_or(MessageType::Offer);
     match socket.send_to(&packet::encode(reply), to).await {
         Ok(_) => {
             svc.count_sent(kind);
-            let detail = json!({"arch": req.arch.map(|a| a.name()), "boot_file": reply.fname_str().and_then(Result::ok)});
+            let detail =
+                json!({"arch": req.arch.map(|a| a.name()), "boot_file": reply.fname_str().and_then(Result::ok)});
             svc.cmdb.record(svc.sighting(req), vec![(event.to_string(), detail)]);
         }
         Err(error) => {

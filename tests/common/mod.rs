@@ -51,7 +51,13 @@ impl Lab {
     pub async fn start(extra: &str) -> Lab {
         let dir = tempfile::tempdir().unwrap();
         let relay = UdpSocket::bind("127.0.0.1:0").await.unwrap();
-        let mut lab = Lab { dir, app: None, relay, api: ApiClient::new("http://127.0.0.1:1", String::new()).unwrap(), extra: extra.to_string() };
+        let mut lab = Lab {
+            dir,
+            app: None,
+            relay,
+            api: ApiClient::new("http://127.0.0.1:1", String::new()).unwrap(),
+            extra: extra.to_string(),
+        };
         lab.boot().await;
         lab
     }

@@ -12,9 +12,17 @@ use std::time::{Duration, Instant};
 /// Skips (by panicking with the reason) unless we are root with the named tools present.
 /// e2e tests are `#[ignore]`d by default, so a plain `cargo test` reports them as skipped.
 pub fn require(tools: &[&str]) {
-    assert!(nix::unistd::geteuid().is_root(), "e2e tests need root (network namespaces); run as root or leave them ignored");
+    assert!(
+        nix::unistd::geteuid().is_root(),
+        "e2e tests need root (network namespaces); run as root or leave them ignored"
+    );
     for t in tools {
-        let found = Command::new("sh").arg("-c").arg(format!("command -v {t}")).output().map(|o| o.status.success()).unwrap_or(false);
+        let found = Command::new("sh")
+            .arg("-c")
+            .arg(format!("command -v {t}"))
+            .output()
+            .map(|o| o.status.success())
+            .unwrap_or(false);
         assert!(found, "e2e test needs `{t}` (see README: the test command installs it)");
     }
 }
@@ -38,7 +46,8 @@ impl Net {
     pub fn new(tag: &str) -> Net {
         let prefix = format!("rbt{}{tag}", std::process::id() % 100_000);
         let srv = format!("{prefix}-srv");
-        let mut net = Net { srv: srv.clone(), prefix, namespaces: vec![], children: vec![], dir: tempfile::tempdir().unwrap() };
+        let mut net =
+            Net { srv: srv.clone(), prefix, namespaces: vec![], children: vec![], dir: tempfile::tempdir().unwrap() };
         net.add_ns(&srv);
         sh(&format!(
             "ip -n {srv} link add br0 type bridge && ip -n {srv} link set br0 up && ip -n {srv} addr add 198.18.0.1/24 dev br0"
@@ -83,7 +92,8 @@ impl Net {
     /// Stops a spawned program with SIGTERM and returns its exit status.
     pub fn stop(&mut self, idx: usize) -> std::process::ExitStatus {
         let child = &mut self.children[idx];
-        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGTERM);
+        let _ =
+            nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGTERM);
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
             if let Some(st) = child.try_wait().unwrap() {
@@ -128,7 +138,10 @@ impl Net {
         let data = body.map(|b| format!("-d '{b}' -H 'content-type: application/json'")).unwrap_or_default();
         let out = self.run(
             &self.srv,
-            &format!("curl -sS -f -X {method} -H 'authorization: Bearer {}' {data} http://198.18.0.1:8080/api/v1{path}", token.trim()),
+            &format!(
+                "curl -sS -f -X {method} -H 'authorization: Bearer {}' {data} http://198.18.0.1:8080/api/v1{path}",
+                token.trim()
+            ),
         );
         assert!(out.status.success(), "api {method} {path}: {}", String::from_utf8_lossy(&out.stderr));
         serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null)

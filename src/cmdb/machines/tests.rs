@@ -27,7 +27,11 @@ async fn register_update_search_delete() {
     assert_eq!(db.reserved_owner("198.18.0.50".parse().unwrap()), Some(m.id));
 
     let dup = db
-        .create_machine(NewMachine { macs: vec![mac("52:54:00:00:00:02")], hostname: Some("NODE01".into()), ..Default::default() })
+        .create_machine(NewMachine {
+            macs: vec![mac("52:54:00:00:00:02")],
+            hostname: Some("NODE01".into()),
+            ..Default::default()
+        })
         .await
         .unwrap_err();
     assert!(matches!(dup, CmdbError::Conflict(_)), "{dup}");
@@ -37,7 +41,8 @@ async fn register_update_search_delete() {
     assert_eq!(m2.hostname.as_deref(), Some("node02"));
     assert_eq!(db.reserved_owner("198.18.0.50".parse().unwrap()), None);
 
-    let (found, total) = db.list_machines(MachineFilter { q: Some("node0".into()), ..Default::default() }).await.unwrap();
+    let (found, total) =
+        db.list_machines(MachineFilter { q: Some("node0".into()), ..Default::default() }).await.unwrap();
     assert_eq!((found.len(), total), (1, 1));
     let (none, _) = db.list_machines(MachineFilter { tag: Some("rack9".into()), ..Default::default() }).await.unwrap();
     assert!(none.is_empty());
@@ -54,7 +59,12 @@ async fn register_update_search_delete() {
 #[tokio::test]
 async fn sightings_create_one_discovered_machine_per_mac_even_in_one_batch() {
     let (_d, db) = open();
-    let s = Sighting { mac: Some(mac("52:54:00:00:00:09")), arch: Some("bios".into()), circuit_id: Some("0a0b".into()), remote_id: None };
+    let s = Sighting {
+        mac: Some(mac("52:54:00:00:00:09")),
+        arch: Some("bios".into()),
+        circuit_id: Some("0a0b".into()),
+        remote_id: None,
+    };
     for _ in 0..5 {
         db.record(s.clone(), vec![("dhcp.offer".into(), json!({}))]);
     }

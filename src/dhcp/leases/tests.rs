@@ -5,7 +5,10 @@ fn subnet() -> Subnet {
     Subnet {
         network: "198.18.0.0".parse().unwrap(),
         prefix: 24,
-        pools: vec![("198.18.0.10".parse().unwrap(), "198.18.0.12".parse().unwrap()), ("198.18.0.20".parse().unwrap(), "198.18.0.20".parse().unwrap())],
+        pools: vec![
+            ("198.18.0.10".parse().unwrap(), "198.18.0.12".parse().unwrap()),
+            ("198.18.0.20".parse().unwrap(), "198.18.0.20".parse().unwrap()),
+        ],
         routers: vec![],
         dns_servers: vec![],
         domain: String::new(),
@@ -55,7 +58,11 @@ fn a_client_keeps_its_address_and_an_offer_is_held() {
 fn requested_address_is_honoured_when_free() {
     let (s, mut l) = (subnet(), Leases::new(60));
     assert_eq!(l.offer(0, &s, mac(1), Some(ip("198.18.0.12")), None, NOBODY, 0), Some(ip("198.18.0.12")));
-    assert_eq!(l.offer(0, &s, mac(2), Some(ip("198.18.0.99")), None, NOBODY, 0), Some(ip("198.18.0.10")), "outside pool: ignored");
+    assert_eq!(
+        l.offer(0, &s, mac(2), Some(ip("198.18.0.99")), None, NOBODY, 0),
+        Some(ip("198.18.0.10")),
+        "outside pool: ignored"
+    );
 }
 
 #[test]
@@ -89,7 +96,15 @@ fn wrong_subnet_release_decline_and_reload() {
     assert_ne!(l.offer(0, &s, mac(3), Some(b), None, NOBODY, 10), Some(b), "declined address is quarantined");
 
     let mut fresh = Leases::new(60);
-    fresh.load([Lease { v: 1, ip: a, mac: mac(1), hostname: None, expires_at: 900, state: LeaseState::Active, updated_at: 0 }]);
+    fresh.load([Lease {
+        v: 1,
+        ip: a,
+        mac: mac(1),
+        hostname: None,
+        expires_at: 900,
+        state: LeaseState::Active,
+        updated_at: 0,
+    }]);
     assert_eq!(fresh.ack(&s, mac(7), a, None, NOBODY, 10), Err(Refusal::Taken), "reloaded lease still binds");
     assert_eq!(fresh.offer(0, &s, mac(1), None, None, NOBODY, 10), Some(a));
 }

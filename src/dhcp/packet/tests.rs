@@ -34,7 +34,10 @@ fn recognises_ipxe_by_user_class_and_option_175() {
     let mut m = Message::default();
     m.set_chaddr(&MAC);
     m.opts_mut().insert(DhcpOption::MessageType(MessageType::Discover));
-    m.opts_mut().insert(DhcpOption::Unknown(v4::UnknownOption::new(OptionCode::Unknown(175), vec![177, 5, 1, 0x10, 0xec, 0x81, 0x68])));
+    m.opts_mut().insert(DhcpOption::Unknown(v4::UnknownOption::new(
+        OptionCode::Unknown(175),
+        vec![177, 5, 1, 0x10, 0xec, 0x81, 0x68],
+    )));
     assert!(parse(&m.to_vec().unwrap()).unwrap().is_ipxe);
 }
 

@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# DHCP throughput, side by side: rackboot against Kea 2.2 (memfile, leases persisted to its CSV
+# file), same namespaces, same veth, same perfdhcp runs. Prints 4-way exchanges/s, drops, delays
+# and RSS. A benchmark, not a test: it prints figures and never fails on them.
+#
+#   sudo bench/dhcp.sh [RATES...]        default rates: 2000 5000 8000 10000 12000 15000
+#
+# Needs root, perfdhcp (kea-admin), kea-dhcp4-server; builds rackboot in release mode.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+RATES=("${@:-2000 5000 8000 10000 12000 15000}")
+read -r -a RATES <<< "${RATES[*]}"
+PERIOD=${PERIOD:-10}
+SRV=rbbench-srv CLI=rbbench-cli
+WORK=$(mktemp -d)
+BIN=${RACKBOOT_BIN:-target/release/rackboot}
+
+cleanup() {
+  for ns in $SRV $CLI; do
+    ip netns pids $ns 2>/dev/null | xargs -r kill -9 2>/dev/null || true
+    ip netns del $ns 2>/dev/null || true
+  done
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+cleanup; WORK=$(mktemp -d)
+
+[ -x "$BIN" ] || cargo build --release --quiet
+for ns in $SRV $CLI; do ip netns add $ns; ip -n $ns link set lo up; done
+ip -n $SRV link add eth0 type veth peer name eth0 netns $CLI
+ip -n $SRV addr add 198.18.0.1/15 dev eth0 && ip -n $SRV link set eth0 up
+ip -n $CLI addr add 198.18.0.2/15 dev eth0 && ip -n $CLI link set eth0 up
+mkdir -p /run/kea
+
+start_rackboot() {
+  rm -rf "$WORK/rb"; mkdir -p "$WORK/rb"
+  cat > "$WORK/rb.toml" <<TOML
+[server]
+data_dir = "$WORK/rb"
+interface = "eth0"
+[http]
+listen = "198.18.0.1:8080"
+[dhcp]
+mode = "full"
+[[dhcp.subnets]]
+cidr = "198.18.0.0/15"
+pools = ["198.18.1.0-198.19.255.250"]
+routers = ["198.18.0.1"]
+lease_secs = 4000
+TOML
+  ip netns exec $SRV "$BIN" serve --config "$WORK/rb.toml" > "$WORK/rb.log" 2>&1 &
+  PID=$!
+  for _ in $(seq 50); do ip netns exec $SRV curl -sf http://198.18.0.1:8080/healthz >/dev/null && return; sleep 0.1; done
+  echo "rackboot did not start"; cat "$WORK/rb.log"; exit 1
+}
+
+start_kea() {
+  rm -f "$WORK/kea.leases"
+  cat > "$WORK/kea.json" <<JSON
+{"Dhcp4": {"interfaces-config": {"interfaces": ["eth0"], "dhcp-socket-type": "udp"},
+ "lease-database": {"type": "memfile", "persist": true, "name": "$WORK/kea.leases", "lfc-interval": 0},
+ "valid-lifetime": 4000,
+ "subnet4": [{"id": 1, "subnet": "198.18.0.0/15", "pools": [{"pool": "198.18.1.0-198.19.255.250"}],
+              "option-data": [{"name": "routers", "data": "198.18.0.1"}]}],
+ "loggers": [{"name": "kea-dhcp4", "output_options": [{"output": "$WORK/kea.log"}], "severity": "WARN"}]}}
+JSON
+  ip netns exec $SRV kea-dhcp4 -c "$WORK/kea.json" > "$WORK/kea.out" 2>&1 &
+  PID=$!
+  sleep 1.5
+}
+
+stop() { kill "$PID" 2>/dev/null; wait "$PID" 2>/dev/null || true; }
+
+rss_mb() { awk '/VmHWM/ {printf "%.0f", $2/1024}' /proc/"$PID"/status 2>/dev/null || echo "-"; }
+
+# perfdhcp output -> "rate drops% avg_ms max_ms" (drops and delays: the worse of the two phases)
+measure() {
+  { ip netns exec $CLI perfdhcp -4 "$@" 198.18.0.1 2>&1 || true; } | awk '
+    /^Rate:/ {rate=$2}
+    /^sent packets/ {sent+=$3} /^received packets/ {recv+=$3}
+    /^avg delay/ {if ($3+0>avg) avg=$3+0}
+    /^max delay/ {if ($3+0>max) max=$3+0}
+    END {d = sent ? 100*(sent-recv)/sent : 100; printf "%.0f %.2f %.2f %.2f\n", rate, d, avg, max}'
+}
+
+printf "%-9s | %-44s | %-44s\n" "" "rackboot" "Kea 2.2 memfile"
+printf "%-9s | %8s %7s %8s %8s %7s | %8s %7s %8s %8s %7s\n" "offered/s" "4-way/s" "drops%" "avg ms" "max ms" "RSS MB" "4-way/s" "drops%" "avg ms" "max ms" "RSS MB"
+for r in "${RATES[@]}"; do
+  start_rackboot; a=$(measure -r "$r" -R 1000000 -p "$PERIOD"); ra=$(rss_mb); stop
+  start_kea;      b=$(measure -r "$r" -R 1000000 -p "$PERIOD"); rb=$(rss_mb); stop
+  read -r a1 a2 a3 a4 <<< "$a"; read -r b1 b2 b3 b4 <<< "$b"
+  printf "%-9s | %8s %7s %8s %8s %7s | %8s %7s %8s %8s %7s\n" "$r" "$a1" "$a2" "$a3" "$a4" "$ra" "$b1" "$b2" "$b3" "$b4" "$rb"
+done
+echo
+echo "burst: 1,000 new clients at once (perfdhcp -R 1000 -n 1000 -r 20000 -W 3000000)"
+start_rackboot; a=$(measure -R 1000 -n 1000 -r 20000 -W 3000000); stop
+start_kea;      b=$(measure -R 1000 -n 1000 -r 20000 -W 3000000); stop
+echo "  rackboot: drops ${a#* }" | awk '{print $1, $2, $3"%", "avg", $4, "ms max", $5, "ms"}'
+echo "  kea:      drops ${b#* }" | awk '{print $1, $2, $3"%", "avg", $4, "ms max", $5, "ms"}'

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs what rackboot's tests, lab and benchmarks need on a fresh Debian 12 machine (root).
+# Idempotent: skips apt when everything is present.
+set -euo pipefail
+PKGS=(iproute2 curl isc-dhcp-client udhcpc dhcpcd5 dnsmasq-base)
+[ "${1:-}" = "--bench" ] && PKGS+=(kea-dhcp4-server kea-admin)
+missing=()
+for p in "${PKGS[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q >/dev/null
+  # policy-rc.d keeps package scripts from starting a DHCP server on this host's own network.
+  printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d
+  apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
+  rm -f /usr/sbin/policy-rc.d
+fi
+if ! command -v cargo >/dev/null; then
+  [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
+fi
+command -v cargo >/dev/null || { echo "setup: cargo not found (install Rust with rustup)"; exit 1; }

@@ -79,33 +79,15 @@ impl Cmdb {
 
     /// Applies a partial update.
     pub async fn update_machine(&self, id: u64, patch: MachinePatch) -> Result<Machine, CmdbError> {
-        if let Some(Some(h)) = &patch.hostname {
-            validate(&[], Some(h), &[])?;
-        }
-        if let Some(macs) = &patch.macs {
-            validate(macs, None, patch.tags.as_deref().unwrap_or(&[]))?;
-        }
+        validate(
+            patch.macs.as_deref().unwrap_or(&[]),
+            patch.hostname.as_ref().and_then(|h| h.as_deref()),
+            patch.tags.as_deref().unwrap_or(&[]),
+        )?;
         self.write(move |ctx| {
             let mut m = get_machine(ctx.tx, id)?;
             let old_macs = m.macs.clone();
-            if let Some(h) = patch.hostname {
-                m.hostname = h;
-            }
-            if let Some(ip) = patch.reserved_ip {
-                m.reserved_ip = ip;
-            }
-            if let Some(s) = patch.serial {
-                m.serial = s;
-            }
-            if let Some(t) = patch.tags {
-                m.tags = t;
-            }
-            if let Some(macs) = patch.macs {
-                m.macs = macs;
-            }
-            if let Some(s) = patch.state {
-                m.state = s;
-            }
+            patch.apply_to(&mut m);
             check_unique(ctx, Some(id), &m.macs, m.hostname.as_deref(), m.reserved_ip)?;
             m.updated_at = now_secs();
             let mut macs = ctx.tx.open_table(MACS)?;

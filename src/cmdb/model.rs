@@ -126,6 +126,31 @@ pub struct MachinePatch {
     pub state: Option<MachineState>,
 }
 
+impl MachinePatch {
+    /// Sets every field the patch names on `m`.
+    pub fn apply_to(self, m: &mut Machine) {
+        let MachinePatch { hostname, reserved_ip, serial, tags, macs, state } = self;
+        if let Some(v) = hostname {
+            m.hostname = v;
+        }
+        if let Some(v) = reserved_ip {
+            m.reserved_ip = v;
+        }
+        if let Some(v) = serial {
+            m.serial = v;
+        }
+        if let Some(v) = tags {
+            m.tags = v;
+        }
+        if let Some(v) = macs {
+            m.macs = v;
+        }
+        if let Some(v) = state {
+            m.state = v;
+        }
+    }
+}
+
 mod double_option {
     use serde::{Deserialize, Deserializer};
 

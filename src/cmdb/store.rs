@@ -36,7 +36,12 @@ pub fn decode<T: DeserializeOwned>(b: &[u8]) -> Result<T, CmdbError> {
 
 /// Opens (or creates) the database file and brings its schema up to date.
 pub fn open(path: &Path) -> Result<Database, CmdbError> {
-    let db = Database::create(path).map_err(|e| CmdbError::Storage(format!("{}: {e}", path.display())))?;
+    // The hot lookups are served by the in-memory index, so redb's page cache (1 GiB by default)
+    // can stay small and the appliance's footprint predictable.
+    let db = redb::Builder::new()
+        .set_cache_size(64 << 20)
+        .create(path)
+        .map_err(|e| CmdbError::Storage(format!("{}: {e}", path.display())))?;
     let found = {
         let rtx = db.begin_read()?;
         match rtx.open_table(META) {

@@ -7,7 +7,7 @@ use super::index::{Brief, Delta};
 use super::model::{
     valid_hostname, Event, Lease, Machine, MachinePatch, MachineState, NewMachine, Sighting, SCHEMA_VERSION,
 };
-use super::store::{decode, encode, EVENTS, LEASES, MACHINES, MACS};
+use super::store::{decode, encode, MACHINES};
 use super::writer::WriteCtx;
 use super::{now_ms, now_secs, Cmdb, CmdbError};
 use crate::mac::Mac;
@@ -85,16 +85,14 @@ impl Cmdb {
             patch.tags.as_deref().unwrap_or(&[]),
         )?;
         self.write(move |ctx| {
-            let mut m = get_machine(ctx.tx, id)?;
+            let mut m = get_machine(&ctx.t.machines, id)?;
             let old_macs = m.macs.clone();
             patch.apply_to(&mut m);
             check_unique(ctx, Some(id), &m.macs, m.hostname.as_deref(), m.reserved_ip)?;
             m.updated_at = now_secs();
-            let mut macs = ctx.tx.open_table(MACS)?;
             for gone in old_macs.iter().filter(|o| !m.macs.contains(o)) {
-                macs.remove(gone.to_u64())?;
+                ctx.t.macs.remove(gone.to_u64())?;
             }
-            drop(macs);
             put_machine(ctx, &m)?;
             push_event(
                 ctx,
@@ -110,13 +108,12 @@ impl Cmdb {
     /// Deletes a machine, its MAC index entries and its timeline.
     pub async fn delete_machine(&self, id: u64) -> Result<(), CmdbError> {
         self.write(move |ctx| {
-            let m = get_machine(ctx.tx, id)?;
-            let mut macs = ctx.tx.open_table(MACS)?;
+            let m = get_machine(&ctx.t.machines, id)?;
             for mac in &m.macs {
-                macs.remove(mac.to_u64())?;
+                ctx.t.macs.remove(mac.to_u64())?;
             }
-            ctx.tx.open_table(MACHINES)?.remove(id)?;
-            ctx.tx.open_table(EVENTS)?.retain_in((id, 0)..=(id, u64::MAX), |_, _| false)?;
+            ctx.t.machines.remove(id)?;
+            ctx.t.events.retain_in((id, 0)..=(id, u64::MAX), |_, _| false)?;
             ctx.delta.push(Delta::Remove(id));
             Ok(())
         })
@@ -193,9 +190,8 @@ fn check_unique(
     }
     let other = |owner: Option<u64>| owner.is_some_and(|o| Some(o) != me);
     // Pending deltas of this batch are not in the index yet; the table is authoritative for MACs.
-    let t = ctx.tx.open_table(MACS)?;
     for mac in macs {
-        if other(t.get(mac.to_u64())?.map(|v| v.value())) {
+        if other(ctx.t.macs.get(mac.to_u64())?.map(|v| v.value())) {
             return Err(CmdbError::Conflict(format!("MAC {mac} belongs to another machine")));
         }
     }
@@ -226,17 +222,15 @@ fn take_id(ctx: &mut WriteCtx<'_>) -> u64 {
     id
 }
 
-fn get_machine(tx: &redb::WriteTransaction, id: u64) -> Result<Machine, CmdbError> {
-    let t = tx.open_table(MACHINES)?;
+fn get_machine(t: &impl ReadableTable<u64, &'static [u8]>, id: u64) -> Result<Machine, CmdbError> {
     let v = t.get(id)?.ok_or_else(|| CmdbError::NotFound(format!("machine {id}")))?;
     decode(v.value())
 }
 
 fn put_machine(ctx: &mut WriteCtx<'_>, m: &Machine) -> Result<(), CmdbError> {
-    ctx.tx.open_table(MACHINES)?.insert(m.id, encode(m).as_slice())?;
-    let mut macs = ctx.tx.open_table(MACS)?;
+    ctx.t.machines.insert(m.id, encode(m).as_slice())?;
     for mac in &m.macs {
-        macs.insert(mac.to_u64(), m.id)?;
+        ctx.t.macs.insert(mac.to_u64(), m.id)?;
     }
     ctx.delta.push(Delta::Upsert(Brief::from(m)));
     Ok(())
@@ -246,13 +240,13 @@ fn push_event(ctx: &mut WriteCtx<'_>, machine_id: u64, kind: &str, detail: serde
     let seq = *ctx.next_event_seq;
     *ctx.next_event_seq += 1;
     let e = Event { seq, machine_id, at_ms: now_ms(), kind: kind.to_string(), detail };
-    ctx.tx.open_table(EVENTS)?.insert((machine_id, seq), encode(&e).as_slice())?;
+    ctx.t.events.insert((machine_id, seq), encode(&e).as_slice())?;
     Ok(())
 }
 
 /// Stores a lease record.
 pub(super) fn put_lease(ctx: &mut WriteCtx<'_>, lease: &Lease) -> Result<(), CmdbError> {
-    ctx.tx.open_table(LEASES)?.insert(u32::from(lease.ip), encode(lease).as_slice())?;
+    ctx.t.leases.insert(u32::from(lease.ip), encode(lease).as_slice())?;
     Ok(())
 }
 
@@ -264,10 +258,10 @@ pub(super) fn observe(
     events: Vec<(String, serde_json::Value)>,
 ) -> Result<(), CmdbError> {
     let Some(mac) = s.mac else { return Ok(()) };
-    let existing = ctx.tx.open_table(MACS)?.get(mac.to_u64())?.map(|v| v.value());
+    let existing = ctx.t.macs.get(mac.to_u64())?.map(|v| v.value());
     let now = now_secs();
     let mut m = match existing {
-        Some(id) => get_machine(ctx.tx, id)?,
+        Some(id) => get_machine(&ctx.t.machines, id)?,
         None => {
             let id = take_id(ctx);
             push_event(ctx, id, "machine.discovered", json!({"mac": mac, "arch": s.arch}))?;

@@ -4,15 +4,35 @@
 use std::sync::mpsc;
 use std::sync::{Arc, RwLock};
 
-use redb::{Database, ReadableTable, WriteTransaction};
+use redb::{Database, ReadableTable, Table, WriteTransaction};
 
 use super::index::{Delta, Index};
-use super::store::{KEY_NEXT_EVENT, KEY_NEXT_MACHINE, META};
+use super::store::{EVENTS, KEY_NEXT_EVENT, KEY_NEXT_MACHINE, LEASES, MACHINES, MACS, META};
 use super::CmdbError;
 
-/// What a job sees: the shared transaction, id counters, and index changes to apply on commit.
+/// The tables of one batch, opened once for every job in it (opening a table per write costs
+/// more than the write).
+pub struct Tables<'a> {
+    pub machines: Table<'a, u64, &'static [u8]>,
+    pub macs: Table<'a, u64, u64>,
+    pub leases: Table<'a, u32, &'static [u8]>,
+    pub events: Table<'a, (u64, u64), &'static [u8]>,
+}
+
+impl<'a> Tables<'a> {
+    fn open(tx: &'a WriteTransaction) -> Result<Self, CmdbError> {
+        Ok(Tables {
+            machines: tx.open_table(MACHINES)?,
+            macs: tx.open_table(MACS)?,
+            leases: tx.open_table(LEASES)?,
+            events: tx.open_table(EVENTS)?,
+        })
+    }
+}
+
+/// What a job sees: the batch's tables, id counters, and index changes to apply on commit.
 pub struct WriteCtx<'a> {
-    pub tx: &'a WriteTransaction,
+    pub t: Tables<'a>,
     pub next_machine_id: &'a mut u64,
     pub next_event_seq: &'a mut u64,
     pub delta: &'a mut Vec<Delta>,
@@ -51,7 +71,7 @@ pub fn run(db: Arc<Database>, index: Arc<RwLock<Index>>, rx: mpsc::Receiver<Job>
             {
                 let snapshot = index.read().expect("index lock poisoned");
                 let mut ctx = WriteCtx {
-                    tx: &tx,
+                    t: Tables::open(&tx)?,
                     next_machine_id: &mut next_machine_id,
                     next_event_seq: &mut next_event_seq,
                     delta: &mut delta,

@@ -19,6 +19,7 @@ use crate::config::{Config, DhcpMode};
 use crate::dhcp::{self, DhcpService};
 use crate::metrics::Metrics;
 use crate::net;
+use crate::tftp;
 
 /// A started appliance: its bound addresses and handles, for `run` and for tests.
 pub struct Running {
@@ -26,6 +27,7 @@ pub struct Running {
     /// Local address of the DHCP socket, when DHCP runs.
     pub dhcp_addr: Option<SocketAddr>,
     pub pxe_addr: Option<SocketAddr>,
+    pub tftp_addr: Option<SocketAddr>,
     pub cmdb: Cmdb,
     pub admin_token: String,
     pub token: CancellationToken,
@@ -48,7 +50,7 @@ pub async fn start(cfg: Config) -> anyhow::Result<Running> {
         .with_context(|| format!("binding http {}", cfg.http_listen))?;
     let http_addr = listener.local_addr()?;
 
-    let (mut dhcp_addr, mut pxe_addr) = (None, None);
+    let (mut dhcp_addr, mut pxe_addr, mut tftp_addr) = (None, None, None);
     let mut mode = cfg.dhcp.mode;
     let mut iface_addr = None;
     if mode != DhcpMode::Off {
@@ -74,7 +76,7 @@ pub async fn start(cfg: Config) -> anyhow::Result<Running> {
         cfg.public_url.clone()
     };
 
-    if let (true, Some((iface, server_ip))) = (mode != DhcpMode::Off, iface_addr) {
+    if let (true, Some((iface, server_ip))) = (mode != DhcpMode::Off, iface_addr.clone()) {
         let sock = net::bind_udp(cfg.dhcp.port, &iface, mode == DhcpMode::Proxy)?;
         dhcp_addr = Some(sock.local_addr()?);
         let pxe = if mode == DhcpMode::Proxy {
@@ -99,6 +101,21 @@ pub async fn start(cfg: Config) -> anyhow::Result<Running> {
         tasks.spawn(async move { ("dhcp", dhcp::serve(sock, pxe, svc, t).await) });
     }
 
+    if cfg.tftp.enabled {
+        let iface = iface_addr.as_ref().map(|(i, _)| i.clone()).unwrap_or_else(|| cfg.interface.clone());
+        let sock = net::bind_udp(cfg.tftp.port, &iface, false)?;
+        tftp_addr = Some(sock.local_addr()?);
+        std::fs::create_dir_all(&cfg.tftp.root).with_context(|| format!("creating {}", cfg.tftp.root.display()))?;
+        let svc = tftp::TftpService {
+            root: cfg.tftp.root.clone(),
+            interface: iface,
+            on_report: tftp_reporter(cmdb.clone(), metrics.clone()),
+            active: metrics.tftp_active.clone(),
+        };
+        let t = token.clone();
+        tasks.spawn(async move { ("tftp", tftp::serve(sock, svc, t).await) });
+    }
+
     let state = ApiState { cmdb: cmdb.clone(), metrics, token: Arc::from(admin_token.as_str()) };
     let app = api::router(state);
     let t = token.clone();
@@ -107,7 +124,7 @@ pub async fn start(cfg: Config) -> anyhow::Result<Running> {
         ("http", r.map_err(anyhow::Error::from))
     });
     info!(%http_addr, %http_base, "http serving");
-    Ok(Running { http_addr, dhcp_addr, pxe_addr, cmdb, admin_token, token, tasks })
+    Ok(Running { http_addr, dhcp_addr, pxe_addr, tftp_addr, cmdb, admin_token, token, tasks })
 }
 
 impl Running {
@@ -140,6 +157,31 @@ impl Running {
 /// Starts the appliance and runs it until `shutdown`.
 pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> anyhow::Result<()> {
     start(cfg).await?.wait(shutdown).await
+}
+
+/// Turns finished TFTP transfers into metrics and timeline events (by the client's lease).
+fn tftp_reporter(cmdb: Cmdb, metrics: Metrics) -> tftp::OnReport {
+    Arc::new(move |r: tftp::Report| {
+        let outcome = match &r.outcome {
+            tftp::Outcome::Complete => "complete".to_string(),
+            tftp::Outcome::Aborted(_) => "aborted".to_string(),
+            tftp::Outcome::Failed(_) => "failed".to_string(),
+        };
+        metrics.tftp_transfers.get_or_create(&crate::metrics::OutcomeLabel { outcome: outcome.clone() }).inc();
+        metrics.tftp_bytes.inc_by(r.bytes);
+        let reason = match &r.outcome {
+            tftp::Outcome::Complete => None,
+            tftp::Outcome::Aborted(why) | tftp::Outcome::Failed(why) => Some(why.clone()),
+        };
+        tracing::debug!(client = %r.client, file = %r.file, bytes = r.bytes, %outcome, "tftp transfer");
+        let detail = serde_json::json!({
+            "file": r.file, "bytes": r.bytes, "size": r.size, "outcome": outcome, "reason": reason,
+            "blksize": r.blksize, "windowsize": r.windowsize, "options": r.options, "ms": r.elapsed.as_millis() as u64,
+        });
+        if let std::net::IpAddr::V4(ip) = r.client.ip() {
+            cmdb.record_for_ip(ip, "tftp.transfer", detail);
+        }
+    })
 }
 
 fn resolve_interface(cfg: &Config) -> anyhow::Result<(String, Ipv4Addr)> {

@@ -21,7 +21,22 @@ pub struct WireConfig {
     pub server: WireServer,
     pub http: WireHttp,
     pub dhcp: WireDhcp,
+    pub tftp: WireTftp,
     pub boot: WireBoot,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct WireTftp {
+    pub enabled: bool,
+    pub port: u16,
+    pub root: PathBuf,
+}
+
+impl Default for WireTftp {
+    fn default() -> Self {
+        WireTftp { enabled: true, port: 69, root: PathBuf::new() }
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -137,7 +152,17 @@ pub struct Config {
     /// Base URL machines use to reach the HTTP server; derived from the address if empty.
     pub public_url: String,
     pub dhcp: DhcpConfig,
+    pub tftp: TftpConfig,
     pub boot: BootFiles,
+}
+
+/// Validated TFTP settings.
+#[derive(Debug, Clone)]
+pub struct TftpConfig {
+    pub enabled: bool,
+    pub port: u16,
+    /// The boot directory served read-only.
+    pub root: PathBuf,
 }
 
 /// DHCP service mode.
@@ -254,7 +279,8 @@ impl TryFrom<WireConfig> for Config {
     type Error = anyhow::Error;
 
     fn try_from(w: WireConfig) -> anyhow::Result<Self> {
-        let WireConfig { server, http, dhcp, boot } = w;
+        let WireConfig { server, http, dhcp, tftp, boot } = w;
+        let WireTftp { enabled: tftp_enabled, port: tftp_port, root: tftp_root } = tftp;
         let WireServer { data_dir, interface, address, log_format } = server;
         let WireHttp { listen, public_url } = http;
         let WireDhcp { mode, port, proxy_port, reply_port, relay_port, offer_hold_secs, commit_batch, subnets } = dhcp;
@@ -302,6 +328,7 @@ impl TryFrom<WireConfig> for Config {
                 "http.public_url must start with http:// or https://"
             );
         }
+        let tftp_root = if tftp_root.as_os_str().is_empty() { data_dir.join("boot") } else { tftp_root };
         Ok(Config {
             data_dir,
             interface,
@@ -319,6 +346,7 @@ impl TryFrom<WireConfig> for Config {
                 commit_batch,
                 subnets,
             },
+            tftp: TftpConfig { enabled: tftp_enabled, port: tftp_port, root: tftp_root },
             boot: BootFiles { bios, uefi_x64, uefi_x64_snp, arm64 },
         })
     }

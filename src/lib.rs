@@ -9,6 +9,7 @@
 //! - [`api`]: the REST API, health and metrics over axum.
 //! - [`metrics`]: Prometheus counters shared by every service.
 //! - [`net`]: socket binding and interface discovery.
+//! - [`tftp`]: the read-only TFTP server for the boot directory, mechanics only.
 //! - [`client`]: the small HTTP client the CLI uses to talk to the REST API.
 //! - [`mac`]: the MAC address type used everywhere.
 
@@ -22,3 +23,4 @@ pub mod mac;
 pub mod metrics;
 pub mod net;
 pub mod planner;
+pub mod tftp;

@@ -32,6 +32,14 @@ pub struct Metrics {
     pub dhcp_dropped: Family<ReasonLabel, Counter>,
     pub leases_in_use: Gauge,
     pub http_requests: Family<HttpLabel, Counter<u64, AtomicU64>>,
+    pub tftp_transfers: Family<OutcomeLabel, Counter>,
+    pub tftp_bytes: Counter,
+    pub tftp_active: Gauge,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct OutcomeLabel {
+    pub outcome: String,
 }
 
 impl Metrics {
@@ -42,6 +50,9 @@ impl Metrics {
         r.register("dhcp_packets_sent", "DHCP packets sent, by message type", self.dhcp_sent.clone());
         r.register("dhcp_packets_dropped", "DHCP packets dropped, by reason", self.dhcp_dropped.clone());
         r.register("dhcp_leases_in_use", "Active (unexpired) DHCP leases", self.leases_in_use.clone());
+        r.register("tftp_transfers", "TFTP transfers finished, by outcome", self.tftp_transfers.clone());
+        r.register("tftp_bytes_sent", "TFTP payload bytes acknowledged by clients", self.tftp_bytes.clone());
+        r.register("tftp_transfers_active", "TFTP transfers in progress", self.tftp_active.clone());
         r.register("http_requests", "HTTP requests served, by method and status", self.http_requests.clone());
         let mut out = String::new();
         prometheus_client::encoding::text::encode(&mut out, &r).expect("writing to a String cannot fail");

@@ -14,8 +14,10 @@ use socket2::{Domain, Protocol, Socket, Type};
 /// host that does the same (dnsmasq with bind-interfaces); broadcasts reach both sockets.
 pub fn bind_udp(port: u16, interface: &str, share: bool) -> anyhow::Result<tokio::net::UdpSocket> {
     let sock = Socket::new(Domain::IPV4, Type::DGRAM, Some(Protocol::UDP))?;
-    sock.set_reuse_address(true)?;
+    // Only a shared port may be bound twice; anywhere else a second rackboot must fail to start
+    // rather than silently split the traffic with the first.
     if share {
+        sock.set_reuse_address(true)?;
         sock.set_reuse_port(true)?;
     }
     sock.set_broadcast(true)?;

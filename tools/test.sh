@@ -4,6 +4,7 @@
 # One debug build serves every stage.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+export PATH="/usr/local/sbin:/usr/sbin:/sbin:$PATH"
 source tools/setup.sh
 [ "$(id -u)" = 0 ] || { echo "test.sh: run as root (the end-to-end tests create network namespaces)"; exit 1; }
 echo "== cargo fmt --check"; cargo fmt --all -- --check

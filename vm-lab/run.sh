@@ -19,6 +19,7 @@ while [ $# -gt 0 ]; do
     *) echo "usage: $0 [--clients N] [--keep]"; exit 2 ;;
   esac
 done
+export PATH="/usr/local/sbin:/usr/sbin:/sbin:$PATH"
 source tools/setup.sh
 [ "$(id -u)" = 0 ] || { echo "run.sh: run as root (network namespaces)"; exit 1; }
 cargo build --release --quiet

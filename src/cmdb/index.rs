@@ -27,6 +27,8 @@ impl From<&Machine> for Brief {
 pub enum Delta {
     Upsert(Brief),
     Remove(u64),
+    /// An address now leased to a MAC (`Some`) or no longer (`None`).
+    Lease(Ipv4Addr, Option<Mac>),
 }
 
 /// The index itself.
@@ -36,6 +38,7 @@ pub struct Index {
     by_mac: HashMap<Mac, u64>,
     by_ip: HashMap<Ipv4Addr, u64>,
     by_hostname: HashMap<String, u64>,
+    leased: HashMap<Ipv4Addr, Mac>,
 }
 
 impl Index {
@@ -52,6 +55,11 @@ impl Index {
     /// The machine id with hostname `h` (case-insensitive).
     pub fn by_hostname(&self, h: &str) -> Option<u64> {
         self.by_hostname.get(&h.to_ascii_lowercase()).copied()
+    }
+
+    /// The MAC holding a lease on `ip` (TFTP and HTTP know clients only by address).
+    pub fn leased_to(&self, ip: Ipv4Addr) -> Option<Mac> {
+        self.leased.get(&ip).copied()
     }
 
     /// Applies committed changes in order.
@@ -72,6 +80,12 @@ impl Index {
                     self.machines.insert(b.id, b);
                 }
                 Delta::Remove(id) => self.remove(id),
+                Delta::Lease(ip, Some(mac)) => {
+                    self.leased.insert(ip, mac);
+                }
+                Delta::Lease(ip, None) => {
+                    self.leased.remove(&ip);
+                }
             }
         }
     }

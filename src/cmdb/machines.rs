@@ -247,6 +247,8 @@ fn push_event(ctx: &mut WriteCtx<'_>, machine_id: u64, kind: &str, detail: serde
 /// Stores a lease record.
 pub(super) fn put_lease(ctx: &mut WriteCtx<'_>, lease: &Lease) -> Result<(), CmdbError> {
     ctx.t.leases.insert(u32::from(lease.ip), encode(lease).as_slice())?;
+    let holder = (lease.state == super::LeaseState::Active).then_some(lease.mac);
+    ctx.delta.push(Delta::Lease(lease.ip, holder));
     Ok(())
 }
 

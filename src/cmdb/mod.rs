@@ -161,6 +161,15 @@ impl Cmdb {
         .await
     }
 
+    /// Records an event for whichever machine holds a lease on `ip`; returns whether one did.
+    pub fn record_for_ip(&self, ip: Ipv4Addr, kind: &str, detail: serde_json::Value) -> bool {
+        let mac = self.inner.index.read().expect("index lock").leased_to(ip);
+        if let Some(mac) = mac {
+            self.record(Sighting { mac: Some(mac), ..Default::default() }, vec![(kind.to_string(), detail)]);
+        }
+        mac.is_some()
+    }
+
     /// Records a sighting and timeline events without waiting (the OFFER path).
     pub fn record(&self, sighting: Sighting, events: Vec<(String, serde_json::Value)>) {
         self.write_detached(move |ctx| machines::observe(ctx, &sighting, events));

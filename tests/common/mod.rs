@@ -29,6 +29,9 @@ data_dir = "{}"
 address = "127.0.0.1"
 [http]
 listen = "127.0.0.1:0"
+[tftp]
+port = 0
+root = "{}/boot"
 [dhcp]
 mode = "full"
 port = 0
@@ -43,6 +46,7 @@ domain = "lab.rackboot.test"
 lease_secs = 600
 {extra}
 "#,
+        data_dir.display(),
         data_dir.display()
     )
 }

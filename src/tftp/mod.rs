@@ -1,0 +1,126 @@
+//! A read-only TFTP server for the boot directory. Mechanics only: it serves bytes from files
+//! under one root and reports each finished transfer to a callback; it knows nothing of machines.
+//!
+//! Our own server rather than async-tftp: async-tftp ignores client ERROR packets (PXE ROMs abort
+//! after a tsize probe and the slot stays busy until timeout) and lacks windowsize (RFC 7440).
+
+pub mod packet;
+pub mod request;
+mod transfer;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::net::UdpSocket;
+use tokio_util::sync::CancellationToken;
+use tracing::{debug, info};
+
+pub use transfer::Outcome;
+
+/// What happened in one transfer, for the timeline and metrics.
+#[derive(Debug, Clone)]
+pub struct Report {
+    pub client: SocketAddr,
+    pub file: String,
+    pub bytes: u64,
+    pub size: u64,
+    pub blksize: usize,
+    pub windowsize: u16,
+    pub options: Vec<(String, String)>,
+    pub outcome: Outcome,
+    pub elapsed: Duration,
+}
+
+/// Receives every finished (or refused) transfer.
+pub type OnReport = Arc<dyn Fn(Report) + Send + Sync>;
+
+/// The server's settings.
+#[derive(Clone)]
+pub struct TftpService {
+    pub root: PathBuf,
+    /// Interface the per-transfer sockets bind to ("" for any).
+    pub interface: String,
+    pub on_report: OnReport,
+    /// Transfers in progress.
+    pub active: prometheus_client::metrics::gauge::Gauge,
+}
+
+/// Serves read requests arriving on `socket` (port 69) until `token` is cancelled. Each transfer
+/// runs in its own task on its own socket (a new TID, RFC 1350), so none waits for another.
+pub async fn serve(socket: UdpSocket, svc: TftpService, token: CancellationToken) -> anyhow::Result<()> {
+    let mut buf = vec![0u8; 2048];
+    info!(root = %svc.root.display(), "tftp serving");
+    loop {
+        let (len, client) = tokio::select! {
+            _ = token.cancelled() => return Ok(()),
+            r = socket.recv_from(&mut buf) => r?,
+        };
+        match packet::parse(&buf[..len]) {
+            Ok(packet::Incoming::Read { filename, mode, options }) => {
+                let (svc, token) = (svc.clone(), token.clone());
+                tokio::spawn(async move {
+                    tokio::select! {
+                        _ = token.cancelled() => {}
+                        _ = handle(svc, client, filename, mode, options) => {}
+                    }
+                });
+            }
+            Ok(packet::Incoming::Write) => {
+                let _ = socket.send_to(&packet::error(packet::ERR_ACCESS, "read-only server"), client).await;
+            }
+            Ok(_) => {
+                let _ =
+                    socket.send_to(&packet::error(packet::ERR_UNKNOWN_TID, "no transfer on this port"), client).await;
+            }
+            Err(error) => debug!(%client, %error, "dropping tftp packet"),
+        }
+    }
+}
+
+async fn handle(svc: TftpService, client: SocketAddr, filename: String, mode: String, options: Vec<(String, String)>) {
+    let started = Instant::now();
+    let report = |outcome, bytes, size, n: Option<request::Negotiated>| Report {
+        client,
+        file: filename.clone(),
+        bytes,
+        size,
+        blksize: n.map_or(512, |n| n.blksize),
+        windowsize: n.map_or(1, |n| n.windowsize),
+        options: options.clone(),
+        outcome,
+        elapsed: started.elapsed(),
+    };
+    let sock = match crate::net::bind_udp(0, &svc.interface, false) {
+        Ok(s) if s.connect(client).await.is_ok() => s,
+        _ => return (svc.on_report)(report(Outcome::Failed("no socket for the transfer".into()), 0, 0, None)),
+    };
+    // Boot files are binary; netascii is served as-is rather than refused, as dnsmasq does.
+    if mode != "octet" && mode != "netascii" {
+        let _ = sock.send(&packet::error(packet::ERR_ILLEGAL, "only octet mode")).await;
+        return (svc.on_report)(report(Outcome::Failed(format!("mode {mode:?} refused")), 0, 0, None));
+    }
+    let path = match request::resolve(&svc.root, &filename) {
+        Ok(p) => p,
+        Err(why) => {
+            let code = if why == "file not found" { packet::ERR_NOT_FOUND } else { packet::ERR_ACCESS };
+            let _ = sock.send(&packet::error(code, why)).await;
+            return (svc.on_report)(report(Outcome::Failed(why.to_string()), 0, 0, None));
+        }
+    };
+    let file = match tokio::fs::File::open(&path).await {
+        Ok(f) => f,
+        Err(e) => {
+            let _ = sock.send(&packet::error(packet::ERR_NOT_FOUND, "cannot open file")).await;
+            return (svc.on_report)(report(Outcome::Failed(format!("open: {e}")), 0, 0, None));
+        }
+    };
+    let size = file.metadata().await.map(|m| m.len()).unwrap_or(0);
+    let (n, ack) = request::negotiate(&options, size);
+    let oack = (!ack.is_empty()).then(|| packet::oack(&ack));
+    svc.active.inc();
+    let (outcome, bytes) = transfer::run(&sock, file, size, n, oack).await;
+    svc.active.dec();
+    (svc.on_report)(report(outcome, bytes, size, Some(n)));
+}

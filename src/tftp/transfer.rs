@@ -1,0 +1,141 @@
+//! One read transfer: optional OACK handshake, then DATA in windows of `windowsize` blocks
+//! (lockstep when 1), bounded retransmits, and an immediate end on a client ERROR.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use tokio::fs::File;
+use tokio::io::{AsyncReadExt, BufReader};
+use tokio::net::UdpSocket;
+
+use super::packet::{self, Incoming};
+use super::request::Negotiated;
+
+/// How a transfer ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Every block was acknowledged.
+    Complete,
+    /// The client sent an ERROR (PXE ROMs do this after a tsize probe).
+    Aborted(String),
+    /// Retransmits ran out or I/O failed.
+    Failed(String),
+}
+
+/// Retransmits of one window (or of the OACK) before giving up.
+const MAX_RETRIES: u32 = 5;
+
+/// Runs the transfer on `sock` (connected to the client); returns the outcome and bytes acknowledged.
+pub async fn run(sock: &UdpSocket, file: File, size: u64, n: Negotiated, oack: Option<Vec<u8>>) -> (Outcome, u64) {
+    // Large reads: every tokio file read is a hop to the blocking pool, so never one per block.
+    let mut file = BufReader::with_capacity(256 * 1024, file);
+    let mut buf = vec![0u8; 65536];
+    if let Some(oack) = oack {
+        match exchange(sock, &[oack], &mut buf, n.timeout, |a| a == 0).await {
+            Ok(()) => {}
+            Err(o) => return (o, 0),
+        }
+    }
+    let last_block = size / n.blksize as u64 + 1;
+    // Blocks sent but not yet acknowledged, oldest first: (block number, packet).
+    let mut window: VecDeque<(u64, Vec<u8>)> = VecDeque::new();
+    let mut next = 1u64;
+    let mut acked = 0u64;
+    let mut retries = 0;
+    while acked < last_block {
+        while next <= last_block && window.len() < n.windowsize as usize {
+            let mut payload = vec![0u8; n.blksize];
+            let got = match read_block(&mut file, &mut payload).await {
+                Ok(g) => g,
+                Err(e) => return (Outcome::Failed(format!("reading file: {e}")), acked_bytes(acked, size, n)),
+            };
+            payload.truncate(got);
+            let mut pkt = Vec::with_capacity(4 + got);
+            packet::data(&mut pkt, next as u16, &payload);
+            if let Err(e) = sock.send(&pkt).await {
+                return (Outcome::Failed(format!("send: {e}")), acked_bytes(acked, size, n));
+            }
+            window.push_back((next, pkt));
+            next += 1;
+        }
+        match tokio::time::timeout(n.timeout, sock.recv(&mut buf)).await {
+            Err(_) => {
+                retries += 1;
+                if retries > MAX_RETRIES {
+                    return (Outcome::Failed("client stopped acknowledging".into()), acked_bytes(acked, size, n));
+                }
+                for (_, pkt) in &window {
+                    let _ = sock.send(pkt).await;
+                }
+            }
+            Ok(Err(e)) => return (Outcome::Failed(format!("recv: {e}")), acked_bytes(acked, size, n)),
+            Ok(Ok(len)) => match packet::parse(&buf[..len]) {
+                Ok(Incoming::Ack(a)) => {
+                    // Map the 16-bit block number onto the window (block numbers wrap at 65536).
+                    if let Some(pos) = window.iter().position(|(b, _)| *b as u16 == a) {
+                        acked = window[pos].0;
+                        window.drain(..=pos);
+                        retries = 0;
+                    } else if window.front().is_some_and(|(b, _)| (*b as u16).wrapping_sub(1) == a) {
+                        // RFC 7440: an ACK for the block before the window means the client lost
+                        // one; resend the window at once instead of waiting for the timeout.
+                        for (_, pkt) in &window {
+                            let _ = sock.send(pkt).await;
+                        }
+                    }
+                }
+                Ok(Incoming::Error { code, message }) => {
+                    return (Outcome::Aborted(format!("client error {code}: {message}")), acked_bytes(acked, size, n));
+                }
+                _ => {}
+            },
+        }
+    }
+    (Outcome::Complete, size)
+}
+
+fn acked_bytes(blocks: u64, size: u64, n: Negotiated) -> u64 {
+    (blocks * n.blksize as u64).min(size)
+}
+
+async fn read_block(file: &mut BufReader<File>, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        let r = file.read(&mut buf[got..]).await?;
+        if r == 0 {
+            break;
+        }
+        got += r;
+    }
+    Ok(got)
+}
+
+/// Sends `pkts` and waits for an ACK accepted by `want`, retransmitting on timeout.
+async fn exchange(
+    sock: &UdpSocket,
+    pkts: &[Vec<u8>],
+    buf: &mut [u8],
+    timeout: Duration,
+    want: impl Fn(u16) -> bool,
+) -> Result<(), Outcome> {
+    for _ in 0..=MAX_RETRIES {
+        for p in pkts {
+            sock.send(p).await.map_err(|e| Outcome::Failed(format!("send: {e}")))?;
+        }
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            match tokio::time::timeout_at(deadline, sock.recv(buf)).await {
+                Err(_) => break,
+                Ok(Err(e)) => return Err(Outcome::Failed(format!("recv: {e}"))),
+                Ok(Ok(len)) => match packet::parse(&buf[..len]) {
+                    Ok(Incoming::Ack(a)) if want(a) => return Ok(()),
+                    Ok(Incoming::Error { code, message }) => {
+                        return Err(Outcome::Aborted(format!("client error {code}: {message}")))
+                    }
+                    _ => {}
+                },
+            }
+        }
+    }
+    Err(Outcome::Failed("no acknowledgement of the option ack".into()))
+}

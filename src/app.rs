@@ -116,8 +116,16 @@ pub async fn start(cfg: Config) -> anyhow::Result<Running> {
         tasks.spawn(async move { ("tftp", tftp::serve(sock, svc, t).await) });
     }
 
-    let state = ApiState { cmdb: cmdb.clone(), metrics, token: Arc::from(admin_token.as_str()) };
-    let app = api::router(state);
+    let boot = api::boot::BootState {
+        renderer: crate::render::Renderer::new(cfg.templates.as_deref()).context("loading templates")?,
+        profiles: cfg.boot.profiles.clone(),
+        discovery_profile: cfg.boot.discovery_profile.clone(),
+        http_base: http_base.clone(),
+        root: cfg.tftp.root.clone(),
+    };
+    let state =
+        ApiState { cmdb: cmdb.clone(), metrics, token: Arc::from(admin_token.as_str()), boot: Some(Arc::new(boot)) };
+    let app = api::router(state).into_make_service_with_connect_info::<SocketAddr>();
     let t = token.clone();
     tasks.spawn(async move {
         let r = axum::serve(listener, app).with_graceful_shutdown(t.cancelled_owned()).await;

@@ -126,6 +126,19 @@ pub struct WireBoot {
     pub uefi_x64: String,
     pub uefi_x64_snp: bool,
     pub arm64: String,
+    pub discovery_profile: String,
+    pub profiles: Vec<WireProfile>,
+    pub templates: PathBuf,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WireProfile {
+    pub name: String,
+    pub kernel: String,
+    pub initrd: String,
+    #[serde(default)]
+    pub cmdline: String,
 }
 
 impl Default for WireBoot {
@@ -135,7 +148,20 @@ impl Default for WireBoot {
             uefi_x64: "ipxe.efi".into(),
             uefi_x64_snp: false,
             arm64: "ipxe-arm64.efi".into(),
+            discovery_profile: "discovery".into(),
+            profiles: Vec::new(),
+            templates: PathBuf::new(),
         }
+    }
+}
+
+/// The discovery profile used when the config names none: BootOS from the boot directory.
+fn builtin_discovery() -> Profile {
+    Profile {
+        name: "discovery".into(),
+        kernel: "bootos/vmlinuz".into(),
+        initrd: "bootos/initrd.img".into(),
+        cmdline: "console=tty0 console=ttyS0 rackboot.url={{ http_base }} rackboot.mac={{ mac }}".into(),
     }
 }
 
@@ -154,6 +180,8 @@ pub struct Config {
     pub dhcp: DhcpConfig,
     pub tftp: TftpConfig,
     pub boot: BootFiles,
+    /// Directory whose `ipxe/*.ipxe` files override the embedded templates.
+    pub templates: Option<PathBuf>,
 }
 
 /// Validated TFTP settings.
@@ -220,13 +248,27 @@ impl Subnet {
     }
 }
 
-/// iPXE binaries handed to PXE ROMs, by client architecture.
+/// iPXE binaries handed to PXE ROMs, by client architecture, and the boot profiles.
 #[derive(Debug, Clone)]
 pub struct BootFiles {
     pub bios: String,
     pub uefi_x64: String,
     pub uefi_x64_snp: bool,
     pub arm64: String,
+    /// Profile that unknown and not yet provisioned machines boot.
+    pub discovery_profile: String,
+    pub profiles: std::collections::BTreeMap<String, Profile>,
+}
+
+/// A named kernel + initrd + command line. Paths are relative to the boot directory (served at
+/// `/boot/files/`) or full `http://` URLs; the command line is a template (`{{ mac }}`,
+/// `{{ http_base }}`, `{{ hostname }}`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Profile {
+    pub name: String,
+    pub kernel: String,
+    pub initrd: String,
+    pub cmdline: String,
 }
 
 fn prefix_mask(prefix: u8) -> u32 {
@@ -284,7 +326,30 @@ impl TryFrom<WireConfig> for Config {
         let WireServer { data_dir, interface, address, log_format } = server;
         let WireHttp { listen, public_url } = http;
         let WireDhcp { mode, port, proxy_port, reply_port, relay_port, offer_hold_secs, commit_batch, subnets } = dhcp;
-        let WireBoot { bios, uefi_x64, uefi_x64_snp, arm64 } = boot;
+        let WireBoot { bios, uefi_x64, uefi_x64_snp, arm64, discovery_profile, profiles, templates } = boot;
+        let templates = (!templates.as_os_str().is_empty()).then_some(templates);
+        let mut profile_map = std::collections::BTreeMap::new();
+        for p in profiles {
+            let WireProfile { name, kernel, initrd, cmdline } = p;
+            anyhow::ensure!(
+                crate::cmdb::model::valid_hostname(&name),
+                "boot profile name {name:?} must be letters, digits and '-'"
+            );
+            anyhow::ensure!(
+                !kernel.is_empty() && !initrd.is_empty(),
+                "boot profile {name}: kernel and initrd are required"
+            );
+            let dup = profile_map.insert(name.clone(), Profile { name: name.clone(), kernel, initrd, cmdline });
+            anyhow::ensure!(dup.is_none(), "boot profile {name} is defined twice");
+        }
+        if profile_map.is_empty() {
+            let d = builtin_discovery();
+            profile_map.insert(d.name.clone(), d);
+        }
+        anyhow::ensure!(
+            profile_map.contains_key(&discovery_profile),
+            "boot.discovery_profile {discovery_profile:?} is not among [[boot.profiles]]"
+        );
 
         let log_json = match log_format.as_str() {
             "human" => false,
@@ -347,7 +412,8 @@ impl TryFrom<WireConfig> for Config {
                 subnets,
             },
             tftp: TftpConfig { enabled: tftp_enabled, port: tftp_port, root: tftp_root },
-            boot: BootFiles { bios, uefi_x64, uefi_x64_snp, arm64 },
+            boot: BootFiles { bios, uefi_x64, uefi_x64_snp, arm64, discovery_profile, profiles: profile_map },
+            templates,
         })
     }
 }

@@ -5,6 +5,7 @@
 //! - [`app`]: wires the services together under one cancellation token.
 //! - [`cmdb`]: the redb-backed CMDB (machines, leases, events) with a group-commit writer.
 //! - [`planner`]: the one policy seam that decides what a machine boots.
+//! - [`render`]: pure template rendering of boot scripts (minijinja, strict).
 //! - [`dhcp`]: the DHCP server (full and proxy modes), mechanics only.
 //! - [`api`]: the REST API, health and metrics over axum.
 //! - [`metrics`]: Prometheus counters shared by every service.
@@ -23,4 +24,5 @@ pub mod mac;
 pub mod metrics;
 pub mod net;
 pub mod planner;
+pub mod render;
 pub mod tftp;

@@ -5,6 +5,7 @@
 
 use std::net::Ipv4Addr;
 
+use crate::cmdb::{Machine, MachineState};
 use crate::config::BootFiles;
 use crate::mac::Mac;
 
@@ -117,17 +118,31 @@ pub fn plan_dhcp(req: &DhcpBootRequest, ctx: &BootContext<'_>) -> Option<DhcpBoo
     }
 }
 
+/// What a machine boots when iPXE asks for its script.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BootPlan {
+    /// Kernel + initrd of the named profile (discovery, an installer, a pinned profile).
+    Profile(String),
+    /// The machine is installed: boot its own disk.
+    LocalDisk,
+}
+
+/// The per-MAC decision: an operator's pin wins; installed machines boot their disk; everything
+/// else (unknown, discovered, queued, failed) boots the discovery profile.
+pub fn plan_boot(machine: Option<&Machine>, discovery_profile: &str) -> BootPlan {
+    match machine {
+        Some(m) if m.boot_profile.is_some() => BootPlan::Profile(m.boot_profile.clone().unwrap_or_default()),
+        Some(m) if m.state == MachineState::Installed => BootPlan::LocalDisk,
+        _ => BootPlan::Profile(discovery_profile.to_string()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn files() -> BootFiles {
-        BootFiles {
-            bios: "undionly.kpxe".into(),
-            uefi_x64: "ipxe.efi".into(),
-            uefi_x64_snp: false,
-            arm64: "ipxe-arm64.efi".into(),
-        }
+        crate::config::Config::load(None).unwrap().boot
     }
 
     fn plan(arch: Option<u16>, is_ipxe: bool) -> Option<DhcpBoot> {
@@ -163,6 +178,17 @@ mod tests {
             let b = plan(arch, true).unwrap();
             assert_eq!(b.filename, "http://198.18.0.1/boot/ipxe?mac=52:54:00:00:00:01");
         }
+    }
+
+    #[test]
+    fn boot_plan_follows_state_and_pin() {
+        let mut m = Machine::new(1, vec![Mac([0; 6])], 0);
+        assert_eq!(plan_boot(None, "discovery"), BootPlan::Profile("discovery".into()));
+        assert_eq!(plan_boot(Some(&m), "discovery"), BootPlan::Profile("discovery".into()));
+        m.state = MachineState::Installed;
+        assert_eq!(plan_boot(Some(&m), "discovery"), BootPlan::LocalDisk);
+        m.boot_profile = Some("rescue".into());
+        assert_eq!(plan_boot(Some(&m), "discovery"), BootPlan::Profile("rescue".into()));
     }
 
     #[test]

@@ -61,6 +61,12 @@ async fn update(
     body: Result<Json<MachinePatch>, JsonRejection>,
 ) -> Result<Json<Machine>, ApiError> {
     let Json(patch) = body.map_err(bad_json)?;
+    if let (Some(Some(name)), Some(boot)) = (&patch.boot_profile, &s.boot) {
+        if !boot.profiles.contains_key(name) {
+            let known: Vec<&String> = boot.profiles.keys().collect();
+            return Err(ApiError(StatusCode::BAD_REQUEST, format!("no boot profile {name:?}; known: {known:?}")));
+        }
+    }
     let m = resolve(&s, &key).await?;
     Ok(Json(s.cmdb.update_machine(m.id, patch).await?))
 }

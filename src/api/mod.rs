@@ -1,6 +1,7 @@
 //! HTTP front end: the REST API under `/api/v1` (bearer token), `/healthz` and `/metrics`.
 //! Handlers are thin: they parse, call the CMDB, and map its errors to status codes.
 
+pub mod boot;
 mod machines;
 
 use std::sync::Arc;
@@ -26,6 +27,8 @@ pub struct ApiState {
     pub metrics: Metrics,
     /// The admin bearer token.
     pub token: Arc<str>,
+    /// Boot endpoints (`/boot`); `None` serves none.
+    pub boot: boot::SharedBoot,
 }
 
 /// Builds the whole HTTP router.
@@ -35,6 +38,7 @@ pub fn router(state: ApiState) -> Router {
         .route("/openapi.json", get(|| async { ([(header::CONTENT_TYPE, "application/json")], OPENAPI) }));
     Router::new()
         .nest("/api/v1", api)
+        .nest("/boot", boot::routes(&state))
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/metrics", get(metrics))
         .layer(middleware::from_fn_with_state(state.clone(), count_requests))

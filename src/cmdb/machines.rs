@@ -4,9 +4,7 @@ use redb::ReadableTable;
 use serde_json::json;
 
 use super::index::{Brief, Delta};
-use super::model::{
-    valid_hostname, Event, Lease, Machine, MachinePatch, MachineState, NewMachine, Sighting, SCHEMA_VERSION,
-};
+use super::model::{valid_hostname, Event, Lease, Machine, MachinePatch, MachineState, NewMachine, Sighting};
 use super::store::{decode, encode, MACHINES};
 use super::writer::WriteCtx;
 use super::{now_ms, now_secs, Cmdb, CmdbError};
@@ -52,24 +50,11 @@ impl Cmdb {
         self.write(move |ctx| {
             check_unique(ctx, None, &new.macs, new.hostname.as_deref(), new.reserved_ip)?;
             let now = now_secs();
-            let m = Machine {
-                v: SCHEMA_VERSION,
-                id: take_id(ctx),
-                macs: new.macs,
-                hostname: new.hostname,
-                reserved_ip: new.reserved_ip,
-                serial: new.serial,
-                vendor: None,
-                model: None,
-                tags: new.tags,
-                state: MachineState::Discovered,
-                circuit_id: None,
-                remote_id: None,
-                last_arch: None,
-                created_at: now,
-                updated_at: now,
-                last_seen_at: None,
-            };
+            let mut m = Machine::new(take_id(ctx), new.macs, now);
+            m.hostname = new.hostname;
+            m.reserved_ip = new.reserved_ip;
+            m.serial = new.serial;
+            m.tags = new.tags;
             put_machine(ctx, &m)?;
             push_event(ctx, m.id, "machine.registered", json!({"macs": m.macs}))?;
             Ok(m)
@@ -267,24 +252,7 @@ pub(super) fn observe(
         None => {
             let id = take_id(ctx);
             push_event(ctx, id, "machine.discovered", json!({"mac": mac, "arch": s.arch}))?;
-            Machine {
-                v: SCHEMA_VERSION,
-                id,
-                macs: vec![mac],
-                hostname: None,
-                reserved_ip: None,
-                serial: None,
-                vendor: None,
-                model: None,
-                tags: Vec::new(),
-                state: MachineState::Discovered,
-                circuit_id: None,
-                remote_id: None,
-                last_arch: None,
-                created_at: now,
-                updated_at: now,
-                last_seen_at: None,
-            }
+            Machine::new(id, vec![mac], now)
         }
     };
     let before = (m.last_arch.clone(), m.circuit_id.clone(), m.remote_id.clone(), m.last_seen_at);

@@ -56,6 +56,34 @@ pub struct Machine {
     pub created_at: u64,
     pub updated_at: u64,
     pub last_seen_at: Option<u64>,
+    /// Boot profile an operator pinned the machine to; wins over the planner's default.
+    #[serde(default)]
+    pub boot_profile: Option<String>,
+}
+
+impl Machine {
+    /// A new `discovered` machine with nothing known but its MACs.
+    pub fn new(id: u64, macs: Vec<Mac>, now: u64) -> Machine {
+        Machine {
+            v: SCHEMA_VERSION,
+            id,
+            macs,
+            hostname: None,
+            reserved_ip: None,
+            serial: None,
+            vendor: None,
+            model: None,
+            tags: Vec::new(),
+            state: MachineState::Discovered,
+            circuit_id: None,
+            remote_id: None,
+            last_arch: None,
+            created_at: now,
+            updated_at: now,
+            last_seen_at: None,
+            boot_profile: None,
+        }
+    }
 }
 
 /// An address lease.
@@ -124,12 +152,14 @@ pub struct MachinePatch {
     pub macs: Option<Vec<Mac>>,
     #[serde(default)]
     pub state: Option<MachineState>,
+    #[serde(default, with = "double_option")]
+    pub boot_profile: Option<Option<String>>,
 }
 
 impl MachinePatch {
     /// Sets every field the patch names on `m`.
     pub fn apply_to(self, m: &mut Machine) {
-        let MachinePatch { hostname, reserved_ip, serial, tags, macs, state } = self;
+        let MachinePatch { hostname, reserved_ip, serial, tags, macs, state, boot_profile } = self;
         if let Some(v) = hostname {
             m.hostname = v;
         }
@@ -147,6 +177,9 @@ impl MachinePatch {
         }
         if let Some(v) = state {
             m.state = v;
+        }
+        if let Some(v) = boot_profile {
+            m.boot_profile = v;
         }
     }
 }

@@ -1,4 +1,5 @@
 use super::*;
+use crate::cmdb::model::SCHEMA_VERSION;
 
 fn mac(s: &str) -> Mac {
     s.parse().unwrap()

@@ -1,0 +1,140 @@
+//! Pure rendering of boot scripts from templates (minijinja, strict: a missing variable is an
+//! error, never an empty string). Golden-tested against `tests/golden/`.
+
+use std::path::Path;
+
+use minijinja::{Environment, UndefinedBehavior};
+use serde::Serialize;
+
+use crate::config::Profile;
+use crate::planner::BootPlan;
+
+const PROFILE_IPXE: &str = include_str!("../templates/ipxe/profile.ipxe");
+const LOCALBOOT_IPXE: &str = include_str!("../templates/ipxe/localboot.ipxe");
+
+/// Everything a script template may use.
+#[derive(Debug, Clone, Serialize)]
+pub struct ScriptVars {
+    pub mac: String,
+    pub hostname: Option<String>,
+    /// UEFI firmware (iPXE's EFI loader needs `initrd=<name>` on the kernel command line).
+    pub uefi: bool,
+    pub http_base: String,
+}
+
+#[derive(Serialize)]
+struct ProfileVars {
+    name: String,
+    kernel_url: String,
+    initrd_url: String,
+    initrd_name: String,
+    cmdline: String,
+}
+
+/// Why a script could not be rendered.
+#[derive(Debug, thiserror::Error)]
+pub enum RenderError {
+    #[error("boot profile {0:?} does not exist")]
+    UnknownProfile(String),
+    #[error("template: {0:#}")]
+    Template(#[from] minijinja::Error),
+}
+
+fn val<T: Serialize>(v: T) -> minijinja::Value {
+    minijinja::Value::from(minijinja::value::Serde(v))
+}
+
+/// The template environment, built once.
+pub struct Renderer {
+    env: Environment<'static>,
+}
+
+impl Renderer {
+    /// Embedded templates, each overridable by a file of the same name under `dir/ipxe/`.
+    pub fn new(dir: Option<&Path>) -> anyhow::Result<Self> {
+        let mut env = Environment::new();
+        env.set_undefined_behavior(UndefinedBehavior::Strict);
+        env.set_syntax(minijinja::syntax::SyntaxConfig::builder().keep_trailing_newline(true).build()?);
+        for (name, embedded) in [("profile.ipxe", PROFILE_IPXE), ("localboot.ipxe", LOCALBOOT_IPXE)] {
+            let own = dir.map(|d| d.join("ipxe").join(name)).filter(|p| p.is_file());
+            let source = match own {
+                Some(p) => std::fs::read_to_string(&p)?,
+                None => embedded.to_string(),
+            };
+            env.add_template_owned(name.to_string(), source)?;
+        }
+        Ok(Renderer { env })
+    }
+
+    /// Renders the iPXE script for `plan`.
+    pub fn ipxe(
+        &self,
+        plan: &BootPlan,
+        vars: &ScriptVars,
+        profiles: &std::collections::BTreeMap<String, Profile>,
+    ) -> Result<String, RenderError> {
+        match plan {
+            BootPlan::LocalDisk => Ok(self.env.get_template("localboot.ipxe")?.render(val(vars))?),
+            BootPlan::Profile(name) => {
+                let p = profiles.get(name).ok_or_else(|| RenderError::UnknownProfile(name.clone()))?;
+                let url = |path: &str| {
+                    if path.starts_with("http://") || path.starts_with("https://") {
+                        path.to_string()
+                    } else {
+                        format!("{}/boot/files/{}", vars.http_base, path.trim_start_matches('/'))
+                    }
+                };
+                let cmdline = self.env.render_str(&p.cmdline, val(vars))?;
+                let profile = ProfileVars {
+                    name: p.name.clone(),
+                    kernel_url: url(&p.kernel),
+                    initrd_url: url(&p.initrd),
+                    initrd_name: p.initrd.rsplit('/').next().unwrap_or(&p.initrd).to_string(),
+                    cmdline,
+                };
+                let ctx = minijinja::context! { profile => val(&profile), ..val(vars) };
+                Ok(self.env.get_template("profile.ipxe")?.render(ctx)?)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vars(uefi: bool) -> ScriptVars {
+        ScriptVars {
+            mac: "52:54:00:12:34:56".into(),
+            hostname: Some("node01".into()),
+            uefi,
+            http_base: "http://198.18.0.1".into(),
+        }
+    }
+
+    fn profiles() -> std::collections::BTreeMap<String, Profile> {
+        crate::config::Config::load(None).unwrap().boot.profiles
+    }
+
+    #[test]
+    fn golden_scripts() {
+        let r = Renderer::new(None).unwrap();
+        let d = BootPlan::Profile("discovery".into());
+        assert_eq!(r.ipxe(&d, &vars(false), &profiles()).unwrap(), include_str!("../tests/golden/bios-discovery.ipxe"));
+        assert_eq!(r.ipxe(&d, &vars(true), &profiles()).unwrap(), include_str!("../tests/golden/uefi-discovery.ipxe"));
+        let l = BootPlan::LocalDisk;
+        assert_eq!(r.ipxe(&l, &vars(false), &profiles()).unwrap(), include_str!("../tests/golden/bios-localboot.ipxe"));
+        assert_eq!(r.ipxe(&l, &vars(true), &profiles()).unwrap(), include_str!("../tests/golden/uefi-localboot.ipxe"));
+    }
+
+    #[test]
+    fn strict_templates_refuse_unknown_names_and_profiles() {
+        let r = Renderer::new(None).unwrap();
+        let mut p = profiles();
+        p.get_mut("discovery").unwrap().cmdline = "root={{ no_such_var }}".into();
+        let err = r.ipxe(&BootPlan::Profile("discovery".into()), &vars(false), &p).unwrap_err();
+        assert!(err.to_string().contains("undefined"), "{err}");
+        let err = r.ipxe(&BootPlan::Profile("nope".into()), &vars(false), &profiles()).unwrap_err();
+        assert!(matches!(err, RenderError::UnknownProfile(_)));
+    }
+}

@@ -2,7 +2,8 @@
 # Installs what rackboot's tests, lab and benchmarks need on a fresh Debian 12 machine (root).
 # Idempotent: skips apt when everything is present.
 set -euo pipefail
-PKGS=(iproute2 curl isc-dhcp-client udhcpc dhcpcd5 dnsmasq-base atftp tftp-hpa)
+PKGS=(iproute2 curl isc-dhcp-client udhcpc dhcpcd5 dnsmasq-base atftp tftp-hpa
+      qemu-system-x86 ipxe-qemu ipxe ovmf cpio)
 [ "${1:-}" = "--bench" ] && PKGS+=(kea-dhcp4-server kea-admin)
 missing=()
 for p in "${PKGS[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done

@@ -75,6 +75,19 @@ impl Net {
         ns
     }
 
+    /// A tap device `name` on the bridge, for a qemu VM started in the server namespace.
+    pub fn add_tap(&self, name: &str) {
+        sh(&format!(
+            "ip -n {srv} tuntap add {name} mode tap && ip -n {srv} link set {name} master br0 up",
+            srv = self.srv
+        ));
+    }
+
+    /// Whether a spawned program has exited (and with what), without waiting.
+    pub fn exited(&mut self, idx: usize) -> Option<std::process::ExitStatus> {
+        self.children[idx].try_wait().unwrap()
+    }
+
     /// Starts a long-running program inside `ns`; it is killed when the lab is dropped.
     pub fn spawn(&mut self, ns: &str, args: &[&str], log: &str) -> usize {
         let log = File::create(self.dir.path().join(log)).unwrap();

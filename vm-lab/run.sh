@@ -1,27 +1,32 @@
 #!/usr/bin/env bash
-# The main job: rackboot serving a lab network, with real DHCP clients booting against it.
+# The main job: rackboot provisioning a lab network of qemu VMs that PXE-boot from it.
 #
-#   sudo vm-lab/run.sh [--clients N] [--keep]
+#   sudo vm-lab/run.sh [--bios N] [--uefi N] [--clients N] [--keep]
 #
-# Creates a namespace "rblab" with bridge br0 (198.18.0.1/24, no route out), starts rackboot in
-# full DHCP mode on it (vm-lab/lab.toml), plugs N client namespaces into the bridge, registers the
-# first client with a hostname and reserved address through the CLI, lets each client take a
-# lease with a real DHCP client (ISC dhclient, busybox udhcpc, dhcpcd in turn), and prints the
-# CMDB and leases. --keep leaves the lab running until Ctrl-C. Everything is torn down on exit.
-# (Issue 3 grows this into qemu VMs PXE-booting through rackboot.)
+# Creates namespace "rblab" with bridge br0 (198.18.0.1/24, no route out), builds the boot
+# directory from Debian packages (vm-lab/assets.sh), starts rackboot in full DHCP mode on the
+# bridge (vm-lab/lab.toml), and powers on N SeaBIOS and N OVMF (UEFI) VMs (qemu -accel tcg; KVM
+# hangs on these machines) with qemu's iPXE option ROM. Each VM goes DHCP -> iPXE script ->
+# kernel -> initrd and prints a marker on its serial console (vm-lab/run/<vm>.serial). The run
+# prints each VM's result and timeline, the CMDB and the leases. --clients N also lets N
+# namespaces take leases with dhclient/udhcpc/dhcpcd. It writes libvirt XML for the same lab to
+# vm-lab/run/libvirt/ (see vm-lab/README.md). --keep leaves it all running until Ctrl-C.
+# Everything is torn down on exit, also on failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-CLIENTS=3 KEEP=0
+BIOS=1 UEFI=1 CLIENTS=0 KEEP=0
 while [ $# -gt 0 ]; do
   case "$1" in
+    --bios) BIOS=$2; shift 2 ;;
+    --uefi) UEFI=$2; shift 2 ;;
     --clients) CLIENTS=$2; shift 2 ;;
     --keep) KEEP=1; shift ;;
-    *) echo "usage: $0 [--clients N] [--keep]"; exit 2 ;;
+    *) echo "usage: $0 [--bios N] [--uefi N] [--clients N] [--keep]"; exit 2 ;;
   esac
 done
 export PATH="/usr/local/sbin:/usr/sbin:/sbin:$PATH"
 source tools/setup.sh
-[ "$(id -u)" = 0 ] || { echo "run.sh: run as root (network namespaces)"; exit 1; }
+[ "$(id -u)" = 0 ] || { echo "run.sh: run as root (network namespaces, tap devices)"; exit 1; }
 cargo build --release --quiet
 BIN=$PWD/target/release/rackboot
 RUN=$PWD/vm-lab/run
@@ -30,12 +35,17 @@ LAB=rblab
 teardown() {
   for ns in $(ip netns list | awk '{print $1}' | grep -E "^$LAB(-|$)" || true); do
     ip netns pids "$ns" | xargs -r kill 2>/dev/null || true
+    sleep 0.2
+    ip netns pids "$ns" | xargs -r kill -9 2>/dev/null || true
     ip netns del "$ns" 2>/dev/null || true
   done
 }
 trap teardown EXIT
 teardown
-rm -rf "$RUN"; mkdir -p "$RUN"
+rm -rf "$RUN"; mkdir -p "$RUN/data" "$RUN/libvirt"
+
+echo "== boot directory"
+vm-lab/assets.sh "$RUN/data/boot"
 
 ip netns add $LAB; ip -n $LAB link set lo up
 ip -n $LAB link add br0 type bridge; ip -n $LAB link set br0 up
@@ -43,10 +53,67 @@ ip -n $LAB addr add 198.18.0.1/24 dev br0
 sed "s|@DATA@|$RUN/data|" vm-lab/lab.toml > "$RUN/lab.toml"
 ip netns exec $LAB "$BIN" serve --config "$RUN/lab.toml" > "$RUN/rackboot.log" 2>&1 &
 for _ in $(seq 100); do ip netns exec $LAB curl -sf http://198.18.0.1:8080/healthz >/dev/null && break; sleep 0.1; done
-echo "rackboot is up (log: $RUN/rackboot.log)"
+echo "== rackboot is up (log: $RUN/rackboot.log)"
 rb() { ip netns exec $LAB "$BIN" "$@" --api http://198.18.0.1:8080 --token-file "$RUN/data/admin.token"; }
 
-rb machines add 52:54:00:1a:b0:01 --hostname node01 --ip 198.18.0.50 --tag rack1
+vm_xml() { # name mac uefi
+  local fw="" machine=pc
+  if [ "$3" = 1 ]; then
+    machine=q35
+    fw="<loader readonly='yes' type='pflash'>/usr/share/OVMF/OVMF_CODE_4M.fd</loader><nvram template='/usr/share/OVMF/OVMF_VARS_4M.fd'/>"
+  fi
+  cat > "$RUN/libvirt/$1.xml" <<XML
+<domain type='qemu'>
+  <name>$1</name>
+  <memory unit='MiB'>512</memory>
+  <vcpu>1</vcpu>
+  <os><type arch='x86_64' machine='$machine'>hvm</type>$fw<boot dev='network'/></os>
+  <devices>
+    <interface type='network'><source network='rackboot-lab'/><mac address='$2'/><model type='virtio'/></interface>
+    <serial type='file'><source path='/var/log/libvirt/qemu/$1.serial'/></serial>
+    <graphics type='vnc' listen='127.0.0.1'/>
+  </devices>
+</domain>
+XML
+}
+cat > "$RUN/libvirt/network.xml" <<XML
+<network>
+  <name>rackboot-lab</name>
+  <bridge name='rblab0' stp='off'/>
+  <ip address='198.18.0.1' netmask='255.255.255.0'/>
+</network>
+XML
+
+declare -a VMS=() PIDS=()
+start_vm() { # name mac uefi
+  local name=$1 mac=$2 uefi=$3 fw=()
+  ip -n $LAB tuntap add "tap-$name" mode tap; ip -n $LAB link set "tap-$name" master br0 up
+  if [ "$uefi" = 1 ]; then
+    cp /usr/share/OVMF/OVMF_VARS_4M.fd "$RUN/$name.vars.fd"
+    fw=(-machine q35 -drive "if=pflash,format=raw,readonly=on,file=/usr/share/OVMF/OVMF_CODE_4M.fd"
+        -drive "if=pflash,format=raw,file=$RUN/$name.vars.fd")
+  fi
+  ip netns exec $LAB qemu-system-x86_64 -accel tcg -m 512 -display none -no-reboot -boot n "${fw[@]}" \
+    -serial "file:$RUN/$name.serial" -netdev "tap,id=n0,ifname=tap-$name,script=no,downscript=no" \
+    -device "virtio-net-pci,netdev=n0,mac=$mac" > "$RUN/$name.qemu.log" 2>&1 &
+  VMS+=("$name $mac"); PIDS+=($!)
+  vm_xml "$name" "$mac" "$uefi"
+}
+n=0
+for i in $(seq 1 "$BIOS"); do n=$((n+1)); start_vm "bios$i" "$(printf '52:54:00:1a:c0:%02x' $n)" 0; done
+for i in $(seq 1 "$UEFI"); do n=$((n+1)); start_vm "uefi$i" "$(printf '52:54:00:1a:c0:%02x' $n)" 1; done
+echo "== powered on ${#VMS[@]} VM(s); waiting for them to boot (TCG: about 10-30 s each)"
+start=$(date +%s)
+for k in "${!PIDS[@]}"; do
+  read -r name mac <<< "${VMS[$k]}"
+  if timeout 600 tail --pid="${PIDS[$k]}" -f /dev/null && grep -aq "RACKBOOT-LAB-MARKER booted mac=$mac" "$RUN/$name.serial"; then
+    echo "$name ($mac): booted through rackboot in $(( $(date +%s) - start )) s"
+  else
+    echo "$name ($mac): DID NOT BOOT; see $RUN/$name.serial and $RUN/rackboot.log"
+  fi
+  rb machines events "$mac" | sed 's/^/    /'
+done
+
 for i in $(seq 1 "$CLIENTS"); do
   ns=$LAB-c$i mac=$(printf '52:54:00:1a:b0:%02x' "$i")
   ip netns add "$ns"; ip -n "$ns" link set lo up
@@ -64,9 +131,9 @@ for i in $(seq 1 "$CLIENTS"); do
     echo "client $i ($client, $mac): NO LEASE, see $RUN/c$i.log"
   fi
 done
-echo; rb machines list; echo; rb leases
-echo; echo "timeline of node01:"; rb machines events 52:54:00:1a:b0:01
+echo; echo "== CMDB"; rb machines list; echo; echo "== leases"; rb leases
+echo; echo "libvirt XML for this lab: $RUN/libvirt/ (vm-lab/README.md)"
 if [ $KEEP = 1 ]; then
-  echo; echo "lab running; API: ip netns exec $LAB curl -H \"authorization: Bearer \$(cat $RUN/data/admin.token)\" http://198.18.0.1:8080/api/v1/machines"
+  echo "lab running; API: ip netns exec $LAB curl -H \"authorization: Bearer \$(cat $RUN/data/admin.token)\" http://198.18.0.1:8080/api/v1/machines"
   echo "Ctrl-C to tear down"; sleep infinity
 fi

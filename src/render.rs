@@ -66,6 +66,18 @@ impl Renderer {
         Ok(Renderer { env })
     }
 
+    /// Checks that a profile command line renders (strict: unknown names are errors).
+    pub fn check_cmdline(&self, cmdline: &str) -> Result<(), RenderError> {
+        let sample = ScriptVars {
+            mac: "52:54:00:00:00:00".into(),
+            hostname: Some("sample".into()),
+            uefi: false,
+            http_base: "http://198.18.0.1".into(),
+        };
+        self.env.render_str(cmdline, val(&sample))?;
+        Ok(())
+    }
+
     /// Renders the iPXE script for `plan`.
     pub fn ipxe(
         &self,

@@ -101,7 +101,7 @@ async fn openapi_health_and_metrics_are_served() {
     let lab = Lab::start("").await;
     let doc = lab.api.ok(Method::GET, "/openapi.json", None).await.unwrap();
     let paths = doc["paths"].as_object().unwrap();
-    for p in ["/machines", "/machines/{id}", "/machines/{id}/events", "/leases"] {
+    for p in ["/machines", "/machines/{id}", "/machines/{id}/events", "/leases", "/profiles", "/profiles/{name}"] {
         assert!(paths.contains_key(p), "openapi lacks {p}");
     }
     let addr = lab.app.as_ref().unwrap().http_addr;

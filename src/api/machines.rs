@@ -61,9 +61,10 @@ async fn update(
     body: Result<Json<MachinePatch>, JsonRejection>,
 ) -> Result<Json<Machine>, ApiError> {
     let Json(patch) = body.map_err(bad_json)?;
-    if let (Some(Some(name)), Some(boot)) = (&patch.boot_profile, &s.boot) {
-        if !boot.profiles.contains_key(name) {
-            let known: Vec<&String> = boot.profiles.keys().collect();
+    if let Some(Some(name)) = &patch.boot_profile {
+        let all = super::profiles::all_profiles(&s).await?;
+        if !all.contains_key(name) {
+            let known: Vec<&String> = all.keys().collect();
             return Err(ApiError(StatusCode::BAD_REQUEST, format!("no boot profile {name:?}; known: {known:?}")));
         }
     }

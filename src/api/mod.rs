@@ -3,6 +3,7 @@
 
 pub mod boot;
 mod machines;
+pub mod profiles;
 
 use std::sync::Arc;
 
@@ -34,6 +35,7 @@ pub struct ApiState {
 /// Builds the whole HTTP router.
 pub fn router(state: ApiState) -> Router {
     let api = machines::routes()
+        .merge(profiles::routes())
         .route_layer(middleware::from_fn_with_state(state.clone(), require_token))
         .route("/openapi.json", get(|| async { ([(header::CONTENT_TYPE, "application/json")], OPENAPI) }));
     Router::new()

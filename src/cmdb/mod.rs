@@ -6,6 +6,7 @@
 mod index;
 mod machines;
 pub mod model;
+mod profiles;
 mod store;
 mod writer;
 
@@ -18,7 +19,7 @@ use tokio::sync::oneshot;
 
 pub use index::Brief;
 pub use machines::MachineFilter;
-pub use model::{Event, Lease, LeaseState, Machine, MachinePatch, MachineState, NewMachine, Sighting};
+pub use model::{Event, Lease, LeaseState, Machine, MachinePatch, MachineState, NewMachine, Sighting, StoredProfile};
 use writer::{Completion, Job, WriteCtx};
 
 /// Errors a caller can branch on.

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::mac::Mac;
 
 /// Current record schema version; bump it together with a step in `store::migrate`.
-pub const SCHEMA_VERSION: u64 = 1;
+pub const SCHEMA_VERSION: u64 = 2;
 
 /// Where a machine is in its lifecycle.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -190,6 +190,18 @@ mod double_option {
     pub fn deserialize<'de, T: Deserialize<'de>, D: Deserializer<'de>>(d: D) -> Result<Option<Option<T>>, D::Error> {
         Option::<T>::deserialize(d).map(Some)
     }
+}
+
+/// A boot profile defined through the API (config-defined ones live in the config).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StoredProfile {
+    #[serde(default)]
+    pub name: String,
+    pub kernel: String,
+    pub initrd: String,
+    #[serde(default)]
+    pub cmdline: String,
 }
 
 /// What the DHCP server learned about a client from one packet.

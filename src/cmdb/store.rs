@@ -19,6 +19,8 @@ pub const MACS: TableDefinition<u64, u64> = TableDefinition::new("macs");
 pub const LEASES: TableDefinition<u32, &[u8]> = TableDefinition::new("leases");
 /// (machine id, event seq) -> JSON `Event`.
 pub const EVENTS: TableDefinition<(u64, u64), &[u8]> = TableDefinition::new("events");
+/// Boot profile name -> JSON `StoredProfile` (profiles defined through the API; schema 2).
+pub const PROFILES: TableDefinition<&str, &[u8]> = TableDefinition::new("profiles");
 
 pub const KEY_SCHEMA: &str = "schema_version";
 pub const KEY_NEXT_MACHINE: &str = "next_machine_id";
@@ -81,6 +83,10 @@ fn migrate(tx: &WriteTransaction, from: u64) -> Result<(), CmdbError> {
                 tx.open_table(LEASES)?;
                 tx.open_table(EVENTS)?;
             }
+            // 1 -> 2: boot profiles can be defined through the API.
+            1 => {
+                tx.open_table(PROFILES)?;
+            }
             v => return Err(CmdbError::Storage(format!("no migration from schema {v}"))),
         }
         version += 1;
@@ -110,6 +116,7 @@ storage_from!(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use redb::ReadableTable;
 
     #[test]
     fn new_file_gets_current_schema_and_reopens() {
@@ -121,6 +128,26 @@ mod tests {
         let meta = rtx.open_table(META).unwrap();
         assert_eq!(meta.get(KEY_SCHEMA).unwrap().unwrap().value(), SCHEMA_VERSION);
         assert_eq!(meta.get(KEY_NEXT_MACHINE).unwrap().unwrap().value(), 1);
+    }
+
+    #[test]
+    fn a_schema_1_file_is_migrated_and_keeps_its_data() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.redb");
+        {
+            // Make a schema-1 file: current tables minus what 1 -> 2 adds, version 1.
+            let db = open(&path).unwrap();
+            let tx = db.begin_write().unwrap();
+            tx.delete_table(PROFILES).unwrap();
+            tx.open_table(MACS).unwrap().insert(7, 42).unwrap();
+            tx.open_table(META).unwrap().insert(KEY_SCHEMA, 1).unwrap();
+            tx.commit().unwrap();
+        }
+        let db = open(&path).unwrap();
+        let rtx = db.begin_read().unwrap();
+        assert_eq!(rtx.open_table(META).unwrap().get(KEY_SCHEMA).unwrap().unwrap().value(), SCHEMA_VERSION);
+        assert!(rtx.open_table(PROFILES).is_ok(), "migration created the profiles table");
+        assert_eq!(rtx.open_table(MACS).unwrap().get(7).unwrap().unwrap().value(), 42);
     }
 
     #[test]

@@ -13,6 +13,8 @@ use super::CmdbError;
 /// The tables of one batch, opened once for every job in it (opening a table per write costs
 /// more than the write).
 pub struct Tables<'a> {
+    /// The batch's transaction, for tables off the hot path.
+    pub tx: &'a WriteTransaction,
     pub machines: Table<'a, u64, &'static [u8]>,
     pub macs: Table<'a, u64, u64>,
     pub leases: Table<'a, u32, &'static [u8]>,
@@ -22,6 +24,7 @@ pub struct Tables<'a> {
 impl<'a> Tables<'a> {
     fn open(tx: &'a WriteTransaction) -> Result<Self, CmdbError> {
         Ok(Tables {
+            tx,
             machines: tx.open_table(MACHINES)?,
             macs: tx.open_table(MACS)?,
             leases: tx.open_table(LEASES)?,

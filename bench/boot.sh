@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# TFTP and HTTP boot serving, side by side: rackboot against dnsmasq's TFTP, atftpd and nginx
+# (sendfile) on the same files, over a veth pair between two namespaces. Prints MB/s, parallel
+# transfer failures and times, and rackboot's CPU and RSS. A benchmark: prints, never fails.
+#
+#   sudo bench/boot.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="/usr/local/sbin:/usr/sbin:/sbin:$PATH"
+source tools/setup.sh --bench
+SRV=rbboot-srv CLI=rbboot-cli
+WORK=$(mktemp -d)
+BIN=${RACKBOOT_BIN:-target/release/rackboot}
+cleanup() {
+  for ns in $SRV $CLI; do
+    ip netns pids $ns 2>/dev/null | xargs -r kill -9 2>/dev/null || true
+    ip netns del $ns 2>/dev/null || true
+  done
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+[ -x "$BIN" ] || cargo build --release --quiet
+for ns in $SRV $CLI; do ip netns del $ns 2>/dev/null || true; ip netns add $ns; ip -n $ns link set lo up; done
+ip -n $SRV link add eth0 type veth peer name eth0 netns $CLI
+ip -n $SRV addr add 198.18.0.1/24 dev eth0 && ip -n $SRV link set eth0 up
+ip -n $CLI addr add 198.18.0.2/24 dev eth0 && ip -n $CLI link set eth0 up
+chmod 755 "$WORK"  # dnsmasq, atftpd and nginx workers drop root and must read the files
+mkdir -p "$WORK/boot" "$WORK/data"
+head -c 20000000 /dev/urandom > "$WORK/boot/file20m"
+head -c 1000000 /dev/urandom > "$WORK/boot/file1m"
+head -c 1000000000 /dev/urandom > "$WORK/boot/file1g"
+cat > "$WORK/rb.toml" <<TOML
+[server]
+data_dir = "$WORK/data"
+interface = "eth0"
+[http]
+listen = "198.18.0.1:8080"
+[dhcp]
+mode = "off"
+[tftp]
+root = "$WORK/boot"
+TOML
+
+PID=
+stop() { if [ -n "$PID" ]; then kill "$PID" 2>/dev/null || true; wait "$PID" 2>/dev/null || true; fi; PID=; sleep 0.3; }
+start_rackboot() { ip netns exec $SRV "$BIN" serve --config "$WORK/rb.toml" > "$WORK/rb.log" 2>&1 & PID=$!; sleep 1; }
+start_dnsmasq() {
+  ip netns exec $SRV dnsmasq --keep-in-foreground --port=0 --conf-file=/dev/null --enable-tftp --tftp-root="$WORK/boot" \
+    --interface=eth0 --bind-interfaces --pid-file="$WORK/dnsmasq.pid" > "$WORK/dnsmasq.log" 2>&1 & PID=$!; sleep 1
+}
+start_atftpd() { ip netns exec $SRV atftpd --daemon --no-fork --port 69 --bind-address 198.18.0.1 --logfile /dev/null "$WORK/boot" & PID=$!; sleep 1; }
+cpu_ticks() { awk '{print $14+$15}' /proc/"$1"/stat; }
+
+# MB/s fetching the 20 MB file at windowsize $1 (1: lockstep, no windowsize option sent)
+tftp_get() {
+  local t0 t1 opts=(--option "blksize 1428")
+  [ "$1" -gt 1 ] && opts+=(--option "windowsize $1")
+  t0=$(date +%s.%N)
+  ip netns exec $CLI atftp -g -r file20m -l /dev/null "${opts[@]}" 198.18.0.1 >/dev/null 2>&1 || { echo fail; return; }
+  t1=$(date +%s.%N)
+  echo "$t0 $t1" | awk '{printf "%.1f", 20/($2-$1)}'
+}
+
+echo "TFTP, 20 MB file, atftp client, blksize 1428 (MB/s)"
+printf "  %-12s %10s %10s %10s\n" windowsize rackboot dnsmasq atftpd
+for w in 1 8 16 64; do
+  row=()
+  for srv in rackboot dnsmasq atftpd; do
+    "start_$srv"; row+=("$(tftp_get "$w")"); stop
+  done
+  printf "  %-12s %10s %10s %10s\n" "$w" "${row[@]}"
+done
+
+echo
+echo "TFTP, 200 parallel transfers of a 1 MB file (blksize 1428, windowsize 16 where supported)"
+printf "  %-10s %9s %9s\n" server failures seconds
+for srv in rackboot dnsmasq atftpd; do
+  "start_$srv"
+  t0=$(date +%s.%N)
+  fails=$(seq 200 | ip netns exec $CLI xargs -P 200 -I{} sh -c \
+    "atftp -g -r file1m -l /dev/null --option 'blksize 1428' --option 'windowsize 16' 198.18.0.1 >/dev/null 2>&1 || echo x" | wc -l)
+  t1=$(date +%s.%N)
+  printf "  %-10s %9s %9s\n" "$srv" "$fails" "$(echo "$t0 $t1" | awk '{printf "%.2f", $2-$1}')"
+  stop
+done
+
+echo
+echo "HTTP, 1 GB file single stream and 200 clients x 1 MB (wrk, 10 s)"
+cat > "$WORK/nginx.conf" <<NGX
+worker_processes 2;
+pid $WORK/nginx.pid;
+error_log $WORK/nginx.err;
+events { worker_connections 4096; }
+http { sendfile on; tcp_nopush on; access_log off;
+  server { listen 198.18.0.1:8081; root $WORK/boot; location /boot/files/ { alias $WORK/boot/; } } }
+NGX
+start_rackboot
+t0=$(cpu_ticks $PID)
+rb_single=$(ip netns exec $CLI curl -s -o /dev/null -w '%{speed_download}' http://198.18.0.1:8080/boot/files/file1g | awk '{printf "%.0f", $1/1e6}')
+rb_wrk=$(ip netns exec $CLI wrk -t2 -c200 -d10s http://198.18.0.1:8080/boot/files/file1m 2>/dev/null | awk '/Transfer\/sec/ {print $2}')
+t1=$(cpu_ticks $PID); rb_rss=$(awk '/VmHWM/ {printf "%.0f", $2/1024}' /proc/$PID/status)
+stop
+ip netns exec $SRV nginx -c "$WORK/nginx.conf" -g 'daemon off;' & PID=$!; sleep 1
+ng_single=$(ip netns exec $CLI curl -s -o /dev/null -w '%{speed_download}' http://198.18.0.1:8081/boot/files/file1g | awk '{printf "%.0f", $1/1e6}')
+ng_wrk=$(ip netns exec $CLI wrk -t2 -c200 -d10s http://198.18.0.1:8081/boot/files/file1m 2>/dev/null | awk '/Transfer\/sec/ {print $2}')
+stop
+printf "  %-10s %14s %18s\n" server "single MB/s" "200 clients (wrk)"
+printf "  %-10s %14s %18s\n" rackboot "$rb_single" "$rb_wrk/s"
+printf "  %-10s %14s %18s\n" nginx "$ng_single" "$ng_wrk/s"
+echo "  rackboot during the HTTP runs: $(( (t1 - t0) )) CPU ticks (1/100 s), peak RSS ${rb_rss} MB"

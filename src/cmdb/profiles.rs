@@ -1,0 +1,52 @@
+//! Boot profiles defined through the API (those from the config file are not stored here).
+
+use redb::ReadableTable;
+
+use super::model::StoredProfile;
+use super::store::{decode, encode, PROFILES};
+use super::{Cmdb, CmdbError};
+
+impl Cmdb {
+    /// Every API-defined profile, by name.
+    pub async fn profiles(&self) -> Result<Vec<StoredProfile>, CmdbError> {
+        self.read(|rtx| {
+            let t = rtx.open_table(PROFILES)?;
+            let mut out = Vec::new();
+            for row in t.iter()? {
+                out.push(decode(row?.1.value())?);
+            }
+            Ok(out)
+        })
+        .await
+    }
+
+    /// Creates or replaces a profile.
+    pub async fn put_profile(&self, p: StoredProfile) -> Result<StoredProfile, CmdbError> {
+        self.write(move |ctx| {
+            let mut t = ctx.t.tx.open_table(PROFILES)?;
+            t.insert(p.name.as_str(), encode(&p).as_slice())?;
+            Ok(p)
+        })
+        .await
+    }
+
+    /// Deletes a profile unless a machine is pinned to it.
+    pub async fn delete_profile(&self, name: String) -> Result<(), CmdbError> {
+        let (pinned, _) = self.list_machines(Default::default()).await?;
+        let users: Vec<u64> =
+            pinned.iter().filter(|m| m.boot_profile.as_deref() == Some(&name)).map(|m| m.id).collect();
+        if !users.is_empty() {
+            return Err(CmdbError::Conflict(format!("machines {users:?} are pinned to boot profile {name}")));
+        }
+        self.write(move |ctx| {
+            let mut t = ctx.t.tx.open_table(PROFILES)?;
+            let existed = t.remove(name.as_str())?.is_some();
+            if existed {
+                Ok(())
+            } else {
+                Err(CmdbError::NotFound(format!("boot profile {name}")))
+            }
+        })
+        .await
+    }
+}

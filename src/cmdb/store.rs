@@ -116,7 +116,6 @@ storage_from!(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use redb::ReadableTable;
 
     #[test]
     fn new_file_gets_current_schema_and_reopens() {

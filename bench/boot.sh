@@ -6,24 +6,8 @@
 #   sudo bench/boot.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export PATH="/usr/local/sbin:/usr/sbin:/sbin:$PATH"
-source tools/setup.sh --bench
-SRV=rbboot-srv CLI=rbboot-cli
-WORK=$(mktemp -d)
-BIN=${RACKBOOT_BIN:-target/release/rackboot}
-cleanup() {
-  for ns in $SRV $CLI; do
-    ip netns pids $ns 2>/dev/null | xargs -r kill -9 2>/dev/null || true
-    ip netns del $ns 2>/dev/null || true
-  done
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-[ -x "$BIN" ] || cargo build --release --quiet
-for ns in $SRV $CLI; do ip netns del $ns 2>/dev/null || true; ip netns add $ns; ip -n $ns link set lo up; done
-ip -n $SRV link add eth0 type veth peer name eth0 netns $CLI
-ip -n $SRV addr add 198.18.0.1/24 dev eth0 && ip -n $SRV link set eth0 up
-ip -n $CLI addr add 198.18.0.2/24 dev eth0 && ip -n $CLI link set eth0 up
+SRV=rbboot-srv CLI=rbboot-cli PREFIX=24
+source bench/pair.sh
 chmod 755 "$WORK"  # dnsmasq, atftpd and nginx workers drop root and must read the files
 mkdir -p "$WORK/boot" "$WORK/data"
 head -c 20000000 /dev/urandom > "$WORK/boot/file20m"

@@ -11,25 +11,8 @@ cd "$(dirname "$0")/.."
 RATES=("${@:-2000 5000 8000 10000 12000 15000}")
 read -r -a RATES <<< "${RATES[*]}"
 PERIOD=${PERIOD:-10}
-SRV=rbbench-srv CLI=rbbench-cli
-WORK=$(mktemp -d)
-BIN=${RACKBOOT_BIN:-target/release/rackboot}
-
-cleanup() {
-  for ns in $SRV $CLI; do
-    ip netns pids $ns 2>/dev/null | xargs -r kill -9 2>/dev/null || true
-    ip netns del $ns 2>/dev/null || true
-  done
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-cleanup; WORK=$(mktemp -d)
-
-[ -x "$BIN" ] || cargo build --release --quiet
-for ns in $SRV $CLI; do ip netns add $ns; ip -n $ns link set lo up; done
-ip -n $SRV link add eth0 type veth peer name eth0 netns $CLI
-ip -n $SRV addr add 198.18.0.1/15 dev eth0 && ip -n $SRV link set eth0 up
-ip -n $CLI addr add 198.18.0.2/15 dev eth0 && ip -n $CLI link set eth0 up
+SRV=rbbench-srv CLI=rbbench-cli PREFIX=15
+source bench/pair.sh
 mkdir -p /run/kea
 
 start_rackboot() {

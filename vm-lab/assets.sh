@@ -14,7 +14,11 @@ CACHE=$(cd "$CACHE" && pwd)
 
 if [ ! -f "$CACHE/vmlinuz" ] || [ ! -f "$CACHE/busybox" ]; then
   work=$(mktemp -d); chmod 777 "$work"; trap 'rm -rf "$work"' EXIT
-  kpkg=$(apt-cache depends linux-image-cloud-amd64 | awk '/Depends: linux-image-/ {print $2; exit}')
+  kpkg=$(apt-cache depends linux-image-cloud-amd64 2>/dev/null | awk '/Depends: linux-image-/ {print $2; exit}')
+  if [ -z "$kpkg" ]; then
+    apt-get update -q >/dev/null
+    kpkg=$(apt-cache depends linux-image-cloud-amd64 | awk '/Depends: linux-image-/ {print $2; exit}')
+  fi
   (cd "$work" && apt-get download -q "$kpkg" busybox-static >/dev/null)
   for deb in "$work"/*.deb; do dpkg-deb -x "$deb" "$work/root"; done
   cp "$(ls "$work"/root/boot/vmlinuz-* | head -1)" "$CACHE/vmlinuz"

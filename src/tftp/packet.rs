@@ -132,6 +132,29 @@ mod tests {
     }
 
     #[test]
+    fn random_input_never_panics() {
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let seed = b"\x00\x01file.bin\x00octet\x00blksize\x001428\x00".to_vec();
+        for i in 0..50_000 {
+            let mut p = if i % 2 == 0 { seed.clone() } else { (0..next() % 64).map(|_| next() as u8).collect() };
+            if !p.is_empty() && i % 2 == 0 {
+                for _ in 0..(next() % 4 + 1) {
+                    let at = next() as usize % p.len();
+                    p[at] = next() as u8;
+                }
+                p.truncate(next() as usize % (p.len() + 1));
+            }
+            let _ = parse(&p);
+        }
+    }
+
+    #[test]
     fn builds_packets() {
         let mut out = Vec::new();
         data(&mut out, 7, b"abc");

@@ -1,0 +1,21 @@
+# Sourced by the benchmarks: two namespaces, $SRV (198.18.0.1) and $CLI (198.18.0.2), joined by a
+# veth pair named eth0 on both sides with prefix $PREFIX, a work dir $WORK, and a release build
+# at $BIN. Everything is removed on exit.
+export PATH="/usr/local/sbin:/usr/sbin:/sbin:$PATH"
+source tools/setup.sh --bench
+[ "$(id -u)" = 0 ] || { echo "benchmarks run as root (network namespaces)"; exit 1; }
+BIN=${RACKBOOT_BIN:-target/release/rackboot}
+[ -x "$BIN" ] || cargo build --release --quiet
+WORK=$(mktemp -d)
+bench_cleanup() {
+  for ns in $SRV $CLI; do
+    ip netns pids $ns 2>/dev/null | xargs -r kill -9 2>/dev/null || true
+    ip netns del $ns 2>/dev/null || true
+  done
+  rm -rf "$WORK"
+}
+trap bench_cleanup EXIT
+for ns in $SRV $CLI; do ip netns del $ns 2>/dev/null || true; ip netns add $ns; ip -n $ns link set lo up; done
+ip -n $SRV link add eth0 type veth peer name eth0 netns $CLI
+ip -n $SRV addr add "198.18.0.1/$PREFIX" dev eth0 && ip -n $SRV link set eth0 up
+ip -n $CLI addr add "198.18.0.2/$PREFIX" dev eth0 && ip -n $CLI link set eth0 up

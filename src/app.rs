@@ -143,9 +143,13 @@ impl Running {
         tokio::select! {
             _ = shutdown => info!("shutting down"),
             Some(done) = self.tasks.join_next() => {
-                let (name, result) = done.context("service task panicked")?;
-                let err = result.err().unwrap_or_else(|| anyhow::anyhow!("stopped unexpectedly"));
-                first_err = Some(err.context(format!("{name} service failed")));
+                first_err = Some(match done {
+                    Ok((name, result)) => {
+                        let err = result.err().unwrap_or_else(|| anyhow::anyhow!("stopped unexpectedly"));
+                        err.context(format!("{name} service failed"))
+                    }
+                    Err(join) => anyhow::anyhow!("a service task panicked: {join}"),
+                });
             }
         }
         self.token.cancel();

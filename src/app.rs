@@ -111,6 +111,7 @@ pub async fn start(cfg: Config) -> anyhow::Result<Running> {
             interface: iface,
             on_report: tftp_reporter(cmdb.clone(), metrics.clone()),
             active: metrics.tftp_active.clone(),
+            slots: tftp::TftpService::slots_for(cfg.tftp.max_transfers),
         };
         let t = token.clone();
         tasks.spawn(async move { ("tftp", tftp::serve(sock, svc, t).await) });

@@ -31,11 +31,12 @@ pub struct WireTftp {
     pub enabled: bool,
     pub port: u16,
     pub root: PathBuf,
+    pub max_transfers: usize,
 }
 
 impl Default for WireTftp {
     fn default() -> Self {
-        WireTftp { enabled: true, port: 69, root: PathBuf::new() }
+        WireTftp { enabled: true, port: 69, root: PathBuf::new(), max_transfers: 1024 }
     }
 }
 
@@ -189,6 +190,8 @@ pub struct Config {
 pub struct TftpConfig {
     pub enabled: bool,
     pub port: u16,
+    /// Transfers at once; a request beyond that gets "server busy" and retries.
+    pub max_transfers: usize,
     /// The boot directory served read-only.
     pub root: PathBuf,
 }
@@ -313,6 +316,18 @@ impl TryFrom<WireSubnet> for Subnet {
             );
             subnet.pools.push((a, b));
         }
+        // The allocator walks pools in address order and wraps to the lowest.
+        subnet.pools.sort();
+        for w in subnet.pools.windows(2) {
+            anyhow::ensure!(
+                w[0].1 < w[1].0,
+                "subnet {cidr}: pools {}-{} and {}-{} overlap",
+                w[0].0,
+                w[0].1,
+                w[1].0,
+                w[1].1
+            );
+        }
         Ok(subnet)
     }
 }
@@ -322,7 +337,8 @@ impl TryFrom<WireConfig> for Config {
 
     fn try_from(w: WireConfig) -> anyhow::Result<Self> {
         let WireConfig { server, http, dhcp, tftp, boot } = w;
-        let WireTftp { enabled: tftp_enabled, port: tftp_port, root: tftp_root } = tftp;
+        let WireTftp { enabled: tftp_enabled, port: tftp_port, root: tftp_root, max_transfers } = tftp;
+        anyhow::ensure!(max_transfers >= 1, "tftp.max_transfers must be at least 1");
         let WireServer { data_dir, interface, address, log_format } = server;
         let WireHttp { listen, public_url } = http;
         let WireDhcp { mode, port, proxy_port, reply_port, relay_port, offer_hold_secs, commit_batch, subnets } = dhcp;
@@ -411,7 +427,7 @@ impl TryFrom<WireConfig> for Config {
                 commit_batch,
                 subnets,
             },
-            tftp: TftpConfig { enabled: tftp_enabled, port: tftp_port, root: tftp_root },
+            tftp: TftpConfig { enabled: tftp_enabled, port: tftp_port, max_transfers, root: tftp_root },
             boot: BootFiles { bios, uefi_x64, uefi_x64_snp, arm64, discovery_profile, profiles: profile_map },
             templates,
         })
@@ -471,6 +487,20 @@ mod tests {
     }
 
     #[test]
+    fn pools_are_kept_in_address_order() {
+        let s = Subnet::try_from(WireSubnet {
+            cidr: "198.18.0.0/24".into(),
+            pools: vec!["198.18.0.200-198.18.0.210".into(), "198.18.0.100-198.18.0.110".into()],
+            routers: vec![],
+            dns_servers: vec![],
+            domain: String::new(),
+            lease_secs: 600,
+        })
+        .unwrap();
+        assert_eq!(s.pools[0].0, Ipv4Addr::new(198, 18, 0, 100));
+    }
+
+    #[test]
     fn bad_configs_say_why() {
         let cases = [
             ("[dhcp]\nmode = \"bogus\"", "dhcp.mode"),
@@ -483,6 +513,10 @@ mod tests {
             (
                 "[[dhcp.subnets]]\ncidr=\"198.18.0.1/24\"\npools=[\"198.18.0.5-198.18.0.9\"]",
                 "host bits",
+            ),
+            (
+                "[[dhcp.subnets]]\ncidr=\"198.18.0.0/24\"\npools=[\"198.18.0.5-198.18.0.9\", \"198.18.0.8-198.18.0.20\"]",
+                "overlap",
             ),
         ];
         for (text, want) in cases {

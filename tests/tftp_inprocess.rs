@@ -153,3 +153,28 @@ async fn a_client_error_ends_the_transfer_at_once_and_is_on_the_timeline() {
     );
     assert_eq!(events[1]["detail"]["windowsize"], 8);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn duplicate_acks_do_not_double_the_data_sent() {
+    let lab = Lab::start("").await;
+    put_file(&lab, "dup.bin", 512 * 40 + 7);
+    let sock = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    sock.send_to(&rrq("dup.bin", &[]), tftp_addr(&lab)).await.unwrap();
+    let mut buf = [0u8; 600];
+    let mut data_packets = 0;
+    loop {
+        let Ok(Ok((n, from))) = tokio::time::timeout(Duration::from_millis(500), sock.recv_from(&mut buf)).await else {
+            break;
+        };
+        assert_eq!(&buf[..2], &[0, 3]);
+        data_packets += 1;
+        let block = u16::from_be_bytes([buf[2], buf[3]]);
+        // A confused client (or a duplicated packet on the wire) ACKs every block twice.
+        sock.send_to(&ack(block), from).await.unwrap();
+        sock.send_to(&ack(block), from).await.unwrap();
+        if n - 4 < 512 {
+            break;
+        }
+    }
+    assert_eq!(data_packets, 41, "each block sent once, none doubled by the duplicate ACKs");
+}

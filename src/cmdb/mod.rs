@@ -156,8 +156,10 @@ impl Cmdb {
         events: Vec<(String, serde_json::Value)>,
     ) -> Result<(), CmdbError> {
         self.write(move |ctx| {
-            machines::put_lease(ctx, &lease)?;
-            machines::observe(ctx, &sighting, events)
+            // observe can fail on a bad record; put_lease only on storage errors, which fail the
+            // whole batch anyway. In this order a refused ACK never leaves a committed lease.
+            machines::observe(ctx, &sighting, events)?;
+            machines::put_lease(ctx, &lease)
         })
         .await
     }

@@ -144,7 +144,11 @@ impl Leases {
             return Err(Refusal::WrongSubnet);
         }
         let reserved = reserved.filter(|r| subnet.contains(*r));
-        if reserved.is_some_and(|r| r != ip) {
+        // Moved to its reservation only when the reservation is usable now; while it is blocked
+        // (declined, or still leased to a client from before the reservation) the pool address
+        // `offer` fell back to must be acceptable, or the client would loop on NAKs.
+        let reservation_free = |r: Ipv4Addr| self.by_ip.get(&r).is_none_or(|e| !e.blocks(mac, now));
+        if reserved.is_some_and(|r| r != ip && reservation_free(r)) {
             return Err(Refusal::HasReservation);
         }
         if reserved != Some(ip) {
@@ -197,7 +201,7 @@ impl Leases {
     /// Forgets an offer the client turned down (it chose another server).
     pub fn withdraw_offer(&mut self, mac: Mac) {
         if let Some(ip) = self.by_mac.get(&mac).copied() {
-            if matches!(self.by_ip.get(&ip), Some(Entry { hold: Hold::Offered(_), .. })) {
+            if matches!(self.by_ip.get(&ip), Some(Entry { hold: Hold::Offered(_), mac: holder }) if *holder == mac) {
                 self.by_ip.remove(&ip);
                 self.by_mac.remove(&mac);
             }
@@ -221,7 +225,12 @@ impl Leases {
                 }
             }
         }
-        self.by_ip.insert(ip, Entry { mac, hold });
+        // The address may be taken over from an earlier holder whose offer or lease ran out.
+        if let Some(prev) = self.by_ip.insert(ip, Entry { mac, hold }) {
+            if prev.mac != mac && self.by_mac.get(&prev.mac) == Some(&ip) {
+                self.by_mac.remove(&prev.mac);
+            }
+        }
     }
 }
 

@@ -128,11 +128,22 @@ fn accept(svc: &DhcpService, buf: &[u8], from: SocketAddr) -> Option<Request> {
     }
 }
 
-/// The subnet a request belongs to: by giaddr when relayed, else the one holding our address.
+/// The subnet a request belongs to: by giaddr when relayed, else by the client's own address,
+/// else the one holding our address.
 fn select_subnet<'a>(svc: &'a DhcpService, req: &Request) -> Option<(usize, &'a Subnet)> {
-    let g = req.msg.giaddr();
-    let key = if g.is_unspecified() { svc.server_ip } else { g };
-    svc.cfg.subnets.iter().enumerate().find(|(_, s)| s.contains(key))
+    let (g, c) = (req.msg.giaddr(), req.msg.ciaddr());
+    let find = |ip: Ipv4Addr| svc.cfg.subnets.iter().enumerate().find(|(_, s)| s.contains(ip));
+    if !g.is_unspecified() {
+        return find(g);
+    }
+    // A client that has an address (renewing, releasing, informing) unicasts to us directly,
+    // also from behind a relay: its own address says which subnet it is on.
+    if !c.is_unspecified() {
+        if let Some(found) = find(c) {
+            return Some(found);
+        }
+    }
+    find(svc.server_ip)
 }
 
 fn send(

@@ -45,6 +45,15 @@ pub struct TftpService {
     pub on_report: OnReport,
     /// Transfers in progress.
     pub active: prometheus_client::metrics::gauge::Gauge,
+    /// At most this many transfers at once.
+    pub slots: Arc<tokio::sync::Semaphore>,
+}
+
+impl TftpService {
+    /// A transfer-slot pool of `n`.
+    pub fn slots_for(n: usize) -> Arc<tokio::sync::Semaphore> {
+        Arc::new(tokio::sync::Semaphore::new(n))
+    }
 }
 
 /// Serves read requests arriving on `socket` (port 69) until `token` is cancelled. Each transfer
@@ -59,18 +68,27 @@ pub async fn serve(socket: UdpSocket, svc: TftpService, token: CancellationToken
         };
         match packet::parse(&buf[..len]) {
             Ok(packet::Incoming::Read { filename, mode, options }) => {
+                // A slot per transfer bounds sockets, open files and buffers under a flood.
+                let Ok(slot) = svc.slots.clone().try_acquire_owned() else {
+                    let _ = socket.send_to(&packet::error(packet::ERR_NOT_DEFINED, "server busy, retry"), client).await;
+                    debug!(%client, "tftp busy: every transfer slot is taken");
+                    continue;
+                };
                 let (svc, token) = (svc.clone(), token.clone());
                 tokio::spawn(async move {
                     tokio::select! {
                         _ = token.cancelled() => {}
                         _ = handle(svc, client, filename, mode, options) => {}
                     }
+                    drop(slot);
                 });
             }
             Ok(packet::Incoming::Write) => {
                 let _ = socket.send_to(&packet::error(packet::ERR_ACCESS, "read-only server"), client).await;
             }
-            Ok(_) => {
+            // Never answer an ERROR with an ERROR (RFC 1350): two servers would ping-pong forever.
+            Ok(packet::Incoming::Error { .. }) => {}
+            Ok(packet::Incoming::Ack(_)) => {
                 let _ =
                     socket.send_to(&packet::error(packet::ERR_UNKNOWN_TID, "no transfer on this port"), client).await;
             }

@@ -10,6 +10,7 @@ pub const ERROR: u16 = 5;
 pub const OACK: u16 = 6;
 
 /// Error codes (RFC 1350, 2347).
+pub const ERR_NOT_DEFINED: u16 = 0;
 pub const ERR_NOT_FOUND: u16 = 1;
 pub const ERR_ACCESS: u16 = 2;
 pub const ERR_ILLEGAL: u16 = 4;

@@ -71,7 +71,9 @@ pub fn negotiate(options: &[(String, String)], file_size: u64) -> (Negotiated, V
                 }
             }
             "timeout" => {
-                if let Ok(t @ 1..=255) = v.parse::<u64>() {
+                // RFC 2349 allows up to 255 s; more than 10 s would let one silent client hold a
+                // transfer slot for most of an hour, so larger values are declined.
+                if let Ok(t @ 1..=10) = v.parse::<u64>() {
                     n.timeout = Duration::from_secs(t);
                     ack.push((k.clone(), t.to_string()));
                 }
@@ -115,6 +117,8 @@ mod tests {
         let (n, ack) = negotiate(&opts(&[("blksize", "70000"), ("windowsize", "1000"), ("timeout", "0")]), 1);
         assert_eq!((n.blksize, n.windowsize, n.timeout), (MAX_BLKSIZE, MAX_WINDOW, Duration::from_secs(1)));
         assert_eq!(ack.len(), 2, "timeout 0 is refused");
+        assert!(negotiate(&opts(&[("timeout", "255")]), 1).1.is_empty(), "long timeouts are declined");
+        assert_eq!(negotiate(&opts(&[("timeout", "5")]), 1).0.timeout, Duration::from_secs(5));
         assert!(negotiate(&[], 1).1.is_empty());
         assert!(negotiate(&opts(&[("blksize", "7")]), 1).1.is_empty());
     }

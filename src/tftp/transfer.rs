@@ -42,6 +42,11 @@ pub async fn run(sock: &UdpSocket, file: File, size: u64, n: Negotiated, oack: O
     let mut next = 1u64;
     let mut acked = 0u64;
     let mut retries = 0;
+    // One deadline per window: only progress moves it, so stale ACKs cannot keep a transfer alive.
+    let mut deadline = tokio::time::Instant::now() + n.timeout;
+    // The window front we last resent early, so duplicate ACKs cannot snowball (RFC 1123's
+    // Sorcerer's Apprentice) into every block being sent twice.
+    let mut resent_front = 0u64;
     while acked < last_block {
         while next <= last_block && window.len() < n.windowsize as usize {
             let mut payload = vec![0u8; n.blksize];
@@ -58,15 +63,14 @@ pub async fn run(sock: &UdpSocket, file: File, size: u64, n: Negotiated, oack: O
             window.push_back((next, pkt));
             next += 1;
         }
-        match tokio::time::timeout(n.timeout, sock.recv(&mut buf)).await {
+        match tokio::time::timeout_at(deadline, sock.recv(&mut buf)).await {
             Err(_) => {
                 retries += 1;
                 if retries > MAX_RETRIES {
                     return (Outcome::Failed("client stopped acknowledging".into()), acked_bytes(acked, size, n));
                 }
-                for (_, pkt) in &window {
-                    let _ = sock.send(pkt).await;
-                }
+                resend(sock, &window).await;
+                deadline = tokio::time::Instant::now() + n.timeout;
             }
             Ok(Err(e)) => return (Outcome::Failed(format!("recv: {e}")), acked_bytes(acked, size, n)),
             Ok(Ok(len)) => match packet::parse(&buf[..len]) {
@@ -76,11 +80,22 @@ pub async fn run(sock: &UdpSocket, file: File, size: u64, n: Negotiated, oack: O
                         acked = window[pos].0;
                         window.drain(..=pos);
                         retries = 0;
-                    } else if window.front().is_some_and(|(b, _)| (*b as u16).wrapping_sub(1) == a) {
-                        // RFC 7440: an ACK for the block before the window means the client lost
-                        // one; resend the window at once instead of waiting for the timeout.
-                        for (_, pkt) in &window {
-                            let _ = sock.send(pkt).await;
+                        deadline = tokio::time::Instant::now() + n.timeout;
+                        // RFC 7440: a receiver ACKs before the window's end only when it lost a
+                        // block; the rest of the window is resent at once, not after a timeout.
+                        if let Some(&(front, _)) = window.front() {
+                            if resent_front != front {
+                                resent_front = front;
+                                resend(sock, &window).await;
+                            }
+                        }
+                    } else if n.windowsize > 1 {
+                        // An ACK of the block before the window: the first block was lost.
+                        if let Some(&(front, _)) = window.front() {
+                            if (front as u16).wrapping_sub(1) == a && resent_front != front {
+                                resent_front = front;
+                                resend(sock, &window).await;
+                            }
                         }
                     }
                 }
@@ -92,6 +107,12 @@ pub async fn run(sock: &UdpSocket, file: File, size: u64, n: Negotiated, oack: O
         }
     }
     (Outcome::Complete, size)
+}
+
+async fn resend(sock: &UdpSocket, window: &VecDeque<(u64, Vec<u8>)>) {
+    for (_, pkt) in window {
+        let _ = sock.send(pkt).await;
+    }
 }
 
 fn acked_bytes(blocks: u64, size: u64, n: Negotiated) -> u64 {

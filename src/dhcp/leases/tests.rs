@@ -108,3 +108,28 @@ fn wrong_subnet_release_decline_and_reload() {
     assert_eq!(fresh.ack(&s, mac(7), a, None, NOBODY, 10), Err(Refusal::Taken), "reloaded lease still binds");
     assert_eq!(fresh.offer(0, &s, mac(1), None, None, NOBODY, 10), Some(a));
 }
+
+#[test]
+fn a_blocked_reservation_does_not_lock_its_client_out() {
+    let (s, mut l) = (subnet(), Leases::new(60));
+    let res = ip("198.18.0.50");
+    // Another client still holds the reserved address from before the reservation existed.
+    l.ack(&s, mac(9), res, Some(res), NOBODY, 0).unwrap();
+    let fallback = l.offer(0, &s, mac(1), None, Some(res), NOBODY, 10).unwrap();
+    assert_ne!(fallback, res);
+    assert!(l.ack(&s, mac(1), fallback, Some(res), NOBODY, 10).is_ok(), "the fallback must be ackable");
+    // Once the old lease has run out, the reservation wins again.
+    assert_eq!(l.ack(&s, mac(1), fallback, Some(res), NOBODY, 700), Err(Refusal::HasReservation));
+}
+
+#[test]
+fn withdrawing_an_offer_only_touches_the_clients_own() {
+    let (s, mut l) = (subnet(), Leases::new(60));
+    let a = l.offer(0, &s, mac(1), None, None, NOBODY, 0).unwrap();
+    // mac(1)'s offer runs out and the address goes to mac(2).
+    let b = l.offer(0, &s, mac(2), Some(a), None, NOBODY, 100).unwrap();
+    assert_eq!(a, b);
+    l.withdraw_offer(mac(1));
+    assert!(l.ack(&s, mac(2), b, None, NOBODY, 101).is_ok(), "mac(2)'s offer survived");
+    assert_eq!(l.ack(&s, mac(3), b, None, NOBODY, 101), Err(Refusal::Taken));
+}

@@ -226,6 +226,26 @@ fn push_event(ctx: &mut WriteCtx<'_>, machine_id: u64, kind: &str, detail: serde
     *ctx.next_event_seq += 1;
     let e = Event { seq, machine_id, at_ms: now_ms(), kind: kind.to_string(), detail };
     ctx.t.events.insert((machine_id, seq), encode(&e).as_slice())?;
+    // Amortized retention: every 256th event trims the machine it was written for, so a chatty
+    // machine (a boot loop, a DHCP storm) cannot grow the file without bound.
+    if seq % 256 == 0 {
+        prune_events(ctx, machine_id, EVENTS_KEPT_PER_MACHINE)?;
+    }
+    Ok(())
+}
+
+/// Newest events kept per machine; older ones are dropped.
+pub const EVENTS_KEPT_PER_MACHINE: usize = 1000;
+
+/// Drops all but the newest `keep` events of a machine.
+fn prune_events(ctx: &mut WriteCtx<'_>, machine_id: u64, keep: usize) -> Result<(), CmdbError> {
+    let cutoff = match ctx.t.events.range((machine_id, 0)..=(machine_id, u64::MAX))?.rev().nth(keep) {
+        Some(row) => Some(row?.0.value().1),
+        None => None,
+    };
+    if let Some(seq) = cutoff {
+        ctx.t.events.retain_in((machine_id, 0)..=(machine_id, seq), |_, _| false)?;
+    }
     Ok(())
 }
 

@@ -103,3 +103,18 @@ async fn leases_and_machines_survive_reopen() {
     assert_eq!(db.leases().await.unwrap(), vec![lease]);
     assert!(db.brief_by_mac(mac("52:54:00:00:00:03")).is_some(), "index rebuilt from disk");
 }
+
+#[tokio::test]
+async fn a_chatty_machine_keeps_only_its_newest_events() {
+    let (_d, db) = open();
+    let s = Sighting { mac: Some(mac("52:54:00:00:00:0a")), ..Default::default() };
+    for i in 0..(EVENTS_KEPT_PER_MACHINE + 600) {
+        db.record(s.clone(), vec![("dhcp.offer".into(), json!({ "n": i }))]);
+    }
+    db.flush().await.unwrap();
+    let m = db.machine_by_mac(mac("52:54:00:00:00:0a")).await.unwrap();
+    let events = db.events(m.id, 0, 10_000).await.unwrap();
+    assert!(events.len() <= EVENTS_KEPT_PER_MACHINE + 256, "{} events kept", events.len());
+    assert!(events.len() >= EVENTS_KEPT_PER_MACHINE);
+    assert_eq!(events.last().unwrap().detail["n"], EVENTS_KEPT_PER_MACHINE + 599, "the newest survive");
+}

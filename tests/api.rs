@@ -117,15 +117,6 @@ async fn openapi_health_and_metrics_are_served() {
     }
 }
 
-async fn http_get(addr: std::net::SocketAddr, path: &str) -> String {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
-    s.write_all(format!("GET {path} HTTP/1.0\r\nHost: x\r\n\r\n").as_bytes()).await.unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).await.unwrap();
-    out
-}
-
 fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_rackboot"))
 }

@@ -184,23 +184,13 @@ async fn malformed_burst_is_dropped_counted_and_server_keeps_answering() {
     lab.app.as_ref().unwrap().cmdb.flush().await.unwrap();
     let (_, list) = lab.api.call(Method::GET, "/machines", None).await.unwrap();
     assert_eq!(list["total"], 1, "nothing was written for the bad packets");
-    let metrics = reqwest_metrics(&lab).await;
+    let metrics = http_get(lab.app.as_ref().unwrap().http_addr, "/metrics").await;
     let dropped: f64 = metrics
         .lines()
         .filter(|l| l.starts_with("rackboot_dhcp_packets_dropped_total"))
         .map(|l| l.rsplit(' ').next().unwrap().parse::<f64>().unwrap())
         .sum();
     assert_eq!(dropped, 500.0, "{metrics}");
-}
-
-async fn reqwest_metrics(lab: &Lab) -> String {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let addr = lab.app.as_ref().unwrap().http_addr;
-    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
-    s.write_all(b"GET /metrics HTTP/1.0\r\nHost: x\r\n\r\n").await.unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).await.unwrap();
-    out
 }
 
 #[tokio::test]

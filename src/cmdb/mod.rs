@@ -67,7 +67,7 @@ impl Cmdb {
         let index = Arc::new(RwLock::new(Index::default()));
         let all: Vec<Machine> = {
             let rtx = db.begin_read()?;
-            writer::scan(&rtx.open_table(store::MACHINES)?)?
+            store::scan(&rtx.open_table(store::MACHINES)?)?
         };
         index.write().expect("fresh lock").apply(all.iter().map(|m| index::Delta::Upsert(Brief::from(m))).collect());
         let (tx, rx) = mpsc::channel();
@@ -144,7 +144,7 @@ impl Cmdb {
 
     /// All leases as stored (the DHCP server loads them at start).
     pub async fn leases(&self) -> Result<Vec<Lease>, CmdbError> {
-        self.read(|rtx| writer::scan(&rtx.open_table(store::LEASES)?)).await
+        self.read(|rtx| store::scan(&rtx.open_table(store::LEASES)?)).await
     }
 
     /// Persists a lease change together with what was learned from the packet, and waits for the

@@ -1,23 +1,13 @@
 //! Boot profiles defined through the API (those from the config file are not stored here).
 
-use redb::ReadableTable;
-
 use super::model::StoredProfile;
-use super::store::{decode, encode, PROFILES};
-use super::{Cmdb, CmdbError};
+use super::store::{encode, scan, PROFILES};
+use super::{Cmdb, CmdbError, MachineFilter};
 
 impl Cmdb {
     /// Every API-defined profile, by name.
     pub async fn profiles(&self) -> Result<Vec<StoredProfile>, CmdbError> {
-        self.read(|rtx| {
-            let t = rtx.open_table(PROFILES)?;
-            let mut out = Vec::new();
-            for row in t.iter()? {
-                out.push(decode(row?.1.value())?);
-            }
-            Ok(out)
-        })
-        .await
+        self.read(|rtx| scan(&rtx.open_table(PROFILES)?)).await
     }
 
     /// Creates or replaces a profile.
@@ -32,7 +22,9 @@ impl Cmdb {
 
     /// Deletes a profile unless a machine is pinned to it.
     pub async fn delete_profile(&self, name: String) -> Result<(), CmdbError> {
-        let (pinned, _) = self.list_machines(Default::default()).await?;
+        // Every machine, not the list endpoint's default page of 1,000.
+        let all = MachineFilter { limit: Some(usize::MAX), ..Default::default() };
+        let (pinned, _) = self.list_machines(all).await?;
         let users: Vec<u64> =
             pinned.iter().filter(|m| m.boot_profile.as_deref() == Some(&name)).map(|m| m.id).collect();
         if !users.is_empty() {

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use redb::{Database, ReadableDatabase, TableDefinition, WriteTransaction};
+use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition, WriteTransaction};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
@@ -34,6 +34,18 @@ pub fn encode<T: Serialize>(v: &T) -> Vec<u8> {
 /// Deserializes a stored record.
 pub fn decode<T: DeserializeOwned>(b: &[u8]) -> Result<T, CmdbError> {
     serde_json::from_slice(b).map_err(|e| CmdbError::Storage(format!("corrupt record: {e}")))
+}
+
+/// Reads all rows of a table as decoded records; used to rebuild in-memory state at start.
+pub fn scan<K: redb::Key + 'static, T: serde::de::DeserializeOwned>(
+    table: &impl ReadableTable<K, &'static [u8]>,
+) -> Result<Vec<T>, CmdbError> {
+    let mut out = Vec::new();
+    for row in table.iter()? {
+        let (_, v) = row?;
+        out.push(decode(v.value())?);
+    }
+    Ok(out)
 }
 
 /// Opens (or creates) the database file and brings its schema up to date.

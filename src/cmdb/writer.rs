@@ -4,7 +4,7 @@
 use std::sync::mpsc;
 use std::sync::{Arc, RwLock};
 
-use redb::{Database, ReadableTable, Table, WriteTransaction};
+use redb::{Database, Table, WriteTransaction};
 
 use super::index::{Delta, Index};
 use super::store::{EVENTS, KEY_NEXT_EVENT, KEY_NEXT_MACHINE, LEASES, MACHINES, MACS, META};
@@ -113,16 +113,4 @@ fn read_counters(db: &Database) -> Result<(u64, u64), CmdbError> {
     let meta = rtx.open_table(META)?;
     let get = |k| -> Result<u64, CmdbError> { Ok(meta.get(k)?.map(|v| v.value()).unwrap_or(1)) };
     Ok((get(KEY_NEXT_MACHINE)?, get(KEY_NEXT_EVENT)?))
-}
-
-/// Reads all rows of a table as decoded records; used to rebuild in-memory state at start.
-pub fn scan<K: redb::Key + 'static, T: serde::de::DeserializeOwned>(
-    table: &impl ReadableTable<K, &'static [u8]>,
-) -> Result<Vec<T>, CmdbError> {
-    let mut out = Vec::new();
-    for row in table.iter()? {
-        let (_, v) = row?;
-        out.push(super::store::decode(v.value())?);
-    }
-    Ok(out)
 }

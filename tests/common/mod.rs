@@ -162,3 +162,13 @@ pub async fn eventually<T, F: std::future::Future<Output = anyhow::Result<T>>>(m
         }
     }
 }
+
+/// A plain HTTP/1.0 GET; returns the whole response, head included.
+pub async fn http_get(addr: SocketAddr, path: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    s.write_all(format!("GET {path} HTTP/1.0\r\nHost: x\r\n\r\n").as_bytes()).await.unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).await.unwrap();
+    out
+}

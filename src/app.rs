@@ -17,6 +17,7 @@ use crate::api::{self, ApiState};
 use crate::cmdb::Cmdb;
 use crate::config::{Config, DhcpMode};
 use crate::dhcp::{self, DhcpService};
+use crate::dns;
 use crate::metrics::Metrics;
 use crate::net;
 use crate::tftp;
@@ -28,6 +29,8 @@ pub struct Running {
     pub dhcp_addr: Option<SocketAddr>,
     pub pxe_addr: Option<SocketAddr>,
     pub tftp_addr: Option<SocketAddr>,
+    /// Address DNS answers on (UDP and TCP), when DNS runs.
+    pub dns_addr: Option<SocketAddr>,
     pub cmdb: Cmdb,
     pub admin_token: String,
     pub token: CancellationToken,
@@ -50,15 +53,17 @@ pub async fn start(cfg: Config) -> anyhow::Result<Running> {
         .with_context(|| format!("binding http {}", cfg.http_listen))?;
     let http_addr = listener.local_addr()?;
 
-    let (mut dhcp_addr, mut pxe_addr, mut tftp_addr) = (None, None, None);
+    let (mut dhcp_addr, mut pxe_addr, mut tftp_addr, mut dns_addr) = (None, None, None, None);
     let mut mode = cfg.dhcp.mode;
+    let mut dns_on = cfg.dns.enabled;
     let mut iface_addr = None;
-    if mode != DhcpMode::Off {
+    if mode != DhcpMode::Off || dns_on {
         match resolve_interface(&cfg) {
             Ok(found) => iface_addr = Some(found),
-            Err(error) if mode == DhcpMode::Proxy && cfg.interface.is_empty() => {
-                warn!(%error, "no usable interface found; proxy DHCP stays off");
+            Err(error) if mode != DhcpMode::Full && cfg.interface.is_empty() => {
+                warn!(%error, "no usable interface found; proxy DHCP and DNS stay off");
                 mode = DhcpMode::Off;
+                dns_on = false;
             }
             Err(error) => return Err(error),
         }
@@ -76,6 +81,21 @@ pub async fn start(cfg: Config) -> anyhow::Result<Running> {
         cfg.public_url.clone()
     };
 
+    // DNS binds first so DHCP knows whether to hand out our address as the name server.
+    let dns_bound = match (dns_on, &iface_addr) {
+        (true, Some((iface, ip))) => match dns::bind(*ip, cfg.dns.port, iface) {
+            Ok(b) => Some(b),
+            // As the network's DHCP server we promise DNS to every client: not being able to
+            // answer is fatal. Beside another DHCP server (proxy, off) nobody was told to ask us.
+            Err(error) if mode == DhcpMode::Full => return Err(error),
+            Err(error) => {
+                warn!(error = format!("{error:#}"), "dns stays off");
+                None
+            }
+        },
+        _ => None,
+    };
+
     if let (true, Some((iface, server_ip))) = (mode != DhcpMode::Off, iface_addr.clone()) {
         let sock = net::bind_udp(cfg.dhcp.port, &iface, mode == DhcpMode::Proxy)?;
         dhcp_addr = Some(sock.local_addr()?);
@@ -88,6 +108,11 @@ pub async fn start(cfg: Config) -> anyhow::Result<Running> {
         };
         let mut dcfg = cfg.dhcp.clone();
         dcfg.mode = mode;
+        if dns_bound.is_some() {
+            for s in dcfg.subnets.iter_mut().filter(|s| s.dns_servers.is_empty()) {
+                s.dns_servers = vec![server_ip];
+            }
+        }
         let svc = DhcpService {
             cfg: dcfg,
             cmdb: cmdb.clone(),
@@ -99,6 +124,21 @@ pub async fn start(cfg: Config) -> anyhow::Result<Running> {
         info!(%iface, %server_ip, ?mode, port = cfg.dhcp.port, "dhcp bound");
         let t = token.clone();
         tasks.spawn(async move { ("dhcp", dhcp::serve(sock, pxe, svc, t).await) });
+    }
+
+    if let (Some(bound), Some((_, server_ip))) = (dns_bound, iface_addr.clone()) {
+        dns_addr = Some(bound.addr);
+        let reverse = if !cfg.dns.reverse_zones.is_empty() {
+            cfg.dns.reverse_zones.clone()
+        } else if !cfg.dhcp.subnets.is_empty() {
+            cfg.dhcp.subnets.iter().map(|s| (s.network, s.prefix)).collect()
+        } else {
+            vec![(Ipv4Addr::from(u32::from(server_ip) & 0xffff_ff00), 24)]
+        };
+        let svc =
+            dns::DnsService { cfg: cfg.dns.clone(), cmdb: cmdb.clone(), metrics: metrics.clone(), server_ip, reverse };
+        let t = token.clone();
+        tasks.spawn(async move { ("dns", dns::serve(bound, svc, t).await) });
     }
 
     if cfg.tftp.enabled {
@@ -133,7 +173,7 @@ pub async fn start(cfg: Config) -> anyhow::Result<Running> {
         ("http", r.map_err(anyhow::Error::from))
     });
     info!(%http_addr, %http_base, "http serving");
-    Ok(Running { http_addr, dhcp_addr, pxe_addr, tftp_addr, cmdb, admin_token, token, tasks })
+    Ok(Running { http_addr, dhcp_addr, pxe_addr, tftp_addr, dns_addr, cmdb, admin_token, token, tasks })
 }
 
 impl Running {

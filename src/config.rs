@@ -23,6 +23,33 @@ pub struct WireConfig {
     pub dhcp: WireDhcp,
     pub tftp: WireTftp,
     pub boot: WireBoot,
+    pub dns: WireDns,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct WireDns {
+    pub enabled: bool,
+    pub port: u16,
+    pub domain: String,
+    pub ttl: u32,
+    pub reverse_zones: Vec<String>,
+    pub upstreams: Vec<String>,
+    pub allow_transfer: Vec<String>,
+}
+
+impl Default for WireDns {
+    fn default() -> Self {
+        WireDns {
+            enabled: true,
+            port: 53,
+            domain: "rack.internal".into(),
+            ttl: 30,
+            reverse_zones: Vec::new(),
+            upstreams: Vec::new(),
+            allow_transfer: Vec::new(),
+        }
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -180,6 +207,7 @@ pub struct Config {
     pub public_url: String,
     pub dhcp: DhcpConfig,
     pub tftp: TftpConfig,
+    pub dns: DnsConfig,
     pub boot: BootFiles,
     /// Directory whose `ipxe/*.ipxe` files override the embedded templates.
     pub templates: Option<PathBuf>,
@@ -194,6 +222,62 @@ pub struct TftpConfig {
     pub max_transfers: usize,
     /// The boot directory served read-only.
     pub root: PathBuf,
+}
+
+/// Validated DNS settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DnsConfig {
+    pub enabled: bool,
+    pub port: u16,
+    /// The forward zone, lowercase, without the trailing dot.
+    pub domain: String,
+    /// TTL of every answer, in seconds.
+    pub ttl: u32,
+    /// Networks whose reverse zones are served. Empty: the DHCP subnets, else the server's /24.
+    pub reverse_zones: Vec<(Ipv4Addr, u8)>,
+    /// Resolvers that get names outside our zones; empty: such names are REFUSED.
+    pub upstreams: Vec<SocketAddr>,
+    /// Clients allowed zone transfers (AXFR, over TCP); empty: none.
+    pub allow_transfer: Vec<(Ipv4Addr, u8)>,
+}
+
+/// Whether `ip` lies inside the network `net`.
+pub fn in_network(ip: Ipv4Addr, net: (Ipv4Addr, u8)) -> bool {
+    u32::from(ip) & prefix_mask(net.1) == u32::from(net.0)
+}
+
+impl TryFrom<WireDns> for DnsConfig {
+    type Error = anyhow::Error;
+
+    fn try_from(w: WireDns) -> anyhow::Result<Self> {
+        let WireDns { enabled, port, domain, ttl, reverse_zones, upstreams, allow_transfer } = w;
+        let domain = domain.trim_end_matches('.').to_ascii_lowercase();
+        anyhow::ensure!(
+            !domain.is_empty()
+                && domain.len() <= 200
+                && domain.split('.').all(crate::cmdb::model::valid_hostname)
+                && domain.contains('.'),
+            "dns.domain {domain:?} must be a dotted name of letters, digits and '-' (e.g. \"rack.internal\")"
+        );
+        anyhow::ensure!(ttl <= 86_400, "dns.ttl must be at most 86400 seconds");
+        let cidrs = |key: &str, list: Vec<String>| -> anyhow::Result<Vec<(Ipv4Addr, u8)>> {
+            list.iter().map(|c| parse_cidr(c).with_context(|| format!("in dns.{key}"))).collect()
+        };
+        let reverse_zones = cidrs("reverse_zones", reverse_zones)?;
+        for (net, len) in &reverse_zones {
+            anyhow::ensure!(*len >= 8, "dns.reverse_zones: {net}/{len} is wider than a /8");
+        }
+        let allow_transfer = cidrs("allow_transfer", allow_transfer)?;
+        let upstreams = upstreams
+            .iter()
+            .map(|u| {
+                u.parse::<SocketAddr>()
+                    .or_else(|_| u.parse::<std::net::IpAddr>().map(|ip| SocketAddr::new(ip, 53)))
+                    .with_context(|| format!("dns.upstreams: {u:?} is not an address or address:port"))
+            })
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        Ok(DnsConfig { enabled, port, domain, ttl, reverse_zones, upstreams, allow_transfer })
+    }
 }
 
 /// DHCP service mode.
@@ -336,7 +420,8 @@ impl TryFrom<WireConfig> for Config {
     type Error = anyhow::Error;
 
     fn try_from(w: WireConfig) -> anyhow::Result<Self> {
-        let WireConfig { server, http, dhcp, tftp, boot } = w;
+        let WireConfig { server, http, dhcp, tftp, boot, dns } = w;
+        let dns = DnsConfig::try_from(dns)?;
         let WireTftp { enabled: tftp_enabled, port: tftp_port, root: tftp_root, max_transfers } = tftp;
         anyhow::ensure!(max_transfers >= 1, "tftp.max_transfers must be at least 1");
         let WireServer { data_dir, interface, address, log_format } = server;
@@ -378,11 +463,17 @@ impl TryFrom<WireConfig> for Config {
             "off" => DhcpMode::Off,
             other => anyhow::bail!("dhcp.mode must be \"full\", \"proxy\" or \"off\", not {other:?}"),
         };
-        let subnets = subnets
+        let mut subnets = subnets
             .into_iter()
             .map(Subnet::try_from)
             .collect::<anyhow::Result<Vec<_>>>()
             .context("in [[dhcp.subnets]]")?;
+        if dns.enabled {
+            // Clients should look names up under the zone we answer for.
+            for s in subnets.iter_mut().filter(|s| s.domain.is_empty()) {
+                s.domain = dns.domain.clone();
+            }
+        }
         if mode == DhcpMode::Full {
             anyhow::ensure!(!subnets.is_empty(), "dhcp.mode = \"full\" needs at least one [[dhcp.subnets]]");
             anyhow::ensure!(
@@ -428,6 +519,7 @@ impl TryFrom<WireConfig> for Config {
                 subnets,
             },
             tftp: TftpConfig { enabled: tftp_enabled, port: tftp_port, max_transfers, root: tftp_root },
+            dns,
             boot: BootFiles { bios, uefi_x64, uefi_x64_snp, arm64, discovery_profile, profiles: profile_map },
             templates,
         })
@@ -510,6 +602,10 @@ mod tests {
                 "[server]\ninterface=\"x\"\n[dhcp]\nmode=\"full\"\n[[dhcp.subnets]]\ncidr=\"198.18.0.0/24\"\npools=[\"198.18.1.1-198.18.1.2\"]",
                 "outside the subnet",
             ),
+            ("[dns]\ndomain = \"bad_name.test\"", "dns.domain"),
+            ("[dns]\nupstreams = [\"resolver\"]", "dns.upstreams"),
+            ("[dns]\nreverse_zones = [\"10.0.0.0/7\"]", "wider than a /8"),
+            ("[dns]\nallow_transfer = [\"198.18.0.0\"]", "dns.allow_transfer"),
             (
                 "[[dhcp.subnets]]\ncidr=\"198.18.0.1/24\"\npools=[\"198.18.0.5-198.18.0.9\"]",
                 "host bits",

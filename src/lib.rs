@@ -7,6 +7,7 @@
 //! - [`planner`]: the one policy seam that decides what a machine boots.
 //! - [`render`]: pure template rendering of boot scripts (minijinja, strict).
 //! - [`dhcp`]: the DHCP server (full and proxy modes), mechanics only.
+//! - [`dns`]: the authoritative DNS server for the machines' names, on hickory-server.
 //! - [`api`]: the REST API, health and metrics over axum.
 //! - [`metrics`]: Prometheus counters shared by every service.
 //! - [`net`]: socket binding and interface discovery.
@@ -20,6 +21,7 @@ pub mod client;
 pub mod cmdb;
 pub mod config;
 pub mod dhcp;
+pub mod dns;
 pub mod mac;
 pub mod metrics;
 pub mod net;

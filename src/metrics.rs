@@ -35,6 +35,12 @@ pub struct Metrics {
     pub tftp_transfers: Family<OutcomeLabel, Counter>,
     pub tftp_bytes: Counter,
     pub tftp_active: Gauge,
+    pub dns_responses: Family<RcodeLabel, Counter>,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RcodeLabel {
+    pub rcode: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -53,10 +59,16 @@ impl Metrics {
         r.register("tftp_transfers", "TFTP transfers finished, by outcome", self.tftp_transfers.clone());
         r.register("tftp_bytes_sent", "TFTP payload bytes acknowledged by clients", self.tftp_bytes.clone());
         r.register("tftp_transfers_active", "TFTP transfers in progress", self.tftp_active.clone());
+        r.register("dns_responses", "DNS responses sent, by response code", self.dns_responses.clone());
         r.register("http_requests", "HTTP requests served, by method and status", self.http_requests.clone());
         let mut out = String::new();
         prometheus_client::encoding::text::encode(&mut out, &r).expect("writing to a String cannot fail");
         out
+    }
+
+    /// Counts a DNS response by its RCODE.
+    pub fn dns_answer(&self, rcode: hickory_server::proto::op::ResponseCode) {
+        self.dns_responses.get_or_create(&RcodeLabel { rcode: format!("{rcode:?}").to_ascii_lowercase() }).inc();
     }
 
     /// Counts a dropped DHCP packet.

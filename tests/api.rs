@@ -161,7 +161,7 @@ fn serve_stops_cleanly_on_sigterm_and_fails_loudly_on_a_bad_start() {
     std::fs::write(
         &cfg,
         format!(
-            "[server]\ndata_dir = \"{}\"\n[http]\nlisten = \"127.0.0.1:0\"\n[dhcp]\nmode = \"off\"\n[tftp]\nenabled = false\n",
+            "[server]\ndata_dir = \"{}\"\n[http]\nlisten = \"127.0.0.1:0\"\n[dhcp]\nmode = \"off\"\n[tftp]\nenabled = false\n[dns]\nenabled = false\n",
             dir.path().display()
         ),
     )
@@ -187,7 +187,7 @@ fn serve_stops_cleanly_on_sigterm_and_fails_loudly_on_a_bad_start() {
     std::fs::write(
         &cfg,
         format!(
-            "[server]\ndata_dir = \"{}\"\n[http]\nlisten = \"{}\"\n[dhcp]\nmode = \"off\"\n[tftp]\nenabled = false\n",
+            "[server]\ndata_dir = \"{}\"\n[http]\nlisten = \"{}\"\n[dhcp]\nmode = \"off\"\n[tftp]\nenabled = false\n[dns]\nenabled = false\n",
             dir.path().display(),
             blocker.local_addr().unwrap()
         ),

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
 
-use super::model::Machine;
+use super::model::{Lease, Machine};
 use crate::mac::Mac;
 
 /// What the DHCP path needs to know about a machine.
@@ -27,8 +27,33 @@ impl From<&Machine> for Brief {
 pub enum Delta {
     Upsert(Brief),
     Remove(u64),
-    /// An address now leased to a MAC (`Some`) or no longer (`None`).
-    Lease(Ipv4Addr, Option<Mac>),
+    /// An address now leased (`Some`) or no longer (`None`).
+    Lease(Ipv4Addr, Option<LeaseBrief>),
+}
+
+/// What the index keeps of an active lease.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LeaseBrief {
+    pub mac: Mac,
+    /// The name the lease was handed out with: the machine's, or the one the client sent.
+    pub hostname: Option<String>,
+    /// Unix seconds.
+    pub expires_at: u64,
+}
+
+impl From<&Lease> for LeaseBrief {
+    fn from(l: &Lease) -> Self {
+        LeaseBrief { mac: l.mac, hostname: l.hostname.clone(), expires_at: l.expires_at }
+    }
+}
+
+/// The names DNS should publish, as of one moment.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DnsHosts {
+    /// (lowercase hostname, address), sorted and without duplicates.
+    pub hosts: Vec<(String, Ipv4Addr)>,
+    /// When the earliest lease behind one of `hosts` expires (Unix seconds).
+    pub next_expiry: Option<u64>,
 }
 
 /// The index itself.
@@ -38,7 +63,7 @@ pub struct Index {
     by_mac: HashMap<Mac, u64>,
     by_ip: HashMap<Ipv4Addr, u64>,
     by_hostname: HashMap<String, u64>,
-    leased: HashMap<Ipv4Addr, Mac>,
+    leased: HashMap<Ipv4Addr, LeaseBrief>,
 }
 
 impl Index {
@@ -59,7 +84,50 @@ impl Index {
 
     /// The MAC holding a lease on `ip` (TFTP and HTTP know clients only by address).
     pub fn leased_to(&self, ip: Ipv4Addr) -> Option<Mac> {
-        self.leased.get(&ip).copied()
+        self.leased.get(&ip).map(|l| l.mac)
+    }
+
+    /// Hostname/address pairs for DNS at time `now`: every machine's hostname with its
+    /// reservation, and every unexpired lease under its machine's hostname or, for machines the
+    /// operator has not named, the hostname the client sent (a CMDB name always wins a clash).
+    pub fn dns_hosts(&self, now: u64) -> DnsHosts {
+        let mut hosts = Vec::new();
+        let mut next_expiry: Option<u64> = None;
+        for b in self.machines.values() {
+            if let (Some(h), Some(ip)) = (&b.hostname, b.reserved_ip) {
+                hosts.push((h.to_ascii_lowercase(), ip));
+            }
+        }
+        // A client-sent name held by several leases goes to the one renewed last.
+        let mut by_client_name: HashMap<String, (u64, Ipv4Addr)> = HashMap::new();
+        for (ip, l) in &self.leased {
+            if l.expires_at <= now {
+                continue;
+            }
+            let name = match self.by_mac(l.mac).and_then(|b| b.hostname.as_ref()) {
+                Some(h) => h.to_ascii_lowercase(),
+                None => match &l.hostname {
+                    Some(h) if super::model::valid_hostname(h) && self.by_hostname(h).is_none() => {
+                        let h = h.to_ascii_lowercase();
+                        let slot = by_client_name.entry(h).or_insert((l.expires_at, *ip));
+                        if l.expires_at > slot.0 || (l.expires_at == slot.0 && *ip < slot.1) {
+                            *slot = (l.expires_at, *ip);
+                        }
+                        continue;
+                    }
+                    _ => continue,
+                },
+            };
+            next_expiry = Some(next_expiry.map_or(l.expires_at, |n| n.min(l.expires_at)));
+            hosts.push((name, *ip));
+        }
+        for (name, (expires_at, ip)) in by_client_name {
+            next_expiry = Some(next_expiry.map_or(expires_at, |n| n.min(expires_at)));
+            hosts.push((name, ip));
+        }
+        hosts.sort();
+        hosts.dedup();
+        DnsHosts { hosts, next_expiry }
     }
 
     /// Applies committed changes in order.
@@ -80,8 +148,8 @@ impl Index {
                     self.machines.insert(b.id, b);
                 }
                 Delta::Remove(id) => self.remove(id),
-                Delta::Lease(ip, Some(mac)) => {
-                    self.leased.insert(ip, mac);
+                Delta::Lease(ip, Some(lease)) => {
+                    self.leased.insert(ip, lease);
                 }
                 Delta::Lease(ip, None) => {
                     self.leased.remove(&ip);
@@ -102,5 +170,59 @@ impl Index {
                 self.by_hostname.remove(&h.to_ascii_lowercase());
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mac(last: u8) -> Mac {
+        Mac([0x52, 0x54, 0, 0, 0, last])
+    }
+
+    fn lease(ip: [u8; 4], m: u8, hostname: Option<&str>, expires_at: u64) -> Delta {
+        Delta::Lease(
+            Ipv4Addr::from(ip),
+            Some(LeaseBrief { mac: mac(m), hostname: hostname.map(Into::into), expires_at }),
+        )
+    }
+
+    #[test]
+    fn dns_hosts_prefers_cmdb_names_and_drops_expired_leases() {
+        let mut ix = Index::default();
+        ix.apply(vec![
+            Delta::Upsert(Brief {
+                id: 1,
+                macs: vec![mac(1)],
+                hostname: Some("Web1".into()),
+                reserved_ip: Some(Ipv4Addr::new(10, 0, 0, 5)),
+            }),
+            Delta::Upsert(Brief { id: 2, macs: vec![mac(2)], hostname: None, reserved_ip: None }),
+            // Machine 1's NIC leased under whatever the client said: the CMDB name wins.
+            lease([10, 0, 0, 6], 1, Some("client-says"), 200),
+            // Machine 2 is unnamed: its client-sent name is used.
+            lease([10, 0, 0, 7], 2, Some("pxe7"), 300),
+            // An unknown client claiming a CMDB name does not get it.
+            lease([10, 0, 0, 8], 9, Some("web1"), 300),
+            // Two leases claiming one client name: the one renewed last (expiring last) wins.
+            lease([10, 0, 0, 9], 10, Some("dup"), 150),
+            lease([10, 0, 0, 10], 11, Some("dup"), 400),
+            // Expired, and an invalid name: neither is published.
+            lease([10, 0, 0, 11], 12, Some("old"), 50),
+            lease([10, 0, 0, 12], 13, Some("bad_name"), 300),
+        ]);
+        let got = ix.dns_hosts(100);
+        let want: Vec<(String, Ipv4Addr)> =
+            [("dup", [10, 0, 0, 10]), ("pxe7", [10, 0, 0, 7]), ("web1", [10, 0, 0, 5]), ("web1", [10, 0, 0, 6])]
+                .iter()
+                .map(|(h, ip)| (h.to_string(), Ipv4Addr::from(*ip)))
+                .collect();
+        assert_eq!(got.hosts, want);
+        assert_eq!(got.next_expiry, Some(200));
+        ix.apply(vec![Delta::Lease(Ipv4Addr::new(10, 0, 0, 6), None), Delta::Remove(1)]);
+        // With the named machine gone, the client that asked for "web1" gets it.
+        let web1: Vec<_> = ix.dns_hosts(100).hosts.into_iter().filter(|(h, _)| h == "web1").collect();
+        assert_eq!(web1, [("web1".to_string(), Ipv4Addr::new(10, 0, 0, 8))]);
     }
 }

@@ -3,7 +3,7 @@
 use redb::ReadableTable;
 use serde_json::json;
 
-use super::index::{Brief, Delta};
+use super::index::{Brief, Delta, LeaseBrief};
 use super::model::{valid_hostname, Event, Lease, Machine, MachinePatch, MachineState, NewMachine, Sighting};
 use super::store::{decode, encode, MACHINES};
 use super::writer::WriteCtx;
@@ -252,7 +252,7 @@ fn prune_events(ctx: &mut WriteCtx<'_>, machine_id: u64, keep: usize) -> Result<
 /// Stores a lease record.
 pub(super) fn put_lease(ctx: &mut WriteCtx<'_>, lease: &Lease) -> Result<(), CmdbError> {
     ctx.t.leases.insert(u32::from(lease.ip), encode(lease).as_slice())?;
-    let holder = (lease.state == super::LeaseState::Active).then_some(lease.mac);
+    let holder = (lease.state == super::LeaseState::Active).then(|| LeaseBrief::from(lease));
     ctx.delta.push(Delta::Lease(lease.ip, holder));
     Ok(())
 }

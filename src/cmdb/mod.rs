@@ -17,7 +17,7 @@ use std::sync::{mpsc, Arc, RwLock};
 use redb::{Database, ReadableDatabase};
 use tokio::sync::oneshot;
 
-pub use index::Brief;
+pub use index::{Brief, DnsHosts};
 pub use machines::MachineFilter;
 pub use model::{Event, Lease, LeaseState, Machine, MachinePatch, MachineState, NewMachine, Sighting, StoredProfile};
 use writer::{Completion, Job, WriteCtx};
@@ -45,6 +45,7 @@ struct Inner {
     db: Arc<Database>,
     index: Arc<RwLock<Index>>,
     tx: Option<mpsc::Sender<Job>>,
+    changed: tokio::sync::watch::Receiver<u64>,
     writer: Option<std::thread::JoinHandle<()>>,
 }
 
@@ -69,16 +70,29 @@ impl Cmdb {
             let rtx = db.begin_read()?;
             store::scan(&rtx.open_table(store::MACHINES)?)?
         };
-        index.write().expect("fresh lock").apply(all.iter().map(|m| index::Delta::Upsert(Brief::from(m))).collect());
+        let leases: Vec<Lease> = {
+            let rtx = db.begin_read()?;
+            store::scan(&rtx.open_table(store::LEASES)?)?
+        };
+        let now = now_secs();
+        let mut start: Vec<_> = all.iter().map(|m| index::Delta::Upsert(Brief::from(m))).collect();
+        start.extend(
+            leases
+                .iter()
+                .filter(|l| l.state == LeaseState::Active && l.expires_at > now)
+                .map(|l| index::Delta::Lease(l.ip, Some(index::LeaseBrief::from(l)))),
+        );
+        index.write().expect("fresh lock").apply(start);
         let (tx, rx) = mpsc::channel();
+        let (changed_tx, changed) = tokio::sync::watch::channel(0);
         let writer = {
             let (db, index) = (db.clone(), index.clone());
             std::thread::Builder::new()
                 .name("cmdb-writer".into())
-                .spawn(move || writer::run(db, index, rx, commit_batch.max(1)))
+                .spawn(move || writer::run(db, index, changed_tx, rx, commit_batch.max(1)))
                 .map_err(|e| CmdbError::Storage(format!("spawning writer: {e}")))?
         };
-        Ok(Cmdb { inner: Arc::new(Inner { db, index, tx: Some(tx), writer: Some(writer) }) })
+        Ok(Cmdb { inner: Arc::new(Inner { db, index, tx: Some(tx), changed, writer: Some(writer) }) })
     }
 
     /// Queues a write and waits until the batch holding it has committed.
@@ -140,6 +154,16 @@ impl Cmdb {
     /// The id of the machine holding a reservation for `ip`, without touching storage.
     pub fn reserved_owner(&self, ip: Ipv4Addr) -> Option<u64> {
         self.inner.index.read().expect("index lock").reserved_owner(ip)
+    }
+
+    /// Hostnames and addresses for DNS as of `now` (Unix seconds), from the index.
+    pub fn dns_hosts(&self, now: u64) -> DnsHosts {
+        self.inner.index.read().expect("index lock").dns_hosts(now)
+    }
+
+    /// A receiver that changes after every commit that changed machines or leases.
+    pub fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.inner.changed.clone()
     }
 
     /// All leases as stored (the DHCP server loads them at start).

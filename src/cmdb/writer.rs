@@ -49,7 +49,14 @@ pub type Completion = Box<dyn FnOnce(Result<(), CmdbError>) + Send>;
 pub type Job = Box<dyn FnOnce(&mut WriteCtx<'_>) -> Completion + Send>;
 
 /// Runs the writer loop until every sender is gone.
-pub fn run(db: Arc<Database>, index: Arc<RwLock<Index>>, rx: mpsc::Receiver<Job>, batch: usize) {
+/// After each commit that changed the index, `changed` is bumped so watchers (DNS) can refresh.
+pub fn run(
+    db: Arc<Database>,
+    index: Arc<RwLock<Index>>,
+    changed: tokio::sync::watch::Sender<u64>,
+    rx: mpsc::Receiver<Job>,
+    batch: usize,
+) {
     let (mut next_machine_id, mut next_event_seq) = match read_counters(&db) {
         Ok(c) => c,
         Err(error) => {
@@ -93,7 +100,11 @@ pub fn run(db: Arc<Database>, index: Arc<RwLock<Index>>, rx: mpsc::Receiver<Job>
             Ok(())
         })();
         match &result {
-            Ok(()) => index.write().expect("index lock poisoned").apply(delta),
+            Ok(()) if delta.is_empty() => {}
+            Ok(()) => {
+                index.write().expect("index lock poisoned").apply(delta);
+                changed.send_modify(|generation| *generation += 1);
+            }
             Err(error) => {
                 tracing::error!(%error, jobs = completions.len(), "cmdb batch commit failed");
                 jobs.clear();

@@ -21,6 +21,7 @@ pub struct Lab {
     extra: String,
 }
 
+/// The lab's config; `extra` continues the `[dns]` table (or starts new tables).
 pub fn config_text(data_dir: &std::path::Path, relay_port: u16, extra: &str) -> String {
     format!(
         r#"
@@ -44,6 +45,9 @@ routers = ["127.0.0.1"]
 dns_servers = ["127.0.0.53"]
 domain = "lab.rackboot.test"
 lease_secs = 600
+[dns]
+port = 0
+domain = "lab.rackboot.test"
 {extra}
 "#,
         data_dir.display(),

@@ -202,9 +202,10 @@ mode = "full"
 cidr = "198.18.0.0/24"
 pools = ["198.18.0.100-198.18.0.199"]
 routers = ["198.18.0.1"]
-dns_servers = ["198.18.0.1"]
-domain = "lab.rackboot.test"
 lease_secs = 600
+# DNS runs (the default): clients get 198.18.0.1 as their name server and the domain below.
+[dns]
+domain = "lab.rackboot.test"
 "#,
         data_dir.display()
     )

@@ -1,0 +1,176 @@
+//! The request handler hickory-server calls for every parsed query: answers from the current
+//! zone snapshot, forwards names outside it (or refuses them), and guards zone transfers.
+//! Packets hickory cannot parse never get here: it answers FORMERR when the header is readable
+//! and drops them otherwise.
+
+use std::net::{IpAddr, Ipv4Addr};
+use std::sync::{Arc, RwLock};
+
+use hickory_server::net::runtime::Time;
+use hickory_server::net::xfer::Protocol;
+use hickory_server::proto::op::{Edns, Header, HeaderCounts, Metadata, OpCode, ResponseCode};
+use hickory_server::proto::rr::{DNSClass, Record, RecordType};
+use hickory_server::server::{Request, RequestHandler, ResponseHandler, ResponseInfo};
+use hickory_server::zone_handler::MessageResponseBuilder;
+use tracing::debug;
+
+use super::forward::Forwarder;
+use super::zone::{Lookup, Zones};
+use crate::config::in_network;
+use crate::metrics::Metrics;
+
+/// Records per message in a zone transfer; a big zone goes out as several messages.
+const XFR_CHUNK: usize = 500;
+/// The largest UDP payload we offer or honour (RFC 9715's advice against fragmentation is 1232;
+/// clients that advertise more than this still get at most 4096).
+const MAX_UDP_PAYLOAD: u16 = 4096;
+
+/// Shared, swappable zone snapshot: the refresher replaces the `Arc`, queries clone it.
+pub type ZoneCell = Arc<RwLock<Arc<Zones>>>;
+
+/// Answers DNS queries.
+pub struct Handler {
+    pub zones: ZoneCell,
+    pub forwarder: Option<Forwarder>,
+    pub allow_transfer: Vec<(Ipv4Addr, u8)>,
+    pub metrics: Metrics,
+}
+
+#[async_trait::async_trait]
+impl RequestHandler for Handler {
+    async fn handle_request<R: ResponseHandler, T: Time>(&self, request: &Request, response: R) -> ResponseInfo {
+        let info = match self.respond(request, response).await {
+            Ok(info) => info,
+            Err(error) => {
+                debug!(src = %request.src(), %error, "dns response not sent");
+                let mut metadata = Metadata::response_from_request(&request.metadata);
+                metadata.response_code = ResponseCode::ServFail;
+                ResponseInfo::from(Header { metadata, counts: HeaderCounts::default() })
+            }
+        };
+        self.metrics.dns_answer(info.response_code);
+        info
+    }
+}
+
+impl Handler {
+    async fn respond<R: ResponseHandler>(&self, request: &Request, mut response: R) -> anyhow::Result<ResponseInfo> {
+        // Our OPT record: present when the client sent one, limiting the answer to its buffer.
+        let edns = request.edns.as_ref().map(|theirs| {
+            let mut ours = Edns::new();
+            ours.set_max_payload(theirs.max_payload().clamp(512, MAX_UDP_PAYLOAD));
+            ours
+        });
+        let builder = || {
+            let mut b = MessageResponseBuilder::new(&request.queries, None);
+            if let Some(e) = &edns {
+                b.edns(e);
+            }
+            b
+        };
+        let mut metadata = Metadata::response_from_request(&request.metadata);
+        metadata.recursion_available = self.forwarder.is_some();
+        let refuse = |code: ResponseCode| {
+            let mut m = metadata;
+            m.response_code = code;
+            m
+        };
+
+        if request.metadata.op_code != OpCode::Query {
+            return send(&mut response, builder().build_no_records(refuse(ResponseCode::NotImp))).await;
+        }
+        let queries = request.queries.queries();
+        if queries.len() != 1 {
+            return send(&mut response, builder().build_no_records(refuse(ResponseCode::FormErr))).await;
+        }
+        let query = &queries[0];
+        if !matches!(query.query_class(), DNSClass::IN | DNSClass::ANY) {
+            return send(&mut response, builder().build_no_records(refuse(ResponseCode::Refused))).await;
+        }
+        match query.query_type() {
+            RecordType::AXFR | RecordType::IXFR => return self.transfer(request, metadata, response).await,
+            RecordType::OPT => {
+                return send(&mut response, builder().build_no_records(refuse(ResponseCode::FormErr))).await
+            }
+            _ => {}
+        }
+
+        let zones = self.zones.read().expect("zone lock").clone();
+        let none: [&Record; 0] = [];
+        let mut aa = metadata;
+        aa.authoritative = true;
+        match zones.lookup(query.name(), query.query_type()) {
+            Lookup::Answer { answers, additionals } => {
+                send(&mut response, builder().build(aa, answers, none, none, additionals.iter())).await
+            }
+            Lookup::NoData(soa) => send(&mut response, builder().build(aa, none, none, [soa], none)).await,
+            Lookup::NxDomain(soa) => {
+                aa.response_code = ResponseCode::NXDomain;
+                send(&mut response, builder().build(aa, none, none, [soa], none)).await
+            }
+            Lookup::NotOurs => {
+                let Some(fwd) = &self.forwarder else {
+                    return send(&mut response, builder().build_no_records(refuse(ResponseCode::Refused))).await;
+                };
+                match fwd.resolve(query.original(), request.protocol() == Protocol::Tcp).await {
+                    Ok(up) => {
+                        metadata.response_code = up.metadata.response_code;
+                        let b = builder().build(metadata, &up.answers, &up.authorities, none, &up.additionals);
+                        send(&mut response, b).await
+                    }
+                    Err(error) => {
+                        debug!(name = %query.name(), %error, "forwarding failed");
+                        send(&mut response, builder().build_no_records(refuse(ResponseCode::ServFail))).await
+                    }
+                }
+            }
+        }
+    }
+
+    /// AXFR (and IXFR, answered with the full zone as RFC 1995 allows): only over TCP, only to
+    /// clients in `dns.allow_transfer`, only for the apex of one of our zones.
+    async fn transfer<R: ResponseHandler>(
+        &self,
+        request: &Request,
+        mut metadata: Metadata,
+        mut response: R,
+    ) -> anyhow::Result<ResponseInfo> {
+        let builder = || MessageResponseBuilder::new(&request.queries, None);
+        let allowed = match request.src().ip() {
+            IpAddr::V4(ip) => self.allow_transfer.iter().any(|net| in_network(ip, *net)),
+            IpAddr::V6(_) => false,
+        };
+        if !allowed || request.protocol() != Protocol::Tcp {
+            debug!(src = %request.src(), "zone transfer refused");
+            metadata.response_code = ResponseCode::Refused;
+            return send(&mut response, builder().build_no_records(metadata)).await;
+        }
+        let zones = self.zones.read().expect("zone lock").clone();
+        let query = &request.queries.queries()[0];
+        let Some(records) = zones.transfer(query.name()) else {
+            metadata.response_code = ResponseCode::NotAuth;
+            return send(&mut response, builder().build_no_records(metadata)).await;
+        };
+        metadata.authoritative = true;
+        let none: [&Record; 0] = [];
+        let mut info = None;
+        for chunk in records.chunks(XFR_CHUNK) {
+            info = Some(send(&mut response, builder().build(metadata, chunk.iter().copied(), none, none, none)).await?);
+        }
+        Ok(info.expect("a transfer has at least the SOA"))
+    }
+}
+
+async fn send<'a, R: ResponseHandler>(
+    response: &mut R,
+    message: hickory_server::zone_handler::MessageResponse<
+        '_,
+        'a,
+        impl Iterator<Item = &'a Record> + Send + 'a,
+        impl Iterator<Item = &'a Record> + Send + 'a,
+        impl Iterator<Item = &'a Record> + Send + 'a,
+        impl Iterator<Item = &'a Record> + Send + 'a,
+    >,
+) -> anyhow::Result<ResponseInfo> {
+    Ok(response.send_response(message).await?)
+}

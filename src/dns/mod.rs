@@ -1,0 +1,193 @@
+//! The DNS server: authoritative for `dns.domain` and the reverse zones of the provisioning
+//! networks, answering from a snapshot of the CMDB's hostnames, reservations and leases that is
+//! rebuilt whenever they change; names outside go to upstream resolvers or are refused.
+//!
+//! hickory-server does the wire work (UDP and TCP framing, parsing, FORMERR for undecodable
+//! queries, truncation to the client's buffer); [`handler`] decides the answers and [`zone`]
+//! holds them. Sockets bind to the appliance's address on the provisioning interface only.
+
+pub mod forward;
+pub mod handler;
+pub mod zone;
+
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use anyhow::Context;
+use socket2::{Domain, Protocol, Socket, Type};
+use tokio_util::sync::CancellationToken;
+use tracing::{debug, info};
+
+use crate::cmdb::{now_secs, Cmdb};
+use crate::config::DnsConfig;
+use crate::metrics::Metrics;
+use handler::{Handler, ZoneCell};
+use zone::{ZoneSettings, Zones};
+
+/// Idle TCP connections are closed after this long.
+const TCP_IDLE: Duration = Duration::from_secs(10);
+/// Changes arriving within this window are folded into one rebuild.
+const SETTLE: Duration = Duration::from_millis(50);
+
+/// Bound DNS sockets: one UDP socket per core (SO_REUSEPORT spreads queries across them) and
+/// one TCP listener, all on the same address.
+pub struct Bound {
+    udp: Vec<tokio::net::UdpSocket>,
+    tcp: tokio::net::TcpListener,
+    pub addr: SocketAddr,
+}
+
+/// Binds `ip:port` (port 0 picks one) on `interface` (empty: any) for UDP and TCP.
+pub fn bind(ip: Ipv4Addr, port: u16, interface: &str) -> anyhow::Result<Bound> {
+    let new = |ty: Type, proto: Protocol| -> anyhow::Result<Socket> {
+        let s = Socket::new(Domain::IPV4, ty, Some(proto))?;
+        // REUSEPORT only lets our own sockets (same user) share the port; another DNS server
+        // already on it still makes the bind fail, as it should.
+        s.set_reuse_port(true)?;
+        if ty == Type::STREAM {
+            s.set_reuse_address(true)?;
+        }
+        if !interface.is_empty() {
+            s.bind_device(Some(interface.as_bytes()))
+                .with_context(|| format!("SO_BINDTODEVICE {interface} (needs root or CAP_NET_RAW)"))?;
+        }
+        s.set_nonblocking(true)?;
+        Ok(s)
+    };
+    let hint = |addr: SocketAddr| format!("binding dns {addr} (set dns.port, or dns.enabled = false)");
+    let first = new(Type::DGRAM, Protocol::UDP)?;
+    let want = SocketAddr::V4(SocketAddrV4::new(ip, port));
+    first.bind(&want.into()).with_context(|| hint(want))?;
+    let addr = first.local_addr()?.as_socket().context("an inet socket")?;
+    let mut udp = vec![first];
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
+    for _ in 1..cores {
+        let s = new(Type::DGRAM, Protocol::UDP)?;
+        s.bind(&addr.into()).with_context(|| hint(addr))?;
+        udp.push(s);
+    }
+    let udp = udp
+        .into_iter()
+        .map(|s| {
+            let _ = s.set_recv_buffer_size(4 << 20);
+            tokio::net::UdpSocket::from_std(s.into())
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let tcp = new(Type::STREAM, Protocol::TCP)?;
+    tcp.bind(&addr.into()).with_context(|| hint(addr))?;
+    tcp.listen(1024)?;
+    let tcp = tokio::net::TcpListener::from_std(tcp.into())?;
+    Ok(Bound { udp, tcp, addr })
+}
+
+/// Everything the DNS service needs besides its sockets.
+pub struct DnsService {
+    pub cfg: DnsConfig,
+    pub cmdb: Cmdb,
+    pub metrics: Metrics,
+    pub server_ip: Ipv4Addr,
+    /// Networks whose reverse zones are served (config, or derived from the DHCP subnets).
+    pub reverse: Vec<(Ipv4Addr, u8)>,
+}
+
+/// Serves DNS on `bound` until `token` is cancelled.
+pub async fn serve(bound: Bound, svc: DnsService, token: CancellationToken) -> anyhow::Result<()> {
+    let settings = ZoneSettings {
+        domain: svc.cfg.domain.clone(),
+        server_ip: svc.server_ip,
+        ttl: svc.cfg.ttl,
+        reverse: svc.reverse,
+    };
+    let mut refresher = Refresher::new(settings, svc.cmdb.clone());
+    let cell: ZoneCell = Arc::new(RwLock::new(refresher.current.clone()));
+    let forwarder = (!svc.cfg.upstreams.is_empty())
+        .then(|| forward::Forwarder { upstreams: svc.cfg.upstreams.clone(), timeout: Duration::from_secs(2) });
+    let handler =
+        Handler { zones: cell.clone(), forwarder, allow_transfer: svc.cfg.allow_transfer, metrics: svc.metrics };
+    let mut server = hickory_server::Server::new(handler);
+    for s in bound.udp {
+        server.register_socket(s);
+    }
+    server.register_listener(bound.tcp, TCP_IDLE, 64 * 1024);
+    info!(addr = %bound.addr, domain = %svc.cfg.domain, serial = refresher.current.serial(), "dns serving");
+
+    let stop = server.shutdown_token().clone();
+    let refresh = async {
+        let mut changes = svc.cmdb.changes();
+        loop {
+            let wake = refresher.next_expiry.map(|t| Duration::from_secs(t.saturating_sub(now_secs()).max(1)));
+            tokio::select! {
+                r = changes.changed() => if r.is_err() { return },
+                _ = tokio::time::sleep(wake.unwrap_or(Duration::from_secs(3600))) => {}
+            }
+            tokio::time::sleep(SETTLE).await;
+            changes.mark_unchanged();
+            if refresher.refresh() {
+                *cell.write().expect("zone lock") = refresher.current.clone();
+                debug!(serial = refresher.current.serial(), "dns zones rebuilt");
+            }
+        }
+    };
+    tokio::select! {
+        _ = token.cancelled() => {}
+        _ = refresh => {}
+        r = server.block_until_done() => return r.context("dns server stopped").and(Err(anyhow::anyhow!("dns server stopped"))),
+    }
+    stop.cancel();
+    server.block_until_done().await.context("dns server shutdown")
+}
+
+/// Rebuilds the zone snapshot from the CMDB when its names or addresses changed, moving the
+/// serial forward: to the current Unix time, or by one when that would not be higher.
+struct Refresher {
+    settings: ZoneSettings,
+    cmdb: Cmdb,
+    hosts: Vec<(String, Ipv4Addr)>,
+    next_expiry: Option<u64>,
+    current: Arc<Zones>,
+}
+
+impl Refresher {
+    fn new(settings: ZoneSettings, cmdb: Cmdb) -> Refresher {
+        let now = now_secs();
+        let dh = cmdb.dns_hosts(now);
+        let current = Arc::new(Zones::build(&settings, &dh.hosts, now as u32));
+        Refresher { settings, cmdb, hosts: dh.hosts, next_expiry: dh.next_expiry, current }
+    }
+
+    /// Returns whether a new snapshot was built.
+    fn refresh(&mut self) -> bool {
+        let now = now_secs();
+        let dh = self.cmdb.dns_hosts(now);
+        self.next_expiry = dh.next_expiry;
+        if dh.hosts == self.hosts {
+            return false;
+        }
+        let serial = next_serial(self.current.serial(), now as u32);
+        self.current = Arc::new(Zones::build(&self.settings, &dh.hosts, serial));
+        self.hosts = dh.hosts;
+        true
+    }
+}
+
+/// The serial after `old`: the clock when it is ahead, else one more.
+fn next_serial(old: u32, now: u32) -> u32 {
+    if now > old {
+        now
+    } else {
+        old.wrapping_add(1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::next_serial;
+
+    #[test]
+    fn serial_always_moves_forward() {
+        assert_eq!(next_serial(100, 200), 200);
+        assert_eq!(next_serial(200, 200), 201);
+        assert_eq!(next_serial(201, 200), 202);
+    }
+}

@@ -1,0 +1,188 @@
+//! The zones rackboot is authoritative for, as an immutable snapshot built from the CMDB's
+//! hostnames and addresses: the forward zone (`dns.domain`) and one reverse zone per /8, /16 or
+//! /24 of the configured networks. Pure data: building and lookups do no I/O.
+
+use std::collections::HashMap;
+use std::net::Ipv4Addr;
+
+use hickory_server::proto::rr::rdata::{A, NS, PTR, SOA};
+use hickory_server::proto::rr::{LowerName, Name, RData, Record, RecordType};
+
+/// What a snapshot is built from, besides the hosts.
+#[derive(Debug, Clone)]
+pub struct ZoneSettings {
+    /// Forward zone, e.g. "rack.internal".
+    pub domain: String,
+    /// The appliance's address: `rackboot.<domain>`, the zones' name server.
+    pub server_ip: Ipv4Addr,
+    pub ttl: u32,
+    /// Networks whose reverse zones we serve.
+    pub reverse: Vec<(Ipv4Addr, u8)>,
+}
+
+/// The name the appliance itself has in the forward zone (and the zones' NS target).
+pub const SELF_LABEL: &str = "rackboot";
+
+/// One zone: its apex SOA and every name in it with its records. Names with no records of their
+/// own that lie between the apex and a real name (empty non-terminals) are present with none,
+/// so they answer NODATA rather than NXDOMAIN.
+#[derive(Debug)]
+struct Authority {
+    origin: LowerName,
+    soa: Record,
+    nodes: HashMap<LowerName, Vec<Record>>,
+}
+
+/// All zones at one serial.
+#[derive(Debug)]
+pub struct Zones {
+    authorities: Vec<Authority>,
+    /// Additional-section data for NS answers: the name server's address.
+    ns_glue: Vec<Record>,
+    serial: u32,
+}
+
+/// The outcome of looking a name up in our zones.
+#[derive(Debug, PartialEq)]
+pub enum Lookup<'z> {
+    /// The name has records of the asked type.
+    Answer { answers: Vec<&'z Record>, additionals: &'z [Record] },
+    /// The name exists but has no records of that type; the SOA goes in the authority section.
+    NoData(&'z Record),
+    /// No such name in a zone of ours.
+    NxDomain(&'z Record),
+    /// The name is outside every zone of ours.
+    NotOurs,
+}
+
+impl Zones {
+    /// Builds every zone at `serial`. Hosts are (hostname label, address); a host whose address
+    /// falls outside the reverse networks gets no PTR, and one named like the appliance is
+    /// skipped (the name belongs to the name server).
+    pub fn build(s: &ZoneSettings, hosts: &[(String, Ipv4Addr)], serial: u32) -> Zones {
+        let domain = Name::from_ascii(format!("{}.", s.domain)).expect("dns.domain is validated at load");
+        let ns_name = Name::from_ascii(SELF_LABEL).expect("a valid label").append_domain(&domain).expect("short name");
+        let hostmaster = Name::from_ascii("hostmaster").expect("a valid label").append_domain(&domain).expect("fits");
+        let ttl = s.ttl;
+        let new_authority = |origin: Name| {
+            // The negative-caching TTL is kept short: a name that does not exist yet usually will
+            // within seconds (a machine being named, a lease being taken).
+            let soa = SOA::new(ns_name.clone(), hostmaster.clone(), serial, 3600, 600, 86_400, ttl.min(5));
+            let soa = Record::from_rdata(origin.clone(), ttl, RData::SOA(soa));
+            let ns = Record::from_rdata(origin.clone(), ttl, RData::NS(NS(ns_name.clone())));
+            let mut nodes = HashMap::new();
+            nodes.insert(LowerName::from(&origin), vec![soa.clone(), ns]);
+            Authority { origin: LowerName::from(&origin), soa, nodes }
+        };
+
+        let mut authorities = vec![new_authority(domain.clone())];
+        for origin in reverse_origins(&s.reverse) {
+            authorities.push(new_authority(origin));
+        }
+        let glue = Record::from_rdata(ns_name.clone(), ttl, RData::A(A(s.server_ip)));
+        let mut zones = Zones { authorities, ns_glue: vec![glue.clone()], serial };
+        zones.insert(glue);
+        zones.insert(Record::from_rdata(reverse_name(s.server_ip), ttl, RData::PTR(PTR(ns_name.clone()))));
+        for (host, ip) in hosts {
+            if host.eq_ignore_ascii_case(SELF_LABEL) {
+                continue;
+            }
+            let Ok(name) = Name::from_ascii(host).and_then(|n| n.append_domain(&domain)) else { continue };
+            zones.insert(Record::from_rdata(name.clone(), ttl, RData::A(A(*ip))));
+            zones.insert(Record::from_rdata(reverse_name(*ip), ttl, RData::PTR(PTR(name))));
+        }
+        zones
+    }
+
+    /// Adds a record to the zone that holds its name, creating the empty non-terminals above
+    /// it; a record outside every zone is ignored.
+    fn insert(&mut self, record: Record) {
+        let name = LowerName::from(&record.name);
+        let Some(auth) = self.authority_mut(&name) else { return };
+        let rrs = auth.nodes.entry(name.clone()).or_default();
+        if !rrs.iter().any(|r| r.data == record.data) {
+            rrs.push(record);
+        }
+        let mut parent = name.base_name();
+        while auth.origin.zone_of(&parent) && parent != auth.origin {
+            auth.nodes.entry(parent.clone()).or_default();
+            parent = parent.base_name();
+        }
+    }
+
+    fn authority_mut(&mut self, name: &LowerName) -> Option<&mut Authority> {
+        let i = self.authority_index(name)?;
+        Some(&mut self.authorities[i])
+    }
+
+    /// The most specific zone of ours that contains `name`.
+    fn authority_index(&self, name: &LowerName) -> Option<usize> {
+        self.authorities
+            .iter()
+            .enumerate()
+            .filter(|(_, a)| a.origin.zone_of(name))
+            .max_by_key(|(_, a)| a.origin.num_labels())
+            .map(|(i, _)| i)
+    }
+
+    /// The serial every SOA of this snapshot carries.
+    pub fn serial(&self) -> u32 {
+        self.serial
+    }
+
+    /// Answers `qtype` for `name` (ANY returns every record of the name).
+    pub fn lookup(&self, name: &LowerName, qtype: RecordType) -> Lookup<'_> {
+        let Some(auth) = self.authority_index(name).map(|i| &self.authorities[i]) else { return Lookup::NotOurs };
+        let Some(rrs) = auth.nodes.get(name) else { return Lookup::NxDomain(&auth.soa) };
+        let answers: Vec<&Record> =
+            rrs.iter().filter(|r| qtype == RecordType::ANY || r.record_type() == qtype).collect();
+        if answers.is_empty() {
+            return Lookup::NoData(&auth.soa);
+        }
+        let additionals = if qtype == RecordType::NS { &self.ns_glue[..] } else { &[] };
+        Lookup::Answer { answers, additionals }
+    }
+
+    /// A full transfer of the zone whose apex is `origin`: SOA, every other record, SOA
+    /// (RFC 5936). `None` when `origin` is not the apex of a zone of ours.
+    pub fn transfer(&self, origin: &LowerName) -> Option<Vec<&Record>> {
+        let auth = self.authorities.iter().find(|a| &a.origin == origin)?;
+        let mut names: Vec<&LowerName> = auth.nodes.keys().collect();
+        names.sort();
+        let mut out = vec![&auth.soa];
+        for n in names {
+            out.extend(auth.nodes[n].iter().filter(|r| r.record_type() != RecordType::SOA));
+        }
+        out.push(&auth.soa);
+        Some(out)
+    }
+}
+
+/// `d.c.b.a.in-addr.arpa.` for a.b.c.d.
+pub fn reverse_name(ip: Ipv4Addr) -> Name {
+    let [a, b, c, d] = ip.octets();
+    Name::from_ascii(format!("{d}.{c}.{b}.{a}.in-addr.arpa.")).expect("a valid name")
+}
+
+/// The reverse zone apexes covering `nets`: a network is split on octet boundaries (a /23 is
+/// two /24 zones, a /20 sixteen); one longer than /24 is served as its whole /24.
+pub fn reverse_origins(nets: &[(Ipv4Addr, u8)]) -> Vec<Name> {
+    let mut out: Vec<Name> = Vec::new();
+    for &(net, len) in nets {
+        let zone_len = len.div_ceil(8).clamp(1, 3) * 8;
+        let count = 1u32 << zone_len.saturating_sub(len);
+        let base = u32::from(net) & (u32::MAX << (32 - zone_len));
+        for i in 0..count {
+            let octets = Ipv4Addr::from(base + (i << (32 - zone_len))).octets();
+            let labels: Vec<String> = octets[..usize::from(zone_len / 8)].iter().rev().map(|o| o.to_string()).collect();
+            let name = Name::from_ascii(format!("{}.in-addr.arpa.", labels.join("."))).expect("a valid name");
+            if !out.contains(&name) {
+                out.push(name);
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;

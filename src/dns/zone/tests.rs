@@ -1,0 +1,120 @@
+use super::*;
+
+fn settings() -> ZoneSettings {
+    ZoneSettings {
+        domain: "rack.internal".into(),
+        server_ip: Ipv4Addr::new(198, 18, 0, 1),
+        ttl: 30,
+        reverse: vec![(Ipv4Addr::new(198, 18, 0, 0), 24)],
+    }
+}
+
+fn name(s: &str) -> LowerName {
+    s.parse().unwrap()
+}
+
+fn hosts() -> Vec<(String, Ipv4Addr)> {
+    vec![
+        ("node1".into(), Ipv4Addr::new(198, 18, 0, 10)),
+        ("node2".into(), Ipv4Addr::new(198, 18, 0, 11)),
+        ("node2".into(), Ipv4Addr::new(198, 18, 0, 12)),
+        ("far".into(), Ipv4Addr::new(203, 0, 113, 5)),
+    ]
+}
+
+fn rdata(l: Lookup<'_>) -> Vec<String> {
+    match l {
+        Lookup::Answer { answers, .. } => answers.iter().map(|r| r.data.to_string()).collect(),
+        other => panic!("expected an answer, got {other:?}"),
+    }
+}
+
+#[test]
+fn forward_and_reverse_answers() {
+    let z = Zones::build(&settings(), &hosts(), 7);
+    assert_eq!(rdata(z.lookup(&name("node1.rack.internal."), RecordType::A)), ["198.18.0.10"]);
+    assert_eq!(rdata(z.lookup(&name("NODE2.Rack.Internal."), RecordType::A)), ["198.18.0.11", "198.18.0.12"]);
+    assert_eq!(rdata(z.lookup(&name("10.0.18.198.in-addr.arpa."), RecordType::PTR)), ["node1.rack.internal."]);
+    assert_eq!(rdata(z.lookup(&name("1.0.18.198.in-addr.arpa."), RecordType::PTR)), ["rackboot.rack.internal."]);
+    assert_eq!(rdata(z.lookup(&name("rackboot.rack.internal."), RecordType::A)), ["198.18.0.1"]);
+    // An address outside the reverse networks still resolves forward, but has no PTR of ours.
+    assert_eq!(rdata(z.lookup(&name("far.rack.internal."), RecordType::A)), ["203.0.113.5"]);
+    assert_eq!(z.lookup(&name("5.113.0.203.in-addr.arpa."), RecordType::PTR), Lookup::NotOurs);
+}
+
+#[test]
+fn apex_has_soa_and_ns_with_glue() {
+    let z = Zones::build(&settings(), &hosts(), 42);
+    match z.lookup(&name("rack.internal."), RecordType::SOA) {
+        Lookup::Answer { answers, .. } => match &answers[0].data {
+            RData::SOA(soa) => {
+                assert_eq!(soa.serial, 42);
+                assert_eq!(soa.mname.to_string(), "rackboot.rack.internal.");
+            }
+            other => panic!("{other:?}"),
+        },
+        other => panic!("{other:?}"),
+    }
+    match z.lookup(&name("0.18.198.in-addr.arpa."), RecordType::NS) {
+        Lookup::Answer { answers, additionals } => {
+            assert_eq!(answers[0].data.to_string(), "rackboot.rack.internal.");
+            assert_eq!(additionals[0].data.to_string(), "198.18.0.1");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn missing_names_and_types() {
+    let z = Zones::build(&settings(), &hosts(), 1);
+    assert!(matches!(z.lookup(&name("nobody.rack.internal."), RecordType::A), Lookup::NxDomain(_)));
+    assert!(matches!(z.lookup(&name("node1.rack.internal."), RecordType::AAAA), Lookup::NoData(_)));
+    assert!(matches!(z.lookup(&name("x.node1.rack.internal."), RecordType::A), Lookup::NxDomain(_)));
+    assert!(matches!(z.lookup(&name("99.0.18.198.in-addr.arpa."), RecordType::PTR), Lookup::NxDomain(_)));
+    assert_eq!(z.lookup(&name("example.com."), RecordType::A), Lookup::NotOurs);
+    assert_eq!(z.lookup(&name("internal."), RecordType::SOA), Lookup::NotOurs);
+    // The SOA that comes with a negative answer is the zone's own.
+    match z.lookup(&name("7.0.18.198.in-addr.arpa."), RecordType::PTR) {
+        Lookup::NxDomain(soa) => assert_eq!(soa.name.to_string(), "0.18.198.in-addr.arpa."),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn empty_non_terminals_answer_nodata() {
+    let mut s = settings();
+    s.reverse = vec![(Ipv4Addr::new(198, 18, 0, 0), 16)];
+    let z = Zones::build(&s, &hosts(), 1);
+    assert!(matches!(z.lookup(&name("0.18.198.in-addr.arpa."), RecordType::PTR), Lookup::NoData(_)));
+    assert!(matches!(z.lookup(&name("9.18.198.in-addr.arpa."), RecordType::PTR), Lookup::NxDomain(_)));
+}
+
+#[test]
+fn a_host_cannot_take_the_appliance_name() {
+    let z = Zones::build(&settings(), &[("rackboot".into(), Ipv4Addr::new(198, 18, 0, 66))], 1);
+    assert_eq!(rdata(z.lookup(&name("rackboot.rack.internal."), RecordType::A)), ["198.18.0.1"]);
+}
+
+#[test]
+fn reverse_zones_split_on_octets() {
+    let names =
+        |nets: &[(Ipv4Addr, u8)]| -> Vec<String> { reverse_origins(nets).iter().map(|n| n.to_string()).collect() };
+    assert_eq!(names(&[(Ipv4Addr::new(198, 18, 0, 0), 24)]), ["0.18.198.in-addr.arpa."]);
+    assert_eq!(names(&[(Ipv4Addr::new(198, 18, 0, 0), 23)]), ["0.18.198.in-addr.arpa.", "1.18.198.in-addr.arpa."]);
+    assert_eq!(names(&[(Ipv4Addr::new(198, 18, 0, 0), 15)]), ["18.198.in-addr.arpa.", "19.198.in-addr.arpa."]);
+    assert_eq!(names(&[(Ipv4Addr::new(10, 0, 0, 0), 8)]), ["10.in-addr.arpa."]);
+    assert_eq!(names(&[(Ipv4Addr::new(198, 18, 0, 64), 26)]), ["0.18.198.in-addr.arpa."]);
+    assert_eq!(reverse_origins(&[(Ipv4Addr::new(10, 16, 0, 0), 12)]).len(), 16);
+}
+
+#[test]
+fn transfer_is_soa_records_soa() {
+    let z = Zones::build(&settings(), &hosts(), 3);
+    let xfr = z.transfer(&name("rack.internal.")).unwrap();
+    assert_eq!(xfr.first().unwrap().record_type(), RecordType::SOA);
+    assert_eq!(xfr.last().unwrap().record_type(), RecordType::SOA);
+    let a = xfr.iter().filter(|r| r.record_type() == RecordType::A).count();
+    assert_eq!(a, 5, "rackboot, node1, node2 x2, far");
+    assert!(xfr.iter().any(|r| r.record_type() == RecordType::NS));
+    assert!(z.transfer(&name("node1.rack.internal.")).is_none());
+}

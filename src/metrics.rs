@@ -66,9 +66,9 @@ impl Metrics {
         out
     }
 
-    /// Counts a DNS response by its RCODE.
-    pub fn dns_answer(&self, rcode: hickory_server::proto::op::ResponseCode) {
-        self.dns_responses.get_or_create(&RcodeLabel { rcode: format!("{rcode:?}").to_ascii_lowercase() }).inc();
+    /// The counter for DNS responses with `rcode` (callers keep it: the lookup allocates).
+    pub fn dns_rcode_counter(&self, rcode: hickory_server::proto::op::ResponseCode) -> Counter {
+        self.dns_responses.get_or_create(&RcodeLabel { rcode: format!("{rcode:?}").to_ascii_lowercase() }).clone()
     }
 
     /// Counts a dropped DHCP packet.

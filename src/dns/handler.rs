@@ -18,6 +18,7 @@ use super::forward::Forwarder;
 use super::zone::{Lookup, Zones};
 use crate::config::in_network;
 use crate::metrics::Metrics;
+use prometheus_client::metrics::counter::Counter;
 
 /// Records per message in a zone transfer; a big zone goes out as several messages.
 const XFR_CHUNK: usize = 500;
@@ -30,10 +31,12 @@ pub type ZoneCell = Arc<RwLock<Arc<Zones>>>;
 
 /// Answers DNS queries.
 pub struct Handler {
-    pub zones: ZoneCell,
-    pub forwarder: Option<Forwarder>,
-    pub allow_transfer: Vec<(Ipv4Addr, u8)>,
-    pub metrics: Metrics,
+    zones: ZoneCell,
+    forwarder: Option<Forwarder>,
+    allow_transfer: Vec<(Ipv4Addr, u8)>,
+    metrics: Metrics,
+    /// Response counters for the usual RCODEs, fetched once (indexed by RCODE 0..=5).
+    counted: Vec<Counter>,
 }
 
 #[async_trait::async_trait]
@@ -48,12 +51,30 @@ impl RequestHandler for Handler {
                 ResponseInfo::from(Header { metadata, counts: HeaderCounts::default() })
             }
         };
-        self.metrics.dns_answer(info.response_code);
+        self.count(info.response_code);
         info
     }
 }
 
 impl Handler {
+    pub fn new(
+        zones: ZoneCell,
+        forwarder: Option<Forwarder>,
+        allow_transfer: Vec<(Ipv4Addr, u8)>,
+        metrics: Metrics,
+    ) -> Handler {
+        let counted = (0..=5u16).map(|c| metrics.dns_rcode_counter(ResponseCode::from_low(c as u8))).collect();
+        Handler { zones, forwarder, allow_transfer, metrics, counted }
+    }
+
+    /// Counts one response.
+    pub fn count(&self, rcode: ResponseCode) {
+        match self.counted.get(usize::from(u16::from(rcode))) {
+            Some(c) => c.inc(),
+            None => self.metrics.dns_rcode_counter(rcode).inc(),
+        };
+    }
+
     async fn respond<R: ResponseHandler>(&self, request: &Request, mut response: R) -> anyhow::Result<ResponseInfo> {
         // Our OPT record: present when the client sent one, limiting the answer to its buffer.
         let edns = request.edns.as_ref().map(|theirs| {

@@ -8,6 +8,7 @@
 
 pub mod forward;
 pub mod handler;
+mod udp;
 pub mod zone;
 
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
@@ -103,13 +104,14 @@ pub async fn serve(bound: Bound, svc: DnsService, token: CancellationToken) -> a
     let cell: ZoneCell = Arc::new(RwLock::new(refresher.current.clone()));
     let forwarder = (!svc.cfg.upstreams.is_empty())
         .then(|| forward::Forwarder { upstreams: svc.cfg.upstreams.clone(), timeout: Duration::from_secs(2) });
-    let handler =
-        Handler { zones: cell.clone(), forwarder, allow_transfer: svc.cfg.allow_transfer, metrics: svc.metrics };
-    let mut server = hickory_server::Server::new(handler);
-    for s in bound.udp {
-        server.register_socket(s);
-    }
+    let handler = Arc::new(Handler::new(cell.clone(), forwarder, svc.cfg.allow_transfer, svc.metrics));
+    // TCP (rare: truncated answers, transfers) through hickory's server; UDP through our loop.
+    let mut server = hickory_server::Server::new(SharedHandler(handler.clone()));
     server.register_listener(bound.tcp, TCP_IDLE, 64 * 1024);
+    let mut udp_tasks = tokio::task::JoinSet::new();
+    for s in bound.udp {
+        udp_tasks.spawn(udp::serve(s, handler.clone(), token.clone()));
+    }
     info!(addr = %bound.addr, domain = %svc.cfg.domain, serial = refresher.current.serial(), "dns serving");
 
     let stop = server.shutdown_token().clone();
@@ -132,10 +134,35 @@ pub async fn serve(bound: Bound, svc: DnsService, token: CancellationToken) -> a
     tokio::select! {
         _ = token.cancelled() => {}
         _ = refresh => {}
-        r = server.block_until_done() => return r.context("dns server stopped").and(Err(anyhow::anyhow!("dns server stopped"))),
+        r = server.block_until_done() => return r.context("dns tcp server stopped").and(Err(anyhow::anyhow!("dns tcp server stopped"))),
+        Some(r) = udp_tasks.join_next() => {
+            let err = match r {
+                Ok(Ok(())) => anyhow::anyhow!("dns udp loop stopped"),
+                Ok(Err(e)) => e.context("dns udp loop failed"),
+                Err(e) => anyhow::anyhow!("dns udp loop panicked: {e}"),
+            };
+            if !token.is_cancelled() {
+                return Err(err);
+            }
+        }
     }
     stop.cancel();
+    udp_tasks.join_all().await;
     server.block_until_done().await.context("dns server shutdown")
+}
+
+/// The one handler, shared by the UDP loops and hickory's TCP server.
+struct SharedHandler(Arc<Handler>);
+
+#[async_trait::async_trait]
+impl hickory_server::server::RequestHandler for SharedHandler {
+    async fn handle_request<R: hickory_server::server::ResponseHandler, T: hickory_server::net::runtime::Time>(
+        &self,
+        request: &hickory_server::server::Request,
+        response: R,
+    ) -> hickory_server::server::ResponseInfo {
+        self.0.handle_request::<R, T>(request, response).await
+    }
 }
 
 /// Rebuilds the zone snapshot from the CMDB when its names or addresses changed, moving the

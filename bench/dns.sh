@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# DNS side by side: rackboot and dnsmasq serve the same 1,000-host zone (A and PTR) from one
+# namespace; dnsperf in a second namespace sends A queries for every host (and, in a second run,
+# a mix of A and PTR) with 8 clients for 10 s. Prints queries/s, average latency and lost
+# queries, and rackboot's CPU and RSS. A benchmark: prints, never fails.
+#
+#   sudo bench/dns.sh [SECONDS]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SRV=rbdns-srv CLI=rbdns-cli PREFIX=16
+source bench/pair.sh
+LEN=${1:-10}
+chmod 755 "$WORK"
+mkdir -p "$WORK/data"
+cat > "$WORK/rb.toml" <<TOML
+[server]
+data_dir = "$WORK/data"
+interface = "eth0"
+address = "198.18.0.1"
+[http]
+listen = "198.18.0.1:8080"
+[dhcp]
+mode = "off"
+[tftp]
+enabled = false
+[dns]
+domain = "lab.rackboot.test"
+reverse_zones = ["198.18.0.0/16"]
+TOML
+
+# The zone: h0001..h1000 at 198.18.1.1 upwards, as CMDB reservations for rackboot and as a hosts
+# file for dnsmasq; the query files.
+: > "$WORK/hosts"; : > "$WORK/q-a"; : > "$WORK/q-mix"; : > "$WORK/machines.json"
+for i in $(seq 1 1000); do
+  ip="198.18.$((1 + i / 250)).$((1 + i % 250))"
+  name=$(printf "h%04d" "$i")
+  echo "$ip $name.lab.rackboot.test $name" >> "$WORK/hosts"
+  echo "$name.lab.rackboot.test A" >> "$WORK/q-a"
+  echo "$name.lab.rackboot.test A" >> "$WORK/q-mix"
+  IFS=. read -r a b c d <<< "$ip"; echo "$d.$c.$b.$a.in-addr.arpa PTR" >> "$WORK/q-mix"
+  printf '{"macs":["52:54:00:77:%02x:%02x"],"hostname":"%s","reserved_ip":"%s"}\n' $((i / 256)) $((i % 256)) "$name" "$ip" >> "$WORK/machines.json"
+done
+
+PID=
+stop() { if [ -n "$PID" ]; then kill "$PID" 2>/dev/null || true; wait "$PID" 2>/dev/null || true; fi; PID=; sleep 0.3; }
+start_rackboot() {
+  ip netns exec $SRV "$BIN" serve --config "$WORK/rb.toml" > "$WORK/rb.log" 2>&1 & PID=$!
+  for _ in $(seq 50); do ip netns exec $SRV curl -sf http://198.18.0.1:8080/healthz >/dev/null && break; sleep 0.1; done
+  if [ ! -e "$WORK/loaded" ]; then
+    local token; token=$(cat "$WORK/data/admin.token")
+    while read -r m; do
+      ip netns exec $SRV curl -sf -o /dev/null -H "authorization: Bearer $token" -H 'content-type: application/json' \
+        -d "$m" http://198.18.0.1:8080/api/v1/machines
+    done < "$WORK/machines.json"
+    touch "$WORK/loaded"
+  fi
+  sleep 0.5
+}
+start_dnsmasq() {
+  ip netns exec $SRV dnsmasq --keep-in-foreground --conf-file=/dev/null --no-resolv --no-hosts \
+    --addn-hosts="$WORK/hosts" --local=/lab.rackboot.test/ --local=/18.198.in-addr.arpa/ \
+    --listen-address=198.18.0.1 --bind-interfaces --cache-size=10000 --pid-file="$WORK/dnsmasq.pid" \
+    > "$WORK/dnsmasq.log" 2>&1 & PID=$!; sleep 1
+}
+cpu_ticks() { awk '{print $14+$15}' /proc/"$1"/stat; }
+
+# Checks the server answers the zone, then runs dnsperf; prints "qps latency_ms lost%".
+perf() {
+  local first; first=$(ip netns exec $CLI dig +short @198.18.0.1 h0500.lab.rackboot.test)
+  [ "$first" = "198.18.3.1" ] || { echo "wrong-answer:$first"; return; }
+  ip netns exec $CLI dnsperf -s 198.18.0.1 -d "$1" -c 8 -l "$LEN" > "$WORK/perf.out" 2>&1 || true
+  awk '/Queries per second/ {q=$4} /Average Latency/ {l=$4*1000} /Queries lost/ {gsub(/[()%]/,"",$4); lost=$4}
+       END {printf "%.0f %.3f %s", q, l, lost}' "$WORK/perf.out"
+}
+
+echo "DNS, 1,000-host zone, dnsperf -c 8 for ${LEN} s from a second namespace"
+printf "  %-16s %-10s %12s %14s %8s\n" queries server "queries/s" "avg latency ms" "lost %"
+for q in q-a q-mix; do
+  for srv in rackboot dnsmasq; do
+    "start_$srv"
+    t0=$(cpu_ticks "$PID")
+    read -r qps lat lost <<< "$(perf "$WORK/$q")"
+    t1=$(cpu_ticks "$PID")
+    label=$([ $q = q-a ] && echo "A" || echo "A + PTR")
+    printf "  %-16s %-10s %12s %14s %8s" "$label" "$srv" "$qps" "$lat" "$lost"
+    if [ $srv = rackboot ]; then
+      rss=$(awk '/VmRSS/ {print $2}' /proc/"$PID"/status)
+      printf "   (rackboot CPU %.2f cores, RSS %d MB)" "$(echo "$t0 $t1 $LEN" | awk '{print ($2-$1)/100/$3}')" $((rss / 1024))
+    fi
+    echo
+    stop
+  done
+done

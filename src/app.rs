@@ -108,7 +108,8 @@ pub async fn start(cfg: Config) -> anyhow::Result<Running> {
         };
         let mut dcfg = cfg.dhcp.clone();
         dcfg.mode = mode;
-        if dns_bound.is_some() {
+        // Clients can only be pointed at a name server on port 53.
+        if dns_bound.as_ref().is_some_and(|b| b.addr.port() == 53) {
             for s in dcfg.subnets.iter_mut().filter(|s| s.dns_servers.is_empty()) {
                 s.dns_servers = vec![server_ip];
             }

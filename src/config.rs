@@ -24,6 +24,33 @@ pub struct WireConfig {
     pub tftp: WireTftp,
     pub boot: WireBoot,
     pub dns: WireDns,
+    pub agent: WireAgent,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct WireAgent {
+    pub enroll: String,
+    pub networks: Vec<String>,
+    pub poll_secs: u64,
+    pub lease_secs: u64,
+    pub stats_secs: u64,
+    pub job_timeout_secs: u64,
+    pub max_attempts: u32,
+}
+
+impl Default for WireAgent {
+    fn default() -> Self {
+        WireAgent {
+            enroll: "auto".into(),
+            networks: Vec::new(),
+            poll_secs: 25,
+            lease_secs: 60,
+            stats_secs: 30,
+            job_timeout_secs: 3600,
+            max_attempts: 3,
+        }
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -208,6 +235,7 @@ pub struct Config {
     pub dhcp: DhcpConfig,
     pub tftp: TftpConfig,
     pub dns: DnsConfig,
+    pub agent: AgentConfig,
     pub boot: BootFiles,
     /// Directory whose `ipxe/*.ipxe` files override the embedded templates.
     pub templates: Option<PathBuf>,
@@ -222,6 +250,63 @@ pub struct TftpConfig {
     pub max_transfers: usize,
     /// The boot directory served read-only.
     pub root: PathBuf,
+}
+
+/// Who may enroll an agent without an operator's approval.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EnrollPolicy {
+    /// Agents calling from the provisioning networks are accepted at once; others wait for approval.
+    Auto,
+    /// Every new machine waits for `POST /api/v1/machines/{id}/approve`.
+    Approve,
+}
+
+/// Validated agent-controller settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentConfig {
+    pub enroll: EnrollPolicy,
+    /// Networks counted as the provisioning network for `Auto`. Empty: the DHCP subnets, or
+    /// the server address's /24 when there are none.
+    pub networks: Vec<(Ipv4Addr, u8)>,
+    /// Longest a long-poll is held before an empty answer.
+    pub poll: Duration,
+    /// A claimed job not heard from within this goes back to the queue.
+    pub lease: Duration,
+    /// How often agents send stats.
+    pub stats: Duration,
+    /// Default job timeout.
+    pub job_timeout_secs: u64,
+    /// Default deliveries per job before it fails.
+    pub max_attempts: u32,
+}
+
+impl TryFrom<WireAgent> for AgentConfig {
+    type Error = anyhow::Error;
+
+    fn try_from(w: WireAgent) -> anyhow::Result<Self> {
+        let WireAgent { enroll, networks, poll_secs, lease_secs, stats_secs, job_timeout_secs, max_attempts } = w;
+        let enroll = match enroll.as_str() {
+            "auto" => EnrollPolicy::Auto,
+            "approve" => EnrollPolicy::Approve,
+            other => anyhow::bail!("agent.enroll must be \"auto\" or \"approve\", not {other:?}"),
+        };
+        let networks =
+            networks.iter().map(|c| parse_cidr(c).context("in agent.networks")).collect::<anyhow::Result<Vec<_>>>()?;
+        anyhow::ensure!((1..=300).contains(&poll_secs), "agent.poll_secs must be 1..=300");
+        anyhow::ensure!(lease_secs > poll_secs.min(30), "agent.lease_secs must be longer than a few seconds");
+        anyhow::ensure!(stats_secs >= 1, "agent.stats_secs must be at least 1");
+        anyhow::ensure!(job_timeout_secs >= 1, "agent.job_timeout_secs must be at least 1");
+        anyhow::ensure!((1..=100).contains(&max_attempts), "agent.max_attempts must be 1..=100");
+        Ok(AgentConfig {
+            enroll,
+            networks,
+            poll: Duration::from_secs(poll_secs),
+            lease: Duration::from_secs(lease_secs),
+            stats: Duration::from_secs(stats_secs),
+            job_timeout_secs,
+            max_attempts,
+        })
+    }
 }
 
 /// Validated DNS settings.
@@ -420,8 +505,9 @@ impl TryFrom<WireConfig> for Config {
     type Error = anyhow::Error;
 
     fn try_from(w: WireConfig) -> anyhow::Result<Self> {
-        let WireConfig { server, http, dhcp, tftp, boot, dns } = w;
+        let WireConfig { server, http, dhcp, tftp, boot, dns, agent } = w;
         let dns = DnsConfig::try_from(dns)?;
+        let agent = AgentConfig::try_from(agent)?;
         let WireTftp { enabled: tftp_enabled, port: tftp_port, root: tftp_root, max_transfers } = tftp;
         anyhow::ensure!(max_transfers >= 1, "tftp.max_transfers must be at least 1");
         let WireServer { data_dir, interface, address, log_format } = server;
@@ -520,6 +606,7 @@ impl TryFrom<WireConfig> for Config {
             },
             tftp: TftpConfig { enabled: tftp_enabled, port: tftp_port, max_transfers, root: tftp_root },
             dns,
+            agent,
             boot: BootFiles { bios, uefi_x64, uefi_x64_snp, arm64, discovery_profile, profiles: profile_map },
             templates,
         })
@@ -603,6 +690,8 @@ mod tests {
                 "outside the subnet",
             ),
             ("[dns]\ndomain = \"bad_name.test\"", "dns.domain"),
+            ("[agent]\nenroll = \"anyone\"", "agent.enroll"),
+            ("[agent]\nnetworks = [\"10.0.0.0/33\"]", "agent.networks"),
             ("[dns]\nupstreams = [\"resolver\"]", "dns.upstreams"),
             ("[dns]\nreverse_zones = [\"10.0.0.0/7\"]", "wider than a /8"),
             ("[dns]\nallow_transfer = [\"198.18.0.0\"]", "dns.allow_transfer"),

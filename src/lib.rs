@@ -8,6 +8,7 @@
 //! - [`render`]: pure template rendering of boot scripts (minijinja, strict).
 //! - [`dhcp`]: the DHCP server (full and proxy modes), mechanics only.
 //! - [`dns`]: the authoritative DNS server for the machines' names, on hickory-server.
+//! - [`jobs`]: the agent job record and its state machine (pure).
 //! - [`api`]: the REST API, health and metrics over axum.
 //! - [`metrics`]: Prometheus counters shared by every service.
 //! - [`net`]: socket binding and interface discovery.
@@ -22,6 +23,7 @@ pub mod cmdb;
 pub mod config;
 pub mod dhcp;
 pub mod dns;
+pub mod jobs;
 pub mod mac;
 pub mod metrics;
 pub mod net;

@@ -158,6 +158,17 @@ async fn leases_publish_names_until_released_and_survive_a_restart() {
     let ack3 = four_way(&lab, [0x52, 0x54, 0, 0xd0, 0, 3], 200).await;
     until(&lab, "named.lab.rackboot.test.", RecordType::A, &[&ack3.yiaddr().to_string()]).await;
 
+    // Naming the machine takes over its lease's name; clearing the name again drops it (the
+    // client's own name is not in the CMDB, so it is not republished under the old one).
+    let m = lab.api.ok(Method::GET, "/machines/52:54:00:d0:00:02", None).await.unwrap();
+    let id2 = m["id"].as_u64().unwrap();
+    lab.api.ok(Method::PATCH, &format!("/machines/{id2}"), Some(json!({"hostname": "renamed"}))).await.unwrap();
+    until(&lab, "renamed.lab.rackboot.test.", RecordType::A, &[&ip]).await;
+    until(&lab, "pxe-client-1.lab.rackboot.test.", RecordType::A, &[]).await;
+    lab.api.ok(Method::PATCH, &format!("/machines/{id2}"), Some(json!({"hostname": null}))).await.unwrap();
+    until(&lab, "renamed.lab.rackboot.test.", RecordType::A, &[]).await;
+    until(&lab, "pxe-client-1.lab.rackboot.test.", RecordType::A, &[&ip]).await;
+
     // The index is rebuilt from the stored leases on start.
     lab.restart().await;
     until(&lab, "pxe-client-1.lab.rackboot.test.", RecordType::A, &[&ip]).await;
@@ -200,6 +211,15 @@ async fn protocol_edges_get_the_right_rcode_and_never_stop_the_server() {
     let r = ask(&lab, "rackboot.lab.rackboot.test.", RecordType::Unknown(65_000)).await;
     assert_eq!(r.metadata.response_code, ResponseCode::NoError);
     assert!(r.answers.is_empty());
+
+    // EDNS version 1: BADVERS (RFC 6891 6.1.3), with our OPT.
+    let mut v1 = query_msg("rackboot.lab.rackboot.test.", RecordType::A);
+    let mut e1 = Edns::new();
+    e1.set_version(1);
+    v1.set_edns(e1);
+    let r = udp(addr, &v1).await;
+    assert_eq!(u16::from(r.metadata.response_code), 16, "BADVERS (16, shared with BADSIG)");
+    assert_eq!(r.edns.as_ref().map(|e| e.version()), Some(0));
 
     // EDNS: our OPT comes back when the client sent one.
     let mut with_edns = query_msg("rackboot.lab.rackboot.test.", RecordType::A);

@@ -35,7 +35,7 @@ pub enum Delta {
 #[derive(Debug, Clone, PartialEq)]
 pub struct LeaseBrief {
     pub mac: Mac,
-    /// The name the lease was handed out with: the machine's, or the one the client sent.
+    /// The hostname the client sent (option 12), if any.
     pub hostname: Option<String>,
     /// Unix seconds.
     pub expires_at: u64,
@@ -43,7 +43,7 @@ pub struct LeaseBrief {
 
 impl From<&Lease> for LeaseBrief {
     fn from(l: &Lease) -> Self {
-        LeaseBrief { mac: l.mac, hostname: l.hostname.clone(), expires_at: l.expires_at }
+        LeaseBrief { mac: l.mac, hostname: l.client_hostname.clone(), expires_at: l.expires_at }
     }
 }
 
@@ -88,8 +88,10 @@ impl Index {
     }
 
     /// Hostname/address pairs for DNS at time `now`: every machine's hostname with its
-    /// reservation, and every unexpired lease under its machine's hostname or, for machines the
-    /// operator has not named, the hostname the client sent (a CMDB name always wins a clash).
+    /// reservation, and each MAC's newest unexpired lease (a client that moved keeps its old lease
+    /// until it runs out, but only the new address is published) under its machine's hostname or,
+    /// for machines the operator has not named, the hostname the client sent (a CMDB name always
+    /// wins a clash).
     pub fn dns_hosts(&self, now: u64) -> DnsHosts {
         let mut hosts = Vec::new();
         let mut next_expiry: Option<u64> = None;
@@ -98,20 +100,26 @@ impl Index {
                 hosts.push((h.to_ascii_lowercase(), ip));
             }
         }
-        // A client-sent name held by several leases goes to the one renewed last.
-        let mut by_client_name: HashMap<String, (u64, Ipv4Addr)> = HashMap::new();
+        let mut newest: HashMap<Mac, (Ipv4Addr, &LeaseBrief)> = HashMap::new();
         for (ip, l) in &self.leased {
             if l.expires_at <= now {
                 continue;
             }
-            let name = match self.by_mac(l.mac).and_then(|b| b.hostname.as_ref()) {
+            let slot = newest.entry(l.mac).or_insert((*ip, l));
+            if (l.expires_at, *ip) > (slot.1.expires_at, slot.0) {
+                *slot = (*ip, l);
+            }
+        }
+        // A client-sent name held by several leases goes to the one renewed last.
+        let mut by_client_name: HashMap<String, (u64, Ipv4Addr)> = HashMap::new();
+        for (mac, (ip, l)) in newest {
+            let name = match self.by_mac(mac).and_then(|b| b.hostname.as_ref()) {
                 Some(h) => h.to_ascii_lowercase(),
                 None => match &l.hostname {
                     Some(h) if super::model::valid_hostname(h) && self.by_hostname(h).is_none() => {
-                        let h = h.to_ascii_lowercase();
-                        let slot = by_client_name.entry(h).or_insert((l.expires_at, *ip));
-                        if l.expires_at > slot.0 || (l.expires_at == slot.0 && *ip < slot.1) {
-                            *slot = (l.expires_at, *ip);
+                        let slot = by_client_name.entry(h.to_ascii_lowercase()).or_insert((l.expires_at, ip));
+                        if (l.expires_at, ip) > *slot {
+                            *slot = (l.expires_at, ip);
                         }
                         continue;
                     }
@@ -119,7 +127,7 @@ impl Index {
                 },
             };
             next_expiry = Some(next_expiry.map_or(l.expires_at, |n| n.min(l.expires_at)));
-            hosts.push((name, *ip));
+            hosts.push((name, ip));
         }
         for (name, (expires_at, ip)) in by_client_name {
             next_expiry = Some(next_expiry.map_or(expires_at, |n| n.min(expires_at)));
@@ -201,6 +209,8 @@ mod tests {
             Delta::Upsert(Brief { id: 2, macs: vec![mac(2)], hostname: None, reserved_ip: None }),
             // Machine 1's NIC leased under whatever the client said: the CMDB name wins.
             lease([10, 0, 0, 6], 1, Some("client-says"), 200),
+            // ... and its older lease on another address (it moved) is not published.
+            lease([10, 0, 0, 20], 1, None, 120),
             // Machine 2 is unnamed: its client-sent name is used.
             lease([10, 0, 0, 7], 2, Some("pxe7"), 300),
             // An unknown client claiming a CMDB name does not get it.
@@ -221,6 +231,7 @@ mod tests {
         assert_eq!(got.hosts, want);
         assert_eq!(got.next_expiry, Some(200));
         ix.apply(vec![Delta::Lease(Ipv4Addr::new(10, 0, 0, 6), None), Delta::Remove(1)]);
+        // The machine is gone (its older lease on .20 has no name of its own).
         // With the named machine gone, the client that asked for "web1" gets it.
         let web1: Vec<_> = ix.dns_hosts(100).hosts.into_iter().filter(|(h, _)| h == "web1").collect();
         assert_eq!(web1, [("web1".to_string(), Ipv4Addr::new(10, 0, 0, 8))]);

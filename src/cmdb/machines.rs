@@ -201,18 +201,18 @@ fn pending(ctx: &WriteCtx<'_>, pred: impl Fn(&Brief) -> bool) -> Option<u64> {
     })
 }
 
-fn take_id(ctx: &mut WriteCtx<'_>) -> u64 {
+pub(super) fn take_id(ctx: &mut WriteCtx<'_>) -> u64 {
     let id = *ctx.next_machine_id;
     *ctx.next_machine_id += 1;
     id
 }
 
-fn get_machine(t: &impl ReadableTable<u64, &'static [u8]>, id: u64) -> Result<Machine, CmdbError> {
+pub(super) fn get_machine(t: &impl ReadableTable<u64, &'static [u8]>, id: u64) -> Result<Machine, CmdbError> {
     let v = t.get(id)?.ok_or_else(|| CmdbError::NotFound(format!("machine {id}")))?;
     decode(v.value())
 }
 
-fn put_machine(ctx: &mut WriteCtx<'_>, m: &Machine) -> Result<(), CmdbError> {
+pub(super) fn put_machine(ctx: &mut WriteCtx<'_>, m: &Machine) -> Result<(), CmdbError> {
     ctx.t.machines.insert(m.id, encode(m).as_slice())?;
     for mac in &m.macs {
         ctx.t.macs.insert(mac.to_u64(), m.id)?;
@@ -221,7 +221,12 @@ fn put_machine(ctx: &mut WriteCtx<'_>, m: &Machine) -> Result<(), CmdbError> {
     Ok(())
 }
 
-fn push_event(ctx: &mut WriteCtx<'_>, machine_id: u64, kind: &str, detail: serde_json::Value) -> Result<(), CmdbError> {
+pub(super) fn push_event(
+    ctx: &mut WriteCtx<'_>,
+    machine_id: u64,
+    kind: &str,
+    detail: serde_json::Value,
+) -> Result<(), CmdbError> {
     let seq = *ctx.next_event_seq;
     *ctx.next_event_seq += 1;
     let e = Event { seq, machine_id, at_ms: now_ms(), kind: kind.to_string(), detail };

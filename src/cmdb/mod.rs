@@ -3,6 +3,7 @@
 //! [`Cmdb`] is a cheap `Clone` handle. Reads run on the blocking pool; every write goes through
 //! one writer thread that batches queued writes into group commits (see `writer`).
 
+mod agents;
 mod index;
 mod machines;
 pub mod model;
@@ -17,9 +18,12 @@ use std::sync::{mpsc, Arc, RwLock};
 use redb::{Database, ReadableDatabase};
 use tokio::sync::oneshot;
 
+pub use agents::{Enrolled, JobFilter, StoredChunk};
 pub use index::{Brief, DnsHosts};
 pub use machines::MachineFilter;
-pub use model::{Event, Lease, LeaseState, Machine, MachinePatch, MachineState, NewMachine, Sighting, StoredProfile};
+pub use model::{
+    AgentRecord, Event, Lease, LeaseState, Machine, MachinePatch, MachineState, NewMachine, Sighting, StoredProfile,
+};
 use writer::{Completion, Job, WriteCtx};
 
 /// Errors a caller can branch on.

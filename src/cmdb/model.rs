@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::mac::Mac;
 
 /// Current record schema version; bump it together with a step in `store::migrate`.
-pub const SCHEMA_VERSION: u64 = 2;
+pub const SCHEMA_VERSION: u64 = 3;
 
 /// Where a machine is in its lifecycle.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -59,6 +59,9 @@ pub struct Machine {
     /// Boot profile an operator pinned the machine to; wins over the planner's default.
     #[serde(default)]
     pub boot_profile: Option<String>,
+    /// Hardware as the agent reported it (schema 3).
+    #[serde(default)]
+    pub inventory: Option<rackboot_agent::wire::Inventory>,
 }
 
 impl Machine {
@@ -82,6 +85,7 @@ impl Machine {
             updated_at: now,
             last_seen_at: None,
             boot_profile: None,
+            inventory: None,
         }
     }
 }
@@ -93,6 +97,9 @@ pub struct Lease {
     pub ip: Ipv4Addr,
     pub mac: Mac,
     pub hostname: Option<String>,
+    /// The hostname the client itself sent (option 12), if any (schema 3).
+    #[serde(default)]
+    pub client_hostname: Option<String>,
     /// Unix seconds; the address is free again after this.
     pub expires_at: u64,
     pub state: LeaseState,
@@ -220,4 +227,33 @@ pub fn valid_hostname(h: &str) -> bool {
         && h.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
         && !h.starts_with('-')
         && !h.ends_with('-')
+}
+
+/// A machine's agent: its credential (as a SHA-256 of the secret) and what it last reported.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentRecord {
+    pub v: u64,
+    pub machine_id: u64,
+    /// Hex SHA-256 of the secret part of the current credential; a new enrollment replaces it,
+    /// so an older credential stops working.
+    pub secret_sha256: String,
+    pub mode: rackboot_agent::wire::AgentMode,
+    pub approved: bool,
+    pub enrolled_at: u64,
+    pub enrolled_from: Option<String>,
+    pub boot_mac: Option<Mac>,
+    pub version: String,
+    pub stats: Option<rackboot_agent::wire::Stats>,
+    pub stats_at: Option<u64>,
+}
+
+impl AgentRecord {
+    /// The record as the API shows it (no credential hash).
+    pub fn view(&self) -> serde_json::Value {
+        serde_json::json!({
+            "machine_id": self.machine_id, "mode": self.mode, "approved": self.approved,
+            "enrolled_at": self.enrolled_at, "enrolled_from": self.enrolled_from, "boot_mac": self.boot_mac,
+            "version": self.version, "stats": self.stats, "stats_at": self.stats_at,
+        })
+    }
 }

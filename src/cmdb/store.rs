@@ -22,6 +22,17 @@ pub const EVENTS: TableDefinition<(u64, u64), &[u8]> = TableDefinition::new("eve
 /// Boot profile name -> JSON `StoredProfile` (profiles defined through the API; schema 2).
 pub const PROFILES: TableDefinition<&str, &[u8]> = TableDefinition::new("profiles");
 
+/// Machine id -> JSON `AgentRecord` (schema 3).
+pub const AGENTS: TableDefinition<u64, &[u8]> = TableDefinition::new("agents");
+/// Job id -> JSON `Job` (schema 3).
+pub const JOBS: TableDefinition<u64, &[u8]> = TableDefinition::new("jobs");
+/// (machine id, job id) for every job, for a machine's job history.
+pub const MACHINE_JOBS: TableDefinition<(u64, u64), ()> = TableDefinition::new("machine_jobs");
+/// (machine id, job id) for jobs not yet finished: what polls and the lease sweeper look at.
+pub const ACTIVE_JOBS: TableDefinition<(u64, u64), ()> = TableDefinition::new("active_jobs");
+/// (job id, attempt << 32 | chunk seq) -> JSON output chunk.
+pub const JOB_OUTPUT: TableDefinition<(u64, u64), &[u8]> = TableDefinition::new("job_output");
+
 pub const KEY_SCHEMA: &str = "schema_version";
 pub const KEY_NEXT_MACHINE: &str = "next_machine_id";
 pub const KEY_NEXT_EVENT: &str = "next_event_seq";
@@ -98,6 +109,15 @@ fn migrate(tx: &WriteTransaction, from: u64) -> Result<(), CmdbError> {
             // 1 -> 2: boot profiles can be defined through the API.
             1 => {
                 tx.open_table(PROFILES)?;
+            }
+            // 2 -> 3: the agent controller (agents, jobs, their output); machines may carry an
+            // inventory (an optional field, so their records need no rewrite).
+            2 => {
+                tx.open_table(AGENTS)?;
+                tx.open_table(JOBS)?;
+                tx.open_table(MACHINE_JOBS)?;
+                tx.open_table(ACTIVE_JOBS)?;
+                tx.open_table(JOB_OUTPUT)?;
             }
             v => return Err(CmdbError::Storage(format!("no migration from schema {v}"))),
         }

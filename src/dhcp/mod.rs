@@ -295,6 +295,7 @@ fn lease_record(ip: Ipv4Addr, req: &Request, hostname: Option<String>, expires_a
         ip,
         mac: req.mac,
         hostname: hostname.or_else(|| req.hostname.clone()),
+        client_hostname: req.hostname.clone(),
         expires_at,
         state,
         updated_at: now_secs(),

@@ -9,16 +9,29 @@ use anyhow::Context;
 use hickory_server::proto::op::{Edns, Message, MessageType, Query};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+/// Forwarded queries in flight at once: each holds a socket, so a dead upstream must not let
+/// them pile up into a file-descriptor shortage for the whole appliance.
+const MAX_IN_FLIGHT: usize = 256;
+
 /// The upstream resolvers and how long each gets.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Forwarder {
-    pub upstreams: Vec<SocketAddr>,
-    pub timeout: Duration,
+    upstreams: Vec<SocketAddr>,
+    timeout: Duration,
+    in_flight: tokio::sync::Semaphore,
 }
 
 impl Forwarder {
+    pub fn new(upstreams: Vec<SocketAddr>, timeout: Duration) -> Forwarder {
+        Forwarder { upstreams, timeout, in_flight: tokio::sync::Semaphore::new(MAX_IN_FLIGHT) }
+    }
+
     /// Asks each upstream in order; returns the first answer (whatever its RCODE).
     pub async fn resolve(&self, query: &Query, over_tcp: bool) -> anyhow::Result<Message> {
+        let _slot = self
+            .in_flight
+            .try_acquire()
+            .map_err(|_| anyhow::anyhow!("{MAX_IN_FLIGHT} forwarded queries already waiting"))?;
         let mut last = anyhow::anyhow!("no upstream resolvers");
         for &up in &self.upstreams {
             match tokio::time::timeout(self.timeout, ask(up, query, over_tcp)).await {

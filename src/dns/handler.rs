@@ -1,7 +1,7 @@
-//! The request handler hickory-server calls for every parsed query: answers from the current
-//! zone snapshot, forwards names outside it (or refuses them), and guards zone transfers.
-//! Packets hickory cannot parse never get here: it answers FORMERR when the header is readable
-//! and drops them otherwise.
+//! The request handler for every parsed query (from our UDP loop and from hickory's TCP
+//! server): answers from the current zone snapshot, forwards names outside it (or refuses them),
+//! and guards zone transfers. Packets that cannot be parsed never get here: the transports answer
+//! FORMERR when the header is readable and drop them otherwise.
 
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::{Arc, RwLock};
@@ -82,6 +82,8 @@ impl Handler {
             ours.set_max_payload(theirs.max_payload().clamp(512, MAX_UDP_PAYLOAD));
             ours
         });
+        // RFC 6891 6.1.3: we speak EDNS version 0 only.
+        let bad_version = request.edns.as_ref().is_some_and(|e| e.version() > 0);
         let builder = || {
             let mut b = MessageResponseBuilder::new(&request.queries, None);
             if let Some(e) = &edns {
@@ -97,6 +99,9 @@ impl Handler {
             m
         };
 
+        if bad_version {
+            return send(&mut response, builder().build_no_records(refuse(ResponseCode::BADVERS))).await;
+        }
         if request.metadata.op_code != OpCode::Query {
             return send(&mut response, builder().build_no_records(refuse(ResponseCode::NotImp))).await;
         }
@@ -109,7 +114,9 @@ impl Handler {
             return send(&mut response, builder().build_no_records(refuse(ResponseCode::Refused))).await;
         }
         match query.query_type() {
-            RecordType::AXFR | RecordType::IXFR => return self.transfer(request, metadata, response).await,
+            RecordType::AXFR | RecordType::IXFR => {
+                return self.transfer(request, edns.as_ref(), metadata, response).await
+            }
             RecordType::OPT => {
                 return send(&mut response, builder().build_no_records(refuse(ResponseCode::FormErr))).await
             }
@@ -153,10 +160,17 @@ impl Handler {
     async fn transfer<R: ResponseHandler>(
         &self,
         request: &Request,
+        edns: Option<&Edns>,
         mut metadata: Metadata,
         mut response: R,
     ) -> anyhow::Result<ResponseInfo> {
-        let builder = || MessageResponseBuilder::new(&request.queries, None);
+        let builder = || {
+            let mut b = MessageResponseBuilder::new(&request.queries, None);
+            if let Some(e) = edns {
+                b.edns(e);
+            }
+            b
+        };
         let allowed = match request.src().ip() {
             IpAddr::V4(ip) => self.allow_transfer.iter().any(|net| in_network(ip, *net)),
             IpAddr::V6(_) => false,

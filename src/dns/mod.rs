@@ -2,9 +2,10 @@
 //! networks, answering from a snapshot of the CMDB's hostnames, reservations and leases that is
 //! rebuilt whenever they change; names outside go to upstream resolvers or are refused.
 //!
-//! hickory-server does the wire work (UDP and TCP framing, parsing, FORMERR for undecodable
-//! queries, truncation to the client's buffer); [`handler`] decides the answers and [`zone`]
-//! holds them. Sockets bind to the appliance's address on the provisioning interface only.
+//! hickory-proto parses and encodes (truncating to the client's buffer); hickory-server's server
+//! carries TCP, and our own loop ([`udp`]) carries UDP, which is where the queries are.
+//! [`handler`] decides the answers and [`zone`] holds them. Sockets bind to the appliance's
+//! address on the provisioning interface only.
 
 pub mod forward;
 pub mod handler;
@@ -57,10 +58,17 @@ pub fn bind(ip: Ipv4Addr, port: u16, interface: &str) -> anyhow::Result<Bound> {
         Ok(s)
     };
     let hint = |addr: SocketAddr| format!("binding dns {addr} (set dns.port, or dns.enabled = false)");
-    let first = new(Type::DGRAM, Protocol::UDP)?;
+    // SO_REUSEPORT would let a second rackboot (same user) bind beside us and split the
+    // queries, so first make sure nobody has the port: a plain bind must succeed.
     let want = SocketAddr::V4(SocketAddrV4::new(ip, port));
-    first.bind(&want.into()).with_context(|| hint(want))?;
-    let addr = first.local_addr()?.as_socket().context("an inet socket")?;
+    let addr = {
+        let probe = std::net::UdpSocket::bind(want).with_context(|| hint(want))?;
+        let addr = probe.local_addr()?;
+        std::net::TcpListener::bind(addr).with_context(|| hint(addr))?;
+        addr
+    };
+    let first = new(Type::DGRAM, Protocol::UDP)?;
+    first.bind(&addr.into()).with_context(|| hint(addr))?;
     let mut udp = vec![first];
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
     for _ in 1..cores {
@@ -103,25 +111,32 @@ pub async fn serve(bound: Bound, svc: DnsService, token: CancellationToken) -> a
     let mut refresher = Refresher::new(settings, svc.cmdb.clone());
     let cell: ZoneCell = Arc::new(RwLock::new(refresher.current.clone()));
     let forwarder = (!svc.cfg.upstreams.is_empty())
-        .then(|| forward::Forwarder { upstreams: svc.cfg.upstreams.clone(), timeout: Duration::from_secs(2) });
+        .then(|| forward::Forwarder::new(svc.cfg.upstreams.clone(), Duration::from_secs(2)));
     let handler = Arc::new(Handler::new(cell.clone(), forwarder, svc.cfg.allow_transfer, svc.metrics));
     // TCP (rare: truncated answers, transfers) through hickory's server; UDP through our loop.
     let mut server = hickory_server::Server::new(SharedHandler(handler.clone()));
     server.register_listener(bound.tcp, TCP_IDLE, 64 * 1024);
+    // One token stops the UDP loops and the TCP server, whichever way this function ends.
+    let stop = server.shutdown_token().clone();
+    let _stop_on_exit = stop.clone().drop_guard();
     let mut udp_tasks = tokio::task::JoinSet::new();
     for s in bound.udp {
-        udp_tasks.spawn(udp::serve(s, handler.clone(), token.clone()));
+        udp_tasks.spawn(udp::serve(s, handler.clone(), stop.clone()));
     }
     info!(addr = %bound.addr, domain = %svc.cfg.domain, serial = refresher.current.serial(), "dns serving");
 
-    let stop = server.shutdown_token().clone();
     let refresh = async {
         let mut changes = svc.cmdb.changes();
         loop {
-            let wake = refresher.next_expiry.map(|t| Duration::from_secs(t.saturating_sub(now_secs()).max(1)));
+            // Lease expiry is checked at least every second once one is due within a minute, so
+            // a clock step cannot keep an expired name alive for long.
+            let wake = refresher
+                .next_expiry
+                .map(|t| Duration::from_secs(t.saturating_sub(now_secs()).clamp(1, 60)))
+                .unwrap_or(Duration::from_secs(60));
             tokio::select! {
                 r = changes.changed() => if r.is_err() { return },
-                _ = tokio::time::sleep(wake.unwrap_or(Duration::from_secs(3600))) => {}
+                _ = tokio::time::sleep(wake) => {}
             }
             tokio::time::sleep(SETTLE).await;
             changes.mark_unchanged();
@@ -133,7 +148,7 @@ pub async fn serve(bound: Bound, svc: DnsService, token: CancellationToken) -> a
     };
     tokio::select! {
         _ = token.cancelled() => {}
-        _ = refresh => {}
+        _ = refresh => return Err(anyhow::anyhow!("the CMDB stopped; dns zones cannot follow it")),
         r = server.block_until_done() => return r.context("dns tcp server stopped").and(Err(anyhow::anyhow!("dns tcp server stopped"))),
         Some(r) = udp_tasks.join_next() => {
             let err = match r {

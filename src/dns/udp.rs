@@ -38,7 +38,13 @@ pub async fn serve(sock: UdpSocket, handler: Arc<Handler>, stop: CancellationTok
                     Ok(v) => v,
                     // ICMP errors from earlier sends surface here on Linux; they are not ours to fix.
                     Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => continue,
-                    Err(e) => return Err(e.into()),
+                    // Transient (ENOBUFS, ENOMEM, ...): one bad receive must not stop DNS, or
+                    // the whole appliance with it.
+                    Err(error) => {
+                        tracing::warn!(%error, "dns receive failed");
+                        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                        continue;
+                    }
                 };
                 if src.port() == 0 || pending.len() >= MAX_PENDING {
                     continue;

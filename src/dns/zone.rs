@@ -29,6 +29,8 @@ pub const SELF_LABEL: &str = "rackboot";
 #[derive(Debug)]
 struct Authority {
     origin: LowerName,
+    /// The SOA as sent with negative answers: TTL = min(TTL, MINIMUM) (RFC 2308 3).
+    negative_soa: Record,
     soa: Record,
     nodes: HashMap<LowerName, Vec<Record>>,
 }
@@ -67,12 +69,15 @@ impl Zones {
         let new_authority = |origin: Name| {
             // The negative-caching TTL is kept short: a name that does not exist yet usually will
             // within seconds (a machine being named, a lease being taken).
-            let soa = SOA::new(ns_name.clone(), hostmaster.clone(), serial, 3600, 600, 86_400, ttl.min(5));
+            let minimum = ttl.min(5);
+            let soa = SOA::new(ns_name.clone(), hostmaster.clone(), serial, 3600, 600, 86_400, minimum);
             let soa = Record::from_rdata(origin.clone(), ttl, RData::SOA(soa));
+            let mut negative_soa = soa.clone();
+            negative_soa.ttl = minimum;
             let ns = Record::from_rdata(origin.clone(), ttl, RData::NS(NS(ns_name.clone())));
             let mut nodes = HashMap::new();
             nodes.insert(LowerName::from(&origin), vec![soa.clone(), ns]);
-            Authority { origin: LowerName::from(&origin), soa, nodes }
+            Authority { origin: LowerName::from(&origin), negative_soa, soa, nodes }
         };
 
         let mut authorities = vec![new_authority(domain.clone())];
@@ -133,11 +138,11 @@ impl Zones {
     /// Answers `qtype` for `name` (ANY returns every record of the name).
     pub fn lookup(&self, name: &LowerName, qtype: RecordType) -> Lookup<'_> {
         let Some(auth) = self.authority_index(name).map(|i| &self.authorities[i]) else { return Lookup::NotOurs };
-        let Some(rrs) = auth.nodes.get(name) else { return Lookup::NxDomain(&auth.soa) };
+        let Some(rrs) = auth.nodes.get(name) else { return Lookup::NxDomain(&auth.negative_soa) };
         let answers: Vec<&Record> =
             rrs.iter().filter(|r| qtype == RecordType::ANY || r.record_type() == qtype).collect();
         if answers.is_empty() {
-            return Lookup::NoData(&auth.soa);
+            return Lookup::NoData(&auth.negative_soa);
         }
         let additionals = if qtype == RecordType::NS { &self.ns_glue[..] } else { &[] };
         Lookup::Answer { answers, additionals }

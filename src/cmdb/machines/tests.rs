@@ -90,6 +90,7 @@ async fn leases_and_machines_survive_reopen() {
         ip: "198.18.0.100".parse().unwrap(),
         mac: mac("52:54:00:00:00:03"),
         hostname: None,
+        client_hostname: None,
         expires_at: now_secs() + 3600,
         state: super::super::LeaseState::Active,
         updated_at: now_secs(),

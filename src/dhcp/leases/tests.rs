@@ -101,6 +101,7 @@ fn wrong_subnet_release_decline_and_reload() {
         ip: a,
         mac: mac(1),
         hostname: None,
+        client_hostname: None,
         expires_at: 900,
         state: LeaseState::Active,
         updated_at: 0,

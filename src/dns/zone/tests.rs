@@ -75,7 +75,10 @@ fn missing_names_and_types() {
     assert_eq!(z.lookup(&name("internal."), RecordType::SOA), Lookup::NotOurs);
     // The SOA that comes with a negative answer is the zone's own.
     match z.lookup(&name("7.0.18.198.in-addr.arpa."), RecordType::PTR) {
-        Lookup::NxDomain(soa) => assert_eq!(soa.name.to_string(), "0.18.198.in-addr.arpa."),
+        Lookup::NxDomain(soa) => {
+            assert_eq!(soa.name.to_string(), "0.18.198.in-addr.arpa.");
+            assert_eq!(soa.ttl, 5, "negative answers are cached for min(TTL, MINIMUM)");
+        }
         other => panic!("{other:?}"),
     }
 }

@@ -1,0 +1,22 @@
+//! rackboot-agent: the small program on every node (in BootOS, and as a service on installed
+//! systems) that calls the appliance in, since the appliance cannot reach nodes. It enrolls,
+//! uploads its inventory, long-polls for jobs, streams their output back, reports results and
+//! periodic stats.
+//!
+//! - [`wire`]: the `/agent/v1` request and response types, shared with the appliance.
+//! - [`inventory`]: hardware facts from sysfs/procfs (and ipmitool for the BMC).
+//! - [`lldp`]: a small LLDP listener and TLV parser (neighbour switch and port).
+//! - [`stats`]: load, memory, uptime and disk use.
+//! - [`client`]: the HTTP client with the per-machine credential.
+//! - [`jobs`]: running a job (script or built-in action) with streamed output and a timeout.
+//! - [`net`]: network bring-up the G8OS way (kernel command line, else DHCP per interface).
+//! - [`run`]: the agent's main loop.
+
+pub mod client;
+pub mod inventory;
+pub mod jobs;
+pub mod lldp;
+pub mod net;
+pub mod run;
+pub mod stats;
+pub mod wire;

@@ -1,0 +1,246 @@
+//! The agent API (`/agent/v1`), as JSON types both ends compile against.
+//!
+//! - `POST /agent/v1/enroll` ([`EnrollRequest`] -> [`EnrollResponse`]): no credential; the
+//!   appliance matches the machine by MAC (creating it if new) and issues a credential. Every
+//!   later call carries `Authorization: Bearer <credential>`.
+//! - `PUT /agent/v1/inventory` ([`Inventory`]).
+//! - `GET /agent/v1/jobs/next?wait=SECS` -> 200 [`JobSpec`] or 204 after `wait` with nothing.
+//! - `POST /agent/v1/jobs/{id}/output` ([`OutputChunk`] -> [`OutputAck`]): also the heartbeat
+//!   that keeps a claimed job's lease; the ack says when the operator cancelled the job.
+//! - `POST /agent/v1/jobs/{id}/result` ([`JobResult`]): idempotent; the first result wins.
+//! - `POST /agent/v1/stats` ([`Stats`]).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// How the agent runs: from the BootOS ramdisk, or as a service on an installed system.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum AgentMode {
+    #[default]
+    Bootos,
+    Installed,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct EnrollRequest {
+    /// Every NIC's MAC, lowercase colon form.
+    pub macs: Vec<String>,
+    /// The MAC the machine booted from (`rackboot.mac=` on the kernel command line), if known.
+    #[serde(default)]
+    pub boot_mac: Option<String>,
+    #[serde(default)]
+    pub serial: Option<String>,
+    #[serde(default)]
+    pub system_uuid: Option<String>,
+    #[serde(default)]
+    pub mode: AgentMode,
+    #[serde(default)]
+    pub version: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EnrollResponse {
+    pub machine_id: u64,
+    /// `<machine id>.<secret>`; sent as a bearer token on every later call.
+    pub credential: String,
+    /// False while an operator has yet to approve the machine (`agent.enroll = "approve"`);
+    /// calls other than enroll are answered 403 until then.
+    pub approved: bool,
+    /// How long a long-poll may be held, seconds.
+    pub poll_secs: u64,
+    /// How often to send stats, seconds.
+    pub stats_secs: u64,
+    /// A claimed job must be heard from (output or heartbeat) within this, seconds.
+    pub lease_secs: u64,
+}
+
+/// What a node is made of.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct Inventory {
+    pub cpu: Cpu,
+    pub memory_bytes: u64,
+    pub disks: Vec<Disk>,
+    pub nics: Vec<Nic>,
+    pub dmi: Dmi,
+    pub pci: Vec<PciDevice>,
+    #[serde(default)]
+    pub bmc: Option<Bmc>,
+    #[serde(default)]
+    pub lldp: Vec<LldpNeighbor>,
+    #[serde(default)]
+    pub kernel: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct Cpu {
+    pub model: String,
+    /// Physical cores (distinct core ids per package), at least 1.
+    pub cores: u32,
+    /// Logical CPUs.
+    pub threads: u32,
+    pub sockets: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct Disk {
+    /// Kernel name, e.g. "vda", "sda", "nvme0n1".
+    pub name: String,
+    pub size_bytes: u64,
+    pub model: Option<String>,
+    pub serial: Option<String>,
+    pub rotational: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct Nic {
+    pub name: String,
+    pub mac: String,
+    pub driver: Option<String>,
+    /// Carrier detected.
+    pub link: bool,
+    pub speed_mbps: Option<u32>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct Dmi {
+    pub vendor: Option<String>,
+    pub model: Option<String>,
+    pub serial: Option<String>,
+    pub uuid: Option<String>,
+    pub bios_vendor: Option<String>,
+    pub bios_version: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct PciDevice {
+    /// Bus address, e.g. "0000:00:03.0".
+    pub address: String,
+    /// Hex ids without 0x, e.g. "1af4".
+    pub vendor: String,
+    pub device: String,
+    /// Class code, e.g. "020000" (Ethernet controller).
+    pub class: String,
+    pub driver: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct Bmc {
+    pub ip: Option<String>,
+    pub mac: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct LldpNeighbor {
+    /// Our interface the frame arrived on.
+    pub interface: String,
+    pub chassis_id: String,
+    pub port_id: String,
+    pub system_name: Option<String>,
+    pub port_description: Option<String>,
+}
+
+/// A job for the agent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobSpec {
+    pub id: u64,
+    /// Delivery attempt (1, 2, ...): a job whose lease ran out is delivered again.
+    pub attempt: u32,
+    pub action: Action,
+    /// The agent stops the job after this many seconds.
+    pub timeout_secs: u64,
+}
+
+/// What to run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Action {
+    /// A script (the JumpScript idea): `interpreter <file with body> args...` with `env` added.
+    Script {
+        #[serde(default = "default_interpreter")]
+        interpreter: String,
+        body: String,
+        #[serde(default)]
+        args: Vec<String>,
+        #[serde(default)]
+        env: BTreeMap<String, String>,
+    },
+    /// Collect and upload the inventory again.
+    RefreshInventory,
+    /// Reboot the node (the result is reported first).
+    Reboot,
+    /// Power the node off (the result is reported first).
+    PowerOff,
+}
+
+pub fn default_interpreter() -> String {
+    "/bin/sh".into()
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Stream {
+    Stdout,
+    Stderr,
+}
+
+/// A piece of a job's output. `seq` numbers the chunks of one attempt from 0, so a chunk that is
+/// sent twice (a retry after a lost answer) is stored once. A chunk with empty `data` is a
+/// heartbeat.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OutputChunk {
+    pub attempt: u32,
+    pub seq: u32,
+    pub stream: Stream,
+    pub data: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OutputAck {
+    /// The operator cancelled the job (or it was finished otherwise): stop it.
+    pub stop: bool,
+}
+
+/// How a job ended, as the agent saw it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// Exit code 0.
+    Succeeded,
+    /// A non-zero exit code or a signal.
+    Failed,
+    /// Killed at `timeout_secs`.
+    TimedOut,
+    /// Stopped because the operator cancelled it.
+    Cancelled,
+    /// Could not be started (no interpreter, ...).
+    Error,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobResult {
+    pub attempt: u32,
+    pub outcome: Outcome,
+    pub exit_code: Option<i32>,
+    pub duration_ms: u64,
+    #[serde(default)]
+    pub error: Option<String>,
+}
+
+/// Periodic node stats.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct Stats {
+    pub load: [f64; 3],
+    pub mem_total_bytes: u64,
+    pub mem_available_bytes: u64,
+    pub uptime_secs: u64,
+    pub disks: Vec<DiskUse>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct DiskUse {
+    pub mount: String,
+    pub total_bytes: u64,
+    pub used_bytes: u64,
+}

@@ -165,8 +165,24 @@ pub async fn start(cfg: Config) -> anyhow::Result<Running> {
         http_base: http_base.clone(),
         root: cfg.tftp.root.clone(),
     };
-    let state =
-        ApiState { cmdb: cmdb.clone(), metrics, token: Arc::from(admin_token.as_str()), boot: Some(Arc::new(boot)) };
+    let networks = if !cfg.agent.networks.is_empty() {
+        cfg.agent.networks.clone()
+    } else if !cfg.dhcp.subnets.is_empty() {
+        cfg.dhcp.subnets.iter().map(|s| (s.network, s.prefix)).collect()
+    } else {
+        vec![(Ipv4Addr::from(u32::from(public_ip) & 0xffff_ff00), 24)]
+    };
+    let hub = Arc::new(crate::controller::Hub::new(cmdb.clone(), cfg.agent.clone(), networks));
+    let t = token.clone();
+    let sweeper = hub.clone();
+    tasks.spawn(async move { ("jobs", sweeper.sweep(t).await) });
+    let state = ApiState {
+        cmdb: cmdb.clone(),
+        metrics,
+        token: Arc::from(admin_token.as_str()),
+        boot: Some(Arc::new(boot)),
+        hub,
+    };
     let app = api::router(state).into_make_service_with_connect_info::<SocketAddr>();
     let t = token.clone();
     tasks.spawn(async move {

@@ -8,6 +8,8 @@
 //! - [`render`]: pure template rendering of boot scripts (minijinja, strict).
 //! - [`dhcp`]: the DHCP server (full and proxy modes), mechanics only.
 //! - [`dns`]: the authoritative DNS server for the machines' names, on hickory-server.
+//! - [`controller`]: the agent controller's live side (long-poll wake-ups, credentials, output
+//!   followers, the lease sweeper).
 //! - [`jobs`]: the agent job record and its state machine (pure).
 //! - [`api`]: the REST API, health and metrics over axum.
 //! - [`metrics`]: Prometheus counters shared by every service.
@@ -21,6 +23,7 @@ pub mod app;
 pub mod client;
 pub mod cmdb;
 pub mod config;
+pub mod controller;
 pub mod dhcp;
 pub mod dns;
 pub mod jobs;

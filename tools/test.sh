@@ -8,6 +8,6 @@ export PATH="/usr/local/sbin:/usr/sbin:/sbin:$PATH"
 source tools/setup.sh
 [ "$(id -u)" = 0 ] || { echo "test.sh: run as root (the end-to-end tests create network namespaces)"; exit 1; }
 echo "== cargo fmt --check"; cargo fmt --all -- --check
-echo "== cargo clippy"; cargo clippy --all-targets --locked -- -D warnings
+echo "== cargo clippy"; cargo clippy --workspace --all-targets --locked -- -D warnings
 echo "== cargo test (unit, integration, end-to-end)"
-cargo test --locked -- --include-ignored
+cargo test --workspace --locked -- --include-ignored

@@ -25,7 +25,7 @@ fn bad_json(e: JsonRejection) -> ApiError {
 }
 
 /// Resolves `{id}`: a numeric machine id or any of the machine's MACs.
-async fn resolve(s: &ApiState, key: &str) -> Result<Machine, ApiError> {
+pub(super) async fn resolve(s: &ApiState, key: &str) -> Result<Machine, ApiError> {
     if let Ok(id) = key.parse::<u64>() {
         return Ok(s.cmdb.machine(id).await?);
     }

@@ -1,7 +1,9 @@
 //! HTTP front end: the REST API under `/api/v1` (bearer token), `/healthz` and `/metrics`.
 //! Handlers are thin: they parse, call the CMDB, and map its errors to status codes.
 
+pub mod agent;
 pub mod boot;
+mod jobs;
 mod machines;
 pub mod profiles;
 
@@ -30,17 +32,21 @@ pub struct ApiState {
     pub token: Arc<str>,
     /// Boot endpoints (`/boot`); `None` serves none.
     pub boot: boot::SharedBoot,
+    /// The agent controller (`/agent/v1`, `/api/v1/jobs`).
+    pub hub: Arc<crate::controller::Hub>,
 }
 
 /// Builds the whole HTTP router.
 pub fn router(state: ApiState) -> Router {
     let api = machines::routes()
         .merge(profiles::routes())
+        .merge(jobs::routes())
         .route_layer(middleware::from_fn_with_state(state.clone(), require_token))
         .route("/openapi.json", get(|| async { ([(header::CONTENT_TYPE, "application/json")], OPENAPI) }));
     Router::new()
         .nest("/api/v1", api)
         .nest("/boot", boot::routes(&state))
+        .nest("/agent/v1", agent::routes())
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/metrics", get(metrics))
         .layer(middleware::from_fn_with_state(state.clone(), count_requests))

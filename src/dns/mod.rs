@@ -61,11 +61,16 @@ pub fn bind(ip: Ipv4Addr, port: u16, interface: &str) -> anyhow::Result<Bound> {
     // SO_REUSEPORT would let a second rackboot (same user) bind beside us and split the
     // queries, so first make sure nobody has the port: a plain bind must succeed.
     let want = SocketAddr::V4(SocketAddrV4::new(ip, port));
-    let addr = {
-        let probe = std::net::UdpSocket::bind(want).with_context(|| hint(want))?;
-        let addr = probe.local_addr()?;
+    let probe = |want: SocketAddr| -> anyhow::Result<SocketAddr> {
+        let udp = std::net::UdpSocket::bind(want).with_context(|| hint(want))?;
+        let addr = udp.local_addr()?;
         std::net::TcpListener::bind(addr).with_context(|| hint(addr))?;
-        addr
+        Ok(addr)
+    };
+    // Port 0 (tests): the port the kernel picks for UDP may be taken for TCP; pick again.
+    let addr = match port {
+        0 => (0..20).find_map(|_| probe(want).ok()).map_or_else(|| probe(want), Ok)?,
+        _ => probe(want)?,
     };
     let first = new(Type::DGRAM, Protocol::UDP)?;
     first.bind(&addr.into()).with_context(|| hint(addr))?;

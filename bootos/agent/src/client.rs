@@ -1,1 +1,114 @@
-//! todo
+//! HTTP/1.1 JSON client for the agent API: one kept-alive connection, re-opened when it breaks,
+//! and the machine's bearer credential on every call.
+
+use std::time::Duration;
+
+use anyhow::Context;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Bytes;
+use hyper::client::conn::http1::SendRequest;
+use hyper::{Method, Request};
+use hyper_util::rt::TokioIo;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+/// A status and body from the appliance.
+#[derive(Debug)]
+pub struct Reply {
+    pub status: u16,
+    pub body: Bytes,
+}
+
+impl Reply {
+    pub fn ok(&self) -> bool {
+        (200..300).contains(&self.status)
+    }
+
+    pub fn json<T: DeserializeOwned>(&self) -> anyhow::Result<T> {
+        serde_json::from_slice(&self.body).with_context(|| format!("HTTP {}: unexpected body", self.status))
+    }
+
+    /// The `error` message of a JSON error body, or the raw text.
+    pub fn error_text(&self) -> String {
+        serde_json::from_slice::<serde_json::Value>(&self.body)
+            .ok()
+            .and_then(|v| v.get("error").and_then(|e| e.as_str()).map(str::to_string))
+            .unwrap_or_else(|| String::from_utf8_lossy(&self.body).into_owned())
+    }
+}
+
+/// A connection to the appliance.
+pub struct Client {
+    authority: String,
+    base_path: String,
+    pub credential: Option<String>,
+    conn: Option<SendRequest<Full<Bytes>>>,
+}
+
+impl Client {
+    /// `base` is the appliance's URL, e.g. `http://198.18.0.1:8080`.
+    pub fn new(base: &str) -> anyhow::Result<Client> {
+        let rest = base.strip_prefix("http://").context("the appliance URL must start with http://")?;
+        let (authority, path) = match rest.find('/') {
+            Some(i) => (&rest[..i], rest[i..].trim_end_matches('/')),
+            None => (rest, ""),
+        };
+        anyhow::ensure!(!authority.is_empty(), "the appliance URL has no host");
+        Ok(Client { authority: authority.to_string(), base_path: path.to_string(), credential: None, conn: None })
+    }
+
+    /// Sends one request; `timeout` bounds the whole exchange.
+    pub async fn call<B: Serialize>(
+        &mut self,
+        method: Method,
+        path: &str,
+        body: Option<&B>,
+        timeout: Duration,
+    ) -> anyhow::Result<Reply> {
+        let bytes = match body {
+            Some(b) => Bytes::from(serde_json::to_vec(b)?),
+            None => Bytes::new(),
+        };
+        match tokio::time::timeout(timeout, self.exchange(method, path, bytes)).await {
+            Ok(r) => r,
+            Err(_) => {
+                self.conn = None;
+                anyhow::bail!("no answer from {} within {timeout:?}", self.authority)
+            }
+        }
+    }
+
+    async fn exchange(&mut self, method: Method, path: &str, body: Bytes) -> anyhow::Result<Reply> {
+        let reuse = match self.conn.take() {
+            Some(mut s) => s.ready().await.is_ok().then_some(s),
+            None => None,
+        };
+        let mut sender = match reuse {
+            Some(s) => s,
+            None => {
+                let stream = tokio::net::TcpStream::connect(&self.authority)
+                    .await
+                    .with_context(|| format!("connecting to {}", self.authority))?;
+                let _ = stream.set_nodelay(true);
+                let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
+                tokio::spawn(async move {
+                    let _ = conn.await;
+                });
+                sender
+            }
+        };
+        let mut req = Request::builder()
+            .method(method)
+            .uri(format!("{}{path}", self.base_path))
+            .header("host", &self.authority)
+            .header("content-type", "application/json");
+        if let Some(c) = &self.credential {
+            req = req.header("authorization", format!("Bearer {c}"));
+        }
+        let resp = sender.send_request(req.body(Full::new(body))?).await?;
+        let status = resp.status().as_u16();
+        let body = resp.into_body().collect().await?.to_bytes();
+        self.conn = Some(sender);
+        Ok(Reply { status, body })
+    }
+}

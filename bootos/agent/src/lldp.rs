@@ -1,1 +1,156 @@
-//! todo
+//! LLDP (IEEE 802.1AB) neighbour discovery: a listener on a raw packet socket for EtherType
+//! 0x88cc, and the TLV parser. Switches send a frame every 30 s or so; the agent listens for its
+//! whole life and re-sends the inventory when it hears a new neighbour.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::wire::LldpNeighbor;
+
+const ETH_P_LLDP: u16 = 0x88cc;
+
+/// Parses an Ethernet frame carrying LLDP (optionally 802.1Q-tagged). `None` when it is not LLDP
+/// or lacks the mandatory chassis and port ids.
+pub fn parse(frame: &[u8], interface: &str) -> Option<LldpNeighbor> {
+    let mut ethertype = u16::from_be_bytes([*frame.get(12)?, *frame.get(13)?]);
+    let mut at = 14;
+    if ethertype == 0x8100 {
+        ethertype = u16::from_be_bytes([*frame.get(16)?, *frame.get(17)?]);
+        at = 18;
+    }
+    if ethertype != ETH_P_LLDP {
+        return None;
+    }
+    let mut n = LldpNeighbor { interface: interface.to_string(), ..Default::default() };
+    while at + 2 <= frame.len() {
+        let head = u16::from_be_bytes([frame[at], frame[at + 1]]);
+        let (kind, len) = (head >> 9, usize::from(head & 0x1ff));
+        let value = frame.get(at + 2..at + 2 + len)?;
+        at += 2 + len;
+        match kind {
+            0 => break,
+            1 | 2 if !value.is_empty() => {
+                let id = id_value(kind, value[0], &value[1..]);
+                if kind == 1 {
+                    n.chassis_id = id;
+                } else {
+                    n.port_id = id;
+                }
+            }
+            4 => n.port_description = Some(text(value)),
+            5 => n.system_name = Some(text(value)),
+            _ => {}
+        }
+    }
+    (!n.chassis_id.is_empty() && !n.port_id.is_empty()).then_some(n)
+}
+
+/// Chassis subtype 4 and port subtype 3 are MAC addresses; 5 (chassis) is a network address;
+/// the rest are text.
+fn id_value(kind: u16, subtype: u8, v: &[u8]) -> String {
+    let is_mac = (kind == 1 && subtype == 4) || (kind == 2 && subtype == 3);
+    if is_mac && v.len() == 6 {
+        return v.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":");
+    }
+    if kind == 1 && subtype == 5 && v.len() == 5 && v[0] == 1 {
+        return format!("{}.{}.{}.{}", v[1], v[2], v[3], v[4]);
+    }
+    text(v)
+}
+
+fn text(v: &[u8]) -> String {
+    String::from_utf8_lossy(v).trim_end_matches('\0').trim().to_string()
+}
+
+/// Neighbours heard so far, one per interface (the latest frame wins).
+pub type Neighbours = Arc<Mutex<Vec<LldpNeighbor>>>;
+
+/// Listens on every interface in a thread of its own; calls `changed` when the set changes.
+/// Needs root (CAP_NET_RAW); without it, logs once and returns.
+pub fn spawn_listener(found: Neighbours, changed: impl Fn() + Send + 'static) {
+    std::thread::Builder::new()
+        .name("lldp".into())
+        .spawn(move || {
+            if let Err(error) = listen(&found, &changed) {
+                tracing::info!(%error, "lldp listener off");
+            }
+        })
+        .ok();
+}
+
+fn listen(found: &Neighbours, changed: &dyn Fn()) -> anyhow::Result<()> {
+    use socket2::{Domain, Protocol, Socket, Type};
+    let sock = Socket::new(Domain::PACKET, Type::RAW, Some(Protocol::from(i32::from(ETH_P_LLDP.to_be()))))?;
+    sock.set_read_timeout(Some(Duration::from_secs(60)))?;
+    let mut buf = [0u8; 2048];
+    loop {
+        use std::os::fd::AsRawFd;
+        let (n, from) = match nix::sys::socket::recvfrom::<nix::sys::socket::LinkAddr>(sock.as_raw_fd(), &mut buf) {
+            Ok(v) => v,
+            Err(nix::errno::Errno::EAGAIN | nix::errno::Errno::EINTR) => continue,
+            Err(e) => return Err(e.into()),
+        };
+        let frame = &buf[..n];
+        let ifindex = from.map_or(0, |a| a.ifindex() as u32);
+        let name = nix::net::if_::if_indextoname(ifindex).map(|c| c.to_string_lossy().into_owned()).unwrap_or_default();
+        let Some(neighbour) = parse(frame, &name) else { continue };
+        let mut list = found.lock().expect("lldp lock");
+        match list.iter_mut().find(|x| x.interface == neighbour.interface) {
+            Some(old) if *old == neighbour => continue,
+            Some(old) => *old = neighbour,
+            None => list.push(neighbour),
+        }
+        drop(list);
+        changed();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tlv(kind: u16, value: &[u8]) -> Vec<u8> {
+        let mut v = ((kind << 9) | value.len() as u16).to_be_bytes().to_vec();
+        v.extend_from_slice(value);
+        v
+    }
+
+    fn frame(tagged: bool) -> Vec<u8> {
+        let mut f = vec![0x01, 0x80, 0xc2, 0, 0, 0x0e, 0x0c, 0xc4, 0x7a, 1, 2, 3];
+        if tagged {
+            f.extend_from_slice(&[0x81, 0x00, 0x00, 0x64]);
+        }
+        f.extend_from_slice(&[0x88, 0xcc]);
+        f.extend(tlv(1, &[4, 0x0c, 0xc4, 0x7a, 1, 2, 3]));
+        f.extend(tlv(2, b"\x05Ethernet12"));
+        f.extend(tlv(3, &[0, 120]));
+        f.extend(tlv(4, b"to node7 eth0"));
+        f.extend(tlv(5, b"tor-r12.dc1"));
+        f.extend(tlv(0, &[]));
+        f
+    }
+
+    #[test]
+    fn parses_chassis_port_and_names() {
+        for tagged in [false, true] {
+            let n = parse(&frame(tagged), "eth0").unwrap();
+            assert_eq!(n.chassis_id, "0c:c4:7a:01:02:03");
+            assert_eq!(n.port_id, "Ethernet12");
+            assert_eq!(n.system_name.as_deref(), Some("tor-r12.dc1"));
+            assert_eq!(n.port_description.as_deref(), Some("to node7 eth0"));
+            assert_eq!(n.interface, "eth0");
+        }
+    }
+
+    #[test]
+    fn truncated_or_foreign_frames_are_ignored() {
+        let f = frame(false);
+        for cut in 0..f.len() - 2 {
+            let _ = parse(&f[..cut], "eth0"); // never panics
+        }
+        assert!(parse(&f[..30], "eth0").is_none(), "a TLV running past the end");
+        let mut ip = f.clone();
+        ip[12..14].copy_from_slice(&[0x08, 0x00]);
+        assert!(parse(&ip, "eth0").is_none());
+    }
+}

@@ -1,1 +1,83 @@
-fn main() {}
+//! `rackboot-agent`: see the library docs. Settings come from the kernel command line
+//! (`rackboot.url=`, `rackboot.mac=`, `ip=`) in BootOS, or from flags on an installed node:
+//!
+//! ```text
+//! rackboot-agent [--url URL] [--mode bootos|installed] [--state-dir DIR] [--no-network]
+//! ```
+
+use std::path::PathBuf;
+
+use rackboot_agent::net;
+use rackboot_agent::run::{Agent, Options};
+use rackboot_agent::wire::AgentMode;
+
+const USAGE: &str = "usage: rackboot-agent [--url URL] [--mode bootos|installed] [--state-dir DIR] [--no-network] [--udhcpc-script FILE]";
+
+fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
+        .with_writer(std::io::stderr)
+        .init();
+    let cmdline = net::parse_cmdline(&std::fs::read_to_string("/proc/cmdline").unwrap_or_default());
+    let mut url = std::env::var("RACKBOOT_URL").ok().or(cmdline.url.clone());
+    let mut mode = AgentMode::Bootos;
+    let mut state_dir = None;
+    let mut network = true;
+    let mut script = "/etc/udhcpc.script".to_string();
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        let mut value = || args.next().ok_or_else(|| anyhow::anyhow!("{a} needs a value\n{USAGE}"));
+        match a.as_str() {
+            "--url" => url = Some(value()?),
+            "--mode" => {
+                mode = match value()?.as_str() {
+                    "bootos" => AgentMode::Bootos,
+                    "installed" => AgentMode::Installed,
+                    other => anyhow::bail!("unknown mode {other:?}\n{USAGE}"),
+                }
+            }
+            "--state-dir" => state_dir = Some(PathBuf::from(value()?)),
+            "--udhcpc-script" => script = value()?,
+            "--no-network" => network = false,
+            "-h" | "--help" => {
+                println!("{USAGE}");
+                return Ok(());
+            }
+            other => anyhow::bail!("unknown argument {other:?}\n{USAGE}"),
+        }
+    }
+    let url = url.ok_or_else(|| anyhow::anyhow!("no appliance URL: pass --url or boot with rackboot.url=\n{USAGE}"))?;
+    // An installed node keeps its credential across restarts; BootOS lives in RAM anyway.
+    let state_dir =
+        state_dir.or_else(|| (mode == AgentMode::Installed).then(|| PathBuf::from("/var/lib/rackboot-agent")));
+    let opts = Options {
+        url: url.clone(),
+        mode,
+        state_dir,
+        boot_mac: cmdline.boot_mac.clone(),
+        root: PathBuf::from("/"),
+        workdir: PathBuf::from(if mode == AgentMode::Installed {
+            "/var/lib/rackboot-agent/jobs"
+        } else {
+            "/run/rackboot-agent"
+        }),
+        macs: None,
+        lldp: true,
+        power_actions: true,
+    };
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    rt.block_on(async move {
+        if network && mode == AgentMode::Bootos {
+            let health = format!("{}/healthz", url.trim_end_matches('/'));
+            net::bring_up(&cmdline, &script, async || reachable(&health).await).await;
+        }
+        Agent::new(opts)?.run().await
+    })
+}
+
+async fn reachable(health_url: &str) -> bool {
+    let Some(rest) = health_url.strip_prefix("http://") else { return false };
+    let base = format!("http://{}", rest.split('/').next().unwrap_or_default());
+    let Ok(mut c) = rackboot_agent::client::Client::new(&base) else { return false };
+    matches!(c.call::<()>(hyper::Method::GET, "/healthz", None, std::time::Duration::from_secs(3)).await, Ok(r) if r.ok())
+}

@@ -1,0 +1,168 @@
+//! `/agent/v1`: what node agents call. Enrollment needs no credential; every other call carries
+//! the machine's bearer credential (see `rackboot_agent::wire` for the protocol).
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{ConnectInfo, Path, Query, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post, put};
+use axum::{Json, Router};
+use rackboot_agent::wire::{
+    EnrollRequest, EnrollResponse, Inventory, JobResult, JobSpec, OutputAck, OutputChunk, Stats,
+};
+use serde::Deserialize;
+use serde_json::json;
+
+use super::{ApiError, ApiState};
+use crate::controller::{AuthError, Hub, JobEvent};
+
+/// Largest output chunk accepted; agents send at most 16 KiB at a time.
+const MAX_CHUNK: usize = 256 * 1024;
+
+pub fn routes() -> Router<ApiState> {
+    Router::new()
+        .route("/enroll", post(enroll))
+        .route("/inventory", put(inventory))
+        .route("/jobs/next", get(next_job))
+        .route("/jobs/{id}/output", post(output))
+        .route("/jobs/{id}/result", post(result))
+        .route("/stats", post(stats))
+}
+
+fn bad_json(e: JsonRejection) -> ApiError {
+    ApiError(StatusCode::BAD_REQUEST, e.body_text())
+}
+
+/// The calling machine, from its credential.
+async fn machine(s: &ApiState, headers: &HeaderMap) -> Result<u64, ApiError> {
+    let bearer =
+        headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
+    s.hub.authenticate(bearer).await.map_err(|e| match e {
+        AuthError::Unauthorized => {
+            ApiError(StatusCode::UNAUTHORIZED, "missing, forged or superseded agent credential".into())
+        }
+        AuthError::NotApproved => {
+            ApiError(StatusCode::FORBIDDEN, "enrolled; waiting for an operator to approve this machine".into())
+        }
+        AuthError::Storage(e) => ApiError(StatusCode::INTERNAL_SERVER_ERROR, e),
+    })
+}
+
+async fn enroll(
+    State(s): State<ApiState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    body: Result<Json<EnrollRequest>, JsonRejection>,
+) -> Result<Json<EnrollResponse>, ApiError> {
+    let Json(req) = body.map_err(bad_json)?;
+    let auto = s.hub.auto_approves(peer.ip());
+    let (secret, hash) = Hub::new_secret().map_err(|e| ApiError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
+    let enrolled = s.hub.cmdb.enroll_agent(req, hash.clone(), auto, Some(peer.ip())).await?;
+    s.hub.remember(enrolled.machine_id, &hash, enrolled.approved);
+    let cfg = &s.hub.cfg;
+    Ok(Json(EnrollResponse {
+        machine_id: enrolled.machine_id,
+        credential: format!("{}.{secret}", enrolled.machine_id),
+        approved: enrolled.approved,
+        poll_secs: cfg.poll.as_secs(),
+        stats_secs: cfg.stats.as_secs(),
+        lease_secs: cfg.lease.as_secs(),
+    }))
+}
+
+async fn inventory(
+    State(s): State<ApiState>,
+    headers: HeaderMap,
+    body: Result<Json<Inventory>, JsonRejection>,
+) -> Result<StatusCode, ApiError> {
+    let id = machine(&s, &headers).await?;
+    let Json(inv) = body.map_err(bad_json)?;
+    s.hub.cmdb.put_inventory(id, inv).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[derive(Deserialize)]
+struct Wait {
+    wait: Option<u64>,
+}
+
+/// The long-poll: the machine's next job, or 204 after `wait` seconds (at most
+/// `agent.poll_secs`) without one. A job submitted meanwhile wakes it at once.
+async fn next_job(State(s): State<ApiState>, headers: HeaderMap, Query(w): Query<Wait>) -> Result<Response, ApiError> {
+    let id = machine(&s, &headers).await?;
+    let hub = &s.hub;
+    let wait = w.wait.map_or(hub.cfg.poll, Duration::from_secs).min(hub.cfg.poll);
+    let deadline = tokio::time::Instant::now() + wait;
+    let notify = hub.waiter(id);
+    let lease_ms = hub.cfg.lease.as_millis() as u64;
+    loop {
+        // Register for a wake-up before looking, so a job queued in between is not missed.
+        let notified = notify.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        if hub.cmdb.has_active_jobs(id).await? {
+            if let Some(job) = hub.cmdb.claim_job(id, lease_ms).await? {
+                let spec =
+                    JobSpec { id: job.id, attempt: job.attempt, action: job.action, timeout_secs: job.timeout_secs };
+                return Ok(Json(spec).into_response());
+            }
+        }
+        tokio::select! {
+            _ = &mut notified => {}
+            _ = tokio::time::sleep_until(deadline) => return Ok(StatusCode::NO_CONTENT.into_response()),
+        }
+    }
+}
+
+async fn output(
+    State(s): State<ApiState>,
+    headers: HeaderMap,
+    Path(job_id): Path<u64>,
+    body: Result<Json<OutputChunk>, JsonRejection>,
+) -> Result<Json<OutputAck>, ApiError> {
+    let id = machine(&s, &headers).await?;
+    let Json(chunk) = body.map_err(bad_json)?;
+    if chunk.data.len() > MAX_CHUNK {
+        return Err(ApiError(StatusCode::PAYLOAD_TOO_LARGE, format!("output chunks are limited to {MAX_CHUNK} bytes")));
+    }
+    let shown = (!chunk.data.is_empty()).then(|| crate::cmdb::StoredChunk {
+        attempt: chunk.attempt,
+        seq: chunk.seq,
+        stream: chunk.stream,
+        data: chunk.data.clone(),
+        at_ms: crate::cmdb::now_ms(),
+    });
+    let (_, stop) = s.hub.cmdb.job_output(id, job_id, chunk, s.hub.cfg.lease.as_millis() as u64).await?;
+    if let Some(c) = shown {
+        s.hub.publish(job_id, JobEvent::Output(c));
+    }
+    Ok(Json(OutputAck { stop }))
+}
+
+async fn result(
+    State(s): State<ApiState>,
+    headers: HeaderMap,
+    Path(job_id): Path<u64>,
+    body: Result<Json<JobResult>, JsonRejection>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let id = machine(&s, &headers).await?;
+    let Json(r) = body.map_err(bad_json)?;
+    let (job, accepted) = s.hub.cmdb.finish_job(id, job_id, r).await?;
+    if accepted {
+        s.hub.publish(job_id, JobEvent::Done(Box::new(job.clone())));
+    }
+    Ok(Json(json!({ "accepted": accepted, "state": job.state })))
+}
+
+async fn stats(
+    State(s): State<ApiState>,
+    headers: HeaderMap,
+    body: Result<Json<Stats>, JsonRejection>,
+) -> Result<StatusCode, ApiError> {
+    let id = machine(&s, &headers).await?;
+    let Json(st) = body.map_err(bad_json)?;
+    s.hub.cmdb.put_stats(id, st);
+    Ok(StatusCode::NO_CONTENT)
+}

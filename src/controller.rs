@@ -1,0 +1,199 @@
+//! The agent controller's in-memory side: wakes long-polling agents when a job arrives for
+//! them, checks agent credentials (cached), fans job output out to live followers, and sweeps
+//! job leases. Everything durable (jobs, output, agents) lives in the CMDB.
+//!
+//! An idle long-poll is the HTTP connection's own task waiting on its machine's `Notify`: no
+//! extra task, thread or timer wheel entry beyond the poll's deadline.
+
+use std::collections::HashMap;
+use std::net::{IpAddr, Ipv4Addr};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use sha2::{Digest, Sha256};
+use tokio::sync::{broadcast, Notify};
+use tokio_util::sync::CancellationToken;
+use tracing::{debug, warn};
+
+use crate::cmdb::{Cmdb, CmdbError, StoredChunk};
+use crate::config::{in_network, AgentConfig, EnrollPolicy};
+use crate::jobs::Job;
+
+/// What live followers of a job see.
+#[derive(Debug, Clone)]
+pub enum JobEvent {
+    Output(StoredChunk),
+    Done(Box<Job>),
+}
+
+/// Why an agent call was refused.
+#[derive(Debug, PartialEq, Eq)]
+pub enum AuthError {
+    /// No credential, a malformed one, or one that is not (or no longer) the machine's.
+    Unauthorized,
+    /// The credential is right but an operator has yet to approve the machine.
+    NotApproved,
+    Storage(String),
+}
+
+#[derive(Clone, Copy)]
+struct Cred {
+    sha256: [u8; 32],
+    approved: bool,
+}
+
+/// Shared controller state.
+pub struct Hub {
+    pub cmdb: Cmdb,
+    pub cfg: AgentConfig,
+    /// Networks whose agents `Auto` enrollment accepts (empty: any).
+    networks: Vec<(Ipv4Addr, u8)>,
+    waiters: Mutex<HashMap<u64, Arc<Notify>>>,
+    creds: RwLock<HashMap<u64, Cred>>,
+    followers: Mutex<HashMap<u64, broadcast::Sender<JobEvent>>>,
+}
+
+impl Hub {
+    pub fn new(cmdb: Cmdb, cfg: AgentConfig, networks: Vec<(Ipv4Addr, u8)>) -> Hub {
+        Hub { cmdb, cfg, networks, waiters: Mutex::default(), creds: RwLock::default(), followers: Mutex::default() }
+    }
+
+    /// Whether an enrollment from `from` is accepted without an operator.
+    pub fn auto_approves(&self, from: IpAddr) -> bool {
+        if self.cfg.enroll == EnrollPolicy::Approve {
+            return false;
+        }
+        let v4 = match from {
+            IpAddr::V4(ip) => Some(ip),
+            IpAddr::V6(ip) => ip.to_ipv4_mapped(),
+        };
+        self.networks.is_empty() || v4.is_some_and(|ip| self.networks.iter().any(|n| in_network(ip, *n)))
+    }
+
+    /// A fresh credential secret and its hash. The agent gets `<machine id>.<secret>`; the
+    /// CMDB keeps only the hash.
+    pub fn new_secret() -> Result<(String, String), getrandom::Error> {
+        let mut raw = [0u8; 32];
+        getrandom::fill(&mut raw)?;
+        let secret = hex(&raw);
+        let hash = hex(&Sha256::digest(secret.as_bytes()));
+        Ok((secret, hash))
+    }
+
+    /// Remembers a machine's current credential hash (after enrollment or approval).
+    pub fn remember(&self, machine_id: u64, sha256_hex: &str, approved: bool) {
+        if let Some(sha256) = unhex(sha256_hex) {
+            self.creds.write().expect("creds lock").insert(machine_id, Cred { sha256, approved });
+        }
+    }
+
+    /// Checks a bearer credential `<machine id>.<secret>`; returns the machine id.
+    pub async fn authenticate(&self, bearer: Option<&str>) -> Result<u64, AuthError> {
+        let (id, secret) = bearer.and_then(|b| b.split_once('.')).ok_or(AuthError::Unauthorized)?;
+        let id: u64 = id.parse().map_err(|_| AuthError::Unauthorized)?;
+        let cached = self.creds.read().expect("creds lock").get(&id).copied();
+        let cred = match cached {
+            Some(c) => c,
+            None => {
+                let rec = self.cmdb.agent(id).await.map_err(|e| AuthError::Storage(e.to_string()))?;
+                let rec = rec.ok_or(AuthError::Unauthorized)?;
+                self.remember(id, &rec.secret_sha256, rec.approved);
+                self.creds.read().expect("creds lock").get(&id).copied().ok_or(AuthError::Unauthorized)?
+            }
+        };
+        let given: [u8; 32] = Sha256::digest(secret.as_bytes()).into();
+        if given.iter().zip(cred.sha256.iter()).fold(0u8, |acc, (a, b)| acc | (a ^ b)) != 0 {
+            return Err(AuthError::Unauthorized);
+        }
+        if !cred.approved {
+            return Err(AuthError::NotApproved);
+        }
+        Ok(id)
+    }
+
+    /// The `Notify` a machine's long-polls wait on.
+    pub fn waiter(&self, machine_id: u64) -> Arc<Notify> {
+        self.waiters.lock().expect("waiters lock").entry(machine_id).or_default().clone()
+    }
+
+    /// Wakes the machine's waiting long-polls (a job arrived or came back to the queue).
+    pub fn wake(&self, machine_id: u64) {
+        if let Some(n) = self.waiters.lock().expect("waiters lock").get(&machine_id) {
+            n.notify_waiters();
+        }
+    }
+
+    /// Follows a job's output and end.
+    pub fn subscribe(&self, job_id: u64) -> broadcast::Receiver<JobEvent> {
+        let mut f = self.followers.lock().expect("followers lock");
+        f.entry(job_id).or_insert_with(|| broadcast::channel(1024).0).subscribe()
+    }
+
+    /// Tells a job's followers, if it has any.
+    pub fn publish(&self, job_id: u64, ev: JobEvent) {
+        let mut f = self.followers.lock().expect("followers lock");
+        let done = matches!(ev, JobEvent::Done(_));
+        if let Some(tx) = f.get(&job_id) {
+            let _ = tx.send(ev);
+        }
+        if done {
+            f.remove(&job_id);
+        }
+    }
+
+    /// Every quarter lease: jobs whose agents went quiet go back to the queue (their machine's
+    /// polls are woken) or fail; timed-out jobs end.
+    pub async fn sweep(self: Arc<Self>, token: CancellationToken) -> anyhow::Result<()> {
+        let every = (self.cfg.lease / 4).max(Duration::from_millis(250));
+        loop {
+            tokio::select! {
+                _ = token.cancelled() => return Ok(()),
+                _ = tokio::time::sleep(every) => {}
+            }
+            match self.cmdb.expire_jobs(self.cfg.lease.as_millis() as u64).await {
+                Ok(changed) => {
+                    for job in changed {
+                        debug!(job = job.id, state = ?job.state, "job lease expired");
+                        if job.state.is_terminal() {
+                            self.publish(job.id, JobEvent::Done(Box::new(job)));
+                        } else {
+                            self.wake(job.machine_id);
+                        }
+                    }
+                }
+                Err(CmdbError::Storage(e)) if token.is_cancelled() => debug!(%e, "sweep after shutdown"),
+                Err(error) => warn!(%error, "job lease sweep failed"),
+            }
+        }
+    }
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn unhex(s: &str) -> Option<[u8; 32]> {
+    let mut out = [0u8; 32];
+    if s.len() != 64 {
+        return None;
+    }
+    for (i, o) in out.iter_mut().enumerate() {
+        *o = u8::from_str_radix(s.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn credentials_hash_round_trip() {
+        let (secret, hash) = Hub::new_secret().unwrap();
+        assert_eq!(secret.len(), 64);
+        assert_eq!(unhex(&hash).map(|h| hex(&h)), Some(hash.clone()));
+        assert_eq!(hex(&Sha256::digest(secret.as_bytes())), hash);
+        assert_ne!(Hub::new_secret().unwrap().0, secret, "every enrollment gets a new secret");
+        assert_eq!(unhex("zz"), None);
+    }
+}

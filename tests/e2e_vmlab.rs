@@ -1,8 +1,10 @@
-//! vm-lab end to end: real firmware PXE-boots through rackboot. One SeaBIOS VM and one OVMF
-//! (UEFI) VM, each with qemu's iPXE option ROM on virtio-net, boot a kernel and a busybox
-//! initramfs that prints a marker on the serial console; the test reads the marker and the
-//! machine's timeline through the API. Needs root, qemu, OVMF and the lab assets, so it is
-//! `#[ignore]`d like the other end-to-end tests; CI runs it.
+//! vm-lab end to end: real firmware PXE-boots BootOS through rackboot, and BootOS's agent
+//! takes over. One SeaBIOS VM and one OVMF (UEFI) VM, each with qemu's iPXE option ROM on
+//! virtio-net, 512 MiB and a 2 GiB virtio disk, boot the BootOS kernel and initramfs
+//! (bootos/build.sh); the agent enrolls, the API shows the VM's MAC, memory and disk as qemu set
+//! them, an operator job `uname -a` runs and its output and exit code come back, the timeline
+//! holds every step in order, and a power-off job ends the VM. Needs root, qemu, OVMF and the
+//! lab assets, so it is `#[ignore]`d like the other end-to-end tests; CI runs it.
 
 mod netns;
 
@@ -17,6 +19,8 @@ struct Vm {
     uefi: bool,
 }
 
+const DISK_BYTES: u64 = 2 << 30;
+
 fn qemu_args(net: &Net, vm: &Vm) -> Vec<String> {
     let serial = net.path(&format!("{}.serial", vm.name));
     let mut a: Vec<String> =
@@ -27,6 +31,9 @@ fn qemu_args(net: &Net, vm: &Vm) -> Vec<String> {
     a.extend(["-serial".into(), format!("file:{}", serial.display())]);
     a.extend(["-netdev".into(), format!("tap,id=n0,ifname=tap-{},script=no,downscript=no", vm.name)]);
     a.extend(["-device".into(), format!("virtio-net-pci,netdev=n0,mac={}", vm.mac)]);
+    let disk = net.path(&format!("{}.disk", vm.name));
+    std::fs::File::create(&disk).unwrap().set_len(DISK_BYTES).unwrap();
+    a.extend(["-drive".into(), format!("file={},if=virtio,format=raw", disk.display())]);
     if vm.uefi {
         let vars = net.path(&format!("{}.vars.fd", vm.name));
         std::fs::copy("/usr/share/OVMF/OVMF_VARS_4M.fd", &vars).unwrap();
@@ -37,10 +44,22 @@ fn qemu_args(net: &Net, vm: &Vm) -> Vec<String> {
     a
 }
 
+/// Polls `f` every half second until it returns `Some`, or panics with `what` after `secs`.
+fn wait_for<T>(secs: u64, what: impl Fn() -> String, mut f: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "{}", what());
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
 #[test]
-#[ignore = "e2e: needs root, ip netns, qemu-system-x86, ipxe-qemu, ovmf, curl and vm-lab/assets.sh"]
-fn seabios_and_ovmf_vms_pxe_boot_through_rackboot() {
-    require(&["ip", "curl", "qemu-system-x86_64", "cpio", "apt-get"]);
+#[ignore = "e2e: needs root, ip netns, qemu-system-x86, ipxe-qemu, ovmf, curl and bootos/build.sh"]
+fn seabios_and_ovmf_vms_boot_bootos_and_its_agent_runs_jobs() {
+    require(&["ip", "curl", "qemu-system-x86_64", "cpio", "zstd", "apt-get"]);
     assert!(std::path::Path::new("/usr/share/OVMF/OVMF_CODE_4M.fd").exists(), "needs the ovmf package");
     let mut net = Net::new("vm");
     let data = net.path("data");
@@ -60,33 +79,65 @@ fn seabios_and_ovmf_vms_pxe_boot_through_rackboot() {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         running.push(net.spawn(&srv, &args, &format!("{}.qemu.log", vm.name)));
     }
-    // The initramfs powers the VM off after printing its marker, so qemu exits by itself.
-    let deadline = Instant::now() + Duration::from_secs(300);
-    for (vm, idx) in vms.iter().zip(&running) {
-        loop {
-            if let Some(status) = net.exited(*idx) {
-                assert!(status.success(), "{} qemu failed: {}", vm.name, net.log(&format!("{}.qemu.log", vm.name)));
-                break;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "{} did not finish booting:\n{}",
-                vm.name,
-                net.log(&format!("{}.serial", vm.name))
-            );
-            std::thread::sleep(Duration::from_millis(500));
-        }
-    }
+    let dir = net.dir.path().to_path_buf();
+    let serial = move |vm: &Vm| std::fs::read_to_string(dir.join(format!("{}.serial", vm.name))).unwrap_or_default();
+
     for vm in &vms {
-        let serial = net.log(&format!("{}.serial", vm.name));
+        // Firmware -> DHCP -> iPXE script -> kernel + initrd -> /init -> agent -> enroll + inventory.
+        let m = wait_for(
+            400,
+            || format!("{}: no inventory from its agent:\n{}", vm.name, serial(vm)),
+            || {
+                let m = net.try_api("GET", &format!("/machines/{}", vm.mac))?;
+                (!m["inventory"].is_null()).then_some(m)
+            },
+        );
+        let s = serial(vm);
+        assert!(s.contains(&format!("rackboot-bootos: up mac={}", vm.mac)), "{}: BootOS banner:\n{s}", vm.name);
+        if vm.uefi {
+            assert!(s.contains("initrd=initrd.img"), "UEFI kernel line carries initrd=");
+        }
+        let inv = &m["inventory"];
+        let macs: Vec<&str> = inv["nics"].as_array().unwrap().iter().map(|n| n["mac"].as_str().unwrap()).collect();
+        assert_eq!(macs, [vm.mac], "{}: NICs", vm.name);
+        assert_eq!(inv["memory_bytes"], 512u64 << 20, "{}: memory as qemu -m set it", vm.name);
+        let disks = inv["disks"].as_array().unwrap();
         assert!(
-            serial.contains(&format!("RACKBOOT-LAB-MARKER booted mac={}", vm.mac)),
-            "{}: no marker:\n{serial}",
+            disks.iter().any(|d| d["name"] == "vda" && d["size_bytes"] == DISK_BYTES),
+            "{}: the 2 GiB virtio disk: {disks:?}",
             vm.name
         );
-        if vm.uefi {
-            assert!(serial.contains("initrd=initrd.img"), "UEFI kernel line carries initrd=");
-        }
+        assert_eq!(m["state"], "ready");
+        assert_eq!(m["vendor"], "QEMU");
+    }
+
+    // An operator job on each VM, output and exit code back through the API.
+    for vm in &vms {
+        let job = net.api(
+            "POST",
+            "/jobs",
+            Some(&format!(
+                r#"{{"machine":"{}","action":{{"kind":"script","body":"uname -a; cat /proc/cmdline"}}}}"#,
+                vm.mac
+            )),
+        );
+        let id = job["jobs"][0]["id"].as_u64().unwrap();
+        let done = wait_for(
+            120,
+            || format!("{}: job {id} did not finish:\n{}", vm.name, serial(vm)),
+            || {
+                let j = net.api("GET", &format!("/jobs/{id}"), None);
+                j["state"].as_str().is_some_and(|s| s != "queued" && s != "running").then_some(j)
+            },
+        );
+        assert_eq!((done["state"].as_str(), done["exit_code"].as_i64()), (Some("succeeded"), Some(0)), "{done}");
+        let out = net.api("GET", &format!("/jobs/{id}/output"), None);
+        let text = out["text"].as_str().unwrap();
+        assert!(text.starts_with("Linux "), "{}: {text}", vm.name);
+        assert!(text.contains(&format!("rackboot.mac={}", vm.mac)), "{}: {text}", vm.name);
+    }
+
+    for vm in &vms {
         let ev = net.api("GET", &format!("/machines/{}/events", vm.mac), None);
         let ev = ev["events"].as_array().unwrap();
         let steps: Vec<String> = ev
@@ -96,21 +147,40 @@ fn seabios_and_ovmf_vms_pxe_boot_through_rackboot() {
                 k => k.to_string(),
             })
             .collect();
-        assert_eq!(
-            steps,
-            [
-                "machine.discovered",
-                "dhcp.offer",
-                "dhcp.ack",
-                "boot.script",
-                "asset bootos/vmlinuz",
-                "asset bootos/initrd.img"
-            ],
-            "{}: timeline",
-            vm.name
-        );
+        let want = [
+            "machine.discovered",
+            "dhcp.offer",
+            "dhcp.ack",
+            "boot.script",
+            "asset bootos/vmlinuz",
+            "asset bootos/initrd.img",
+            "dhcp.ack",
+            "agent.enrolled",
+            "agent.inventory",
+            "job.queued",
+            "job.started",
+            "job.finished",
+        ];
+        let mut at = 0;
+        for step in &steps {
+            if at < want.len() && step == want[at] {
+                at += 1;
+            }
+        }
+        assert_eq!(at, want.len(), "{}: timeline {steps:?} lacks (in order) {:?}", vm.name, &want[at..]);
         let want_arch = if vm.uefi { "uefi-x64" } else { "bios" };
         assert_eq!(ev[1]["detail"]["arch"], want_arch);
         assert_eq!(ev[3]["detail"]["uefi"], vm.uefi);
+    }
+
+    // A power-off job: reported first, then the VM stops and qemu exits on its own.
+    for (vm, idx) in vms.iter().zip(&running) {
+        net.api("POST", "/jobs", Some(&format!(r#"{{"machine":"{}","action":{{"kind":"power_off"}}}}"#, vm.mac)));
+        let status = wait_for(
+            120,
+            || format!("{}: still running after power_off:\n{}", vm.name, serial(vm)),
+            || net.exited(*idx),
+        );
+        assert!(status.success(), "{} qemu: {}", vm.name, net.log(&format!("{}.qemu.log", vm.name)));
     }
 }

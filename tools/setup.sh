@@ -3,7 +3,7 @@
 # Idempotent: skips apt when everything is present.
 set -euo pipefail
 PKGS=(iproute2 curl isc-dhcp-client udhcpc dhcpcd5 dnsmasq-base atftp tftp-hpa
-      qemu-system-x86 ipxe-qemu ipxe ovmf cpio bind9-dnsutils)
+      qemu-system-x86 ipxe-qemu ipxe ovmf cpio bind9-dnsutils zstd jq bc)
 [ "${1:-}" = "--bench" ] && PKGS+=(kea-dhcp4-server kea-admin atftpd nginx-light wrk dnsperf)
 missing=()
 for p in "${PKGS[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done

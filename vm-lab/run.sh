@@ -6,9 +6,11 @@
 # Creates namespace "rblab" with bridge br0 (198.18.0.1/24, no route out), builds the boot
 # directory from Debian packages (vm-lab/assets.sh), starts rackboot in full DHCP mode on the
 # bridge (vm-lab/lab.toml), and powers on N SeaBIOS and N OVMF (UEFI) VMs (qemu -accel tcg; KVM
-# hangs on these machines) with qemu's iPXE option ROM. Each VM goes DHCP -> iPXE script ->
-# kernel -> initrd and prints a marker on its serial console (vm-lab/run/<vm>.serial). The run
-# prints each VM's result and timeline, the CMDB and the leases. --clients N also lets N
+# hangs on these machines; 512 MiB, a 2 GiB disk) with qemu's iPXE option ROM. Each VM goes
+# DHCP -> iPXE script -> BootOS kernel + initrd (bootos/build.sh) -> the agent enrolls and sends
+# its inventory; the run then has each agent run `uname -a` as a job, prints the seconds from
+# power-on to enrollment and inventory, each VM's inventory summary and timeline, the CMDB and
+# the leases, and powers the VMs off with a power-off job. Serial consoles: vm-lab/run/<vm>.serial. --clients N also lets N
 # namespaces take leases with dhclient/udhcpc/dhcpcd. It writes libvirt XML for the same lab to
 # vm-lab/run/libvirt/ (see vm-lab/README.md). --keep leaves it all running until Ctrl-C.
 # Everything is torn down on exit, also on failure.
@@ -54,7 +56,7 @@ sed "s|@DATA@|$RUN/data|" vm-lab/lab.toml > "$RUN/lab.toml"
 ip netns exec $LAB "$BIN" serve --config "$RUN/lab.toml" > "$RUN/rackboot.log" 2>&1 &
 for _ in $(seq 100); do ip netns exec $LAB curl -sf http://198.18.0.1:8080/healthz >/dev/null && break; sleep 0.1; done
 echo "== rackboot is up (log: $RUN/rackboot.log)"
-rb() { ip netns exec $LAB "$BIN" "$@" --api http://198.18.0.1:8080 --token-file "$RUN/data/admin.token"; }
+rb() { ip netns exec $LAB "$BIN" "$1" --api http://198.18.0.1:8080 --token-file "$RUN/data/admin.token" "${@:2}"; }
 
 vm_xml() { # name mac uefi
   local fw="" machine=pc
@@ -70,6 +72,7 @@ vm_xml() { # name mac uefi
   <os><type arch='x86_64' machine='$machine'>hvm</type>$fw<boot dev='network'/></os>
   <devices>
     <interface type='network'><source network='rackboot-lab'/><mac address='$2'/><model type='virtio'/></interface>
+    <disk type='file' device='disk'><driver name='qemu' type='raw'/><source file='/var/lib/libvirt/images/$1.img'/><target dev='vda' bus='virtio'/></disk>
     <serial type='file'><source path='/var/log/libvirt/qemu/$1.serial'/></serial>
     <graphics type='vnc' listen='127.0.0.1'/>
   </devices>
@@ -93,27 +96,43 @@ start_vm() { # name mac uefi
     fw=(-machine q35 -drive "if=pflash,format=raw,readonly=on,file=/usr/share/OVMF/OVMF_CODE_4M.fd"
         -drive "if=pflash,format=raw,file=$RUN/$name.vars.fd")
   fi
+  truncate -s 2G "$RUN/$name.disk"
   ip netns exec $LAB qemu-system-x86_64 -accel tcg -m 512 -display none -no-reboot -boot n "${fw[@]}" \
     -serial "file:$RUN/$name.serial" -netdev "tap,id=n0,ifname=tap-$name,script=no,downscript=no" \
-    -device "virtio-net-pci,netdev=n0,mac=$mac" > "$RUN/$name.qemu.log" 2>&1 &
+    -device "virtio-net-pci,netdev=n0,mac=$mac" -drive "file=$RUN/$name.disk,if=virtio,format=raw" \
+    > "$RUN/$name.qemu.log" 2>&1 &
   VMS+=("$name $mac"); PIDS+=($!)
   vm_xml "$name" "$mac" "$uefi"
 }
 n=0
 for i in $(seq 1 "$BIOS"); do n=$((n+1)); start_vm "bios$i" "$(printf '52:54:00:1a:c0:%02x' $n)" 0; done
 for i in $(seq 1 "$UEFI"); do n=$((n+1)); start_vm "uefi$i" "$(printf '52:54:00:1a:c0:%02x' $n)" 1; done
-echo "== powered on ${#VMS[@]} VM(s); waiting for them to boot (TCG: about 10-30 s each)"
-start=$(date +%s)
+echo "== powered on ${#VMS[@]} VM(s); waiting for BootOS and its agent (TCG: about 15-30 s each)"
+start=$(date +%s%3N)
+api() { ip netns exec $LAB curl -sf -H "authorization: Bearer $(cat "$RUN/data/admin.token")" "http://198.18.0.1:8080/api/v1$1"; }
+# ms from power-on to the first event of a kind on the machine's timeline
+at() { api "/machines/$1/events?limit=1000" | jq -r --arg k "$2" --argjson s "$start" \
+  '[.events[] | select(.kind == $k)][0].at_ms // empty | . - $s'; }
 for k in "${!PIDS[@]}"; do
   read -r name mac <<< "${VMS[$k]}"
-  if timeout 600 tail --pid="${PIDS[$k]}" -f /dev/null && grep -aq "RACKBOOT-LAB-MARKER booted mac=$mac" "$RUN/$name.serial"; then
-    echo "$name ($mac): booted through rackboot in $(( $(date +%s) - start )) s"
+  ok=0
+  for _ in $(seq 600); do
+    if [ "$(api "/machines/$mac" | jq -r '.inventory != null' 2>/dev/null)" = true ]; then ok=1; break; fi
+    kill -0 "${PIDS[$k]}" 2>/dev/null || break
+    sleep 1
+  done
+  if [ $ok = 1 ]; then
+    printf "%s (%s): DHCP at %.1f s, agent enrolled at %.1f s, inventory at %.1f s after power-on\n" "$name" "$mac" \
+      "$(echo "$(at "$mac" dhcp.ack) / 1000" | bc -l)" "$(echo "$(at "$mac" agent.enrolled) / 1000" | bc -l)" \
+      "$(echo "$(at "$mac" agent.inventory) / 1000" | bc -l)"
+    api "/machines/$mac" | jq -r '.inventory | "    \(.dmi.vendor) \(.dmi.model), \(.cpu.threads) CPU(s) \(.cpu.model), \(.memory_bytes / 1048576) MiB, disks: \([.disks[] | "\(.name) \(.size_bytes / 1073741824) GiB"] | join(", ")), NICs: \([.nics[] | "\(.name) \(.mac) \(.driver)"] | join(", "))"'
+    echo "    job: uname -a ->"
+    rb jobs run --machine "$mac" -- uname -a 2>&1 | sed 's/^/      /' || true
   else
-    echo "$name ($mac): DID NOT BOOT; see $RUN/$name.serial and $RUN/rackboot.log"
+    echo "$name ($mac): NO AGENT; see $RUN/$name.serial and $RUN/rackboot.log"
   fi
   rb machines events "$mac" | sed 's/^/    /'
 done
-
 for i in $(seq 1 "$CLIENTS"); do
   ns=$LAB-c$i mac=$(printf '52:54:00:1a:b0:%02x' "$i")
   ip netns add "$ns"; ip -n "$ns" link set lo up
@@ -133,6 +152,14 @@ for i in $(seq 1 "$CLIENTS"); do
 done
 echo; echo "== CMDB"; rb machines list; echo; echo "== leases"; rb leases
 echo; echo "libvirt XML for this lab: $RUN/libvirt/ (vm-lab/README.md)"
+if [ $KEEP = 0 ]; then
+  echo; echo "== powering the VMs off (a power_off job each)"
+  for k in "${!PIDS[@]}"; do
+    read -r name mac <<< "${VMS[$k]}"
+    rb jobs action --machine "$mac" power-off >/dev/null 2>&1 || true
+  done
+  for k in "${!PIDS[@]}"; do timeout 60 tail --pid="${PIDS[$k]}" -f /dev/null || true; done
+fi
 if [ $KEEP = 1 ]; then
   echo "lab running; API: ip netns exec $LAB curl -H \"authorization: Bearer \$(cat $RUN/data/admin.token)\" http://198.18.0.1:8080/api/v1/machines"
   echo "Ctrl-C to tear down"; sleep infinity

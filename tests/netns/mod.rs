@@ -145,6 +145,19 @@ impl Net {
         idx
     }
 
+    /// Like [`Net::api`], but `None` on an error status (e.g. 404 before a machine is known).
+    pub fn try_api(&self, method: &str, path: &str) -> Option<serde_json::Value> {
+        let token = std::fs::read_to_string(self.path("data/admin.token")).ok()?;
+        let out = self.run(
+            &self.srv,
+            &format!(
+                "curl -sS -f -X {method} -H 'authorization: Bearer {}' http://198.18.0.1:8080/api/v1{path}",
+                token.trim()
+            ),
+        );
+        out.status.success().then(|| serde_json::from_slice(&out.stdout).ok()).flatten()
+    }
+
     /// Calls the REST API with curl from the server namespace; returns the JSON body.
     pub fn api(&self, method: &str, path: &str, body: Option<&str>) -> serde_json::Value {
         let token = std::fs::read_to_string(self.path("data/admin.token")).unwrap();

@@ -2,7 +2,8 @@
 //! is given (`ip=<client>::<gateway>:<netmask>:<hostname>:<device>:off`, the kernel's own
 //! syntax), otherwise DHCP on each interface with a link, one by one, until the appliance
 //! answers. Uses busybox `ip` and `udhcpc` (the BootOS image carries both and the udhcpc
-//! script). Installed nodes skip all of this: their OS owns the network.
+//! script; udhcpc stays in the background after its lease and renews it, since a node can wait
+//! in BootOS for a long time). Installed nodes skip all of this: their OS owns the network.
 
 use std::path::Path;
 use std::process::Command;
@@ -100,9 +101,7 @@ pub async fn bring_up(cmdline: &Cmdline, udhcpc_script: &str, reachable: impl As
                 if !wait_for_carrier(&dev, Duration::from_secs(3)).await {
                     continue;
                 }
-                if run("udhcpc", &["-i", &dev, "-n", "-q", "-t", "4", "-T", "2", "-s", udhcpc_script])
-                    && reachable().await
-                {
+                if run("udhcpc", &["-i", &dev, "-n", "-t", "4", "-T", "2", "-s", udhcpc_script]) && reachable().await {
                     tracing::info!(%dev, "network up (dhcp)");
                     return;
                 }

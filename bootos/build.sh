@@ -1,0 +1,180 @@
+#!/usr/bin/env bash
+# Builds BootOS, the discovery ramdisk, from Debian packages only (apt-get download + extract;
+# nothing is installed on the build host):
+#
+#   OUT/vmlinuz      the kernel: linux-image-cloud-amd64 (virtio only, for VMs and the lab) or,
+#                    with --kernel generic, linux-image-amd64 (real hardware)
+#   OUT/initrd.img   busybox, the static rackboot-agent, dmidecode, lspci, ethtool, ipmitool and
+#                    mdadm with their libraries, the kernel modules for the NICs and disks it can
+#                    meet (and everything they depend on), an /init and a udhcpc script
+#
+# The /init loads drivers for the hardware present (by modalias), prints a line on the console,
+# and runs the agent (restarting it if it ever exits). The agent brings the network up, enrolls
+# with the appliance named by rackboot.url= on the kernel command line and waits for jobs.
+# Downloads are cached in target/bootos-cache; a second run only rebuilds what changed.
+#
+#   bootos/build.sh [--kernel cloud|generic] OUT
+set -euo pipefail
+KERNEL=cloud
+while [ $# -gt 1 ]; do
+  case "$1" in
+    --kernel) KERNEL=$2; shift 2 ;;
+    *) break ;;
+  esac
+done
+OUT=${1:?usage: $0 [--kernel cloud|generic] OUT}
+case "$KERNEL" in
+  cloud) META=linux-image-cloud-amd64 ;;
+  generic) META=linux-image-amd64 ;;
+  *) echo "--kernel must be cloud or generic" >&2; exit 2 ;;
+esac
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+export PATH="/usr/local/sbin:/usr/sbin:/sbin:$PATH"
+[ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
+CACHE=${RACKBOOT_BOOTOS_CACHE:-$ROOT/target/bootos-cache}/$KERNEL
+mkdir -p "$OUT" "$CACHE"
+OUT=$(cd "$OUT" && pwd)
+TOOLS="busybox-static dmidecode ethtool ipmitool pciutils pci.ids mdadm"
+
+# 1. Packages: the kernel, the tools, and every library they need (recursively), extracted.
+if [ ! -f "$CACHE/staging.done" ]; then
+  kpkg=$(apt-cache depends "$META" 2>/dev/null | awk '/Depends: linux-image-/ {print $2; exit}')
+  if [ -z "$kpkg" ]; then
+    apt-get update -q >/dev/null
+    kpkg=$(apt-cache depends "$META" | awk '/Depends: linux-image-/ {print $2; exit}')
+  fi
+  libs=$(apt-cache depends --recurse --no-recommends --no-suggests --no-conflicts --no-breaks --no-replaces \
+    --no-enhances --no-pre-depends $TOOLS | awk '/^lib[^<]*$/ {print $1}' | sort -u)
+  rm -rf "$CACHE/debs" "$CACHE/staging"; mkdir -p "$CACHE/debs"
+  chmod 777 "$CACHE/debs"  # apt's _apt user writes the downloads
+  (cd "$CACHE/debs" && apt-get download -q "$kpkg" $TOOLS >/dev/null)
+  for l in $libs; do (cd "$CACHE/debs" && apt-get download -q "$l" >/dev/null 2>&1) || true; done
+  for deb in "$CACHE"/debs/*.deb; do dpkg-deb -x "$deb" "$CACHE/staging"; done
+  echo "$kpkg" > "$CACHE/kernel-package"
+  touch "$CACHE/staging.done"
+fi
+S=$CACHE/staging
+BB=$S/bin/busybox
+KVER=$(ls "$S/lib/modules" | head -1)
+
+# 2. The agent, static (no toolchain beyond the host's: glibc's static libs; see LAB-NOTES).
+(cd "$ROOT" && RUSTFLAGS='-C target-feature=+crt-static' CARGO_PROFILE_RELEASE_DEBUG=false CARGO_PROFILE_RELEASE_STRIP=symbols cargo build --release --quiet --locked \
+  -p rackboot-agent --target x86_64-unknown-linux-gnu)
+AGENT=$ROOT/target/x86_64-unknown-linux-gnu/release/rackboot-agent
+
+# 3. The tree.
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+mkdir -p "$T"/{bin,sbin,usr/bin,usr/sbin,etc,proc,sys,dev,run,tmp,lib/modules,usr/share/misc,var/lib}
+cp "$BB" "$T/bin/busybox"
+cp "$AGENT" "$T/bin/rackboot-agent"
+cp "$S/usr/share/misc/pci.ids" "$T/usr/share/misc/" 2>/dev/null || true
+
+# Tools and their shared libraries, resolved inside the staging tree (never the host's).
+libpath="$S/lib/x86_64-linux-gnu:$S/usr/lib/x86_64-linux-gnu"
+copy_with_libs() {
+  local bin=$1 dest=$2
+  cp "$S$bin" "$T$dest"
+  LD_LIBRARY_PATH=$libpath ldd "$S$bin" | awk '/=> \// {print $3}' | while read -r lib; do
+    local rel=${lib#"$S"}
+    case "$rel" in /*) ;; *) rel=/$rel ;; esac
+    [ -f "$S$rel" ] || rel=/lib/x86_64-linux-gnu/$(basename "$lib")
+    mkdir -p "$T$(dirname "$rel")"
+    cp -L "$S$rel" "$T$rel" 2>/dev/null || cp -L "$lib" "$T$rel"
+  done
+}
+for tool in dmidecode ethtool ipmitool lspci mdadm; do
+  found=
+  for dir in /usr/sbin /usr/bin /sbin /bin; do
+    if [ -f "$S$dir/$tool" ]; then found=$dir/$tool; break; fi
+  done
+  [ -n "$found" ] || { echo "build.sh: $tool not found in the extracted packages" >&2; exit 1; }
+  copy_with_libs "$found" "$found"
+done
+mkdir -p "$T/lib64"
+cp -L "$S/lib64/ld-linux-x86-64.so.2" "$T/lib64/" 2>/dev/null || cp -L "$S/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2" "$T/lib64/"
+
+# Kernel modules: the drivers wanted, plus everything they depend on (busybox depmod computes
+# the dependencies on the full module tree, then again on the subset that goes in).
+"$BB" depmod -b "$S" "$KVER"
+M=lib/modules/$KVER
+want() {
+  case "$KERNEL" in
+    cloud) (cd "$S/$M" && find kernel/drivers/virtio kernel/drivers/net/virtio_net.ko kernel/drivers/block/virtio_blk.ko \
+      kernel/drivers/scsi/virtio_scsi.ko kernel/drivers/scsi/sd_mod.ko kernel/drivers/md kernel/drivers/nvme \
+      kernel/drivers/char/ipmi -name '*.ko' 2>/dev/null || true) ;;
+    generic) (cd "$S/$M" && find kernel/drivers/virtio kernel/drivers/net/ethernet kernel/drivers/net/virtio_net.ko \
+      kernel/drivers/block kernel/drivers/scsi kernel/drivers/ata kernel/drivers/nvme kernel/drivers/md \
+      kernel/drivers/char/ipmi kernel/drivers/usb/storage -name '*.ko' 2>/dev/null || true) ;;
+  esac
+}
+want | while read -r m; do
+  echo "$m"
+  awk -v m="$m:" '$1 == m { for (i = 2; i <= NF; i++) print $i }' "$S/$M/modules.dep"
+done | sort -u | while read -r m; do
+  mkdir -p "$T/$M/$(dirname "$m")"
+  cp "$S/$M/$m" "$T/$M/$m"
+done
+cp "$S/$M"/modules.builtin* "$S/$M/modules.order" "$T/$M/" 2>/dev/null || true
+"$BB" depmod -b "$T" "$KVER"
+
+cat > "$T/etc/udhcpc.script" <<'SCRIPT'
+#!/bin/sh
+# busybox udhcpc hook: configure the interface, default route, resolver and hostname.
+case "$1" in
+  deconfig) ip addr flush dev "$interface"; ip link set "$interface" up ;;
+  bound|renew)
+    ip addr flush dev "$interface"
+    ip addr add "$ip/${mask:-24}" dev "$interface"
+    if [ -n "$router" ]; then
+      ip route del default 2>/dev/null
+      for r in $router; do ip route add default via "$r" dev "$interface" && break; done
+    fi
+    : > /etc/resolv.conf
+    [ -n "$domain" ] && echo "search $domain" >> /etc/resolv.conf
+    for d in $dns; do echo "nameserver $d" >> /etc/resolv.conf; done
+    [ -n "$hostname" ] && hostname "$hostname"
+    ;;
+esac
+exit 0
+SCRIPT
+chmod +x "$T/etc/udhcpc.script"
+
+cat > "$T/init" <<'INIT'
+#!/bin/busybox sh
+/bin/busybox --install -s /bin
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t devtmpfs dev /dev
+mount -t tmpfs run /run
+mount -t tmpfs tmp /tmp
+say() { echo "rackboot-bootos: $*" > /dev/console; }
+# Drivers for the hardware present, by modalias; a few passes, because loading a bus driver
+# (virtio_pci) makes the devices on that bus (virtio_net, virtio_blk) appear.
+for pass in 1 2 3; do
+  modprobe -q -a $(cat /sys/bus/*/devices/*/modalias 2>/dev/null | sort -u) 2>/dev/null
+done
+# The IPMI driver only where the firmware announces a BMC (SMBIOS type 38).
+[ -e /sys/firmware/dmi/entries/38-0 ] && modprobe -q -a ipmi_si ipmi_devintf
+mac=$(sed -n 's/.*rackboot.mac=\([^ ]*\).*/\1/p' /proc/cmdline)
+hostname bootos
+say "up mac=$mac kernel=$(uname -r) nics=$(ls /sys/class/net | tr '\n' ' ')"
+while true; do
+  /bin/rackboot-agent 2>/dev/console
+  say "agent exited ($?); restarting"
+  sleep 2
+done
+INIT
+chmod +x "$T/init"
+
+(cd "$T" && find . | cpio -o -H newc --quiet | zstd -q -15 -T0) > "$OUT/initrd.img.tmp"
+mv "$OUT/initrd.img.tmp" "$OUT/initrd.img"
+cp "$(ls "$S"/boot/vmlinuz-* | head -1)" "$OUT/vmlinuz"
+size() { du -k "$1" | awk '{printf "%6.1f MB", $1/1024}'; }
+echo "BootOS ($KERNEL kernel $KVER):"
+echo "  vmlinuz            $(size "$OUT/vmlinuz")"
+echo "  initrd.img         $(size "$OUT/initrd.img")  (zstd; unpacked $(du -sk "$T" | awk '{printf "%.1f MB", $1/1024}'))"
+echo "    rackboot-agent   $(size "$T/bin/rackboot-agent")"
+echo "    kernel modules   $(du -sk "$T/lib/modules" | awk '{printf "%6.1f MB", $1/1024}') ($(find "$T/lib/modules" -name '*.ko' | wc -l) modules)"
+echo "    tools + libs     $(du -sck "$T/usr" "$T/sbin" "$T/lib/x86_64-linux-gnu" "$T/lib64" 2>/dev/null | tail -1 | awk '{printf "%6.1f MB", $1/1024}')"

@@ -59,7 +59,7 @@ KVER=$(ls "$S/lib/modules" | head -1)
 
 # 2. The agent, static (no toolchain beyond the host's: glibc's static libs; see LAB-NOTES).
 (cd "$ROOT" && RUSTFLAGS='-C target-feature=+crt-static' CARGO_PROFILE_RELEASE_DEBUG=false CARGO_PROFILE_RELEASE_STRIP=symbols cargo build --release --quiet --locked \
-  -p rackboot-agent --target x86_64-unknown-linux-gnu)
+  -p rackboot-agent --bin rackboot-agent --target x86_64-unknown-linux-gnu)
 AGENT=$ROOT/target/x86_64-unknown-linux-gnu/release/rackboot-agent
 
 # 3. The tree.

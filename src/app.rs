@@ -172,7 +172,7 @@ pub async fn start(cfg: Config) -> anyhow::Result<Running> {
     } else {
         vec![(Ipv4Addr::from(u32::from(public_ip) & 0xffff_ff00), 24)]
     };
-    let hub = Arc::new(crate::controller::Hub::new(cmdb.clone(), cfg.agent.clone(), networks));
+    let hub = Arc::new(crate::controller::Hub::new(cmdb.clone(), cfg.agent.clone(), networks, token.clone()));
     let t = token.clone();
     let sweeper = hub.clone();
     tasks.spawn(async move { ("jobs", sweeper.sweep(t).await) });

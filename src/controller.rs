@@ -40,6 +40,8 @@ pub enum AuthError {
 struct Cred {
     sha256: [u8; 32],
     approved: bool,
+    /// A newer enrollment awaiting approval.
+    pending: Option<[u8; 32]>,
 }
 
 /// Shared controller state.
@@ -51,11 +53,23 @@ pub struct Hub {
     waiters: Mutex<HashMap<u64, Arc<Notify>>>,
     creds: RwLock<HashMap<u64, Cred>>,
     followers: Mutex<HashMap<u64, broadcast::Sender<JobEvent>>>,
+    stats_seen: Mutex<HashMap<u64, tokio::time::Instant>>,
+    /// The appliance's shutdown: long-polls and live-output streams end with it.
+    pub shutdown: CancellationToken,
 }
 
 impl Hub {
-    pub fn new(cmdb: Cmdb, cfg: AgentConfig, networks: Vec<(Ipv4Addr, u8)>) -> Hub {
-        Hub { cmdb, cfg, networks, waiters: Mutex::default(), creds: RwLock::default(), followers: Mutex::default() }
+    pub fn new(cmdb: Cmdb, cfg: AgentConfig, networks: Vec<(Ipv4Addr, u8)>, shutdown: CancellationToken) -> Hub {
+        Hub {
+            cmdb,
+            cfg,
+            networks,
+            waiters: Mutex::default(),
+            creds: RwLock::default(),
+            followers: Mutex::default(),
+            stats_seen: Mutex::default(),
+            shutdown,
+        }
     }
 
     /// Whether an enrollment from `from` is accepted without an operator.
@@ -80,10 +94,23 @@ impl Hub {
         Ok((secret, hash))
     }
 
-    /// Remembers a machine's current credential hash (after enrollment or approval).
-    pub fn remember(&self, machine_id: u64, sha256_hex: &str, approved: bool) {
-        if let Some(sha256) = unhex(sha256_hex) {
-            self.creds.write().expect("creds lock").insert(machine_id, Cred { sha256, approved });
+    /// Drops a machine's cached credential (after an enrollment, an approval or a delete); the
+    /// next call reloads it from the CMDB, so the cache never outlives what was committed.
+    pub fn forget(&self, machine_id: u64) {
+        self.creds.write().expect("creds lock").remove(&machine_id);
+    }
+
+    /// Whether a machine's stats report should be stored: at most one per half `stats_secs`,
+    /// so a misbehaving agent cannot flood the writer.
+    pub fn stats_due(&self, machine_id: u64) -> bool {
+        let now = tokio::time::Instant::now();
+        let mut seen = self.stats_seen.lock().expect("stats lock");
+        match seen.get(&machine_id) {
+            Some(t) if now.duration_since(*t) < self.cfg.stats / 2 => false,
+            _ => {
+                seen.insert(machine_id, now);
+                true
+            }
         }
     }
 
@@ -97,18 +124,23 @@ impl Hub {
             None => {
                 let rec = self.cmdb.agent(id).await.map_err(|e| AuthError::Storage(e.to_string()))?;
                 let rec = rec.ok_or(AuthError::Unauthorized)?;
-                self.remember(id, &rec.secret_sha256, rec.approved);
-                self.creds.read().expect("creds lock").get(&id).copied().ok_or(AuthError::Unauthorized)?
+                let c = Cred {
+                    sha256: unhex(&rec.secret_sha256).ok_or(AuthError::Unauthorized)?,
+                    approved: rec.approved,
+                    pending: rec.pending_sha256.as_deref().and_then(unhex),
+                };
+                self.creds.write().expect("creds lock").insert(id, c);
+                c
             }
         };
         let given: [u8; 32] = Sha256::digest(secret.as_bytes()).into();
-        if given.iter().zip(cred.sha256.iter()).fold(0u8, |acc, (a, b)| acc | (a ^ b)) != 0 {
-            return Err(AuthError::Unauthorized);
+        if same(&given, &cred.sha256) {
+            return if cred.approved { Ok(id) } else { Err(AuthError::NotApproved) };
         }
-        if !cred.approved {
+        if cred.pending.is_some_and(|p| same(&given, &p)) {
             return Err(AuthError::NotApproved);
         }
-        Ok(id)
+        Err(AuthError::Unauthorized)
     }
 
     /// The `Notify` a machine's long-polls wait on.
@@ -123,10 +155,18 @@ impl Hub {
         }
     }
 
-    /// Follows a job's output and end.
+    /// Follows a job's output and end. Call [`Hub::release`] when done following.
     pub fn subscribe(&self, job_id: u64) -> broadcast::Receiver<JobEvent> {
         let mut f = self.followers.lock().expect("followers lock");
-        f.entry(job_id).or_insert_with(|| broadcast::channel(1024).0).subscribe()
+        f.entry(job_id).or_insert_with(|| broadcast::channel(FOLLOW_BUFFER).0).subscribe()
+    }
+
+    /// Drops a job's channel once nobody follows it (call after dropping the receiver).
+    pub fn release(&self, job_id: u64) {
+        let mut f = self.followers.lock().expect("followers lock");
+        if f.get(&job_id).is_some_and(|tx| tx.receiver_count() == 0) {
+            f.remove(&job_id);
+        }
     }
 
     /// Tells a job's followers, if it has any.
@@ -166,6 +206,13 @@ impl Hub {
             }
         }
     }
+}
+
+/// Chunks a slow follower may fall behind by before it is told it lagged.
+const FOLLOW_BUFFER: usize = 64;
+
+fn same(a: &[u8; 32], b: &[u8; 32]) -> bool {
+    a.iter().zip(b.iter()).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 fn hex(b: &[u8]) -> String {

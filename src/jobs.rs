@@ -65,6 +65,9 @@ pub struct Job {
     pub output_bytes: u64,
 }
 
+/// The longest timeout a job may ask for (a week).
+pub const MAX_TIMEOUT_SECS: u64 = 7 * 24 * 3600;
+
 /// A new job's parameters.
 #[derive(Debug, Clone)]
 pub struct NewJob {
@@ -115,7 +118,7 @@ impl Job {
             return false;
         }
         let started = self.claimed_at_ms.unwrap_or(now_ms);
-        if now_ms > started.saturating_add(self.timeout_secs * 1000).saturating_add(lease_ms) {
+        if now_ms > started.saturating_add(self.timeout_secs.saturating_mul(1000)).saturating_add(lease_ms) {
             self.finish_as(JobState::TimedOut, now_ms, Some(format!("no result within {} s", self.timeout_secs)));
             return true;
         }

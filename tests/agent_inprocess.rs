@@ -277,6 +277,46 @@ async fn a_silent_agent_loses_its_job_to_redelivery_and_cancel_stops_a_running_o
 }
 
 #[tokio::test]
+async fn background_children_do_not_hold_a_job_and_deleting_a_machine_revokes_its_agent() {
+    let a = Appliance::start("").await;
+    let work = tempfile::tempdir().unwrap();
+    let agent = a.agent("52:54:00:a0:00:09", work.path());
+    let m = enrolled(&a, "52:54:00:a0:00:09").await;
+    // The script starts a daemon that keeps stdout open and exits: the job ends with the script.
+    let job = a
+        .submit(
+            json!({"machine": "52:54:00:a0:00:09", "action": script("sleep 30 & echo started"), "timeout_secs": 20}),
+        )
+        .await[0]["id"]
+        .as_u64()
+        .unwrap();
+    let done = a.job_in(job, "succeeded", 10).await;
+    assert!(done["duration_ms"].as_u64().unwrap() < 5_000, "{done}");
+    assert!(a.get(&format!("/jobs/{job}/output")).await["text"].as_str().unwrap().contains("started"));
+
+    let (status, err) = a
+        .api
+        .call(
+            Method::POST,
+            "/jobs",
+            Some(json!({"machine": "52:54:00:a0:00:09", "action": script("true"), "timeout_secs": u64::MAX})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(status, 400, "{err}");
+
+    // Delete the machine: its queued job is cancelled and its agent's credential stops working.
+    agent.abort();
+    let queued =
+        a.submit(json!({"machine": "52:54:00:a0:00:09", "action": script("true")})).await[0]["id"].as_u64().unwrap();
+    let id = m["id"].as_u64().unwrap();
+    a.api.ok(Method::DELETE, &format!("/machines/{id}"), None).await.unwrap();
+    assert_eq!(a.get(&format!("/jobs/{queued}")).await["state"], "cancelled");
+    let (status, _) = a.api.call(Method::GET, &format!("/machines/{id}/agent"), None).await.unwrap();
+    assert_eq!(status, 404);
+}
+
+#[tokio::test]
 async fn jobs_by_tag_and_live_output_as_server_sent_events() {
     let a = Appliance::start("").await;
     let work = tempfile::tempdir().unwrap();

@@ -20,7 +20,7 @@ use super::{ApiError, ApiState};
 use crate::controller::{AuthError, Hub, JobEvent};
 
 /// Largest output chunk accepted; agents send at most 16 KiB at a time.
-const MAX_CHUNK: usize = 256 * 1024;
+const MAX_CHUNK: usize = 64 * 1024;
 
 pub fn routes() -> Router<ApiState> {
     Router::new()
@@ -51,16 +51,24 @@ async fn machine(s: &ApiState, headers: &HeaderMap) -> Result<u64, ApiError> {
     })
 }
 
+/// Enrollment. Accepted at once when policy allows it for the caller's address, or when the
+/// caller proves it holds the machine's current credential (an installed node re-enrolling);
+/// otherwise it waits for the operator without disturbing an approved credential.
 async fn enroll(
     State(s): State<ApiState>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
     body: Result<Json<EnrollRequest>, JsonRejection>,
 ) -> Result<Json<EnrollResponse>, ApiError> {
     let Json(req) = body.map_err(bad_json)?;
     let auto = s.hub.auto_approves(peer.ip());
+    let bearer =
+        headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
+    let holder = s.hub.authenticate(bearer).await.ok();
     let (secret, hash) = Hub::new_secret().map_err(|e| ApiError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
-    let enrolled = s.hub.cmdb.enroll_agent(req, hash.clone(), auto, Some(peer.ip())).await?;
-    s.hub.remember(enrolled.machine_id, &hash, enrolled.approved);
+    let accept = move |machine: u64| auto || holder == Some(machine);
+    let enrolled = s.hub.cmdb.enroll_agent(req, hash, accept, Some(peer.ip())).await?;
+    s.hub.forget(enrolled.machine_id);
     let cfg = &s.hub.cfg;
     Ok(Json(EnrollResponse {
         machine_id: enrolled.machine_id,
@@ -103,7 +111,11 @@ async fn next_job(State(s): State<ApiState>, headers: HeaderMap, Query(w): Query
         tokio::pin!(notified);
         notified.as_mut().enable();
         if hub.cmdb.has_active_jobs(id).await? {
-            if let Some(job) = hub.cmdb.claim_job(id, lease_ms).await? {
+            let (claimed, finished) = hub.cmdb.claim_job(id, lease_ms).await?;
+            for job in finished {
+                hub.publish(job.id, JobEvent::Done(Box::new(job)));
+            }
+            if let Some(job) = claimed {
                 let spec =
                     JobSpec { id: job.id, attempt: job.attempt, action: job.action, timeout_secs: job.timeout_secs };
                 return Ok(Json(spec).into_response());
@@ -112,6 +124,8 @@ async fn next_job(State(s): State<ApiState>, headers: HeaderMap, Query(w): Query
         tokio::select! {
             _ = &mut notified => {}
             _ = tokio::time::sleep_until(deadline) => return Ok(StatusCode::NO_CONTENT.into_response()),
+            // Shutting down: the agent polls again and retries until the appliance is back.
+            _ = hub.shutdown.cancelled() => return Ok(StatusCode::NO_CONTENT.into_response()),
         }
     }
 }
@@ -163,6 +177,8 @@ async fn stats(
 ) -> Result<StatusCode, ApiError> {
     let id = machine(&s, &headers).await?;
     let Json(st) = body.map_err(bad_json)?;
-    s.hub.cmdb.put_stats(id, st);
+    if s.hub.stats_due(id) {
+        s.hub.cmdb.put_stats(id, st);
+    }
     Ok(StatusCode::NO_CONTENT)
 }

@@ -70,8 +70,8 @@ async fn submit(
         }
     }
     let timeout_secs = req.timeout_secs.unwrap_or(s.hub.cfg.job_timeout_secs);
-    if timeout_secs == 0 {
-        return Err(bad("timeout_secs must be at least 1"));
+    if !(1..=crate::jobs::MAX_TIMEOUT_SECS).contains(&timeout_secs) {
+        return Err(bad(&format!("timeout_secs must be 1..={}", crate::jobs::MAX_TIMEOUT_SECS)));
     }
     let max_attempts = req.max_attempts.unwrap_or(s.hub.cfg.max_attempts).clamp(1, 100);
     let jobs = s.hub.cmdb.submit_jobs(machines, NewJob { action: req.action, timeout_secs, max_attempts }).await?;
@@ -118,45 +118,65 @@ async fn output(
     Path(id): Path<u64>,
     Query(q): Query<OutputQuery>,
 ) -> Result<Response, ApiError> {
-    // Subscribe before reading what is stored, so nothing falls in between.
-    let mut rx = q.follow.then(|| s.hub.subscribe(id));
-    let job = s.hub.cmdb.job(id).await?;
-    let stored = s.hub.cmdb.output(id).await?;
     if !q.follow {
+        let job = s.hub.cmdb.job(id).await?;
+        let stored = s.hub.cmdb.output(id).await?;
         let text: String = stored.iter().filter(|c| c.attempt == job.attempt).map(|c| c.data.as_str()).collect();
         return Ok(Json(json!({ "job": job, "text": text, "chunks": stored })).into_response());
     }
-    let mut rx = rx.take().expect("subscribed");
+    // Subscribe before reading what is stored, so nothing falls in between.
+    let mut rx = s.hub.subscribe(id);
+    let loaded = async { Ok::<_, crate::cmdb::CmdbError>((s.hub.cmdb.job(id).await?, s.hub.cmdb.output(id).await?)) };
+    let (job, stored) = match loaded.await {
+        Ok(v) => v,
+        Err(e) => {
+            drop(rx);
+            s.hub.release(id);
+            return Err(e.into());
+        }
+    };
     let (tx, mut out) = tokio::sync::mpsc::channel::<Event>(64);
+    let hub = s.hub.clone();
     tokio::spawn(async move {
         let mut seen: std::collections::HashSet<(u32, u32)> = std::collections::HashSet::new();
-        for c in stored {
-            seen.insert((c.attempt, c.seq));
-            if tx.send(chunk_event(&c)).await.is_err() {
-                return;
-            }
-        }
-        if job.state.is_terminal() {
-            let _ = tx.send(done_event(&job)).await;
-            return;
-        }
-        loop {
-            match rx.recv().await {
-                Ok(JobEvent::Output(c)) => {
-                    if seen.insert((c.attempt, c.seq)) && tx.send(chunk_event(&c)).await.is_err() {
-                        return;
-                    }
-                }
-                Ok(JobEvent::Done(j)) => {
-                    let _ = tx.send(done_event(&j)).await;
+        let follow = async {
+            for c in stored {
+                seen.insert((c.attempt, c.seq));
+                if tx.send(chunk_event(&c)).await.is_err() {
                     return;
                 }
-                Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
-                    let _ = tx.send(Event::default().event("lagged").data(n.to_string())).await;
-                }
-                Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
             }
-        }
+            if job.state.is_terminal() {
+                let _ = tx.send(done_event(&job)).await;
+                return;
+            }
+            loop {
+                let ev = tokio::select! {
+                    ev = rx.recv() => ev,
+                    // The client went away, or the appliance is stopping.
+                    _ = tx.closed() => return,
+                    _ = hub.shutdown.cancelled() => return,
+                };
+                match ev {
+                    Ok(JobEvent::Output(c)) => {
+                        if seen.insert((c.attempt, c.seq)) && tx.send(chunk_event(&c)).await.is_err() {
+                            return;
+                        }
+                    }
+                    Ok(JobEvent::Done(j)) => {
+                        let _ = tx.send(done_event(&j)).await;
+                        return;
+                    }
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
+                        let _ = tx.send(Event::default().event("lagged").data(n.to_string())).await;
+                    }
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                }
+            }
+        };
+        follow.await;
+        drop(rx);
+        hub.release(id);
     });
     let stream = futures_util::stream::poll_fn(move |cx| out.poll_recv(cx).map(|e| e.map(Ok::<_, Infallible>)));
     Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))).into_response())
@@ -179,7 +199,7 @@ async fn cancel(State(s): State<ApiState>, Path(id): Path<u64>) -> Result<Json<V
 async fn approve(State(s): State<ApiState>, Path(key): Path<String>) -> Result<Json<Value>, ApiError> {
     let m = resolve(&s, &key).await?;
     let rec = s.hub.cmdb.approve_agent(m.id).await?;
-    s.hub.remember(m.id, &rec.secret_sha256, true);
+    s.hub.forget(m.id);
     Ok(Json(rec.view()))
 }
 

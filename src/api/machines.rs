@@ -75,6 +75,7 @@ async fn update(
 async fn remove(State(s): State<ApiState>, Path(key): Path<String>) -> Result<StatusCode, ApiError> {
     let m = resolve(&s, &key).await?;
     s.cmdb.delete_machine(m.id).await?;
+    s.hub.forget(m.id);
     Ok(StatusCode::NO_CONTENT)
 }
 

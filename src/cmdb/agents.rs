@@ -42,6 +42,11 @@ pub struct Enrolled {
     pub created: bool,
 }
 
+/// MACs one enrollment may carry (a big server has a dozen NICs).
+const MAX_ENROLL_MACS: usize = 64;
+/// Output kept per job; beyond it chunks are counted but not stored.
+pub const MAX_OUTPUT_BYTES: u64 = 16 << 20;
+
 fn output_key(attempt: u32, seq: u32) -> u64 {
     (u64::from(attempt) << 32) | u64::from(seq)
 }
@@ -49,17 +54,31 @@ fn output_key(attempt: u32, seq: u32) -> u64 {
 impl Cmdb {
     /// Matches the enrolling node to a machine (boot MAC first, then any of its MACs; a new
     /// machine when none is known), records any MACs the machine did not have yet, and stores
-    /// the agent record with the new credential's hash (replacing an older one). A machine that
-    /// was approved once stays approved; otherwise `auto_approve` decides.
+    /// the new credential's hash. `accept` (policy said yes, or the node proved it holds the
+    /// machine's current credential) makes it the machine's credential at once. Otherwise a
+    /// machine with an approved credential keeps it and the new one waits for the operator; a
+    /// machine without one gets the new credential, unapproved.
     pub async fn enroll_agent(
         &self,
         req: EnrollRequest,
         secret_sha256: String,
-        auto_approve: bool,
+        accept: impl Fn(u64) -> bool + Send + 'static,
         from: Option<IpAddr>,
     ) -> Result<Enrolled, CmdbError> {
-        let macs: Vec<Mac> = req.macs.iter().filter_map(|m| m.parse().ok()).collect();
-        let boot_mac: Option<Mac> = req.boot_mac.as_deref().and_then(|m| m.parse().ok());
+        if req.macs.len() > MAX_ENROLL_MACS {
+            return Err(CmdbError::Invalid(format!("at most {MAX_ENROLL_MACS} MACs per enrollment")));
+        }
+        let mut macs: Vec<Mac> = Vec::new();
+        for m in &req.macs {
+            let mac: Mac = m.parse().map_err(|e: crate::mac::ParseMacError| CmdbError::Invalid(e.to_string()))?;
+            if !macs.contains(&mac) {
+                macs.push(mac);
+            }
+        }
+        let boot_mac: Option<Mac> = match req.boot_mac.as_deref() {
+            Some(m) => Some(m.parse().map_err(|e: crate::mac::ParseMacError| CmdbError::Invalid(e.to_string()))?),
+            None => None,
+        };
         if macs.is_empty() && boot_mac.is_none() {
             return Err(CmdbError::Invalid("enrollment needs at least one valid MAC".into()));
         }
@@ -93,31 +112,39 @@ impl Cmdb {
             m.updated_at = now;
             put_machine(ctx, &m)?;
             let mut agents = ctx.t.tx.open_table(AGENTS)?;
-            let was_approved = match agents.get(m.id)? {
-                Some(v) => decode::<AgentRecord>(v.value())?.approved,
-                None => false,
+            let old: Option<AgentRecord> = match agents.get(m.id)? {
+                Some(v) => Some(decode(v.value())?),
+                None => None,
             };
-            let rec = AgentRecord {
+            let accepted = accept(m.id);
+            let mut rec = AgentRecord {
                 v: 1,
                 machine_id: m.id,
-                secret_sha256,
+                secret_sha256: secret_sha256.clone(),
+                pending_sha256: None,
                 mode: req.mode,
-                approved: was_approved || auto_approve,
+                approved: accepted,
                 enrolled_at: now,
                 enrolled_from: from.map(|ip| ip.to_string()),
                 boot_mac,
+                system_uuid: req.system_uuid.clone(),
                 version: req.version.clone(),
                 stats: None,
                 stats_at: None,
             };
+            if let (false, Some(old)) = (accepted, old) {
+                if old.approved {
+                    rec = AgentRecord { pending_sha256: Some(secret_sha256), ..old };
+                }
+            }
             agents.insert(m.id, encode(&rec).as_slice())?;
             drop(agents);
             if created {
                 push_event(ctx, m.id, "machine.discovered", json!({"by": "agent", "macs": m.macs}))?;
             }
-            let detail = json!({"mode": rec.mode, "boot_mac": boot_mac, "approved": rec.approved, "from": rec.enrolled_from, "version": rec.version});
+            let detail = json!({"mode": req.mode, "boot_mac": boot_mac, "approved": accepted, "from": from.map(|ip| ip.to_string()), "version": req.version});
             push_event(ctx, m.id, "agent.enrolled", detail)?;
-            Ok(Enrolled { machine_id: m.id, approved: rec.approved, created })
+            Ok(Enrolled { machine_id: m.id, approved: accepted, created })
         })
         .await
     }
@@ -139,6 +166,9 @@ impl Cmdb {
                 Some(v) => decode(v.value())?,
                 None => return Err(CmdbError::NotFound(format!("no agent has enrolled for machine {machine_id}"))),
             };
+            if let Some(pending) = rec.pending_sha256.take() {
+                rec.secret_sha256 = pending;
+            }
             rec.approved = true;
             agents.insert(machine_id, encode(&rec).as_slice())?;
             drop(agents);
@@ -225,8 +255,9 @@ impl Cmdb {
         .await
     }
 
-    /// Hands the machine's oldest queued job to its agent (expiring leases first).
-    pub async fn claim_job(&self, machine_id: u64, lease_ms: u64) -> Result<Option<Job>, CmdbError> {
+    /// Hands the machine's oldest queued job to its agent (expiring leases first). Also
+    /// returns the jobs the expiry finished (timed out, attempts used up), for their followers.
+    pub async fn claim_job(&self, machine_id: u64, lease_ms: u64) -> Result<(Option<Job>, Vec<Job>), CmdbError> {
         self.write(move |ctx| {
             let now = now_ms();
             let ids: Vec<u64> = {
@@ -237,17 +268,22 @@ impl Cmdb {
                     .collect::<Result<_, _>>()?;
                 ids
             };
+            let mut finished = Vec::new();
             for id in ids {
                 let mut job = load_job(ctx, id)?;
                 if job.expire(now, lease_ms) {
-                    save_job(ctx, &job, "job.lease_expired")?;
+                    let kind = if job.state.is_terminal() { "job.finished" } else { "job.lease_expired" };
+                    save_job(ctx, &job, kind)?;
+                    if job.state.is_terminal() {
+                        finished.push(job.clone());
+                    }
                 }
                 if job.claim(now, lease_ms) {
                     save_job(ctx, &job, "job.started")?;
-                    return Ok(Some(job));
+                    return Ok((Some(job), finished));
                 }
             }
-            Ok(None)
+            Ok((None, finished))
         })
         .await
     }
@@ -269,7 +305,7 @@ impl Cmdb {
             }
             let before = job.clone();
             let stop = job.heard_from(chunk.attempt, now, lease_ms);
-            if !chunk.data.is_empty() {
+            if !chunk.data.is_empty() && job.output_bytes < MAX_OUTPUT_BYTES {
                 let key = output_key(chunk.attempt, chunk.seq);
                 let mut out = ctx.t.tx.open_table(JOB_OUTPUT)?;
                 let stored = StoredChunk {
@@ -332,7 +368,14 @@ impl Cmdb {
             };
             let mut changed = Vec::new();
             for id in ids {
-                let mut job = load_job(ctx, id)?;
+                // One unreadable row must not stop every other job's expiry.
+                let mut job = match load_job(ctx, id) {
+                    Ok(j) => j,
+                    Err(error) => {
+                        tracing::warn!(job = id, %error, "skipping an unreadable job");
+                        continue;
+                    }
+                };
                 if job.expire(now, lease_ms) {
                     let kind = if job.state.is_terminal() { "job.finished" } else { "job.lease_expired" };
                     save_job(ctx, &job, kind)?;
@@ -438,4 +481,33 @@ fn save_job(ctx: &mut WriteCtx<'_>, job: &Job, kind: &str) -> Result<(), CmdbErr
         "duration_ms": job.duration_ms, "error": job.error,
     });
     push_event(ctx, job.machine_id, kind, detail)
+}
+
+/// Removes a deleted machine's agent and cancels its unfinished jobs (in the delete's batch).
+pub(super) fn forget_machine(ctx: &mut WriteCtx<'_>, machine_id: u64) -> Result<(), CmdbError> {
+    ctx.t.tx.open_table(AGENTS)?.remove(machine_id)?;
+    let ids: Vec<u64> = {
+        let active = ctx.t.tx.open_table(ACTIVE_JOBS)?;
+        let ids = active
+            .range((machine_id, 0)..=(machine_id, u64::MAX))?
+            .map(|r| r.map(|(k, _)| k.value().1))
+            .collect::<Result<_, _>>()?;
+        ids
+    };
+    let now = now_ms();
+    let mut jobs = ctx.t.tx.open_table(JOBS)?;
+    let mut active = ctx.t.tx.open_table(ACTIVE_JOBS)?;
+    for id in ids {
+        let job: Option<Job> = match jobs.get(id)? {
+            Some(v) => Some(decode(v.value())?),
+            None => None,
+        };
+        if let Some(mut job) = job {
+            if job.cancel(now).is_ok() {
+                jobs.insert(id, encode(&job).as_slice())?;
+            }
+        }
+        active.remove((machine_id, id))?;
+    }
+    Ok(())
 }

@@ -100,6 +100,8 @@ impl Cmdb {
             ctx.t.machines.remove(id)?;
             ctx.t.events.retain_in((id, 0)..=(id, u64::MAX), |_, _| false)?;
             ctx.delta.push(Delta::Remove(id));
+            // Its agent's credential dies with it, and its unfinished jobs are cancelled.
+            super::agents::forget_machine(ctx, id)?;
             Ok(())
         })
         .await

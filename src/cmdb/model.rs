@@ -234,14 +234,21 @@ pub fn valid_hostname(h: &str) -> bool {
 pub struct AgentRecord {
     pub v: u64,
     pub machine_id: u64,
-    /// Hex SHA-256 of the secret part of the current credential; a new enrollment replaces it,
-    /// so an older credential stops working.
+    /// Hex SHA-256 of the secret part of the current credential; a new accepted enrollment
+    /// replaces it, so an older credential stops working.
     pub secret_sha256: String,
+    /// A newer enrollment of an approved machine that still needs the operator's approval: its
+    /// hash waits here while the current credential keeps working (so an unapproved
+    /// enrollment can neither take the machine over nor lock its real agent out).
+    #[serde(default)]
+    pub pending_sha256: Option<String>,
     pub mode: rackboot_agent::wire::AgentMode,
     pub approved: bool,
     pub enrolled_at: u64,
     pub enrolled_from: Option<String>,
     pub boot_mac: Option<Mac>,
+    #[serde(default)]
+    pub system_uuid: Option<String>,
     pub version: String,
     pub stats: Option<rackboot_agent::wire::Stats>,
     pub stats_at: Option<u64>,
@@ -252,7 +259,9 @@ impl AgentRecord {
     pub fn view(&self) -> serde_json::Value {
         serde_json::json!({
             "machine_id": self.machine_id, "mode": self.mode, "approved": self.approved,
+            "approval_pending": self.pending_sha256.is_some() || !self.approved,
             "enrolled_at": self.enrolled_at, "enrolled_from": self.enrolled_from, "boot_mac": self.boot_mac,
+            "system_uuid": self.system_uuid,
             "version": self.version, "stats": self.stats, "stats_at": self.stats_at,
         })
     }

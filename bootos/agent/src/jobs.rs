@@ -14,6 +14,17 @@ use crate::wire::{Action, JobResult, JobSpec, Outcome, OutputAck, OutputChunk, S
 
 const CHUNK: usize = 16 * 1024;
 const FLUSH: Duration = Duration::from_millis(200);
+const DRAIN: Duration = Duration::from_secs(2);
+
+/// Writes the script readable and executable by the agent's user only.
+fn write_script(dir: &std::path::Path, file: &std::path::Path, body: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::create_dir_all(dir)?;
+    let _ = std::fs::remove_file(file);
+    let mut f = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o700).open(file)?;
+    f.write_all(body.as_bytes())
+}
 
 /// Sends output to the appliance and remembers whether it asked us to stop.
 pub struct Sink<'a> {
@@ -101,7 +112,7 @@ pub async fn run_script(
         error,
     };
     let file = workdir.join(format!("job-{}-{}", spec.id, spec.attempt));
-    if let Err(e) = std::fs::create_dir_all(workdir).and_then(|_| std::fs::write(&file, body)) {
+    if let Err(e) = write_script(workdir, &file, body) {
         return result(Outcome::Error, None, Some(format!("writing the script to {}: {e}", file.display())));
     }
     let mut cmd = Command::new(interpreter);
@@ -132,10 +143,16 @@ pub async fn run_script(
     let (mut out_text, mut err_text) = (Utf8Carry::default(), Utf8Carry::default());
     let (mut pending_out, mut pending_err) = (String::new(), String::new());
     let (mut out_open, mut err_open) = (true, true);
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(spec.timeout_secs);
-    let mut last_sent = tokio::time::Instant::now();
-    let mut flush_at = tokio::time::Instant::now() + FLUSH;
+    let start_at = tokio::time::Instant::now();
+    // A week is the longest the appliance allows; clamp so the arithmetic cannot overflow.
+    let deadline = start_at + Duration::from_secs(spec.timeout_secs.min(7 * 24 * 3600));
+    let mut last_sent = start_at;
+    let mut flush_at = start_at + FLUSH;
     let mut stopped: Option<Outcome> = None;
+    let mut exited: Option<std::io::Result<std::process::ExitStatus>> = None;
+    // When the script has exited but something it started in the background still holds its
+    // output open, its output is read for a moment more, then the group is killed.
+    let mut drain_until: Option<tokio::time::Instant> = None;
 
     let status = loop {
         tokio::select! {
@@ -147,12 +164,24 @@ pub async fn run_script(
                 Ok(0) | Err(_) => { err_open = false; pending_err += &err_text.finish(); }
                 Ok(n) => pending_err += &err_text.push(&err_buf[..n]),
             },
-            status = child.wait(), if !out_open && !err_open => break status,
+            status = child.wait(), if exited.is_none() => {
+                exited = Some(status);
+                drain_until = Some(tokio::time::Instant::now() + DRAIN);
+            }
             _ = tokio::time::sleep_until(flush_at) => {}
-            _ = tokio::time::sleep_until(deadline), if stopped.is_none() => {
+            _ = tokio::time::sleep_until(deadline), if stopped.is_none() && exited.is_none() => {
                 kill();
                 stopped = Some(Outcome::TimedOut);
             }
+        }
+        if exited.is_some() && (!out_open && !err_open || drain_until.is_some_and(|t| tokio::time::Instant::now() >= t))
+        {
+            if out_open || err_open {
+                kill();
+                pending_out += &out_text.finish();
+                pending_err += &err_text.finish();
+            }
+            break exited.take().expect("set above");
         }
         let now = tokio::time::Instant::now();
         if now >= flush_at || pending_out.len() >= CHUNK || pending_err.len() >= CHUNK {

@@ -82,6 +82,10 @@ fn listen(found: &Neighbours, changed: &dyn Fn()) -> anyhow::Result<()> {
     use socket2::{Domain, Protocol, Socket, Type};
     let sock = Socket::new(Domain::PACKET, Type::RAW, Some(Protocol::from(i32::from(ETH_P_LLDP.to_be()))))?;
     sock.set_read_timeout(Some(Duration::from_secs(60)))?;
+    // Most NICs drop multicast they were not asked for; LLDP goes to the nearest-bridge group.
+    for (_, ifindex) in nix::net::if_::if_nameindex()?.iter().map(|i| (i.name().to_owned(), i.index())) {
+        join_lldp_group(&sock, ifindex);
+    }
     let mut buf = [0u8; 2048];
     loop {
         use std::os::fd::AsRawFd;
@@ -102,6 +106,27 @@ fn listen(found: &Neighbours, changed: &dyn Fn()) -> anyhow::Result<()> {
         }
         drop(list);
         changed();
+    }
+}
+
+/// Joins 01:80:c2:00:00:0e on one interface (PACKET_ADD_MEMBERSHIP); failures are ignored
+/// (the interface may not do multicast, or may not be up yet).
+fn join_lldp_group(sock: &socket2::Socket, ifindex: u32) {
+    use std::os::fd::AsRawFd;
+    let mut mreq: nix::libc::packet_mreq = unsafe { std::mem::zeroed() };
+    mreq.mr_ifindex = ifindex as i32;
+    mreq.mr_type = nix::libc::PACKET_MR_MULTICAST as u16;
+    mreq.mr_alen = 6;
+    mreq.mr_address[..6].copy_from_slice(&[0x01, 0x80, 0xc2, 0, 0, 0x0e]);
+    // SAFETY: a valid socket, and a fully initialised packet_mreq of the size passed.
+    unsafe {
+        nix::libc::setsockopt(
+            sock.as_raw_fd(),
+            nix::libc::SOL_PACKET,
+            nix::libc::PACKET_ADD_MEMBERSHIP,
+            (&mreq as *const nix::libc::packet_mreq).cast(),
+            std::mem::size_of::<nix::libc::packet_mreq>() as nix::libc::socklen_t,
+        );
     }
 }
 

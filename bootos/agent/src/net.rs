@@ -101,7 +101,17 @@ pub async fn bring_up(cmdline: &Cmdline, udhcpc_script: &str, reachable: impl As
                 if !wait_for_carrier(&dev, Duration::from_secs(3)).await {
                     continue;
                 }
-                if run("udhcpc", &["-i", &dev, "-n", "-t", "4", "-T", "2", "-s", udhcpc_script]) && reachable().await {
+                // One udhcpc per interface: stop the one a previous round left in the background.
+                let pidfile = format!("/run/udhcpc.{dev}.pid");
+                if let Ok(pid) = std::fs::read_to_string(&pidfile) {
+                    if let Ok(pid) = pid.trim().parse::<i32>() {
+                        let _ =
+                            nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGTERM);
+                    }
+                }
+                if run("udhcpc", &["-i", &dev, "-n", "-t", "4", "-T", "2", "-p", &pidfile, "-s", udhcpc_script])
+                    && reachable().await
+                {
                     tracing::info!(%dev, "network up (dhcp)");
                     return;
                 }

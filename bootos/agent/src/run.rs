@@ -52,7 +52,8 @@ pub struct Agent {
     client: Client,
     session: Option<EnrollResponse>,
     lldp: lldp::Neighbours,
-    lldp_changed: Arc<AtomicBool>,
+    /// The inventory should be (re)sent: after enrolling, and when a new LLDP neighbour is heard.
+    inventory_due: Arc<AtomicBool>,
     stats_task: Option<tokio::task::JoinHandle<()>>,
 }
 
@@ -60,12 +61,12 @@ impl Agent {
     pub fn new(opts: Options) -> anyhow::Result<Agent> {
         let client = Client::new(&opts.url)?;
         let lldp: lldp::Neighbours = Arc::default();
-        let lldp_changed = Arc::new(AtomicBool::new(false));
+        let inventory_due = Arc::new(AtomicBool::new(false));
         if opts.lldp {
-            let flag = lldp_changed.clone();
+            let flag = inventory_due.clone();
             lldp::spawn_listener(lldp.clone(), move || flag.store(true, Ordering::Relaxed));
         }
-        Ok(Agent { opts, client, session: None, lldp, lldp_changed, stats_task: None })
+        Ok(Agent { opts, client, session: None, lldp, inventory_due, stats_task: None })
     }
 
     /// Runs forever (until the task is dropped).
@@ -83,7 +84,13 @@ impl Agent {
             }
             match self.poll_once().await {
                 Ok(Next::Continue) => backoff = Duration::from_secs(1),
-                Ok(Next::Reenroll) => self.drop_session(),
+                Ok(Next::Reenroll) => {
+                    // Not at once: two nodes claiming the same MACs would otherwise replace each
+                    // other's credential in a tight loop.
+                    self.drop_session();
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(MAX_BACKOFF);
+                }
                 Err(error) => {
                     tracing::warn!(error = format!("{error:#}"), retry_in = ?backoff, "appliance unreachable");
                     tokio::time::sleep(backoff).await;
@@ -100,7 +107,7 @@ impl Agent {
             t.abort();
         }
         if let Some(dir) = &self.opts.state_dir {
-            let _ = std::fs::remove_file(dir.join("credential"));
+            let _ = std::fs::remove_file(dir.join("session.json"));
         }
     }
 
@@ -129,11 +136,7 @@ impl Agent {
                 anyhow::ensure!(r.ok(), "enroll: HTTP {}: {}", r.status, r.error_text());
                 let resp: EnrollResponse = r.json()?;
                 if let Some(dir) = &self.opts.state_dir {
-                    std::fs::create_dir_all(dir)?;
-                    let path = dir.join("session.json");
-                    std::fs::write(&path, serde_json::to_vec(&resp)?)?;
-                    use std::os::unix::fs::PermissionsExt;
-                    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
+                    save_session(dir, &resp)?;
                 }
                 tracing::info!(machine = resp.machine_id, approved = resp.approved, "enrolled");
                 resp
@@ -141,22 +144,24 @@ impl Agent {
         };
         self.client.credential = Some(resp.credential.clone());
         self.session = Some(resp.clone());
-        if let Err(error) = self.send_inventory().await {
-            // Not approved yet, or the appliance blinked: the poll loop sorts that out; the
-            // inventory goes again once the session is good.
-            tracing::info!(error = format!("{error:#}"), "inventory not sent yet");
-            self.lldp_changed.store(true, Ordering::Relaxed);
-        }
+        // The inventory goes first thing in the poll loop, which also sorts out a refusal
+        // (not approved yet: wait; credential refused: enroll again).
+        self.inventory_due.store(true, Ordering::Relaxed);
         self.start_stats(&resp);
         Ok(())
     }
 
-    async fn send_inventory(&mut self) -> anyhow::Result<()> {
-        let mut inv = inventory::collect(&self.opts.root);
+    /// Collects (off the async thread: ipmitool can take seconds) and uploads the inventory.
+    /// `Ok(status)` is the appliance's answer.
+    async fn send_inventory(&mut self) -> anyhow::Result<u16> {
+        let root = self.opts.root.clone();
+        let mut inv = tokio::task::spawn_blocking(move || inventory::collect(&root)).await?;
         inv.lldp = self.lldp.lock().expect("lldp lock").clone();
         let r = self.client.call(Method::PUT, "/agent/v1/inventory", Some(&inv), Duration::from_secs(30)).await?;
-        anyhow::ensure!(r.ok(), "inventory: HTTP {}: {}", r.status, r.error_text());
-        Ok(())
+        if !r.ok() && r.status != 401 && r.status != 403 {
+            anyhow::bail!("inventory: HTTP {}: {}", r.status, r.error_text());
+        }
+        Ok(r.status)
     }
 
     fn start_stats(&mut self, resp: &EnrollResponse) {
@@ -169,7 +174,9 @@ impl Agent {
             let Ok(mut c) = Client::new(&url) else { return };
             c.credential = Some(cred);
             loop {
-                let s = stats::collect(&root);
+                // statvfs on a hung mount would block: off the async thread.
+                let r = root.clone();
+                let Ok(s) = tokio::task::spawn_blocking(move || stats::collect(&r)).await else { return };
                 if let Err(error) = c.call(Method::POST, "/agent/v1/stats", Some(&s), Duration::from_secs(15)).await {
                     tracing::debug!(%error, "stats not sent");
                 }
@@ -180,10 +187,15 @@ impl Agent {
 
     /// One long-poll, and the job it brings.
     async fn poll_once(&mut self) -> anyhow::Result<Next> {
-        if self.lldp_changed.swap(false, Ordering::Relaxed) {
-            if let Err(error) = self.send_inventory().await {
-                self.lldp_changed.store(true, Ordering::Relaxed);
-                return Err(error);
+        if self.inventory_due.swap(false, Ordering::Relaxed) {
+            match self.send_inventory().await {
+                Ok(401) => return Ok(Next::Reenroll),
+                Ok(403) => self.inventory_due.store(true, Ordering::Relaxed), // after approval
+                Ok(_) => {}
+                Err(error) => {
+                    self.inventory_due.store(true, Ordering::Relaxed);
+                    return Err(error);
+                }
             }
         }
         let wait = self.session.as_ref().map_or(25, |s| s.poll_secs);
@@ -229,7 +241,8 @@ impl Agent {
                 run_script(&mut sink, spec, heartbeat, &workdir).await
             }
             Action::RefreshInventory => match self.send_inventory().await {
-                Ok(()) => done(Outcome::Succeeded, None),
+                Ok(s) if (200..300).contains(&s) => done(Outcome::Succeeded, None),
+                Ok(s) => done(Outcome::Error, Some(format!("inventory refused: HTTP {s}"))),
                 Err(e) => done(Outcome::Error, Some(format!("{e:#}"))),
             },
             Action::Reboot | Action::PowerOff => done(Outcome::Succeeded, None),
@@ -269,6 +282,20 @@ impl Agent {
         }
         Ok(Next::Continue)
     }
+}
+
+/// Writes the session (with the credential) readable by root only, from the first byte.
+fn save_session(dir: &std::path::Path, resp: &EnrollResponse) -> anyhow::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::create_dir_all(dir)?;
+    let tmp = dir.join("session.json.tmp");
+    let _ = std::fs::remove_file(&tmp);
+    let mut f = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&tmp)?;
+    f.write_all(&serde_json::to_vec(resp)?)?;
+    f.sync_all()?;
+    std::fs::rename(&tmp, dir.join("session.json"))?;
+    Ok(())
 }
 
 fn power(mode: nix::sys::reboot::RebootMode) {

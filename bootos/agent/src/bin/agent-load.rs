@@ -25,7 +25,8 @@ struct Args {
 }
 
 fn args() -> anyhow::Result<Args> {
-    let mut a = Args { url: String::new(), token: String::new(), agents: 1000, jobs: 300, idle_secs: 20, server_pid: None };
+    let mut a =
+        Args { url: String::new(), token: String::new(), agents: 1000, jobs: 300, idle_secs: 20, server_pid: None };
     let mut it = std::env::args().skip(1);
     while let Some(k) = it.next() {
         let v = it.next().ok_or_else(|| anyhow::anyhow!("{k} needs a value"))?;
@@ -87,8 +88,16 @@ async fn agent(url: String, n: usize, received: Received, enrolled: Arc<tokio::s
         let at = Instant::now();
         let spec: JobSpec = r.json().expect("job");
         received.lock().unwrap().insert(spec.id, at);
-        let result = JobResult { attempt: spec.attempt, outcome: Outcome::Succeeded, exit_code: Some(0), duration_ms: 0, error: None };
-        let _ = c.call(Method::POST, &format!("/agent/v1/jobs/{}/result", spec.id), Some(&result), Duration::from_secs(30)).await;
+        let result = JobResult {
+            attempt: spec.attempt,
+            outcome: Outcome::Succeeded,
+            exit_code: Some(0),
+            duration_ms: 0,
+            error: None,
+        };
+        let _ = c
+            .call(Method::POST, &format!("/agent/v1/jobs/{}/result", spec.id), Some(&result), Duration::from_secs(30))
+            .await;
     }
 }
 
@@ -132,7 +141,8 @@ fn main() -> anyhow::Result<()> {
             seed ^= seed >> 7;
             seed ^= seed << 17;
             let target = seed % a.agents as u64;
-            let mac = format!("02:00:00:{:02x}:{:02x}:{:02x}", (target >> 16) & 0xff, (target >> 8) & 0xff, target & 0xff);
+            let mac =
+                format!("02:00:00:{:02x}:{:02x}:{:02x}", (target >> 16) & 0xff, (target >> 8) & 0xff, target & 0xff);
             let body = json!({"machine": mac, "action": {"kind": "script", "body": "true"}});
             let at = Instant::now();
             let r = admin.call(Method::POST, "/api/v1/jobs", Some(&body), Duration::from_secs(30)).await?;

@@ -4,8 +4,8 @@
 #
 #   OUT/vmlinuz      the kernel: linux-image-cloud-amd64 (virtio only, for VMs and the lab) or,
 #                    with --kernel generic, linux-image-amd64 (real hardware)
-#   OUT/initrd.img   busybox, the static rackboot-agent, dmidecode, lspci, ethtool, ipmitool and
-#                    mdadm with their libraries, the kernel modules for the NICs and disks it can
+#   OUT/initrd.img   busybox, the static rackboot-agent, dmidecode, lspci, ethtool, ipmitool,
+#                    mdadm, sfdisk, e2fsck and resize2fs with their libraries, the kernel modules for the NICs and disks it can
 #                    meet (and everything they depend on), an /init and a udhcpc script
 #
 # The /init loads drivers for the hardware present (by modalias), prints a line on the console,
@@ -34,7 +34,7 @@ export PATH="/usr/local/sbin:/usr/sbin:/sbin:$PATH"
 CACHE=${RACKBOOT_BOOTOS_CACHE:-$ROOT/target/bootos-cache}/$KERNEL
 mkdir -p "$OUT" "$CACHE"
 OUT=$(cd "$OUT" && pwd)
-TOOLS="busybox-static dmidecode ethtool ipmitool pciutils pci.ids mdadm"
+TOOLS="busybox-static dmidecode ethtool ipmitool pciutils pci.ids mdadm fdisk e2fsprogs"
 
 # 1. Packages: the kernel, the tools, and every library they need (recursively), extracted.
 if [ ! -f "$CACHE/staging.done" ]; then
@@ -83,7 +83,7 @@ copy_with_libs() {
     cp -L "$S$rel" "$T$rel" 2>/dev/null || cp -L "$lib" "$T$rel"
   done
 }
-for tool in dmidecode ethtool ipmitool lspci mdadm; do
+for tool in dmidecode ethtool ipmitool lspci mdadm sfdisk resize2fs e2fsck; do
   found=
   for dir in /usr/sbin /usr/bin /sbin /bin; do
     if [ -f "$S$dir/$tool" ]; then found=$dir/$tool; break; fi

@@ -176,12 +176,24 @@ pub async fn start(cfg: Config) -> anyhow::Result<Running> {
     let t = token.clone();
     let sweeper = hub.clone();
     tasks.spawn(async move { ("jobs", sweeper.sweep(t).await) });
+    let renderer = Arc::new(crate::render::Renderer::new(cfg.templates.as_deref()).context("loading templates")?);
+    std::fs::create_dir_all(&cfg.provision.images_dir).ok();
+    let engine = Arc::new(crate::provision::engine::Engine::new(
+        hub.clone(),
+        cfg.provision.clone(),
+        renderer,
+        http_base.clone(),
+        cfg.dns.domain.clone(),
+    ));
+    let (t, e) = (token.clone(), engine.clone());
+    tasks.spawn(async move { ("provision", e.run(t).await) });
     let state = ApiState {
         cmdb: cmdb.clone(),
         metrics,
         token: Arc::from(admin_token.as_str()),
         boot: Some(Arc::new(boot)),
         hub,
+        engine: Some(engine),
     };
     let app = api::router(state).into_make_service_with_connect_info::<SocketAddr>();
     let t = token.clone();

@@ -25,6 +25,40 @@ pub struct WireConfig {
     pub boot: WireBoot,
     pub dns: WireDns,
     pub agent: WireAgent,
+    pub provision: WireProvision,
+}
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct WireProvision {
+    pub images_dir: PathBuf,
+    pub postinstall_dir: PathBuf,
+    pub hardware_profiles: Vec<HardwareProfile>,
+}
+
+/// A hardware-configuration profile: scripts run in BootOS before the install, on machines
+/// whose vendor and model match (substrings; empty: any).
+#[derive(Debug, Clone, PartialEq, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct HardwareProfile {
+    pub name: String,
+    #[serde(default)]
+    pub vendors: Vec<String>,
+    #[serde(default)]
+    pub models: Vec<String>,
+    /// Script bodies (`/bin/sh`), in order; `$RACKBOOT_DISK` is the target disk.
+    #[serde(default)]
+    pub scripts: Vec<String>,
+}
+
+/// Validated provisioning settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProvisionConfig {
+    /// Raw disk images, served at `/boot/files/images/<name>`.
+    pub images_dir: PathBuf,
+    /// Post-install scripts tasks name.
+    pub postinstall_dir: PathBuf,
+    pub hardware_profiles: std::collections::BTreeMap<String, HardwareProfile>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -236,8 +270,9 @@ pub struct Config {
     pub tftp: TftpConfig,
     pub dns: DnsConfig,
     pub agent: AgentConfig,
+    pub provision: ProvisionConfig,
     pub boot: BootFiles,
-    /// Directory whose `ipxe/*.ipxe` files override the embedded templates.
+    /// Directory whose `ipxe/*.ipxe` and `provision/identity.sh` override the embedded templates.
     pub templates: Option<PathBuf>,
 }
 
@@ -505,7 +540,7 @@ impl TryFrom<WireConfig> for Config {
     type Error = anyhow::Error;
 
     fn try_from(w: WireConfig) -> anyhow::Result<Self> {
-        let WireConfig { server, http, dhcp, tftp, boot, dns, agent } = w;
+        let WireConfig { server, http, dhcp, tftp, boot, dns, agent, provision } = w;
         let dns = DnsConfig::try_from(dns)?;
         let agent = AgentConfig::try_from(agent)?;
         let WireTftp { enabled: tftp_enabled, port: tftp_port, root: tftp_root, max_transfers } = tftp;
@@ -587,6 +622,26 @@ impl TryFrom<WireConfig> for Config {
             );
         }
         let tftp_root = if tftp_root.as_os_str().is_empty() { data_dir.join("boot") } else { tftp_root };
+        let WireProvision { images_dir, postinstall_dir, hardware_profiles } = provision;
+        let mut profiles_hw = std::collections::BTreeMap::new();
+        for p in hardware_profiles {
+            anyhow::ensure!(
+                crate::cmdb::model::valid_hostname(&p.name),
+                "hardware profile name {:?} must be letters, digits and '-'",
+                p.name
+            );
+            let name = p.name.clone();
+            anyhow::ensure!(profiles_hw.insert(name.clone(), p).is_none(), "hardware profile {name} is defined twice");
+        }
+        let provision = ProvisionConfig {
+            images_dir: if images_dir.as_os_str().is_empty() { tftp_root.join("images") } else { images_dir },
+            postinstall_dir: if postinstall_dir.as_os_str().is_empty() {
+                data_dir.join("postinstall")
+            } else {
+                postinstall_dir
+            },
+            hardware_profiles: profiles_hw,
+        };
         Ok(Config {
             data_dir,
             interface,
@@ -607,6 +662,7 @@ impl TryFrom<WireConfig> for Config {
             tftp: TftpConfig { enabled: tftp_enabled, port: tftp_port, max_transfers, root: tftp_root },
             dns,
             agent,
+            provision,
             boot: BootFiles { bios, uefi_x64, uefi_x64_snp, arm64, discovery_profile, profiles: profile_map },
             templates,
         })

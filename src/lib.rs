@@ -11,6 +11,8 @@
 //! - [`controller`]: the agent controller's live side (long-poll wake-ups, credentials, output
 //!   followers, the lease sweeper).
 //! - [`jobs`]: the agent job record and its state machine (pure).
+//! - [`provision`]: provisioning tasks and runs (pure model) and the engine that drives them
+//!   through the agent.
 //! - [`api`]: the REST API, health and metrics over axum.
 //! - [`metrics`]: Prometheus counters shared by every service.
 //! - [`net`]: socket binding and interface discovery.
@@ -31,5 +33,6 @@ pub mod mac;
 pub mod metrics;
 pub mod net;
 pub mod planner;
+pub mod provision;
 pub mod render;
 pub mod tftp;

@@ -11,6 +11,18 @@ use crate::planner::BootPlan;
 
 const PROFILE_IPXE: &str = include_str!("../templates/ipxe/profile.ipxe");
 const LOCALBOOT_IPXE: &str = include_str!("../templates/ipxe/localboot.ipxe");
+const IDENTITY_SH: &str = include_str!("../templates/provision/identity.sh");
+const AGENT_UNIT: &str = include_str!("../bootos/rackboot-agent.service");
+
+/// What the identity script of a provisioning run needs.
+#[derive(Debug, Clone, Serialize)]
+pub struct IdentityVars {
+    pub disk: String,
+    pub hostname: String,
+    pub domain: String,
+    pub appliance_url: String,
+    pub ssh_keys: Vec<String>,
+}
 
 /// Everything a script template may use.
 #[derive(Debug, Clone, Serialize)]
@@ -38,6 +50,8 @@ pub enum RenderError {
     UnknownProfile(String),
     #[error("template: {0:#}")]
     Template(#[from] minijinja::Error),
+    #[error("{0:?} cannot go into a shell script (quotes, $, backquotes, backslashes or control characters)")]
+    Unsafe(String),
 }
 
 fn val<T: Serialize>(v: T) -> minijinja::Value {
@@ -55,8 +69,12 @@ impl Renderer {
         let mut env = Environment::new();
         env.set_undefined_behavior(UndefinedBehavior::Strict);
         env.set_syntax(minijinja::syntax::SyntaxConfig::builder().keep_trailing_newline(true).build()?);
-        for (name, embedded) in [("profile.ipxe", PROFILE_IPXE), ("localboot.ipxe", LOCALBOOT_IPXE)] {
-            let own = dir.map(|d| d.join("ipxe").join(name)).filter(|p| p.is_file());
+        for (name, embedded) in [
+            ("ipxe/profile.ipxe", PROFILE_IPXE),
+            ("ipxe/localboot.ipxe", LOCALBOOT_IPXE),
+            ("provision/identity.sh", IDENTITY_SH),
+        ] {
+            let own = dir.map(|d| d.join(name)).filter(|p| p.is_file());
             let source = match own {
                 Some(p) => std::fs::read_to_string(&p)?,
                 None => embedded.to_string(),
@@ -86,7 +104,7 @@ impl Renderer {
         profiles: &std::collections::BTreeMap<String, Profile>,
     ) -> Result<String, RenderError> {
         match plan {
-            BootPlan::LocalDisk => Ok(self.env.get_template("localboot.ipxe")?.render(val(vars))?),
+            BootPlan::LocalDisk => Ok(self.env.get_template("ipxe/localboot.ipxe")?.render(val(vars))?),
             BootPlan::Profile(name) => {
                 let p = profiles.get(name).ok_or_else(|| RenderError::UnknownProfile(name.clone()))?;
                 let url = |path: &str| {
@@ -105,9 +123,21 @@ impl Renderer {
                     cmdline,
                 };
                 let ctx = minijinja::context! { profile => val(&profile), ..val(vars) };
-                Ok(self.env.get_template("profile.ipxe")?.render(ctx)?)
+                Ok(self.env.get_template("ipxe/profile.ipxe")?.render(ctx)?)
             }
         }
+    }
+
+    /// Renders the identity script of a provisioning run. Values go into double quotes, so
+    /// anything `sh` would expand inside them is refused.
+    pub fn identity(&self, vars: &IdentityVars) -> Result<String, RenderError> {
+        for v in [&vars.disk, &vars.hostname, &vars.domain, &vars.appliance_url].into_iter().chain(&vars.ssh_keys) {
+            if v.chars().any(|c| matches!(c, '$' | '`' | '\\' | '"' | '\n') || c.is_control()) {
+                return Err(RenderError::Unsafe(v.clone()));
+            }
+        }
+        let ctx = minijinja::context! { unit => AGENT_UNIT, ..val(vars) };
+        Ok(self.env.get_template("provision/identity.sh")?.render(ctx)?)
     }
 }
 
@@ -137,6 +167,26 @@ mod tests {
         let l = BootPlan::LocalDisk;
         assert_eq!(r.ipxe(&l, &vars(false), &profiles()).unwrap(), include_str!("../tests/golden/bios-localboot.ipxe"));
         assert_eq!(r.ipxe(&l, &vars(true), &profiles()).unwrap(), include_str!("../tests/golden/uefi-localboot.ipxe"));
+    }
+
+    #[test]
+    fn golden_identity_script() {
+        let r = Renderer::new(None).unwrap();
+        let v = IdentityVars {
+            disk: "/dev/vda".into(),
+            hostname: "node-01".into(),
+            domain: "lab.rackboot.test".into(),
+            appliance_url: "http://198.18.0.1:8080".into(),
+            ssh_keys: vec!["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFake ops@example".into()],
+        };
+        let got = r.identity(&v).unwrap();
+        if std::env::var_os("RACKBOOT_BLESS").is_some() {
+            std::fs::write(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/golden/identity.sh"), &got).unwrap();
+        }
+        assert_eq!(got, include_str!("../tests/golden/identity.sh"), "RACKBOOT_BLESS=1 rewrites the golden file");
+        let mut bad = v.clone();
+        bad.ssh_keys.push("ssh-rsa AAAA $(reboot)".into());
+        assert!(matches!(r.identity(&bad), Err(RenderError::Unsafe(_))));
     }
 
     #[test]

@@ -6,6 +6,7 @@ pub mod boot;
 mod jobs;
 mod machines;
 pub mod profiles;
+mod tasks;
 
 use std::sync::Arc;
 
@@ -34,6 +35,8 @@ pub struct ApiState {
     pub boot: boot::SharedBoot,
     /// The agent controller (`/agent/v1`, `/api/v1/jobs`).
     pub hub: Arc<crate::controller::Hub>,
+    /// The provisioning engine (`/api/v1/tasks`); `None`: provisioning is off.
+    pub engine: Option<Arc<crate::provision::engine::Engine>>,
 }
 
 /// Builds the whole HTTP router.
@@ -41,6 +44,7 @@ pub fn router(state: ApiState) -> Router {
     let api = machines::routes()
         .merge(profiles::routes())
         .merge(jobs::routes())
+        .merge(tasks::routes())
         .route_layer(middleware::from_fn_with_state(state.clone(), require_token))
         .route("/openapi.json", get(|| async { ([(header::CONTENT_TYPE, "application/json")], OPENAPI) }));
     Router::new()

@@ -8,6 +8,7 @@ mod index;
 mod machines;
 pub mod model;
 mod profiles;
+mod provision;
 mod store;
 mod writer;
 
@@ -24,6 +25,7 @@ pub use machines::MachineFilter;
 pub use model::{
     AgentRecord, Event, Lease, LeaseState, Machine, MachinePatch, MachineState, NewMachine, Sighting, StoredProfile,
 };
+pub use provision::{MachineUpdate, NewRun};
 use writer::{Completion, Job, WriteCtx};
 
 /// Errors a caller can branch on.

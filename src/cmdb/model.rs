@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::mac::Mac;
 
 /// Current record schema version; bump it together with a step in `store::migrate`.
-pub const SCHEMA_VERSION: u64 = 3;
+pub const SCHEMA_VERSION: u64 = 4;
 
 /// Where a machine is in its lifecycle.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -33,6 +33,13 @@ pub const ACTIVE_JOBS: TableDefinition<(u64, u64), ()> = TableDefinition::new("a
 /// (job id, attempt << 32 | chunk seq) -> JSON output chunk.
 pub const JOB_OUTPUT: TableDefinition<(u64, u64), &[u8]> = TableDefinition::new("job_output");
 
+/// Task id -> JSON `Task` (schema 4).
+pub const TASKS: TableDefinition<u64, &[u8]> = TableDefinition::new("tasks");
+/// Run id -> JSON `Run` (schema 4).
+pub const RUNS: TableDefinition<u64, &[u8]> = TableDefinition::new("runs");
+/// Run ids not yet finished: what the provisioning engine walks.
+pub const ACTIVE_RUNS: TableDefinition<u64, ()> = TableDefinition::new("active_runs");
+
 pub const KEY_SCHEMA: &str = "schema_version";
 pub const KEY_NEXT_MACHINE: &str = "next_machine_id";
 pub const KEY_NEXT_EVENT: &str = "next_event_seq";
@@ -118,6 +125,12 @@ fn migrate(tx: &WriteTransaction, from: u64) -> Result<(), CmdbError> {
                 tx.open_table(MACHINE_JOBS)?;
                 tx.open_table(ACTIVE_JOBS)?;
                 tx.open_table(JOB_OUTPUT)?;
+            }
+            // 3 -> 4: provisioning tasks and their runs.
+            3 => {
+                tx.open_table(TASKS)?;
+                tx.open_table(RUNS)?;
+                tx.open_table(ACTIVE_RUNS)?;
             }
             v => return Err(CmdbError::Storage(format!("no migration from schema {v}"))),
         }

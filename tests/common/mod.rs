@@ -2,6 +2,8 @@
 //! temporary data dir, talk DHCP to it as a relay agent would, and call its API.
 #![allow(dead_code)]
 
+pub mod appliance;
+
 use std::net::{Ipv4Addr, SocketAddr};
 use std::time::Duration;
 

@@ -112,3 +112,48 @@ impl Client {
         Ok(Reply { status, body })
     }
 }
+
+/// A streamed HTTP GET response body.
+pub struct BodyStream {
+    body: hyper::body::Incoming,
+    /// Content-Length, when the server sent one.
+    pub size: Option<u64>,
+}
+
+impl BodyStream {
+    /// The next piece of the body; `None` at its end.
+    pub async fn next_chunk(&mut self) -> anyhow::Result<Option<Bytes>> {
+        loop {
+            match self.body.frame().await {
+                None => return Ok(None),
+                Some(Err(e)) => return Err(e.into()),
+                Some(Ok(f)) => {
+                    if let Ok(data) = f.into_data() {
+                        return Ok(Some(data));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// GETs an `http://` URL on a connection of its own and streams the body (images are large).
+pub async fn get_stream(url: &str) -> anyhow::Result<BodyStream> {
+    let rest = url.strip_prefix("http://").context("only http:// URLs")?;
+    let (authority, path) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, "/"),
+    };
+    let stream =
+        tokio::net::TcpStream::connect(authority).await.with_context(|| format!("connecting to {authority}"))?;
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
+    tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    let req =
+        Request::builder().method(Method::GET).uri(path).header("host", authority).body(Full::new(Bytes::new()))?;
+    let resp = sender.send_request(req).await?;
+    anyhow::ensure!(resp.status().is_success(), "HTTP {}", resp.status());
+    let size = resp.headers().get("content-length").and_then(|v| v.to_str().ok()).and_then(|v| v.parse().ok());
+    Ok(BodyStream { body: resp.into_body(), size })
+}

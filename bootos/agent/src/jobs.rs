@@ -99,6 +99,7 @@ pub async fn run_script(
     spec: &JobSpec,
     heartbeat: Duration,
     workdir: &std::path::Path,
+    extra_env: &[(String, String)],
 ) -> JobResult {
     let start = Instant::now();
     let Action::Script { interpreter, body, args, env } = &spec.action else {
@@ -118,6 +119,7 @@ pub async fn run_script(
     let mut cmd = Command::new(interpreter);
     cmd.arg(&file)
         .args(args)
+        .envs(extra_env.iter().cloned())
         .envs(env)
         .env("RACKBOOT_JOB_ID", spec.id.to_string())
         .stdin(Stdio::null())
@@ -223,6 +225,74 @@ pub async fn run_script(
         }
         (None, Err(e)) => result(Outcome::Error, None, Some(format!("waiting for the script: {e}"))),
     }
+}
+
+/// Writes a raw image from `url` to `disk`, hashing as it goes; reports progress about every
+/// 2 s. The write is synced before the checksum is compared.
+pub async fn deploy_image(sink: &mut Sink<'_>, spec: &JobSpec, url: &str, sha256: &str, disk: &str) -> JobResult {
+    use sha2::{Digest, Sha256};
+    use std::io::Write;
+    let start = Instant::now();
+    let done = |outcome, error: Option<String>| JobResult {
+        attempt: spec.attempt,
+        outcome,
+        exit_code: None,
+        duration_ms: start.elapsed().as_millis() as u64,
+        error,
+    };
+    let mut resp = match crate::client::get_stream(url).await {
+        Ok(r) => r,
+        Err(e) => return done(Outcome::Error, Some(format!("fetching {url}: {e:#}"))),
+    };
+    let total = resp.size;
+    let file = std::fs::OpenOptions::new().write(true).create(!disk.starts_with("/dev/")).truncate(false).open(disk);
+    let mut out = match file {
+        Ok(f) => std::io::BufWriter::with_capacity(4 << 20, f),
+        Err(e) => return done(Outcome::Error, Some(format!("opening {disk}: {e}"))),
+    };
+    let mut hash = Sha256::new();
+    let (mut written, mut next_report) = (0u64, Instant::now() + Duration::from_secs(2));
+    sink.send(
+        Stream::Stdout,
+        format!("deploy: {url} -> {disk} ({} bytes)\n", total.map_or("?".into(), |t| t.to_string())),
+    )
+    .await;
+    loop {
+        let chunk = match resp.next_chunk().await {
+            Ok(Some(c)) => c,
+            Ok(None) => break,
+            Err(e) => return done(Outcome::Error, Some(format!("reading {url} at byte {written}: {e:#}"))),
+        };
+        hash.update(&chunk);
+        if let Err(e) = out.write_all(&chunk) {
+            return done(Outcome::Error, Some(format!("writing {disk} at byte {written}: {e}")));
+        }
+        written += chunk.len() as u64;
+        if Instant::now() >= next_report {
+            let pct = total.map_or(String::new(), |t| format!(" {}%", written * 100 / t.max(1)));
+            let rate = written as f64 / start.elapsed().as_secs_f64() / 1e6;
+            sink.send(Stream::Stdout, format!("deploy:{pct} {written} bytes, {rate:.1} MB/s\n")).await;
+            next_report = Instant::now() + Duration::from_secs(2);
+            if sink.stop {
+                return done(Outcome::Cancelled, Some("cancelled by the operator".into()));
+            }
+        }
+    }
+    let synced = out.into_inner().map_err(|e| e.into_error()).and_then(|f| f.sync_all());
+    if let Err(e) = synced {
+        return done(Outcome::Error, Some(format!("syncing {disk}: {e}")));
+    }
+    let got: String = hash.finalize().iter().map(|b| format!("{b:02x}")).collect();
+    if !got.eq_ignore_ascii_case(sha256) {
+        return done(Outcome::Failed, Some(format!("sha256 mismatch: image is {got}, expected {sha256}")));
+    }
+    let secs = start.elapsed().as_secs_f64();
+    sink.send(
+        Stream::Stdout,
+        format!("deploy: 100% {written} bytes in {secs:.1} s ({:.1} MB/s), sha256 ok\n", written as f64 / secs / 1e6),
+    )
+    .await;
+    JobResult { exit_code: Some(0), ..done(Outcome::Succeeded, None) }
 }
 
 #[cfg(test)]

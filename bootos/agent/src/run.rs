@@ -115,33 +115,34 @@ impl Agent {
         self.opts.macs.clone().unwrap_or_else(|| inventory::macs(&self.opts.root))
     }
 
-    /// Enrolls (or, on an installed node, reuses the saved credential), then sends the
-    /// inventory and starts the stats loop.
+    /// Enrolls (an installed node renews with its saved credential), then queues the inventory
+    /// and starts the stats loop.
     async fn enroll(&mut self) -> anyhow::Result<()> {
+        // An installed node renews with the credential it was given (the appliance accepts a
+        // holder of the machine's current credential at once); a refused one means starting over.
         let saved = self.opts.state_dir.as_ref().and_then(|d| std::fs::read_to_string(d.join("session.json")).ok());
-        let resp = match saved.and_then(|s| serde_json::from_str::<EnrollResponse>(&s).ok()) {
-            Some(r) => r,
-            None => {
-                let dmi = inventory::dmi(&self.opts.root);
-                let req = EnrollRequest {
-                    macs: self.macs(),
-                    boot_mac: self.opts.boot_mac.clone(),
-                    serial: dmi.serial,
-                    system_uuid: dmi.uuid,
-                    mode: self.opts.mode,
-                    version: env!("CARGO_PKG_VERSION").to_string(),
-                };
-                self.client.credential = None;
-                let r = self.client.call(Method::POST, "/agent/v1/enroll", Some(&req), Duration::from_secs(30)).await?;
-                anyhow::ensure!(r.ok(), "enroll: HTTP {}: {}", r.status, r.error_text());
-                let resp: EnrollResponse = r.json()?;
-                if let Some(dir) = &self.opts.state_dir {
-                    save_session(dir, &resp)?;
-                }
-                tracing::info!(machine = resp.machine_id, approved = resp.approved, "enrolled");
-                resp
-            }
+        let saved: Option<EnrollResponse> = saved.and_then(|s| serde_json::from_str(&s).ok());
+        let dmi = inventory::dmi(&self.opts.root);
+        let req = EnrollRequest {
+            macs: self.macs(),
+            boot_mac: self.opts.boot_mac.clone(),
+            serial: dmi.serial,
+            system_uuid: dmi.uuid,
+            mode: self.opts.mode,
+            version: env!("CARGO_PKG_VERSION").to_string(),
         };
+        self.client.credential = saved.as_ref().map(|s| s.credential.clone());
+        let mut r = self.client.call(Method::POST, "/agent/v1/enroll", Some(&req), Duration::from_secs(30)).await?;
+        if !r.ok() && saved.is_some() {
+            self.client.credential = None;
+            r = self.client.call(Method::POST, "/agent/v1/enroll", Some(&req), Duration::from_secs(30)).await?;
+        }
+        anyhow::ensure!(r.ok(), "enroll: HTTP {}: {}", r.status, r.error_text());
+        let resp: EnrollResponse = r.json()?;
+        if let Some(dir) = &self.opts.state_dir {
+            save_session(dir, &resp)?;
+        }
+        tracing::info!(machine = resp.machine_id, approved = resp.approved, renewed = saved.is_some(), "enrolled");
         self.client.credential = Some(resp.credential.clone());
         self.session = Some(resp.clone());
         // The inventory goes first thing in the poll loop, which also sorts out a refusal
@@ -237,8 +238,17 @@ impl Agent {
         match &spec.action {
             Action::Script { .. } => {
                 let workdir = self.opts.workdir.clone();
+                // Scripts may carry the agent on (the identity step writes the session into the
+                // installed system): they get the appliance URL and this session.
+                let session = self.session.as_ref().and_then(|s| serde_json::to_string(s).ok()).unwrap_or_default();
+                let extra =
+                    [("RACKBOOT_URL".to_string(), self.opts.url.clone()), ("RACKBOOT_SESSION".to_string(), session)];
                 let mut sink = Sink::new(&mut self.client, spec);
-                run_script(&mut sink, spec, heartbeat, &workdir).await
+                run_script(&mut sink, spec, heartbeat, &workdir, &extra).await
+            }
+            Action::DeployImage { url, sha256, disk } => {
+                let mut sink = Sink::new(&mut self.client, spec);
+                crate::jobs::deploy_image(&mut sink, spec, url, sha256, disk).await
             }
             Action::RefreshInventory => match self.send_inventory().await {
                 Ok(s) if (200..300).contains(&s) => done(Outcome::Succeeded, None),

@@ -1,0 +1,225 @@
+//! `/api/v1/tasks`: provisioning tasks. A task picks its machines (by MAC, serial, tag, or the
+//! next N to call in), and fans out into one run per machine that the engine walks to
+//! `installed`.
+
+use std::collections::HashSet;
+use std::path::Path;
+
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{Path as UrlPath, State};
+use axum::http::StatusCode;
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde_json::{json, Value};
+
+use super::{ApiError, ApiState};
+use crate::cmdb::{MachineFilter, MachineState, MachineUpdate, NewMachine, NewRun};
+use crate::provision::{hostname, ip_from_pool, parse_pool, RunState, Selector, TaskSpec, TaskState};
+
+pub fn routes() -> Router<ApiState> {
+    Router::new()
+        .route("/tasks", get(list).post(create))
+        .route("/tasks/{id}", get(show))
+        .route("/tasks/{id}/cancel", post(cancel))
+}
+
+fn bad(m: impl Into<String>) -> ApiError {
+    ApiError(StatusCode::BAD_REQUEST, m.into())
+}
+
+/// A plain file name (no directories, no dot files): what may be joined to a served directory.
+fn plain_name(n: &str) -> bool {
+    !n.is_empty() && !n.starts_with('.') && n.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+}
+
+async fn create(
+    State(s): State<ApiState>,
+    body: Result<Json<TaskSpec>, JsonRejection>,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let Json(mut spec) = body.map_err(|e| bad(e.body_text()))?;
+    let engine = s
+        .engine
+        .as_ref()
+        .ok_or_else(|| ApiError(StatusCode::SERVICE_UNAVAILABLE, "provisioning is not running".into()))?;
+    let cmdb = &s.cmdb;
+
+    // The image: a file in the images directory; its checksum is computed here when not given.
+    if !plain_name(&spec.image) {
+        return Err(bad(format!("image {:?} must be a plain file name in the images directory", spec.image)));
+    }
+    let image = engine.cfg.images_dir.join(&spec.image);
+    if !image.is_file() {
+        return Err(bad(format!("image {:?} is not in {}", spec.image, engine.cfg.images_dir.display())));
+    }
+    match &spec.image_sha256 {
+        Some(h) if h.len() != 64 || !h.chars().all(|c| c.is_ascii_hexdigit()) => {
+            return Err(bad("image_sha256 must be 64 hex digits"));
+        }
+        Some(_) => {}
+        None => {
+            let path = image.clone();
+            let sum = tokio::task::spawn_blocking(move || sha256_file(&path))
+                .await
+                .map_err(|e| ApiError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?
+                .map_err(|e| ApiError(StatusCode::INTERNAL_SERVER_ERROR, format!("reading the image: {e}")))?;
+            spec.image_sha256 = Some(sum);
+        }
+    }
+    if let Some(p) = &spec.hardware_profile {
+        if !engine.cfg.hardware_profiles.contains_key(p) {
+            return Err(bad(format!("no hardware profile {p:?} in [[provision.hardware_profiles]]")));
+        }
+    }
+    for name in &spec.post_install {
+        if !plain_name(name) || !engine.cfg.postinstall_dir.join(name).is_file() {
+            return Err(bad(format!(
+                "post-install script {name:?} is not in {}",
+                engine.cfg.postinstall_dir.display()
+            )));
+        }
+    }
+    if spec.disk != "auto" && !spec.disk.starts_with('/') {
+        return Err(bad("disk must be \"auto\" or an absolute device path"));
+    }
+    if !(1..=crate::jobs::MAX_TIMEOUT_SECS).contains(&spec.step_timeout_secs) {
+        return Err(bad("step_timeout_secs out of range"));
+    }
+    let pool = spec.ip_pool.as_deref().map(parse_pool).transpose().map_err(bad)?;
+
+    // The machines.
+    let mut machines = Vec::new();
+    match &spec.select {
+        Selector::Macs(macs) => {
+            for mac in macs {
+                // Not powered on yet: registered now, it waits in the queue until its agent calls in.
+                let m = match cmdb.machine_by_mac(*mac).await {
+                    Ok(m) => m,
+                    Err(crate::cmdb::CmdbError::NotFound(_)) => {
+                        cmdb.create_machine(NewMachine { macs: vec![*mac], ..Default::default() }).await?
+                    }
+                    Err(e) => return Err(e.into()),
+                };
+                machines.push(m);
+            }
+        }
+        Selector::Serials(serials) => {
+            let (all, _) = cmdb.list_machines(MachineFilter { limit: Some(1_000_000), ..Default::default() }).await?;
+            for sn in serials {
+                let m = all.iter().find(|m| m.serial.as_deref() == Some(sn.as_str()));
+                machines.push(m.cloned().ok_or_else(|| bad(format!("no machine has serial {sn:?}")))?);
+            }
+        }
+        Selector::Tag(t) => {
+            let f = MachineFilter { tag: Some(t.clone()), limit: Some(1_000_000), ..Default::default() };
+            machines = cmdb.list_machines(f).await?.0;
+            if machines.is_empty() {
+                return Err(ApiError(StatusCode::NOT_FOUND, format!("no machine has tag {t:?}")));
+            }
+        }
+        Selector::Next(n) => {
+            if *n == 0 || *n > 10_000 {
+                return Err(bad("next must be 1..=10000"));
+            }
+        }
+    }
+    for m in &machines {
+        if m.state == MachineState::Installed && !spec.reinstall {
+            return Err(ApiError(
+                StatusCode::CONFLICT,
+                format!("machine {} is installed; set \"reinstall\": true", m.id),
+            ));
+        }
+    }
+    let count = match spec.select {
+        Selector::Next(n) => n as usize,
+        _ => machines.len(),
+    };
+    let mut runs = Vec::new();
+    let mut taken_ips = HashSet::new();
+    let mut names = HashSet::new();
+    for i in 0..count {
+        let m = machines.get(i);
+        let index = i as u32 + 1;
+        let host = match &spec.hostname_pattern {
+            Some(p) => Some(hostname(p, index, m.and_then(|m| m.macs.first().copied())).map_err(bad)?),
+            None => m.and_then(|m| m.hostname.clone()),
+        };
+        if let Some(h) = &host {
+            if !names.insert(h.clone()) {
+                return Err(bad(format!("the hostname pattern gives {h:?} twice")));
+            }
+        }
+        let ip = match (pool, m) {
+            (Some(pool), _) => {
+                let taken =
+                    |ip| taken_ips.contains(&ip) || cmdb.reserved_owner(ip).is_some_and(|o| Some(o) != m.map(|m| m.id));
+                let ip = ip_from_pool(pool, &taken, 1).ok_or_else(|| bad("ip_pool has too few free addresses"))?;
+                taken_ips.insert(ip);
+                Some(ip)
+            }
+            (None, Some(m)) => m.reserved_ip,
+            (None, None) => None,
+        };
+        runs.push(NewRun { machine_id: m.map(|m| m.id), hostname: host, ip });
+    }
+    let (task, runs) = cmdb.create_task(spec, runs).await?;
+    engine.wake();
+    Ok((StatusCode::CREATED, Json(json!({ "task": task, "runs": runs }))))
+}
+
+fn sha256_file(path: &Path) -> std::io::Result<String> {
+    use sha2::{Digest, Sha256};
+    use std::io::Read;
+    let mut f = std::fs::File::open(path)?;
+    let mut h = Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = f.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+    }
+    Ok(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
+}
+
+async fn list(State(s): State<ApiState>) -> Result<Json<Value>, ApiError> {
+    Ok(Json(json!({ "tasks": s.cmdb.tasks(1000).await? })))
+}
+
+async fn show(State(s): State<ApiState>, UrlPath(id): UrlPath<u64>) -> Result<Json<Value>, ApiError> {
+    let task = s.cmdb.task(id).await?;
+    let runs = s.cmdb.runs(task.runs.clone()).await?;
+    Ok(Json(json!({ "task": task, "runs": runs })))
+}
+
+/// Cancels every unfinished run of the task (and the job it is at); machines not yet installed
+/// go back to `ready`.
+async fn cancel(State(s): State<ApiState>, UrlPath(id): UrlPath<u64>) -> Result<Json<Value>, ApiError> {
+    let task = s.cmdb.task(id).await?;
+    if task.state != TaskState::Active {
+        return Err(ApiError(StatusCode::CONFLICT, format!("task {id} is already {:?}", task.state).to_lowercase()));
+    }
+    s.cmdb.set_task_state(id, TaskState::Cancelled).await?;
+    for mut run in s.cmdb.runs(task.runs.clone()).await? {
+        if !run.cancel(crate::cmdb::now_ms()) {
+            continue;
+        }
+        if let Some(j) = run.job {
+            if let Ok(job) = s.cmdb.cancel_job(j).await {
+                s.hub.publish(j, crate::controller::JobEvent::Done(Box::new(job)));
+            }
+        }
+        let installed = run.step.machine_state() == MachineState::Installed;
+        let update = MachineUpdate {
+            state: Some(if installed { MachineState::Installed } else { MachineState::Ready }),
+            ..Default::default()
+        };
+        let detail = json!({"task": id, "run": run.id});
+        debug_assert_eq!(run.state, RunState::Cancelled);
+        s.cmdb.save_run(run, update, Some(("provision.cancelled", detail))).await?;
+    }
+    let task = s.cmdb.task(id).await?;
+    let runs = s.cmdb.runs(task.runs.clone()).await?;
+    Ok(Json(json!({ "task": task, "runs": runs })))
+}

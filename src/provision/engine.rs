@@ -1,0 +1,343 @@
+//! The provisioning engine: walks every active run one step at a time, every second and
+//! whenever something happens (a task is created, a job ends). It keeps no state of its own:
+//! each decision reads the run, its machine, its agent and its job from the CMDB and writes the
+//! run back, so a restart picks every run up where it was.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use rackboot_agent::wire::{Action, AgentMode};
+use serde_json::json;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+use tracing::{info, warn};
+
+use super::{profile_fits, step_name, Run, RunState, Step, Task, TaskState};
+use crate::cmdb::{now_ms, now_secs, Machine, MachineFilter, MachineState, MachineUpdate};
+use crate::config::{HardwareProfile, ProvisionConfig};
+use crate::controller::Hub;
+use crate::jobs::{JobState, NewJob};
+use crate::render::{IdentityVars, Renderer};
+
+/// Deliveries of one step's job before the step counts as failed (a node that reboots under
+/// its agent loses the job; it is delivered again).
+const JOB_ATTEMPTS: u32 = 3;
+
+pub struct Engine {
+    pub hub: Arc<Hub>,
+    pub cfg: ProvisionConfig,
+    pub renderer: Arc<Renderer>,
+    /// Base URL of the appliance for agents and images.
+    pub http_base: String,
+    /// The DNS domain the installed systems live in.
+    pub domain: String,
+    wake: Notify,
+}
+
+impl Engine {
+    pub fn new(
+        hub: Arc<Hub>,
+        cfg: ProvisionConfig,
+        renderer: Arc<Renderer>,
+        http_base: String,
+        domain: String,
+    ) -> Engine {
+        Engine { hub, cfg, renderer, http_base, domain, wake: Notify::new() }
+    }
+
+    /// Runs a step pass now rather than at the next second.
+    pub fn wake(&self) {
+        self.wake.notify_one();
+    }
+
+    pub async fn run(self: Arc<Self>, token: CancellationToken) -> anyhow::Result<()> {
+        loop {
+            if let Err(error) = self.tick().await {
+                warn!(error = format!("{error:#}"), "provisioning pass failed");
+            }
+            tokio::select! {
+                _ = token.cancelled() => return Ok(()),
+                _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+                _ = self.wake.notified() => {}
+            }
+        }
+    }
+
+    /// One pass over every active run.
+    pub async fn tick(&self) -> anyhow::Result<()> {
+        let runs = self.hub.cmdb.active_runs().await?;
+        if runs.is_empty() {
+            return Ok(());
+        }
+        let mut tasks: HashMap<u64, Task> = HashMap::new();
+        let mut in_flight: HashMap<u64, u32> = HashMap::new();
+        let mut bound: HashSet<u64> = HashSet::new();
+        for r in &runs {
+            bound.extend(r.machine_id);
+            if r.step != Step::WaitAgent {
+                *in_flight.entry(r.task_id).or_default() += 1;
+            }
+        }
+        let mut still_active: HashSet<u64> = HashSet::new();
+        for run in runs {
+            if let std::collections::hash_map::Entry::Vacant(e) = tasks.entry(run.task_id) {
+                e.insert(self.hub.cmdb.task(run.task_id).await?);
+            }
+            let task = &tasks[&run.task_id];
+            let (id, task_id) = (run.id, run.task_id);
+            match self.step(run, task, &mut in_flight, &mut bound).await {
+                Ok(RunState::Active) => {
+                    still_active.insert(task_id);
+                }
+                Ok(_) => {}
+                Err(error) => {
+                    still_active.insert(task_id);
+                    warn!(run = id, error = format!("{error:#}"), "provisioning step failed to run");
+                }
+            }
+        }
+        for (id, task) in tasks {
+            if task.state == TaskState::Active && !still_active.contains(&id) {
+                info!(task = id, "task finished");
+                self.hub.cmdb.set_task_state(id, TaskState::Done).await?;
+            }
+        }
+        Ok(())
+    }
+
+    fn profile(&self, task: &Task) -> Option<&HardwareProfile> {
+        task.spec.hardware_profile.as_ref().and_then(|n| self.cfg.hardware_profiles.get(n))
+    }
+
+    /// Advances one run as far as it can go now; returns its state afterwards.
+    async fn step(
+        &self,
+        mut run: Run,
+        task: &Task,
+        in_flight: &mut HashMap<u64, u32>,
+        bound: &mut HashSet<u64>,
+    ) -> anyhow::Result<RunState> {
+        let spec = &task.spec;
+        let cmdb = &self.hub.cmdb;
+        let now = now_ms();
+        let n_conf = self.profile(task).map_or(0, |p| p.scripts.len());
+        let n_post = spec.post_install.len();
+        let timed_out = now.saturating_sub(run.step_started_ms) > spec.step_timeout_secs.saturating_mul(1000);
+
+        if run.machine_id.is_none() && !self.bind(&mut run, task, bound).await? {
+            return Ok(RunState::Active);
+        }
+        let mid = run.machine_id.expect("bound above");
+        let machine = cmdb.machine(mid).await?;
+        let agent = cmdb.agent(mid).await?;
+        let live_since = now_secs().saturating_sub(3 * self.hub.cfg.stats.as_secs().max(10));
+        let bootos_agent = agent.as_ref().is_some_and(|a| {
+            a.approved
+                && a.mode == AgentMode::Bootos
+                && (a.enrolled_at >= live_since || a.stats_at.is_some_and(|t| t >= live_since))
+                && (!run.reboot_requested || a.enrolled_at >= run.step_started_ms / 1000)
+        });
+
+        match run.step {
+            Step::WaitAgent => {
+                let installed_agent = agent.as_ref().is_some_and(|a| a.mode == AgentMode::Installed && a.approved);
+                if spec.reinstall && installed_agent && !run.reboot_requested {
+                    // Back into BootOS: the machine is `queued`, so PXE boots discovery again.
+                    let job = self.submit(mid, Action::Reboot, spec.step_timeout_secs).await?;
+                    run.reboot_requested = true;
+                    run.step_started_ms = now;
+                    let detail = json!({"task": task.id, "run": run.id, "step": "wait_agent", "reboot_job": job});
+                    cmdb.save_run(run, MachineUpdate::default(), Some(("provision.reinstall_reboot", detail))).await?;
+                    return Ok(RunState::Active);
+                }
+                let slots = in_flight.entry(task.id).or_default();
+                if !bootos_agent || machine.inventory.is_none() || *slots >= spec.concurrency.max(1) {
+                    return Ok(RunState::Active);
+                }
+                *slots += 1;
+                run.advance(n_conf, n_post, now);
+            }
+            Step::Check => {
+                let fits = self.profile(task).is_none_or(|p| {
+                    profile_fits(&p.vendors, &p.models, machine.vendor.as_deref(), machine.model.as_deref())
+                });
+                if fits {
+                    run.advance(n_conf, n_post, now);
+                } else {
+                    let why = format!(
+                        "hardware profile {:?} does not fit {} {}",
+                        spec.hardware_profile.clone().unwrap_or_default(),
+                        machine.vendor.clone().unwrap_or_default(),
+                        machine.model.clone().unwrap_or_default()
+                    );
+                    run.step_failed(why, 0, now);
+                }
+            }
+            Step::WaitInstalled => {
+                let back = agent.as_ref().is_some_and(|a| {
+                    // enrolled_at has whole seconds: an enrollment in the second the step began counts.
+                    a.approved && a.mode == AgentMode::Installed && a.enrolled_at >= run.step_started_ms / 1000
+                });
+                if back {
+                    run.advance(n_conf, n_post, now);
+                } else if timed_out {
+                    run.step_failed("the installed system's agent did not check in".into(), 0, now);
+                } else {
+                    return Ok(RunState::Active);
+                }
+            }
+            Step::Done => return Ok(run.state),
+            step => match run.job {
+                None => {
+                    let action = match self.action(step, &run, task, &machine) {
+                        Ok(a) => a,
+                        Err(why) => {
+                            run.step_failed(why, 0, now);
+                            return self.save(run, task).await;
+                        }
+                    };
+                    let job = self.submit(mid, action, spec.step_timeout_secs).await?;
+                    run.job = Some(job);
+                    let detail = json!({"task": task.id, "run": run.id, "step": step_name(step), "job": job, "progress": run.progress});
+                    cmdb.save_run(run, MachineUpdate::default(), Some(("provision.step", detail))).await?;
+                    return Ok(RunState::Active);
+                }
+                Some(jid) => {
+                    let job = cmdb.job(jid).await?;
+                    match job.state {
+                        JobState::Queued | JobState::Running if timed_out => {
+                            let _ = cmdb.cancel_job(jid).await;
+                            run.step_failed(
+                                format!("no result within {} s", spec.step_timeout_secs),
+                                spec.retries,
+                                now,
+                            );
+                        }
+                        JobState::Queued | JobState::Running => return Ok(RunState::Active),
+                        JobState::Succeeded => run.advance(n_conf, n_post, now),
+                        other => {
+                            let why = job.error.clone().unwrap_or_else(|| format!("exit code {:?}", job.exit_code));
+                            run.step_failed(format!("job {jid} {other:?}: {why}").to_lowercase(), spec.retries, now);
+                        }
+                    }
+                }
+            },
+        }
+        self.save(run, task).await
+    }
+
+    /// Writes the run back with its machine's state and a timeline event.
+    async fn save(&self, run: Run, task: &Task) -> anyhow::Result<RunState> {
+        let state = run.state;
+        let machine_state = match state {
+            RunState::Failed => MachineState::Failed,
+            _ => run.step.machine_state(),
+        };
+        let detail = json!({
+            "task": task.id, "run": run.id, "step": step_name(run.step), "progress": run.progress,
+            "state": run.state, "error": run.error,
+        });
+        let kind = match state {
+            RunState::Installed => "provision.installed",
+            RunState::Failed => "provision.failed",
+            _ => "provision.step",
+        };
+        let update = MachineUpdate { state: Some(machine_state), ..Default::default() };
+        self.hub.cmdb.save_run(run, update, Some((kind, detail))).await?;
+        Ok(state)
+    }
+
+    async fn submit(&self, machine: u64, action: Action, timeout_secs: u64) -> anyhow::Result<u64> {
+        let new = NewJob { action, timeout_secs, max_attempts: JOB_ATTEMPTS };
+        let jobs = self.hub.cmdb.submit_jobs(vec![machine], new).await?;
+        self.hub.wake(machine);
+        Ok(jobs[0].id)
+    }
+
+    /// Binds a `next` run to a machine whose BootOS agent is live and that no run holds.
+    async fn bind(&self, run: &mut Run, task: &Task, bound: &mut HashSet<u64>) -> anyhow::Result<bool> {
+        let filter = MachineFilter { state: Some(MachineState::Ready), limit: Some(100_000), ..Default::default() };
+        let (ready, _) = self.hub.cmdb.list_machines(filter).await?;
+        for m in ready {
+            if bound.contains(&m.id) || m.inventory.is_none() {
+                continue;
+            }
+            let Some(a) = self.hub.cmdb.agent(m.id).await? else { continue };
+            if !(a.approved && a.mode == AgentMode::Bootos) {
+                continue;
+            }
+            let hostname = match &task.spec.hostname_pattern {
+                Some(p) => Some(super::hostname(p, run.index, m.macs.first().copied()).map_err(anyhow::Error::msg)?),
+                None => m.hostname.clone(),
+            };
+            run.machine_id = Some(m.id);
+            run.hostname = hostname.clone();
+            bound.insert(m.id);
+            let update = MachineUpdate { state: Some(MachineState::Queued), hostname, reserved_ip: run.ip };
+            let detail = json!({"task": task.id, "run": run.id});
+            self.hub.cmdb.save_run(run.clone(), update, Some(("provision.queued", detail))).await?;
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    /// The agent action for a job step.
+    fn action(&self, step: Step, run: &Run, task: &Task, machine: &Machine) -> Result<Action, String> {
+        let spec = &task.spec;
+        let disk = target_disk(&spec.disk, machine)?;
+        let hostname =
+            run.hostname.clone().or_else(|| machine.hostname.clone()).unwrap_or_else(|| format!("node-{}", machine.id));
+        let env = |extra: &[(&str, &str)]| {
+            let mut e: std::collections::BTreeMap<String, String> =
+                [("RACKBOOT_DISK", disk.as_str()), ("RACKBOOT_HOSTNAME", hostname.as_str())]
+                    .iter()
+                    .chain(extra)
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect();
+            e.insert("RACKBOOT_TASK".into(), task.id.to_string());
+            e
+        };
+        let script = |body: String, env| Action::Script { interpreter: "/bin/sh".into(), body, args: vec![], env };
+        match step {
+            Step::Configure(i) => {
+                let p = self.profile(task).ok_or("the hardware profile is gone from the config")?;
+                let body = p.scripts.get(i).ok_or("the hardware profile has fewer scripts now")?.clone();
+                Ok(script(body, env(&[])))
+            }
+            Step::Install => Ok(Action::DeployImage {
+                url: format!("{}/boot/files/images/{}", self.http_base, spec.image),
+                sha256: spec.image_sha256.clone().ok_or("the task has no image checksum")?,
+                disk,
+            }),
+            Step::Identity => {
+                let vars = IdentityVars {
+                    disk: disk.clone(),
+                    hostname: hostname.clone(),
+                    domain: self.domain.clone(),
+                    appliance_url: self.http_base.clone(),
+                    ssh_keys: spec.ssh_keys.clone(),
+                };
+                Ok(script(self.renderer.identity(&vars).map_err(|e| e.to_string())?, env(&[])))
+            }
+            Step::Reboot => Ok(Action::Reboot),
+            Step::PostInstall(i) => {
+                let name = spec.post_install.get(i).ok_or("no such post-install script")?;
+                let path = self.cfg.postinstall_dir.join(name);
+                let body = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+                Ok(script(body, env(&[("RACKBOOT_URL", self.http_base.as_str())])))
+            }
+            other => Err(format!("{} is not a job step", step_name(other))),
+        }
+    }
+}
+
+/// The disk to install on: the one named, or with "auto" the largest in the inventory.
+pub fn target_disk(disk: &str, machine: &Machine) -> Result<String, String> {
+    if disk != "auto" {
+        return Ok(disk.to_string());
+    }
+    let inv = machine.inventory.as_ref().ok_or("no inventory to choose a disk from")?;
+    let d = inv.disks.iter().max_by_key(|d| d.size_bytes).ok_or("the inventory lists no disk")?;
+    Ok(format!("/dev/{}", d.name))
+}

@@ -1,0 +1,104 @@
+use super::*;
+
+#[test]
+fn steps_run_in_order_with_optional_scripts() {
+    let mut s = Step::WaitAgent;
+    let mut seen = vec![s];
+    while s != Step::Done {
+        s = s.next(2, 1);
+        seen.push(s);
+    }
+    assert_eq!(
+        seen,
+        [
+            Step::WaitAgent,
+            Step::Check,
+            Step::Configure(0),
+            Step::Configure(1),
+            Step::Install,
+            Step::Identity,
+            Step::Reboot,
+            Step::WaitInstalled,
+            Step::PostInstall(0),
+            Step::Done
+        ]
+    );
+    assert_eq!(Step::Check.next(0, 0), Step::Install);
+    assert_eq!(Step::WaitInstalled.next(0, 0), Step::Done);
+    let progress: Vec<u8> = seen.iter().map(|s| s.progress()).collect();
+    assert!(progress.windows(2).all(|w| w[0] <= w[1]), "progress only grows: {progress:?}");
+}
+
+#[test]
+fn a_run_retries_a_failed_step_then_fails() {
+    let mut r = Run::new(1, 1, 1, Some(7), 0);
+    r.advance(0, 0, 10);
+    r.advance(0, 0, 20);
+    assert_eq!(r.step, Step::Install);
+    r.job = Some(5);
+    r.step_failed("checksum mismatch".into(), 1, 30);
+    assert_eq!((r.state, r.job, r.failures), (RunState::Active, None, 1));
+    r.step_failed("checksum mismatch".into(), 1, 40);
+    assert_eq!(r.state, RunState::Failed);
+    assert_eq!(r.error.as_deref(), Some("install: checksum mismatch"));
+    assert!(!r.cancel(50), "a failed run is final");
+}
+
+#[test]
+fn a_run_ends_installed() {
+    let mut r = Run::new(1, 1, 1, Some(7), 0);
+    while r.state == RunState::Active {
+        r.advance(1, 1, 5);
+    }
+    assert_eq!((r.state, r.progress, r.finished_at_ms), (RunState::Installed, 100, Some(5)));
+}
+
+#[test]
+fn hostname_patterns() {
+    let mac: Mac = "52:54:00:AB:00:01".parse().unwrap();
+    assert_eq!(hostname("node-{n:02}", 7, None).unwrap(), "node-07");
+    assert_eq!(hostname("node{n}", 12, None).unwrap(), "node12");
+    assert_eq!(hostname("r1-{n:3}-x", 5, None).unwrap(), "r1-005-x");
+    assert_eq!(hostname("m-{mac}", 1, Some(mac)).unwrap(), "m-525400ab0001");
+    assert_eq!(hostname("Web-{n}", 1, None).unwrap(), "web-1");
+    assert!(hostname("node-{x}", 1, None).unwrap_err().contains("unknown field"));
+    assert!(hostname("node-{n", 1, None).unwrap_err().contains("unclosed"));
+    assert!(hostname("bad_{n}", 1, None).unwrap_err().contains("not a valid hostname"));
+    assert!(hostname("m-{mac}", 1, None).is_err());
+}
+
+#[test]
+fn ip_plan_skips_taken_addresses() {
+    let pool = parse_pool("198.18.0.50-198.18.0.53").unwrap();
+    let taken = |ip: Ipv4Addr| ip == Ipv4Addr::new(198, 18, 0, 51);
+    assert_eq!(ip_from_pool(pool, &taken, 1), Some(Ipv4Addr::new(198, 18, 0, 50)));
+    assert_eq!(ip_from_pool(pool, &taken, 2), Some(Ipv4Addr::new(198, 18, 0, 52)));
+    assert_eq!(ip_from_pool(pool, &taken, 3), Some(Ipv4Addr::new(198, 18, 0, 53)));
+    assert_eq!(ip_from_pool(pool, &taken, 4), None, "pool exhausted");
+    assert_eq!(ip_from_pool(pool, &taken, 0), None);
+    assert!(parse_pool("198.18.0.9-198.18.0.1").is_err());
+    assert!(parse_pool("10.0.0.1").is_err());
+}
+
+#[test]
+fn hardware_profiles_match_vendor_and_model() {
+    let v = vec!["QEMU".to_string()];
+    assert!(profile_fits(&v, &[], Some("QEMU"), Some("Standard PC")));
+    assert!(profile_fits(&[], &["r640".into()], Some("Dell Inc."), Some("PowerEdge R640")));
+    assert!(!profile_fits(&v, &[], Some("Dell Inc."), None));
+    assert!(!profile_fits(&v, &[], None, None));
+    assert!(profile_fits(&[], &[], None, None));
+}
+
+#[test]
+fn task_specs_parse_with_defaults() {
+    let spec: TaskSpec = serde_json::from_value(serde_json::json!({
+        "select": {"macs": ["52:54:00:00:00:01"]}, "image": "lab.img"
+    }))
+    .unwrap();
+    assert_eq!((spec.disk.as_str(), spec.concurrency, spec.retries, spec.step_timeout_secs), ("auto", 10, 1, 1800));
+    let next: TaskSpec = serde_json::from_value(serde_json::json!({"select": {"next": 3}, "image": "x"})).unwrap();
+    assert_eq!(next.select, Selector::Next(3));
+    assert!(serde_json::from_value::<TaskSpec>(serde_json::json!({"select": {"next": 3}, "image": "x", "typo": 1}))
+        .is_err());
+}

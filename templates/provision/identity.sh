@@ -1,0 +1,64 @@
+#!/bin/sh
+# rackboot identity step (rendered per machine; runs in BootOS after the image is written).
+# Grows the root partition (the last partition of the disk) to the end of the disk, then writes
+# the machine's identity into it: hostname, SSH keys, network by DHCP, and the rackboot agent
+# with its credential and service, so the installed system calls the appliance in.
+# A regular file as the target (tests, image builds) gets the files under <file>.root/.
+set -eu
+DISK="{{ disk }}"
+HOSTNAME="{{ hostname }}"
+DOMAIN="{{ domain }}"
+APPLIANCE="{{ appliance_url }}"
+say() { echo "identity: $*"; }
+
+if [ -b "$DISK" ]; then
+  # The root file system is the largest partition on the disk (from sysfs: no lsblk needed).
+  DEV=$(basename "$DISK")
+  PART="" BEST=0 NUM=""
+  for p in /sys/block/"$DEV"/"$DEV"*; do
+    [ -e "$p/partition" ] || continue
+    size=$(cat "$p/size")
+    if [ "$size" -gt "$BEST" ]; then BEST=$size; PART=/dev/$(basename "$p"); NUM=$(cat "$p/partition"); fi
+  done
+  [ -n "$PART" ] || { say "no partition on $DISK"; exit 1; }
+  if command -v sfdisk >/dev/null; then
+    echo ", +" | sfdisk --no-reread --no-tell-kernel -N "$NUM" "$DISK" >/dev/null 2>&1 && say "grew $PART" || say "left $PART as it is"
+    blockdev --rereadpt "$DISK" 2>/dev/null || true
+  fi
+  if command -v e2fsck >/dev/null && command -v resize2fs >/dev/null; then
+    e2fsck -fy "$PART" >/dev/null 2>&1 || true
+    resize2fs "$PART" >/dev/null 2>&1 && say "resized the file system on $PART" || true
+  fi
+  ROOT=/mnt/target
+  mkdir -p "$ROOT"
+  mount "$PART" "$ROOT"
+  trap 'sync; umount "$ROOT" 2>/dev/null || true' EXIT
+else
+  ROOT="$DISK.root"
+  mkdir -p "$ROOT"
+fi
+
+mkdir -p "$ROOT/etc" "$ROOT/root/.ssh" "$ROOT/var/lib/rackboot-agent" "$ROOT/etc/default" \
+  "$ROOT/usr/local/sbin" "$ROOT/etc/systemd/system/multi-user.target.wants"
+echo "$HOSTNAME" > "$ROOT/etc/hostname"
+cat > "$ROOT/etc/hosts" <<HOSTS
+127.0.0.1 localhost
+127.0.1.1 $HOSTNAME.$DOMAIN $HOSTNAME
+HOSTS
+: > "$ROOT/root/.ssh/authorized_keys"
+{% for key in ssh_keys %}echo "{{ key }}" >> "$ROOT/root/.ssh/authorized_keys"
+{% endfor %}chmod 700 "$ROOT/root/.ssh"; chmod 600 "$ROOT/root/.ssh/authorized_keys"
+
+# The agent: this BootOS's binary, its session (the machine's credential) and the service.
+echo "RACKBOOT_URL=$APPLIANCE" > "$ROOT/etc/default/rackboot-agent"
+if [ -n "${RACKBOOT_SESSION:-}" ]; then
+  (umask 077; printf '%s' "$RACKBOOT_SESSION" > "$ROOT/var/lib/rackboot-agent/session.json")
+fi
+chmod 700 "$ROOT/var/lib/rackboot-agent"
+if [ -x /bin/rackboot-agent ] && [ -b "$DISK" ]; then
+  cp /bin/rackboot-agent "$ROOT/usr/local/sbin/rackboot-agent"
+fi
+cat > "$ROOT/etc/systemd/system/rackboot-agent.service" <<'UNIT'
+{{ unit }}UNIT
+ln -sf /etc/systemd/system/rackboot-agent.service "$ROOT/etc/systemd/system/multi-user.target.wants/rackboot-agent.service"
+say "$HOSTNAME written to $ROOT"

@@ -1,0 +1,113 @@
+//! One appliance on a fixed loopback port with real agents (the `rackboot-agent` library) for
+//! the agent and provisioning tests.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use hyper::Method;
+use rackboot::app::{self, Running};
+use rackboot::client::ApiClient;
+use rackboot::config::Config;
+use rackboot_agent::run::{Agent, Options};
+use rackboot_agent::wire::AgentMode;
+use serde_json::Value;
+
+/// One appliance on a fixed loopback port (so an agent can follow it across a restart).
+pub struct Appliance {
+    pub dir: tempfile::TempDir,
+    pub port: u16,
+    extra: String,
+    pub app: Option<Running>,
+    pub api: ApiClient,
+}
+
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+impl Appliance {
+    pub async fn start(extra: &str) -> Appliance {
+        let mut a = Appliance {
+            dir: tempfile::tempdir().unwrap(),
+            port: free_port(),
+            extra: extra.into(),
+            app: None,
+            api: ApiClient::new("http://127.0.0.1:1", String::new()).unwrap(),
+        };
+        a.boot().await;
+        a
+    }
+
+    pub async fn boot(&mut self) {
+        let text = format!(
+            "[server]\ndata_dir = \"{}\"\naddress = \"127.0.0.1\"\n[http]\nlisten = \"127.0.0.1:{}\"\n[dhcp]\nmode = \"off\"\n[tftp]\nenabled = false\n[dns]\nenabled = false\n[agent]\npoll_secs = 2\nlease_secs = 3\nstats_secs = 1\n{}\n",
+            self.dir.path().display(),
+            self.port,
+            self.extra
+        );
+        let running = app::start(Config::parse(&text).unwrap()).await.unwrap();
+        self.api = ApiClient::new(&self.url(), running.admin_token.clone()).unwrap();
+        self.app = Some(running);
+    }
+
+    pub async fn stop(&mut self) {
+        if let Some(app) = self.app.take() {
+            app.wait(async {}).await.unwrap();
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// Starts a BootOS agent for a machine with `mac`; it runs until the handle is aborted.
+    pub fn agent(&self, mac: &str, workdir: &Path) -> tokio::task::JoinHandle<()> {
+        self.agent_with(mac, workdir, AgentMode::Bootos, None)
+    }
+
+    /// Starts an agent in `mode`, keeping its session in `state_dir` (installed nodes).
+    pub fn agent_with(
+        &self,
+        mac: &str,
+        workdir: &Path,
+        mode: AgentMode,
+        state_dir: Option<&Path>,
+    ) -> tokio::task::JoinHandle<()> {
+        let opts = Options {
+            url: self.url(),
+            mode,
+            state_dir: state_dir.map(Path::to_path_buf),
+            boot_mac: Some(mac.into()),
+            root: "/".into(),
+            workdir: workdir.into(),
+            macs: Some(vec![mac.into()]),
+            lldp: false,
+            power_actions: false,
+        };
+        tokio::spawn(async move {
+            let _ = Agent::new(opts).unwrap().run().await;
+        })
+    }
+
+    pub async fn get(&self, path: &str) -> Value {
+        self.api.ok(Method::GET, path, None).await.unwrap()
+    }
+
+    pub async fn submit(&self, body: Value) -> Vec<Value> {
+        let r = self.api.ok(Method::POST, "/jobs", Some(body)).await.unwrap();
+        r["jobs"].as_array().unwrap().clone()
+    }
+
+    /// Waits (up to `secs`) until job `id` is in `state`; returns it.
+    pub async fn job_in(&self, id: u64, state: &str, secs: u64) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        loop {
+            let j = self.get(&format!("/jobs/{id}")).await;
+            if j["state"] == state {
+                return j;
+            }
+            assert!(Instant::now() < deadline, "job {id} not {state} after {secs} s: {j}");
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+    }
+}

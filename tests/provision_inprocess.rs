@@ -1,0 +1,152 @@
+//! Provisioning against the whole appliance in-process, with real agents (the `rackboot-agent`
+//! library) on loopback: a task takes a machine through every step: hardware-profile script,
+//! image deploy (checked against its SHA-256) onto a file standing in for the disk, the rendered
+//! identity script (written under `<disk>.root/`, since the target is not a block device),
+//! reboot, the installed system's agent checking in with the credential the identity step left
+//! it, and a post-install script. The appliance is restarted in the middle and the run carries
+//! on from its step. A wrong checksum fails the run. No root needed.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::appliance::Appliance;
+use hyper::Method;
+use rackboot_agent::wire::AgentMode;
+use serde_json::{json, Value};
+
+fn config(post: &std::path::Path) -> String {
+    format!(
+        "[provision]\npostinstall_dir = \"{}\"\n[[provision.hardware_profiles]]\nname = \"lab\"\nscripts = [\"echo configuring $RACKBOOT_DISK\"]\n",
+        post.display()
+    )
+}
+
+/// Waits until the task's single run satisfies `pred`; returns it.
+async fn run_where(a: &Appliance, task: u64, secs: u64, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        let t = a.api.ok(Method::GET, &format!("/tasks/{task}"), None).await.unwrap();
+        let run = t["runs"][0].clone();
+        if pred(&run) {
+            return run;
+        }
+        assert!(Instant::now() < deadline, "run never got {what}: {run}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn sha256(b: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(b).iter().map(|x| format!("{x:02x}")).collect()
+}
+
+#[tokio::test]
+async fn a_task_takes_a_machine_from_bootos_to_installed_across_a_restart() {
+    let post = tempfile::tempdir().unwrap();
+    std::fs::write(
+        post.path().join("mark.sh"),
+        "echo \"post-install on $RACKBOOT_HOSTNAME\" > \"$RACKBOOT_DISK.post\"\n",
+    )
+    .unwrap();
+    let mut a = Appliance::start(&config(post.path())).await;
+    let images = a.dir.path().join("boot/images");
+    std::fs::create_dir_all(&images).unwrap();
+    let image: Vec<u8> = (0..3_000_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+    std::fs::write(images.join("lab.img"), &image).unwrap();
+
+    let work = tempfile::tempdir().unwrap();
+    let disk = work.path().join("disk.img");
+    let mac = "52:54:00:b0:00:01";
+    let bootos = a.agent(mac, work.path());
+    let spec = json!({
+        "select": {"macs": [mac]}, "image": "lab.img", "hardware_profile": "lab",
+        "hostname_pattern": "node-{n:02}", "ip_pool": "127.0.9.10-127.0.9.20", "disk": disk,
+        "ssh_keys": ["ssh-ed25519 AAAAC3Nza test@lab"], "post_install": ["mark.sh"], "retries": 0
+    });
+    let created = a.api.ok(Method::POST, "/tasks", Some(spec)).await.unwrap();
+    let task = created["task"]["id"].as_u64().unwrap();
+    assert_eq!(created["task"]["spec"]["image_sha256"], sha256(&image), "checksum computed from the file");
+    let m = a.get(&format!("/machines/{mac}")).await;
+    assert_eq!((m["hostname"].as_str(), m["reserved_ip"].as_str()), (Some("node-01"), Some("127.0.9.10")));
+
+    // BootOS: configure, install, identity, reboot; then the appliance waits for the installed agent.
+    let run = run_where(&a, task, 30, "wait_installed", |r| r["step"]["step"] == "wait_installed").await;
+    assert_eq!(run["state"], "active");
+    assert_eq!(std::fs::read(&disk).unwrap(), image, "the image is on the disk, byte for byte");
+    let root = work.path().join("disk.img.root");
+    assert_eq!(std::fs::read_to_string(root.join("etc/hostname")).unwrap(), "node-01\n");
+    assert!(std::fs::read_to_string(root.join("root/.ssh/authorized_keys")).unwrap().contains("test@lab"));
+    // An absolute link, as systemctl enable makes: it resolves inside the installed system.
+    assert!(root.join("etc/systemd/system/multi-user.target.wants/rackboot-agent.service").symlink_metadata().is_ok());
+    assert_eq!(a.get(&format!("/machines/{mac}")).await["state"], "installed");
+    let script = common::http_get(([127, 0, 0, 1], a.port).into(), &format!("/boot/ipxe?mac={mac}")).await;
+    assert!(script.contains("sanboot") || script.contains("exit"), "an installed machine boots its disk:\n{script}");
+
+    // The node "reboots": BootOS is gone, the appliance restarts meanwhile.
+    bootos.abort();
+    a.stop().await;
+    a.boot().await;
+    // The installed system's agent starts from what the identity step left in its root.
+    let state = root.join("var/lib/rackboot-agent");
+    assert!(state.join("session.json").exists(), "the identity step handed the credential on");
+    let installed = a.agent_with(mac, work.path(), AgentMode::Installed, Some(&state));
+    let run = run_where(&a, task, 30, "installed", |r| r["state"] != "active").await;
+    assert_eq!(run["state"], "installed", "{run}");
+    assert_eq!(run["progress"], 100);
+    assert_eq!(std::fs::read_to_string(work.path().join("disk.img.post")).unwrap(), "post-install on node-01\n");
+    let t = a.api.ok(Method::GET, &format!("/tasks/{task}"), None).await.unwrap();
+    common::eventually(|| async {
+        let t = a.api.ok(Method::GET, &format!("/tasks/{task}"), None).await?;
+        anyhow::ensure!(t["task"]["state"] == "done", "task {}", t["task"]["state"]);
+        Ok(())
+    })
+    .await;
+    assert_eq!(t["runs"][0]["machine_id"], a.get(&format!("/machines/{mac}")).await["id"]);
+    let agent = a.get(&format!("/machines/{mac}/agent")).await;
+    assert_eq!(agent["mode"], "installed");
+
+    let ev = a.get(&format!("/machines/{mac}/events")).await;
+    let steps: Vec<String> = ev["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "provision.step" && e["detail"]["job"].is_u64())
+        .map(|e| e["detail"]["step"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(steps, ["configure[0]", "install", "identity", "reboot", "post_install[0]"], "{ev}");
+    installed.abort();
+}
+
+#[tokio::test]
+async fn a_bad_image_checksum_fails_the_run_and_bad_tasks_are_refused() {
+    let post = tempfile::tempdir().unwrap();
+    let a = Appliance::start(&config(post.path())).await;
+    let images = a.dir.path().join("boot/images");
+    std::fs::create_dir_all(&images).unwrap();
+    std::fs::write(images.join("lab.img"), vec![7u8; 100_000]).unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let mac = "52:54:00:b0:00:02";
+    let agent = a.agent(mac, work.path());
+    let disk = work.path().join("disk.img");
+    let spec = json!({"select": {"macs": [mac]}, "image": "lab.img", "image_sha256": "0".repeat(64), "disk": disk, "retries": 1});
+    let task = a.api.ok(Method::POST, "/tasks", Some(spec)).await.unwrap()["task"]["id"].as_u64().unwrap();
+    let run = run_where(&a, task, 30, "failed", |r| r["state"] != "active").await;
+    assert_eq!(run["state"], "failed");
+    assert!(run["error"].as_str().unwrap().contains("sha256 mismatch"), "{run}");
+    assert_eq!(a.get(&format!("/machines/{mac}")).await["state"], "failed");
+
+    for (spec, want) in [
+        (json!({"select": {"next": 1}, "image": "../etc/passwd"}), 400),
+        (json!({"select": {"next": 1}, "image": "missing.img"}), 400),
+        (json!({"select": {"next": 1}, "image": "lab.img", "hardware_profile": "nope"}), 400),
+        (json!({"select": {"next": 1}, "image": "lab.img", "post_install": ["nope.sh"]}), 400),
+        (json!({"select": {"next": 2}, "image": "lab.img", "hostname_pattern": "same"}), 400),
+        (json!({"select": {"tag": "none"}, "image": "lab.img"}), 404),
+        (json!({"select": {"macs": [mac]}, "image": "lab.img", "bogus": 1}), 400),
+    ] {
+        let (status, body) = a.api.call(Method::POST, "/tasks", Some(spec.clone())).await.unwrap();
+        assert_eq!(status, want, "{spec} -> {body}");
+    }
+    agent.abort();
+}

@@ -39,6 +39,13 @@ enum Command {
         #[command(subcommand)]
         cmd: JobsCmd,
     },
+    /// Provisioning tasks: install machines from an image, see their progress.
+    Tasks {
+        #[command(flatten)]
+        api: ApiArgs,
+        #[command(subcommand)]
+        cmd: TasksCmd,
+    },
     /// DHCP leases.
     Leases {
         #[command(flatten)]
@@ -107,6 +114,49 @@ enum MachinesCmd {
 }
 
 #[derive(Subcommand)]
+enum TasksCmd {
+    /// Provision machines (by --mac, --serial, --tag, or --next N) from an image.
+    Create {
+        #[arg(long = "mac")]
+        macs: Vec<String>,
+        #[arg(long = "serial")]
+        serials: Vec<String>,
+        #[arg(long)]
+        tag: Option<String>,
+        /// The next N machines whose BootOS agent calls in.
+        #[arg(long)]
+        next: Option<u32>,
+        /// Image file name in the images directory.
+        #[arg(long)]
+        image: String,
+        #[arg(long)]
+        hardware_profile: Option<String>,
+        /// e.g. node-{n:02}
+        #[arg(long)]
+        hostname: Option<String>,
+        /// FIRST-LAST
+        #[arg(long)]
+        ip_pool: Option<String>,
+        #[arg(long, default_value = "auto")]
+        disk: String,
+        #[arg(long = "ssh-key")]
+        ssh_keys: Vec<String>,
+        #[arg(long = "post-install")]
+        post_install: Vec<String>,
+        #[arg(long)]
+        concurrency: Option<u32>,
+        #[arg(long)]
+        reinstall: bool,
+    },
+    /// List tasks.
+    List,
+    /// Show a task and its runs (step, progress, error).
+    Show { id: u64 },
+    /// Cancel a task's unfinished runs.
+    Cancel { id: u64 },
+}
+
+#[derive(Subcommand)]
 enum JobsCmd {
     /// Run a command on one machine (--machine) or on every machine with a tag (--tag), wait for
     /// it and print its output; exits with the job's exit code (one machine).
@@ -168,6 +218,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Machines { api, cmd } => machines(api.client()?, cmd).await,
         Command::Jobs { api, cmd } => jobs(api.client()?, cmd).await,
+        Command::Tasks { api, cmd } => tasks(api.client()?, cmd).await,
         Command::Leases { api } => {
             let v = api.client()?.ok(Method::GET, "/leases", None).await?;
             for l in v["leases"].as_array().into_iter().flatten() {
@@ -357,6 +408,91 @@ async fn jobs(c: ApiClient, cmd: JobsCmd) -> anyhow::Result<()> {
         JobsCmd::Cancel { id } => {
             c.ok(Method::POST, &format!("/jobs/{id}/cancel"), None).await?;
             println!("cancelled job {id}");
+        }
+    }
+    Ok(())
+}
+
+async fn tasks(c: ApiClient, cmd: TasksCmd) -> anyhow::Result<()> {
+    let print_runs = |v: &Value| {
+        println!(
+            "{:<5} {:<8} {:<14} {:<16} {:<12} {:<18} {:>4}%  ERROR",
+            "RUN", "MACHINE", "HOSTNAME", "IP", "STATE", "STEP", ""
+        );
+        for r in v["runs"].as_array().into_iter().flatten() {
+            let step = match (r["step"]["step"].as_str(), r["step"]["index"].as_u64()) {
+                (Some(s), Some(i)) => format!("{s}[{i}]"),
+                (Some(s), None) => s.to_string(),
+                _ => "-".into(),
+            };
+            println!(
+                "{:<5} {:<8} {:<14} {:<16} {:<12} {:<18} {:>4}%  {}",
+                s(&r["id"]),
+                s(&r["machine_id"]),
+                s(&r["hostname"]),
+                s(&r["ip"]),
+                s(&r["state"]),
+                step,
+                s(&r["progress"]),
+                s(&r["error"])
+            );
+        }
+    };
+    match cmd {
+        TasksCmd::Create {
+            macs,
+            serials,
+            tag,
+            next,
+            image,
+            hardware_profile,
+            hostname,
+            ip_pool,
+            disk,
+            ssh_keys,
+            post_install,
+            concurrency,
+            reinstall,
+        } => {
+            let select = match (macs.is_empty(), serials.is_empty(), tag, next) {
+                (false, true, None, None) => json!({"macs": macs}),
+                (true, false, None, None) => json!({"serials": serials}),
+                (true, true, Some(t), None) => json!({"tag": t}),
+                (true, true, None, Some(n)) => json!({"next": n}),
+                _ => anyhow::bail!("choose the machines with one of --mac, --serial, --tag or --next"),
+            };
+            let mut body = json!({"select": select, "image": image, "disk": disk, "ssh_keys": ssh_keys,
+                "post_install": post_install, "reinstall": reinstall});
+            for (k, v) in [("hardware_profile", hardware_profile), ("hostname_pattern", hostname), ("ip_pool", ip_pool)]
+            {
+                if let Some(v) = v {
+                    body[k] = json!(v);
+                }
+            }
+            if let Some(n) = concurrency {
+                body["concurrency"] = json!(n);
+            }
+            let v = c.ok(Method::POST, "/tasks", Some(body)).await?;
+            println!("task {} created with {} run(s)", v["task"]["id"], v["runs"].as_array().map_or(0, Vec::len));
+            print_runs(&v);
+        }
+        TasksCmd::List => {
+            let v = c.ok(Method::GET, "/tasks", None).await?;
+            println!("{:<5} {:<10} {:<5} IMAGE", "ID", "STATE", "RUNS");
+            for t in v["tasks"].as_array().into_iter().flatten() {
+                let runs = t["runs"].as_array().map_or(0, Vec::len);
+                println!("{:<5} {:<10} {:<5} {}", s(&t["id"]), s(&t["state"]), runs, s(&t["spec"]["image"]));
+            }
+        }
+        TasksCmd::Show { id } => {
+            let v = c.ok(Method::GET, &format!("/tasks/{id}"), None).await?;
+            println!("task {id}: {} (image {})", s(&v["task"]["state"]), s(&v["task"]["spec"]["image"]));
+            print_runs(&v);
+        }
+        TasksCmd::Cancel { id } => {
+            let v = c.ok(Method::POST, &format!("/tasks/{id}/cancel"), None).await?;
+            println!("task {id} cancelled");
+            print_runs(&v);
         }
     }
     Ok(())

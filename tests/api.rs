@@ -114,6 +114,9 @@ async fn openapi_health_and_metrics_are_served() {
         "/jobs/{id}/cancel",
         "/machines/{id}/approve",
         "/machines/{id}/agent",
+        "/tasks",
+        "/tasks/{id}",
+        "/tasks/{id}/cancel",
     ] {
         assert!(paths.contains_key(p), "openapi lacks {p}");
     }

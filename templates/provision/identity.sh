@@ -12,6 +12,12 @@ APPLIANCE="{{ appliance_url }}"
 say() { echo "identity: $*"; }
 
 if [ -b "$DISK" ]; then
+  # The image brought its own partition table: make the kernel read it, and move GPT's backup
+  # header to the end of this (larger) disk.
+  blockdev --rereadpt "$DISK" 2>/dev/null || true
+  command -v sfdisk >/dev/null && sfdisk --relocate gpt-bak-std "$DISK" >/dev/null 2>&1 || true
+  blockdev --rereadpt "$DISK" 2>/dev/null || true
+  sleep 1
   # The root file system is the largest partition on the disk (from sysfs: no lsblk needed).
   DEV=$(basename "$DISK")
   PART="" BEST=0 NUM=""

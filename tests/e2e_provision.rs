@@ -1,0 +1,168 @@
+//! Provisioning end to end in vm-lab: a task for two fresh VMs (one SeaBIOS, one OVMF). Each
+//! PXE-boots BootOS, runs the hardware profile's script, gets the lab OS image (vm-lab/os-image.sh:
+//! Debian 12 with GRUB for BIOS and UEFI) streamed onto its disk and checked, gets its identity
+//! and the agent written in, reboots from its own disk, and its installed agent checks in; the
+//! post-install script runs there. Then the machine is `installed`, its hostname resolves through
+//! rackboot's DNS and a job runs on the installed system. Prints the seconds from power-on to
+//! each step. Needs root, qemu, OVMF, loop devices and a Debian mirror (debootstrap): `#[ignore]`d
+//! like the other end-to-end tests; CI runs it.
+
+mod netns;
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use netns::{full_config, require, Net};
+
+struct Vm {
+    name: &'static str,
+    mac: &'static str,
+    uefi: bool,
+}
+
+fn qemu_args(net: &Net, vm: &Vm) -> Vec<String> {
+    let mut a: Vec<String> = ["qemu-system-x86_64", "-accel", "tcg", "-m", "512", "-display", "none", "-boot", "n"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    a.extend(["-serial".into(), format!("file:{}", net.path(&format!("{}.serial", vm.name)).display())]);
+    a.extend(["-netdev".into(), format!("tap,id=n0,ifname=tap-{},script=no,downscript=no", vm.name)]);
+    a.extend(["-device".into(), format!("virtio-net-pci,netdev=n0,mac={}", vm.mac)]);
+    let disk = net.path(&format!("{}.disk", vm.name));
+    std::fs::File::create(&disk).unwrap().set_len(2 << 30).unwrap();
+    a.extend(["-drive".into(), format!("file={},if=virtio,format=raw", disk.display())]);
+    if vm.uefi {
+        let vars = net.path(&format!("{}.vars.fd", vm.name));
+        std::fs::copy("/usr/share/OVMF/OVMF_VARS_4M.fd", &vars).unwrap();
+        a.extend(["-machine".into(), "q35".into()]);
+        a.extend(["-drive".into(), "if=pflash,format=raw,readonly=on,file=/usr/share/OVMF/OVMF_CODE_4M.fd".into()]);
+        a.extend(["-drive".into(), format!("if=pflash,format=raw,file={}", vars.display())]);
+    }
+    a
+}
+
+fn run_script(script: &str, arg: &std::path::Path) {
+    let out = Command::new(format!("{}/vm-lab/{script}", env!("CARGO_MANIFEST_DIR"))).arg(arg).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{script}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+#[ignore = "e2e: needs root, ip netns, qemu, ovmf, loop devices, debootstrap and a Debian mirror"]
+fn two_vms_bios_and_uefi_are_provisioned_from_an_image_and_check_in_installed() {
+    require(&["ip", "curl", "qemu-system-x86_64", "dig", "losetup", "apt-get"]);
+    let mut net = Net::new("pv");
+    let data = net.path("data");
+    run_script("assets.sh", &data.join("boot"));
+    std::fs::create_dir_all(data.join("boot/images")).unwrap();
+    run_script("os-image.sh", &data.join("boot/images/lab.img"));
+    std::fs::create_dir_all(data.join("postinstall")).unwrap();
+    std::fs::copy(concat!(env!("CARGO_MANIFEST_DIR"), "/postinstall/motd.sh"), data.join("postinstall/motd.sh"))
+        .unwrap();
+    let config = format!(
+        "{}\n[provision]\n[[provision.hardware_profiles]]\nname = \"lab\"\nvendors = [\"QEMU\"]\nscripts = [\"test -b \\\"$RACKBOOT_DISK\\\" && echo \\\"target $RACKBOOT_DISK is a block device\\\"\"]\n",
+        full_config(&data)
+    );
+    net.start_rackboot(&config);
+    let vms = [
+        Vm { name: "bios", mac: "52:54:00:e6:00:01", uefi: false },
+        Vm { name: "uefi", mac: "52:54:00:e6:00:02", uefi: true },
+    ];
+    let task = net.api(
+        "POST",
+        "/tasks",
+        Some(&format!(
+            r#"{{"select":{{"macs":["{}","{}"]}},"image":"lab.img","hardware_profile":"lab","hostname_pattern":"node-{{n:02}}","ip_pool":"198.18.0.60-198.18.0.69","ssh_keys":["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIE2e lab@rackboot"],"post_install":["motd.sh"],"step_timeout_secs":600}}"#,
+            vms[0].mac, vms[1].mac
+        )),
+    );
+    let task_id = task["task"]["id"].as_u64().unwrap();
+    let srv = net.srv.clone();
+    let powered_on = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64;
+    for vm in &vms {
+        net.add_tap(&format!("tap-{}", vm.name));
+        let args = qemu_args(&net, vm);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        net.spawn(&srv, &args, &format!("{}.qemu.log", vm.name));
+    }
+
+    let deadline = Instant::now() + Duration::from_secs(1200);
+    let runs = loop {
+        let t = net.api("GET", &format!("/tasks/{task_id}"), None);
+        let runs = t["runs"].as_array().unwrap().clone();
+        if runs.iter().all(|r| r["state"] != "active") {
+            break runs;
+        }
+        if Instant::now() > deadline {
+            let serials: Vec<String> = vms.iter().map(|v| net.log(&format!("{}.serial", v.name))).collect();
+            panic!("runs not finished: {runs:?}\n{}", serials.join("\n-----\n"));
+        }
+        std::thread::sleep(Duration::from_secs(2));
+    };
+    for (vm, run) in vms.iter().zip(&runs) {
+        // Seconds from power-on to each step, from the machine's timeline.
+        let ev = net.api("GET", &format!("/machines/{}/events?limit=1000", vm.mac), None);
+        let mut line = format!("{} ({}):", vm.name, vm.mac);
+        for e in ev["events"].as_array().unwrap() {
+            let kind = e["kind"].as_str().unwrap();
+            let step = e["detail"]["step"].as_str().unwrap_or_default();
+            let at = (e["at_ms"].as_u64().unwrap().saturating_sub(powered_on)) as f64 / 1000.0;
+            match kind {
+                "agent.enrolled" => {
+                    line += &format!(" enrolled({}) {at:.1}s", e["detail"]["mode"].as_str().unwrap_or("?"))
+                }
+                "provision.step" if e["detail"]["job"].is_u64() => line += &format!(" {step} {at:.1}s"),
+                "provision.installed" => line += &format!(" installed {at:.1}s"),
+                _ => {}
+            }
+        }
+        eprintln!("{line}");
+        assert_eq!(run["state"], "installed", "{}: {run}\n{}", vm.name, net.log(&format!("{}.serial", vm.name)));
+    }
+
+    for (i, vm) in vms.iter().enumerate() {
+        let m = net.api("GET", &format!("/machines/{}", vm.mac), None);
+        let host = format!("node-{:02}", i + 1);
+        assert_eq!((m["state"].as_str(), m["hostname"].as_str()), (Some("installed"), Some(host.as_str())));
+        let ip = m["reserved_ip"].as_str().unwrap().to_string();
+        // The installed system's name resolves through rackboot's DNS.
+        let dig = net.run(&srv, &format!("dig +short @198.18.0.1 {host}.lab.rackboot.test"));
+        assert_eq!(String::from_utf8_lossy(&dig.stdout).trim(), ip, "{host}");
+        let agent = net.api("GET", &format!("/machines/{}/agent", vm.mac), None);
+        assert_eq!(agent["mode"], "installed");
+        // A job on the installed system.
+        let job = net.api(
+            "POST",
+            "/jobs",
+            Some(&format!(
+                r#"{{"machine":"{}","action":{{"kind":"script","body":"hostname; cat /etc/motd.rackboot; . /etc/os-release; echo $PRETTY_NAME; ip -4 -o addr show scope global"}}}}"#,
+                vm.mac
+            )),
+        );
+        let id = job["jobs"][0]["id"].as_u64().unwrap();
+        let deadline = Instant::now() + Duration::from_secs(120);
+        let done = loop {
+            let j = net.api("GET", &format!("/jobs/{id}"), None);
+            if j["state"] != "queued" && j["state"] != "running" {
+                break j;
+            }
+            assert!(Instant::now() < deadline, "job on {host} did not finish");
+            std::thread::sleep(Duration::from_millis(500));
+        };
+        assert_eq!(done["state"], "succeeded", "{done}");
+        let text = net.api("GET", &format!("/jobs/{id}/output"), None)["text"].as_str().unwrap().to_string();
+        assert!(text.starts_with(&format!("{host}\n")), "{text}");
+        assert!(text.contains("Provisioned by rackboot") && text.contains("Debian GNU/Linux 12"), "{text}");
+        assert!(text.contains(&format!("inet {ip}/")), "the installed system has its reserved address: {text}");
+        let serial = net.log(&format!("{}.serial", vm.name));
+        assert!(
+            serial.contains(&format!("Hostname set to <{host}>")),
+            "{}: the installed system booted from its disk under its name",
+            vm.name
+        );
+    }
+}

@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# Builds the lab OS image: a small bootable Debian 12 disk (raw, 1 GiB, GPT with a BIOS boot
+# partition, an EFI system partition and an ext4 root), from Debian packages (debootstrap
+# minbase with the cloud kernel, systemd, and GRUB for both BIOS and UEFI, installed into the
+# image's own boot records). The network comes up by DHCP (systemd-networkd); the provisioning
+# identity step adds the hostname, SSH keys and the rackboot agent with its service. Cached in
+# target/vm-lab-cache; needs root (loop devices, mounts) and a Debian mirror.
+#
+#   vm-lab/os-image.sh OUT.img
+set -euo pipefail
+OUT=${1:?usage: $0 OUT.img}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+CACHE=${RACKBOOT_LAB_CACHE:-$ROOT/target/vm-lab-cache}
+mkdir -p "$CACHE"
+IMG=$CACHE/lab-os.img
+if [ -f "$IMG" ] && [ "$IMG" -nt "$0" ]; then
+  cp --sparse=always "$IMG" "$OUT"; exit 0
+fi
+export PATH="/usr/local/sbin:/usr/sbin:/sbin:$PATH" DEBIAN_FRONTEND=noninteractive
+need=()
+for p in debootstrap dosfstools mtools fdisk e2fsprogs; do dpkg -s "$p" >/dev/null 2>&1 || need+=("$p"); done
+[ ${#need[@]} -eq 0 ] || { apt-get update -q >/dev/null; apt-get install -y -q --no-install-recommends "${need[@]}" >/dev/null; }
+MIRROR=$(awk '/^URIs:/ {print $2; exit}' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)
+MIRROR=${MIRROR:-http://deb.debian.org/debian}
+
+TMP=$CACHE/lab-os.img.tmp MNT=$(mktemp -d) LOOP=
+cleanup() {
+  for m in dev/pts dev proc sys boot/efi ""; do umount "$MNT/$m" 2>/dev/null || true; done
+  if [ -n "$LOOP" ]; then
+    partx -d "$LOOP" 2>/dev/null || true
+    rm -f "${LOOP}"p[0-9]*
+    losetup -d "$LOOP" 2>/dev/null || true
+  fi
+  rmdir "$MNT" 2>/dev/null || true
+}
+trap cleanup EXIT
+rm -f "$TMP"; truncate -s 1G "$TMP"
+sfdisk -q "$TMP" <<PARTS
+label: gpt
+size=1MiB, type=21686148-6449-6E6F-744E-656564454649, name=bios
+size=63MiB, type=C12A7328-F81F-11D2-BA4B-00A0C93EC93B, name=esp
+type=0FC63DAF-8483-4772-8E79-3D69D8477DE4, name=root
+PARTS
+LOOP=$(losetup -f --show "$TMP")
+# Partition nodes: the kernel learns the partitions from partx; where nothing (udev) makes
+# their device nodes, make them from /proc/partitions.
+partx -a "$LOOP" 2>/dev/null || partx -u "$LOOP"
+while read -r major minor _ name; do
+  case "$name" in "$(basename "$LOOP")"p*) [ -b "/dev/$name" ] || mknod "/dev/$name" b "$major" "$minor" ;; esac
+done < /proc/partitions
+mkfs.vfat -F 32 -n ESP "${LOOP}p2" >/dev/null
+mkfs.ext4 -q -L root "${LOOP}p3"
+mount "${LOOP}p3" "$MNT"
+mkdir -p "$MNT/boot/efi"  # the ESP is filled with mtools below: the build host may lack vfat
+echo "os-image: debootstrap from $MIRROR (about a minute)"
+debootstrap --variant=minbase \
+  --include=systemd-sysv,udev,kmod,linux-image-cloud-amd64,grub2-common,grub-pc-bin,grub-efi-amd64-bin,e2fsprogs,iproute2 \
+  bookworm "$MNT" "$MIRROR" >"$CACHE/debootstrap.log" 2>&1 || { tail -20 "$CACHE/debootstrap.log"; exit 1; }
+
+cat > "$MNT/etc/fstab" <<FSTAB
+UUID=$(blkid -s UUID -o value "${LOOP}p3") / ext4 errors=remount-ro 0 1
+UUID=$(blkid -s UUID -o value "${LOOP}p2") /boot/efi vfat umask=0077,nofail 0 2
+FSTAB
+echo lab > "$MNT/etc/hostname"
+mkdir -p "$MNT/etc/systemd/network" "$MNT/etc/systemd/system/multi-user.target.wants"
+printf '[Match]\nName=e*\n\n[Network]\nDHCP=yes\n' > "$MNT/etc/systemd/network/80-dhcp.network"
+ln -sf /lib/systemd/system/systemd-networkd.service "$MNT/etc/systemd/system/multi-user.target.wants/systemd-networkd.service"
+cat > "$MNT/etc/default/grub" <<GRUB
+GRUB_DEFAULT=0
+GRUB_TIMEOUT=1
+GRUB_DISTRIBUTOR=Debian
+GRUB_CMDLINE_LINUX_DEFAULT=""
+GRUB_CMDLINE_LINUX="console=tty0 console=ttyS0,115200"
+GRUB_TERMINAL="console serial"
+GRUB_SERIAL_COMMAND="serial --unit=0 --speed=115200"
+GRUB_DISABLE_OS_PROBER=true
+GRUB
+for m in dev dev/pts proc sys; do mount --bind "/$m" "$MNT/$m"; done
+chroot "$MNT" grub-install --target=i386-pc "$LOOP" 2>&1 | tail -1
+# grub-mkconfig writes root=UUID=... only when /dev/disk/by-uuid has the link udev would make.
+uuid=$(blkid -s UUID -o value "${LOOP}p3")
+mkdir -p /dev/disk/by-uuid && ln -sf "${LOOP}p3" "/dev/disk/by-uuid/$uuid"
+chroot "$MNT" update-grub 2>&1 | tail -1
+rm -f "/dev/disk/by-uuid/$uuid"
+grep -q "root=UUID=$uuid" "$MNT/boot/grub/grub.cfg" || { echo "os-image: grub.cfg does not name the root by UUID" >&2; exit 1; }
+# UEFI: a standalone GRUB at the removable-media path that finds the root file system by UUID
+# and reads the same grub.cfg (no probing of the build host's devices needed).
+printf 'search --no-floppy --fs-uuid --set=root %s\nset prefix=($root)/boot/grub\nconfigfile $prefix/grub.cfg\n' "$uuid" > "$MNT/tmp/embed.cfg"
+chroot "$MNT" grub-mkstandalone -O x86_64-efi -o /tmp/BOOTX64.EFI \
+  --modules="part_gpt ext2 search search_fs_uuid configfile normal linux gzio serial terminal" \
+  "boot/grub/grub.cfg=/tmp/embed.cfg"
+export MTOOLS_SKIP_CHECK=1
+mmd -i "${LOOP}p2" ::/EFI ::/EFI/BOOT 2>/dev/null
+mcopy -i "${LOOP}p2" "$MNT/tmp/BOOTX64.EFI" ::/EFI/BOOT/BOOTX64.EFI 2>/dev/null
+mdir -i "${LOOP}p2" ::/EFI/BOOT/BOOTX64.EFI >/dev/null 2>&1 || { echo "os-image: the ESP has no BOOTX64.EFI" >&2; exit 1; }
+rm -f "$MNT/tmp/BOOTX64.EFI" "$MNT/tmp/embed.cfg"
+chroot "$MNT" apt-get clean
+rm -rf "$MNT"/var/lib/apt/lists/*
+cleanup; trap - EXIT
+mv "$TMP" "$IMG"
+cp --sparse=always "$IMG" "$OUT"
+echo "os-image: $OUT ($(du -h --apparent-size "$IMG" | cut -f1) raw, $(du -h "$IMG" | cut -f1) used)"

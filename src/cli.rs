@@ -113,41 +113,44 @@ enum MachinesCmd {
     Approve { id: String },
 }
 
+#[derive(Args)]
+struct CreateTask {
+    #[arg(long = "mac")]
+    macs: Vec<String>,
+    #[arg(long = "serial")]
+    serials: Vec<String>,
+    #[arg(long)]
+    tag: Option<String>,
+    /// The next N machines whose BootOS agent calls in.
+    #[arg(long)]
+    next: Option<u32>,
+    /// Image file name in the images directory.
+    #[arg(long)]
+    image: String,
+    #[arg(long)]
+    hardware_profile: Option<String>,
+    /// e.g. node-{n:02}
+    #[arg(long)]
+    hostname: Option<String>,
+    /// FIRST-LAST
+    #[arg(long)]
+    ip_pool: Option<String>,
+    #[arg(long, default_value = "auto")]
+    disk: String,
+    #[arg(long = "ssh-key")]
+    ssh_keys: Vec<String>,
+    #[arg(long = "post-install")]
+    post_install: Vec<String>,
+    #[arg(long)]
+    concurrency: Option<u32>,
+    #[arg(long)]
+    reinstall: bool,
+}
+
 #[derive(Subcommand)]
 enum TasksCmd {
     /// Provision machines (by --mac, --serial, --tag, or --next N) from an image.
-    Create {
-        #[arg(long = "mac")]
-        macs: Vec<String>,
-        #[arg(long = "serial")]
-        serials: Vec<String>,
-        #[arg(long)]
-        tag: Option<String>,
-        /// The next N machines whose BootOS agent calls in.
-        #[arg(long)]
-        next: Option<u32>,
-        /// Image file name in the images directory.
-        #[arg(long)]
-        image: String,
-        #[arg(long)]
-        hardware_profile: Option<String>,
-        /// e.g. node-{n:02}
-        #[arg(long)]
-        hostname: Option<String>,
-        /// FIRST-LAST
-        #[arg(long)]
-        ip_pool: Option<String>,
-        #[arg(long, default_value = "auto")]
-        disk: String,
-        #[arg(long = "ssh-key")]
-        ssh_keys: Vec<String>,
-        #[arg(long = "post-install")]
-        post_install: Vec<String>,
-        #[arg(long)]
-        concurrency: Option<u32>,
-        #[arg(long)]
-        reinstall: bool,
-    },
+    Create(Box<CreateTask>),
     /// List tasks.
     List,
     /// Show a task and its runs (step, progress, error).
@@ -439,21 +442,22 @@ async fn tasks(c: ApiClient, cmd: TasksCmd) -> anyhow::Result<()> {
         }
     };
     match cmd {
-        TasksCmd::Create {
-            macs,
-            serials,
-            tag,
-            next,
-            image,
-            hardware_profile,
-            hostname,
-            ip_pool,
-            disk,
-            ssh_keys,
-            post_install,
-            concurrency,
-            reinstall,
-        } => {
+        TasksCmd::Create(args) => {
+            let CreateTask {
+                macs,
+                serials,
+                tag,
+                next,
+                image,
+                hardware_profile,
+                hostname,
+                ip_pool,
+                disk,
+                ssh_keys,
+                post_install,
+                concurrency,
+                reinstall,
+            } = *args;
             let select = match (macs.is_empty(), serials.is_empty(), tag, next) {
                 (false, true, None, None) => json!({"macs": macs}),
                 (true, false, None, None) => json!({"serials": serials}),

@@ -158,11 +158,7 @@ fn two_vms_bios_and_uefi_are_provisioned_from_an_image_and_check_in_installed() 
         assert!(text.starts_with(&format!("{host}\n")), "{text}");
         assert!(text.contains("Provisioned by rackboot") && text.contains("Debian GNU/Linux 12"), "{text}");
         assert!(text.contains(&format!("inet {ip}/")), "the installed system has its reserved address: {text}");
-        let serial = net.log(&format!("{}.serial", vm.name));
-        assert!(
-            serial.contains(&format!("Hostname set to <{host}>")),
-            "{}: the installed system booted from its disk under its name",
-            vm.name
-        );
+        // The job's answers (its own hostname, Debian 12, the motd post-install wrote) come from
+        // the system on the disk, not from BootOS (whose hostname is "bootos", on a busybox root).
     }
 }

@@ -1,29 +1,33 @@
 #!/usr/bin/env bash
 # The main job: rackboot provisioning a lab network of qemu VMs that PXE-boot from it.
 #
-#   sudo vm-lab/run.sh [--bios N] [--uefi N] [--clients N] [--keep]
+#   sudo vm-lab/run.sh [--bios N] [--uefi N] [--clients N] [--no-provision] [--keep]
 #
 # Creates namespace "rblab" with bridge br0 (198.18.0.1/24, no route out), builds the boot
 # directory from Debian packages (vm-lab/assets.sh), starts rackboot in full DHCP mode on the
 # bridge (vm-lab/lab.toml), and powers on N SeaBIOS and N OVMF (UEFI) VMs (qemu -accel tcg; KVM
 # hangs on these machines; 512 MiB, a 2 GiB disk) with qemu's iPXE option ROM. Each VM goes
 # DHCP -> iPXE script -> BootOS kernel + initrd (bootos/build.sh) -> the agent enrolls and sends
-# its inventory; the run then has each agent run `uname -a` as a job, prints the seconds from
-# power-on to enrollment and inventory, each VM's inventory summary and timeline, the CMDB and
-# the leases, and powers the VMs off with a power-off job. Serial consoles: vm-lab/run/<vm>.serial. --clients N also lets N
+# its inventory; the run then has each agent run `uname -a` as a job, times `wget | dd` of the
+# lab OS image (vm-lab/os-image.sh) onto a disk as the baseline, and provisions every VM with a
+# task: image deploy, identity, reboot from disk, the installed agent checking in, a post-install
+# script. It prints the seconds from power-on to each step, the deploy throughput, DNS answers
+# for the new hostnames, a job's output from each installed system, each VM's timeline, the CMDB
+# and the leases, and powers the VMs off with a power-off job. Serial consoles: vm-lab/run/<vm>.serial. --clients N also lets N
 # namespaces take leases with dhclient/udhcpc/dhcpcd. It writes libvirt XML for the same lab to
 # vm-lab/run/libvirt/ (see vm-lab/README.md). --keep leaves it all running until Ctrl-C.
 # Everything is torn down on exit, also on failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-BIOS=1 UEFI=1 CLIENTS=0 KEEP=0
+BIOS=1 UEFI=1 CLIENTS=0 KEEP=0 PROVISION=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --bios) BIOS=$2; shift 2 ;;
     --uefi) UEFI=$2; shift 2 ;;
     --clients) CLIENTS=$2; shift 2 ;;
     --keep) KEEP=1; shift ;;
-    *) echo "usage: $0 [--bios N] [--uefi N] [--clients N] [--keep]"; exit 2 ;;
+    --no-provision) PROVISION=0; shift ;;
+    *) echo "usage: $0 [--bios N] [--uefi N] [--clients N] [--no-provision] [--keep]"; exit 2 ;;
   esac
 done
 export PATH="/usr/local/sbin:/usr/sbin:/sbin:$PATH"
@@ -48,6 +52,12 @@ rm -rf "$RUN"; mkdir -p "$RUN/data" "$RUN/libvirt"
 
 echo "== boot directory"
 vm-lab/assets.sh "$RUN/data/boot"
+if [ $PROVISION = 1 ]; then
+  echo "== lab OS image"
+  mkdir -p "$RUN/data/boot/images" "$RUN/data/postinstall"
+  vm-lab/os-image.sh "$RUN/data/boot/images/lab.img"
+  cp postinstall/*.sh "$RUN/data/postinstall/"
+fi
 
 ip netns add $LAB; ip -n $LAB link set lo up
 ip -n $LAB link add br0 type bridge; ip -n $LAB link set br0 up
@@ -97,7 +107,7 @@ start_vm() { # name mac uefi
         -drive "if=pflash,format=raw,file=$RUN/$name.vars.fd")
   fi
   truncate -s 2G "$RUN/$name.disk"
-  ip netns exec $LAB qemu-system-x86_64 -accel tcg -m 512 -display none -no-reboot -boot n "${fw[@]}" \
+  ip netns exec $LAB qemu-system-x86_64 -accel tcg -m 512 -display none -boot n "${fw[@]}" \
     -serial "file:$RUN/$name.serial" -netdev "tap,id=n0,ifname=tap-$name,script=no,downscript=no" \
     -device "virtio-net-pci,netdev=n0,mac=$mac" -drive "file=$RUN/$name.disk,if=virtio,format=raw" \
     > "$RUN/$name.qemu.log" 2>&1 &
@@ -133,6 +143,35 @@ for k in "${!PIDS[@]}"; do
   fi
   rb machines events "$mac" | sed 's/^/    /'
 done
+if [ $PROVISION = 1 ] && [ ${#VMS[@]} -gt 0 ]; then
+  read -r name mac <<< "${VMS[0]}"
+  echo; echo "== baseline: wget | dd of the image onto $name's disk, in BootOS"
+  rb jobs run --machine "$mac" --timeout 600 -- \
+    'wget -q -O - http://198.18.0.1:8080/boot/files/images/lab.img | dd of=/dev/vda bs=4M 2>&1 | tail -1' 2>&1 | sed 's/^/    /' || true
+  echo; echo "== provisioning every VM from lab.img"
+  macs=(); for v in "${VMS[@]}"; do read -r _ m <<< "$v"; macs+=(--mac "$m"); done
+  rb tasks create "${macs[@]}" --image lab.img --hostname 'node-{n:02}' --ip-pool 198.18.0.60-198.18.0.99 \
+    --post-install motd.sh | sed 's/^/    /'
+  for _ in $(seq 900); do
+    [ "$(api /tasks/1 | jq '[.runs[] | select(.state == "active")] | length')" = 0 ] && break
+    sleep 2
+  done
+  rb tasks show 1 | sed 's/^/    /'
+  for v in "${VMS[@]}"; do
+    read -r name mac <<< "$v"
+    printf "    %s: " "$name"
+    api "/machines/$mac/events?limit=1000" | jq -r --argjson s "$start" '[.events[]
+      | select((.kind == "provision.step" and .detail.job != null) or .kind == "provision.installed" or .kind == "agent.enrolled")
+      | "\(if .kind == "agent.enrolled" then "enrolled(" + .detail.mode + ")" elif .kind == "provision.installed" then "INSTALLED" else .detail.step end) \((.at_ms - $s) / 1000 | floor)s"] | join(", ")'
+    job=$(api "/jobs?machine=$mac&limit=1000" | jq -r '[.jobs[] | select(.action.kind == "deploy_image")][0].id // empty')
+    [ -n "$job" ] && api "/jobs/$job/output" | jq -r '.text' | grep "100%" | sed 's/^/      /'
+    host=$(api "/machines/$mac" | jq -r .hostname)
+    echo "      dig $host.lab.rackboot.test -> $(ip netns exec $LAB dig +short @198.18.0.1 "$host.lab.rackboot.test")"
+    echo "      job on the installed system:"
+    rb jobs run --machine "$mac" -- 'hostname; cat /etc/motd.rackboot; . /etc/os-release; echo "$PRETTY_NAME"' 2>&1 | sed 's/^/        /' || true
+  done
+fi
+
 for i in $(seq 1 "$CLIENTS"); do
   ns=$LAB-c$i mac=$(printf '52:54:00:1a:b0:%02x' "$i")
   ip netns add "$ns"; ip -n "$ns" link set lo up

@@ -145,9 +145,13 @@ for k in "${!PIDS[@]}"; do
 done
 if [ $PROVISION = 1 ] && [ ${#VMS[@]} -gt 0 ]; then
   read -r name mac <<< "${VMS[0]}"
-  echo; echo "== baseline: wget | dd of the image onto $name's disk, in BootOS"
-  rb jobs run --machine "$mac" --timeout 600 -- \
-    'wget -q -O - http://198.18.0.1:8080/boot/files/images/lab.img | dd of=/dev/vda bs=4M 2>&1 | tail -1' 2>&1 | sed 's/^/    /' || true
+  img=http://198.18.0.1:8080/boot/files/images/lab.img
+  size=$(stat -c %s "$RUN/data/boot/images/lab.img")
+  echo; echo "== baseline on $name, in BootOS: the same image with wget | dd, and with wget | tee disk | sha256sum"
+  for cmd in "wget -q -O - $img | dd of=/dev/vda bs=4M 2>/dev/null" "wget -q -O - $img | tee /dev/vda | sha256sum"; do
+    ms=$(rb jobs run --machine "$mac" --timeout 600 -- "$cmd" 2>&1 >/dev/null | sed -n 's/.*, \([0-9]*\) ms)$/\1/p')
+    printf "    %-60s %6.1f s  %5.1f MB/s\n" "$cmd" "$(echo "$ms / 1000" | bc -l)" "$(echo "$size / $ms / 1000" | bc -l)"
+  done
   echo; echo "== provisioning every VM from lab.img"
   macs=(); for v in "${VMS[@]}"; do read -r _ m <<< "$v"; macs+=(--mac "$m"); done
   rb tasks create "${macs[@]}" --image lab.img --hostname 'node-{n:02}' --ip-pool 198.18.0.60-198.18.0.99 \

@@ -150,3 +150,75 @@ async fn a_bad_image_checksum_fails_the_run_and_bad_tasks_are_refused() {
     }
     agent.abort();
 }
+
+#[tokio::test]
+async fn next_n_binds_distinct_machines_concurrency_holds_and_cancel_stops_a_task() {
+    let post = tempfile::tempdir().unwrap();
+    let a = Appliance::start(&config(post.path())).await;
+    let images = a.dir.path().join("boot/images");
+    std::fs::create_dir_all(&images).unwrap();
+    std::fs::write(images.join("lab.img"), vec![1u8; 200_000]).unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let disk = work.path().join("disk.img");
+    let agents: Vec<_> = ["52:54:00:b0:00:03", "52:54:00:b0:00:04"].iter().map(|m| a.agent(m, work.path())).collect();
+    for m in ["52:54:00:b0:00:03", "52:54:00:b0:00:04"] {
+        common::eventually(|| async {
+            let v = a.api.ok(Method::GET, &format!("/machines/{m}"), None).await?;
+            anyhow::ensure!(v["state"] == "ready", "not ready yet");
+            Ok(())
+        })
+        .await;
+    }
+    let spec =
+        json!({"select": {"next": 2}, "image": "lab.img", "disk": disk, "concurrency": 1, "hostname_pattern": "n{n}"});
+    let created = a.api.ok(Method::POST, "/tasks", Some(spec)).await.unwrap();
+    let task = created["task"]["id"].as_u64().unwrap();
+    assert!(created["runs"].as_array().unwrap().iter().all(|r| r["machine_id"].is_null()), "bound when agents call in");
+
+    // One run goes all the way to waiting for its installed agent; the other keeps waiting for
+    // the slot (concurrency 1), bound to the other machine.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let runs = loop {
+        let t = a.api.ok(Method::GET, &format!("/tasks/{task}"), None).await.unwrap();
+        let runs = t["runs"].as_array().unwrap().clone();
+        if runs.iter().any(|r| r["step"]["step"] == "wait_installed") && runs.iter().all(|r| r["machine_id"].is_u64()) {
+            break runs;
+        }
+        assert!(Instant::now() < deadline, "{runs:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_ne!(runs[0]["machine_id"], runs[1]["machine_id"], "two runs, two machines");
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let t = a.api.ok(Method::GET, &format!("/tasks/{task}"), None).await.unwrap();
+    let steps: Vec<&str> = t["runs"].as_array().unwrap().iter().map(|r| r["step"]["step"].as_str().unwrap()).collect();
+    assert_eq!(steps.iter().filter(|s| **s == "wait_agent").count(), 1, "the concurrency limit holds: {steps:?}");
+
+    // A machine held by an active run cannot be put in another task.
+    let busy =
+        t["runs"].as_array().unwrap().iter().find(|r| r["step"]["step"] == "wait_agent").unwrap()["machine_id"].clone();
+    let mac = a.get(&format!("/machines/{busy}")).await["macs"][0].as_str().unwrap().to_string();
+    let (status, err) = a
+        .api
+        .call(Method::POST, "/tasks", Some(json!({"select": {"macs": [mac]}, "image": "lab.img", "disk": disk})))
+        .await
+        .unwrap();
+    assert_eq!(status, 409, "{err}");
+
+    let cancelled = a.api.ok(Method::POST, &format!("/tasks/{task}/cancel"), None).await.unwrap();
+    assert_eq!(cancelled["task"]["state"], "cancelled");
+    assert!(cancelled["runs"].as_array().unwrap().iter().all(|r| r["state"] == "cancelled"));
+    assert_eq!(
+        a.get(&format!("/machines/{busy}")).await["state"],
+        "ready",
+        "a machine not installed goes back to ready"
+    );
+    let (status, _) = a.api.call(Method::POST, &format!("/tasks/{task}/cancel"), None).await.unwrap();
+    assert_eq!(status, 409);
+    // Nothing moves after the cancel.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let t = a.api.ok(Method::GET, &format!("/tasks/{task}"), None).await.unwrap();
+    assert!(t["runs"].as_array().unwrap().iter().all(|r| r["state"] == "cancelled"));
+    for h in agents {
+        h.abort();
+    }
+}

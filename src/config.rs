@@ -633,8 +633,15 @@ impl TryFrom<WireConfig> for Config {
             let name = p.name.clone();
             anyhow::ensure!(profiles_hw.insert(name.clone(), p).is_none(), "hardware profile {name} is defined twice");
         }
+        // Images are served from the boot directory (/boot/files/images/...), so they live in it.
+        let images_dir = if images_dir.as_os_str().is_empty() { tftp_root.join("images") } else { images_dir };
+        anyhow::ensure!(
+            images_dir == tftp_root.join("images"),
+            "provision.images_dir must be <tftp root>/images ({}), where /boot/files/images/ serves it",
+            tftp_root.join("images").display()
+        );
         let provision = ProvisionConfig {
-            images_dir: if images_dir.as_os_str().is_empty() { tftp_root.join("images") } else { images_dir },
+            images_dir,
             postinstall_dir: if postinstall_dir.as_os_str().is_empty() {
                 data_dir.join("postinstall")
             } else {

@@ -14,6 +14,12 @@ const LOCALBOOT_IPXE: &str = include_str!("../templates/ipxe/localboot.ipxe");
 const IDENTITY_SH: &str = include_str!("../templates/provision/identity.sh");
 const AGENT_UNIT: &str = include_str!("../bootos/rackboot-agent.service");
 
+/// Whether `v` can stand inside double quotes in a shell script as it is: nothing `sh` would
+/// expand or end the quoting with.
+pub fn shell_safe(v: &str) -> bool {
+    !v.chars().any(|c| matches!(c, '$' | '`' | '\\' | '"') || c.is_control())
+}
+
 /// What the identity script of a provisioning run needs.
 #[derive(Debug, Clone, Serialize)]
 pub struct IdentityVars {
@@ -132,7 +138,7 @@ impl Renderer {
     /// anything `sh` would expand inside them is refused.
     pub fn identity(&self, vars: &IdentityVars) -> Result<String, RenderError> {
         for v in [&vars.disk, &vars.hostname, &vars.domain, &vars.appliance_url].into_iter().chain(&vars.ssh_keys) {
-            if v.chars().any(|c| matches!(c, '$' | '`' | '\\' | '"' | '\n') || c.is_control()) {
+            if !shell_safe(v) {
                 return Err(RenderError::Unsafe(v.clone()));
             }
         }

@@ -13,8 +13,8 @@ use axum::{Json, Router};
 use serde_json::{json, Value};
 
 use super::{ApiError, ApiState};
-use crate::cmdb::{MachineFilter, MachineState, MachineUpdate, NewMachine, NewRun};
-use crate::provision::{hostname, ip_from_pool, parse_pool, RunState, Selector, TaskSpec, TaskState};
+use crate::cmdb::{MachineFilter, MachineState, NewMachine, NewRun};
+use crate::provision::{hostname, ip_from_pool, parse_pool, Selector, TaskSpec};
 
 pub fn routes() -> Router<ApiState> {
     Router::new()
@@ -80,6 +80,18 @@ async fn create(
     }
     if spec.disk != "auto" && !spec.disk.starts_with('/') {
         return Err(bad("disk must be \"auto\" or an absolute device path"));
+    }
+    // These go into the identity script: refuse now what it would refuse after the disk is
+    // already overwritten.
+    for v in spec.ssh_keys.iter().chain(std::iter::once(&spec.disk)) {
+        if !crate::render::shell_safe(v) {
+            return Err(bad(format!("{v:?} cannot go into the identity script (quotes, $, backquotes, backslashes)")));
+        }
+    }
+    match &spec.select {
+        Selector::Macs(v) if v.is_empty() => return Err(bad("select.macs is empty")),
+        Selector::Serials(v) if v.is_empty() => return Err(bad("select.serials is empty")),
+        _ => {}
     }
     if !(1..=crate::jobs::MAX_TIMEOUT_SECS).contains(&spec.step_timeout_secs) {
         return Err(bad("step_timeout_secs out of range"));
@@ -193,31 +205,14 @@ async fn show(State(s): State<ApiState>, UrlPath(id): UrlPath<u64>) -> Result<Js
     Ok(Json(json!({ "task": task, "runs": runs })))
 }
 
-/// Cancels every unfinished run of the task (and the job it is at); machines not yet installed
-/// go back to `ready`.
+/// Cancels every unfinished run of the task (and the job it is at), in one transaction;
+/// machines not yet installed go back to `ready`.
 async fn cancel(State(s): State<ApiState>, UrlPath(id): UrlPath<u64>) -> Result<Json<Value>, ApiError> {
-    let task = s.cmdb.task(id).await?;
-    if task.state != TaskState::Active {
-        return Err(ApiError(StatusCode::CONFLICT, format!("task {id} is already {:?}", task.state).to_lowercase()));
+    for job in s.cmdb.cancel_task(id).await? {
+        s.hub.publish(job.id, crate::controller::JobEvent::Done(Box::new(job)));
     }
-    s.cmdb.set_task_state(id, TaskState::Cancelled).await?;
-    for mut run in s.cmdb.runs(task.runs.clone()).await? {
-        if !run.cancel(crate::cmdb::now_ms()) {
-            continue;
-        }
-        if let Some(j) = run.job {
-            if let Ok(job) = s.cmdb.cancel_job(j).await {
-                s.hub.publish(j, crate::controller::JobEvent::Done(Box::new(job)));
-            }
-        }
-        let installed = run.step.machine_state() == MachineState::Installed;
-        let update = MachineUpdate {
-            state: Some(if installed { MachineState::Installed } else { MachineState::Ready }),
-            ..Default::default()
-        };
-        let detail = json!({"task": id, "run": run.id});
-        debug_assert_eq!(run.state, RunState::Cancelled);
-        s.cmdb.save_run(run, update, Some(("provision.cancelled", detail))).await?;
+    if let Some(e) = &s.engine {
+        e.wake();
     }
     let task = s.cmdb.task(id).await?;
     let runs = s.cmdb.runs(task.runs.clone()).await?;

@@ -224,21 +224,9 @@ impl Cmdb {
                     return Err(CmdbError::NotFound(format!("machine {id}")));
                 }
             }
-            let mut jobs = ctx.t.tx.open_table(JOBS)?;
-            let first = jobs.last()?.map_or(1, |(k, _)| k.value() + 1);
-            let mut machine_jobs = ctx.t.tx.open_table(MACHINE_JOBS)?;
-            let mut active = ctx.t.tx.open_table(ACTIVE_JOBS)?;
             let mut out = Vec::new();
-            for (job_id, id) in (first..).zip(machine_ids) {
-                let job = Job::new(job_id, id, new.clone(), now_ms());
-                jobs.insert(job.id, encode(&job).as_slice())?;
-                machine_jobs.insert((id, job.id), ())?;
-                active.insert((id, job.id), ())?;
-                out.push(job);
-            }
-            drop((jobs, machine_jobs, active));
-            for j in &out {
-                push_event(ctx, j.machine_id, "job.queued", json!({"job": j.id, "action": j.action}))?;
+            for id in machine_ids {
+                out.push(insert_job(ctx, id, new.clone())?);
             }
             Ok(out)
         })
@@ -462,6 +450,29 @@ impl Cmdb {
         })
         .await
     }
+}
+
+/// Queues one job in the caller's batch (the machine must exist).
+pub(super) fn insert_job(ctx: &mut WriteCtx<'_>, machine_id: u64, new: NewJob) -> Result<Job, CmdbError> {
+    let mut jobs = ctx.t.tx.open_table(JOBS)?;
+    let id = jobs.last()?.map_or(1, |(k, _)| k.value() + 1);
+    let job = Job::new(id, machine_id, new, now_ms());
+    jobs.insert(job.id, encode(&job).as_slice())?;
+    ctx.t.tx.open_table(MACHINE_JOBS)?.insert((machine_id, job.id), ())?;
+    ctx.t.tx.open_table(ACTIVE_JOBS)?.insert((machine_id, job.id), ())?;
+    drop(jobs);
+    push_event(ctx, machine_id, "job.queued", json!({"job": job.id, "action": job.action}))?;
+    Ok(job)
+}
+
+/// Cancels a job in the caller's batch; `None` when it had finished already.
+pub(super) fn cancel_job_in(ctx: &mut WriteCtx<'_>, job_id: u64) -> Result<Option<Job>, CmdbError> {
+    let mut job = load_job(ctx, job_id)?;
+    if job.cancel(now_ms()).is_err() {
+        return Ok(None);
+    }
+    save_job(ctx, &job, "job.finished")?;
+    Ok(Some(job))
 }
 
 fn load_job(ctx: &mut WriteCtx<'_>, id: u64) -> Result<Job, CmdbError> {

@@ -165,7 +165,7 @@ fn validate(macs: &[Mac], hostname: Option<&str>, tags: &[String]) -> Result<(),
     Ok(())
 }
 
-fn check_unique(
+pub(super) fn check_unique(
     ctx: &WriteCtx<'_>,
     me: Option<u64>,
     macs: &[Mac],

@@ -6,10 +6,12 @@ use std::net::Ipv4Addr;
 use redb::ReadableTable;
 use serde_json::json;
 
-use super::machines::{get_machine, push_event, put_machine};
+use super::agents::{cancel_job_in, insert_job};
+use super::machines::{check_unique, get_machine, push_event, put_machine};
 use super::model::MachineState;
 use super::store::{decode, encode, ACTIVE_RUNS, RUNS, TASKS};
 use super::{now_ms, now_secs, Cmdb, CmdbError};
+use crate::jobs::{Job, NewJob};
 use crate::provision::{Run, RunState, Task, TaskSpec, TaskState};
 
 /// A run to create: its machine (if known yet), hostname and address.
@@ -45,12 +47,23 @@ impl Cmdb {
                 }
                 v
             };
+            let held_ips = active_run_ips(ctx)?;
             for r in &runs {
                 if let Some(m) = r.machine_id {
                     if busy.contains(&m) {
                         return Err(CmdbError::Conflict(format!("machine {m} is already being provisioned")));
                     }
-                    get_machine(&ctx.t.machines, m)?;
+                    let machine = get_machine(&ctx.t.machines, m)?;
+                    check_unique(ctx, Some(m), &machine.macs, r.hostname.as_deref(), r.ip)?;
+                } else if let Some(h) = r.hostname.as_deref() {
+                    if ctx.index.by_hostname(h).is_some() {
+                        return Err(CmdbError::Conflict(format!("hostname {h} belongs to another machine")));
+                    }
+                }
+                if let Some(ip) = r.ip {
+                    if held_ips.contains(&ip) || (r.machine_id.is_none() && ctx.index.reserved_owner(ip).is_some()) {
+                        return Err(CmdbError::Conflict(format!("{ip} is held by another machine or run")));
+                    }
                 }
             }
             let now = now_ms();
@@ -80,21 +93,83 @@ impl Cmdb {
                     hostname: run.hostname.clone(),
                     reserved_ip: run.ip,
                 };
-                store_run(ctx, run, &update, Some(("provision.queued", json!({"task": task_id, "run": run.id}))))?;
+                store_run(
+                    ctx,
+                    run.clone(),
+                    &update,
+                    Some(("provision.queued", json!({"task": task_id, "run": run.id}))),
+                )?;
             }
             Ok((task, out))
         })
         .await
     }
 
-    /// Stores a run (and, for a bound run, its machine's changes and an event).
+    /// Queues the job for a run's step and records it on the run, in one transaction, so a
+    /// crash can never leave a job that no run knows about (and submit it twice).
+    pub async fn start_step_job(
+        &self,
+        mut run: Run,
+        new: NewJob,
+        event: (&'static str, serde_json::Value),
+    ) -> Result<(Run, Job), CmdbError> {
+        self.write(move |ctx| {
+            let mid = run.machine_id.ok_or_else(|| CmdbError::Invalid("the run has no machine".into()))?;
+            let job = insert_job(ctx, mid, new)?;
+            run.job = Some(job.id);
+            let (kind, mut detail) = event;
+            detail["job"] = json!(job.id);
+            let run = store_run(ctx, run, &MachineUpdate::default(), Some((kind, detail)))?;
+            Ok((run, job))
+        })
+        .await
+    }
+
+    /// Cancels a task: every unfinished run (and the job it is at) in one transaction, then the
+    /// task. Machines the run had not installed yet go back to `ready`. Returns the cancelled jobs.
+    pub async fn cancel_task(&self, task_id: u64) -> Result<Vec<Job>, CmdbError> {
+        self.write(move |ctx| {
+            let mut task: Task = match ctx.t.tx.open_table(TASKS)?.get(task_id)? {
+                Some(v) => decode(v.value())?,
+                None => return Err(CmdbError::NotFound(format!("task {task_id}"))),
+            };
+            if task.state != TaskState::Active {
+                return Err(CmdbError::Conflict(format!("task {task_id} is already {:?}", task.state).to_lowercase()));
+            }
+            let mut jobs = Vec::new();
+            for id in task.runs.clone() {
+                let run: Run = match ctx.t.tx.open_table(RUNS)?.get(id)? {
+                    Some(v) => decode(v.value())?,
+                    None => continue,
+                };
+                let mut run = run;
+                if !run.cancel(now_ms()) {
+                    continue;
+                }
+                if let Some(j) = run.job.take() {
+                    jobs.extend(cancel_job_in(ctx, j)?);
+                }
+                let state = if run.step.installed() { MachineState::Installed } else { MachineState::Ready };
+                let update = MachineUpdate { state: Some(state), ..Default::default() };
+                let detail = json!({"task": task_id, "run": run.id});
+                store_run(ctx, run, &update, Some(("provision.cancelled", detail)))?;
+            }
+            task.state = TaskState::Cancelled;
+            ctx.t.tx.open_table(TASKS)?.insert(task_id, encode(&task).as_slice())?;
+            Ok(jobs)
+        })
+        .await
+    }
+
+    /// Stores a run (and, for a bound run, its machine's changes and an event). Refused with
+    /// `Conflict` when the run changed since `run` was read.
     pub async fn save_run(
         &self,
         run: Run,
         update: MachineUpdate,
         event: Option<(&'static str, serde_json::Value)>,
     ) -> Result<(), CmdbError> {
-        self.write(move |ctx| store_run(ctx, &run, &update, event)).await
+        self.write(move |ctx| store_run(ctx, run, &update, event).map(|_| ())).await
     }
 
     pub async fn set_task_state(&self, task_id: u64, state: TaskState) -> Result<(), CmdbError> {
@@ -164,38 +239,83 @@ impl Cmdb {
     }
 }
 
-fn store_run(
-    ctx: &mut super::writer::WriteCtx<'_>,
-    run: &Run,
-    update: &MachineUpdate,
-    event: Option<(&'static str, serde_json::Value)>,
-) -> Result<(), CmdbError> {
-    if let Some(mid) = run.machine_id {
-        let mut m = get_machine(&ctx.t.machines, mid)?;
-        let before = (m.state, m.hostname.clone(), m.reserved_ip);
-        if let Some(s) = update.state {
-            m.state = s;
-        }
-        if update.hostname.is_some() {
-            m.hostname = update.hostname.clone();
-        }
-        if update.reserved_ip.is_some() {
-            m.reserved_ip = update.reserved_ip;
-        }
-        if before != (m.state, m.hostname.clone(), m.reserved_ip) {
-            m.updated_at = now_secs();
-            put_machine(ctx, &m)?;
-        }
-        if let Some((kind, detail)) = event {
-            push_event(ctx, mid, kind, detail)?;
+/// Addresses held by unfinished runs (reserved on their machine or not bound yet).
+fn active_run_ips(ctx: &mut super::writer::WriteCtx<'_>) -> Result<Vec<Ipv4Addr>, CmdbError> {
+    let active = ctx.t.tx.open_table(ACTIVE_RUNS)?;
+    let runs = ctx.t.tx.open_table(RUNS)?;
+    let mut out = Vec::new();
+    for row in active.iter()? {
+        if let Some(v) = runs.get(row?.0.value())? {
+            out.extend(decode::<Run>(v.value())?.ip);
         }
     }
-    ctx.t.tx.open_table(RUNS)?.insert(run.id, encode(run).as_slice())?;
+    Ok(out)
+}
+
+fn store_run(
+    ctx: &mut super::writer::WriteCtx<'_>,
+    mut run: Run,
+    update: &MachineUpdate,
+    event: Option<(&'static str, serde_json::Value)>,
+) -> Result<Run, CmdbError> {
+    let stored: Option<Run> = match ctx.t.tx.open_table(RUNS)?.get(run.id)? {
+        Some(v) => Some(decode(v.value())?),
+        None => None,
+    };
+    if let Some(s) = &stored {
+        if s.rev != run.rev {
+            return Err(CmdbError::Conflict(format!("run {} changed meanwhile", run.id)));
+        }
+        // Binding a machine: nobody else may hold it by now.
+        if s.machine_id.is_none() && run.machine_id.is_some() {
+            let mid = run.machine_id;
+            let active = ctx.t.tx.open_table(ACTIVE_RUNS)?;
+            let runs = ctx.t.tx.open_table(RUNS)?;
+            for row in active.iter()? {
+                let id = row?.0.value();
+                if id == run.id {
+                    continue;
+                }
+                if let Some(v) = runs.get(id)? {
+                    if decode::<Run>(v.value())?.machine_id == mid {
+                        return Err(CmdbError::Conflict(format!("machine {mid:?} is held by run {id}")));
+                    }
+                }
+            }
+        }
+    }
+    run.rev += 1;
+    if let Some(mid) = run.machine_id {
+        // A machine deleted meanwhile: the run is still stored (it fails on its next pass).
+        if let Ok(mut m) = get_machine(&ctx.t.machines, mid) {
+            if update.hostname.is_some() || update.reserved_ip.is_some() {
+                check_unique(ctx, Some(mid), &m.macs, update.hostname.as_deref(), update.reserved_ip)?;
+            }
+            let before = (m.state, m.hostname.clone(), m.reserved_ip);
+            if let Some(s) = update.state {
+                m.state = s;
+            }
+            if update.hostname.is_some() {
+                m.hostname = update.hostname.clone();
+            }
+            if update.reserved_ip.is_some() {
+                m.reserved_ip = update.reserved_ip;
+            }
+            if before != (m.state, m.hostname.clone(), m.reserved_ip) {
+                m.updated_at = now_secs();
+                put_machine(ctx, &m)?;
+            }
+            if let Some((kind, detail)) = event {
+                push_event(ctx, mid, kind, detail)?;
+            }
+        }
+    }
+    ctx.t.tx.open_table(RUNS)?.insert(run.id, encode(&run).as_slice())?;
     let mut active = ctx.t.tx.open_table(ACTIVE_RUNS)?;
     if run.state == RunState::Active {
         active.insert(run.id, ())?;
     } else {
         active.remove(run.id)?;
     }
-    Ok(())
+    Ok(run)
 }

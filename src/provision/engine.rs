@@ -33,6 +33,7 @@ pub struct Engine {
     /// The DNS domain the installed systems live in.
     pub domain: String,
     wake: Notify,
+    passes: std::sync::atomic::AtomicU64,
 }
 
 impl Engine {
@@ -43,7 +44,7 @@ impl Engine {
         http_base: String,
         domain: String,
     ) -> Engine {
-        Engine { hub, cfg, renderer, http_base, domain, wake: Notify::new() }
+        Engine { hub, cfg, renderer, http_base, domain, wake: Notify::new(), passes: Default::default() }
     }
 
     /// Runs a step pass now rather than at the next second.
@@ -66,6 +67,11 @@ impl Engine {
 
     /// One pass over every active run.
     pub async fn tick(&self) -> anyhow::Result<()> {
+        // Now and then (and on the first pass after a start), tasks whose runs all ended while
+        // the appliance was going down are marked done.
+        if self.passes.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % 60 == 0 {
+            self.finish_tasks().await?;
+        }
         let runs = self.hub.cmdb.active_runs().await?;
         if runs.is_empty() {
             return Ok(());
@@ -85,12 +91,24 @@ impl Engine {
                 e.insert(self.hub.cmdb.task(run.task_id).await?);
             }
             let task = &tasks[&run.task_id];
+            if task.state != TaskState::Active {
+                continue;
+            }
             let (id, task_id) = (run.id, run.task_id);
             match self.step(run, task, &mut in_flight, &mut bound).await {
                 Ok(RunState::Active) => {
                     still_active.insert(task_id);
                 }
                 Ok(_) => {}
+                // Someone (an operator's cancel) wrote the run meanwhile: the next pass re-reads it.
+                Err(e)
+                    if matches!(
+                        e.downcast_ref::<crate::cmdb::CmdbError>(),
+                        Some(crate::cmdb::CmdbError::Conflict(_))
+                    ) =>
+                {
+                    still_active.insert(task_id);
+                }
                 Err(error) => {
                     still_active.insert(task_id);
                     warn!(run = id, error = format!("{error:#}"), "provisioning step failed to run");
@@ -101,6 +119,19 @@ impl Engine {
             if task.state == TaskState::Active && !still_active.contains(&id) {
                 info!(task = id, "task finished");
                 self.hub.cmdb.set_task_state(id, TaskState::Done).await?;
+            }
+        }
+        Ok(())
+    }
+
+    async fn finish_tasks(&self) -> anyhow::Result<()> {
+        for task in self.hub.cmdb.tasks(10_000).await? {
+            if task.state != TaskState::Active {
+                continue;
+            }
+            let runs = self.hub.cmdb.runs(task.runs.clone()).await?;
+            if runs.iter().all(|r| r.state != RunState::Active) {
+                self.hub.cmdb.set_task_state(task.id, TaskState::Done).await?;
             }
         }
         Ok(())
@@ -129,7 +160,14 @@ impl Engine {
             return Ok(RunState::Active);
         }
         let mid = run.machine_id.expect("bound above");
-        let machine = cmdb.machine(mid).await?;
+        let machine = match cmdb.machine(mid).await {
+            Ok(m) => m,
+            Err(crate::cmdb::CmdbError::NotFound(_)) => {
+                run.step_failed("the machine was deleted".into(), 0, now);
+                return self.save(run, task).await;
+            }
+            Err(e) => return Err(e.into()),
+        };
         let agent = cmdb.agent(mid).await?;
         let live_since = now_secs().saturating_sub(3 * self.hub.cfg.stats.as_secs().max(10));
         let bootos_agent = agent.as_ref().is_some_and(|a| {
@@ -144,11 +182,16 @@ impl Engine {
                 let installed_agent = agent.as_ref().is_some_and(|a| a.mode == AgentMode::Installed && a.approved);
                 if spec.reinstall && installed_agent && !run.reboot_requested {
                     // Back into BootOS: the machine is `queued`, so PXE boots discovery again.
-                    let job = self.submit(mid, Action::Reboot, spec.step_timeout_secs).await?;
                     run.reboot_requested = true;
                     run.step_started_ms = now;
-                    let detail = json!({"task": task.id, "run": run.id, "step": "wait_agent", "reboot_job": job});
-                    cmdb.save_run(run, MachineUpdate::default(), Some(("provision.reinstall_reboot", detail))).await?;
+                    let detail = json!({"task": task.id, "run": run.id, "step": "wait_agent"});
+                    let new = NewJob {
+                        action: Action::Reboot,
+                        timeout_secs: spec.step_timeout_secs,
+                        max_attempts: JOB_ATTEMPTS,
+                    };
+                    cmdb.start_step_job(run, new, ("provision.reinstall_reboot", detail)).await?;
+                    self.hub.wake(mid);
                     return Ok(RunState::Active);
                 }
                 let slots = in_flight.entry(task.id).or_default();
@@ -175,9 +218,10 @@ impl Engine {
                 }
             }
             Step::WaitInstalled => {
+                let since = run.installed_after_ms.unwrap_or(run.step_started_ms);
                 let back = agent.as_ref().is_some_and(|a| {
-                    // enrolled_at has whole seconds: an enrollment in the second the step began counts.
-                    a.approved && a.mode == AgentMode::Installed && a.enrolled_at >= run.step_started_ms / 1000
+                    // enrolled_at has whole seconds: an enrollment in the second the reboot ended counts.
+                    a.approved && a.mode == AgentMode::Installed && a.enrolled_at >= since / 1000
                 });
                 if back {
                     run.advance(n_conf, n_post, now);
@@ -197,10 +241,11 @@ impl Engine {
                             return self.save(run, task).await;
                         }
                     };
-                    let job = self.submit(mid, action, spec.step_timeout_secs).await?;
-                    run.job = Some(job);
-                    let detail = json!({"task": task.id, "run": run.id, "step": step_name(step), "job": job, "progress": run.progress});
-                    cmdb.save_run(run, MachineUpdate::default(), Some(("provision.step", detail))).await?;
+                    let detail =
+                        json!({"task": task.id, "run": run.id, "step": step_name(step), "progress": run.progress});
+                    let new = NewJob { action, timeout_secs: spec.step_timeout_secs, max_attempts: JOB_ATTEMPTS };
+                    cmdb.start_step_job(run, new, ("provision.step", detail)).await?;
+                    self.hub.wake(mid);
                     return Ok(RunState::Active);
                 }
                 Some(jid) => {
@@ -215,7 +260,12 @@ impl Engine {
                             );
                         }
                         JobState::Queued | JobState::Running => return Ok(RunState::Active),
-                        JobState::Succeeded => run.advance(n_conf, n_post, now),
+                        JobState::Succeeded => {
+                            run.advance(n_conf, n_post, now);
+                            if step == Step::Reboot {
+                                run.installed_after_ms = Some(job.finished_at_ms.unwrap_or(now));
+                            }
+                        }
                         other => {
                             let why = job.error.clone().unwrap_or_else(|| format!("exit code {:?}", job.exit_code));
                             run.step_failed(format!("job {jid} {other:?}: {why}").to_lowercase(), spec.retries, now);
@@ -231,7 +281,8 @@ impl Engine {
     async fn save(&self, run: Run, task: &Task) -> anyhow::Result<RunState> {
         let state = run.state;
         let machine_state = match state {
-            RunState::Failed => MachineState::Failed,
+            // A failure after the reboot leaves an installed OS: the machine keeps booting it.
+            RunState::Failed if !run.step.installed() => MachineState::Failed,
             _ => run.step.machine_state(),
         };
         let detail = json!({
@@ -248,13 +299,6 @@ impl Engine {
         Ok(state)
     }
 
-    async fn submit(&self, machine: u64, action: Action, timeout_secs: u64) -> anyhow::Result<u64> {
-        let new = NewJob { action, timeout_secs, max_attempts: JOB_ATTEMPTS };
-        let jobs = self.hub.cmdb.submit_jobs(vec![machine], new).await?;
-        self.hub.wake(machine);
-        Ok(jobs[0].id)
-    }
-
     /// Binds a `next` run to a machine whose BootOS agent is live and that no run holds.
     async fn bind(&self, run: &mut Run, task: &Task, bound: &mut HashSet<u64>) -> anyhow::Result<bool> {
         let filter = MachineFilter { state: Some(MachineState::Ready), limit: Some(100_000), ..Default::default() };
@@ -264,7 +308,9 @@ impl Engine {
                 continue;
             }
             let Some(a) = self.hub.cmdb.agent(m.id).await? else { continue };
-            if !(a.approved && a.mode == AgentMode::Bootos) {
+            let live_since = now_secs().saturating_sub(3 * self.hub.cfg.stats.as_secs().max(10));
+            let live = a.enrolled_at >= live_since || a.stats_at.is_some_and(|t| t >= live_since);
+            if !(a.approved && a.mode == AgentMode::Bootos && live) {
                 continue;
             }
             let hostname = match &task.spec.hostname_pattern {
@@ -276,7 +322,9 @@ impl Engine {
             bound.insert(m.id);
             let update = MachineUpdate { state: Some(MachineState::Queued), hostname, reserved_ip: run.ip };
             let detail = json!({"task": task.id, "run": run.id});
+            // The write re-checks that no other run took the machine meanwhile.
             self.hub.cmdb.save_run(run.clone(), update, Some(("provision.queued", detail))).await?;
+            run.rev += 1;
             return Ok(true);
         }
         Ok(false)

@@ -163,6 +163,11 @@ impl Step {
         matches!(self, Step::Configure(_) | Step::Install | Step::Identity | Step::Reboot | Step::PostInstall(_))
     }
 
+    /// Whether the OS is on the disk and the machine boots it (from the reboot on).
+    pub fn installed(self) -> bool {
+        matches!(self, Step::Reboot | Step::WaitInstalled | Step::PostInstall(_) | Step::Done)
+    }
+
     /// The machine state that goes with the step.
     pub fn machine_state(self) -> crate::cmdb::MachineState {
         use crate::cmdb::MachineState as S;
@@ -211,6 +216,14 @@ pub struct Run {
     /// Set once a reinstall's reboot into BootOS has been asked for.
     #[serde(default)]
     pub reboot_requested: bool,
+    /// The installed system's agent must enroll after this (Unix ms): when the reboot job
+    /// ended, so a check-in that happened while the appliance was down still counts.
+    #[serde(default)]
+    pub installed_after_ms: Option<u64>,
+    /// Bumped by every write; a write based on an older read is refused (the engine and an
+    /// operator's cancel never overwrite each other).
+    #[serde(default)]
+    pub rev: u64,
 }
 
 impl Run {
@@ -233,6 +246,8 @@ impl Run {
             finished_at_ms: None,
             error: None,
             reboot_requested: false,
+            installed_after_ms: None,
+            rev: 0,
         }
     }
 

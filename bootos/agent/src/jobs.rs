@@ -258,10 +258,11 @@ pub async fn deploy_image(sink: &mut Sink<'_>, spec: &JobSpec, url: &str, sha256
     )
     .await;
     loop {
-        let chunk = match resp.next_chunk().await {
-            Ok(Some(c)) => c,
-            Ok(None) => break,
-            Err(e) => return done(Outcome::Error, Some(format!("reading {url} at byte {written}: {e:#}"))),
+        let chunk = match tokio::time::timeout(Duration::from_secs(60), resp.next_chunk()).await {
+            Ok(Ok(Some(c))) => c,
+            Ok(Ok(None)) => break,
+            Ok(Err(e)) => return done(Outcome::Error, Some(format!("reading {url} at byte {written}: {e:#}"))),
+            Err(_) => return done(Outcome::Error, Some(format!("{url} stalled for 60 s at byte {written}"))),
         };
         hash.update(&chunk);
         if let Err(e) = out.write_all(&chunk) {

@@ -133,7 +133,9 @@ impl Agent {
         };
         self.client.credential = saved.as_ref().map(|s| s.credential.clone());
         let mut r = self.client.call(Method::POST, "/agent/v1/enroll", Some(&req), Duration::from_secs(30)).await?;
-        if !r.ok() && saved.is_some() {
+        // Only a refused credential means starting over; an appliance that is restarting (5xx,
+        // no answer) is retried with the credential kept.
+        if r.status == 401 && saved.is_some() {
             self.client.credential = None;
             r = self.client.call(Method::POST, "/agent/v1/enroll", Some(&req), Duration::from_secs(30)).await?;
         }

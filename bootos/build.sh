@@ -149,6 +149,9 @@ mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev
 mount -t tmpfs run /run
 mount -t tmpfs tmp /tmp
+# busybox's applets live in /bin: point the kernel's module autoloader (RAID personalities,
+# file systems, ...) at its modprobe.
+echo /bin/modprobe > /proc/sys/kernel/modprobe
 say() { echo "rackboot-bootos: $*" > /dev/console; }
 # Drivers for the hardware present, by modalias; a few passes, because loading a bus driver
 # (virtio_pci) makes the devices on that bus (virtio_net, virtio_blk) appear.

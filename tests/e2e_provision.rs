@@ -31,6 +31,12 @@ fn qemu_args(net: &Net, vm: &Vm) -> Vec<String> {
     let disk = net.path(&format!("{}.disk", vm.name));
     std::fs::File::create(&disk).unwrap().set_len(2 << 30).unwrap();
     a.extend(["-drive".into(), format!("file={},if=virtio,format=raw", disk.display())]);
+    // Two small disks for the hardware profile's software RAID.
+    for n in ["r1", "r2"] {
+        let d = net.path(&format!("{}.{n}.disk", vm.name));
+        std::fs::File::create(&d).unwrap().set_len(256 << 20).unwrap();
+        a.extend(["-drive".into(), format!("file={},if=virtio,format=raw", d.display())]);
+    }
     if vm.uefi {
         let vars = net.path(&format!("{}.vars.fd", vm.name));
         std::fs::copy("/usr/share/OVMF/OVMF_VARS_4M.fd", &vars).unwrap();
@@ -64,7 +70,7 @@ fn two_vms_bios_and_uefi_are_provisioned_from_an_image_and_check_in_installed() 
     std::fs::copy(concat!(env!("CARGO_MANIFEST_DIR"), "/postinstall/motd.sh"), data.join("postinstall/motd.sh"))
         .unwrap();
     let config = format!(
-        "{}\n[provision]\n[[provision.hardware_profiles]]\nname = \"lab\"\nvendors = [\"QEMU\"]\nscripts = [\"test -b \\\"$RACKBOOT_DISK\\\" && echo \\\"target $RACKBOOT_DISK is a block device\\\"\"]\n",
+        "{}\n[provision]\n[[provision.hardware_profiles]]\nname = \"lab\"\nvendors = [\"QEMU\"]\nscripts = [\n  \"test -b \\\"$RACKBOOT_DISK\\\" && echo \\\"target $RACKBOOT_DISK is a block device\\\"\",\n  \"mdadm --zero-superblock /dev/vdb /dev/vdc 2>/dev/null; mdadm --create /dev/md0 --run --level=1 --raid-devices=2 --metadata=1.2 /dev/vdb /dev/vdc && cat /proc/mdstat\",\n]\n",
         full_config(&data)
     );
     net.start_rackboot(&config);
@@ -121,10 +127,29 @@ fn two_vms_bios_and_uefi_are_provisioned_from_an_image_and_check_in_installed() 
             }
         }
         eprintln!("{line}");
+        if run["state"] != "installed" {
+            let jobs = net.api("GET", &format!("/jobs?machine={}&limit=1000", vm.mac), None);
+            for j in jobs["jobs"].as_array().unwrap() {
+                let out = net.api("GET", &format!("/jobs/{}/output", j["id"]), None);
+                eprintln!("job {} {} {}: {}", j["id"], j["state"], j["action"], out["text"]);
+            }
+        }
         assert_eq!(run["state"], "installed", "{}: {run}\n{}", vm.name, net.log(&format!("{}.serial", vm.name)));
     }
 
     for (i, vm) in vms.iter().enumerate() {
+        // The hardware profile's second script built a RAID 1 over the two small disks.
+        let jobs = net.api("GET", &format!("/jobs?machine={}&limit=1000", vm.mac), None);
+        let raid = jobs["jobs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|j| j["action"]["body"].as_str().is_some_and(|b| b.contains("mdadm --create")))
+            .expect("the RAID script ran")["id"]
+            .as_u64()
+            .unwrap();
+        let out = net.api("GET", &format!("/jobs/{raid}/output"), None)["text"].as_str().unwrap().to_string();
+        assert!(out.contains("md0 : active raid1"), "{}: {out}", vm.name);
         let m = net.api("GET", &format!("/machines/{}", vm.mac), None);
         let host = format!("node-{:02}", i + 1);
         assert_eq!((m["state"].as_str(), m["hostname"].as_str()), (Some("installed"), Some(host.as_str())));

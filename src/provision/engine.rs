@@ -267,8 +267,17 @@ impl Engine {
                             }
                         }
                         other => {
-                            let why = job.error.clone().unwrap_or_else(|| format!("exit code {:?}", job.exit_code));
-                            run.step_failed(format!("job {jid} {other:?}: {why}").to_lowercase(), spec.retries, now);
+                            let why = match (&job.error, job.exit_code) {
+                                (Some(e), _) => e.clone(),
+                                (None, Some(c)) => format!("exit code {c}"),
+                                (None, None) => "no exit code".into(),
+                            };
+                            let state = serde_json::to_value(other).ok().and_then(|v| v.as_str().map(str::to_string));
+                            run.step_failed(
+                                format!("job {jid} {}: {why}", state.unwrap_or_default()),
+                                spec.retries,
+                                now,
+                            );
                         }
                     }
                 }

@@ -174,6 +174,10 @@ chmod +x "$T/init"
 (cd "$T" && find . | cpio -o -H newc --quiet | zstd -q -15 -T0) > "$OUT/initrd.img.tmp"
 mv "$OUT/initrd.img.tmp" "$OUT/initrd.img"
 cp "$(ls "$S"/boot/vmlinuz-* | head -1)" "$OUT/vmlinuz"
+# The agent and its unit also go out on their own: installer answer files fetch them from
+# /boot/files/bootos/ for the systems they install.
+cp "$AGENT" "$OUT/rackboot-agent"
+cp "$ROOT/bootos/rackboot-agent.service" "$OUT/rackboot-agent.service"
 size() { du -k "$1" | awk '{printf "%6.1f MB", $1/1024}'; }
 echo "BootOS ($KERNEL kernel $KVER):"
 echo "  vmlinuz            $(size "$OUT/vmlinuz")"

@@ -164,6 +164,8 @@ pub async fn start(cfg: Config) -> anyhow::Result<Running> {
         discovery_profile: cfg.boot.discovery_profile.clone(),
         http_base: http_base.clone(),
         root: cfg.tftp.root.clone(),
+        domain: cfg.dns.domain.clone(),
+        answer_repos: cfg.provision.answer_repos.clone(),
     };
     let networks = if !cfg.agent.networks.is_empty() {
         cfg.agent.networks.clone()

@@ -28,12 +28,28 @@ pub struct WireConfig {
     pub provision: WireProvision,
 }
 
-#[derive(Debug, Deserialize, Default)]
+#[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct WireProvision {
     pub images_dir: PathBuf,
     pub postinstall_dir: PathBuf,
     pub hardware_profiles: Vec<HardwareProfile>,
+    pub kickstart_repo: String,
+    pub preseed_mirror: String,
+    pub autoinstall_mirror: String,
+}
+
+impl Default for WireProvision {
+    fn default() -> Self {
+        WireProvision {
+            images_dir: PathBuf::new(),
+            postinstall_dir: PathBuf::new(),
+            hardware_profiles: Vec::new(),
+            kickstart_repo: "https://dl.rockylinux.org/pub/rocky/9/BaseOS/x86_64/os/".into(),
+            preseed_mirror: "http://deb.debian.org/debian".into(),
+            autoinstall_mirror: "http://archive.ubuntu.com/ubuntu".into(),
+        }
+    }
 }
 
 /// A hardware-configuration profile: scripts run in BootOS before the install, on machines
@@ -59,6 +75,8 @@ pub struct ProvisionConfig {
     /// Post-install scripts tasks name.
     pub postinstall_dir: PathBuf,
     pub hardware_profiles: std::collections::BTreeMap<String, HardwareProfile>,
+    /// Repository or mirror URL per installer answer-file kind.
+    pub answer_repos: std::collections::BTreeMap<String, String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -622,7 +640,26 @@ impl TryFrom<WireConfig> for Config {
             );
         }
         let tftp_root = if tftp_root.as_os_str().is_empty() { data_dir.join("boot") } else { tftp_root };
-        let WireProvision { images_dir, postinstall_dir, hardware_profiles } = provision;
+        let WireProvision {
+            images_dir,
+            postinstall_dir,
+            hardware_profiles,
+            kickstart_repo,
+            preseed_mirror,
+            autoinstall_mirror,
+        } = provision;
+        let mut answer_repos = std::collections::BTreeMap::new();
+        for (kind, key, url) in [
+            ("kickstart", "kickstart_repo", kickstart_repo),
+            ("preseed", "preseed_mirror", preseed_mirror),
+            ("autoinstall", "autoinstall_mirror", autoinstall_mirror),
+        ] {
+            anyhow::ensure!(
+                url.starts_with("http://") || url.starts_with("https://"),
+                "provision.{key} must be an http:// or https:// URL"
+            );
+            answer_repos.insert(kind.to_string(), url);
+        }
         let mut profiles_hw = std::collections::BTreeMap::new();
         for p in hardware_profiles {
             anyhow::ensure!(
@@ -648,6 +685,7 @@ impl TryFrom<WireConfig> for Config {
                 postinstall_dir
             },
             hardware_profiles: profiles_hw,
+            answer_repos,
         };
         Ok(Config {
             data_dir,

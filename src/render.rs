@@ -13,6 +13,30 @@ const PROFILE_IPXE: &str = include_str!("../templates/ipxe/profile.ipxe");
 const LOCALBOOT_IPXE: &str = include_str!("../templates/ipxe/localboot.ipxe");
 const IDENTITY_SH: &str = include_str!("../templates/provision/identity.sh");
 const AGENT_UNIT: &str = include_str!("../bootos/rackboot-agent.service");
+const KICKSTART: &str = include_str!("../templates/installer/kickstart.cfg");
+const PRESEED: &str = include_str!("../templates/installer/preseed.cfg");
+const AUTOINSTALL: &str = include_str!("../templates/installer/autoinstall.yaml");
+
+/// The installer answer files rackboot renders.
+pub const ANSWER_KINDS: [&str; 3] = ["kickstart", "preseed", "autoinstall"];
+
+/// What an installer answer file needs.
+#[derive(Debug, Clone, Serialize)]
+pub struct AnswerVars {
+    pub mac: String,
+    pub hostname: String,
+    pub domain: String,
+    /// e.g. /dev/vda; `disk_name` is its last component (vda).
+    pub disk: String,
+    pub disk_name: String,
+    pub ssh_keys: Vec<String>,
+    pub appliance_url: String,
+    /// The distribution mirror or repository, e.g. http://deb.debian.org/debian; `repo_host`
+    /// and `repo_path` are its parts (preseed wants them apart).
+    pub repo_url: String,
+    pub repo_host: String,
+    pub repo_path: String,
+}
 
 /// Whether `v` can stand inside double quotes in a shell script as it is: nothing `sh` would
 /// expand or end the quoting with.
@@ -79,6 +103,9 @@ impl Renderer {
             ("ipxe/profile.ipxe", PROFILE_IPXE),
             ("ipxe/localboot.ipxe", LOCALBOOT_IPXE),
             ("provision/identity.sh", IDENTITY_SH),
+            ("installer/kickstart.cfg", KICKSTART),
+            ("installer/preseed.cfg", PRESEED),
+            ("installer/autoinstall.yaml", AUTOINSTALL),
         ] {
             let own = dir.map(|d| d.join(name)).filter(|p| p.is_file());
             let source = match own {
@@ -132,6 +159,24 @@ impl Renderer {
                 Ok(self.env.get_template("ipxe/profile.ipxe")?.render(ctx)?)
             }
         }
+    }
+
+    /// Renders an installer answer file (`kind` one of [`ANSWER_KINDS`]). Values end up inside
+    /// quotes in shell commands and YAML, so quotes, `$`, backquotes and backslashes are refused.
+    pub fn answer(&self, kind: &str, vars: &AnswerVars) -> Result<String, RenderError> {
+        let file = match kind {
+            "kickstart" => "installer/kickstart.cfg",
+            "preseed" => "installer/preseed.cfg",
+            "autoinstall" => "installer/autoinstall.yaml",
+            other => return Err(RenderError::UnknownProfile(format!("answer file {other}"))),
+        };
+        let values = [&vars.mac, &vars.hostname, &vars.domain, &vars.disk, &vars.appliance_url, &vars.repo_url];
+        for v in values.into_iter().chain(&vars.ssh_keys) {
+            if !shell_safe(v) || v.contains('\'') {
+                return Err(RenderError::Unsafe(v.clone()));
+            }
+        }
+        Ok(self.env.get_template(file)?.render(val(vars))?)
     }
 
     /// Renders the identity script of a provisioning run. Values go into double quotes, so
@@ -193,6 +238,48 @@ mod tests {
         let mut bad = v.clone();
         bad.ssh_keys.push("ssh-rsa AAAA $(reboot)".into());
         assert!(matches!(r.identity(&bad), Err(RenderError::Unsafe(_))));
+    }
+
+    #[test]
+    fn golden_answer_files() {
+        let r = Renderer::new(None).unwrap();
+        let v = AnswerVars {
+            mac: "52:54:00:12:34:56".into(),
+            hostname: "node-01".into(),
+            domain: "lab.rackboot.test".into(),
+            disk: "/dev/vda".into(),
+            disk_name: "vda".into(),
+            ssh_keys: vec!["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFake ops@example".into()],
+            appliance_url: "http://198.18.0.1:8080".into(),
+            repo_url: "http://deb.debian.org/debian".into(),
+            repo_host: "deb.debian.org".into(),
+            repo_path: "/debian".into(),
+        };
+        for (kind, golden) in [
+            ("kickstart", include_str!("../tests/golden/kickstart.cfg")),
+            ("preseed", include_str!("../tests/golden/preseed.cfg")),
+            ("autoinstall", include_str!("../tests/golden/autoinstall.yaml")),
+        ] {
+            let got = r.answer(kind, &v).unwrap();
+            if std::env::var_os("RACKBOOT_BLESS").is_some() {
+                let path = format!(
+                    "{}/tests/golden/{}",
+                    env!("CARGO_MANIFEST_DIR"),
+                    match kind {
+                        "kickstart" => "kickstart.cfg",
+                        "preseed" => "preseed.cfg",
+                        _ => "autoinstall.yaml",
+                    }
+                );
+                std::fs::write(path, &got).unwrap();
+                continue;
+            }
+            assert_eq!(got, golden, "{kind}: RACKBOOT_BLESS=1 rewrites the golden file");
+        }
+        let mut bad = v.clone();
+        bad.ssh_keys = vec!["ssh-rsa AAAA' ; reboot '".into()];
+        assert!(matches!(r.answer("preseed", &bad), Err(RenderError::Unsafe(_))));
+        assert!(r.answer("jumpstart", &v).is_err());
     }
 
     #[test]

@@ -222,3 +222,38 @@ async fn next_n_binds_distinct_machines_concurrency_holds_and_cancel_stops_a_tas
         h.abort();
     }
 }
+
+#[tokio::test]
+async fn answer_files_are_rendered_per_machine_and_the_preseed_passes_debconf() {
+    let post = tempfile::tempdir().unwrap();
+    let a = Appliance::start(&config(post.path())).await;
+    a.api
+        .ok(Method::POST, "/machines", Some(json!({"macs": ["52:54:00:b0:00:09"], "hostname": "inst01"})))
+        .await
+        .unwrap();
+    let addr: std::net::SocketAddr = ([127, 0, 0, 1], a.port).into();
+    let get = |path: String| async move { common::http_get(addr, &path).await };
+    for kind in ["kickstart", "preseed", "autoinstall"] {
+        let r = get(format!("/boot/answer/{kind}?mac=52:54:00:b0:00:09&disk=/dev/sda")).await;
+        assert!(r.starts_with("HTTP/1.0 200") || r.starts_with("HTTP/1.1 200"), "{kind}: {r}");
+        assert!(r.contains("inst01"), "{kind}: {r}");
+        assert!(r.contains("sda"), "{kind}: {r}");
+    }
+    let r = get("/boot/answer/jumpstart?mac=52:54:00:b0:00:09".into()).await;
+    assert!(r.contains(" 404 "), "{r}");
+    let r = get("/boot/answer/preseed?mac=52:54:00:b0:00:99&disk=/dev/sda".into()).await;
+    assert!(r.contains(" 404 "), "{r}");
+    // No disk given and no inventory to choose one from: refused with the reason.
+    let r = get("/boot/answer/preseed?mac=52:54:00:b0:00:09".into()).await;
+    assert!(r.contains(" 409 ") && r.contains("inventory"), "{r}");
+
+    // debconf's own parser accepts the preseed (debconf is part of every Debian system).
+    let r = get("/boot/answer/preseed?mac=52:54:00:b0:00:09&disk=/dev/sda".into()).await;
+    let body = r.split_once("\r\n\r\n").unwrap().1.to_string();
+    let file = post.path().join("preseed.cfg");
+    std::fs::write(&file, body).unwrap();
+    match std::process::Command::new("debconf-set-selections").arg("--checkonly").arg(&file).output() {
+        Ok(out) => assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr)),
+        Err(_) => eprintln!("SKIPPED the debconf check: debconf-set-selections is not installed"),
+    }
+}

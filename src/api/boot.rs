@@ -31,6 +31,10 @@ pub struct BootState {
     pub http_base: String,
     /// The boot directory (also the TFTP root).
     pub root: PathBuf,
+    /// The DNS domain machines live in (answer files).
+    pub domain: String,
+    /// Repository or mirror per answer-file kind.
+    pub answer_repos: BTreeMap<String, String>,
 }
 
 pub fn routes(state: &ApiState) -> Router<ApiState> {
@@ -40,7 +44,78 @@ pub fn routes(state: &ApiState) -> Router<ApiState> {
         // measured 1.4x the default; 1 MiB a little more, at 1 MiB of RSS per busy connection.
         .fallback_service(ServeDir::new(root).with_buf_chunk_size(256 << 10))
         .layer(middleware::from_fn_with_state(state.clone(), etag_and_timeline));
-    Router::new().route("/ipxe", get(ipxe)).nest_service("/files", files)
+    Router::new().route("/ipxe", get(ipxe)).route("/answer/{kind}", get(answer)).nest_service("/files", files)
+}
+
+#[derive(Deserialize)]
+struct AnswerQuery {
+    mac: String,
+    /// Target disk; default: the machine's provisioning task's, else the largest in its inventory.
+    disk: Option<String>,
+}
+
+/// `GET /boot/answer/{kickstart|preseed|autoinstall}?mac=`: the installer answer file for one
+/// machine, rendered from `templates/installer/` with its hostname, the DNS domain, its target
+/// disk and the SSH keys of its provisioning task. Point an installer boot profile's command
+/// line at it, e.g. `inst.ks={{ http_base }}/boot/answer/kickstart?mac={{ mac }}`.
+async fn answer(
+    State(s): State<ApiState>,
+    axum::extract::Path(kind): axum::extract::Path<String>,
+    Query(q): Query<AnswerQuery>,
+) -> Result<Response, ApiError> {
+    let boot = s.boot.as_ref().ok_or_else(|| ApiError(StatusCode::NOT_FOUND, "no boot service".into()))?;
+    if !crate::render::ANSWER_KINDS.contains(&kind.as_str()) {
+        return Err(ApiError(
+            StatusCode::NOT_FOUND,
+            format!("no answer file {kind:?} (kickstart, preseed, autoinstall)"),
+        ));
+    }
+    let mac: Mac =
+        q.mac.parse().map_err(|e: crate::mac::ParseMacError| ApiError(StatusCode::BAD_REQUEST, e.to_string()))?;
+    let m = s.cmdb.machine_by_mac(mac).await?;
+    let run = s.cmdb.active_runs().await?.into_iter().find(|r| r.machine_id == Some(m.id));
+    let spec = match &run {
+        Some(r) => Some(s.cmdb.task(r.task_id).await?.spec),
+        None => None,
+    };
+    let disk = match (q.disk, &spec) {
+        (Some(d), _) => d,
+        (None, Some(sp)) => {
+            crate::provision::engine::target_disk(&sp.disk, &m).map_err(|e| ApiError(StatusCode::CONFLICT, e))?
+        }
+        (None, None) => {
+            crate::provision::engine::target_disk("auto", &m).map_err(|e| ApiError(StatusCode::CONFLICT, e))?
+        }
+    };
+    let repo_url = boot.answer_repos.get(&kind).cloned().unwrap_or_default();
+    let rest = repo_url.split_once("://").map_or(repo_url.as_str(), |(_, r)| r);
+    let (repo_host, repo_path) = match rest.find('/') {
+        Some(i) => (rest[..i].to_string(), rest[i..].to_string()),
+        None => (rest.to_string(), "/".to_string()),
+    };
+    let vars = crate::render::AnswerVars {
+        mac: mac.to_string(),
+        hostname: run
+            .as_ref()
+            .and_then(|r| r.hostname.clone())
+            .or(m.hostname.clone())
+            .unwrap_or_else(|| format!("node-{}", m.id)),
+        domain: boot.domain.clone(),
+        disk_name: disk.rsplit('/').next().unwrap_or(&disk).to_string(),
+        disk,
+        ssh_keys: spec.map(|sp| sp.ssh_keys).unwrap_or_default(),
+        appliance_url: boot.http_base.clone(),
+        repo_url,
+        repo_host,
+        repo_path,
+    };
+    let text =
+        boot.renderer.answer(&kind, &vars).map_err(|e| ApiError(StatusCode::UNPROCESSABLE_ENTITY, e.to_string()))?;
+    s.cmdb.record(
+        crate::cmdb::Sighting { mac: Some(mac), ..Default::default() },
+        vec![("boot.answer".into(), serde_json::json!({"kind": kind}))],
+    );
+    Ok(([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], text).into_response())
 }
 
 #[derive(Deserialize)]

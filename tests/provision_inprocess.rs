@@ -77,6 +77,7 @@ async fn a_task_takes_a_machine_from_bootos_to_installed_across_a_restart() {
     let root = work.path().join("disk.img.root");
     assert_eq!(std::fs::read_to_string(root.join("etc/hostname")).unwrap(), "node-01\n");
     assert!(std::fs::read_to_string(root.join("root/.ssh/authorized_keys")).unwrap().contains("test@lab"));
+    assert_eq!(std::fs::read_to_string(root.join("etc/machine-id")).unwrap(), "", "a fresh machine-id on first boot");
     // An absolute link, as systemctl enable makes: it resolves inside the installed system.
     assert!(root.join("etc/systemd/system/multi-user.target.wants/rackboot-agent.service").symlink_metadata().is_ok());
     assert_eq!(a.get(&format!("/machines/{mac}")).await["state"], "installed");

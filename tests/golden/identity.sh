@@ -1,8 +1,9 @@
 #!/bin/sh
 # rackboot identity step (rendered per machine; runs in BootOS after the image is written).
-# Grows the root partition (the last partition of the disk) to the end of the disk, then writes
-# the machine's identity into it: hostname, SSH keys, network by DHCP, and the rackboot agent
-# with its credential and service, so the installed system calls the appliance in.
+# Grows the root partition (the largest partition of the disk) to the end of the disk, then
+# writes the machine's identity into it: hostname, a fresh machine-id, SSH keys, network by
+# DHCP, and the rackboot agent with its credential and service, so the installed system calls
+# the appliance in.
 # A regular file as the target (tests, image builds) gets the files under <file>.root/.
 set -eu
 DISK="/dev/vda"
@@ -47,6 +48,18 @@ fi
 mkdir -p "$ROOT/etc" "$ROOT/root/.ssh" "$ROOT/var/lib/rackboot-agent" "$ROOT/etc/default" \
   "$ROOT/usr/local/sbin" "$ROOT/etc/systemd/system/multi-user.target.wants"
 echo "$HOSTNAME" > "$ROOT/etc/hostname"
+# Every machine from the same image must not share one machine-id (DHCP client ids, journald):
+# empty means systemd makes a new one on the first boot.
+: > "$ROOT/etc/machine-id"
+rm -f "$ROOT/var/lib/dbus/machine-id"
+# Network: DHCP on every Ethernet interface (rackboot hands out the reserved address and the
+# name server), with systemd-networkd where the image has it, else ifupdown.
+if [ -d "$ROOT/lib/systemd/network" ] || [ -d "$ROOT/etc/systemd/network" ]; then
+  mkdir -p "$ROOT/etc/systemd/network"
+  printf '[Match]\nName=e*\n\n[Network]\nDHCP=yes\n' > "$ROOT/etc/systemd/network/80-rackboot.network"
+elif [ -d "$ROOT/etc/network" ]; then
+  printf 'auto lo\niface lo inet loopback\n\nallow-hotplug eth0\niface eth0 inet dhcp\n' > "$ROOT/etc/network/interfaces"
+fi
 cat > "$ROOT/etc/hosts" <<HOSTS
 127.0.0.1 localhost
 127.0.1.1 $HOSTNAME.$DOMAIN $HOSTNAME

@@ -258,3 +258,26 @@ async fn answer_files_are_rendered_per_machine_and_the_preseed_passes_debconf() 
         Err(_) => eprintln!("SKIPPED the debconf check: debconf-set-selections is not installed"),
     }
 }
+
+#[tokio::test]
+async fn a_gzip_image_is_inflated_onto_the_disk() {
+    use std::io::Write;
+    let post = tempfile::tempdir().unwrap();
+    let a = Appliance::start(&config(post.path())).await;
+    let images = a.dir.path().join("boot/images");
+    std::fs::create_dir_all(&images).unwrap();
+    let raw: Vec<u8> = (0..2_000_000u32).map(|i| (i / 7) as u8).collect();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(&raw).unwrap();
+    std::fs::write(images.join("small.img.gz"), gz.finish().unwrap()).unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let disk = work.path().join("disk.img");
+    let mac = "52:54:00:b0:00:0a";
+    let agent = a.agent(mac, work.path());
+    let spec = json!({"select": {"macs": [mac]}, "image": "small.img.gz", "disk": disk});
+    let task = a.api.ok(Method::POST, "/tasks", Some(spec)).await.unwrap()["task"]["id"].as_u64().unwrap();
+    run_where(&a, task, 30, "wait_installed", |r| r["step"]["step"] == "wait_installed").await;
+    assert_eq!(std::fs::read(&disk).unwrap(), raw, "the disk holds the inflated image");
+    a.api.ok(Method::POST, &format!("/tasks/{task}/cancel"), None).await.unwrap();
+    agent.abort();
+}

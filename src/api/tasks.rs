@@ -107,7 +107,12 @@ async fn create(
                 let m = match cmdb.machine_by_mac(*mac).await {
                     Ok(m) => m,
                     Err(crate::cmdb::CmdbError::NotFound(_)) => {
-                        cmdb.create_machine(NewMachine { macs: vec![*mac], ..Default::default() }).await?
+                        match cmdb.create_machine(NewMachine { macs: vec![*mac], ..Default::default() }).await {
+                            Ok(m) => m,
+                            // It powered on (DHCP or its agent registered it) just now.
+                            Err(crate::cmdb::CmdbError::Conflict(_)) => cmdb.machine_by_mac(*mac).await?,
+                            Err(e) => return Err(e.into()),
+                        }
                     }
                     Err(e) => return Err(e.into()),
                 };

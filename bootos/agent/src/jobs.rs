@@ -227,11 +227,35 @@ pub async fn run_script(
     }
 }
 
-/// Writes a raw image from `url` to `disk`, hashing as it goes; reports progress about every
-/// 2 s. The write is synced before the checksum is compared.
+/// The disk writer: as is, or through a gzip decoder.
+enum Sink2 {
+    Raw(std::io::BufWriter<std::fs::File>),
+    Gz(flate2::write::GzDecoder<std::io::BufWriter<std::fs::File>>),
+}
+
+impl Sink2 {
+    fn write_all(&mut self, b: &[u8]) -> std::io::Result<()> {
+        use std::io::Write;
+        match self {
+            Sink2::Raw(w) => w.write_all(b),
+            Sink2::Gz(w) => w.write_all(b),
+        }
+    }
+
+    /// Ends the stream (a gzip image must be complete) and hands back the file writer.
+    fn finish(self) -> std::io::Result<std::io::BufWriter<std::fs::File>> {
+        match self {
+            Sink2::Raw(w) => Ok(w),
+            Sink2::Gz(w) => w.finish(),
+        }
+    }
+}
+
+/// Writes an image from `url` to `disk` (raw, or gzip when the name ends in .gz), hashing what
+/// arrives; reports progress about every 2 s. The write is synced before the checksum is
+/// compared.
 pub async fn deploy_image(sink: &mut Sink<'_>, spec: &JobSpec, url: &str, sha256: &str, disk: &str) -> JobResult {
     use sha2::{Digest, Sha256};
-    use std::io::Write;
     let start = Instant::now();
     let done = |outcome, error: Option<String>| JobResult {
         attempt: spec.attempt,
@@ -246,10 +270,14 @@ pub async fn deploy_image(sink: &mut Sink<'_>, spec: &JobSpec, url: &str, sha256
     };
     let total = resp.size;
     let file = std::fs::OpenOptions::new().write(true).create(!disk.starts_with("/dev/")).truncate(false).open(disk);
-    let mut out = match file {
+    let file = match file {
         Ok(f) => std::io::BufWriter::with_capacity(4 << 20, f),
         Err(e) => return done(Outcome::Error, Some(format!("opening {disk}: {e}"))),
     };
+    // A gzip image (name ending in .gz) is inflated on the way to the disk; the checksum is of
+    // the file as served.
+    let gzip = url.ends_with(".gz");
+    let mut out = if gzip { Sink2::Gz(flate2::write::GzDecoder::new(file)) } else { Sink2::Raw(file) };
     let mut hash = Sha256::new();
     let (mut written, mut next_report) = (0u64, Instant::now() + Duration::from_secs(2));
     sink.send(
@@ -279,7 +307,7 @@ pub async fn deploy_image(sink: &mut Sink<'_>, spec: &JobSpec, url: &str, sha256
             }
         }
     }
-    let synced = out.into_inner().map_err(|e| e.into_error()).and_then(|f| f.sync_all());
+    let synced = out.finish().and_then(|f| f.into_inner().map_err(|e| e.into_error())).and_then(|f| f.sync_all());
     if let Err(e) = synced {
         return done(Outcome::Error, Some(format!("syncing {disk}: {e}")));
     }

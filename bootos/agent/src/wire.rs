@@ -166,8 +166,9 @@ pub enum Action {
         #[serde(default)]
         env: BTreeMap<String, String>,
     },
-    /// Stream a raw disk image from `url` onto `disk` (a block device, or a file), checking its
-    /// SHA-256 as it goes; progress lines go to the job output. Fails on a checksum mismatch.
+    /// Stream a disk image from `url` onto `disk` (a block device, or a file): raw, or gzip
+    /// when the name ends in `.gz`. Its SHA-256 (of the file as served) is checked; progress
+    /// lines go to the job output. Fails on a checksum mismatch.
     DeployImage { url: String, sha256: String, disk: String },
     /// Collect and upload the inventory again.
     RefreshInventory,

@@ -230,7 +230,7 @@ pub async fn run_script(
 /// The disk writer: as is, or through a gzip decoder.
 enum Sink2 {
     Raw(std::io::BufWriter<std::fs::File>),
-    Gz(flate2::write::GzDecoder<std::io::BufWriter<std::fs::File>>),
+    Gz(Box<flate2::write::GzDecoder<std::io::BufWriter<std::fs::File>>>),
 }
 
 impl Sink2 {
@@ -277,7 +277,7 @@ pub async fn deploy_image(sink: &mut Sink<'_>, spec: &JobSpec, url: &str, sha256
     // A gzip image (name ending in .gz) is inflated on the way to the disk; the checksum is of
     // the file as served.
     let gzip = url.ends_with(".gz");
-    let mut out = if gzip { Sink2::Gz(flate2::write::GzDecoder::new(file)) } else { Sink2::Raw(file) };
+    let mut out = if gzip { Sink2::Gz(Box::new(flate2::write::GzDecoder::new(file))) } else { Sink2::Raw(file) };
     let mut hash = Sha256::new();
     let (mut written, mut next_report) = (0u64, Instant::now() + Duration::from_secs(2));
     sink.send(

@@ -20,33 +20,6 @@ struct Vm {
     uefi: bool,
 }
 
-fn qemu_args(net: &Net, vm: &Vm) -> Vec<String> {
-    let mut a: Vec<String> = ["qemu-system-x86_64", "-accel", "tcg", "-m", "512", "-display", "none", "-boot", "n"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-    a.extend(["-serial".into(), format!("file:{}", net.path(&format!("{}.serial", vm.name)).display())]);
-    a.extend(["-netdev".into(), format!("tap,id=n0,ifname=tap-{},script=no,downscript=no", vm.name)]);
-    a.extend(["-device".into(), format!("virtio-net-pci,netdev=n0,mac={}", vm.mac)]);
-    let disk = net.path(&format!("{}.disk", vm.name));
-    std::fs::File::create(&disk).unwrap().set_len(2 << 30).unwrap();
-    a.extend(["-drive".into(), format!("file={},if=virtio,format=raw", disk.display())]);
-    // Two small disks for the hardware profile's software RAID.
-    for n in ["r1", "r2"] {
-        let d = net.path(&format!("{}.{n}.disk", vm.name));
-        std::fs::File::create(&d).unwrap().set_len(256 << 20).unwrap();
-        a.extend(["-drive".into(), format!("file={},if=virtio,format=raw", d.display())]);
-    }
-    if vm.uefi {
-        let vars = net.path(&format!("{}.vars.fd", vm.name));
-        std::fs::copy("/usr/share/OVMF/OVMF_VARS_4M.fd", &vars).unwrap();
-        a.extend(["-machine".into(), "q35".into()]);
-        a.extend(["-drive".into(), "if=pflash,format=raw,readonly=on,file=/usr/share/OVMF/OVMF_CODE_4M.fd".into()]);
-        a.extend(["-drive".into(), format!("if=pflash,format=raw,file={}", vars.display())]);
-    }
-    a
-}
-
 fn run_script(script: &str, arg: &std::path::Path) {
     let out = Command::new(format!("{}/vm-lab/{script}", env!("CARGO_MANIFEST_DIR"))).arg(arg).output().unwrap();
     assert!(
@@ -91,7 +64,7 @@ fn two_vms_bios_and_uefi_are_provisioned_from_an_image_and_check_in_installed() 
     let powered_on = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64;
     for vm in &vms {
         net.add_tap(&format!("tap-{}", vm.name));
-        let args = qemu_args(&net, vm);
+        let args = net.qemu_args(vm.name, vm.mac, vm.uefi, &[2 << 30, 256 << 20, 256 << 20], false);
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         net.spawn(&srv, &args, &format!("{}.qemu.log", vm.name));
     }

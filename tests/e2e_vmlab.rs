@@ -21,29 +21,6 @@ struct Vm {
 
 const DISK_BYTES: u64 = 2 << 30;
 
-fn qemu_args(net: &Net, vm: &Vm) -> Vec<String> {
-    let serial = net.path(&format!("{}.serial", vm.name));
-    let mut a: Vec<String> =
-        ["qemu-system-x86_64", "-accel", "tcg", "-m", "512", "-display", "none", "-no-reboot", "-boot", "n"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
-    a.extend(["-serial".into(), format!("file:{}", serial.display())]);
-    a.extend(["-netdev".into(), format!("tap,id=n0,ifname=tap-{},script=no,downscript=no", vm.name)]);
-    a.extend(["-device".into(), format!("virtio-net-pci,netdev=n0,mac={}", vm.mac)]);
-    let disk = net.path(&format!("{}.disk", vm.name));
-    std::fs::File::create(&disk).unwrap().set_len(DISK_BYTES).unwrap();
-    a.extend(["-drive".into(), format!("file={},if=virtio,format=raw", disk.display())]);
-    if vm.uefi {
-        let vars = net.path(&format!("{}.vars.fd", vm.name));
-        std::fs::copy("/usr/share/OVMF/OVMF_VARS_4M.fd", &vars).unwrap();
-        a.extend(["-machine".into(), "q35".into()]);
-        a.extend(["-drive".into(), "if=pflash,format=raw,readonly=on,file=/usr/share/OVMF/OVMF_CODE_4M.fd".into()]);
-        a.extend(["-drive".into(), format!("if=pflash,format=raw,file={}", vars.display())]);
-    }
-    a
-}
-
 /// Polls `f` every half second until it returns `Some`, or panics with `what` after `secs`.
 fn wait_for<T>(secs: u64, what: impl Fn() -> String, mut f: impl FnMut() -> Option<T>) -> T {
     let deadline = Instant::now() + Duration::from_secs(secs);
@@ -75,7 +52,7 @@ fn seabios_and_ovmf_vms_boot_bootos_and_its_agent_runs_jobs() {
     let mut running = Vec::new();
     for vm in &vms {
         net.add_tap(&format!("tap-{}", vm.name));
-        let args = qemu_args(&net, vm);
+        let args = net.qemu_args(vm.name, vm.mac, vm.uefi, &[DISK_BYTES], true);
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         running.push(net.spawn(&srv, &args, &format!("{}.qemu.log", vm.name)));
     }

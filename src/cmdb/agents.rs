@@ -248,14 +248,7 @@ impl Cmdb {
     pub async fn claim_job(&self, machine_id: u64, lease_ms: u64) -> Result<(Option<Job>, Vec<Job>), CmdbError> {
         self.write(move |ctx| {
             let now = now_ms();
-            let ids: Vec<u64> = {
-                let active = ctx.t.tx.open_table(ACTIVE_JOBS)?;
-                let ids = active
-                    .range((machine_id, 0)..=(machine_id, u64::MAX))?
-                    .map(|r| r.map(|(k, _)| k.value().1))
-                    .collect::<Result<_, _>>()?;
-                ids
-            };
+            let ids = active_job_ids(ctx, machine_id)?;
             let mut finished = Vec::new();
             for id in ids {
                 let mut job = load_job(ctx, id)?;
@@ -475,6 +468,16 @@ pub(super) fn cancel_job_in(ctx: &mut WriteCtx<'_>, job_id: u64) -> Result<Optio
     Ok(Some(job))
 }
 
+/// The machine's unfinished jobs, oldest first.
+fn active_job_ids(ctx: &mut WriteCtx<'_>, machine_id: u64) -> Result<Vec<u64>, CmdbError> {
+    let active = ctx.t.tx.open_table(ACTIVE_JOBS)?;
+    let ids = active
+        .range((machine_id, 0)..=(machine_id, u64::MAX))?
+        .map(|r| r.map(|(k, _)| k.value().1))
+        .collect::<Result<_, _>>()?;
+    Ok(ids)
+}
+
 fn load_job(ctx: &mut WriteCtx<'_>, id: u64) -> Result<Job, CmdbError> {
     let jobs = ctx.t.tx.open_table(JOBS)?;
     let v = jobs.get(id)?.ok_or_else(|| CmdbError::NotFound(format!("job {id}")))?;
@@ -497,14 +500,7 @@ fn save_job(ctx: &mut WriteCtx<'_>, job: &Job, kind: &str) -> Result<(), CmdbErr
 /// Removes a deleted machine's agent and cancels its unfinished jobs (in the delete's batch).
 pub(super) fn forget_machine(ctx: &mut WriteCtx<'_>, machine_id: u64) -> Result<(), CmdbError> {
     ctx.t.tx.open_table(AGENTS)?.remove(machine_id)?;
-    let ids: Vec<u64> = {
-        let active = ctx.t.tx.open_table(ACTIVE_JOBS)?;
-        let ids = active
-            .range((machine_id, 0)..=(machine_id, u64::MAX))?
-            .map(|r| r.map(|(k, _)| k.value().1))
-            .collect::<Result<_, _>>()?;
-        ids
-    };
+    let ids = active_job_ids(ctx, machine_id)?;
     let now = now_ms();
     let mut jobs = ctx.t.tx.open_table(JOBS)?;
     let mut active = ctx.t.tx.open_table(ACTIVE_JOBS)?;

@@ -137,6 +137,13 @@ impl Engine {
         Ok(())
     }
 
+    /// Whether the agent has been heard from lately (enrolled, or sent stats, within three
+    /// stats periods): a machine that was discovered once and is now off does not count.
+    fn live(&self, a: &crate::cmdb::AgentRecord) -> bool {
+        let since = now_secs().saturating_sub(3 * self.hub.cfg.stats.as_secs().max(10));
+        a.enrolled_at >= since || a.stats_at.is_some_and(|t| t >= since)
+    }
+
     fn profile(&self, task: &Task) -> Option<&HardwareProfile> {
         task.spec.hardware_profile.as_ref().and_then(|n| self.cfg.hardware_profiles.get(n))
     }
@@ -169,11 +176,10 @@ impl Engine {
             Err(e) => return Err(e.into()),
         };
         let agent = cmdb.agent(mid).await?;
-        let live_since = now_secs().saturating_sub(3 * self.hub.cfg.stats.as_secs().max(10));
         let bootos_agent = agent.as_ref().is_some_and(|a| {
             a.approved
                 && a.mode == AgentMode::Bootos
-                && (a.enrolled_at >= live_since || a.stats_at.is_some_and(|t| t >= live_since))
+                && self.live(a)
                 && (!run.reboot_requested || a.enrolled_at >= run.step_started_ms / 1000)
         });
 
@@ -317,9 +323,7 @@ impl Engine {
                 continue;
             }
             let Some(a) = self.hub.cmdb.agent(m.id).await? else { continue };
-            let live_since = now_secs().saturating_sub(3 * self.hub.cfg.stats.as_secs().max(10));
-            let live = a.enrolled_at >= live_since || a.stats_at.is_some_and(|t| t >= live_since);
-            if !(a.approved && a.mode == AgentMode::Bootos && live) {
+            if !(a.approved && a.mode == AgentMode::Bootos && self.live(&a)) {
                 continue;
             }
             let hostname = match &task.spec.hostname_pattern {

@@ -173,6 +173,36 @@ impl Net {
         serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null)
     }
 
+    /// qemu arguments for a lab VM `name` (TCG, 512 MiB, iPXE on virtio-net with `mac` on tap
+    /// `tap-<name>`, serial to `<name>.serial`) with sparse virtio disks of `disks` bytes
+    /// (`<name>.disk`, `<name>.d1.disk`, ...); OVMF when `uefi`. `no_reboot`: a reboot ends qemu.
+    pub fn qemu_args(&self, name: &str, mac: &str, uefi: bool, disks: &[u64], no_reboot: bool) -> Vec<String> {
+        let mut a: Vec<String> = ["qemu-system-x86_64", "-accel", "tcg", "-m", "512", "-display", "none", "-boot", "n"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        if no_reboot {
+            a.push("-no-reboot".into());
+        }
+        a.extend(["-serial".into(), format!("file:{}", self.path(&format!("{name}.serial")).display())]);
+        a.extend(["-netdev".into(), format!("tap,id=n0,ifname=tap-{name},script=no,downscript=no")]);
+        a.extend(["-device".into(), format!("virtio-net-pci,netdev=n0,mac={mac}")]);
+        for (i, size) in disks.iter().enumerate() {
+            let file = if i == 0 { format!("{name}.disk") } else { format!("{name}.d{i}.disk") };
+            let disk = self.path(&file);
+            std::fs::File::create(&disk).unwrap().set_len(*size).unwrap();
+            a.extend(["-drive".into(), format!("file={},if=virtio,format=raw", disk.display())]);
+        }
+        if uefi {
+            let vars = self.path(&format!("{name}.vars.fd"));
+            std::fs::copy("/usr/share/OVMF/OVMF_VARS_4M.fd", &vars).unwrap();
+            a.extend(["-machine".into(), "q35".into()]);
+            a.extend(["-drive".into(), "if=pflash,format=raw,readonly=on,file=/usr/share/OVMF/OVMF_CODE_4M.fd".into()]);
+            a.extend(["-drive".into(), format!("if=pflash,format=raw,file={}", vars.display())]);
+        }
+        a
+    }
+
     /// Runs `f` on a thread that has entered namespace `ns` (sockets it opens live there).
     pub fn in_ns<T: Send + 'static>(&self, ns: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
         let path = Path::new("/run/netns").join(ns);

@@ -246,6 +246,10 @@ pub struct WireProfile {
     pub initrd: String,
     #[serde(default)]
     pub cmdline: String,
+    /// For an installer: the answer file it reads (kickstart, preseed or autoinstall); the
+    /// command line then has `{{ answer_url }}`, the file's URL for the booting machine.
+    #[serde(default)]
+    pub answer: Option<String>,
 }
 
 impl Default for WireBoot {
@@ -269,6 +273,7 @@ fn builtin_discovery() -> Profile {
         kernel: "bootos/vmlinuz".into(),
         initrd: "bootos/initrd.img".into(),
         cmdline: "console=tty0 console=ttyS0 rackboot.url={{ http_base }} rackboot.mac={{ mac }}".into(),
+        answer: None,
     }
 }
 
@@ -487,13 +492,15 @@ pub struct BootFiles {
 
 /// A named kernel + initrd + command line. Paths are relative to the boot directory (served at
 /// `/boot/files/`) or full `http://` URLs; the command line is a template (`{{ mac }}`,
-/// `{{ http_base }}`, `{{ hostname }}`).
+/// `{{ http_base }}`, `{{ hostname }}`, and for an installer `{{ answer_url }}`).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Profile {
     pub name: String,
     pub kernel: String,
     pub initrd: String,
     pub cmdline: String,
+    /// The answer file an installer profile reads: one of [`crate::render::ANSWER_KINDS`].
+    pub answer: Option<String>,
 }
 
 fn prefix_mask(prefix: u8) -> u32 {
@@ -570,7 +577,7 @@ impl TryFrom<WireConfig> for Config {
         let templates = (!templates.as_os_str().is_empty()).then_some(templates);
         let mut profile_map = std::collections::BTreeMap::new();
         for p in profiles {
-            let WireProfile { name, kernel, initrd, cmdline } = p;
+            let WireProfile { name, kernel, initrd, cmdline, answer } = p;
             anyhow::ensure!(
                 crate::cmdb::model::valid_hostname(&name),
                 "boot profile name {name:?} must be letters, digits and '-'"
@@ -579,7 +586,14 @@ impl TryFrom<WireConfig> for Config {
                 !kernel.is_empty() && !initrd.is_empty(),
                 "boot profile {name}: kernel and initrd are required"
             );
-            let dup = profile_map.insert(name.clone(), Profile { name: name.clone(), kernel, initrd, cmdline });
+            if let Some(a) = &answer {
+                anyhow::ensure!(
+                    crate::render::ANSWER_KINDS.contains(&a.as_str()),
+                    "boot profile {name}: answer {a:?} is not one of {:?}",
+                    crate::render::ANSWER_KINDS
+                );
+            }
+            let dup = profile_map.insert(name.clone(), Profile { name: name.clone(), kernel, initrd, cmdline, answer });
             anyhow::ensure!(dup.is_none(), "boot profile {name} is defined twice");
         }
         if profile_map.is_empty() {

@@ -127,11 +127,15 @@ pub enum BootPlan {
     LocalDisk,
 }
 
-/// The per-MAC decision: an operator's pin wins; installed machines boot their disk; everything
-/// else (unknown, discovered, queued, failed) boots the discovery profile.
+/// The per-MAC decision: an operator's pin wins; then the installer a provisioning run set up;
+/// installed machines boot their disk; everything else (unknown, discovered, queued, failed)
+/// boots the discovery profile.
 pub fn plan_boot(machine: Option<&Machine>, discovery_profile: &str) -> BootPlan {
     match machine {
         Some(m) if m.boot_profile.is_some() => BootPlan::Profile(m.boot_profile.clone().unwrap_or_default()),
+        Some(m) if m.installer.is_some() => {
+            BootPlan::Profile(m.installer.as_ref().map(|i| i.profile.clone()).unwrap_or_default())
+        }
         Some(m) if m.state == MachineState::Installed => BootPlan::LocalDisk,
         _ => BootPlan::Profile(discovery_profile.to_string()),
     }
@@ -187,6 +191,10 @@ mod tests {
         assert_eq!(plan_boot(Some(&m), "discovery"), BootPlan::Profile("discovery".into()));
         m.state = MachineState::Installed;
         assert_eq!(plan_boot(Some(&m), "discovery"), BootPlan::LocalDisk);
+        // A run installing from an answer file boots its installer until it reports back.
+        m.state = MachineState::Installing;
+        m.installer = Some(crate::cmdb::InstallerBoot { profile: "debian12".into(), run: 1, token: "t".into() });
+        assert_eq!(plan_boot(Some(&m), "discovery"), BootPlan::Profile("debian12".into()));
         m.boot_profile = Some("rescue".into());
         assert_eq!(plan_boot(Some(&m), "discovery"), BootPlan::Profile("rescue".into()));
     }

@@ -36,6 +36,9 @@ pub struct AnswerVars {
     pub repo_url: String,
     pub repo_host: String,
     pub repo_path: String,
+    /// Where the installer's post-install step fetches the finishing script (agent, credential,
+    /// identity) and so reports back: `/boot/installed?mac=..[&token=..]`.
+    pub finish_url: String,
 }
 
 /// Whether `v` can stand inside double quotes in a shell script as it is: nothing `sh` would
@@ -52,6 +55,9 @@ pub struct IdentityVars {
     pub domain: String,
     pub appliance_url: String,
     pub ssh_keys: Vec<String>,
+    /// The agent's session (JSON with its credential) to write into the installed system;
+    /// `None`: the BootOS agent running the script hands over its own (`$RACKBOOT_SESSION`).
+    pub session: Option<String>,
 }
 
 /// Everything a script template may use.
@@ -125,7 +131,8 @@ impl Renderer {
             uefi: false,
             http_base: "http://198.18.0.1".into(),
         };
-        self.env.render_str(cmdline, val(&sample))?;
+        let ctx = minijinja::context! { answer_url => "http://198.18.0.1/boot/answer/preseed", ..val(&sample) };
+        self.env.render_str(cmdline, ctx)?;
         Ok(())
     }
 
@@ -147,7 +154,14 @@ impl Renderer {
                         format!("{}/boot/files/{}", vars.http_base, path.trim_start_matches('/'))
                     }
                 };
-                let cmdline = self.env.render_str(&p.cmdline, val(vars))?;
+                // An installer's command line points at its answer file for this machine.
+                let cmdline = match &p.answer {
+                    Some(kind) => {
+                        let answer_url = format!("{}/boot/answer/{kind}?mac={}", vars.http_base, vars.mac);
+                        self.env.render_str(&p.cmdline, minijinja::context! { answer_url, ..val(vars) })?
+                    }
+                    None => self.env.render_str(&p.cmdline, val(vars))?,
+                };
                 let profile = ProfileVars {
                     name: p.name.clone(),
                     kernel_url: url(&p.kernel),
@@ -170,7 +184,15 @@ impl Renderer {
             "autoinstall" => "installer/autoinstall.yaml",
             other => return Err(RenderError::UnknownProfile(format!("answer file {other}"))),
         };
-        let values = [&vars.mac, &vars.hostname, &vars.domain, &vars.disk, &vars.appliance_url, &vars.repo_url];
+        let values = [
+            &vars.mac,
+            &vars.hostname,
+            &vars.domain,
+            &vars.disk,
+            &vars.appliance_url,
+            &vars.repo_url,
+            &vars.finish_url,
+        ];
         for v in values.into_iter().chain(&vars.ssh_keys) {
             if !shell_safe(v) || v.contains('\'') {
                 return Err(RenderError::Unsafe(v.clone()));
@@ -180,12 +202,16 @@ impl Renderer {
     }
 
     /// Renders the identity script of a provisioning run. Values go into double quotes, so
-    /// anything `sh` would expand inside them is refused.
+    /// anything `sh` would expand inside them is refused. The session goes into a quoted here
+    /// document, so it only must not hold a line of its own that ends it.
     pub fn identity(&self, vars: &IdentityVars) -> Result<String, RenderError> {
         for v in [&vars.disk, &vars.hostname, &vars.domain, &vars.appliance_url].into_iter().chain(&vars.ssh_keys) {
             if !shell_safe(v) {
                 return Err(RenderError::Unsafe(v.clone()));
             }
+        }
+        if vars.session.as_deref().is_some_and(|s| s.lines().any(|l| l == "SESSION")) {
+            return Err(RenderError::Unsafe("session".into()));
         }
         let ctx = minijinja::context! { unit => AGENT_UNIT, ..val(vars) };
         Ok(self.env.get_template("provision/identity.sh")?.render(ctx)?)
@@ -229,6 +255,7 @@ mod tests {
             domain: "lab.rackboot.test".into(),
             appliance_url: "http://198.18.0.1:8080".into(),
             ssh_keys: vec!["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFake ops@example".into()],
+            session: None,
         };
         let got = r.identity(&v).unwrap();
         if std::env::var_os("RACKBOOT_BLESS").is_some() {
@@ -238,6 +265,13 @@ mod tests {
         let mut bad = v.clone();
         bad.ssh_keys.push("ssh-rsa AAAA $(reboot)".into());
         assert!(matches!(r.identity(&bad), Err(RenderError::Unsafe(_))));
+        // An installer's copy carries the session in a quoted here document, verbatim.
+        let session = r#"{"machine_id":7,"credential":"7.abc$x`y`"}"#;
+        let with = r.identity(&IdentityVars { session: Some(session.into()), ..v.clone() }).unwrap();
+        assert!(with.contains(&format!("<<'SESSION'\n{session}\nSESSION\n")), "{with}");
+        assert!(!with.contains("RACKBOOT_SESSION"));
+        let end = IdentityVars { session: Some("x\nSESSION\nreboot".into()), ..v };
+        assert!(matches!(r.identity(&end), Err(RenderError::Unsafe(_))));
     }
 
     #[test]
@@ -254,12 +288,17 @@ mod tests {
             repo_url: "http://deb.debian.org/debian".into(),
             repo_host: "deb.debian.org".into(),
             repo_path: "/debian".into(),
+            finish_url: "http://198.18.0.1:8080/boot/installed?mac=52:54:00:12:34:56&token=0f1e2d".into(),
         };
+        // Each kind with its distribution's repository, as the defaults in [provision] have it.
+        let config = crate::config::Config::load(None).unwrap();
         for (kind, golden) in [
             ("kickstart", include_str!("../tests/golden/kickstart.cfg")),
             ("preseed", include_str!("../tests/golden/preseed.cfg")),
             ("autoinstall", include_str!("../tests/golden/autoinstall.yaml")),
         ] {
+            let mut v = v.clone();
+            v.repo_url = config.provision.answer_repos[kind].clone();
             let got = r.answer(kind, &v).unwrap();
             if std::env::var_os("RACKBOOT_BLESS").is_some() {
                 let path = format!(

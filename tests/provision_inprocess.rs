@@ -281,3 +281,130 @@ async fn a_gzip_image_is_inflated_onto_the_disk() {
     a.api.ok(Method::POST, &format!("/tasks/{task}/cancel"), None).await.unwrap();
     agent.abort();
 }
+
+/// The body of an HTTP/1.0 answer, which must be `status`.
+fn body_of(r: &str, status: u16) -> String {
+    let (head, body) = r.split_once("\r\n\r\n").unwrap_or((r, ""));
+    assert!(head.starts_with(&format!("HTTP/1.1 {status}")) || head.starts_with(&format!("HTTP/1.0 {status}")), "{r}");
+    body.to_string()
+}
+
+#[tokio::test]
+async fn an_installer_task_boots_the_installer_whose_report_back_hands_the_node_to_its_agent() {
+    let post = tempfile::tempdir().unwrap();
+    let marker = post.path().join("post.out");
+    std::fs::write(
+        post.path().join("mark.sh"),
+        format!("echo \"post-install on $RACKBOOT_HOSTNAME\" > {}\n", marker.display()),
+    )
+    .unwrap();
+    let extra = format!(
+        "{}[boot]\n[[boot.profiles]]\nname = \"discovery\"\nkernel = \"bootos/vmlinuz\"\ninitrd = \"bootos/initrd.img\"\n\
+         [[boot.profiles]]\nname = \"debian12\"\nkernel = \"d-i/linux\"\ninitrd = \"d-i/initrd.gz\"\nanswer = \"preseed\"\n\
+         cmdline = \"auto=true priority=critical url={{{{ answer_url }}}}\"\n",
+        config(post.path())
+    );
+    let a = Appliance::start(&extra).await;
+    // What the installed system's finishing script downloads: the agent binary.
+    let bootos = a.dir.path().join("boot/bootos");
+    std::fs::create_dir_all(&bootos).unwrap();
+    std::fs::write(bootos.join("rackboot-agent"), b"#!/bin/sh\necho agent\n").unwrap();
+    let addr: std::net::SocketAddr = ([127, 0, 0, 1], a.port).into();
+    let get = |path: String| async move { common::http_get(addr, &path).await };
+
+    // Tasks name an installer profile that exists and has an answer file, or an image; not both.
+    for (spec, want) in [
+        (json!({"select": {"next": 1}, "installer": "nope"}), 400),
+        (json!({"select": {"next": 1}, "installer": "discovery"}), 400),
+        (json!({"select": {"next": 1}}), 400),
+        (json!({"select": {"next": 1}, "installer": "debian12", "image": "x.img"}), 400),
+    ] {
+        let (status, body) = a.api.call(Method::POST, "/tasks", Some(spec.clone())).await.unwrap();
+        assert_eq!(status, want, "{spec} -> {body}");
+    }
+
+    let work = tempfile::tempdir().unwrap();
+    let mac = "52:54:00:b0:00:0b";
+    let agent = a.agent(mac, work.path());
+    let spec = json!({
+        "select": {"macs": [mac]}, "installer": "debian12", "hardware_profile": "lab", "disk": "/dev/vda",
+        "hostname_pattern": "inst-{n}", "ssh_keys": ["ssh-ed25519 AAAAC3Nza test@lab"], "post_install": ["mark.sh"]
+    });
+    let task = a.api.ok(Method::POST, "/tasks", Some(spec)).await.unwrap()["task"]["id"].as_u64().unwrap();
+
+    // Configure runs in BootOS, then the install step reboots it into the installer, which PXE
+    // now boots with this machine's answer file.
+    let run = run_where(&a, task, 30, "the installer", |r| {
+        r["step"]["step"] == "install" && r["job"].is_u64() && r["error"].is_null()
+    })
+    .await;
+    let job = a.get(&format!("/jobs/{}", run["job"])).await;
+    assert_eq!(job["action"]["kind"], "reboot", "{job}");
+    common::eventually(|| async {
+        let j = a.api.ok(Method::GET, &format!("/jobs/{}", run["job"]), None).await?;
+        anyhow::ensure!(j["state"] == "succeeded", "reboot job {}", j["state"]);
+        Ok(())
+    })
+    .await;
+    agent.abort();
+    let script = body_of(&get(format!("/boot/ipxe?mac={mac}")).await, 200);
+    let answer_url = format!("{}/boot/answer/preseed?mac={mac}", a.url());
+    assert!(script.contains("d-i/linux") && script.contains(&format!("url={answer_url}")), "{script}");
+    // Still installing: the run waits for the installer, however long the reboot took.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let t = a.api.ok(Method::GET, &format!("/tasks/{task}"), None).await.unwrap();
+    assert_eq!(
+        (t["runs"][0]["step"]["step"].as_str(), t["runs"][0]["state"].as_str()),
+        (Some("install"), Some("active"))
+    );
+
+    // The answer file names the report-back URL with the run's token.
+    let preseed = body_of(&get(answer_url.replace(&a.url(), "")).await, 200);
+    assert!(preseed.contains("d-i netcfg/get_hostname string inst-1"), "{preseed}");
+    let finish = preseed
+        .split_whitespace()
+        .find(|w| w.contains("/boot/installed?"))
+        .expect("a report-back URL in the late command")
+        .trim_matches('"')
+        .to_string();
+    assert!(finish.contains("&token="), "{finish}");
+    let path = finish.replace(&a.url(), "");
+    // Only the right token counts.
+    let (without, _) = path.split_once("&token=").unwrap();
+    body_of(&get(without.to_string()).await, 403);
+    body_of(&get(format!("{without}&token=forged")).await, 403);
+
+    // The installer's late command: fetch the script, run it against the installed root.
+    let identity = body_of(&get(path.clone()).await, 200);
+    let root = work.path().join("target");
+    std::fs::create_dir_all(root.join("etc")).unwrap();
+    let file = work.path().join("rackboot-finish.sh");
+    std::fs::write(&file, &identity).unwrap();
+    // Off the test's thread: the script downloads from the appliance running on it.
+    let (f, r) = (file.clone(), root.clone());
+    let out = tokio::task::spawn_blocking(move || std::process::Command::new("sh").arg(f).arg(r).output())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(out.status.success(), "{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(std::fs::read_to_string(root.join("etc/hostname")).unwrap(), "inst-1\n");
+    assert!(std::fs::read_to_string(root.join("root/.ssh/authorized_keys")).unwrap().contains("test@lab"));
+    assert_eq!(std::fs::read(root.join("usr/local/sbin/rackboot-agent")).unwrap(), b"#!/bin/sh\necho agent\n");
+    let state = root.join("var/lib/rackboot-agent");
+    let session: Value = serde_json::from_slice(&std::fs::read(state.join("session.json")).unwrap()).unwrap();
+    assert_eq!(session["approved"], true);
+    // The token is used up; the machine boots its disk now.
+    body_of(&get(path).await, 409);
+    assert_eq!(a.get(&format!("/machines/{mac}")).await["state"], "installed");
+    let script = body_of(&get(format!("/boot/ipxe?mac={mac}")).await, 200);
+    assert!(!script.contains("d-i/linux"), "{script}");
+
+    // The installed system's agent renews with the credential it was handed; post-install runs.
+    let installed = a.agent_with(mac, work.path(), AgentMode::Installed, Some(&state));
+    let run = run_where(&a, task, 30, "installed", |r| r["state"] != "active").await;
+    assert_eq!(run["state"], "installed", "{run}");
+    assert_eq!(std::fs::read_to_string(&marker).unwrap(), "post-install on inst-1\n");
+    let ev = a.get(&format!("/machines/{mac}/events")).await;
+    assert!(ev["events"].as_array().unwrap().iter().any(|e| e["kind"] == "provision.installer_finished"), "{ev}");
+    installed.abort();
+}

@@ -3,7 +3,9 @@
 # Idempotent: skips apt when everything is present.
 set -euo pipefail
 PKGS=(iproute2 curl isc-dhcp-client udhcpc dhcpcd5 dnsmasq-base atftp tftp-hpa
-      qemu-system-x86 ipxe-qemu ipxe ovmf cpio bind9-dnsutils zstd jq bc)
+      qemu-system-x86 ipxe-qemu ipxe ovmf cpio bind9-dnsutils zstd jq bc
+      debian-installer-12-netboot-amd64
+      python3-venv python3-yaml python3-jsonschema python3-requests python3-configobj python3-jsonpatch)
 [ "${1:-}" = "--bench" ] && PKGS+=(kea-dhcp4-server kea-admin atftpd nginx-light wrk dnsperf)
 missing=()
 for p in "${PKGS[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
@@ -15,6 +17,20 @@ if [ ${#missing[@]} -gt 0 ]; then
   printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d
   apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
   rm -f /usr/sbin/policy-rc.d
+fi
+# The distributions' own answer-file validators, kept out of the host's system: pykickstart's
+# ksvalidator (on PyPI only) in a venv, and cloud-init's schema check from its Debian package,
+# unpacked rather than installed (installing it would enable its boot-time services here).
+VALIDATORS="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/target/validators"
+if [ ! -x "$VALIDATORS/venv/bin/ksvalidator" ]; then
+  echo "setup: pykickstart into $VALIDATORS/venv"
+  mkdir -p "$VALIDATORS"
+  /usr/bin/python3 -m venv "$VALIDATORS/venv"
+  "$VALIDATORS/venv/bin/pip" install -q pykickstart==3.78
+fi
+if [ ! -d "$VALIDATORS/cloud-init/usr/lib/python3/dist-packages/cloudinit" ]; then
+  echo "setup: cloud-init (unpacked) into $VALIDATORS/cloud-init"
+  (cd "$VALIDATORS" && apt-get download -q cloud-init >/dev/null 2>&1 && dpkg-deb -x cloud-init_*_all.deb cloud-init && rm -f cloud-init_*_all.deb)
 fi
 if ! command -v cargo >/dev/null; then
   [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"

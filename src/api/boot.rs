@@ -19,6 +19,7 @@ use tower_http::services::ServeDir;
 use super::{ApiError, ApiState};
 use crate::cmdb::Sighting;
 use crate::config::Profile;
+use crate::controller::Hub;
 use crate::mac::Mac;
 use crate::planner::{self, BootPlan};
 use crate::render::{Renderer, ScriptVars};
@@ -44,7 +45,11 @@ pub fn routes(state: &ApiState) -> Router<ApiState> {
         // measured 1.4x the default; 1 MiB a little more, at 1 MiB of RSS per busy connection.
         .fallback_service(ServeDir::new(root).with_buf_chunk_size(256 << 10))
         .layer(middleware::from_fn_with_state(state.clone(), etag_and_timeline));
-    Router::new().route("/ipxe", get(ipxe)).route("/answer/{kind}", get(answer)).nest_service("/files", files)
+    Router::new()
+        .route("/ipxe", get(ipxe))
+        .route("/answer/{kind}", get(answer))
+        .route("/installed", get(installed))
+        .nest_service("/files", files)
 }
 
 #[derive(Deserialize)]
@@ -54,10 +59,47 @@ struct AnswerQuery {
     disk: Option<String>,
 }
 
+/// A machine about to be installed by an installer: its record, its active run and that run's
+/// task, if any.
+struct Installing {
+    mac: Mac,
+    machine: crate::cmdb::Machine,
+    run: Option<crate::provision::Run>,
+    spec: Option<crate::provision::TaskSpec>,
+}
+
+impl Installing {
+    async fn load(s: &ApiState, mac: &str) -> Result<Installing, ApiError> {
+        let mac: Mac =
+            mac.parse().map_err(|e: crate::mac::ParseMacError| ApiError(StatusCode::BAD_REQUEST, e.to_string()))?;
+        let machine = s.cmdb.machine_by_mac(mac).await?;
+        let run = s.cmdb.active_runs().await?.into_iter().find(|r| r.machine_id == Some(machine.id));
+        let spec = match &run {
+            Some(r) => Some(s.cmdb.task(r.task_id).await?.spec),
+            None => None,
+        };
+        Ok(Installing { mac, machine, run, spec })
+    }
+
+    fn hostname(&self) -> String {
+        let m = &self.machine;
+        self.run
+            .as_ref()
+            .and_then(|r| r.hostname.clone())
+            .or(m.hostname.clone())
+            .unwrap_or_else(|| format!("node-{}", m.id))
+    }
+
+    fn ssh_keys(&self) -> Vec<String> {
+        self.spec.as_ref().map(|sp| sp.ssh_keys.clone()).unwrap_or_default()
+    }
+}
+
 /// `GET /boot/answer/{kickstart|preseed|autoinstall}?mac=`: the installer answer file for one
 /// machine, rendered from `templates/installer/` with its hostname, the DNS domain, its target
-/// disk and the SSH keys of its provisioning task. Point an installer boot profile's command
-/// line at it, e.g. `inst.ks={{ http_base }}/boot/answer/kickstart?mac={{ mac }}`.
+/// disk and the SSH keys of its provisioning task. An installer boot profile's command line
+/// points at it with `{{ answer_url }}` (set `answer` on the profile). Its post-install step
+/// fetches `/boot/installed` (with the run's token when a provisioning run set the boot up).
 async fn answer(
     State(s): State<ApiState>,
     axum::extract::Path(kind): axum::extract::Path<String>,
@@ -70,21 +112,12 @@ async fn answer(
             format!("no answer file {kind:?} (kickstart, preseed, autoinstall)"),
         ));
     }
-    let mac: Mac =
-        q.mac.parse().map_err(|e: crate::mac::ParseMacError| ApiError(StatusCode::BAD_REQUEST, e.to_string()))?;
-    let m = s.cmdb.machine_by_mac(mac).await?;
-    let run = s.cmdb.active_runs().await?.into_iter().find(|r| r.machine_id == Some(m.id));
-    let spec = match &run {
-        Some(r) => Some(s.cmdb.task(r.task_id).await?.spec),
-        None => None,
-    };
-    let disk = match (q.disk, &spec) {
+    let it = Installing::load(&s, &q.mac).await?;
+    let disk = match (q.disk, &it.spec) {
         (Some(d), _) => d,
-        (None, Some(sp)) => {
-            crate::provision::engine::target_disk(&sp.disk, &m).map_err(|e| ApiError(StatusCode::CONFLICT, e))?
-        }
-        (None, None) => {
-            crate::provision::engine::target_disk("auto", &m).map_err(|e| ApiError(StatusCode::CONFLICT, e))?
+        (None, sp) => {
+            let choice = sp.as_ref().map_or("auto", |sp| sp.disk.as_str());
+            crate::provision::engine::target_disk(choice, &it.machine).map_err(|e| ApiError(StatusCode::CONFLICT, e))?
         }
     };
     let repo_url = boot.answer_repos.get(&kind).cloned().unwrap_or_default();
@@ -93,28 +126,92 @@ async fn answer(
         Some(i) => (rest[..i].to_string(), rest[i..].to_string()),
         None => (rest.to_string(), "/".to_string()),
     };
+    let finish_url = match &it.machine.installer {
+        Some(b) => format!("{}/boot/installed?mac={}&token={}", boot.http_base, it.mac, b.token),
+        None => format!("{}/boot/installed?mac={}", boot.http_base, it.mac),
+    };
     let vars = crate::render::AnswerVars {
-        mac: mac.to_string(),
-        hostname: run
-            .as_ref()
-            .and_then(|r| r.hostname.clone())
-            .or(m.hostname.clone())
-            .unwrap_or_else(|| format!("node-{}", m.id)),
+        mac: it.mac.to_string(),
+        hostname: it.hostname(),
         domain: boot.domain.clone(),
         disk_name: disk.rsplit('/').next().unwrap_or(&disk).to_string(),
         disk,
-        ssh_keys: spec.map(|sp| sp.ssh_keys).unwrap_or_default(),
+        ssh_keys: it.ssh_keys(),
         appliance_url: boot.http_base.clone(),
         repo_url,
         repo_host,
         repo_path,
+        finish_url,
     };
     let text =
         boot.renderer.answer(&kind, &vars).map_err(|e| ApiError(StatusCode::UNPROCESSABLE_ENTITY, e.to_string()))?;
     s.cmdb.record(
-        crate::cmdb::Sighting { mac: Some(mac), ..Default::default() },
+        crate::cmdb::Sighting { mac: Some(it.mac), ..Default::default() },
         vec![("boot.answer".into(), serde_json::json!({"kind": kind}))],
     );
+    Ok(([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], text).into_response())
+}
+
+#[derive(Deserialize)]
+struct InstalledQuery {
+    mac: String,
+    token: Option<String>,
+}
+
+/// `GET /boot/installed?mac=[&token=]`: an installer's post-install step reports back. The
+/// answer is the machine's identity script, to run as `sh script ROOT` against the installed
+/// system. With the token of the machine's installer boot (single use) it carries a fresh agent
+/// credential, the machine boots its disk from now on, and its run waits for the installed
+/// agent; without an installer boot (an operator booted an installer by hand) the agent
+/// enrolls like any other.
+async fn installed(State(s): State<ApiState>, Query(q): Query<InstalledQuery>) -> Result<Response, ApiError> {
+    let boot = s.boot.as_ref().ok_or_else(|| ApiError(StatusCode::NOT_FOUND, "no boot service".into()))?;
+    let it = Installing::load(&s, &q.mac).await?;
+    let id = it.machine.id;
+    let session = match (&it.machine.installer, q.token) {
+        (Some(_), Some(token)) => {
+            let (secret, hash) =
+                Hub::new_secret().map_err(|e| ApiError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
+            s.cmdb.installer_finished(id, token, hash).await?;
+            s.hub.forget(id);
+            if let Some(engine) = &s.engine {
+                engine.wake();
+            }
+            let cfg = &s.hub.cfg;
+            let session = rackboot_agent::wire::EnrollResponse {
+                machine_id: id,
+                credential: format!("{id}.{secret}"),
+                approved: true,
+                poll_secs: cfg.poll.as_secs(),
+                stats_secs: cfg.stats.as_secs(),
+                lease_secs: cfg.lease.as_secs(),
+            };
+            Some(
+                serde_json::to_string(&session)
+                    .map_err(|e| ApiError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?,
+            )
+        }
+        (Some(_), None) => {
+            return Err(ApiError(
+                StatusCode::FORBIDDEN,
+                "this machine's installer must report back with its token".into(),
+            ))
+        }
+        (None, Some(_)) => {
+            return Err(ApiError(StatusCode::CONFLICT, "no installer boot is pending (the token was used)".into()))
+        }
+        (None, None) => None,
+    };
+    let vars = crate::render::IdentityVars {
+        disk: "/".into(),
+        hostname: it.hostname(),
+        domain: boot.domain.clone(),
+        appliance_url: boot.http_base.clone(),
+        ssh_keys: it.ssh_keys(),
+        session,
+    };
+    let text = boot.renderer.identity(&vars).map_err(|e| ApiError(StatusCode::UNPROCESSABLE_ENTITY, e.to_string()))?;
+    tracing::info!(machine = id, mac = %it.mac, "installer reported back");
     Ok(([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], text).into_response())
 }
 

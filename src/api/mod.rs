@@ -97,6 +97,7 @@ impl From<CmdbError> for ApiError {
             CmdbError::NotFound(_) => StatusCode::NOT_FOUND,
             CmdbError::Conflict(_) => StatusCode::CONFLICT,
             CmdbError::Invalid(_) => StatusCode::BAD_REQUEST,
+            CmdbError::Forbidden(_) => StatusCode::FORBIDDEN,
             CmdbError::Storage(_) => StatusCode::INTERNAL_SERVER_ERROR,
         };
         ApiError(code, e.to_string())

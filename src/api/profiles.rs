@@ -22,8 +22,8 @@ pub fn routes() -> Router<ApiState> {
 pub async fn all_profiles(s: &ApiState) -> Result<BTreeMap<String, Profile>, ApiError> {
     let mut out = s.boot.as_ref().map(|b| b.profiles.clone()).unwrap_or_default();
     for p in s.cmdb.profiles().await? {
-        let StoredProfile { name, kernel, initrd, cmdline } = p;
-        out.entry(name.clone()).or_insert(Profile { name, kernel, initrd, cmdline });
+        let StoredProfile { name, kernel, initrd, cmdline, answer } = p;
+        out.entry(name.clone()).or_insert(Profile { name, kernel, initrd, cmdline, answer });
     }
     Ok(out)
 }
@@ -38,7 +38,7 @@ async fn list(State(s): State<ApiState>) -> Result<Json<Value>, ApiError> {
         .into_values()
         .map(|p| {
             let source = if is_config(&s, &p.name) { "config" } else { "api" };
-            json!({"name": p.name, "kernel": p.kernel, "initrd": p.initrd, "cmdline": p.cmdline, "source": source})
+            json!({"name": p.name, "kernel": p.kernel, "initrd": p.initrd, "cmdline": p.cmdline, "answer": p.answer, "source": source})
         })
         .collect();
     Ok(Json(json!({ "profiles": profiles })))
@@ -59,6 +59,9 @@ async fn upsert(
     }
     if p.kernel.trim().is_empty() || p.initrd.trim().is_empty() {
         return Err(bad("kernel and initrd are required".into()));
+    }
+    if let Some(a) = p.answer.as_deref().filter(|a| !crate::render::ANSWER_KINDS.contains(a)) {
+        return Err(bad(format!("answer {a:?} is not one of {:?}", crate::render::ANSWER_KINDS)));
     }
     if let Some(boot) = &s.boot {
         boot.renderer.check_cmdline(&p.cmdline).map_err(|e| bad(format!("cmdline: {e}")))?;

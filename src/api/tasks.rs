@@ -32,6 +32,32 @@ fn plain_name(n: &str) -> bool {
     !n.is_empty() && !n.starts_with('.') && n.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
 }
 
+/// The image: a file in the images directory; its checksum is computed here when not given.
+async fn image_checksum(engine: &crate::provision::engine::Engine, spec: &mut TaskSpec) -> Result<(), ApiError> {
+    let name = spec.image.clone().unwrap_or_default();
+    if !plain_name(&name) {
+        return Err(bad(format!("image {name:?} must be a plain file name in the images directory")));
+    }
+    let image = engine.cfg.images_dir.join(&name);
+    if !image.is_file() {
+        return Err(bad(format!("image {name:?} is not in {}", engine.cfg.images_dir.display())));
+    }
+    match &spec.image_sha256 {
+        Some(h) if h.len() != 64 || !h.chars().all(|c| c.is_ascii_hexdigit()) => {
+            Err(bad("image_sha256 must be 64 hex digits"))
+        }
+        Some(_) => Ok(()),
+        None => {
+            let sum = tokio::task::spawn_blocking(move || sha256_file(&image))
+                .await
+                .map_err(|e| ApiError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?
+                .map_err(|e| ApiError(StatusCode::INTERNAL_SERVER_ERROR, format!("reading the image: {e}")))?;
+            spec.image_sha256 = Some(sum);
+            Ok(())
+        }
+    }
+}
+
 async fn create(
     State(s): State<ApiState>,
     body: Result<Json<TaskSpec>, JsonRejection>,
@@ -43,27 +69,18 @@ async fn create(
         .ok_or_else(|| ApiError(StatusCode::SERVICE_UNAVAILABLE, "provisioning is not running".into()))?;
     let cmdb = &s.cmdb;
 
-    // The image: a file in the images directory; its checksum is computed here when not given.
-    if !plain_name(&spec.image) {
-        return Err(bad(format!("image {:?} must be a plain file name in the images directory", spec.image)));
-    }
-    let image = engine.cfg.images_dir.join(&spec.image);
-    if !image.is_file() {
-        return Err(bad(format!("image {:?} is not in {}", spec.image, engine.cfg.images_dir.display())));
-    }
-    match &spec.image_sha256 {
-        Some(h) if h.len() != 64 || !h.chars().all(|c| c.is_ascii_hexdigit()) => {
-            return Err(bad("image_sha256 must be 64 hex digits"));
+    match (&spec.image, &spec.installer) {
+        (Some(_), None) => image_checksum(engine, &mut spec).await?,
+        (None, Some(name)) => {
+            let profiles = super::profiles::all_profiles(&s).await?;
+            let p = profiles.get(name).ok_or_else(|| bad(format!("no boot profile {name:?} for the installer")))?;
+            if p.answer.is_none() {
+                return Err(bad(format!(
+                    "boot profile {name:?} has no answer file (set answer = \"kickstart\", \"preseed\" or \"autoinstall\")"
+                )));
+            }
         }
-        Some(_) => {}
-        None => {
-            let path = image.clone();
-            let sum = tokio::task::spawn_blocking(move || sha256_file(&path))
-                .await
-                .map_err(|e| ApiError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?
-                .map_err(|e| ApiError(StatusCode::INTERNAL_SERVER_ERROR, format!("reading the image: {e}")))?;
-            spec.image_sha256 = Some(sum);
-        }
+        _ => return Err(bad("a task needs either an image or an installer")),
     }
     if let Some(p) = &spec.hardware_profile {
         if !engine.cfg.hardware_profiles.contains_key(p) {

@@ -23,7 +23,8 @@ pub use agents::{Enrolled, JobFilter, StoredChunk};
 pub use index::{Brief, DnsHosts};
 pub use machines::MachineFilter;
 pub use model::{
-    AgentRecord, Event, Lease, LeaseState, Machine, MachinePatch, MachineState, NewMachine, Sighting, StoredProfile,
+    AgentRecord, Event, InstallerBoot, Lease, LeaseState, Machine, MachinePatch, MachineState, NewMachine, Sighting,
+    StoredProfile,
 };
 pub use provision::{MachineUpdate, NewRun};
 use writer::{Completion, Job, WriteCtx};
@@ -37,6 +38,8 @@ pub enum CmdbError {
     Conflict(String),
     #[error("invalid: {0}")]
     Invalid(String),
+    #[error("forbidden: {0}")]
+    Forbidden(String),
     #[error("storage: {0}")]
     Storage(String),
 }

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::mac::Mac;
 
 /// Current record schema version; bump it together with a step in `store::migrate`.
-pub const SCHEMA_VERSION: u64 = 4;
+pub const SCHEMA_VERSION: u64 = 5;
 
 /// Where a machine is in its lifecycle.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -62,6 +62,20 @@ pub struct Machine {
     /// Hardware as the agent reported it (schema 3).
     #[serde(default)]
     pub inventory: Option<rackboot_agent::wire::Inventory>,
+    /// An installer boot a provisioning run set up (schema 5): PXE boots its profile until the
+    /// installer reports back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub installer: Option<InstallerBoot>,
+}
+
+/// The installer a machine boots while a run installs it from an answer file. The installer's
+/// post-install step reports back to `/boot/installed` with `token` (single use), which hands
+/// over the agent's credential and switches the machine to its own disk.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InstallerBoot {
+    pub profile: String,
+    pub run: u64,
+    pub token: String,
 }
 
 impl Machine {
@@ -86,6 +100,7 @@ impl Machine {
             last_seen_at: None,
             boot_profile: None,
             inventory: None,
+            installer: None,
         }
     }
 }
@@ -209,6 +224,9 @@ pub struct StoredProfile {
     pub initrd: String,
     #[serde(default)]
     pub cmdline: String,
+    /// For an installer: the answer file it reads (see [`crate::config::Profile::answer`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<String>,
 }
 
 /// What the DHCP server learned about a client from one packet.

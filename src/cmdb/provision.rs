@@ -8,11 +8,11 @@ use serde_json::json;
 
 use super::agents::{cancel_job_in, insert_job};
 use super::machines::{check_unique, get_machine, push_event, put_machine};
-use super::model::MachineState;
-use super::store::{decode, encode, ACTIVE_RUNS, RUNS, TASKS};
+use super::model::{AgentRecord, InstallerBoot, MachineState};
+use super::store::{decode, encode, ACTIVE_RUNS, AGENTS, RUNS, TASKS};
 use super::{now_ms, now_secs, Cmdb, CmdbError};
 use crate::jobs::{Job, NewJob};
-use crate::provision::{Run, RunState, Task, TaskSpec, TaskState};
+use crate::provision::{Run, RunState, Step, Task, TaskSpec, TaskState};
 
 /// A run to create: its machine (if known yet), hostname and address.
 #[derive(Debug, Clone)]
@@ -28,6 +28,8 @@ pub struct MachineUpdate {
     pub state: Option<MachineState>,
     pub hostname: Option<String>,
     pub reserved_ip: Option<Ipv4Addr>,
+    /// `Some(None)` clears the installer boot.
+    pub installer: Option<Option<InstallerBoot>>,
 }
 
 impl Cmdb {
@@ -92,6 +94,7 @@ impl Cmdb {
                     state: Some(MachineState::Queued),
                     hostname: run.hostname.clone(),
                     reserved_ip: run.ip,
+                    installer: None,
                 };
                 store_run(
                     ctx,
@@ -105,13 +108,15 @@ impl Cmdb {
         .await
     }
 
-    /// Queues the job for a run's step and records it on the run, in one transaction, so a
-    /// crash can never leave a job that no run knows about (and submit it twice).
+    /// Queues the job for a run's step and records it on the run (with `update` to its machine),
+    /// in one transaction, so a crash can never leave a job that no run knows about (and submit
+    /// it twice).
     pub async fn start_step_job(
         &self,
         mut run: Run,
         new: NewJob,
         event: (&'static str, serde_json::Value),
+        update: MachineUpdate,
     ) -> Result<(Run, Job), CmdbError> {
         self.write(move |ctx| {
             let mid = run.machine_id.ok_or_else(|| CmdbError::Invalid("the run has no machine".into()))?;
@@ -119,7 +124,7 @@ impl Cmdb {
             run.job = Some(job.id);
             let (kind, mut detail) = event;
             detail["job"] = json!(job.id);
-            let run = store_run(ctx, run, &MachineUpdate::default(), Some((kind, detail)))?;
+            let run = store_run(ctx, run, &update, Some((kind, detail)))?;
             Ok((run, job))
         })
         .await
@@ -150,7 +155,7 @@ impl Cmdb {
                     jobs.extend(cancel_job_in(ctx, j)?);
                 }
                 let state = if run.step.installed() { MachineState::Installed } else { MachineState::Ready };
-                let update = MachineUpdate { state: Some(state), ..Default::default() };
+                let update = MachineUpdate { state: Some(state), installer: Some(None), ..Default::default() };
                 let detail = json!({"task": task_id, "run": run.id});
                 store_run(ctx, run, &update, Some(("provision.cancelled", detail)))?;
             }
@@ -170,6 +175,60 @@ impl Cmdb {
         event: Option<(&'static str, serde_json::Value)>,
     ) -> Result<(), CmdbError> {
         self.write(move |ctx| store_run(ctx, run, &update, event).map(|_| ())).await
+    }
+
+    /// An installer reported back (`/boot/installed`) with the token of its machine's installer
+    /// boot. In one transaction: the token is used up, the machine boots its disk from now on
+    /// (`installed`), its agent credential becomes `secret_sha256` (handed to the installed
+    /// system, whose agent renews with it), and the run moves to `wait_installed`.
+    pub async fn installer_finished(
+        &self,
+        machine_id: u64,
+        token: String,
+        secret_sha256: String,
+    ) -> Result<Run, CmdbError> {
+        self.write(move |ctx| {
+            let m = get_machine(&ctx.t.machines, machine_id)?;
+            let boot = m.installer.clone().ok_or_else(|| {
+                CmdbError::Conflict(format!("machine {machine_id} is not being installed by an installer"))
+            })?;
+            if !crate::controller::same_secret(&boot.token, &token) {
+                return Err(CmdbError::Forbidden("wrong or used installer token".into()));
+            }
+            let run: Run = match ctx.t.tx.open_table(RUNS)?.get(boot.run)? {
+                Some(v) => decode(v.value())?,
+                None => return Err(CmdbError::NotFound(format!("run {}", boot.run))),
+            };
+            if run.state != RunState::Active || run.step != Step::Install {
+                return Err(CmdbError::Conflict(format!("run {} is not installing", run.id)));
+            }
+            let mut agents = ctx.t.tx.open_table(AGENTS)?;
+            let mut rec: AgentRecord = match agents.get(machine_id)? {
+                Some(v) => decode(v.value())?,
+                None => return Err(CmdbError::Conflict(format!("machine {machine_id} has no agent record"))),
+            };
+            rec.secret_sha256 = secret_sha256;
+            rec.pending_sha256 = None;
+            rec.approved = true;
+            agents.insert(machine_id, encode(&rec).as_slice())?;
+            drop(agents);
+            let mut run = run;
+            let now = now_ms();
+            if let Some(j) = run.job.take() {
+                cancel_job_in(ctx, j)?;
+            }
+            run.step = Step::WaitInstalled;
+            run.progress = Step::WaitInstalled.progress();
+            run.failures = 0;
+            run.error = None;
+            run.step_started_ms = now;
+            run.installed_after_ms = Some(now);
+            let update =
+                MachineUpdate { state: Some(MachineState::Installed), installer: Some(None), ..Default::default() };
+            let detail = json!({"task": run.task_id, "run": run.id, "step": "wait_installed", "progress": run.progress, "installer": boot.profile});
+            store_run(ctx, run, &update, Some(("provision.installer_finished", detail)))
+        })
+        .await
     }
 
     pub async fn set_task_state(&self, task_id: u64, state: TaskState) -> Result<(), CmdbError> {
@@ -291,7 +350,10 @@ fn store_run(
             if update.hostname.is_some() || update.reserved_ip.is_some() {
                 check_unique(ctx, Some(mid), &m.macs, update.hostname.as_deref(), update.reserved_ip)?;
             }
-            let before = (m.state, m.hostname.clone(), m.reserved_ip);
+            let before = (m.state, m.hostname.clone(), m.reserved_ip, m.installer.clone());
+            if let Some(i) = &update.installer {
+                m.installer = i.clone();
+            }
             if let Some(s) = update.state {
                 m.state = s;
             }
@@ -301,7 +363,7 @@ fn store_run(
             if update.reserved_ip.is_some() {
                 m.reserved_ip = update.reserved_ip;
             }
-            if before != (m.state, m.hostname.clone(), m.reserved_ip) {
+            if before != (m.state, m.hostname.clone(), m.reserved_ip, m.installer.clone()) {
                 m.updated_at = now_secs();
                 put_machine(ctx, &m)?;
             }

@@ -132,6 +132,8 @@ fn migrate(tx: &WriteTransaction, from: u64) -> Result<(), CmdbError> {
                 tx.open_table(RUNS)?;
                 tx.open_table(ACTIVE_RUNS)?;
             }
+            // 4 -> 5: a machine may carry the installer boot of its run (an optional field).
+            4 => {}
             v => return Err(CmdbError::Storage(format!("no migration from schema {v}"))),
         }
         version += 1;

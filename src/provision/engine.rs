@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
 use super::{profile_fits, step_name, Run, RunState, Step, Task, TaskState};
-use crate::cmdb::{now_ms, now_secs, Machine, MachineFilter, MachineState, MachineUpdate};
+use crate::cmdb::{now_ms, now_secs, InstallerBoot, Machine, MachineFilter, MachineState, MachineUpdate};
 use crate::config::{HardwareProfile, ProvisionConfig};
 use crate::controller::Hub;
 use crate::jobs::{JobState, NewJob};
@@ -196,7 +196,8 @@ impl Engine {
                         timeout_secs: spec.step_timeout_secs,
                         max_attempts: JOB_ATTEMPTS,
                     };
-                    cmdb.start_step_job(run, new, ("provision.reinstall_reboot", detail)).await?;
+                    cmdb.start_step_job(run, new, ("provision.reinstall_reboot", detail), MachineUpdate::default())
+                        .await?;
                     self.hub.wake(mid);
                     return Ok(RunState::Active);
                 }
@@ -247,10 +248,18 @@ impl Engine {
                             return self.save(run, task).await;
                         }
                     };
-                    let detail =
+                    let mut detail =
                         json!({"task": task.id, "run": run.id, "step": step_name(step), "progress": run.progress});
+                    let mut update = MachineUpdate::default();
+                    if let (Step::Install, Some(profile)) = (step, &spec.installer) {
+                        // PXE boots the installer from now on, until it reports back with this token.
+                        let (token, _) = crate::controller::Hub::new_secret().map_err(|e| anyhow::anyhow!("{e}"))?;
+                        let boot = InstallerBoot { profile: profile.clone(), run: run.id, token };
+                        update.installer = Some(Some(boot));
+                        detail["installer"] = json!(profile);
+                    }
                     let new = NewJob { action, timeout_secs: spec.step_timeout_secs, max_attempts: JOB_ATTEMPTS };
-                    cmdb.start_step_job(run, new, ("provision.step", detail)).await?;
+                    cmdb.start_step_job(run, new, ("provision.step", detail), update).await?;
                     self.hub.wake(mid);
                     return Ok(RunState::Active);
                 }
@@ -266,6 +275,16 @@ impl Engine {
                             );
                         }
                         JobState::Queued | JobState::Running => return Ok(RunState::Active),
+                        // The machine rebooted into its installer; /boot/installed moves the run on
+                        // when the installer reports back. A hung installer is not retried: the
+                        // machine sits in it until someone power-cycles it.
+                        JobState::Succeeded if step == Step::Install && spec.installer.is_some() => {
+                            if !timed_out {
+                                return Ok(RunState::Active);
+                            }
+                            let why = format!("the installer did not report back within {} s", spec.step_timeout_secs);
+                            run.step_failed(why, 0, now);
+                        }
                         JobState::Succeeded => {
                             run.advance(n_conf, n_post, now);
                             if step == Step::Reboot {
@@ -309,7 +328,9 @@ impl Engine {
             RunState::Failed => "provision.failed",
             _ => "provision.step",
         };
-        let update = MachineUpdate { state: Some(machine_state), ..Default::default() };
+        // An ended run leaves no installer boot behind: a power cycle boots discovery again.
+        let installer = (state != RunState::Active).then_some(None);
+        let update = MachineUpdate { state: Some(machine_state), installer, ..Default::default() };
         self.hub.cmdb.save_run(run, update, Some((kind, detail))).await?;
         Ok(state)
     }
@@ -333,7 +354,8 @@ impl Engine {
             run.machine_id = Some(m.id);
             run.hostname = hostname.clone();
             bound.insert(m.id);
-            let update = MachineUpdate { state: Some(MachineState::Queued), hostname, reserved_ip: run.ip };
+            let update =
+                MachineUpdate { state: Some(MachineState::Queued), hostname, reserved_ip: run.ip, installer: None };
             let detail = json!({"task": task.id, "run": run.id});
             // The write re-checks that no other run took the machine meanwhile.
             self.hub.cmdb.save_run(run.clone(), update, Some(("provision.queued", detail))).await?;
@@ -366,8 +388,14 @@ impl Engine {
                 let body = p.scripts.get(i).ok_or("the hardware profile has fewer scripts now")?.clone();
                 Ok(script(body, env(&[])))
             }
+            // Into the installer (the job's machine update makes PXE boot it).
+            Step::Install if spec.installer.is_some() => Ok(Action::Reboot),
             Step::Install => Ok(Action::DeployImage {
-                url: format!("{}/boot/files/images/{}", self.http_base, spec.image),
+                url: format!(
+                    "{}/boot/files/images/{}",
+                    self.http_base,
+                    spec.image.as_deref().ok_or("the task has no image")?
+                ),
                 sha256: spec.image_sha256.clone().ok_or("the task has no image checksum")?,
                 disk,
             }),
@@ -378,6 +406,7 @@ impl Engine {
                     domain: self.domain.clone(),
                     appliance_url: self.http_base.clone(),
                     ssh_keys: spec.ssh_keys.clone(),
+                    session: None,
                 };
                 Ok(script(self.renderer.identity(&vars).map_err(|e| e.to_string())?, env(&[])))
             }

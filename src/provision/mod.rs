@@ -12,6 +12,11 @@
 //! -> identity (rendered script: hostname, network, SSH keys, the agent and its credential)
 //! -> reboot (the machine is marked installed first, so PXE now boots its disk)
 //! -> wait_installed (no job: the installed system's agent checks in)
+//!
+//! With an installer instead of an image, install is a reboot job into the installer (the
+//! machine carries an [`crate::cmdb::InstallerBoot`], so PXE boots it with its answer file);
+//! the installer's post-install step fetches `/boot/installed`, which hands over the identity
+//! script with the agent's credential and moves the run straight to wait_installed.
 //! -> post_install[i] (scripts from postinstall/, on the installed system) -> done
 //! ```
 //!
@@ -44,10 +49,16 @@ pub enum Selector {
 pub struct TaskSpec {
     pub select: Selector,
     /// Image file name under `<boot dir>/images/` (served at `/boot/files/images/<name>`).
-    pub image: String,
+    /// A task has an image or an installer.
+    #[serde(default)]
+    pub image: Option<String>,
     /// Its SHA-256 (hex); computed from the file when not given.
     #[serde(default)]
     pub image_sha256: Option<String>,
+    /// A boot profile with an answer file (kickstart, preseed, autoinstall): the install step
+    /// reboots the machine into that installer, whose post-install step reports back.
+    #[serde(default)]
+    pub installer: Option<String>,
     #[serde(default)]
     pub hardware_profile: Option<String>,
     /// e.g. `node-{n:02}` ({n}: 1-based index in the task; {mac}: the boot MAC without colons).

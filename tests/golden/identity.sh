@@ -1,9 +1,13 @@
 #!/bin/sh
-# rackboot identity step (rendered per machine; runs in BootOS after the image is written).
-# Grows the root partition (the largest partition of the disk) to the end of the disk, then
-# writes the machine's identity into it: hostname, a fresh machine-id, SSH keys, network by
-# DHCP, and the rackboot agent with its credential and service, so the installed system calls
-# the appliance in.
+# rackboot identity step (rendered per machine). Two ways it runs:
+# - in BootOS after an image was written: grows the root partition (the largest partition of
+#   the disk) to the end of the disk and mounts it;
+# - as `sh identity.sh ROOT` from an installer's post-install step (served by /boot/installed):
+#   ROOT is the installed system's root (/target in debian-installer and subiquity, / in a
+#   kickstart %post).
+# Either way it writes the machine's identity: hostname, a fresh machine-id, SSH keys, network
+# by DHCP, and the rackboot agent with its credential and service, so the installed system
+# calls the appliance in.
 # A regular file as the target (tests, image builds) gets the files under <file>.root/.
 set -eu
 DISK="/dev/vda"
@@ -12,7 +16,10 @@ DOMAIN="lab.rackboot.test"
 APPLIANCE="http://198.18.0.1:8080"
 say() { echo "identity: $*"; }
 
-if [ -b "$DISK" ]; then
+if [ -n "${1:-}" ]; then
+  ROOT=$1
+  [ -d "$ROOT/etc" ] || { say "$ROOT is not an installed system's root"; exit 1; }
+elif [ -b "$DISK" ]; then
   # The image brought its own partition table: make the kernel read it, and move GPT's backup
   # header to the end of this (larger) disk.
   blockdev --rereadpt "$DISK" 2>/dev/null || true
@@ -74,7 +81,13 @@ if [ -n "${RACKBOOT_SESSION:-}" ]; then
   (umask 077; printf '%s' "$RACKBOOT_SESSION" > "$ROOT/var/lib/rackboot-agent/session.json")
 fi
 chmod 700 "$ROOT/var/lib/rackboot-agent"
-if [ -x /bin/rackboot-agent ] && [ -b "$DISK" ]; then
+if [ -n "${1:-}" ]; then
+  # From the appliance (installers have curl or busybox wget).
+  AGENT_URL="$APPLIANCE/boot/files/bootos/rackboot-agent"
+  if command -v curl >/dev/null; then curl -fsS -o "$ROOT/usr/local/sbin/rackboot-agent" "$AGENT_URL"
+  else wget -q -O "$ROOT/usr/local/sbin/rackboot-agent" "$AGENT_URL"; fi
+  chmod 0755 "$ROOT/usr/local/sbin/rackboot-agent"
+elif [ -x /bin/rackboot-agent ] && [ -b "$DISK" ]; then
   cp /bin/rackboot-agent "$ROOT/usr/local/sbin/rackboot-agent"
 fi
 cat > "$ROOT/etc/systemd/system/rackboot-agent.service" <<'UNIT'

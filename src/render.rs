@@ -157,7 +157,11 @@ impl Renderer {
                 // An installer's command line points at its answer file for this machine.
                 let cmdline = match &p.answer {
                     Some(kind) => {
-                        let answer_url = format!("{}/boot/answer/{kind}?mac={}", vars.http_base, vars.mac);
+                        // Ubuntu's installer reads a cloud-init NoCloud seed: a directory URL.
+                        let answer_url = match kind.as_str() {
+                            "autoinstall" => format!("{}/boot/nocloud/{}/", vars.http_base, vars.mac),
+                            _ => format!("{}/boot/answer/{kind}?mac={}", vars.http_base, vars.mac),
+                        };
                         self.env.render_str(&p.cmdline, minijinja::context! { answer_url, ..val(vars) })?
                     }
                     None => self.env.render_str(&p.cmdline, val(vars))?,

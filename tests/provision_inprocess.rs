@@ -248,6 +248,14 @@ async fn answer_files_are_rendered_per_machine_and_the_preseed_passes_debconf() 
     let r = get("/boot/answer/preseed?mac=52:54:00:b0:00:09".into()).await;
     assert!(r.contains(" 409 ") && r.contains("inventory"), "{r}");
 
+    // Ubuntu's installer takes the autoinstall file as a cloud-init NoCloud seed.
+    let r = get("/boot/nocloud/52:54:00:b0:00:09/meta-data".into()).await;
+    assert!(r.contains(" 200 ") && r.contains("local-hostname: inst01\n"), "{r}");
+    let r = get("/boot/nocloud/52:54:00:b0:00:09/user-data".into()).await;
+    assert!(r.contains(" 409 ") && r.contains("inventory"), "{r}");
+    let r = get("/boot/nocloud/52:54:00:b0:00:09/passwd".into()).await;
+    assert!(r.contains(" 404 "), "{r}");
+
     // debconf's own parser accepts the preseed (debconf is part of every Debian system).
     let r = get("/boot/answer/preseed?mac=52:54:00:b0:00:09&disk=/dev/sda".into()).await;
     let body = r.split_once("\r\n\r\n").unwrap().1.to_string();

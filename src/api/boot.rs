@@ -48,6 +48,7 @@ pub fn routes(state: &ApiState) -> Router<ApiState> {
     Router::new()
         .route("/ipxe", get(ipxe))
         .route("/answer/{kind}", get(answer))
+        .route("/nocloud/{mac}/{file}", get(nocloud))
         .route("/installed", get(installed))
         .nest_service("/files", files)
 }
@@ -105,22 +106,47 @@ async fn answer(
     axum::extract::Path(kind): axum::extract::Path<String>,
     Query(q): Query<AnswerQuery>,
 ) -> Result<Response, ApiError> {
+    let text = render_answer(&s, &kind, &q.mac, q.disk).await?;
+    Ok(([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], text).into_response())
+}
+
+/// `GET /boot/nocloud/{mac}/{user-data|meta-data|vendor-data}`: the autoinstall answer file as
+/// a cloud-init NoCloud seed, which is how Ubuntu's installer takes it
+/// (`ds=nocloud-net;s={{ answer_url }}`: cloud-init appends the file names to the URL).
+async fn nocloud(
+    State(s): State<ApiState>,
+    axum::extract::Path((mac, file)): axum::extract::Path<(String, String)>,
+) -> Result<Response, ApiError> {
+    let text = match file.as_str() {
+        "user-data" => render_answer(&s, "autoinstall", &mac, None).await?,
+        "meta-data" => {
+            let it = Installing::load(&s, &mac).await?;
+            format!("instance-id: rackboot-{}\nlocal-hostname: {}\n", it.machine.id, it.hostname())
+        }
+        "vendor-data" => String::new(),
+        other => return Err(ApiError(StatusCode::NOT_FOUND, format!("no NoCloud file {other:?}"))),
+    };
+    Ok(([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], text).into_response())
+}
+
+/// Renders answer file `kind` for the machine with `mac` (see [`answer`]).
+async fn render_answer(s: &ApiState, kind: &str, mac: &str, disk: Option<String>) -> Result<String, ApiError> {
     let boot = s.boot.as_ref().ok_or_else(|| ApiError(StatusCode::NOT_FOUND, "no boot service".into()))?;
-    if !crate::render::ANSWER_KINDS.contains(&kind.as_str()) {
+    if !crate::render::ANSWER_KINDS.contains(&kind) {
         return Err(ApiError(
             StatusCode::NOT_FOUND,
             format!("no answer file {kind:?} (kickstart, preseed, autoinstall)"),
         ));
     }
-    let it = Installing::load(&s, &q.mac).await?;
-    let disk = match (q.disk, &it.spec) {
+    let it = Installing::load(s, mac).await?;
+    let disk = match (disk, &it.spec) {
         (Some(d), _) => d,
         (None, sp) => {
             let choice = sp.as_ref().map_or("auto", |sp| sp.disk.as_str());
             crate::provision::engine::target_disk(choice, &it.machine).map_err(|e| ApiError(StatusCode::CONFLICT, e))?
         }
     };
-    let repo_url = boot.answer_repos.get(&kind).cloned().unwrap_or_default();
+    let repo_url = boot.answer_repos.get(kind).cloned().unwrap_or_default();
     let rest = repo_url.split_once("://").map_or(repo_url.as_str(), |(_, r)| r);
     let (repo_host, repo_path) = match rest.find('/') {
         Some(i) => (rest[..i].to_string(), rest[i..].to_string()),
@@ -144,12 +170,12 @@ async fn answer(
         finish_url,
     };
     let text =
-        boot.renderer.answer(&kind, &vars).map_err(|e| ApiError(StatusCode::UNPROCESSABLE_ENTITY, e.to_string()))?;
+        boot.renderer.answer(kind, &vars).map_err(|e| ApiError(StatusCode::UNPROCESSABLE_ENTITY, e.to_string()))?;
     s.cmdb.record(
         crate::cmdb::Sighting { mac: Some(it.mac), ..Default::default() },
         vec![("boot.answer".into(), serde_json::json!({"kind": kind}))],
     );
-    Ok(([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], text).into_response())
+    Ok(text)
 }
 
 #[derive(Deserialize)]

@@ -39,7 +39,7 @@ enum Command {
         #[command(subcommand)]
         cmd: JobsCmd,
     },
-    /// Provisioning tasks: install machines from an image, see their progress.
+    /// Provisioning tasks: install machines from an image or an installer, see their progress.
     Tasks {
         #[command(flatten)]
         api: ApiArgs,
@@ -125,8 +125,11 @@ struct CreateTask {
     #[arg(long)]
     next: Option<u32>,
     /// Image file name in the images directory.
+    #[arg(long, required_unless_present = "installer", conflicts_with = "installer")]
+    image: Option<String>,
+    /// Or: a boot profile with an answer file (kickstart, preseed, autoinstall) to install with.
     #[arg(long)]
-    image: String,
+    installer: Option<String>,
     #[arg(long)]
     hardware_profile: Option<String>,
     /// e.g. node-{n:02}
@@ -149,7 +152,7 @@ struct CreateTask {
 
 #[derive(Subcommand)]
 enum TasksCmd {
-    /// Provision machines (by --mac, --serial, --tag, or --next N) from an image.
+    /// Provision machines (by --mac, --serial, --tag, or --next N) from an image or an installer.
     Create(Box<CreateTask>),
     /// List tasks.
     List,
@@ -441,6 +444,10 @@ async fn tasks(c: ApiClient, cmd: TasksCmd) -> anyhow::Result<()> {
             );
         }
     };
+    let os_of = |spec: &Value| match spec["installer"].as_str() {
+        Some(p) => format!("installer {p}"),
+        None => format!("image {}", s(&spec["image"])),
+    };
     match cmd {
         TasksCmd::Create(args) => {
             let CreateTask {
@@ -449,6 +456,7 @@ async fn tasks(c: ApiClient, cmd: TasksCmd) -> anyhow::Result<()> {
                 tag,
                 next,
                 image,
+                installer,
                 hardware_profile,
                 hostname,
                 ip_pool,
@@ -465,10 +473,15 @@ async fn tasks(c: ApiClient, cmd: TasksCmd) -> anyhow::Result<()> {
                 (true, true, None, Some(n)) => json!({"next": n}),
                 _ => anyhow::bail!("choose the machines with one of --mac, --serial, --tag or --next"),
             };
-            let mut body = json!({"select": select, "image": image, "disk": disk, "ssh_keys": ssh_keys,
+            let mut body = json!({"select": select, "disk": disk, "ssh_keys": ssh_keys,
                 "post_install": post_install, "reinstall": reinstall});
-            for (k, v) in [("hardware_profile", hardware_profile), ("hostname_pattern", hostname), ("ip_pool", ip_pool)]
-            {
+            for (k, v) in [
+                ("image", image),
+                ("installer", installer),
+                ("hardware_profile", hardware_profile),
+                ("hostname_pattern", hostname),
+                ("ip_pool", ip_pool),
+            ] {
                 if let Some(v) = v {
                     body[k] = json!(v);
                 }
@@ -482,15 +495,15 @@ async fn tasks(c: ApiClient, cmd: TasksCmd) -> anyhow::Result<()> {
         }
         TasksCmd::List => {
             let v = c.ok(Method::GET, "/tasks", None).await?;
-            println!("{:<5} {:<10} {:<5} IMAGE", "ID", "STATE", "RUNS");
+            println!("{:<5} {:<10} {:<5} OS", "ID", "STATE", "RUNS");
             for t in v["tasks"].as_array().into_iter().flatten() {
                 let runs = t["runs"].as_array().map_or(0, Vec::len);
-                println!("{:<5} {:<10} {:<5} {}", s(&t["id"]), s(&t["state"]), runs, s(&t["spec"]["image"]));
+                println!("{:<5} {:<10} {:<5} {}", s(&t["id"]), s(&t["state"]), runs, os_of(&t["spec"]));
             }
         }
         TasksCmd::Show { id } => {
             let v = c.ok(Method::GET, &format!("/tasks/{id}"), None).await?;
-            println!("task {id}: {} (image {})", s(&v["task"]["state"]), s(&v["task"]["spec"]["image"]));
+            println!("task {id}: {} ({})", s(&v["task"]["state"]), os_of(&v["task"]["spec"]));
             print_runs(&v);
         }
         TasksCmd::Cancel { id } => {

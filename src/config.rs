@@ -596,7 +596,8 @@ impl TryFrom<WireConfig> for Config {
             let dup = profile_map.insert(name.clone(), Profile { name: name.clone(), kernel, initrd, cmdline, answer });
             anyhow::ensure!(dup.is_none(), "boot profile {name} is defined twice");
         }
-        if profile_map.is_empty() {
+        // The built-in discovery profile, unless the config defines its own.
+        if !profile_map.contains_key("discovery") {
             let d = builtin_discovery();
             profile_map.insert(d.name.clone(), d);
         }

@@ -416,3 +416,61 @@ async fn an_installer_task_boots_the_installer_whose_report_back_hands_the_node_
     assert!(ev["events"].as_array().unwrap().iter().any(|e| e["kind"] == "provision.installer_finished"), "{ev}");
     installed.abort();
 }
+
+#[tokio::test]
+async fn reinstall_reboots_an_installed_node_into_bootos_and_installs_it_again() {
+    let post = tempfile::tempdir().unwrap();
+    let a = Appliance::start(&config(post.path())).await;
+    let images = a.dir.path().join("boot/images");
+    std::fs::create_dir_all(&images).unwrap();
+    std::fs::write(images.join("one.img"), vec![1u8; 300_000]).unwrap();
+    std::fs::write(images.join("two.img"), vec![2u8; 300_000]).unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let disk = work.path().join("disk.img");
+    let mac = "52:54:00:b0:00:0c";
+    let state = work.path().join("disk.img.root/var/lib/rackboot-agent");
+
+    // First install, up to the installed agent's check-in.
+    let bootos = a.agent(mac, work.path());
+    let spec = json!({"select": {"macs": [mac]}, "image": "one.img", "disk": disk});
+    let first = a.api.ok(Method::POST, "/tasks", Some(spec)).await.unwrap()["task"]["id"].as_u64().unwrap();
+    run_where(&a, first, 30, "wait_installed", |r| r["step"]["step"] == "wait_installed").await;
+    bootos.abort();
+    let installed = a.agent_with(mac, work.path(), AgentMode::Installed, Some(&state));
+    assert_eq!(run_where(&a, first, 30, "installed", |r| r["state"] != "active").await["state"], "installed");
+
+    // An installed machine is only taken with reinstall.
+    let again = json!({"select": {"macs": [mac]}, "image": "two.img", "disk": disk});
+    let (status, body) = a.api.call(Method::POST, "/tasks", Some(again.clone())).await.unwrap();
+    assert_eq!(status, 409, "{body}");
+    let mut again = again;
+    again["reinstall"] = json!(true);
+    let second = a.api.ok(Method::POST, "/tasks", Some(again)).await.unwrap()["task"]["id"].as_u64().unwrap();
+
+    // The installed agent gets the reboot into BootOS; PXE serves discovery again.
+    let run = run_where(&a, second, 30, "a reboot job", |r| r["job"].is_u64()).await;
+    assert_eq!(run["step"]["step"], "wait_agent");
+    let job = a.get(&format!("/jobs/{}", run["job"])).await;
+    assert_eq!(job["action"]["kind"], "reboot", "{job}");
+    common::eventually(|| async {
+        let j = a.api.ok(Method::GET, &format!("/jobs/{}", run["job"]), None).await?;
+        anyhow::ensure!(j["state"] == "succeeded", "reboot job {}", j["state"]);
+        Ok(())
+    })
+    .await;
+    installed.abort();
+    let addr: std::net::SocketAddr = ([127, 0, 0, 1], a.port).into();
+    let script = common::http_get(addr, &format!("/boot/ipxe?mac={mac}")).await;
+    assert!(script.contains("bootos/vmlinuz"), "a machine being reinstalled boots BootOS:\n{script}");
+    // The run waits for a BootOS agent that enrolled after the reboot, then installs again.
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    let t = a.api.ok(Method::GET, &format!("/tasks/{second}"), None).await.unwrap();
+    assert_eq!(t["runs"][0]["step"]["step"], "wait_agent", "the installed agent's old enrollment does not count");
+    let bootos = a.agent(mac, work.path());
+    run_where(&a, second, 30, "wait_installed", |r| r["step"]["step"] == "wait_installed").await;
+    assert_eq!(std::fs::read(&disk).unwrap(), vec![2u8; 300_000], "the second image is on the disk");
+    bootos.abort();
+    let installed = a.agent_with(mac, work.path(), AgentMode::Installed, Some(&state));
+    assert_eq!(run_where(&a, second, 30, "installed", |r| r["state"] != "active").await["state"], "installed");
+    installed.abort();
+}

@@ -100,6 +100,17 @@ fn two_vms_bios_and_uefi_are_provisioned_from_an_image_and_check_in_installed() 
             }
         }
         eprintln!("{line}");
+        // The image write moved the run's progress along (an event each 10% of the image).
+        let install_progress: Vec<u64> = ev["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["kind"] == "provision.step" && e["detail"]["step"] == "install")
+            .filter_map(|e| e["detail"]["progress"].as_u64())
+            .filter(|p| (21..=70).contains(p))
+            .collect();
+        eprintln!("{}: install progress {install_progress:?}", vm.name);
+        assert!(!install_progress.is_empty(), "no progress events while the image was written: {ev}");
         if run["state"] != "installed" {
             let jobs = net.api("GET", &format!("/jobs?machine={}&limit=1000", vm.mac), None);
             for j in jobs["jobs"].as_array().unwrap() {

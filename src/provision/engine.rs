@@ -274,6 +274,18 @@ impl Engine {
                                 now,
                             );
                         }
+                        JobState::Running if step == Step::Install && spec.image.is_some() => {
+                            // The image write's progress moves the run's (20% to 70%): each 10%
+                            // more of the image is an event on the machine's timeline.
+                            let Some(pct) = deploy_percent(&cmdb.output(jid).await?) else {
+                                return Ok(RunState::Active);
+                            };
+                            let progress = Step::Install.progress() + pct / 2;
+                            if progress < run.progress.saturating_add(5) {
+                                return Ok(RunState::Active);
+                            }
+                            run.progress = progress.min(Step::Identity.progress());
+                        }
                         JobState::Queued | JobState::Running => return Ok(RunState::Active),
                         // The machine rebooted into its installer; /boot/installed moves the run on
                         // when the installer reports back. A hung installer is not retried: the
@@ -422,6 +434,14 @@ impl Engine {
     }
 }
 
+/// The newest percentage a deploy_image job reported (`deploy: 42% ...` lines).
+fn deploy_percent(chunks: &[crate::cmdb::StoredChunk]) -> Option<u8> {
+    chunks.iter().rev().find_map(|c| {
+        let line = c.data.lines().rev().find(|l| l.starts_with("deploy: ") && l.contains('%'))?;
+        line["deploy: ".len()..].split('%').next()?.trim().parse::<u8>().ok().map(|p| p.min(100))
+    })
+}
+
 /// The disk to install on: the one named, or with "auto" the largest in the inventory.
 pub fn target_disk(disk: &str, machine: &Machine) -> Result<String, String> {
     if disk != "auto" {
@@ -430,4 +450,27 @@ pub fn target_disk(disk: &str, machine: &Machine) -> Result<String, String> {
     let inv = machine.inventory.as_ref().ok_or("no inventory to choose a disk from")?;
     let d = inv.disks.iter().max_by_key(|d| d.size_bytes).ok_or("the inventory lists no disk")?;
     Ok(format!("/dev/{}", d.name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rackboot_agent::wire::Stream;
+
+    fn chunk(data: &str) -> crate::cmdb::StoredChunk {
+        crate::cmdb::StoredChunk { attempt: 1, seq: 0, stream: Stream::Stdout, data: data.into(), at_ms: 0 }
+    }
+
+    #[test]
+    fn deploy_percent_is_the_newest_reported() {
+        assert_eq!(deploy_percent(&[]), None);
+        assert_eq!(deploy_percent(&[chunk("deploy: 1048576 bytes, 3.0 MB/s\n")]), None, "no size known");
+        let chunks = [
+            chunk("deploy: 12% 1048576 bytes, 3.0 MB/s\n"),
+            chunk("deploy: 40% 4194304 bytes, 3.1 MB/s\ndeploy: 57% 5000000 bytes, 3.1 MB/s\n"),
+            chunk("something else\n"),
+        ];
+        assert_eq!(deploy_percent(&chunks), Some(57));
+        assert_eq!(deploy_percent(&[chunk("deploy: 100% 9 bytes in 0.1 s (1 MB/s), sha256 ok\n")]), Some(100));
+    }
 }

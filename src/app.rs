@@ -166,6 +166,7 @@ pub async fn start(cfg: Config) -> anyhow::Result<Running> {
         root: cfg.tftp.root.clone(),
         domain: cfg.dns.domain.clone(),
         answer_repos: cfg.provision.answer_repos.clone(),
+        installer_proxy: cfg.provision.installer_proxy.clone(),
     };
     let networks = if !cfg.agent.networks.is_empty() {
         cfg.agent.networks.clone()

@@ -37,6 +37,7 @@ pub struct WireProvision {
     pub kickstart_repo: String,
     pub preseed_mirror: String,
     pub autoinstall_mirror: String,
+    pub installer_proxy: String,
 }
 
 impl Default for WireProvision {
@@ -48,6 +49,7 @@ impl Default for WireProvision {
             kickstart_repo: "https://dl.rockylinux.org/pub/rocky/9/BaseOS/x86_64/os/".into(),
             preseed_mirror: "http://deb.debian.org/debian".into(),
             autoinstall_mirror: "http://archive.ubuntu.com/ubuntu".into(),
+            installer_proxy: String::new(),
         }
     }
 }
@@ -77,6 +79,8 @@ pub struct ProvisionConfig {
     pub hardware_profiles: std::collections::BTreeMap<String, HardwareProfile>,
     /// Repository or mirror URL per installer answer-file kind.
     pub answer_repos: std::collections::BTreeMap<String, String>,
+    /// HTTP proxy installers reach their repository through (empty: none).
+    pub installer_proxy: String,
 }
 
 #[derive(Debug, Deserialize)]
@@ -662,7 +666,12 @@ impl TryFrom<WireConfig> for Config {
             kickstart_repo,
             preseed_mirror,
             autoinstall_mirror,
+            installer_proxy,
         } = provision;
+        anyhow::ensure!(
+            installer_proxy.is_empty() || installer_proxy.starts_with("http://"),
+            "provision.installer_proxy must be empty or an http:// URL"
+        );
         let mut answer_repos = std::collections::BTreeMap::new();
         for (kind, key, url) in [
             ("kickstart", "kickstart_repo", kickstart_repo),
@@ -701,6 +710,7 @@ impl TryFrom<WireConfig> for Config {
             },
             hardware_profiles: profiles_hw,
             answer_repos,
+            installer_proxy,
         };
         Ok(Config {
             data_dir,

@@ -36,6 +36,8 @@ pub struct AnswerVars {
     pub repo_url: String,
     pub repo_host: String,
     pub repo_path: String,
+    /// HTTP proxy to the repository (empty: none).
+    pub proxy: String,
     /// Where the installer's post-install step fetches the finishing script (agent, credential,
     /// identity) and so reports back: `/boot/installed?mac=..[&token=..]`.
     pub finish_url: String,
@@ -196,6 +198,7 @@ impl Renderer {
             &vars.appliance_url,
             &vars.repo_url,
             &vars.finish_url,
+            &vars.proxy,
         ];
         for v in values.into_iter().chain(&vars.ssh_keys) {
             if !shell_safe(v) || v.contains('\'') {
@@ -292,6 +295,7 @@ mod tests {
             repo_url: "http://deb.debian.org/debian".into(),
             repo_host: "deb.debian.org".into(),
             repo_path: "/debian".into(),
+            proxy: "http://198.18.0.1:3142/".into(),
             finish_url: "http://198.18.0.1:8080/boot/installed?mac=52:54:00:12:34:56&token=0f1e2d".into(),
         };
         // Each kind with its distribution's repository, as the defaults in [provision] have it.

@@ -36,6 +36,8 @@ pub struct BootState {
     pub domain: String,
     /// Repository or mirror per answer-file kind.
     pub answer_repos: BTreeMap<String, String>,
+    /// HTTP proxy for installers (empty: none).
+    pub installer_proxy: String,
 }
 
 pub fn routes(state: &ApiState) -> Router<ApiState> {
@@ -167,6 +169,7 @@ async fn render_answer(s: &ApiState, kind: &str, mac: &str, disk: Option<String>
         repo_url,
         repo_host,
         repo_path,
+        proxy: boot.installer_proxy.clone(),
         finish_url,
     };
     let text =

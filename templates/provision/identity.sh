@@ -88,6 +88,8 @@ fi
 if [ -n "${1:-}" ]; then
   # From the appliance (installers have curl or busybox wget).
   AGENT_URL="$APPLIANCE/boot/files/bootos/rackboot-agent"
+  # Straight to the appliance, past any proxy the installer uses for its repository.
+  export http_proxy= HTTP_PROXY=
   if command -v curl >/dev/null; then curl -fsS -o "$ROOT/usr/local/sbin/rackboot-agent" "$AGENT_URL"
   else wget -q -O "$ROOT/usr/local/sbin/rackboot-agent" "$AGENT_URL"; fi
   chmod 0755 "$ROOT/usr/local/sbin/rackboot-agent"

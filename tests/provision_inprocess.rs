@@ -312,7 +312,7 @@ async fn an_installer_task_boots_the_installer_whose_report_back_hands_the_node_
          cmdline = \"auto=true priority=critical url={{{{ answer_url }}}}\"\n",
         config(post.path())
     );
-    let a = Appliance::start(&extra).await;
+    let mut a = Appliance::start(&extra).await;
     // What the installed system's finishing script downloads: the agent binary.
     let bootos = a.dir.path().join("boot/bootos");
     std::fs::create_dir_all(&bootos).unwrap();
@@ -355,6 +355,9 @@ async fn an_installer_task_boots_the_installer_whose_report_back_hands_the_node_
     })
     .await;
     agent.abort();
+    // The appliance restarts while the machine is in its installer: nothing is lost.
+    a.stop().await;
+    a.boot().await;
     let script = body_of(&get(format!("/boot/ipxe?mac={mac}")).await, 200);
     let answer_url = format!("{}/boot/answer/preseed?mac={mac}", a.url());
     assert!(script.contains("d-i/linux") && script.contains(&format!("url={answer_url}")), "{script}");
@@ -473,4 +476,40 @@ async fn reinstall_reboots_an_installed_node_into_bootos_and_installs_it_again()
     let installed = a.agent_with(mac, work.path(), AgentMode::Installed, Some(&state));
     assert_eq!(run_where(&a, second, 30, "installed", |r| r["state"] != "active").await["state"], "installed");
     installed.abort();
+}
+
+#[tokio::test]
+async fn an_installer_that_never_reports_back_fails_its_run_and_the_machine_boots_bootos_again() {
+    let post = tempfile::tempdir().unwrap();
+    let extra = format!(
+        "{}[boot]\n[[boot.profiles]]\nname = \"debian12\"\nkernel = \"d-i/linux\"\ninitrd = \"d-i/initrd.gz\"\nanswer = \"preseed\"\ncmdline = \"url={{{{ answer_url }}}}\"\n",
+        config(post.path())
+    );
+    let a = Appliance::start(&extra).await;
+    let work = tempfile::tempdir().unwrap();
+    let mac = "52:54:00:b0:00:0d";
+    let agent = a.agent(mac, work.path());
+    let spec = json!({"select": {"macs": [mac]}, "installer": "debian12", "disk": "/dev/vda", "step_timeout_secs": 3});
+    let task = a.api.ok(Method::POST, "/tasks", Some(spec)).await.unwrap()["task"]["id"].as_u64().unwrap();
+    let addr: std::net::SocketAddr = ([127, 0, 0, 1], a.port).into();
+    run_where(&a, task, 30, "the installer", |r| r["step"]["step"] == "install" && r["job"].is_u64()).await;
+    common::eventually(|| async {
+        let m = a.api.ok(Method::GET, &format!("/machines/{mac}"), None).await?;
+        anyhow::ensure!(m["installer"]["profile"] == "debian12", "{m}");
+        Ok(())
+    })
+    .await;
+    agent.abort();
+    let script = body_of(&common::http_get(addr, &format!("/boot/ipxe?mac={mac}")).await, 200);
+    assert!(script.contains("d-i/linux"), "{script}");
+    let run = run_where(&a, task, 30, "failed", |r| r["state"] != "active").await;
+    assert_eq!(run["state"], "failed");
+    assert!(run["error"].as_str().unwrap().contains("did not report back"), "{run}");
+    let m = a.get(&format!("/machines/{mac}")).await;
+    assert!(m["installer"].is_null() && m["state"] == "failed", "{m}");
+    let script = body_of(&common::http_get(addr, &format!("/boot/ipxe?mac={mac}")).await, 200);
+    assert!(script.contains("bootos/vmlinuz"), "a power cycle boots BootOS again:\n{script}");
+    // A late report-back finds nothing to finish.
+    let path = format!("/boot/installed?mac={mac}&token=whatever");
+    body_of(&common::http_get(addr, &path).await, 409);
 }

@@ -125,6 +125,16 @@ pub async fn start(cfg: Config) -> anyhow::Result<Running> {
         info!(%iface, %server_ip, ?mode, port = cfg.dhcp.port, "dhcp bound");
         let t = token.clone();
         tasks.spawn(async move { ("dhcp", dhcp::serve(sock, pxe, svc, t).await) });
+        if cfg.dhcp.router_advertisements {
+            match crate::ra::bind(&iface) {
+                Ok((fd, index)) => {
+                    let t = token.clone();
+                    tasks.spawn(async move { ("ra", crate::ra::serve(fd, index, t).await) });
+                }
+                // Unprivileged (no CAP_NET_RAW) or no IPv6: iPXE only waits longer.
+                Err(error) => warn!(%iface, error = format!("{error:#}"), "not answering IPv6 router solicitations"),
+            }
+        }
     }
 
     if let (Some(bound), Some((_, server_ip))) = (dns_bound, iface_addr.clone()) {

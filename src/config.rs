@@ -193,6 +193,7 @@ pub struct WireDhcp {
     pub relay_port: u16,
     pub offer_hold_secs: u64,
     pub commit_batch: usize,
+    pub router_advertisements: bool,
     pub subnets: Vec<WireSubnet>,
 }
 
@@ -206,6 +207,7 @@ impl Default for WireDhcp {
             relay_port: 67,
             offer_hold_secs: 60,
             commit_batch: 4096,
+            router_advertisements: true,
             subnets: Vec::new(),
         }
     }
@@ -450,6 +452,9 @@ pub struct DhcpConfig {
     pub relay_port: u16,
     pub offer_hold: Duration,
     pub commit_batch: usize,
+    /// Answer IPv6 router solicitations with an advertisement that configures nothing, so
+    /// iPXE stops waiting for one (see [`crate::ra`]).
+    pub router_advertisements: bool,
     pub subnets: Vec<Subnet>,
 }
 
@@ -576,7 +581,17 @@ impl TryFrom<WireConfig> for Config {
         anyhow::ensure!(max_transfers >= 1, "tftp.max_transfers must be at least 1");
         let WireServer { data_dir, interface, address, log_format } = server;
         let WireHttp { listen, public_url } = http;
-        let WireDhcp { mode, port, proxy_port, reply_port, relay_port, offer_hold_secs, commit_batch, subnets } = dhcp;
+        let WireDhcp {
+            mode,
+            port,
+            proxy_port,
+            reply_port,
+            relay_port,
+            offer_hold_secs,
+            commit_batch,
+            router_advertisements,
+            subnets,
+        } = dhcp;
         let WireBoot { bios, uefi_x64, uefi_x64_snp, arm64, discovery_profile, profiles, templates } = boot;
         let templates = (!templates.as_os_str().is_empty()).then_some(templates);
         let mut profile_map = std::collections::BTreeMap::new();
@@ -727,6 +742,7 @@ impl TryFrom<WireConfig> for Config {
                 relay_port,
                 offer_hold: Duration::from_secs(offer_hold_secs),
                 commit_batch,
+                router_advertisements,
                 subnets,
             },
             tftp: TftpConfig { enabled: tftp_enabled, port: tftp_port, max_transfers, root: tftp_root },

@@ -34,5 +34,6 @@ pub mod metrics;
 pub mod net;
 pub mod planner;
 pub mod provision;
+pub mod ra;
 pub mod render;
 pub mod tftp;

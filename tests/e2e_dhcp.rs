@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use dhcproto::v4::{self, DhcpOption, Message, MessageType, OptionCode};
 use dhcproto::{Decodable, Decoder, Encodable};
-use netns::{full_config, require, Net};
+use netns::{full_config, require, sh, Net};
 
 /// Reads `KEY=VALUE` lines written by a client's hook script (the last block wins).
 fn vars(text: &str) -> HashMap<String, String> {
@@ -293,4 +293,48 @@ fn proxy_mode_beside_dnsmasq_pxe_client_gets_address_from_it_and_boot_file_from_
     let m = net.api("GET", "/machines/52:54:00:e2:02:01/events", None);
     let kinds: Vec<&str> = m["events"].as_array().unwrap().iter().map(|e| e["kind"].as_str().unwrap()).collect();
     assert_eq!(kinds, ["machine.discovered", "dhcp.proxy_offer", "dhcp.proxy_ack"]);
+}
+
+/// rdisc6 (ndisc6) solicits a router from a client namespace: rackboot answers with an
+/// advertisement that configures nothing (iPXE stops waiting for IPv6 on it), and with
+/// `dhcp.router_advertisements = false` nobody answers.
+#[test]
+#[ignore = "e2e: needs root, ip netns, rdisc6 (ndisc6)"]
+fn router_solicitations_get_an_advertisement_that_configures_nothing() {
+    require(&["ip", "rdisc6", "curl"]);
+    let mut net = Net::new("ra");
+    let ns = net.add_client("ra", "52:54:00:e2:00:31");
+    let data = net.path("data");
+    let rb = net.start_rackboot(&full_config(&data));
+    // The client's link-local address must be past duplicate address detection.
+    sh(&format!(
+        "for i in $(seq 50); do ip -n {ns} -6 addr show dev eth0 scope link | grep -q tentative || exit 0; sleep 0.1; done; exit 1"
+    ));
+    let out = net.run(&ns, "rdisc6 -1 -w 2000 -r 3 eth0");
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(out.status.success(), "no advertisement: {text}{}", String::from_utf8_lossy(&out.stderr));
+    let field = |name: &str| {
+        text.lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.split_once(':'))
+            .map(|(_, v)| v.split_whitespace().next().unwrap_or("").to_string())
+            .unwrap_or_else(|| panic!("{name} missing in:\n{text}"))
+    };
+    assert_eq!(field("Router lifetime"), "0", "{text}");
+    assert_eq!(field("Stateful address conf."), "No", "{text}");
+    assert_eq!(field("Stateful other conf."), "No", "{text}");
+    assert!(!text.contains("Prefix"), "no prefix to configure: {text}");
+    let route = net.run(&ns, "ip -6 route show default");
+    assert!(String::from_utf8_lossy(&route.stdout).trim().is_empty(), "the appliance is no default router");
+
+    assert!(net.stop(rb).success());
+    let off = full_config(&data).replacen("mode = \"full\"\n", "mode = \"full\"\nrouter_advertisements = false\n", 1);
+    assert!(off.contains("router_advertisements = false"));
+    net.start_rackboot(&off);
+    let out = net.run(&ns, "rdisc6 -1 -w 1000 -r 2 eth0");
+    assert!(
+        !out.status.success(),
+        "answered with router_advertisements = false: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
 }

@@ -197,15 +197,12 @@ async fn installed(State(s): State<ApiState>, Query(q): Query<InstalledQuery>) -
     let boot = s.boot.as_ref().ok_or_else(|| ApiError(StatusCode::NOT_FOUND, "no boot service".into()))?;
     let it = Installing::load(&s, &q.mac).await?;
     let id = it.machine.id;
-    let session = match (&it.machine.installer, q.token) {
-        (Some(_), Some(token)) => {
+    // With the token: a fresh agent credential goes into the script. The script is rendered
+    // before the token is used up, so a script that cannot be rendered costs nothing.
+    let (secret_hash, session) = match (&it.machine.installer, &q.token) {
+        (Some(_), Some(_)) => {
             let (secret, hash) =
                 Hub::new_secret().map_err(|e| ApiError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
-            s.cmdb.installer_finished(id, token, hash).await?;
-            s.hub.forget(id);
-            if let Some(engine) = &s.engine {
-                engine.wake();
-            }
             let cfg = &s.hub.cfg;
             let session = rackboot_agent::wire::EnrollResponse {
                 machine_id: id,
@@ -215,10 +212,9 @@ async fn installed(State(s): State<ApiState>, Query(q): Query<InstalledQuery>) -
                 stats_secs: cfg.stats.as_secs(),
                 lease_secs: cfg.lease.as_secs(),
             };
-            Some(
-                serde_json::to_string(&session)
-                    .map_err(|e| ApiError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?,
-            )
+            let json = serde_json::to_string(&session)
+                .map_err(|e| ApiError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
+            (Some(hash), Some(json))
         }
         (Some(_), None) => {
             return Err(ApiError(
@@ -229,7 +225,7 @@ async fn installed(State(s): State<ApiState>, Query(q): Query<InstalledQuery>) -
         (None, Some(_)) => {
             return Err(ApiError(StatusCode::CONFLICT, "no installer boot is pending (the token was used)".into()))
         }
-        (None, None) => None,
+        (None, None) => (None, None),
     };
     let vars = crate::render::IdentityVars {
         disk: "/".into(),
@@ -240,6 +236,13 @@ async fn installed(State(s): State<ApiState>, Query(q): Query<InstalledQuery>) -
         session,
     };
     let text = boot.renderer.identity(&vars).map_err(|e| ApiError(StatusCode::UNPROCESSABLE_ENTITY, e.to_string()))?;
+    if let (Some(hash), Some(token)) = (secret_hash, q.token) {
+        s.cmdb.installer_finished(id, token, hash).await?;
+        s.hub.forget(id);
+        if let Some(engine) = &s.engine {
+            engine.wake();
+        }
+    }
     tracing::info!(machine = id, mac = %it.mac, "installer reported back");
     Ok(([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], text).into_response())
 }

@@ -30,7 +30,9 @@ if [ ! -x "$VALIDATORS/venv/bin/ksvalidator" ]; then
 fi
 if [ ! -d "$VALIDATORS/cloud-init/usr/lib/python3/dist-packages/cloudinit" ]; then
   echo "setup: cloud-init (unpacked) into $VALIDATORS/cloud-init"
-  (cd "$VALIDATORS" && apt-get download -q cloud-init >/dev/null 2>&1 && dpkg-deb -x cloud-init_*_all.deb cloud-init && rm -f cloud-init_*_all.deb)
+  (cd "$VALIDATORS" && { apt-get download -q cloud-init >/dev/null 2>&1 ||
+     { apt-get update -q >/dev/null && apt-get download -q cloud-init >/dev/null 2>&1; }; } &&
+   dpkg-deb -x cloud-init_*_all.deb cloud-init && rm -f cloud-init_*_all.deb)
 fi
 if ! command -v cargo >/dev/null; then
   [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"

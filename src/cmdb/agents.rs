@@ -423,6 +423,21 @@ impl Cmdb {
         .await
     }
 
+    /// The newest `n` chunks of a job's output, oldest first (what a progress check needs,
+    /// without reading the whole output).
+    pub async fn last_output(&self, job_id: u64, n: usize) -> Result<Vec<StoredChunk>, CmdbError> {
+        self.read(move |rtx| {
+            let t = rtx.open_table(JOB_OUTPUT)?;
+            let mut out = Vec::new();
+            for row in t.range((job_id, 0)..=(job_id, u64::MAX))?.rev().take(n) {
+                out.push(decode(row?.1.value())?);
+            }
+            out.reverse();
+            Ok(out)
+        })
+        .await
+    }
+
     /// Count of unfinished jobs (a gauge for metrics and tests).
     pub async fn active_job_count(&self) -> Result<u64, CmdbError> {
         self.read(|rtx| Ok(rtx.open_table(ACTIVE_JOBS)?.len()?)).await
@@ -517,4 +532,35 @@ pub(super) fn forget_machine(ctx: &mut WriteCtx<'_>, machine_id: u64) -> Result<
         active.remove((machine_id, id))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rackboot_agent::wire::Action;
+
+    #[tokio::test]
+    async fn last_output_is_the_newest_chunks_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Cmdb::open(&dir.path().join("c.redb"), 64).unwrap();
+        let m = db
+            .create_machine(super::super::NewMachine {
+                macs: vec!["52:54:00:00:00:01".parse().unwrap()],
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        let new = NewJob { action: Action::RefreshInventory, timeout_secs: 60, max_attempts: 1 };
+        let job = db.submit_jobs(vec![m.id], new).await.unwrap().remove(0);
+        let (claimed, _) = db.claim_job(m.id, 60_000).await.unwrap();
+        assert_eq!(claimed.map(|j| j.id), Some(job.id));
+        for seq in 0..5 {
+            let chunk = OutputChunk { attempt: 1, seq, stream: Stream::Stdout, data: format!("line {seq}\n") };
+            db.job_output(m.id, job.id, chunk, 60_000).await.unwrap();
+        }
+        let last: Vec<String> = db.last_output(job.id, 2).await.unwrap().into_iter().map(|c| c.data).collect();
+        assert_eq!(last, ["line 3\n", "line 4\n"]);
+        assert_eq!(db.last_output(job.id, 10).await.unwrap().len(), 5);
+        assert!(db.last_output(job.id + 1, 2).await.unwrap().is_empty(), "another job's output is not mixed in");
+    }
 }

@@ -277,7 +277,7 @@ impl Engine {
                         JobState::Running if step == Step::Install && spec.image.is_some() => {
                             // The image write's progress moves the run's (20% to 70%): each 10%
                             // more of the image is an event on the machine's timeline.
-                            let Some(pct) = deploy_percent(&cmdb.output(jid).await?) else {
+                            let Some(pct) = deploy_percent(&cmdb.last_output(jid, 4).await?) else {
                                 return Ok(RunState::Active);
                             };
                             let progress = Step::Install.progress() + pct / 2;

@@ -117,7 +117,7 @@ start_vm() { # name mac uefi
 n=0
 for i in $(seq 1 "$BIOS"); do n=$((n+1)); start_vm "bios$i" "$(printf '52:54:00:1a:c0:%02x' $n)" 0; done
 for i in $(seq 1 "$UEFI"); do n=$((n+1)); start_vm "uefi$i" "$(printf '52:54:00:1a:c0:%02x' $n)" 1; done
-echo "== powered on ${#VMS[@]} VM(s); waiting for BootOS and its agent (TCG: about 15-30 s each)"
+echo "== powered on ${#VMS[@]} VM(s); waiting for BootOS and its agent (TCG: about 7-10 s each)"
 start=$(date +%s%3N)
 api() { ip netns exec $LAB curl -sf -H "authorization: Bearer $(cat "$RUN/data/admin.token")" "http://198.18.0.1:8080/api/v1$1"; }
 # ms from power-on to the first event of a kind on the machine's timeline

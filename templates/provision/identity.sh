@@ -99,4 +99,8 @@ fi
 cat > "$ROOT/etc/systemd/system/rackboot-agent.service" <<'UNIT'
 {{ unit }}UNIT
 ln -sf /etc/systemd/system/rackboot-agent.service "$ROOT/etc/systemd/system/multi-user.target.wants/rackboot-agent.service"
+# SELinux (a kickstart %post runs in the new system): files written here get their labels.
+if [ "$ROOT" = / ] && command -v restorecon >/dev/null; then
+  restorecon -R /root/.ssh /etc/hostname /etc/hosts /etc/systemd/system /usr/local/sbin /var/lib/rackboot-agent || true
+fi
 say "$HOSTNAME written to $ROOT"

@@ -133,7 +133,7 @@ pub enum BootPlan {
 pub fn plan_boot(machine: Option<&Machine>, discovery_profile: &str) -> BootPlan {
     match machine {
         Some(m) if m.boot_profile.is_some() => BootPlan::Profile(m.boot_profile.clone().unwrap_or_default()),
-        Some(m) if m.installer.is_some() => {
+        Some(m) if m.installer.as_ref().is_some_and(|i| !i.reported) => {
             BootPlan::Profile(m.installer.as_ref().map(|i| i.profile.clone()).unwrap_or_default())
         }
         Some(m) if m.state == MachineState::Installed => BootPlan::LocalDisk,
@@ -193,8 +193,14 @@ mod tests {
         assert_eq!(plan_boot(Some(&m), "discovery"), BootPlan::LocalDisk);
         // A run installing from an answer file boots its installer until it reports back.
         m.state = MachineState::Installing;
-        m.installer = Some(crate::cmdb::InstallerBoot { profile: "debian12".into(), run: 1, token: "t".into() });
+        let boot =
+            crate::cmdb::InstallerBoot { profile: "debian12".into(), run: 1, token: "t".into(), reported: false };
+        m.installer = Some(boot.clone());
         assert_eq!(plan_boot(Some(&m), "discovery"), BootPlan::Profile("debian12".into()));
+        // Once it reported back, the machine boots what it installed.
+        m.state = MachineState::Installed;
+        m.installer = Some(crate::cmdb::InstallerBoot { reported: true, ..boot });
+        assert_eq!(plan_boot(Some(&m), "discovery"), BootPlan::LocalDisk);
         m.boot_profile = Some("rescue".into());
         assert_eq!(plan_boot(Some(&m), "discovery"), BootPlan::Profile("rescue".into()));
     }

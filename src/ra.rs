@@ -6,7 +6,8 @@
 //! the installed disk). rackboot answers each router solicitation on the provisioning
 //! interface, to the soliciting address, with an advertisement that configures nothing: router
 //! lifetime 0 (not a default router), no prefixes, neither the managed nor the other-config
-//! flag (RFC 4861 4.2). iPXE's IPv6 configuration then ends at once; a Linux host ignores it.
+//! flag (RFC 4861 4.2). iPXE's IPv6 configuration then ends at once; a Linux host learns
+//! nothing from it (no default route, no address).
 
 use std::collections::HashMap;
 use std::net::{Ipv6Addr, SocketAddrV6};
@@ -92,8 +93,11 @@ fn answer(sock: &Socket, index: u32, token: &CancellationToken) -> anyhow::Resul
             }
             continue;
         }
-        // An unspecified source (a host without an address yet) gets the all-nodes group.
-        let to = if from.ip().is_unspecified() { Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 1) } else { *from.ip() };
+        // A link-local solicitor gets the answer to itself (the kernel sends it from our
+        // link-local address, as RFC 4861 requires); any other (an unspecified source, a host
+        // asking from a global address) gets it through the all-nodes group.
+        let to =
+            if from.ip().is_unicast_link_local() { *from.ip() } else { Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 1) };
         let now = Instant::now();
         if last.get(&to).is_some_and(|t| now.duration_since(*t) < PER_SOURCE) {
             continue;

@@ -125,16 +125,21 @@ impl Renderer {
         Ok(Renderer { env })
     }
 
-    /// Checks that a profile command line renders (strict: unknown names are errors).
-    pub fn check_cmdline(&self, cmdline: &str) -> Result<(), RenderError> {
+    /// Checks that a profile command line renders (strict: unknown names are errors);
+    /// `{{ answer_url }}` exists only for a profile with an answer file.
+    pub fn check_cmdline(&self, cmdline: &str, answer: bool) -> Result<(), RenderError> {
         let sample = ScriptVars {
             mac: "52:54:00:00:00:00".into(),
             hostname: Some("sample".into()),
             uefi: false,
             http_base: "http://198.18.0.1".into(),
         };
-        let ctx = minijinja::context! { answer_url => "http://198.18.0.1/boot/answer/preseed", ..val(&sample) };
-        self.env.render_str(cmdline, ctx)?;
+        if answer {
+            let ctx = minijinja::context! { answer_url => "http://198.18.0.1/boot/answer/preseed", ..val(&sample) };
+            self.env.render_str(cmdline, ctx)?;
+        } else {
+            self.env.render_str(cmdline, val(&sample))?;
+        }
         Ok(())
     }
 

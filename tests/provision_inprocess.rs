@@ -402,13 +402,28 @@ async fn an_installer_task_boots_the_installer_whose_report_back_hands_the_node_
     assert!(std::fs::read_to_string(root.join("root/.ssh/authorized_keys")).unwrap().contains("test@lab"));
     assert_eq!(std::fs::read(root.join("usr/local/sbin/rackboot-agent")).unwrap(), b"#!/bin/sh\necho agent\n");
     let state = root.join("var/lib/rackboot-agent");
-    let session: Value = serde_json::from_slice(&std::fs::read(state.join("session.json")).unwrap()).unwrap();
-    assert_eq!(session["approved"], true);
-    // The token is used up; the machine boots its disk now.
-    body_of(&get(path).await, 409);
+    let read_session = |root: &std::path::Path| -> Value {
+        serde_json::from_slice(&std::fs::read(root.join("var/lib/rackboot-agent/session.json")).unwrap()).unwrap()
+    };
+    let first = read_session(&root);
+    assert_eq!(first["approved"], true);
+    // The machine boots its disk now.
     assert_eq!(a.get(&format!("/machines/{mac}")).await["state"], "installed");
     let script = body_of(&get(format!("/boot/ipxe?mac={mac}")).await, 200);
     assert!(!script.contains("d-i/linux"), "{script}");
+    // An installer that lost the answer and asks again gets a new credential (the last wins).
+    let again = body_of(&get(path.clone()).await, 200);
+    std::fs::write(&file, &again).unwrap();
+    let (f, r) = (file.clone(), root.clone());
+    let out = tokio::task::spawn_blocking(move || std::process::Command::new("sh").arg(f).arg(r).output())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_ne!(read_session(&root)["credential"], first["credential"]);
+    // Run without the root directory, the script refuses rather than write somewhere else.
+    let out = std::process::Command::new("sh").arg(&file).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stdout));
 
     // The installed system's agent renews with the credential it was handed; post-install runs.
     let installed = a.agent_with(mac, work.path(), AgentMode::Installed, Some(&state));
@@ -417,6 +432,9 @@ async fn an_installer_task_boots_the_installer_whose_report_back_hands_the_node_
     assert_eq!(std::fs::read_to_string(&marker).unwrap(), "post-install on inst-1\n");
     let ev = a.get(&format!("/machines/{mac}/events")).await;
     assert!(ev["events"].as_array().unwrap().iter().any(|e| e["kind"] == "provision.installer_finished"), "{ev}");
+    // Its agent is in: the token is good no more.
+    body_of(&get(path).await, 409);
+    assert!(a.get(&format!("/machines/{mac}")).await["installer"].is_null());
     installed.abort();
 }
 

@@ -105,10 +105,11 @@ impl Installing {
 /// fetches `/boot/installed` (with the run's token when a provisioning run set the boot up).
 async fn answer(
     State(s): State<ApiState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
     axum::extract::Path(kind): axum::extract::Path<String>,
     Query(q): Query<AnswerQuery>,
 ) -> Result<Response, ApiError> {
-    let text = render_answer(&s, &kind, &q.mac, q.disk).await?;
+    let text = render_answer(&s, &kind, &q.mac, q.disk, peer).await?;
     Ok(([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], text).into_response())
 }
 
@@ -117,10 +118,11 @@ async fn answer(
 /// (`ds=nocloud-net;s={{ answer_url }}`: cloud-init appends the file names to the URL).
 async fn nocloud(
     State(s): State<ApiState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
     axum::extract::Path((mac, file)): axum::extract::Path<(String, String)>,
 ) -> Result<Response, ApiError> {
     let text = match file.as_str() {
-        "user-data" => render_answer(&s, "autoinstall", &mac, None).await?,
+        "user-data" => render_answer(&s, "autoinstall", &mac, None, peer).await?,
         "meta-data" => {
             let it = Installing::load(&s, &mac).await?;
             format!("instance-id: rackboot-{}\nlocal-hostname: {}\n", it.machine.id, it.hostname())
@@ -131,8 +133,24 @@ async fn nocloud(
     Ok(([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], text).into_response())
 }
 
-/// Renders answer file `kind` for the machine with `mac` (see [`answer`]).
-async fn render_answer(s: &ApiState, kind: &str, mac: &str, disk: Option<String>) -> Result<String, ApiError> {
+/// Whether the request comes from the machine itself, as far as rackboot can tell (see
+/// [`crate::cmdb::Cmdb::speaks_for`]): only then does it see or use the installer token.
+fn from_machine(s: &ApiState, peer: SocketAddr, m: &crate::cmdb::Machine) -> bool {
+    match peer.ip() {
+        std::net::IpAddr::V4(ip) => s.cmdb.speaks_for(ip, m),
+        std::net::IpAddr::V6(ip) => ip.to_ipv4_mapped().is_some_and(|ip| s.cmdb.speaks_for(ip, m)),
+    }
+}
+
+/// Renders answer file `kind` for the machine with `mac` (see [`answer`]). The report-back
+/// URL carries the installer token only for a request from the machine's own address.
+async fn render_answer(
+    s: &ApiState,
+    kind: &str,
+    mac: &str,
+    disk: Option<String>,
+    peer: SocketAddr,
+) -> Result<String, ApiError> {
     let boot = s.boot.as_ref().ok_or_else(|| ApiError(StatusCode::NOT_FOUND, "no boot service".into()))?;
     if !crate::render::ANSWER_KINDS.contains(&kind) {
         return Err(ApiError(
@@ -155,8 +173,10 @@ async fn render_answer(s: &ApiState, kind: &str, mac: &str, disk: Option<String>
         None => (rest.to_string(), "/".to_string()),
     };
     let finish_url = match &it.machine.installer {
-        Some(b) => format!("{}/boot/installed?mac={}&token={}", boot.http_base, it.mac, b.token),
-        None => format!("{}/boot/installed?mac={}", boot.http_base, it.mac),
+        Some(b) if from_machine(s, peer, &it.machine) => {
+            format!("{}/boot/installed?mac={}&token={}", boot.http_base, it.mac, b.token)
+        }
+        _ => format!("{}/boot/installed?mac={}", boot.http_base, it.mac),
     };
     let vars = crate::render::AnswerVars {
         mac: it.mac.to_string(),
@@ -189,14 +209,22 @@ struct InstalledQuery {
 
 /// `GET /boot/installed?mac=[&token=]`: an installer's post-install step reports back. The
 /// answer is the machine's identity script, to run as `sh script ROOT` against the installed
-/// system. With the token of the machine's installer boot (single use) it carries a fresh agent
-/// credential, the machine boots its disk from now on, and its run waits for the installed
-/// agent; without an installer boot (an operator booted an installer by hand) the agent
+/// system. With the token of the machine's installer boot (from the machine's own address) it
+/// carries a fresh agent credential, the machine boots its disk from now on, and its run waits
+/// for the installed agent (a retried report gets another credential, until that agent checks
+/// in); without an installer boot (an operator booted an installer by hand) the agent
 /// enrolls like any other.
-async fn installed(State(s): State<ApiState>, Query(q): Query<InstalledQuery>) -> Result<Response, ApiError> {
+async fn installed(
+    State(s): State<ApiState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    Query(q): Query<InstalledQuery>,
+) -> Result<Response, ApiError> {
     let boot = s.boot.as_ref().ok_or_else(|| ApiError(StatusCode::NOT_FOUND, "no boot service".into()))?;
     let it = Installing::load(&s, &q.mac).await?;
     let id = it.machine.id;
+    if q.token.is_some() && !from_machine(&s, peer, &it.machine) {
+        return Err(ApiError(StatusCode::FORBIDDEN, format!("{} is not this machine's address", peer.ip())));
+    }
     // With the token: a fresh agent credential goes into the script. The script is rendered
     // before the token is used up, so a script that cannot be rendered costs nothing.
     let (secret_hash, session) = match (&it.machine.installer, &q.token) {

@@ -64,7 +64,7 @@ async fn upsert(
         return Err(bad(format!("answer {a:?} is not one of {:?}", crate::render::ANSWER_KINDS)));
     }
     if let Some(boot) = &s.boot {
-        boot.renderer.check_cmdline(&p.cmdline).map_err(|e| bad(format!("cmdline: {e}")))?;
+        boot.renderer.check_cmdline(&p.cmdline, p.answer.is_some()).map_err(|e| bad(format!("cmdline: {e}")))?;
     }
     p.name = name;
     Ok(Json(s.cmdb.put_profile(p).await?))

@@ -105,6 +105,12 @@ async fn create(
             return Err(bad(format!("{v:?} cannot go into the identity script (quotes, $, backquotes, backslashes)")));
         }
     }
+    // An installer's answer file also has them inside single quotes.
+    if spec.installer.is_some() {
+        if let Some(k) = spec.ssh_keys.iter().find(|k| k.contains('\'')) {
+            return Err(bad(format!("{k:?} cannot go into an answer file (single quote)")));
+        }
+    }
     match &spec.select {
         Selector::Macs(v) if v.is_empty() => return Err(bad("select.macs is empty")),
         Selector::Serials(v) if v.is_empty() => return Err(bad("select.serials is empty")),

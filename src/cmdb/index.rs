@@ -82,6 +82,11 @@ impl Index {
         self.by_hostname.get(&h.to_ascii_lowercase()).copied()
     }
 
+    /// Whether `mac` holds a lease that has not expired at `now`.
+    pub fn has_lease(&self, mac: Mac, now: u64) -> bool {
+        self.leased.values().any(|l| l.mac == mac && l.expires_at > now)
+    }
+
     /// The MAC holding a lease on `ip` (TFTP and HTTP know clients only by address).
     pub fn leased_to(&self, ip: Ipv4Addr) -> Option<Mac> {
         self.leased.get(&ip).map(|l| l.mac)

@@ -197,6 +197,20 @@ impl Cmdb {
         .await
     }
 
+    /// Whether a request from `ip` may speak for machine `m`: the address is the machine's
+    /// (its reservation or a lease of one of its MACs), or rackboot knows no address of it at
+    /// all (proxy DHCP: the leases are another server's). An address rackboot gave to someone
+    /// else, or any other address while the machine has one, may not.
+    pub fn speaks_for(&self, ip: Ipv4Addr, m: &Machine) -> bool {
+        let index = self.inner.index.read().expect("index lock");
+        let owner =
+            index.reserved_owner(ip).or_else(|| index.leased_to(ip).and_then(|mac| index.by_mac(mac)).map(|b| b.id));
+        match owner {
+            Some(id) => id == m.id,
+            None => m.reserved_ip.is_none() && !m.macs.iter().any(|mac| index.has_lease(*mac, now_secs())),
+        }
+    }
+
     /// Records an event for whichever machine holds a lease on `ip`; returns whether one did.
     pub fn record_for_ip(&self, ip: Ipv4Addr, kind: &str, detail: serde_json::Value) -> bool {
         let mac = self.inner.index.read().expect("index lock").leased_to(ip);

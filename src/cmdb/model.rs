@@ -69,13 +69,17 @@ pub struct Machine {
 }
 
 /// The installer a machine boots while a run installs it from an answer file. The installer's
-/// post-install step reports back to `/boot/installed` with `token` (single use), which hands
-/// over the agent's credential and switches the machine to its own disk.
+/// post-install step reports back to `/boot/installed` with `token`, which hands over the
+/// agent's credential and switches the machine to its own disk.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct InstallerBoot {
     pub profile: String,
     pub run: u64,
     pub token: String,
+    /// The installer reported back: PXE boots the disk now. The token stays good (a retried
+    /// report-back gets a new credential) until the installed agent checks in.
+    #[serde(default)]
+    pub reported: bool,
 }
 
 impl Machine {

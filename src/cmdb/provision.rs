@@ -178,9 +178,11 @@ impl Cmdb {
     }
 
     /// An installer reported back (`/boot/installed`) with the token of its machine's installer
-    /// boot. In one transaction: the token is used up, the machine boots its disk from now on
-    /// (`installed`), its agent credential becomes `secret_sha256` (handed to the installed
-    /// system, whose agent renews with it), and the run moves to `wait_installed`.
+    /// boot. In one transaction: the machine's agent credential becomes `secret_sha256` (handed
+    /// to the installed system, whose agent renews with it); the first time, the machine also
+    /// boots its disk from now on (`installed`) and the run moves to `wait_installed`. A
+    /// repeated report (the installer retried after a lost answer) only replaces the credential;
+    /// the token is good until the installed agent checks in.
     pub async fn installer_finished(
         &self,
         machine_id: u64,
@@ -193,13 +195,15 @@ impl Cmdb {
                 CmdbError::Conflict(format!("machine {machine_id} is not being installed by an installer"))
             })?;
             if !crate::controller::same_secret(&boot.token, &token) {
-                return Err(CmdbError::Forbidden("wrong or used installer token".into()));
+                return Err(CmdbError::Forbidden("wrong installer token".into()));
             }
             let run: Run = match ctx.t.tx.open_table(RUNS)?.get(boot.run)? {
                 Some(v) => decode(v.value())?,
                 None => return Err(CmdbError::NotFound(format!("run {}", boot.run))),
             };
-            if run.state != RunState::Active || run.step != Step::Install {
+            let first = run.step == Step::Install && !boot.reported;
+            let again = run.step == Step::WaitInstalled && boot.reported;
+            if run.state != RunState::Active || !(first || again) {
                 return Err(CmdbError::Conflict(format!("run {} is not installing", run.id)));
             }
             let mut agents = ctx.t.tx.open_table(AGENTS)?;
@@ -212,6 +216,10 @@ impl Cmdb {
             rec.approved = true;
             agents.insert(machine_id, encode(&rec).as_slice())?;
             drop(agents);
+            if again {
+                push_event(ctx, machine_id, "provision.installer_reported_again", json!({"run": run.id}))?;
+                return Ok(run);
+            }
             let mut run = run;
             let now = now_ms();
             if let Some(j) = run.job.take() {
@@ -223,8 +231,12 @@ impl Cmdb {
             run.error = None;
             run.step_started_ms = now;
             run.installed_after_ms = Some(now);
-            let update =
-                MachineUpdate { state: Some(MachineState::Installed), installer: Some(None), ..Default::default() };
+            let reported = InstallerBoot { reported: true, ..boot.clone() };
+            let update = MachineUpdate {
+                state: Some(MachineState::Installed),
+                installer: Some(Some(reported)),
+                ..Default::default()
+            };
             let detail = json!({"task": run.task_id, "run": run.id, "step": "wait_installed", "progress": run.progress, "installer": boot.profile});
             store_run(ctx, run, &update, Some(("provision.installer_finished", detail)))
         })

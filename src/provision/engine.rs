@@ -252,9 +252,20 @@ impl Engine {
                         json!({"task": task.id, "run": run.id, "step": step_name(step), "progress": run.progress});
                     let mut update = MachineUpdate::default();
                     if let (Step::Install, Some(profile)) = (step, &spec.installer) {
-                        // PXE boots the installer from now on, until it reports back with this token.
-                        let (token, _) = crate::controller::Hub::new_secret().map_err(|e| anyhow::anyhow!("{e}"))?;
-                        let boot = InstallerBoot { profile: profile.clone(), run: run.id, token };
+                        if let Some(pin) = &machine.boot_profile {
+                            let why = format!(
+                                "the machine is pinned to boot profile {pin:?}, which wins over the installer: unpin it"
+                            );
+                            run.step_failed(why, 0, now);
+                            return self.save(run, task).await;
+                        }
+                        // PXE boots the installer from now on, until it reports back with this
+                        // token (a retry keeps the token an installer may already have).
+                        let token = match &machine.installer {
+                            Some(b) if b.run == run.id => b.token.clone(),
+                            _ => crate::controller::Hub::new_secret().map_err(|e| anyhow::anyhow!("{e}"))?.0,
+                        };
+                        let boot = InstallerBoot { profile: profile.clone(), run: run.id, token, reported: false };
                         update.installer = Some(Some(boot));
                         detail["installer"] = json!(profile);
                     }
@@ -340,8 +351,10 @@ impl Engine {
             RunState::Failed => "provision.failed",
             _ => "provision.step",
         };
-        // An ended run leaves no installer boot behind: a power cycle boots discovery again.
-        let installer = (state != RunState::Active).then_some(None);
+        // An ended run leaves no installer boot behind (a power cycle boots discovery again), nor
+        // does one whose installed agent has checked in.
+        let installer =
+            (state != RunState::Active || !matches!(run.step, Step::Install | Step::WaitInstalled)).then_some(None);
         let update = MachineUpdate { state: Some(machine_state), installer, ..Default::default() };
         self.hub.cmdb.save_run(run, update, Some((kind, detail))).await?;
         Ok(state)

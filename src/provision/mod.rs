@@ -12,13 +12,13 @@
 //! -> identity (rendered script: hostname, network, SSH keys, the agent and its credential)
 //! -> reboot (the machine is marked installed first, so PXE now boots its disk)
 //! -> wait_installed (no job: the installed system's agent checks in)
+//! -> post_install[i] (scripts from postinstall/, on the installed system) -> done
+//! ```
 //!
 //! With an installer instead of an image, install is a reboot job into the installer (the
 //! machine carries an [`crate::cmdb::InstallerBoot`], so PXE boots it with its answer file);
 //! the installer's post-install step fetches `/boot/installed`, which hands over the identity
 //! script with the agent's credential and moves the run straight to wait_installed.
-//! -> post_install[i] (scripts from postinstall/, on the installed system) -> done
-//! ```
 //!
 //! A failed job is retried `retries` times; a step that runs past `step_timeout_secs` is
 //! cancelled and counts as a failure. Everything is in the CMDB, so a restart resumes each run
@@ -286,6 +286,7 @@ impl Run {
         } else {
             self.error = Some(format!("{} (retrying): {why}", step_name(self.step)));
             self.step_started_ms = now_ms;
+            self.progress = self.step.progress();
         }
     }
 

@@ -16,7 +16,9 @@ DOMAIN="{{ domain }}"
 APPLIANCE="{{ appliance_url }}"
 say() { echo "identity: $*"; }
 
-if [ -n "${1:-}" ]; then
+if [ "$DISK" = / ] && [ -z "${1:-}" ]; then
+  say "usage: sh $0 ROOT (the installed system's root directory)"; exit 2
+elif [ -n "${1:-}" ]; then
   ROOT=$1
   [ -d "$ROOT/etc" ] || { say "$ROOT is not an installed system's root"; exit 1; }
 elif [ -b "$DISK" ]; then
@@ -75,7 +77,8 @@ HOSTS
 {% for key in ssh_keys %}echo "{{ key }}" >> "$ROOT/root/.ssh/authorized_keys"
 {% endfor %}chmod 700 "$ROOT/root/.ssh"; chmod 600 "$ROOT/root/.ssh/authorized_keys"
 
-# The agent: this BootOS's binary, its session (the machine's credential) and the service.
+# The agent: its binary (BootOS's own, or downloaded from the appliance by an installer), its
+# session (the machine's credential) and the service.
 echo "RACKBOOT_URL=$APPLIANCE" > "$ROOT/etc/default/rackboot-agent"
 {% if session %}(umask 077; cat > "$ROOT/var/lib/rackboot-agent/session.json" <<'SESSION'
 {{ session }}
@@ -90,8 +93,12 @@ if [ -n "${1:-}" ]; then
   AGENT_URL="$APPLIANCE/boot/files/bootos/rackboot-agent"
   # Straight to the appliance, past any proxy the installer uses for its repository.
   export http_proxy= HTTP_PROXY=
-  if command -v curl >/dev/null; then curl -fsS -o "$ROOT/usr/local/sbin/rackboot-agent" "$AGENT_URL"
-  else wget -q -O "$ROOT/usr/local/sbin/rackboot-agent" "$AGENT_URL"; fi
+  for try in 1 2 3 4 5; do
+    if command -v curl >/dev/null; then curl -fsS -o "$ROOT/usr/local/sbin/rackboot-agent" "$AGENT_URL" && break
+    else wget -q -O "$ROOT/usr/local/sbin/rackboot-agent" "$AGENT_URL" && break; fi
+    [ "$try" = 5 ] && { say "cannot download $AGENT_URL"; exit 1; }
+    sleep 3
+  done
   chmod 0755 "$ROOT/usr/local/sbin/rackboot-agent"
 elif [ -x /bin/rackboot-agent ] && [ -b "$DISK" ]; then
   cp /bin/rackboot-agent "$ROOT/usr/local/sbin/rackboot-agent"

@@ -119,3 +119,24 @@ async fn a_chatty_machine_keeps_only_its_newest_events() {
     assert!(events.len() >= EVENTS_KEPT_PER_MACHINE);
     assert_eq!(events.last().unwrap().detail["n"], EVENTS_KEPT_PER_MACHINE + 599, "the newest survive");
 }
+
+#[tokio::test]
+async fn only_a_machines_own_address_speaks_for_it() {
+    let (_d, db) = open();
+    let with = db
+        .create_machine(NewMachine {
+            macs: vec![mac("52:54:00:00:00:41")],
+            reserved_ip: Some("198.18.0.50".parse().unwrap()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let without =
+        db.create_machine(NewMachine { macs: vec![mac("52:54:00:00:00:42")], ..Default::default() }).await.unwrap();
+    let ip = |s: &str| s.parse::<std::net::Ipv4Addr>().unwrap();
+    assert!(db.speaks_for(ip("198.18.0.50"), &with), "its reservation");
+    assert!(!db.speaks_for(ip("198.18.0.51"), &with), "another address while it has one");
+    // rackboot knows no address of it (proxy DHCP): any address that is nobody else's.
+    assert!(db.speaks_for(ip("198.18.0.51"), &without));
+    assert!(!db.speaks_for(ip("198.18.0.50"), &without), "someone else's reservation");
+}

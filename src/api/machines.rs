@@ -40,6 +40,7 @@ async fn list(
 ) -> Result<Json<Value>, ApiError> {
     let Query(filter) = q.map_err(|e| ApiError(StatusCode::BAD_REQUEST, e.body_text()))?;
     let (machines, total) = s.cmdb.list_machines(filter).await?;
+    let machines: Vec<Machine> = machines.into_iter().map(Machine::shown).collect();
     Ok(Json(json!({ "machines": machines, "total": total })))
 }
 
@@ -52,7 +53,7 @@ async fn create(
 }
 
 async fn show(State(s): State<ApiState>, Path(key): Path<String>) -> Result<Json<Machine>, ApiError> {
-    Ok(Json(resolve(&s, &key).await?))
+    Ok(Json(resolve(&s, &key).await?.shown()))
 }
 
 async fn update(
@@ -69,7 +70,7 @@ async fn update(
         }
     }
     let m = resolve(&s, &key).await?;
-    Ok(Json(s.cmdb.update_machine(m.id, patch).await?))
+    Ok(Json(s.cmdb.update_machine(m.id, patch).await?.shown()))
 }
 
 async fn remove(State(s): State<ApiState>, Path(key): Path<String>) -> Result<StatusCode, ApiError> {

@@ -75,6 +75,8 @@ pub struct Machine {
 pub struct InstallerBoot {
     pub profile: String,
     pub run: u64,
+    /// Never empty as stored; the API blanks it (and so leaves it out), see [`Machine::shown`].
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub token: String,
     /// The installer reported back: PXE boots the disk now. The token stays good (a retried
     /// report-back gets a new credential) until the installed agent checks in.
@@ -83,6 +85,15 @@ pub struct InstallerBoot {
 }
 
 impl Machine {
+    /// The machine as the API shows it: without its installer token, which only the machine
+    /// itself is given (in its answer file).
+    pub fn shown(mut self) -> Machine {
+        if let Some(i) = &mut self.installer {
+            i.token.clear();
+        }
+        self
+    }
+
     /// A new `discovered` machine with nothing known but its MACs.
     pub fn new(id: u64, macs: Vec<Mac>, now: u64) -> Machine {
         Machine {

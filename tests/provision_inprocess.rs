@@ -290,6 +290,29 @@ async fn a_gzip_image_is_inflated_onto_the_disk() {
     agent.abort();
 }
 
+/// Waits until the job `id` (a reboot) has succeeded.
+async fn reboot_job_succeeds(a: &Appliance, id: &Value) {
+    let job = a.get(&format!("/jobs/{id}")).await;
+    assert_eq!(job["action"]["kind"], "reboot", "{job}");
+    common::eventually(|| async {
+        let j = a.api.ok(Method::GET, &format!("/jobs/{id}"), None).await?;
+        anyhow::ensure!(j["state"] == "succeeded", "reboot job {}", j["state"]);
+        Ok(())
+    })
+    .await;
+}
+
+/// Runs an identity script as an installer's late command does (`sh script ROOT`), off the
+/// test's thread: the script downloads from the appliance running on it.
+async fn run_identity(file: &std::path::Path, root: &std::path::Path) {
+    let (f, r) = (file.to_path_buf(), root.to_path_buf());
+    let out = tokio::task::spawn_blocking(move || std::process::Command::new("sh").arg(f).arg(r).output())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(out.status.success(), "{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+}
+
 /// The body of an HTTP/1.0 answer, which must be `status`.
 fn body_of(r: &str, status: u16) -> String {
     let (head, body) = r.split_once("\r\n\r\n").unwrap_or((r, ""));
@@ -346,14 +369,7 @@ async fn an_installer_task_boots_the_installer_whose_report_back_hands_the_node_
         r["step"]["step"] == "install" && r["job"].is_u64() && r["error"].is_null()
     })
     .await;
-    let job = a.get(&format!("/jobs/{}", run["job"])).await;
-    assert_eq!(job["action"]["kind"], "reboot", "{job}");
-    common::eventually(|| async {
-        let j = a.api.ok(Method::GET, &format!("/jobs/{}", run["job"]), None).await?;
-        anyhow::ensure!(j["state"] == "succeeded", "reboot job {}", j["state"]);
-        Ok(())
-    })
-    .await;
+    reboot_job_succeeds(&a, &run["job"]).await;
     agent.abort();
     // The appliance restarts while the machine is in its installer: nothing is lost.
     a.stop().await;
@@ -391,13 +407,7 @@ async fn an_installer_task_boots_the_installer_whose_report_back_hands_the_node_
     std::fs::create_dir_all(root.join("etc")).unwrap();
     let file = work.path().join("rackboot-finish.sh");
     std::fs::write(&file, &identity).unwrap();
-    // Off the test's thread: the script downloads from the appliance running on it.
-    let (f, r) = (file.clone(), root.clone());
-    let out = tokio::task::spawn_blocking(move || std::process::Command::new("sh").arg(f).arg(r).output())
-        .await
-        .unwrap()
-        .unwrap();
-    assert!(out.status.success(), "{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    run_identity(&file, &root).await;
     assert_eq!(std::fs::read_to_string(root.join("etc/hostname")).unwrap(), "inst-1\n");
     assert!(std::fs::read_to_string(root.join("root/.ssh/authorized_keys")).unwrap().contains("test@lab"));
     assert_eq!(std::fs::read(root.join("usr/local/sbin/rackboot-agent")).unwrap(), b"#!/bin/sh\necho agent\n");
@@ -414,12 +424,7 @@ async fn an_installer_task_boots_the_installer_whose_report_back_hands_the_node_
     // An installer that lost the answer and asks again gets a new credential (the last wins).
     let again = body_of(&get(path.clone()).await, 200);
     std::fs::write(&file, &again).unwrap();
-    let (f, r) = (file.clone(), root.clone());
-    let out = tokio::task::spawn_blocking(move || std::process::Command::new("sh").arg(f).arg(r).output())
-        .await
-        .unwrap()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    run_identity(&file, &root).await;
     assert_ne!(read_session(&root)["credential"], first["credential"]);
     // Run without the root directory, the script refuses rather than write somewhere else.
     let out = std::process::Command::new("sh").arg(&file).output().unwrap();
@@ -471,14 +476,7 @@ async fn reinstall_reboots_an_installed_node_into_bootos_and_installs_it_again()
     // The installed agent gets the reboot into BootOS; PXE serves discovery again.
     let run = run_where(&a, second, 30, "a reboot job", |r| r["job"].is_u64()).await;
     assert_eq!(run["step"]["step"], "wait_agent");
-    let job = a.get(&format!("/jobs/{}", run["job"])).await;
-    assert_eq!(job["action"]["kind"], "reboot", "{job}");
-    common::eventually(|| async {
-        let j = a.api.ok(Method::GET, &format!("/jobs/{}", run["job"]), None).await?;
-        anyhow::ensure!(j["state"] == "succeeded", "reboot job {}", j["state"]);
-        Ok(())
-    })
-    .await;
+    reboot_job_succeeds(&a, &run["job"]).await;
     installed.abort();
     let addr: std::net::SocketAddr = ([127, 0, 0, 1], a.port).into();
     let script = common::http_get(addr, &format!("/boot/ipxe?mac={mac}")).await;

@@ -225,11 +225,8 @@ impl Cmdb {
             if let Some(j) = run.job.take() {
                 cancel_job_in(ctx, j)?;
             }
-            run.step = Step::WaitInstalled;
-            run.progress = Step::WaitInstalled.progress();
-            run.failures = 0;
+            run.enter(Step::WaitInstalled, now);
             run.error = None;
-            run.step_started_ms = now;
             run.installed_after_ms = Some(now);
             let reported = InstallerBoot { reported: true, ..boot.clone() };
             let update = MachineUpdate {

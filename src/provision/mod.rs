@@ -264,8 +264,13 @@ impl Run {
 
     /// Moves to the next step.
     pub fn advance(&mut self, spec_configure: usize, spec_post: usize, now_ms: u64) {
-        self.step = self.step.next(spec_configure, spec_post);
-        self.progress = self.step.progress();
+        self.enter(self.step.next(spec_configure, spec_post), now_ms);
+    }
+
+    /// Starts `step` (an installer's report-back jumps from install to wait_installed).
+    pub fn enter(&mut self, step: Step, now_ms: u64) {
+        self.step = step;
+        self.progress = step.progress();
         self.job = None;
         self.failures = 0;
         self.step_started_ms = now_ms;

@@ -15,6 +15,7 @@ use tracing::{info, warn};
 
 use crate::api::{self, ApiState};
 use crate::cmdb::Cmdb;
+use crate::cmdb::EventKind;
 use crate::config::{Config, DhcpMode};
 use crate::dhcp::{self, DhcpService};
 use crate::dns;
@@ -207,6 +208,7 @@ pub async fn start(cfg: Config) -> anyhow::Result<Running> {
         boot: Some(Arc::new(boot)),
         hub,
         engine: Some(engine),
+        streams: Arc::new(tokio::sync::Semaphore::new(api::MAX_STREAMS)),
     };
     let app = api::router(state).into_make_service_with_connect_info::<SocketAddr>();
     let t = token.clone();
@@ -274,7 +276,7 @@ fn tftp_reporter(cmdb: Cmdb, metrics: Metrics) -> tftp::OnReport {
             "blksize": r.blksize, "windowsize": r.windowsize, "options": r.options, "ms": r.elapsed.as_millis() as u64,
         });
         if let std::net::IpAddr::V4(ip) = r.client.ip() {
-            cmdb.record_for_ip(ip, "tftp.transfer", detail);
+            cmdb.record_for_ip(ip, EventKind::TftpTransfer, detail);
         }
     })
 }

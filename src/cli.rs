@@ -51,6 +51,33 @@ enum Command {
         #[command(flatten)]
         api: ApiArgs,
     },
+    /// Print timeline events live as they happen (DHCP, TFTP, boot, agent, jobs, provisioning,
+    /// state changes); reconnects without losing or repeating an event.
+    #[command(
+        after_help = "Examples:\n  rackboot watch --all\n  rackboot watch 52:54:00:12:34:56\n  rackboot watch --all --kind dhcp.ack,provision.step\n  rackboot watch --all --after 1200     # replay what came after event 1200, then go on live"
+    )]
+    Watch {
+        #[command(flatten)]
+        api: ApiArgs,
+        /// A machine id or MAC.
+        #[arg(required_unless_present = "all", conflicts_with = "all")]
+        machine: Option<String>,
+        /// Every machine.
+        #[arg(long)]
+        all: bool,
+        /// Only these event kinds (comma-separated, e.g. dhcp.ack,machine.state).
+        #[arg(long)]
+        kind: Option<String>,
+        /// Only events of machines in this state (e.g. installing).
+        #[arg(long)]
+        state: Option<String>,
+        /// Replay stored events after this sequence number first.
+        #[arg(long)]
+        after: Option<u64>,
+        /// Exit after this many events.
+        #[arg(long)]
+        count: Option<usize>,
+    },
 }
 
 #[derive(Args)]
@@ -225,6 +252,10 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Machines { api, cmd } => machines(api.client()?, cmd).await,
         Command::Jobs { api, cmd } => jobs(api.client()?, cmd).await,
         Command::Tasks { api, cmd } => tasks(api.client()?, cmd).await,
+        Command::Watch { api, machine, all: _, kind, state, after, count } => {
+            let w = rackboot::watch::Watch { machine, kind, state, after, count };
+            rackboot::watch::run(&api.client()?, w, &mut std::io::stdout()).await
+        }
         Command::Leases { api } => {
             let v = api.client()?.ok(Method::GET, "/leases", None).await?;
             for l in v["leases"].as_array().into_iter().flatten() {
@@ -271,9 +302,14 @@ async fn machines(c: ApiClient, cmd: MachinesCmd) -> anyhow::Result<()> {
                     query.push(format!("{k}={}", enc(&v)));
                 }
             }
-            let v = c.ok(Method::GET, &format!("/machines?{}", query.join("&")), None).await?;
+            let mut v = c.ok(Method::GET, &format!("/machines?{}", query.join("&")), None).await?;
+            let mut all: Vec<Value> = v["machines"].as_array().cloned().unwrap_or_default();
+            while let Some(cursor) = v["next_cursor"].as_str().map(str::to_string) {
+                v = c.ok(Method::GET, &format!("/machines?{}&cursor={cursor}", query.join("&")), None).await?;
+                all.extend(v["machines"].as_array().cloned().unwrap_or_default());
+            }
             println!("{:<5} {:<18} {:<20} {:<16} {:<11} TAGS", "ID", "MAC", "HOSTNAME", "RESERVED_IP", "STATE");
-            for m in v["machines"].as_array().into_iter().flatten() {
+            for m in &all {
                 let tags: Vec<String> = m["tags"].as_array().into_iter().flatten().map(s).collect();
                 println!(
                     "{:<5} {:<18} {:<20} {:<16} {:<11} {}",

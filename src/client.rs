@@ -27,21 +27,8 @@ impl ApiClient {
         path: &str,
         body: Option<serde_json::Value>,
     ) -> anyhow::Result<(u16, serde_json::Value)> {
-        let authority = self.base.authority().context("API URL has no host")?.clone();
-        let stream = tokio::net::TcpStream::connect(authority.as_str())
-            .await
-            .with_context(|| format!("connecting to {authority}"))?;
-        let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
-        tokio::spawn(conn);
         let bytes = body.map(|b| b.to_string()).unwrap_or_default();
-        let req = Request::builder()
-            .method(method)
-            .uri(format!("/api/v1{path}"))
-            .header("host", authority.as_str())
-            .header("authorization", format!("Bearer {}", self.token))
-            .header("content-type", "application/json")
-            .body(Full::new(Bytes::from(bytes)))?;
-        let resp = sender.send_request(req).await?;
+        let resp = self.send(method, path, &[("content-type", "application/json")], bytes).await?;
         let status = resp.status().as_u16();
         let body = resp.into_body().collect().await?.to_bytes();
         let json = if body.is_empty() {
@@ -50,6 +37,48 @@ impl ApiClient {
             serde_json::from_slice(&body).context("API answered non-JSON")?
         };
         Ok((status, json))
+    }
+
+    /// Sends a request under `/api/v1` with the token and `headers`, and returns the response
+    /// with its body still to be read (event streams are read as they arrive).
+    pub async fn send(
+        &self,
+        method: Method,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: String,
+    ) -> anyhow::Result<hyper::Response<hyper::body::Incoming>> {
+        let authority = self.base.authority().context("API URL has no host")?.clone();
+        let stream = tokio::net::TcpStream::connect(authority.as_str())
+            .await
+            .with_context(|| format!("connecting to {authority}"))?;
+        let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
+        tokio::spawn(conn);
+        let mut req = Request::builder()
+            .method(method)
+            .uri(format!("/api/v1{path}"))
+            .header("host", authority.as_str())
+            .header("authorization", format!("Bearer {}", self.token));
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        Ok(sender.send_request(req.body(Full::new(Bytes::from(body)))?).await?)
+    }
+
+    /// Opens a server-sent event stream under `/api/v1`, resuming after `last_event_id`.
+    pub async fn events(&self, path: &str, last_event_id: Option<u64>) -> anyhow::Result<EventStream> {
+        let id = last_event_id.map(|i| i.to_string());
+        let mut headers = vec![("accept", "text/event-stream")];
+        if let Some(id) = &id {
+            headers.push(("last-event-id", id.as_str()));
+        }
+        let resp = self.send(Method::GET, path, &headers, String::new()).await?;
+        if !resp.status().is_success() {
+            let status = resp.status();
+            let body = resp.into_body().collect().await?.to_bytes();
+            anyhow::bail!("API error {status}: {}", String::from_utf8_lossy(&body));
+        }
+        Ok(EventStream { body: resp.into_body(), buf: Vec::new() })
     }
 
     /// Like [`ApiClient::call`] but turns a non-2xx answer into an error carrying its message.
@@ -61,9 +90,88 @@ impl ApiClient {
     ) -> anyhow::Result<serde_json::Value> {
         let (status, json) = self.call(method, path, body).await?;
         if !(200..300).contains(&status) {
-            let msg = json.get("error").and_then(|e| e.as_str()).unwrap_or("no message");
+            let msg = json.get("detail").or_else(|| json.get("error")).and_then(|e| e.as_str()).unwrap_or("no message");
             anyhow::bail!("API error {status}: {msg}");
         }
         Ok(json)
+    }
+}
+
+/// One server-sent event.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SseEvent {
+    pub id: Option<String>,
+    pub event: Option<String>,
+    pub data: String,
+}
+
+/// A server-sent event stream being read.
+pub struct EventStream {
+    body: hyper::body::Incoming,
+    buf: Vec<u8>,
+}
+
+/// Largest event accepted from the server.
+const MAX_EVENT: usize = 1 << 20;
+
+impl EventStream {
+    /// The next event; `None` when the server ended the stream. Comments (keep-alives) are
+    /// skipped.
+    pub async fn next(&mut self) -> anyhow::Result<Option<SseEvent>> {
+        loop {
+            if let Some(end) = self.buf.windows(2).position(|w| w == b"\n\n") {
+                let block: Vec<u8> = self.buf.drain(..end + 2).collect();
+                if let Some(ev) = parse_block(&String::from_utf8_lossy(&block)) {
+                    return Ok(Some(ev));
+                }
+                continue;
+            }
+            anyhow::ensure!(self.buf.len() <= MAX_EVENT, "event larger than {MAX_EVENT} bytes");
+            match self.body.frame().await {
+                None => return Ok(None),
+                Some(frame) => {
+                    if let Ok(data) = frame?.into_data() {
+                        self.buf.extend(data.iter().filter(|b| **b != b'\r'));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// One event from its lines (`field: value`); `None` for a comment-only block.
+fn parse_block(block: &str) -> Option<SseEvent> {
+    let mut ev = SseEvent::default();
+    let mut data: Vec<&str> = Vec::new();
+    for line in block.lines() {
+        let (field, value) = line.split_once(':').unwrap_or((line, ""));
+        let value = value.strip_prefix(' ').unwrap_or(value);
+        match field {
+            "id" => ev.id = Some(value.to_string()),
+            "event" => ev.event = Some(value.to_string()),
+            "data" => data.push(value),
+            _ => {}
+        }
+    }
+    if data.is_empty() && ev.id.is_none() && ev.event.is_none() {
+        return None;
+    }
+    ev.data = data.join("\n");
+    Some(ev)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sse_blocks_parse_and_comments_are_skipped() {
+        assert_eq!(parse_block(": keep-alive\n"), None);
+        let ev = parse_block("id: 7\nevent: dhcp.ack\ndata: {\"a\":1}\n").unwrap();
+        assert_eq!(
+            (ev.id.as_deref(), ev.event.as_deref(), ev.data.as_str()),
+            (Some("7"), Some("dhcp.ack"), "{\"a\":1}")
+        );
+        assert_eq!(parse_block("data: a\ndata: b\n").unwrap().data, "a\nb");
     }
 }

@@ -15,7 +15,7 @@ use rackboot_agent::wire::{Action, JobResult, Outcome};
 use serde::{Deserialize, Serialize};
 
 /// Where a job is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum JobState {
     Queued,
@@ -42,7 +42,7 @@ impl std::str::FromStr for JobState {
 }
 
 /// A job as stored.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Job {
     pub v: u64,
     pub id: u64,

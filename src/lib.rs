@@ -19,6 +19,7 @@
 //! - [`tftp`]: the read-only TFTP server for the boot directory, mechanics only.
 //! - [`client`]: the small HTTP client the CLI uses to talk to the REST API.
 //! - [`mac`]: the MAC address type used everywhere.
+//! - [`watch`]: `rackboot watch`, the live event stream in a terminal.
 
 pub mod api;
 pub mod app;
@@ -37,3 +38,4 @@ pub mod provision;
 pub mod ra;
 pub mod render;
 pub mod tftp;
+pub mod watch;

@@ -68,6 +68,23 @@ impl FromStr for Mac {
     }
 }
 
+impl utoipa::PartialSchema for Mac {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{ObjectBuilder, SchemaType, Type};
+        ObjectBuilder::new()
+            .schema_type(SchemaType::new(Type::String))
+            // Exactly what `from_str` accepts: twelve hex digits, ':' or '-' between them.
+            .pattern(Some("^[:-]*([0-9A-Fa-f][:-]*){12}$"))
+            .description(Some(
+                "A MAC address; shown as 52:54:00:12:34:56, also read as 52-54-00-12-34-56 or 525400123456",
+            ))
+            .examples([serde_json::json!("52:54:00:12:34:56")])
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for Mac {}
+
 impl Serialize for Mac {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_str(self)

@@ -49,10 +49,10 @@ async fn machines_crud_search_and_errors() {
     let (status, err) =
         api.call(Method::POST, "/machines", Some(json!({"macs": ["52:54:00:aa:00:01"]}))).await.unwrap();
     assert_eq!(status, 409, "{err}");
-    assert!(err["error"].as_str().unwrap().contains("52:54:00:aa:00:01"));
+    assert!(err["detail"].as_str().unwrap().contains("52:54:00:aa:00:01"));
     let (status, err) = api.call(Method::POST, "/machines", Some(json!({"macs": ["nope"]}))).await.unwrap();
     assert_eq!(status, 400);
-    assert!(err["error"].as_str().unwrap().contains("invalid MAC"), "{err}");
+    assert!(err["detail"].as_str().unwrap().contains("invalid MAC"), "{err}");
     let (status, _) = api
         .call(Method::POST, "/machines", Some(json!({"macs": ["52:54:00:aa:00:03"], "hostname": "bad_name!"})))
         .await

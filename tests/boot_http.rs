@@ -123,7 +123,7 @@ async fn profiles_defined_through_the_api_can_be_pinned_and_are_validated() {
         .await
         .unwrap();
     assert_eq!(status, 400, "{err}");
-    assert!(err["error"].as_str().unwrap().contains("undefined"), "{err}");
+    assert!(err["detail"].as_str().unwrap().contains("undefined"), "{err}");
     let (status, _) =
         api.call(Method::PUT, "/profiles/discovery", Some(json!({"kernel": "k", "initrd": "i"}))).await.unwrap();
     assert_eq!(status, 409, "config profiles are read-only");

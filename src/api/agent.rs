@@ -33,7 +33,7 @@ pub fn routes() -> Router<ApiState> {
 }
 
 fn bad_json(e: JsonRejection) -> ApiError {
-    ApiError(StatusCode::BAD_REQUEST, e.body_text())
+    ApiError::new(StatusCode::BAD_REQUEST, e.body_text())
 }
 
 /// The calling machine, from its credential.
@@ -42,12 +42,12 @@ async fn machine(s: &ApiState, headers: &HeaderMap) -> Result<u64, ApiError> {
         headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
     s.hub.authenticate(bearer).await.map_err(|e| match e {
         AuthError::Unauthorized => {
-            ApiError(StatusCode::UNAUTHORIZED, "missing, forged or superseded agent credential".into())
+            ApiError::new(StatusCode::UNAUTHORIZED, "missing, forged or superseded agent credential")
         }
         AuthError::NotApproved => {
-            ApiError(StatusCode::FORBIDDEN, "enrolled; waiting for an operator to approve this machine".into())
+            ApiError::new(StatusCode::FORBIDDEN, "enrolled; waiting for an operator to approve this machine")
         }
-        AuthError::Storage(e) => ApiError(StatusCode::INTERNAL_SERVER_ERROR, e),
+        AuthError::Storage(e) => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e),
     })
 }
 
@@ -65,7 +65,8 @@ async fn enroll(
     let bearer =
         headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
     let holder = s.hub.authenticate(bearer).await.ok();
-    let (secret, hash) = Hub::new_secret().map_err(|e| ApiError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
+    let (secret, hash) =
+        Hub::new_secret().map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
     let accept = move |machine: u64| auto || holder == Some(machine);
     let enrolled = s.hub.cmdb.enroll_agent(req, hash, accept, Some(peer.ip())).await?;
     s.hub.forget(enrolled.machine_id);
@@ -139,7 +140,10 @@ async fn output(
     let id = machine(&s, &headers).await?;
     let Json(chunk) = body.map_err(bad_json)?;
     if chunk.data.len() > MAX_CHUNK {
-        return Err(ApiError(StatusCode::PAYLOAD_TOO_LARGE, format!("output chunks are limited to {MAX_CHUNK} bytes")));
+        return Err(ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("output chunks are limited to {MAX_CHUNK} bytes"),
+        ));
     }
     let shown = (!chunk.data.is_empty()).then(|| crate::cmdb::StoredChunk {
         attempt: chunk.attempt,

@@ -17,6 +17,7 @@ use serde_json::json;
 use tower_http::services::ServeDir;
 
 use super::{ApiError, ApiState};
+use crate::cmdb::EventKind;
 use crate::cmdb::Sighting;
 use crate::config::Profile;
 use crate::controller::Hub;
@@ -73,8 +74,9 @@ struct Installing {
 
 impl Installing {
     async fn load(s: &ApiState, mac: &str) -> Result<Installing, ApiError> {
-        let mac: Mac =
-            mac.parse().map_err(|e: crate::mac::ParseMacError| ApiError(StatusCode::BAD_REQUEST, e.to_string()))?;
+        let mac: Mac = mac
+            .parse()
+            .map_err(|e: crate::mac::ParseMacError| ApiError::new(StatusCode::BAD_REQUEST, e.to_string()))?;
         let machine = s.cmdb.machine_by_mac(mac).await?;
         let run = s.cmdb.active_runs().await?.into_iter().find(|r| r.machine_id == Some(machine.id));
         let spec = match &run {
@@ -128,7 +130,7 @@ async fn nocloud(
             format!("instance-id: rackboot-{}\nlocal-hostname: {}\n", it.machine.id, it.hostname())
         }
         "vendor-data" => String::new(),
-        other => return Err(ApiError(StatusCode::NOT_FOUND, format!("no NoCloud file {other:?}"))),
+        other => return Err(ApiError::new(StatusCode::NOT_FOUND, format!("no NoCloud file {other:?}"))),
     };
     Ok(([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], text).into_response())
 }
@@ -151,9 +153,9 @@ async fn render_answer(
     disk: Option<String>,
     peer: SocketAddr,
 ) -> Result<String, ApiError> {
-    let boot = s.boot.as_ref().ok_or_else(|| ApiError(StatusCode::NOT_FOUND, "no boot service".into()))?;
+    let boot = s.boot.as_ref().ok_or_else(|| ApiError::new(StatusCode::NOT_FOUND, "no boot service"))?;
     if !crate::render::ANSWER_KINDS.contains(&kind) {
-        return Err(ApiError(
+        return Err(ApiError::new(
             StatusCode::NOT_FOUND,
             format!("no answer file {kind:?} (kickstart, preseed, autoinstall)"),
         ));
@@ -163,7 +165,8 @@ async fn render_answer(
         (Some(d), _) => d,
         (None, sp) => {
             let choice = sp.as_ref().map_or("auto", |sp| sp.disk.as_str());
-            crate::provision::engine::target_disk(choice, &it.machine).map_err(|e| ApiError(StatusCode::CONFLICT, e))?
+            crate::provision::engine::target_disk(choice, &it.machine)
+                .map_err(|e| ApiError::new(StatusCode::CONFLICT, e))?
         }
     };
     let repo_url = boot.answer_repos.get(kind).cloned().unwrap_or_default();
@@ -192,11 +195,13 @@ async fn render_answer(
         proxy: boot.installer_proxy.clone(),
         finish_url,
     };
-    let text =
-        boot.renderer.answer(kind, &vars).map_err(|e| ApiError(StatusCode::UNPROCESSABLE_ENTITY, e.to_string()))?;
+    let text = boot
+        .renderer
+        .answer(kind, &vars)
+        .map_err(|e| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, e.to_string()))?;
     s.cmdb.record(
         crate::cmdb::Sighting { mac: Some(it.mac), ..Default::default() },
-        vec![("boot.answer".into(), serde_json::json!({"kind": kind}))],
+        vec![(EventKind::BootAnswer, serde_json::json!({"kind": kind}))],
     );
     Ok(text)
 }
@@ -219,18 +224,18 @@ async fn installed(
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     Query(q): Query<InstalledQuery>,
 ) -> Result<Response, ApiError> {
-    let boot = s.boot.as_ref().ok_or_else(|| ApiError(StatusCode::NOT_FOUND, "no boot service".into()))?;
+    let boot = s.boot.as_ref().ok_or_else(|| ApiError::new(StatusCode::NOT_FOUND, "no boot service"))?;
     let it = Installing::load(&s, &q.mac).await?;
     let id = it.machine.id;
     if q.token.is_some() && !from_machine(&s, peer, &it.machine) {
-        return Err(ApiError(StatusCode::FORBIDDEN, format!("{} is not this machine's address", peer.ip())));
+        return Err(ApiError::new(StatusCode::FORBIDDEN, format!("{} is not this machine's address", peer.ip())));
     }
     // With the token: a fresh agent credential goes into the script. The script is rendered
     // before the token is used up, so a script that cannot be rendered costs nothing.
     let (secret_hash, session) = match (&it.machine.installer, &q.token) {
         (Some(_), Some(_)) => {
             let (secret, hash) =
-                Hub::new_secret().map_err(|e| ApiError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
+                Hub::new_secret().map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
             let cfg = &s.hub.cfg;
             let session = rackboot_agent::wire::EnrollResponse {
                 machine_id: id,
@@ -241,17 +246,17 @@ async fn installed(
                 lease_secs: cfg.lease.as_secs(),
             };
             let json = serde_json::to_string(&session)
-                .map_err(|e| ApiError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
+                .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
             (Some(hash), Some(json))
         }
         (Some(_), None) => {
-            return Err(ApiError(
+            return Err(ApiError::new(
                 StatusCode::FORBIDDEN,
-                "this machine's installer must report back with its token".into(),
+                "this machine's installer must report back with its token",
             ))
         }
         (None, Some(_)) => {
-            return Err(ApiError(StatusCode::CONFLICT, "no installer boot is pending (the token was used)".into()))
+            return Err(ApiError::new(StatusCode::CONFLICT, "no installer boot is pending (the token was used)"))
         }
         (None, None) => (None, None),
     };
@@ -263,7 +268,8 @@ async fn installed(
         ssh_keys: it.ssh_keys(),
         session,
     };
-    let text = boot.renderer.identity(&vars).map_err(|e| ApiError(StatusCode::UNPROCESSABLE_ENTITY, e.to_string()))?;
+    let text =
+        boot.renderer.identity(&vars).map_err(|e| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, e.to_string()))?;
     if let (Some(hash), Some(token)) = (secret_hash, q.token) {
         s.cmdb.installer_finished(id, token, hash).await?;
         s.hub.forget(id);
@@ -283,9 +289,9 @@ struct ScriptQuery {
 }
 
 async fn ipxe(State(s): State<ApiState>, Query(q): Query<ScriptQuery>) -> Result<Response, ApiError> {
-    let boot = s.boot.as_ref().ok_or_else(|| ApiError(StatusCode::NOT_FOUND, "boot endpoints are off".into()))?;
+    let boot = s.boot.as_ref().ok_or_else(|| ApiError::new(StatusCode::NOT_FOUND, "boot endpoints are off"))?;
     let mac: Mac =
-        q.mac.parse().map_err(|e: crate::mac::ParseMacError| ApiError(StatusCode::BAD_REQUEST, e.to_string()))?;
+        q.mac.parse().map_err(|e: crate::mac::ParseMacError| ApiError::new(StatusCode::BAD_REQUEST, e.to_string()))?;
     let machine = s.cmdb.machine_by_mac(mac).await.ok();
     let plan = planner::plan_boot(machine.as_ref(), &boot.discovery_profile);
     let uefi = match q.platform.as_deref() {
@@ -301,13 +307,13 @@ async fn ipxe(State(s): State<ApiState>, Query(q): Query<ScriptQuery>) -> Result
     let profiles = super::profiles::all_profiles(&s).await?;
     let script = boot.renderer.ipxe(&plan, &vars, &profiles).map_err(|e| {
         tracing::warn!(%mac, error = %e, "cannot render boot script");
-        ApiError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string())
+        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string())
     })?;
     let detail = match &plan {
         BootPlan::Profile(p) => json!({"plan": "profile", "profile": p, "uefi": uefi}),
         BootPlan::LocalDisk => json!({"plan": "local-disk", "uefi": uefi}),
     };
-    s.cmdb.record(Sighting { mac: Some(mac), ..Default::default() }, vec![("boot.script".into(), detail)]);
+    s.cmdb.record(Sighting { mac: Some(mac), ..Default::default() }, vec![(EventKind::BootScript, detail)]);
     Ok(([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], script).into_response())
 }
 
@@ -336,7 +342,7 @@ async fn etag_and_timeline(
         let bytes = resp.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
         let detail = json!({"path": rel, "status": status.as_u16(), "bytes": bytes, "range": range.and_then(|r| r.to_str().ok().map(String::from))});
         if let std::net::IpAddr::V4(ip) = peer.ip() {
-            s.cmdb.record_for_ip(ip, "boot.asset", detail);
+            s.cmdb.record_for_ip(ip, EventKind::BootAsset, detail);
         }
     }
     resp

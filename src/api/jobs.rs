@@ -10,119 +10,181 @@ use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use axum::{Json, Router};
+use axum::Json;
 use rackboot_agent::wire::Action;
-use serde::Deserialize;
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use super::machines::resolve;
-use super::{ApiError, ApiState};
-use crate::cmdb::{JobFilter, StoredChunk};
+use super::{page, ApiError, ApiState};
+use crate::cmdb::{AgentView, JobFilter, StoredChunk};
 use crate::controller::JobEvent;
-use crate::jobs::NewJob;
+use crate::jobs::{Job, JobState, NewJob};
 
-pub fn routes() -> Router<ApiState> {
-    Router::new()
-        .route("/jobs", get(list).post(submit))
-        .route("/jobs/{id}", get(show))
-        .route("/jobs/{id}/output", get(output))
-        .route("/jobs/{id}/cancel", post(cancel))
-        .route("/machines/{id}/approve", post(approve))
-        .route("/machines/{id}/agent", get(agent))
+pub fn routes() -> OpenApiRouter<ApiState> {
+    OpenApiRouter::new()
+        .routes(routes!(list, submit))
+        .routes(routes!(show))
+        .routes(routes!(output))
+        .routes(routes!(cancel))
+        .routes(routes!(approve))
+        .routes(routes!(agent))
 }
 
 /// A job submission: exactly one of `machine` (id or MAC) and `tag`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-struct Submit {
+pub struct Submit {
+    /// A machine id or MAC.
     #[serde(default)]
     machine: Option<String>,
+    /// Every machine with this tag.
     #[serde(default)]
     tag: Option<String>,
     action: Action,
+    /// Seconds the job may run (default `[agent] job_timeout_secs`).
     #[serde(default)]
+    #[schema(minimum = 1, maximum = 86400)]
     timeout_secs: Option<u64>,
+    /// Deliveries before the job fails (1-100; default `[agent] max_attempts`).
     #[serde(default)]
     max_attempts: Option<u32>,
 }
 
+/// The jobs a submission created (one per machine).
+#[derive(Serialize, ToSchema)]
+pub struct Submitted {
+    pub jobs: Vec<Job>,
+}
+
+/// Submits a job to one machine, or to every machine with a tag; wakes their agents at once.
+#[utoipa::path(post, path = "/jobs", tag = "jobs", request_body = Submit,
+    responses((status = 201, description = "Queued", body = Submitted)))]
 async fn submit(
     State(s): State<ApiState>,
     body: Result<Json<Submit>, JsonRejection>,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
-    let Json(req) = body.map_err(|e| ApiError(StatusCode::BAD_REQUEST, e.body_text()))?;
-    let bad = |m: &str| ApiError(StatusCode::BAD_REQUEST, m.to_string());
+) -> Result<(StatusCode, Json<Submitted>), ApiError> {
+    let Json(req) = body?;
     let machines = match (&req.machine, &req.tag) {
         (Some(m), None) => vec![resolve(&s, m).await?.id],
         (None, Some(t)) => {
             let ids = s.hub.cmdb.machines_with_tag(t.clone()).await?;
             if ids.is_empty() {
-                return Err(ApiError(StatusCode::NOT_FOUND, format!("no machine has tag {t:?}")));
+                return Err(ApiError::not_found(format!("no machine has tag {t:?}")));
             }
             ids
         }
-        _ => return Err(bad("give exactly one of \"machine\" (id or MAC) and \"tag\"")),
+        _ => return Err(ApiError::field("machine", "give exactly one of \"machine\" (id or MAC) and \"tag\"")),
     };
     if let Action::Script { interpreter, body, .. } = &req.action {
         if interpreter.trim().is_empty() || body.is_empty() {
-            return Err(bad("a script needs an interpreter and a body"));
+            return Err(ApiError::field("action", "a script needs an interpreter and a body"));
         }
     }
     let timeout_secs = req.timeout_secs.unwrap_or(s.hub.cfg.job_timeout_secs);
     if !(1..=crate::jobs::MAX_TIMEOUT_SECS).contains(&timeout_secs) {
-        return Err(bad(&format!("timeout_secs must be 1..={}", crate::jobs::MAX_TIMEOUT_SECS)));
+        return Err(ApiError::field(
+            "timeout_secs",
+            format!("timeout_secs must be 1..={}", crate::jobs::MAX_TIMEOUT_SECS),
+        ));
     }
     let max_attempts = req.max_attempts.unwrap_or(s.hub.cfg.max_attempts).clamp(1, 100);
     let jobs = s.hub.cmdb.submit_jobs(machines, NewJob { action: req.action, timeout_secs, max_attempts }).await?;
     for j in &jobs {
         s.hub.wake(j.machine_id);
     }
-    Ok((StatusCode::CREATED, Json(json!({ "jobs": jobs }))))
+    Ok((StatusCode::CREATED, Json(Submitted { jobs })))
 }
 
-async fn list(State(s): State<ApiState>, q: Result<Query<ListQuery>, QueryRejection>) -> Result<Json<Value>, ApiError> {
-    let Query(q) = q.map_err(|e| ApiError(StatusCode::BAD_REQUEST, e.body_text()))?;
+/// Lists jobs, newest first, filtered by machine and state.
+#[utoipa::path(get, path = "/jobs", tag = "jobs", params(JobQuery),
+    responses((status = 200, description = "A page of jobs", body = JobList)))]
+async fn list(
+    State(s): State<ApiState>,
+    q: Result<Query<JobQuery>, QueryRejection>,
+) -> Result<Json<JobList>, ApiError> {
+    let Query(q) = q?;
     let machine = match &q.machine {
         Some(m) => Some(resolve(&s, m).await?.id),
         None => None,
     };
-    let state =
-        q.state.as_deref().map(str::parse).transpose().map_err(|e: String| ApiError(StatusCode::BAD_REQUEST, e))?;
-    let jobs = s.hub.cmdb.jobs(JobFilter { machine, state, limit: q.limit }).await?;
-    Ok(Json(json!({ "jobs": jobs })))
+    let before = page::key("jobs", q.cursor.as_deref())?;
+    let limit = Some(page::limit(q.limit, 100)?);
+    let (jobs, next) = s.hub.cmdb.jobs(JobFilter { machine, state: q.state, before, limit }).await?;
+    Ok(Json(JobList { jobs, next_cursor: next.map(|id| page::cursor("jobs", id)) }))
 }
 
-#[derive(Deserialize)]
-struct ListQuery {
+/// Filters and page of the job list.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct JobQuery {
+    /// A machine id or MAC.
     machine: Option<String>,
-    state: Option<String>,
+    state: Option<JobState>,
+    /// Page size (default 100).
+    #[param(minimum = 1, maximum = 10000)]
     limit: Option<usize>,
+    /// Where the page starts: `next_cursor` of the previous page.
+    cursor: Option<String>,
 }
 
-async fn show(State(s): State<ApiState>, Path(id): Path<u64>) -> Result<Json<Value>, ApiError> {
-    Ok(Json(json!(s.hub.cmdb.job(id).await?)))
+/// A page of jobs, newest first.
+#[derive(Serialize, ToSchema)]
+pub struct JobList {
+    pub jobs: Vec<Job>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
 }
 
-#[derive(Deserialize)]
-struct OutputQuery {
+/// One job.
+#[utoipa::path(get, path = "/jobs/{id}", tag = "jobs", params(("id" = u64, Path, description = "Job id")),
+    responses((status = 200, description = "The job", body = Job)))]
+async fn show(State(s): State<ApiState>, Path(id): Path<u64>) -> Result<Json<Job>, ApiError> {
+    Ok(Json(s.hub.cmdb.job(id).await?))
+}
+
+/// How to read a job's output.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct OutputQuery {
+    /// Stream it as server-sent events until the job ends.
     #[serde(default)]
     follow: bool,
+}
+
+/// A job's stored output.
+#[derive(Serialize, ToSchema)]
+pub struct JobOutput {
+    pub job: Job,
+    /// The text of the latest attempt, stdout and stderr interleaved as they arrived.
+    pub text: String,
+    /// Every stored chunk of every attempt.
+    pub chunks: Vec<StoredChunk>,
 }
 
 /// The job's output: JSON (every chunk, and the text of the latest attempt), or with
 /// `?follow=true` a server-sent event stream: `output` events as chunks arrive (those stored
 /// already first), then one `done` event with the finished job.
+#[utoipa::path(get, path = "/jobs/{id}/output", tag = "jobs",
+    params(("id" = u64, Path, description = "Job id"), OutputQuery),
+    responses((status = 200, description = "The output; with follow=true an event stream of `output` events (a chunk each) and one `done` event (the job)",
+        content((JobOutput = "application/json"), (String = "text/event-stream")))))]
 async fn output(
     State(s): State<ApiState>,
     Path(id): Path<u64>,
-    Query(q): Query<OutputQuery>,
+    q: Result<Query<OutputQuery>, QueryRejection>,
 ) -> Result<Response, ApiError> {
+    let Query(q) = q?;
     if !q.follow {
         let job = s.hub.cmdb.job(id).await?;
         let stored = s.hub.cmdb.output(id).await?;
         let text: String = stored.iter().filter(|c| c.attempt == job.attempt).map(|c| c.data.as_str()).collect();
-        return Ok(Json(json!({ "job": job, "text": text, "chunks": stored })).into_response());
+        return Ok(Json(JobOutput { job, text, chunks: stored }).into_response());
     }
     // Subscribe before reading what is stored, so nothing falls in between.
     let mut rx = s.hub.subscribe(id);
@@ -190,23 +252,35 @@ fn done_event(j: &crate::jobs::Job) -> Event {
     Event::default().event("done").data(json!(j).to_string())
 }
 
-async fn cancel(State(s): State<ApiState>, Path(id): Path<u64>) -> Result<Json<Value>, ApiError> {
+/// Cancels a job; a running agent hears it with its next heartbeat and kills the script.
+#[utoipa::path(post, path = "/jobs/{id}/cancel", tag = "jobs", params(("id" = u64, Path, description = "Job id")),
+    responses((status = 200, description = "The cancelled job", body = Job),
+        (status = 409, description = "The job has finished already", body = super::Problem, content_type = "application/problem+json")))]
+async fn cancel(State(s): State<ApiState>, Path(id): Path<u64>) -> Result<Json<Job>, ApiError> {
     let job = s.hub.cmdb.cancel_job(id).await?;
     s.hub.publish(id, JobEvent::Done(Box::new(job.clone())));
-    Ok(Json(json!(job)))
+    Ok(Json(job))
 }
 
-async fn approve(State(s): State<ApiState>, Path(key): Path<String>) -> Result<Json<Value>, ApiError> {
+/// Approves a machine's enrolled agent (with `[agent] enroll = "approve"`).
+#[utoipa::path(post, path = "/machines/{id}/approve", tag = "machines",
+    params(("id" = String, Path, description = "Machine id or one of its MACs")),
+    responses((status = 200, description = "The approved agent", body = AgentView)))]
+async fn approve(State(s): State<ApiState>, Path(key): Path<String>) -> Result<Json<AgentView>, ApiError> {
     let m = resolve(&s, &key).await?;
     let rec = s.hub.cmdb.approve_agent(m.id).await?;
     s.hub.forget(m.id);
     Ok(Json(rec.view()))
 }
 
-async fn agent(State(s): State<ApiState>, Path(key): Path<String>) -> Result<Json<Value>, ApiError> {
+/// The machine's agent: mode, approval, version, last stats.
+#[utoipa::path(get, path = "/machines/{id}/agent", tag = "machines",
+    params(("id" = String, Path, description = "Machine id or one of its MACs")),
+    responses((status = 200, description = "The agent", body = AgentView)))]
+async fn agent(State(s): State<ApiState>, Path(key): Path<String>) -> Result<Json<AgentView>, ApiError> {
     let m = resolve(&s, &key).await?;
     match s.hub.cmdb.agent(m.id).await? {
         Some(rec) => Ok(Json(rec.view())),
-        None => Err(ApiError(StatusCode::NOT_FOUND, format!("no agent has enrolled for machine {}", m.id))),
+        None => Err(ApiError::not_found(format!("no agent has enrolled for machine {}", m.id))),
     }
 }

@@ -1,27 +1,26 @@
 //! `/api/v1/machines`, `/api/v1/machines/{id}/events` and `/api/v1/leases`.
 
+use std::net::Ipv4Addr;
+
 use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
-use axum::routing::get;
-use axum::{Json, Router};
-use serde::Deserialize;
-use serde_json::{json, Value};
+use axum::Json;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
-use super::{ApiError, ApiState};
-use crate::cmdb::{now_secs, LeaseState, Machine, MachineFilter, MachinePatch, NewMachine};
+use super::{page, ApiError, ApiState};
+use crate::cmdb::{now_secs, Event, Lease, LeaseState, Machine, MachineFilter, MachinePatch, MachineState, NewMachine};
 use crate::mac::Mac;
 
-pub fn routes() -> Router<ApiState> {
-    Router::new()
-        .route("/machines", get(list).post(create))
-        .route("/machines/{id}", get(show).patch(update).delete(remove))
-        .route("/machines/{id}/events", get(events))
-        .route("/leases", get(leases))
-}
-
-fn bad_json(e: JsonRejection) -> ApiError {
-    ApiError(StatusCode::BAD_REQUEST, e.body_text())
+pub fn routes() -> OpenApiRouter<ApiState> {
+    OpenApiRouter::new()
+        .routes(routes!(list, create))
+        .routes(routes!(show, update, remove))
+        .routes(routes!(events))
+        .routes(routes!(leases))
 }
 
 /// Resolves `{id}`: a numeric machine id or any of the machine's MACs.
@@ -29,50 +28,114 @@ pub(super) async fn resolve(s: &ApiState, key: &str) -> Result<Machine, ApiError
     if let Ok(id) = key.parse::<u64>() {
         return Ok(s.cmdb.machine(id).await?);
     }
-    let mac: Mac =
-        key.parse().map_err(|e: crate::mac::ParseMacError| ApiError(StatusCode::BAD_REQUEST, e.to_string()))?;
+    let mac: Mac = key.parse().map_err(|e: crate::mac::ParseMacError| ApiError::field("id", e.to_string()))?;
     Ok(s.cmdb.machine_by_mac(mac).await?)
 }
 
-async fn list(
-    State(s): State<ApiState>,
-    q: Result<Query<MachineFilter>, QueryRejection>,
-) -> Result<Json<Value>, ApiError> {
-    let Query(filter) = q.map_err(|e| ApiError(StatusCode::BAD_REQUEST, e.body_text()))?;
-    let (machines, total) = s.cmdb.list_machines(filter).await?;
-    let machines: Vec<Machine> = machines.into_iter().map(Machine::shown).collect();
-    Ok(Json(json!({ "machines": machines, "total": total })))
+/// Filters and page of the machine list.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct MachineQuery {
+    /// Case-insensitive text in a MAC, hostname, serial, vendor, model, tag, the reserved
+    /// address or a leased address.
+    q: Option<String>,
+    state: Option<MachineState>,
+    /// A tag the machine carries.
+    tag: Option<String>,
+    /// The boot profile the machine is pinned to.
+    profile: Option<String>,
+    /// Case-insensitive text in the vendor its inventory reported.
+    vendor: Option<String>,
+    /// Page size (default 1000).
+    #[param(minimum = 1, maximum = 10000)]
+    limit: Option<usize>,
+    /// Where the page starts: `next_cursor` of the previous page.
+    cursor: Option<String>,
 }
 
+/// A page of machines.
+#[derive(Serialize, ToSchema)]
+pub struct MachineList {
+    pub machines: Vec<Machine>,
+    /// How many machines match the filters in all pages.
+    pub total: usize,
+    /// The cursor of the next page; absent on the last one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
+/// Lists machines, filtered on the server, one page at a time (in id order).
+#[utoipa::path(get, path = "/machines", tag = "machines", params(MachineQuery),
+    responses((status = 200, description = "A page of machines", body = MachineList)))]
+async fn list(
+    State(s): State<ApiState>,
+    q: Result<Query<MachineQuery>, QueryRejection>,
+) -> Result<Json<MachineList>, ApiError> {
+    let Query(q) = q?;
+    let filter = MachineFilter {
+        q: q.q,
+        state: q.state,
+        tag: q.tag,
+        profile: q.profile,
+        vendor: q.vendor,
+        after: page::key("machines", q.cursor.as_deref())?,
+        limit: Some(page::limit(q.limit, 1000)?),
+    };
+    let found = s.cmdb.list_machines(filter).await?;
+    Ok(Json(MachineList {
+        machines: found.machines.into_iter().map(Machine::shown).collect(),
+        total: found.total,
+        next_cursor: found.next_after.map(|id| page::cursor("machines", id)),
+    }))
+}
+
+/// Registers a machine by its MACs (it then boots as a known machine).
+#[utoipa::path(post, path = "/machines", tag = "machines", request_body = NewMachine,
+    responses((status = 201, description = "Registered", body = Machine),
+        (status = 409, description = "A MAC, the hostname or the address belongs to another machine", body = super::Problem, content_type = "application/problem+json")))]
 async fn create(
     State(s): State<ApiState>,
     body: Result<Json<NewMachine>, JsonRejection>,
 ) -> Result<(StatusCode, Json<Machine>), ApiError> {
-    let Json(new) = body.map_err(bad_json)?;
-    Ok((StatusCode::CREATED, Json(s.cmdb.create_machine(new).await?)))
+    let Json(new) = body?;
+    Ok((StatusCode::CREATED, Json(s.cmdb.create_machine(new).await?.shown())))
 }
 
+/// One machine, by id or any of its MACs.
+#[utoipa::path(get, path = "/machines/{id}", tag = "machines",
+    params(("id" = String, Path, description = "Machine id or one of its MACs")),
+    responses((status = 200, description = "The machine", body = Machine)))]
 async fn show(State(s): State<ApiState>, Path(key): Path<String>) -> Result<Json<Machine>, ApiError> {
     Ok(Json(resolve(&s, &key).await?.shown()))
 }
 
+/// Changes the fields given; `null` clears an optional one.
+#[utoipa::path(patch, path = "/machines/{id}", tag = "machines", request_body = MachinePatch,
+    params(("id" = String, Path, description = "Machine id or one of its MACs")),
+    responses((status = 200, description = "The updated machine", body = Machine),
+        (status = 409, description = "A MAC, the hostname or the address belongs to another machine", body = super::Problem, content_type = "application/problem+json")))]
 async fn update(
     State(s): State<ApiState>,
     Path(key): Path<String>,
     body: Result<Json<MachinePatch>, JsonRejection>,
 ) -> Result<Json<Machine>, ApiError> {
-    let Json(patch) = body.map_err(bad_json)?;
+    let Json(patch) = body?;
     if let Some(Some(name)) = &patch.boot_profile {
         let all = super::profiles::all_profiles(&s).await?;
         if !all.contains_key(name) {
             let known: Vec<&String> = all.keys().collect();
-            return Err(ApiError(StatusCode::BAD_REQUEST, format!("no boot profile {name:?}; known: {known:?}")));
+            return Err(ApiError::field("boot_profile", format!("no boot profile {name:?}; known: {known:?}")));
         }
     }
     let m = resolve(&s, &key).await?;
     Ok(Json(s.cmdb.update_machine(m.id, patch).await?.shown()))
 }
 
+/// Deletes a machine and everything that hangs off it (timeline, agent, jobs).
+#[utoipa::path(delete, path = "/machines/{id}", tag = "machines",
+    params(("id" = String, Path, description = "Machine id or one of its MACs")),
+    responses((status = 204, description = "Deleted")))]
 async fn remove(State(s): State<ApiState>, Path(key): Path<String>) -> Result<StatusCode, ApiError> {
     let m = resolve(&s, &key).await?;
     s.cmdb.delete_machine(m.id).await?;
@@ -80,36 +143,93 @@ async fn remove(State(s): State<ApiState>, Path(key): Path<String>) -> Result<St
     Ok(StatusCode::NO_CONTENT)
 }
 
-#[derive(Deserialize)]
-struct EventQuery {
+/// Page of a machine's timeline.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct TimelineQuery {
+    /// Only events after this sequence number.
     after: Option<u64>,
+    /// Page size (default 1000).
+    #[param(minimum = 1, maximum = 10000)]
     limit: Option<usize>,
+    /// Where the page starts: `next_cursor` of the previous page.
+    cursor: Option<String>,
 }
 
+/// A page of one machine's timeline, oldest first.
+#[derive(Serialize, ToSchema)]
+pub struct Timeline {
+    pub machine_id: u64,
+    pub events: Vec<Event>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
+/// A machine's timeline: every boot step and change, oldest first.
+#[utoipa::path(get, path = "/machines/{id}/events", tag = "events",
+    params(("id" = String, Path, description = "Machine id or one of its MACs"), TimelineQuery),
+    responses((status = 200, description = "A page of the timeline", body = Timeline)))]
 async fn events(
     State(s): State<ApiState>,
     Path(key): Path<String>,
-    q: Result<Query<EventQuery>, QueryRejection>,
-) -> Result<Json<Value>, ApiError> {
-    let Query(q) = q.map_err(|e| ApiError(StatusCode::BAD_REQUEST, e.body_text()))?;
+    q: Result<Query<TimelineQuery>, QueryRejection>,
+) -> Result<Json<Timeline>, ApiError> {
+    let Query(q) = q?;
+    let limit = page::limit(q.limit, 1000)?;
+    let after = page::key("timeline", q.cursor.as_deref())?.or(q.after).unwrap_or(0);
     let m = resolve(&s, &key).await?;
-    let events = s.cmdb.events(m.id, q.after.unwrap_or(0), q.limit.unwrap_or(1000).min(10_000)).await?;
-    Ok(Json(json!({ "machine_id": m.id, "events": events })))
+    let mut events = s.cmdb.events(m.id, after, limit + 1).await?;
+    let next_cursor = (events.len() > limit).then(|| {
+        events.truncate(limit);
+        page::cursor("timeline", events.last().map_or(after, |e| e.seq))
+    });
+    Ok(Json(Timeline { machine_id: m.id, events, next_cursor }))
 }
 
-async fn leases(State(s): State<ApiState>) -> Result<Json<Value>, ApiError> {
+/// Page of the lease list.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct LeaseQuery {
+    /// Page size (default 1000).
+    #[param(minimum = 1, maximum = 10000)]
+    limit: Option<usize>,
+    /// Where the page starts: `next_cursor` of the previous page.
+    cursor: Option<String>,
+}
+
+/// A lease as the API shows it.
+#[derive(Serialize, ToSchema)]
+pub struct LeaseView {
+    #[serde(flatten)]
+    pub lease: Lease,
+    /// Held now: active and not expired.
+    pub active: bool,
+}
+
+/// A page of leases, in address order.
+#[derive(Serialize, ToSchema)]
+pub struct LeaseList {
+    pub leases: Vec<LeaseView>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
+/// Every lease record (active, released, declined), in address order.
+#[utoipa::path(get, path = "/leases", tag = "leases", params(LeaseQuery),
+    responses((status = 200, description = "A page of leases", body = LeaseList)))]
+async fn leases(
+    State(s): State<ApiState>,
+    q: Result<Query<LeaseQuery>, QueryRejection>,
+) -> Result<Json<LeaseList>, ApiError> {
+    let Query(q) = q?;
+    let after = page::key("leases", q.cursor.as_deref())?.map(|k| Ipv4Addr::from(k as u32));
+    let (leases, next) = s.cmdb.lease_page(after, page::limit(q.limit, 1000)?).await?;
     let now = now_secs();
-    let leases: Vec<Value> = s
-        .cmdb
-        .leases()
-        .await?
+    let leases = leases
         .into_iter()
-        .map(|l| {
-            let active = l.state == LeaseState::Active && l.expires_at > now;
-            let mut v = serde_json::to_value(&l).expect("lease serializes");
-            v["active"] = json!(active);
-            v
-        })
+        .map(|lease| LeaseView { active: lease.state == LeaseState::Active && lease.expires_at > now, lease })
         .collect();
-    Ok(Json(json!({ "leases": leases })))
+    Ok(Json(LeaseList { leases, next_cursor: next.map(|ip| page::cursor("leases", u32::from(ip) as u64)) }))
 }

@@ -1,33 +1,38 @@
-//! HTTP front end: the REST API under `/api/v1` (bearer token), `/healthz` and `/metrics`.
-//! Handlers are thin: they parse, call the CMDB, and map its errors to status codes.
+//! HTTP front end: the REST API under `/api/v1` (bearer token; its OpenAPI document is
+//! generated from the handlers' types, see `doc`), `/boot` for firmware, `/agent/v1` for node
+//! agents, `/healthz` and `/metrics`. Handlers are thin: they parse, call the core, and map its
+//! errors to one problem+json shape.
 
 pub mod agent;
 pub mod boot;
+mod doc;
+mod events;
 mod jobs;
 mod machines;
+pub mod page;
+mod problem;
 pub mod profiles;
 mod tasks;
 
 use std::sync::Arc;
 
 use axum::extract::{Request, State};
-use axum::http::{header, StatusCode};
+use axum::http::header;
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use axum::{Json, Router};
-use serde_json::json;
+use axum::Router;
+use utoipa_axum::router::OpenApiRouter;
 
-use crate::cmdb::{Cmdb, CmdbError};
 use crate::metrics::{HttpLabel, Metrics};
 
-/// The OpenAPI document served at `/api/v1/openapi.json`.
-pub const OPENAPI: &str = include_str!("openapi.json");
+pub use doc::{document, document_json};
+pub use problem::{ApiError, Problem, PROBLEM_JSON};
 
 /// Shared state of every handler.
 #[derive(Clone)]
 pub struct ApiState {
-    pub cmdb: Cmdb,
+    pub cmdb: crate::cmdb::Cmdb,
     pub metrics: Metrics,
     /// The admin bearer token.
     pub token: Arc<str>,
@@ -37,20 +42,31 @@ pub struct ApiState {
     pub hub: Arc<crate::controller::Hub>,
     /// The provisioning engine (`/api/v1/tasks`); `None`: provisioning is off.
     pub engine: Option<Arc<crate::provision::engine::Engine>>,
+    /// Permits for open event streams (at most [`MAX_STREAMS`]).
+    pub streams: Arc<tokio::sync::Semaphore>,
+}
+
+/// Event streams open at once; more are refused with 503.
+pub const MAX_STREAMS: usize = events::MAX_STREAMS;
+
+/// Every `/api/v1` route that needs the bearer token, each registered with its OpenAPI
+/// operation (`utoipa_axum::routes!`), so a route cannot exist without its document entry.
+fn protected_routes() -> OpenApiRouter<ApiState> {
+    machines::routes().merge(events::routes()).merge(profiles::routes()).merge(jobs::routes()).merge(tasks::routes())
 }
 
 /// Builds the whole HTTP router.
 pub fn router(state: ApiState) -> Router {
-    let api = machines::routes()
-        .merge(profiles::routes())
-        .merge(jobs::routes())
-        .merge(tasks::routes())
+    let (api, _) = protected_routes()
         .route_layer(middleware::from_fn_with_state(state.clone(), require_token))
-        .route("/openapi.json", get(|| async { ([(header::CONTENT_TYPE, "application/json")], OPENAPI) }));
+        .merge(doc::routes())
+        .split_for_parts();
+    let api = api.fallback(problem::no_route).layer(middleware::from_fn(problem::problem_layer));
+    let agent = agent::routes().fallback(problem::no_route).layer(middleware::from_fn(problem::problem_layer));
     Router::new()
         .nest("/api/v1", api)
         .nest("/boot", boot::routes(&state))
-        .nest("/agent/v1", agent::routes())
+        .nest("/agent/v1", agent)
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/metrics", get(metrics))
         .layer(middleware::from_fn_with_state(state.clone(), count_requests))
@@ -73,33 +89,10 @@ async fn require_token(State(s): State<ApiState>, req: Request, next: Next) -> R
         req.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
     match given {
         Some(t) if constant_time_eq(t.as_bytes(), s.token.as_bytes()) => next.run(req).await,
-        _ => ApiError(StatusCode::UNAUTHORIZED, "missing or wrong bearer token".into()).into_response(),
+        _ => ApiError::new(axum::http::StatusCode::UNAUTHORIZED, "missing or wrong bearer token").into_response(),
     }
 }
 
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
-/// An error answered as `{"error": "..."}` with a status code.
-#[derive(Debug)]
-pub struct ApiError(pub StatusCode, pub String);
-
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        (self.0, Json(json!({ "error": self.1 }))).into_response()
-    }
-}
-
-impl From<CmdbError> for ApiError {
-    fn from(e: CmdbError) -> Self {
-        let code = match &e {
-            CmdbError::NotFound(_) => StatusCode::NOT_FOUND,
-            CmdbError::Conflict(_) => StatusCode::CONFLICT,
-            CmdbError::Invalid(_) => StatusCode::BAD_REQUEST,
-            CmdbError::Forbidden(_) => StatusCode::FORBIDDEN,
-            CmdbError::Storage(_) => StatusCode::INTERNAL_SERVER_ERROR,
-        };
-        ApiError(code, e.to_string())
-    }
 }

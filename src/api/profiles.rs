@@ -5,17 +5,38 @@ use std::collections::BTreeMap;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::routing::{get, put};
-use axum::{Json, Router};
-use serde_json::{json, Value};
+use axum::Json;
+use serde::Serialize;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use super::{ApiError, ApiState};
 use crate::cmdb::model::valid_hostname;
 use crate::cmdb::StoredProfile;
 use crate::config::Profile;
 
-pub fn routes() -> Router<ApiState> {
-    Router::new().route("/profiles", get(list)).route("/profiles/{name}", put(upsert).delete(remove))
+pub fn routes() -> OpenApiRouter<ApiState> {
+    OpenApiRouter::new().routes(routes!(list)).routes(routes!(upsert, remove))
+}
+
+/// A boot profile and where it is defined.
+#[derive(Serialize, ToSchema)]
+pub struct ProfileView {
+    pub name: String,
+    pub kernel: String,
+    pub initrd: String,
+    pub cmdline: String,
+    /// The installer answer file it reads: kickstart, preseed or autoinstall.
+    pub answer: Option<String>,
+    /// `config` (read-only) or `api`.
+    pub source: String,
+}
+
+/// Every boot profile.
+#[derive(Serialize, ToSchema)]
+pub struct ProfileList {
+    pub profiles: Vec<ProfileView>,
 }
 
 /// Config profiles plus API ones (a config profile cannot be shadowed).
@@ -32,47 +53,65 @@ fn is_config(s: &ApiState, name: &str) -> bool {
     s.boot.as_ref().is_some_and(|b| b.profiles.contains_key(name))
 }
 
-async fn list(State(s): State<ApiState>) -> Result<Json<Value>, ApiError> {
-    let profiles: Vec<Value> = all_profiles(&s)
+/// Every boot profile: the config's (read-only) and those defined through the API.
+#[utoipa::path(get, path = "/profiles", tag = "profiles",
+    responses((status = 200, description = "Every profile", body = ProfileList)))]
+async fn list(State(s): State<ApiState>) -> Result<Json<ProfileList>, ApiError> {
+    let profiles = all_profiles(&s)
         .await?
         .into_values()
         .map(|p| {
             let source = if is_config(&s, &p.name) { "config" } else { "api" };
-            json!({"name": p.name, "kernel": p.kernel, "initrd": p.initrd, "cmdline": p.cmdline, "answer": p.answer, "source": source})
+            let Profile { name, kernel, initrd, cmdline, answer } = p;
+            ProfileView { name, kernel, initrd, cmdline, answer, source: source.into() }
         })
         .collect();
-    Ok(Json(json!({ "profiles": profiles })))
+    Ok(Json(ProfileList { profiles }))
 }
 
+/// Creates or replaces a boot profile (the name in the path wins over one in the body).
+#[utoipa::path(put, path = "/profiles/{name}", tag = "profiles", request_body = StoredProfile,
+    params(("name" = String, Path, description = "Profile name: letters, digits and '-'")),
+    responses((status = 200, description = "The stored profile", body = StoredProfile),
+        (status = 409, description = "The config file defines this profile", body = super::Problem, content_type = "application/problem+json")))]
 async fn upsert(
     State(s): State<ApiState>,
     Path(name): Path<String>,
     body: Result<Json<StoredProfile>, JsonRejection>,
 ) -> Result<Json<StoredProfile>, ApiError> {
-    let Json(mut p) = body.map_err(|e| ApiError(StatusCode::BAD_REQUEST, e.body_text()))?;
-    let bad = |m: String| ApiError(StatusCode::BAD_REQUEST, m);
+    let Json(mut p) = body?;
     if !valid_hostname(&name) {
-        return Err(bad(format!("profile name {name:?} must be letters, digits and '-'")));
+        return Err(ApiError::field("name", format!("profile name {name:?} must be letters, digits and '-'")));
     }
     if is_config(&s, &name) {
-        return Err(ApiError(StatusCode::CONFLICT, format!("profile {name} is defined in the config file")));
+        return Err(ApiError::conflict(format!("profile {name} is defined in the config file")));
     }
-    if p.kernel.trim().is_empty() || p.initrd.trim().is_empty() {
-        return Err(bad("kernel and initrd are required".into()));
+    if p.kernel.trim().is_empty() {
+        return Err(ApiError::field("kernel", "kernel and initrd are required"));
+    }
+    if p.initrd.trim().is_empty() {
+        return Err(ApiError::field("initrd", "kernel and initrd are required"));
     }
     if let Some(a) = p.answer.as_deref().filter(|a| !crate::render::ANSWER_KINDS.contains(a)) {
-        return Err(bad(format!("answer {a:?} is not one of {:?}", crate::render::ANSWER_KINDS)));
+        return Err(ApiError::field("answer", format!("answer {a:?} is not one of {:?}", crate::render::ANSWER_KINDS)));
     }
     if let Some(boot) = &s.boot {
-        boot.renderer.check_cmdline(&p.cmdline, p.answer.is_some()).map_err(|e| bad(format!("cmdline: {e}")))?;
+        boot.renderer
+            .check_cmdline(&p.cmdline, p.answer.is_some())
+            .map_err(|e| ApiError::field("cmdline", format!("cmdline: {e}")))?;
     }
     p.name = name;
     Ok(Json(s.cmdb.put_profile(p).await?))
 }
 
+/// Deletes an API-defined profile that no machine is pinned to.
+#[utoipa::path(delete, path = "/profiles/{name}", tag = "profiles",
+    params(("name" = String, Path, description = "Profile name")),
+    responses((status = 204, description = "Deleted"),
+        (status = 409, description = "The config file defines it, or machines are pinned to it", body = super::Problem, content_type = "application/problem+json")))]
 async fn remove(State(s): State<ApiState>, Path(name): Path<String>) -> Result<StatusCode, ApiError> {
     if is_config(&s, &name) {
-        return Err(ApiError(StatusCode::CONFLICT, format!("profile {name} is defined in the config file")));
+        return Err(ApiError::conflict(format!("profile {name} is defined in the config file")));
     }
     s.cmdb.delete_profile(name).await?;
     Ok(StatusCode::NO_CONTENT)

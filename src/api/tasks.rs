@@ -5,26 +5,32 @@
 use std::collections::HashSet;
 use std::path::Path;
 
-use axum::extract::rejection::JsonRejection;
-use axum::extract::{Path as UrlPath, State};
+use axum::extract::rejection::{JsonRejection, QueryRejection};
+use axum::extract::{Path as UrlPath, Query, State};
 use axum::http::StatusCode;
-use axum::routing::{get, post};
-use axum::{Json, Router};
-use serde_json::{json, Value};
+use axum::Json;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
-use super::{ApiError, ApiState};
+use super::{page, ApiError, ApiState};
 use crate::cmdb::{MachineFilter, MachineState, NewMachine, NewRun};
-use crate::provision::{hostname, ip_from_pool, parse_pool, Selector, TaskSpec};
+use crate::provision::{hostname, ip_from_pool, parse_pool, Run, Selector, Task, TaskSpec};
 
-pub fn routes() -> Router<ApiState> {
-    Router::new()
-        .route("/tasks", get(list).post(create))
-        .route("/tasks/{id}", get(show))
-        .route("/tasks/{id}/cancel", post(cancel))
+pub fn routes() -> OpenApiRouter<ApiState> {
+    OpenApiRouter::new().routes(routes!(list, create)).routes(routes!(show)).routes(routes!(cancel))
 }
 
 fn bad(m: impl Into<String>) -> ApiError {
-    ApiError(StatusCode::BAD_REQUEST, m.into())
+    ApiError::bad(m)
+}
+
+/// A task and its runs (one per machine).
+#[derive(Serialize, ToSchema)]
+pub struct TaskRuns {
+    pub task: Task,
+    pub runs: Vec<Run>,
 }
 
 /// A plain file name (no directories, no dot files): what may be joined to a served directory.
@@ -50,23 +56,30 @@ async fn image_checksum(engine: &crate::provision::engine::Engine, spec: &mut Ta
         None => {
             let sum = tokio::task::spawn_blocking(move || sha256_file(&image))
                 .await
-                .map_err(|e| ApiError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?
-                .map_err(|e| ApiError(StatusCode::INTERNAL_SERVER_ERROR, format!("reading the image: {e}")))?;
+                .map_err(|e| ApiError::internal(e.to_string()))?
+                .map_err(|e| ApiError::internal(format!("reading the image: {e}")))?;
             spec.image_sha256 = Some(sum);
             Ok(())
         }
     }
 }
 
+/// Creates a provisioning task: picks its machines (MACs, serials, a tag, or the next N to call
+/// in) and queues one run per machine, which the engine walks to `installed`.
+#[utoipa::path(post, path = "/tasks", tag = "tasks", request_body = TaskSpec,
+    responses((status = 201, description = "Created, with its runs", body = TaskRuns),
+        (status = 404, description = "No machine has the tag", body = super::Problem, content_type = "application/problem+json"),
+        (status = 409, description = "A machine is installed (set reinstall) or busy", body = super::Problem, content_type = "application/problem+json"),
+        (status = 503, description = "Provisioning is not running", body = super::Problem, content_type = "application/problem+json")))]
 async fn create(
     State(s): State<ApiState>,
     body: Result<Json<TaskSpec>, JsonRejection>,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
-    let Json(mut spec) = body.map_err(|e| bad(e.body_text()))?;
+) -> Result<(StatusCode, Json<TaskRuns>), ApiError> {
+    let Json(mut spec) = body?;
     let engine = s
         .engine
         .as_ref()
-        .ok_or_else(|| ApiError(StatusCode::SERVICE_UNAVAILABLE, "provisioning is not running".into()))?;
+        .ok_or_else(|| ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "provisioning is not running"))?;
     let cmdb = &s.cmdb;
 
     match (&spec.image, &spec.installer) {
@@ -143,17 +156,18 @@ async fn create(
             }
         }
         Selector::Serials(serials) => {
-            let (all, _) = cmdb.list_machines(MachineFilter { limit: Some(1_000_000), ..Default::default() }).await?;
+            let all =
+                cmdb.list_machines(MachineFilter { limit: Some(usize::MAX), ..Default::default() }).await?.machines;
             for sn in serials {
                 let m = all.iter().find(|m| m.serial.as_deref() == Some(sn.as_str()));
                 machines.push(m.cloned().ok_or_else(|| bad(format!("no machine has serial {sn:?}")))?);
             }
         }
         Selector::Tag(t) => {
-            let f = MachineFilter { tag: Some(t.clone()), limit: Some(1_000_000), ..Default::default() };
-            machines = cmdb.list_machines(f).await?.0;
+            let f = MachineFilter { tag: Some(t.clone()), limit: Some(usize::MAX), ..Default::default() };
+            machines = cmdb.list_machines(f).await?.machines;
             if machines.is_empty() {
-                return Err(ApiError(StatusCode::NOT_FOUND, format!("no machine has tag {t:?}")));
+                return Err(ApiError::not_found(format!("no machine has tag {t:?}")));
             }
         }
         Selector::Next(n) => {
@@ -164,10 +178,7 @@ async fn create(
     }
     for m in &machines {
         if m.state == MachineState::Installed && !spec.reinstall {
-            return Err(ApiError(
-                StatusCode::CONFLICT,
-                format!("machine {} is installed; set \"reinstall\": true", m.id),
-            ));
+            return Err(ApiError::conflict(format!("machine {} is installed; set \"reinstall\": true", m.id)));
         }
     }
     let count = match spec.select {
@@ -204,7 +215,7 @@ async fn create(
     }
     let (task, runs) = cmdb.create_task(spec, runs).await?;
     engine.wake();
-    Ok((StatusCode::CREATED, Json(json!({ "task": task, "runs": runs }))))
+    Ok((StatusCode::CREATED, Json(TaskRuns { task, runs })))
 }
 
 fn sha256_file(path: &Path) -> std::io::Result<String> {
@@ -223,19 +234,53 @@ fn sha256_file(path: &Path) -> std::io::Result<String> {
     Ok(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
 }
 
-async fn list(State(s): State<ApiState>) -> Result<Json<Value>, ApiError> {
-    Ok(Json(json!({ "tasks": s.cmdb.tasks(1000).await? })))
+/// Page of the task list.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct TaskQuery {
+    /// Page size (default 1000).
+    #[param(minimum = 1, maximum = 10000)]
+    limit: Option<usize>,
+    /// Where the page starts: `next_cursor` of the previous page.
+    cursor: Option<String>,
 }
 
-async fn show(State(s): State<ApiState>, UrlPath(id): UrlPath<u64>) -> Result<Json<Value>, ApiError> {
+/// A page of tasks, newest first.
+#[derive(Serialize, ToSchema)]
+pub struct TaskList {
+    pub tasks: Vec<Task>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
+/// Lists tasks, newest first.
+#[utoipa::path(get, path = "/tasks", tag = "tasks", params(TaskQuery),
+    responses((status = 200, description = "A page of tasks", body = TaskList)))]
+async fn list(
+    State(s): State<ApiState>,
+    q: Result<Query<TaskQuery>, QueryRejection>,
+) -> Result<Json<TaskList>, ApiError> {
+    let Query(q) = q?;
+    let before = page::key("tasks", q.cursor.as_deref())?;
+    let (tasks, next) = s.cmdb.tasks(before, page::limit(q.limit, 1000)?).await?;
+    Ok(Json(TaskList { tasks, next_cursor: next.map(|id| page::cursor("tasks", id)) }))
+}
+
+/// A task and its runs.
+#[utoipa::path(get, path = "/tasks/{id}", tag = "tasks", params(("id" = u64, Path, description = "Task id")),
+    responses((status = 200, description = "The task and its runs", body = TaskRuns)))]
+async fn show(State(s): State<ApiState>, UrlPath(id): UrlPath<u64>) -> Result<Json<TaskRuns>, ApiError> {
     let task = s.cmdb.task(id).await?;
     let runs = s.cmdb.runs(task.runs.clone()).await?;
-    Ok(Json(json!({ "task": task, "runs": runs })))
+    Ok(Json(TaskRuns { task, runs }))
 }
 
 /// Cancels every unfinished run of the task (and the job it is at), in one transaction;
 /// machines not yet installed go back to `ready`.
-async fn cancel(State(s): State<ApiState>, UrlPath(id): UrlPath<u64>) -> Result<Json<Value>, ApiError> {
+#[utoipa::path(post, path = "/tasks/{id}/cancel", tag = "tasks", params(("id" = u64, Path, description = "Task id")),
+    responses((status = 200, description = "The task and its runs", body = TaskRuns)))]
+async fn cancel(State(s): State<ApiState>, UrlPath(id): UrlPath<u64>) -> Result<Json<TaskRuns>, ApiError> {
     for job in s.cmdb.cancel_task(id).await? {
         s.hub.publish(job.id, crate::controller::JobEvent::Done(Box::new(job)));
     }
@@ -244,5 +289,5 @@ async fn cancel(State(s): State<ApiState>, UrlPath(id): UrlPath<u64>) -> Result<
     }
     let task = s.cmdb.task(id).await?;
     let runs = s.cmdb.runs(task.runs.clone()).await?;
-    Ok(Json(json!({ "task": task, "runs": runs })))
+    Ok(Json(TaskRuns { task, runs }))
 }

@@ -8,7 +8,8 @@ use redb::{ReadableTable, ReadableTableMetadata};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use super::machines::{get_machine, push_event, put_machine, take_id};
+use super::events::push_event;
+use super::machines::{get_machine, put_machine, take_id};
 use super::model::{AgentRecord, Machine, MachineState};
 use super::store::{decode, encode, ACTIVE_JOBS, AGENTS, JOBS, JOB_OUTPUT, MACHINES, MACHINE_JOBS};
 use super::writer::WriteCtx;
@@ -17,7 +18,7 @@ use crate::jobs::{Job, JobState, NewJob};
 use crate::mac::Mac;
 
 /// One stored piece of job output.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct StoredChunk {
     pub attempt: u32,
     pub seq: u32,
@@ -31,6 +32,8 @@ pub struct StoredChunk {
 pub struct JobFilter {
     pub machine: Option<u64>,
     pub state: Option<JobState>,
+    /// Only jobs with an id below this (newest first; the page cursor).
+    pub before: Option<u64>,
     pub limit: Option<usize>,
 }
 
@@ -377,35 +380,35 @@ impl Cmdb {
     }
 
     /// Jobs, newest first.
-    pub async fn jobs(&self, f: JobFilter) -> Result<Vec<Job>, CmdbError> {
+    pub async fn jobs(&self, f: JobFilter) -> Result<(Vec<Job>, Option<u64>), CmdbError> {
         let limit = f.limit.unwrap_or(100).min(10_000);
+        let before = f.before.unwrap_or(u64::MAX);
         self.read(move |rtx| {
             let jobs = rtx.open_table(JOBS)?;
-            let mut out = Vec::new();
-            let ids: Vec<u64> = match f.machine {
-                Some(m) => {
-                    let mj = rtx.open_table(MACHINE_JOBS)?;
-                    let ids = mj
-                        .range((m, 0)..=(m, u64::MAX))?
+            let ids: Box<dyn Iterator<Item = Result<u64, redb::StorageError>>> = match f.machine {
+                Some(m) => Box::new(
+                    rtx.open_table(MACHINE_JOBS)?
+                        .range((m, 0)..(m, before))?
                         .rev()
-                        .map(|r| r.map(|(k, _)| k.value().1))
-                        .collect::<Result<_, _>>()?;
-                    ids
-                }
-                None => jobs.iter()?.rev().map(|r| r.map(|(k, _)| k.value())).collect::<Result<_, _>>()?,
+                        .map(|r| r.map(|(k, _)| k.value().1)),
+                ),
+                None => Box::new(jobs.range(..before)?.rev().map(|r| r.map(|(k, _)| k.value()))),
             };
+            let (mut out, mut next) = (Vec::new(), None);
             for id in ids {
+                let id = id?;
                 let Some(v) = jobs.get(id)? else { continue };
                 let job: Job = decode(v.value())?;
                 if f.state.is_some_and(|s| s != job.state) {
                     continue;
                 }
-                out.push(job);
                 if out.len() >= limit {
+                    next = out.last().map(|j: &Job| j.id);
                     break;
                 }
+                out.push(job);
             }
-            Ok(out)
+            Ok((out, next))
         })
         .await
     }

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
 
-use super::model::{Lease, Machine};
+use super::model::{Lease, Machine, MachineState};
 use crate::mac::Mac;
 
 /// What the DHCP path needs to know about a machine.
@@ -14,11 +14,18 @@ pub struct Brief {
     pub macs: Vec<Mac>,
     pub hostname: Option<String>,
     pub reserved_ip: Option<Ipv4Addr>,
+    pub state: MachineState,
 }
 
 impl From<&Machine> for Brief {
     fn from(m: &Machine) -> Self {
-        Brief { id: m.id, macs: m.macs.clone(), hostname: m.hostname.clone(), reserved_ip: m.reserved_ip }
+        Brief {
+            id: m.id,
+            macs: m.macs.clone(),
+            hostname: m.hostname.clone(),
+            reserved_ip: m.reserved_ip,
+            state: m.state,
+        }
     }
 }
 
@@ -67,6 +74,20 @@ pub struct Index {
 }
 
 impl Index {
+    /// The machine with this id.
+    pub fn by_id(&self, id: u64) -> Option<&Brief> {
+        self.machines.get(&id)
+    }
+
+    /// Every MAC's unexpired leased addresses at `now`.
+    pub fn leased_by_mac(&self, now: u64) -> HashMap<Mac, Vec<Ipv4Addr>> {
+        let mut out: HashMap<Mac, Vec<Ipv4Addr>> = HashMap::new();
+        for (ip, l) in self.leased.iter().filter(|(_, l)| l.expires_at > now) {
+            out.entry(l.mac).or_default().push(*ip);
+        }
+        out
+    }
+
     /// The machine that owns `mac`.
     pub fn by_mac(&self, mac: Mac) -> Option<&Brief> {
         self.by_mac.get(&mac).and_then(|id| self.machines.get(id))
@@ -210,8 +231,15 @@ mod tests {
                 macs: vec![mac(1)],
                 hostname: Some("Web1".into()),
                 reserved_ip: Some(Ipv4Addr::new(10, 0, 0, 5)),
+                state: MachineState::Ready,
             }),
-            Delta::Upsert(Brief { id: 2, macs: vec![mac(2)], hostname: None, reserved_ip: None }),
+            Delta::Upsert(Brief {
+                id: 2,
+                macs: vec![mac(2)],
+                hostname: None,
+                reserved_ip: None,
+                state: MachineState::Discovered,
+            }),
             // Machine 1's NIC leased under whatever the client said: the CMDB name wins.
             lease([10, 0, 0, 6], 1, Some("client-says"), 200),
             // ... and its older lease on another address (it moved) is not published.

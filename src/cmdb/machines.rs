@@ -3,44 +3,66 @@
 use redb::ReadableTable;
 use serde_json::json;
 
+use super::events::{drop_events, push_event, state_of, EventKind};
 use super::index::{Brief, Delta, LeaseBrief};
-use super::model::{valid_hostname, Event, Lease, Machine, MachinePatch, MachineState, NewMachine, Sighting};
+use super::model::{valid_hostname, Lease, Machine, MachinePatch, MachineState, NewMachine, Sighting};
 use super::store::{decode, encode, MACHINES};
 use super::writer::WriteCtx;
-use super::{now_ms, now_secs, Cmdb, CmdbError};
+use super::{now_secs, Cmdb, CmdbError};
 use crate::mac::Mac;
 
-/// Search and filters for listing machines.
-#[derive(Debug, Default, Clone, serde::Deserialize)]
+/// Which machines a listing wants, and where its page starts.
+#[derive(Debug, Clone, Default)]
 pub struct MachineFilter {
-    /// Substring matched against hostname, MACs, serial, reserved IP, vendor, model and tags.
+    /// Case-insensitive substring of a MAC, the hostname, serial, vendor, model, a tag, the
+    /// reserved address or an address leased to one of its MACs.
     pub q: Option<String>,
     pub state: Option<MachineState>,
     pub tag: Option<String>,
+    /// The boot profile the machine is pinned to.
+    pub profile: Option<String>,
+    /// Case-insensitive substring of the vendor the inventory reported.
+    pub vendor: Option<String>,
+    /// Only machines with an id above this (the page cursor).
+    pub after: Option<u64>,
     pub limit: Option<usize>,
-    pub offset: Option<usize>,
+}
+
+/// One page of machines: the machines, how many match in all, and the id the next page starts
+/// after (`None` on the last page).
+#[derive(Debug, Clone)]
+pub struct MachinePage {
+    pub machines: Vec<Machine>,
+    pub total: usize,
+    pub next_after: Option<u64>,
 }
 
 impl MachineFilter {
-    fn matches(&self, m: &Machine) -> bool {
-        if self.state.is_some_and(|s| s != m.state) {
+    fn matches(&self, m: &Machine, leased: &std::collections::HashMap<Mac, Vec<std::net::Ipv4Addr>>) -> bool {
+        if self.state.is_some_and(|s| s != m.state)
+            || self.tag.as_ref().is_some_and(|t| !m.tags.iter().any(|x| x == t))
+            || self.profile.as_ref().is_some_and(|p| m.boot_profile.as_ref() != Some(p))
+        {
             return false;
         }
-        if let Some(t) = &self.tag {
-            if !m.tags.iter().any(|x| x == t) {
+        if let Some(v) = &self.vendor {
+            if !m.vendor.as_deref().is_some_and(|x| contains_ci(x, v)) {
                 return false;
             }
         }
-        let Some(q) = self.q.as_deref().map(str::to_ascii_lowercase) else { return true };
-        let mut fields: Vec<String> = m.macs.iter().map(Mac::to_string).collect();
-        fields.extend(m.hostname.clone());
-        fields.extend(m.serial.clone());
-        fields.extend(m.vendor.clone());
-        fields.extend(m.model.clone());
-        fields.extend(m.reserved_ip.map(|ip| ip.to_string()));
-        fields.extend(m.tags.iter().cloned());
-        fields.iter().any(|f| f.to_ascii_lowercase().contains(&q))
+        let Some(q) = self.q.as_deref() else { return true };
+        m.macs.iter().any(|mac| contains_ci(&mac.to_string(), q))
+            || [&m.hostname, &m.serial, &m.vendor, &m.model].into_iter().flatten().any(|f| contains_ci(f, q))
+            || m.tags.iter().any(|t| contains_ci(t, q))
+            || m.reserved_ip.is_some_and(|ip| ip.to_string().contains(q))
+            || m.macs.iter().flat_map(|mac| leased.get(mac)).flatten().any(|ip| ip.to_string().contains(q))
     }
+}
+
+/// ASCII case-insensitive substring test without allocating.
+fn contains_ci(haystack: &str, needle: &str) -> bool {
+    let (h, n) = (haystack.as_bytes(), needle.as_bytes());
+    n.is_empty() || h.windows(n.len()).any(|w| w.eq_ignore_ascii_case(n))
 }
 
 impl Cmdb {
@@ -56,7 +78,7 @@ impl Cmdb {
             m.serial = new.serial;
             m.tags = new.tags;
             put_machine(ctx, &m)?;
-            push_event(ctx, m.id, "machine.registered", json!({"macs": m.macs}))?;
+            push_event(ctx, m.id, EventKind::MachineRegistered, json!({"macs": m.macs}))?;
             Ok(m)
         })
         .await
@@ -82,7 +104,7 @@ impl Cmdb {
             push_event(
                 ctx,
                 id,
-                "machine.updated",
+                EventKind::MachineUpdated,
                 json!({"hostname": m.hostname, "reserved_ip": m.reserved_ip, "state": m.state}),
             )?;
             Ok(m)
@@ -98,7 +120,7 @@ impl Cmdb {
                 ctx.t.macs.remove(mac.to_u64())?;
             }
             ctx.t.machines.remove(id)?;
-            ctx.t.events.retain_in((id, 0)..=(id, u64::MAX), |_, _| false)?;
+            drop_events(ctx, id, u64::MAX)?;
             ctx.delta.push(Delta::Remove(id));
             // Its agent's credential dies with it, and its unfinished jobs are cancelled.
             super::agents::forget_machine(ctx, id)?;
@@ -126,22 +148,29 @@ impl Cmdb {
         self.machine(id).await
     }
 
-    /// Machines matching `filter`, by id, with the total number of matches.
-    pub async fn list_machines(&self, filter: MachineFilter) -> Result<(Vec<Machine>, usize), CmdbError> {
+    /// Machines in id order that match `filter`, one page at a time.
+    pub async fn list_machines(&self, filter: MachineFilter) -> Result<MachinePage, CmdbError> {
+        let leased = if filter.q.is_some() {
+            self.inner.index.read().expect("index lock").leased_by_mac(now_secs())
+        } else {
+            Default::default()
+        };
         self.read(move |rtx| {
             let t = rtx.open_table(MACHINES)?;
-            let (offset, limit) = (filter.offset.unwrap_or(0), filter.limit.unwrap_or(1000));
-            let (mut out, mut total) = (Vec::new(), 0);
-            for row in t.iter()? {
+            let limit = filter.limit.unwrap_or(1000);
+            let (mut machines, mut total, mut next_after) = (Vec::new(), 0, None);
+            for row in t.range(filter.after.map_or(0, |a| a.saturating_add(1))..)? {
                 let m: Machine = decode(row?.1.value())?;
-                if filter.matches(&m) {
-                    if total >= offset && out.len() < limit {
-                        out.push(m);
+                if filter.matches(&m, &leased) {
+                    if machines.len() < limit {
+                        machines.push(m);
+                    } else if next_after.is_none() {
+                        next_after = machines.last().map(|m: &Machine| m.id);
                     }
                     total += 1;
                 }
             }
-            Ok((out, total))
+            Ok(MachinePage { machines, total, next_after })
         })
         .await
     }
@@ -214,44 +243,16 @@ pub(super) fn get_machine(t: &impl ReadableTable<u64, &'static [u8]>, id: u64) -
     decode(v.value())
 }
 
+/// Stores a machine (and its MACs); a change of state goes on its timeline as `machine.state`.
 pub(super) fn put_machine(ctx: &mut WriteCtx<'_>, m: &Machine) -> Result<(), CmdbError> {
+    let before = state_of(ctx, m.id);
     ctx.t.machines.insert(m.id, encode(m).as_slice())?;
     for mac in &m.macs {
         ctx.t.macs.insert(mac.to_u64(), m.id)?;
     }
     ctx.delta.push(Delta::Upsert(Brief::from(m)));
-    Ok(())
-}
-
-pub(super) fn push_event(
-    ctx: &mut WriteCtx<'_>,
-    machine_id: u64,
-    kind: &str,
-    detail: serde_json::Value,
-) -> Result<(), CmdbError> {
-    let seq = *ctx.next_event_seq;
-    *ctx.next_event_seq += 1;
-    let e = Event { seq, machine_id, at_ms: now_ms(), kind: kind.to_string(), detail };
-    ctx.t.events.insert((machine_id, seq), encode(&e).as_slice())?;
-    // Amortized retention: every 256th event trims the machine it was written for, so a chatty
-    // machine (a boot loop, a DHCP storm) cannot grow the file without bound.
-    if seq % 256 == 0 {
-        prune_events(ctx, machine_id, EVENTS_KEPT_PER_MACHINE)?;
-    }
-    Ok(())
-}
-
-/// Newest events kept per machine; older ones are dropped.
-pub const EVENTS_KEPT_PER_MACHINE: usize = 1000;
-
-/// Drops all but the newest `keep` events of a machine.
-fn prune_events(ctx: &mut WriteCtx<'_>, machine_id: u64, keep: usize) -> Result<(), CmdbError> {
-    let cutoff = match ctx.t.events.range((machine_id, 0)..=(machine_id, u64::MAX))?.rev().nth(keep) {
-        Some(row) => Some(row?.0.value().1),
-        None => None,
-    };
-    if let Some(seq) = cutoff {
-        ctx.t.events.retain_in((machine_id, 0)..=(machine_id, seq), |_, _| false)?;
+    if let Some(from) = before.filter(|s| *s != m.state) {
+        push_event(ctx, m.id, EventKind::MachineState, json!({"from": from, "to": m.state}))?;
     }
     Ok(())
 }
@@ -269,7 +270,7 @@ pub(super) fn put_lease(ctx: &mut WriteCtx<'_>, lease: &Lease) -> Result<(), Cmd
 pub(super) fn observe(
     ctx: &mut WriteCtx<'_>,
     s: &Sighting,
-    events: Vec<(String, serde_json::Value)>,
+    events: Vec<(EventKind, serde_json::Value)>,
 ) -> Result<(), CmdbError> {
     let Some(mac) = s.mac else { return Ok(()) };
     let existing = ctx.t.macs.get(mac.to_u64())?.map(|v| v.value());
@@ -278,7 +279,7 @@ pub(super) fn observe(
         Some(id) => get_machine(&ctx.t.machines, id)?,
         None => {
             let id = take_id(ctx);
-            push_event(ctx, id, "machine.discovered", json!({"mac": mac, "arch": s.arch}))?;
+            push_event(ctx, id, EventKind::MachineDiscovered, json!({"mac": mac, "arch": s.arch}))?;
             Machine::new(id, vec![mac], now)
         }
     };
@@ -301,7 +302,7 @@ pub(super) fn observe(
         put_machine(ctx, &m)?;
     }
     for (kind, detail) in events {
-        push_event(ctx, m.id, &kind, detail)?;
+        push_event(ctx, m.id, kind, detail)?;
     }
     Ok(())
 }

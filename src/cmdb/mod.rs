@@ -4,6 +4,7 @@
 //! one writer thread that batches queued writes into group commits (see `writer`).
 
 mod agents;
+mod events;
 mod index;
 mod machines;
 pub mod model;
@@ -20,14 +21,19 @@ use redb::{Database, ReadableDatabase};
 use tokio::sync::oneshot;
 
 pub use agents::{Enrolled, JobFilter, StoredChunk};
+pub use events::{EventFilter, EventKind, EVENTS_KEPT_PER_MACHINE};
 pub use index::{Brief, DnsHosts};
-pub use machines::MachineFilter;
+pub use machines::{MachineFilter, MachinePage};
 pub use model::{
-    AgentRecord, Event, InstallerBoot, Lease, LeaseState, Machine, MachinePatch, MachineState, NewMachine, Sighting,
-    StoredProfile,
+    AgentRecord, AgentView, Event, InstallerBoot, Lease, LeaseState, Machine, MachinePatch, MachineState, NewMachine,
+    Sighting, StoredProfile,
 };
 pub use provision::{MachineUpdate, NewRun};
 use writer::{Completion, Job, WriteCtx};
+
+/// Committed events a slow stream subscriber may fall behind by before it must re-read them
+/// from the CMDB.
+const EVENT_BACKLOG: usize = 4096;
 
 /// Errors a caller can branch on.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -55,6 +61,8 @@ struct Inner {
     index: Arc<RwLock<Index>>,
     tx: Option<mpsc::Sender<Job>>,
     changed: tokio::sync::watch::Receiver<u64>,
+    /// Committed events, for the event stream.
+    events: tokio::sync::broadcast::Sender<Arc<Event>>,
     writer: Option<std::thread::JoinHandle<()>>,
 }
 
@@ -94,14 +102,15 @@ impl Cmdb {
         index.write().expect("fresh lock").apply(start);
         let (tx, rx) = mpsc::channel();
         let (changed_tx, changed) = tokio::sync::watch::channel(0);
+        let (events, _) = tokio::sync::broadcast::channel(EVENT_BACKLOG);
         let writer = {
-            let (db, index) = (db.clone(), index.clone());
+            let (db, index, events) = (db.clone(), index.clone(), events.clone());
             std::thread::Builder::new()
                 .name("cmdb-writer".into())
-                .spawn(move || writer::run(db, index, changed_tx, rx, commit_batch.max(1)))
+                .spawn(move || writer::run(db, index, changed_tx, events, rx, commit_batch.max(1)))
                 .map_err(|e| CmdbError::Storage(format!("spawning writer: {e}")))?
         };
-        Ok(Cmdb { inner: Arc::new(Inner { db, index, tx: Some(tx), changed, writer: Some(writer) }) })
+        Ok(Cmdb { inner: Arc::new(Inner { db, index, tx: Some(tx), changed, events, writer: Some(writer) }) })
     }
 
     /// Queues a write and waits until the batch holding it has committed.
@@ -175,6 +184,28 @@ impl Cmdb {
         self.inner.changed.clone()
     }
 
+    /// Leases in address order above `after`, at most `limit`, with the address the next page
+    /// starts after (`None` on the last page).
+    pub async fn lease_page(
+        &self,
+        after: Option<Ipv4Addr>,
+        limit: usize,
+    ) -> Result<(Vec<Lease>, Option<Ipv4Addr>), CmdbError> {
+        self.read(move |rtx| {
+            let t = rtx.open_table(store::LEASES)?;
+            let (mut out, mut next) = (Vec::new(), None);
+            for row in t.range(after.map_or(0, |a| u32::from(a).saturating_add(1))..)? {
+                if out.len() >= limit {
+                    next = out.last().map(|l: &Lease| l.ip);
+                    break;
+                }
+                out.push(store::decode(row?.1.value())?);
+            }
+            Ok((out, next))
+        })
+        .await
+    }
+
     /// All leases as stored (the DHCP server loads them at start).
     pub async fn leases(&self) -> Result<Vec<Lease>, CmdbError> {
         self.read(|rtx| store::scan(&rtx.open_table(store::LEASES)?)).await
@@ -186,7 +217,7 @@ impl Cmdb {
         &self,
         lease: Lease,
         sighting: Sighting,
-        events: Vec<(String, serde_json::Value)>,
+        events: Vec<(EventKind, serde_json::Value)>,
     ) -> Result<(), CmdbError> {
         self.write(move |ctx| {
             // observe can fail on a bad record; put_lease only on storage errors, which fail the
@@ -212,30 +243,17 @@ impl Cmdb {
     }
 
     /// Records an event for whichever machine holds a lease on `ip`; returns whether one did.
-    pub fn record_for_ip(&self, ip: Ipv4Addr, kind: &str, detail: serde_json::Value) -> bool {
+    pub fn record_for_ip(&self, ip: Ipv4Addr, kind: EventKind, detail: serde_json::Value) -> bool {
         let mac = self.inner.index.read().expect("index lock").leased_to(ip);
         if let Some(mac) = mac {
-            self.record(Sighting { mac: Some(mac), ..Default::default() }, vec![(kind.to_string(), detail)]);
+            self.record(Sighting { mac: Some(mac), ..Default::default() }, vec![(kind, detail)]);
         }
         mac.is_some()
     }
 
     /// Records a sighting and timeline events without waiting (the OFFER path).
-    pub fn record(&self, sighting: Sighting, events: Vec<(String, serde_json::Value)>) {
+    pub fn record(&self, sighting: Sighting, events: Vec<(EventKind, serde_json::Value)>) {
         self.write_detached(move |ctx| machines::observe(ctx, &sighting, events));
-    }
-
-    /// A machine's timeline, oldest first, after sequence `after`.
-    pub async fn events(&self, machine_id: u64, after: u64, limit: usize) -> Result<Vec<Event>, CmdbError> {
-        self.read(move |rtx| {
-            let t = rtx.open_table(store::EVENTS)?;
-            let mut out = Vec::new();
-            for row in t.range((machine_id, after.saturating_add(1))..=(machine_id, u64::MAX))?.take(limit) {
-                out.push(store::decode(row?.1.value())?);
-            }
-            Ok(out)
-        })
-        .await
     }
 }
 

@@ -3,14 +3,16 @@
 use std::net::Ipv4Addr;
 
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
+use super::events::EventKind;
 use crate::mac::Mac;
 
 /// Current record schema version; bump it together with a step in `store::migrate`.
-pub const SCHEMA_VERSION: u64 = 5;
+pub const SCHEMA_VERSION: u64 = 6;
 
 /// Where a machine is in its lifecycle.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum MachineState {
     Discovered,
@@ -34,13 +36,14 @@ impl std::str::FromStr for MachineState {
 }
 
 /// A machine in the CMDB.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct Machine {
     /// Record schema version.
     pub v: u64,
     pub id: u64,
     pub macs: Vec<Mac>,
     pub hostname: Option<String>,
+    #[schema(value_type = Option<String>, format = Ipv4)]
     pub reserved_ip: Option<Ipv4Addr>,
     pub serial: Option<String>,
     pub vendor: Option<String>,
@@ -71,7 +74,7 @@ pub struct Machine {
 /// The installer a machine boots while a run installs it from an answer file. The installer's
 /// post-install step reports back to `/boot/installed` with `token`, which hands over the
 /// agent's credential and switches the machine to its own disk.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct InstallerBoot {
     pub profile: String,
     pub run: u64,
@@ -121,9 +124,10 @@ impl Machine {
 }
 
 /// An address lease.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct Lease {
     pub v: u64,
+    #[schema(value_type = String, format = Ipv4)]
     pub ip: Ipv4Addr,
     pub mac: Mac,
     pub hostname: Option<String>,
@@ -137,7 +141,7 @@ pub struct Lease {
 }
 
 /// Lease status as stored.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum LeaseState {
     Active,
@@ -147,25 +151,30 @@ pub enum LeaseState {
 }
 
 /// One step on a machine's timeline.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct Event {
     pub seq: u64,
     pub machine_id: u64,
     /// Unix milliseconds.
     pub at_ms: u64,
-    /// Dotted kind, e.g. `dhcp.offer`, `machine.created`.
-    pub kind: String,
+    /// What happened.
+    pub kind: EventKind,
+    /// Kind-specific facts (see [`EventKind`]).
     pub detail: serde_json::Value,
+    /// The machine's state when the event was recorded (schema 6; absent on older events).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<MachineState>,
 }
 
 /// Fields an operator sets when registering a machine.
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewMachine {
     pub macs: Vec<Mac>,
     #[serde(default)]
     pub hostname: Option<String>,
     #[serde(default)]
+    #[schema(value_type = Option<String>, format = Ipv4)]
     pub reserved_ip: Option<Ipv4Addr>,
     #[serde(default)]
     pub serial: Option<String>,
@@ -174,12 +183,13 @@ pub struct NewMachine {
 }
 
 /// A partial update; `Some(None)` clears an optional field.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MachinePatch {
     #[serde(default, with = "double_option")]
     pub hostname: Option<Option<String>>,
     #[serde(default, with = "double_option")]
+    #[schema(value_type = Option<String>, format = Ipv4)]
     pub reserved_ip: Option<Option<Ipv4Addr>>,
     #[serde(default, with = "double_option")]
     pub serial: Option<Option<String>>,
@@ -230,7 +240,7 @@ mod double_option {
 }
 
 /// A boot profile defined through the API (config-defined ones live in the config).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StoredProfile {
     #[serde(default)]
@@ -287,15 +297,38 @@ pub struct AgentRecord {
     pub stats_at: Option<u64>,
 }
 
+/// An agent as the API shows it (no credential hash).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct AgentView {
+    pub machine_id: u64,
+    pub mode: rackboot_agent::wire::AgentMode,
+    pub approved: bool,
+    /// Not approved yet, or a newer enrollment waits for approval.
+    pub approval_pending: bool,
+    pub enrolled_at: u64,
+    pub enrolled_from: Option<String>,
+    pub boot_mac: Option<Mac>,
+    pub system_uuid: Option<String>,
+    pub version: String,
+    pub stats: Option<rackboot_agent::wire::Stats>,
+    pub stats_at: Option<u64>,
+}
+
 impl AgentRecord {
     /// The record as the API shows it (no credential hash).
-    pub fn view(&self) -> serde_json::Value {
-        serde_json::json!({
-            "machine_id": self.machine_id, "mode": self.mode, "approved": self.approved,
-            "approval_pending": self.pending_sha256.is_some() || !self.approved,
-            "enrolled_at": self.enrolled_at, "enrolled_from": self.enrolled_from, "boot_mac": self.boot_mac,
-            "system_uuid": self.system_uuid,
-            "version": self.version, "stats": self.stats, "stats_at": self.stats_at,
-        })
+    pub fn view(&self) -> AgentView {
+        AgentView {
+            machine_id: self.machine_id,
+            mode: self.mode,
+            approved: self.approved,
+            approval_pending: self.pending_sha256.is_some() || !self.approved,
+            enrolled_at: self.enrolled_at,
+            enrolled_from: self.enrolled_from.clone(),
+            boot_mac: self.boot_mac,
+            system_uuid: self.system_uuid.clone(),
+            version: self.version.clone(),
+            stats: self.stats.clone(),
+            stats_at: self.stats_at,
+        }
     }
 }

@@ -22,11 +22,9 @@ impl Cmdb {
 
     /// Deletes a profile unless a machine is pinned to it.
     pub async fn delete_profile(&self, name: String) -> Result<(), CmdbError> {
-        // Every machine, not the list endpoint's default page of 1,000.
-        let all = MachineFilter { limit: Some(usize::MAX), ..Default::default() };
-        let (pinned, _) = self.list_machines(all).await?;
-        let users: Vec<u64> =
-            pinned.iter().filter(|m| m.boot_profile.as_deref() == Some(&name)).map(|m| m.id).collect();
+        // Every pinned machine, not the list endpoint's default page of 1,000.
+        let pinned = MachineFilter { profile: Some(name.clone()), limit: Some(usize::MAX), ..Default::default() };
+        let users: Vec<u64> = self.list_machines(pinned).await?.machines.iter().map(|m| m.id).collect();
         if !users.is_empty() {
             return Err(CmdbError::Conflict(format!("machines {users:?} are pinned to boot profile {name}")));
         }

@@ -7,7 +7,8 @@ use redb::ReadableTable;
 use serde_json::json;
 
 use super::agents::{cancel_job_in, insert_job};
-use super::machines::{check_unique, get_machine, push_event, put_machine};
+use super::events::push_event;
+use super::machines::{check_unique, get_machine, put_machine};
 use super::model::{AgentRecord, InstallerBoot, MachineState};
 use super::store::{decode, encode, ACTIVE_RUNS, AGENTS, RUNS, TASKS};
 use super::{now_ms, now_secs, Cmdb, CmdbError};
@@ -263,14 +264,21 @@ impl Cmdb {
     }
 
     /// Tasks, newest first.
-    pub async fn tasks(&self, limit: usize) -> Result<Vec<Task>, CmdbError> {
+    /// Tasks newest first, below id `before`, with the id the next page starts below.
+    pub async fn tasks(&self, before: Option<u64>, limit: usize) -> Result<(Vec<Task>, Option<u64>), CmdbError> {
         self.read(move |rtx| {
             let t = rtx.open_table(TASKS)?;
-            let mut out = Vec::new();
-            for row in t.iter()?.rev().take(limit) {
-                out.push(decode(row?.1.value())?);
+            let (mut out, mut last, mut next) = (Vec::new(), None, None);
+            for row in t.range(..before.unwrap_or(u64::MAX))?.rev() {
+                let (k, v) = row?;
+                if out.len() >= limit {
+                    next = last;
+                    break;
+                }
+                out.push(decode(v.value())?);
+                last = Some(k.value());
             }
-            Ok(out)
+            Ok((out, next))
         })
         .await
     }

@@ -40,6 +40,10 @@ pub const RUNS: TableDefinition<u64, &[u8]> = TableDefinition::new("runs");
 /// Run ids not yet finished: what the provisioning engine walks.
 pub const ACTIVE_RUNS: TableDefinition<u64, ()> = TableDefinition::new("active_runs");
 
+/// The global event log: sequence -> machine id, so the event stream can resume from a sequence
+/// across every machine (schema 6). The event itself lives in `events`.
+pub const EVENT_LOG: TableDefinition<u64, u64> = TableDefinition::new("event_log");
+
 pub const KEY_SCHEMA: &str = "schema_version";
 pub const KEY_NEXT_MACHINE: &str = "next_machine_id";
 pub const KEY_NEXT_EVENT: &str = "next_event_seq";
@@ -134,6 +138,15 @@ fn migrate(tx: &WriteTransaction, from: u64) -> Result<(), CmdbError> {
             }
             // 4 -> 5: a machine may carry the installer boot of its run (an optional field).
             4 => {}
+            // 5 -> 6: the global event log, built from every stored event.
+            5 => {
+                let events = tx.open_table(EVENTS)?;
+                let mut log = tx.open_table(EVENT_LOG)?;
+                for row in events.iter()? {
+                    let (machine, seq) = row?.0.value();
+                    log.insert(seq, machine)?;
+                }
+            }
             v => return Err(CmdbError::Storage(format!("no migration from schema {v}"))),
         }
         version += 1;

@@ -7,7 +7,8 @@ use std::sync::{Arc, RwLock};
 use redb::{Database, Table, WriteTransaction};
 
 use super::index::{Delta, Index};
-use super::store::{EVENTS, KEY_NEXT_EVENT, KEY_NEXT_MACHINE, LEASES, MACHINES, MACS, META};
+use super::model::Event;
+use super::store::{EVENTS, EVENT_LOG, KEY_NEXT_EVENT, KEY_NEXT_MACHINE, LEASES, MACHINES, MACS, META};
 use super::CmdbError;
 
 /// The tables of one batch, opened once for every job in it (opening a table per write costs
@@ -19,6 +20,7 @@ pub struct Tables<'a> {
     pub macs: Table<'a, u64, u64>,
     pub leases: Table<'a, u32, &'static [u8]>,
     pub events: Table<'a, (u64, u64), &'static [u8]>,
+    pub event_log: Table<'a, u64, u64>,
 }
 
 impl<'a> Tables<'a> {
@@ -29,6 +31,7 @@ impl<'a> Tables<'a> {
             macs: tx.open_table(MACS)?,
             leases: tx.open_table(LEASES)?,
             events: tx.open_table(EVENTS)?,
+            event_log: tx.open_table(EVENT_LOG)?,
         })
     }
 }
@@ -40,6 +43,8 @@ pub struct WriteCtx<'a> {
     pub next_event_seq: &'a mut u64,
     pub delta: &'a mut Vec<Delta>,
     pub index: &'a Index,
+    /// Events written in this batch, published to stream subscribers once it commits.
+    pub published: &'a mut Vec<Event>,
 }
 
 /// Called once the batch holding a job has committed (or failed to).
@@ -54,6 +59,7 @@ pub fn run(
     db: Arc<Database>,
     index: Arc<RwLock<Index>>,
     changed: tokio::sync::watch::Sender<u64>,
+    events: tokio::sync::broadcast::Sender<Arc<Event>>,
     rx: mpsc::Receiver<Job>,
     batch: usize,
 ) {
@@ -75,6 +81,7 @@ pub fn run(
         }
         let (ids_before, seq_before) = (next_machine_id, next_event_seq);
         let mut delta = Vec::new();
+        let mut published = Vec::new();
         let mut completions = Vec::with_capacity(jobs.len());
         let result = (|| -> Result<(), CmdbError> {
             let tx = db.begin_write()?;
@@ -86,6 +93,7 @@ pub fn run(
                     next_event_seq: &mut next_event_seq,
                     delta: &mut delta,
                     index: &snapshot,
+                    published: &mut published,
                 };
                 for job in jobs.drain(..) {
                     completions.push(job(&mut ctx));
@@ -99,6 +107,13 @@ pub fn run(
             tx.commit()?;
             Ok(())
         })();
+        if result.is_ok() {
+            // In sequence order, after the commit: a subscriber never sees an event that a
+            // read of the CMDB could not find.
+            for e in published.drain(..) {
+                let _ = events.send(Arc::new(e));
+            }
+        }
         match &result {
             Ok(()) if delta.is_empty() => {}
             Ok(()) => {

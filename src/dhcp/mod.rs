@@ -16,6 +16,7 @@ use tokio::net::UdpSocket;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn};
 
+use crate::cmdb::EventKind;
 use crate::cmdb::{model::SCHEMA_VERSION, now_secs, Cmdb, Lease, LeaseState, Sighting};
 use crate::config::{BootFiles, DhcpConfig, DhcpMode, Subnet};
 use crate::metrics::{Metrics, TypeLabel};
@@ -192,14 +193,14 @@ fn handle_full(svc: &DhcpService, leases: &mut Leases, socket: &Arc<UdpSocket>, 
                 options::lease_reply(svc, &req, MessageType::Offer, ip, subnet, hostname.as_deref(), boot.as_ref());
             send(svc, socket, &req, reply, MessageType::Offer);
             let detail = json!({"ip": ip, "arch": req.arch.map(|a| a.name()), "boot_file": boot.map(|b| b.filename)});
-            svc.cmdb.record(svc.sighting(&req), vec![("dhcp.offer".into(), detail)]);
+            svc.cmdb.record(svc.sighting(&req), vec![(EventKind::DhcpOffer, detail)]);
         }
         MessageType::Request => request(svc, leases, socket, req, subnet, reserved, &for_other, hostname),
         MessageType::Release => {
             let ip = req.msg.ciaddr();
             if leases.release(req.mac, ip) {
                 let lease = lease_record(ip, &req, None, now, LeaseState::Released);
-                persist_detached(svc, lease, &req, "dhcp.release", json!({"ip": ip}));
+                persist_detached(svc, lease, &req, EventKind::DhcpRelease, json!({"ip": ip}));
             }
         }
         MessageType::Decline => {
@@ -208,14 +209,14 @@ fn handle_full(svc: &DhcpService, leases: &mut Leases, socket: &Arc<UdpSocket>, 
             if leases.decline(req.mac, ip, until) {
                 warn!(mac = %req.mac, %ip, "client declined address; quarantined");
                 let lease = lease_record(ip, &req, None, until, LeaseState::Declined);
-                persist_detached(svc, lease, &req, "dhcp.decline", json!({"ip": ip}));
+                persist_detached(svc, lease, &req, EventKind::DhcpDecline, json!({"ip": ip}));
             }
         }
         MessageType::Inform => {
             let boot = svc.boot_for(&req);
             let reply = options::inform_reply(svc, &req, subnet, boot.as_ref());
             send(svc, socket, &req, reply, MessageType::Ack);
-            svc.cmdb.record(svc.sighting(&req), vec![("dhcp.inform".into(), json!({"ciaddr": req.msg.ciaddr()}))]);
+            svc.cmdb.record(svc.sighting(&req), vec![(EventKind::DhcpInform, json!({"ciaddr": req.msg.ciaddr()}))]);
         }
         other => {
             svc.metrics.dhcp_drop("unexpected_type");
@@ -267,7 +268,7 @@ fn request(
             let (svc, socket, sighting) = (svc.clone(), socket.clone(), svc.sighting(&req));
             // The ACK goes out only once its lease is durable (group-committed with others).
             tokio::spawn(async move {
-                match svc.cmdb.commit_lease(lease, sighting, vec![("dhcp.ack".into(), detail)]).await {
+                match svc.cmdb.commit_lease(lease, sighting, vec![(EventKind::DhcpAck, detail)]).await {
                     Ok(()) => send(&svc, &socket, &req, reply, MessageType::Ack),
                     Err(error) => {
                         svc.metrics.dhcp_drop("commit_failed");
@@ -283,7 +284,7 @@ fn request(
             debug!(mac = %req.mac, %ip, %refusal, "nak");
             svc.cmdb.record(
                 svc.sighting(&req),
-                vec![("dhcp.nak".into(), json!({"ip": ip, "reason": refusal.to_string()}))],
+                vec![(EventKind::DhcpNak, json!({"ip": ip, "reason": refusal.to_string()}))],
             );
         }
     }
@@ -302,8 +303,8 @@ fn lease_record(ip: Ipv4Addr, req: &Request, hostname: Option<String>, expires_a
     }
 }
 
-fn persist_detached(svc: &DhcpService, lease: Lease, req: &Request, kind: &str, detail: serde_json::Value) {
-    let (cmdb, sighting, kind) = (svc.cmdb.clone(), svc.sighting(req), kind.to_string());
+fn persist_detached(svc: &DhcpService, lease: Lease, req: &Request, kind: EventKind, detail: serde_json::Value) {
+    let (cmdb, sighting) = (svc.cmdb.clone(), svc.sighting(req));
     tokio::spawn(async move {
         if let Err(error) = cmdb.commit_lease(lease, sighting, vec![(kind, detail)]).await {
             warn!(%error, "lease change not persisted");

@@ -40,7 +40,7 @@ fn option_len_ok(code: u8, len: usize) -> bool {
         53 => len == 1,
         50 | 54 | 51 | 58 | 59 | 1 | 152..=155 => len == 4,
         57 => len == 2,
-        93 => len >= 2 && len % 2 == 0,
+        93 => len >= 2 && len.is_multiple_of(2),
         94 => len == 3,
         80 => len == 0,
         81 => len >= 3,

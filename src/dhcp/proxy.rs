@@ -11,6 +11,7 @@ use tracing::{debug, warn};
 use super::options::boot_options;
 use super::packet::{self, Request};
 use super::DhcpService;
+use crate::cmdb::EventKind;
 
 /// Option 43, PXE_DISCOVERY_CONTROL (sub-option 6) = 8: boot the file named in this offer
 /// instead of running boot-server discovery.
@@ -36,7 +37,7 @@ pub async fn handle_offer(svc: &DhcpService, socket: &UdpSocket, req: Request) {
         return;
     };
     let to = packet::destination(&req, MessageType::Offer, svc.cfg.reply_port, svc.cfg.relay_port);
-    send(svc, socket, &reply, to, &req, "dhcp.proxy_offer").await;
+    send(svc, socket, &reply, to, &req, EventKind::DhcpProxyOffer).await;
 }
 
 /// Port 4011: a PXE client's boot-server REQUEST; the ACK goes back to where it came from.
@@ -50,7 +51,7 @@ pub async fn handle_boot_request(svc: &DhcpService, socket: &UdpSocket, req: Req
         SocketAddr::V4(a) if !a.ip().is_unspecified() => from,
         _ => SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::BROADCAST, svc.cfg.reply_port)),
     };
-    send(svc, socket, &reply, to, &req, "dhcp.proxy_ack").await;
+    send(svc, socket, &reply, to, &req, EventKind::DhcpProxyAck).await;
 }
 
 async fn send(
@@ -59,7 +60,7 @@ async fn send(
     reply: &dhcproto::v4::Message,
     to: SocketAddr,
     req: &Request,
-    event: &str,
+    event: EventKind,
 ) {
     let kind = reply.opts().msg_type().unwrap_or(MessageType::Offer);
     match socket.send_to(&packet::encode(reply), to).await {
@@ -67,7 +68,7 @@ async fn send(
             svc.count_sent(kind);
             let detail =
                 json!({"arch": req.arch.map(|a| a.name()), "boot_file": reply.fname_str().and_then(Result::ok)});
-            svc.cmdb.record(svc.sighting(req), vec![(event.to_string(), detail)]);
+            svc.cmdb.record(svc.sighting(req), vec![(event, detail)]);
         }
         Err(error) => {
             svc.metrics.dhcp_drop("send_failed");

@@ -69,7 +69,7 @@ impl Engine {
     pub async fn tick(&self) -> anyhow::Result<()> {
         // Now and then (and on the first pass after a start), tasks whose runs all ended while
         // the appliance was going down are marked done.
-        if self.passes.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % 60 == 0 {
+        if self.passes.fetch_add(1, std::sync::atomic::Ordering::Relaxed).is_multiple_of(60) {
             self.finish_tasks().await?;
         }
         let runs = self.hub.cmdb.active_runs().await?;
@@ -125,7 +125,7 @@ impl Engine {
     }
 
     async fn finish_tasks(&self) -> anyhow::Result<()> {
-        for task in self.hub.cmdb.tasks(10_000).await? {
+        for task in self.hub.cmdb.tasks(None, 10_000).await?.0 {
             if task.state != TaskState::Active {
                 continue;
             }
@@ -363,7 +363,7 @@ impl Engine {
     /// Binds a `next` run to a machine whose BootOS agent is live and that no run holds.
     async fn bind(&self, run: &mut Run, task: &Task, bound: &mut HashSet<u64>) -> anyhow::Result<bool> {
         let filter = MachineFilter { state: Some(MachineState::Ready), limit: Some(100_000), ..Default::default() };
-        let (ready, _) = self.hub.cmdb.list_machines(filter).await?;
+        let ready = self.hub.cmdb.list_machines(filter).await?.machines;
         for m in ready {
             if bound.contains(&m.id) || m.inventory.is_none() {
                 continue;

@@ -33,7 +33,7 @@ use serde::{Deserialize, Serialize};
 use crate::mac::Mac;
 
 /// Which machines a task provisions.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Selector {
     Macs(Vec<Mac>),
@@ -44,7 +44,7 @@ pub enum Selector {
 }
 
 /// A task as submitted.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TaskSpec {
     pub select: Selector,
@@ -101,7 +101,7 @@ fn one() -> u32 {
     1
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TaskState {
     Active,
@@ -110,7 +110,7 @@ pub enum TaskState {
 }
 
 /// A task as stored.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Task {
     pub v: u64,
     pub id: u64,
@@ -121,7 +121,7 @@ pub struct Task {
 }
 
 /// One step of a run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(tag = "step", content = "index", rename_all = "snake_case")]
 pub enum Step {
     WaitAgent,
@@ -192,7 +192,7 @@ impl Step {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum RunState {
     Active,
@@ -202,7 +202,7 @@ pub enum RunState {
 }
 
 /// One machine's way through a task.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Run {
     pub v: u64,
     pub id: u64,
@@ -212,6 +212,7 @@ pub struct Run {
     /// `None` for a `next` selector until a machine is bound.
     pub machine_id: Option<u64>,
     pub hostname: Option<String>,
+    #[schema(value_type = Option<String>, format = Ipv4)]
     pub ip: Option<Ipv4Addr>,
     pub state: RunState,
     pub step: Step,

@@ -28,11 +28,11 @@ impl Reply {
         serde_json::from_slice(&self.body).with_context(|| format!("HTTP {}: unexpected body", self.status))
     }
 
-    /// The `error` message of a JSON error body, or the raw text.
+    /// The `detail` of a problem+json error body (or an older `error`), or the raw text.
     pub fn error_text(&self) -> String {
         serde_json::from_slice::<serde_json::Value>(&self.body)
             .ok()
-            .and_then(|v| v.get("error").and_then(|e| e.as_str()).map(str::to_string))
+            .and_then(|v| v.get("detail").or_else(|| v.get("error")).and_then(|e| e.as_str()).map(str::to_string))
             .unwrap_or_else(|| String::from_utf8_lossy(&self.body).into_owned())
     }
 }

@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 
 /// How the agent runs: from the BootOS ramdisk, or as a service on an installed system.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum AgentMode {
     #[default]
@@ -24,6 +25,7 @@ pub enum AgentMode {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct EnrollRequest {
     /// Every NIC's MAC, lowercase colon form.
     pub macs: Vec<String>,
@@ -41,6 +43,7 @@ pub struct EnrollRequest {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct EnrollResponse {
     pub machine_id: u64,
     /// `<machine id>.<secret>`; sent as a bearer token on every later call.
@@ -58,6 +61,7 @@ pub struct EnrollResponse {
 
 /// What a node is made of.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Inventory {
     pub cpu: Cpu,
     pub memory_bytes: u64,
@@ -74,6 +78,7 @@ pub struct Inventory {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Cpu {
     pub model: String,
     /// Physical cores (distinct core ids per package), at least 1.
@@ -84,6 +89,7 @@ pub struct Cpu {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Disk {
     /// Kernel name, e.g. "vda", "sda", "nvme0n1".
     pub name: String,
@@ -94,6 +100,7 @@ pub struct Disk {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Nic {
     pub name: String,
     pub mac: String,
@@ -104,6 +111,7 @@ pub struct Nic {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Dmi {
     pub vendor: Option<String>,
     pub model: Option<String>,
@@ -114,6 +122,7 @@ pub struct Dmi {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct PciDevice {
     /// Bus address, e.g. "0000:00:03.0".
     pub address: String,
@@ -126,12 +135,14 @@ pub struct PciDevice {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Bmc {
     pub ip: Option<String>,
     pub mac: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct LldpNeighbor {
     /// Our interface the frame arrived on.
     pub interface: String,
@@ -143,6 +154,7 @@ pub struct LldpNeighbor {
 
 /// A job for the agent.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct JobSpec {
     pub id: u64,
     /// Delivery attempt (1, 2, ...): a job whose lease ran out is delivered again.
@@ -154,6 +166,7 @@ pub struct JobSpec {
 
 /// What to run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Action {
     /// A script (the JumpScript idea): `interpreter <file with body> args...` with `env` added.
@@ -183,6 +196,7 @@ pub fn default_interpreter() -> String {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum Stream {
     Stdout,
@@ -193,6 +207,7 @@ pub enum Stream {
 /// sent twice (a retry after a lost answer) is stored once. A chunk with empty `data` is a
 /// heartbeat.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct OutputChunk {
     pub attempt: u32,
     pub seq: u32,
@@ -201,6 +216,7 @@ pub struct OutputChunk {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct OutputAck {
     /// The operator cancelled the job (or it was finished otherwise): stop it.
     pub stop: bool,
@@ -208,6 +224,7 @@ pub struct OutputAck {
 
 /// How a job ended, as the agent saw it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
     /// Exit code 0.
@@ -223,6 +240,7 @@ pub enum Outcome {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct JobResult {
     pub attempt: u32,
     pub outcome: Outcome,
@@ -234,6 +252,7 @@ pub struct JobResult {
 
 /// Periodic node stats.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Stats {
     pub load: [f64; 3],
     pub mem_total_bytes: u64,
@@ -243,6 +262,7 @@ pub struct Stats {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct DiskUse {
     pub mount: String,
     pub total_bytes: u64,

@@ -1,5 +1,6 @@
 use super::*;
 use crate::cmdb::model::SCHEMA_VERSION;
+use crate::cmdb::EVENTS_KEPT_PER_MACHINE;
 
 fn mac(s: &str) -> Mac {
     s.parse().unwrap()
@@ -42,13 +43,12 @@ async fn register_update_search_delete() {
     assert_eq!(m2.hostname.as_deref(), Some("node02"));
     assert_eq!(db.reserved_owner("198.18.0.50".parse().unwrap()), None);
 
-    let (found, total) =
-        db.list_machines(MachineFilter { q: Some("node0".into()), ..Default::default() }).await.unwrap();
-    assert_eq!((found.len(), total), (1, 1));
-    let (none, _) = db.list_machines(MachineFilter { tag: Some("rack9".into()), ..Default::default() }).await.unwrap();
-    assert!(none.is_empty());
+    let found = db.list_machines(MachineFilter { q: Some("NODE0".into()), ..Default::default() }).await.unwrap();
+    assert_eq!((found.machines.len(), found.total), (1, 1));
+    let none = db.list_machines(MachineFilter { tag: Some("rack9".into()), ..Default::default() }).await.unwrap();
+    assert!(none.machines.is_empty());
 
-    let kinds: Vec<String> = db.events(m.id, 0, 100).await.unwrap().into_iter().map(|e| e.kind).collect();
+    let kinds: Vec<String> = db.events(m.id, 0, 100).await.unwrap().into_iter().map(|e| e.kind.to_string()).collect();
     assert_eq!(kinds, ["machine.registered", "machine.updated"]);
 
     db.delete_machine(m.id).await.unwrap();
@@ -70,9 +70,9 @@ async fn sightings_create_one_discovered_machine_per_mac_even_in_one_batch() {
         db.record(s.clone(), vec![("dhcp.offer".into(), json!({}))]);
     }
     db.flush().await.unwrap();
-    let (all, total) = db.list_machines(MachineFilter::default()).await.unwrap();
-    assert_eq!(total, 1);
-    let m = &all[0];
+    let page = db.list_machines(MachineFilter::default()).await.unwrap();
+    assert_eq!(page.total, 1);
+    let m = &page.machines[0];
     assert_eq!(m.state, MachineState::Discovered);
     assert_eq!(m.last_arch.as_deref(), Some("bios"));
     assert_eq!(m.circuit_id.as_deref(), Some("0a0b"));

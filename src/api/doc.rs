@@ -1,0 +1,171 @@
+//! The OpenAPI document of `/api/v1`, generated from the handlers' `#[utoipa::path]`
+//! annotations and the types they take and return, and served at `/api/v1/openapi.json`.
+//!
+//! Responses every operation shares are added here once: 401 (bearer token), 400 for anything
+//! with parameters or a body, 404 for anything with a path parameter, 413/415 for a body, 500
+//! for a CMDB that cannot be read or written. Each error is a [`Problem`].
+
+use std::sync::OnceLock;
+
+use axum::http::header;
+use axum::response::IntoResponse;
+use utoipa::openapi::path::{Operation, ParameterIn};
+use utoipa::openapi::response::ResponseBuilder;
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme};
+use utoipa::openapi::{ContentBuilder, OpenApi, Ref, RefOr};
+use utoipa::OpenApi as _;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::problem::{Problem, PROBLEM_JSON};
+use super::ApiState;
+use crate::cmdb::EventKind;
+
+#[derive(utoipa::OpenApi)]
+#[openapi(
+    info(
+        title = "rackboot API",
+        version = "1",
+        description = "Machines, leases, timeline events (pages and a live stream), agents' jobs, boot profiles and provisioning tasks of a rackboot appliance. Every path except this document needs `Authorization: Bearer <token>`; the admin token is in <data_dir>/admin.token. Errors are application/problem+json (RFC 9457). Lists take `limit` and `cursor` and return `next_cursor`."
+    ),
+    servers((url = "/api/v1")),
+    components(schemas(Problem, EventKind)),
+    tags(
+        (name = "machines", description = "The CMDB's machines and their agents"),
+        (name = "events", description = "Every machine's timeline, paged or live"),
+        (name = "leases", description = "DHCP leases"),
+        (name = "jobs", description = "Jobs run by node agents"),
+        (name = "tasks", description = "Provisioning tasks and their runs"),
+        (name = "profiles", description = "Boot profiles"),
+        (name = "meta", description = "This document")
+    )
+)]
+struct Base;
+
+/// The unauthenticated routes: this document.
+pub(super) fn routes() -> OpenApiRouter<ApiState> {
+    OpenApiRouter::new().routes(routes!(openapi_json))
+}
+
+/// This OpenAPI document.
+#[utoipa::path(get, path = "/openapi.json", tag = "meta",
+    responses((status = 200, description = "The OpenAPI document", content_type = "application/json", body = Object)))]
+async fn openapi_json() -> impl IntoResponse {
+    ([(header::CONTENT_TYPE, "application/json")], document_json())
+}
+
+/// The whole document, built once.
+pub fn document() -> &'static OpenApi {
+    static DOC: OnceLock<OpenApi> = OnceLock::new();
+    DOC.get_or_init(|| {
+        let router = OpenApiRouter::with_openapi(Base::openapi()).merge(super::protected_routes()).merge(routes());
+        let mut doc = router.into_openapi();
+        finish(&mut doc);
+        doc
+    })
+}
+
+/// The document as served.
+pub fn document_json() -> &'static str {
+    static JSON: OnceLock<String> = OnceLock::new();
+    JSON.get_or_init(|| document().to_pretty_json().expect("the OpenAPI document serializes"))
+}
+
+/// Adds the bearer scheme and the responses every operation shares.
+fn finish(doc: &mut OpenApi) {
+    let components = doc.components.get_or_insert_with(Default::default);
+    components
+        .add_security_scheme("bearer", SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()));
+    let problem = |what: &str| {
+        ResponseBuilder::new()
+            .description(what)
+            .content(PROBLEM_JSON, ContentBuilder::new().schema(Some(Ref::from_schema_name("Problem"))).build())
+            .build()
+    };
+    for (path, item) in doc.paths.paths.iter_mut() {
+        let ops: [&mut Option<Operation>; 5] =
+            [&mut item.get, &mut item.post, &mut item.put, &mut item.patch, &mut item.delete];
+        for op in ops.into_iter().flatten() {
+            let params = op.parameters.as_deref().unwrap_or_default();
+            let has_path = params.iter().any(|p| matches!(p, RefOr::T(p) if p.parameter_in == ParameterIn::Path));
+            let has_input = !params.is_empty() || op.request_body.is_some();
+            let responses = &mut op.responses.responses;
+            let mut add = |code: &str, what: &str| {
+                responses.entry(code.to_string()).or_insert_with(|| problem(what).into());
+            };
+            if path != "/openapi.json" {
+                add("401", "Missing or wrong bearer token");
+                add("500", "The CMDB could not be read or written");
+                op.security = Some(vec![SecurityRequirement::new("bearer", Vec::<String>::new())]);
+            }
+            if has_input {
+                add("400", "A parameter or the body is malformed or out of range (`field` names it)");
+            }
+            if has_path {
+                add("404", "No such machine, job, task or profile");
+            }
+            if op.request_body.is_some() {
+                add("413", "The body is too large");
+                add("415", "The body is not application/json");
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_document_is_openapi_3_with_every_operation_secured_and_its_errors() {
+        let v: serde_json::Value = serde_json::from_str(document_json()).unwrap();
+        assert!(v["openapi"].as_str().unwrap().starts_with("3."), "{}", v["openapi"]);
+        let paths = v["paths"].as_object().unwrap();
+        for p in ["/machines", "/machines/{id}", "/events", "/events/stream", "/jobs", "/tasks", "/profiles", "/leases"]
+        {
+            assert!(paths.contains_key(p), "{p} is missing");
+        }
+        for (path, item) in paths {
+            for (method, op) in item.as_object().unwrap() {
+                let codes = op["responses"].as_object().unwrap();
+                assert!(codes.keys().any(|c| c.starts_with('2')), "{method} {path} has no success response");
+                if path != "/openapi.json" {
+                    assert!(codes.contains_key("401"), "{method} {path} lacks 401");
+                    assert_eq!(op["security"][0]["bearer"], serde_json::json!([]), "{method} {path}");
+                }
+                for (code, r) in codes.iter().filter(|(c, _)| c.as_str() >= "400") {
+                    assert!(r["content"][PROBLEM_JSON].is_object(), "{method} {path} {code} is not a problem");
+                }
+            }
+        }
+        let kinds = v["components"]["schemas"]["EventKind"]["enum"].as_array().unwrap();
+        assert_eq!(kinds.len(), EventKind::ALL.len());
+    }
+
+    /// Routes under `/api/v1` are only ever registered through `routes!` (which documents them):
+    /// a plain axum `.route(` in an API module would serve a path the document does not have.
+    #[test]
+    fn no_api_module_registers_an_undocumented_route() {
+        let modules = [
+            ("machines.rs", include_str!("machines.rs")),
+            ("events.rs", include_str!("events.rs")),
+            ("jobs.rs", include_str!("jobs.rs")),
+            ("tasks.rs", include_str!("tasks.rs")),
+            ("profiles.rs", include_str!("profiles.rs")),
+        ];
+        for (name, text) in modules {
+            let code: String = text
+                .lines()
+                .filter(|l| !l.trim_start().starts_with("//"))
+                .collect::<String>()
+                .replace("OpenApiRouter", "");
+            let bad = [".route(", ".route_service(", ".nest(", ".nest_service(", "Router::new()"];
+            if let Some(b) = bad.iter().find(|b| code.contains(*b)) {
+                panic!("{name} calls {b}: register /api/v1 routes with OpenApiRouter::routes(routes!(...))");
+            }
+        }
+        let mod_rs: String = include_str!("mod.rs").lines().filter(|l| !l.trim_start().starts_with("//")).collect();
+        let between = mod_rs.split("fn protected_routes").nth(1).unwrap().split("fn router").next().unwrap();
+        assert!(!between.contains(".route("), "protected_routes must only merge documented modules");
+    }
+}

@@ -1,0 +1,65 @@
+//! Cursor pagination shared by every list: `limit` is bounded, and a cursor is an opaque token
+//! that only the list that made it accepts.
+
+use super::ApiError;
+
+/// The largest page any list returns.
+pub const MAX_LIMIT: usize = 10_000;
+
+/// The page size asked for, or `default`; refused outside 1..=[`MAX_LIMIT`].
+pub fn limit(given: Option<usize>, default: usize) -> Result<usize, ApiError> {
+    match given {
+        None => Ok(default),
+        Some(n) if (1..=MAX_LIMIT).contains(&n) => Ok(n),
+        Some(n) => Err(ApiError::field("limit", format!("limit {n} is outside 1..={MAX_LIMIT}"))),
+    }
+}
+
+/// The cursor of list `list` that continues at `key`.
+pub fn cursor(list: &str, key: u64) -> String {
+    format!("{list}:{key}").bytes().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The key a cursor of list `list` continues at; a cursor of another list, or one that was
+/// never made, is refused.
+pub fn key(list: &str, cursor: Option<&str>) -> Result<Option<u64>, ApiError> {
+    let Some(c) = cursor else { return Ok(None) };
+    let bad = || ApiError::field("cursor", format!("cursor {c:?} is not one this list handed out"));
+    if c.len() % 2 != 0 || c.len() > 64 || !c.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(bad());
+    }
+    let bytes: Vec<u8> = (0..c.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&c[i..i + 2], 16))
+        .collect::<Result<_, _>>()
+        .map_err(|_| bad())?;
+    let text = String::from_utf8(bytes).map_err(|_| bad())?;
+    let (l, k) = text.split_once(':').ok_or_else(bad)?;
+    if l != list {
+        return Err(bad());
+    }
+    k.parse().map(Some).map_err(|_| bad())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cursor_round_trips_only_in_its_own_list() {
+        let c = cursor("machines", 42);
+        assert_eq!(key("machines", Some(&c)).unwrap(), Some(42));
+        assert_eq!(key("jobs", Some(&c)).unwrap_err().field.as_deref(), Some("cursor"));
+        assert!(key("machines", Some("zz")).is_err());
+        assert!(key("machines", Some("6d3a")).is_err());
+        assert_eq!(key("machines", None).unwrap(), None);
+    }
+
+    #[test]
+    fn limits_are_bounded() {
+        assert_eq!(limit(None, 100).unwrap(), 100);
+        assert_eq!(limit(Some(MAX_LIMIT), 100).unwrap(), MAX_LIMIT);
+        assert!(limit(Some(0), 100).is_err());
+        assert!(limit(Some(MAX_LIMIT + 1), 100).is_err());
+    }
+}

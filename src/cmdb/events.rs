@@ -1,0 +1,353 @@
+//! The timeline: every kind of event a machine can have ([`EventKind`], documented in one
+//! table), how events are stored (per machine, plus a global log by sequence for the event
+//! stream), and how committed events are published to live subscribers.
+
+use std::sync::Arc;
+
+use redb::ReadableTable;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::index::Delta;
+use super::model::{Event, MachineState};
+use super::store::{decode, encode, EVENTS, EVENT_LOG};
+use super::writer::WriteCtx;
+use super::{now_ms, Cmdb, CmdbError};
+
+macro_rules! event_kinds {
+    ($( $(#[doc = $doc:literal])* $variant:ident = $name:literal, fields: $fields:literal; )*) => {
+        /// What happened to a machine. Serialized as its dotted name (`dhcp.offer`); the table in
+        /// [`EventKind::ALL`] documents each kind and the fields of its `detail`.
+        #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+        pub enum EventKind {
+            $( $(#[doc = $doc])* $variant, )*
+            /// A kind this rackboot does not know (written by a newer or older version).
+            Other(Box<str>),
+        }
+
+        impl EventKind {
+            /// Every known kind: (kind, dotted name, what it means, its detail fields).
+            pub const ALL: &'static [(EventKind, &'static str, &'static str, &'static str)] = &[
+                $( (EventKind::$variant, $name, concat!($($doc),*), $fields), )*
+            ];
+
+            /// The dotted name.
+            pub fn as_str(&self) -> &str {
+                match self {
+                    $( EventKind::$variant => $name, )*
+                    EventKind::Other(s) => s,
+                }
+            }
+
+            /// The kind with this dotted name; unknown names are [`EventKind::Other`].
+            pub fn from_name(name: &str) -> EventKind {
+                match name {
+                    $( $name => EventKind::$variant, )*
+                    other => EventKind::Other(other.into()),
+                }
+            }
+        }
+    };
+}
+
+event_kinds! {
+    /// DHCP saw a MAC for the first time and created its machine.
+    MachineDiscovered = "machine.discovered", fields: "mac, arch (DHCP) or by: \"agent\", macs (enrollment)";
+    /// An operator registered the machine.
+    MachineRegistered = "machine.registered", fields: "macs";
+    /// An operator changed the machine's record.
+    MachineUpdated = "machine.updated", fields: "the changed fields";
+    /// The machine's lifecycle state changed.
+    MachineState = "machine.state", fields: "from, to (machine states)";
+    /// An offer was sent to the machine.
+    DhcpOffer = "dhcp.offer", fields: "ip, arch, boot_file, relay";
+    /// A lease was acknowledged (durable before the ACK left).
+    DhcpAck = "dhcp.ack", fields: "ip, lease_secs, boot_file, hostname";
+    /// A request was refused with a NAK.
+    DhcpNak = "dhcp.nak", fields: "requested, reason";
+    /// The client released its lease.
+    DhcpRelease = "dhcp.release", fields: "ip";
+    /// The client declined an address (in use).
+    DhcpDecline = "dhcp.decline", fields: "ip";
+    /// An INFORM was answered.
+    DhcpInform = "dhcp.inform", fields: "ciaddr";
+    /// proxyDHCP offered boot options.
+    DhcpProxyOffer = "dhcp.proxy_offer", fields: "arch, boot_file";
+    /// The PXE boot server (port 4011) acknowledged.
+    DhcpProxyAck = "dhcp.proxy_ack", fields: "arch, boot_file";
+    /// A TFTP transfer finished (or failed).
+    TftpTransfer = "tftp.transfer", fields: "file, bytes, outcome";
+    /// The machine fetched its iPXE script.
+    BootScript = "boot.script", fields: "plan, profile, reason";
+    /// The machine fetched a boot file over HTTP (kernel, initrd, image).
+    BootAsset = "boot.asset", fields: "path, bytes, status";
+    /// An installer fetched its answer file.
+    BootAnswer = "boot.answer", fields: "kind";
+    /// The machine's agent enrolled.
+    AgentEnrolled = "agent.enrolled", fields: "approved, agent_version, boot, addr";
+    /// An operator approved the machine's agent.
+    AgentApproved = "agent.approved", fields: "(none)";
+    /// The agent uploaded the hardware inventory.
+    AgentInventory = "agent.inventory", fields: "vendor, model, serial, cpus, memory_bytes, disks, nics";
+    /// A job was queued for the machine.
+    JobQueued = "job.queued", fields: "job, action";
+    /// The agent started a job.
+    JobStarted = "job.started", fields: "job, attempt";
+    /// A job finished (succeeded, failed, timed out, cancelled).
+    JobFinished = "job.finished", fields: "job, state, exit_code, attempt";
+    /// A job's agent was not heard from within its lease; the job was requeued or failed.
+    JobLeaseExpired = "job.lease_expired", fields: "job, state, attempt";
+    /// A provisioning run was queued for the machine.
+    ProvisionQueued = "provision.queued", fields: "task, run";
+    /// A provisioning run moved to a step or progressed within it.
+    ProvisionStep = "provision.step", fields: "run, step, job, progress";
+    /// The run rebooted an installed machine into BootOS to reinstall it.
+    ProvisionReinstallReboot = "provision.reinstall_reboot", fields: "run, job";
+    /// The installer reported back: the machine boots its disk from now on.
+    ProvisionInstallerFinished = "provision.installer_finished", fields: "run";
+    /// An installer reported back again (it lost the first answer); a new credential was made.
+    ProvisionInstallerReportedAgain = "provision.installer_reported_again", fields: "run";
+    /// The run finished: the machine is installed.
+    ProvisionInstalled = "provision.installed", fields: "run, step, progress";
+    /// The run failed.
+    ProvisionFailed = "provision.failed", fields: "run, step, error";
+    /// The run was cancelled by an operator.
+    ProvisionCancelled = "provision.cancelled", fields: "run, task";
+}
+
+impl std::fmt::Display for EventKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl From<&str> for EventKind {
+    fn from(name: &str) -> Self {
+        EventKind::from_name(name)
+    }
+}
+
+impl Serialize for EventKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for EventKind {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = std::borrow::Cow::<str>::deserialize(d)?;
+        Ok(EventKind::from_name(&name))
+    }
+}
+
+impl utoipa::PartialSchema for EventKind {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{ObjectBuilder, SchemaType, Type};
+        let mut doc = String::from("The kind of a timeline event. Each kind and the fields of its `detail`:\n\n");
+        doc.push_str("| kind | meaning | detail fields |\n|---|---|---|\n");
+        for (_, name, meaning, fields) in EventKind::ALL {
+            doc.push_str(&format!("| `{name}` | {} | {fields} |\n", meaning.trim()));
+        }
+        ObjectBuilder::new()
+            .schema_type(SchemaType::new(Type::String))
+            .enum_values(Some(EventKind::ALL.iter().map(|(_, name, _, _)| *name)))
+            .description(Some(doc))
+            .into()
+    }
+}
+
+impl ToSchema for EventKind {}
+
+/// Newest events kept per machine; older ones are dropped.
+pub const EVENTS_KEPT_PER_MACHINE: usize = 1000;
+
+/// Appends an event to a machine's timeline and to the global log; it is published to stream
+/// subscribers once its batch commits.
+pub(super) fn push_event(
+    ctx: &mut WriteCtx<'_>,
+    machine_id: u64,
+    kind: impl Into<EventKind>,
+    detail: serde_json::Value,
+) -> Result<(), CmdbError> {
+    let seq = *ctx.next_event_seq;
+    *ctx.next_event_seq += 1;
+    let state = state_of(ctx, machine_id);
+    let e = Event { seq, machine_id, at_ms: now_ms(), kind: kind.into(), detail, state };
+    ctx.t.events.insert((machine_id, seq), encode(&e).as_slice())?;
+    ctx.t.event_log.insert(seq, machine_id)?;
+    ctx.published.push(e);
+    // Amortized retention: every 256th event trims the machine it was written for, so a chatty
+    // machine (a boot loop, a DHCP storm) cannot grow the file without bound.
+    if seq.is_multiple_of(256) {
+        prune_events(ctx, machine_id, EVENTS_KEPT_PER_MACHINE)?;
+    }
+    Ok(())
+}
+
+/// The machine's state as this batch has left it so far.
+pub(super) fn state_of(ctx: &WriteCtx<'_>, machine_id: u64) -> Option<MachineState> {
+    let pending = ctx.delta.iter().rev().find_map(|d| match d {
+        Delta::Upsert(b) if b.id == machine_id => Some(Some(b.state)),
+        Delta::Remove(id) if *id == machine_id => Some(None),
+        _ => None,
+    });
+    pending.unwrap_or_else(|| ctx.index.by_id(machine_id).map(|b| b.state))
+}
+
+/// Drops all but the newest `keep` events of a machine.
+fn prune_events(ctx: &mut WriteCtx<'_>, machine_id: u64, keep: usize) -> Result<(), CmdbError> {
+    let cutoff = match ctx.t.events.range((machine_id, 0)..=(machine_id, u64::MAX))?.rev().nth(keep) {
+        Some(row) => Some(row?.0.value().1),
+        None => None,
+    };
+    if let Some(seq) = cutoff {
+        drop_events(ctx, machine_id, seq)?;
+    }
+    Ok(())
+}
+
+/// Drops a machine's events up to and including `upto` (all of them with `u64::MAX`), from its
+/// timeline and from the global log.
+pub(super) fn drop_events(ctx: &mut WriteCtx<'_>, machine_id: u64, upto: u64) -> Result<(), CmdbError> {
+    let mut seqs = Vec::new();
+    for row in ctx.t.events.range((machine_id, 0)..=(machine_id, upto))? {
+        seqs.push(row?.0.value().1);
+    }
+    for seq in seqs {
+        ctx.t.events.remove((machine_id, seq))?;
+        ctx.t.event_log.remove(seq)?;
+    }
+    Ok(())
+}
+
+/// One page of a scan over the log: stops at `limit` matches or `scan` rows looked at.
+struct PageScan<'f> {
+    filter: &'f EventFilter,
+    limit: usize,
+    scan: usize,
+    out: Vec<Event>,
+    looked: usize,
+    last: u64,
+    more: bool,
+}
+
+impl PageScan<'_> {
+    /// Takes the row at `seq`; false once the page is full (there is more after it).
+    fn offer(&mut self, seq: u64, row: &[u8]) -> Result<bool, CmdbError> {
+        if self.out.len() >= self.limit || self.looked >= self.scan {
+            self.more = true;
+            return Ok(false);
+        }
+        self.looked += 1;
+        self.last = seq;
+        let e: Event = decode(row)?;
+        if self.filter.matches(&e) {
+            self.out.push(e);
+        }
+        Ok(true)
+    }
+}
+
+/// Which events a listing or stream wants.
+#[derive(Debug, Clone, Default)]
+pub struct EventFilter {
+    pub machine: Option<u64>,
+    pub kinds: Vec<EventKind>,
+    /// Only events recorded while their machine was in this state.
+    pub state: Option<MachineState>,
+    /// Unix milliseconds: only events at or after this moment.
+    pub since_ms: Option<u64>,
+}
+
+impl EventFilter {
+    /// Whether `e` passes.
+    pub fn matches(&self, e: &Event) -> bool {
+        self.machine.is_none_or(|m| m == e.machine_id)
+            && (self.kinds.is_empty() || self.kinds.contains(&e.kind))
+            && self.state.is_none_or(|s| e.state == Some(s))
+            && self.since_ms.is_none_or(|t| e.at_ms >= t)
+    }
+}
+
+impl Cmdb {
+    /// A machine's timeline, oldest first, after sequence `after`.
+    pub async fn events(&self, machine_id: u64, after: u64, limit: usize) -> Result<Vec<Event>, CmdbError> {
+        self.read(move |rtx| {
+            let t = rtx.open_table(EVENTS)?;
+            let mut out = Vec::new();
+            for row in t.range((machine_id, after.saturating_add(1))..=(machine_id, u64::MAX))?.take(limit) {
+                out.push(decode(row?.1.value())?);
+            }
+            Ok(out)
+        })
+        .await
+    }
+
+    /// Events of every machine after sequence `after` that pass `filter`, oldest first, at most
+    /// `limit`; with the sequence the next page starts after (`None` at the end of the log).
+    /// At most `scan` log entries are looked at, so a filter that matches little stays cheap;
+    /// a page may then be short but still carries where to go on.
+    pub async fn event_log(
+        &self,
+        filter: EventFilter,
+        after: u64,
+        limit: usize,
+        scan: usize,
+    ) -> Result<(Vec<Event>, Option<u64>), CmdbError> {
+        self.read(move |rtx| {
+            let events = rtx.open_table(EVENTS)?;
+            let mut page = PageScan { filter: &filter, limit, scan, out: Vec::new(), looked: 0, last: 0, more: false };
+            if let Some(m) = filter.machine {
+                for row in events.range((m, after.saturating_add(1))..=(m, u64::MAX))? {
+                    let (k, v) = row?;
+                    if !page.offer(k.value().1, v.value())? {
+                        break;
+                    }
+                }
+            } else {
+                let log = rtx.open_table(EVENT_LOG)?;
+                for row in log.range(after.saturating_add(1)..)? {
+                    let (seq, machine) = row?;
+                    // A log entry whose event is gone (pruned, machine deleted) is skipped.
+                    let Some(v) = events.get((machine.value(), seq.value()))? else { continue };
+                    if !page.offer(seq.value(), v.value())? {
+                        break;
+                    }
+                }
+            }
+            let next = page.more.then_some(page.last);
+            Ok((page.out, next))
+        })
+        .await
+    }
+
+    /// Live events, in commit order, from the moment of the call.
+    pub fn subscribe_events(&self) -> tokio::sync::broadcast::Receiver<Arc<Event>> {
+        self.inner.events.subscribe()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_round_trips_by_name() {
+        for (kind, name, doc, fields) in EventKind::ALL {
+            assert_eq!(kind.as_str(), *name);
+            assert_eq!(&EventKind::from_name(name), kind);
+            assert!(!doc.trim().is_empty() && !fields.is_empty(), "{name} is undocumented");
+            let json = serde_json::to_string(kind).unwrap();
+            assert_eq!(serde_json::from_str::<EventKind>(&json).unwrap(), *kind);
+        }
+        let names: std::collections::HashSet<_> = EventKind::ALL.iter().map(|k| k.1).collect();
+        assert_eq!(names.len(), EventKind::ALL.len(), "two kinds share a name");
+    }
+
+    #[test]
+    fn an_unknown_stored_kind_still_decodes() {
+        let k: EventKind = serde_json::from_str("\"frobnicator.exploded\"").unwrap();
+        assert_eq!(k, EventKind::Other("frobnicator.exploded".into()));
+        assert_eq!(serde_json::to_string(&k).unwrap(), "\"frobnicator.exploded\"");
+    }
+}

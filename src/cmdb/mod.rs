@@ -4,7 +4,9 @@
 //! one writer thread that batches queued writes into group commits (see `writer`).
 
 mod agents;
+mod cascade;
 mod index;
+mod jobs;
 mod machines;
 pub mod model;
 mod profiles;
@@ -19,8 +21,9 @@ use std::sync::{mpsc, Arc, RwLock};
 use redb::{Database, ReadableDatabase};
 use tokio::sync::oneshot;
 
-pub use agents::{Enrolled, JobFilter, StoredChunk};
+pub use agents::{Admission, Enrolled};
 pub use index::{Brief, DnsHosts};
+pub use jobs::{JobFilter, StoredChunk};
 pub use machines::MachineFilter;
 pub use model::{
     AgentRecord, Event, InstallerBoot, Lease, LeaseState, Machine, MachinePatch, MachineState, NewMachine, Sighting,

@@ -24,7 +24,7 @@ pub struct NewRun {
 }
 
 /// What changes on a machine together with a run.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct MachineUpdate {
     pub state: Option<MachineState>,
     pub hostname: Option<String>,

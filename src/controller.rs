@@ -114,6 +114,13 @@ impl Hub {
         }
     }
 
+    /// A presented bearer credential `<machine id>.<secret>` as (machine id, hex SHA-256 of the
+    /// secret), for the CMDB to compare with what it stores, inside its own transaction.
+    pub fn presented(bearer: Option<&str>) -> Option<(u64, String)> {
+        let (id, secret) = bearer?.split_once('.')?;
+        Some((id.parse().ok()?, hex(&Sha256::digest(secret.as_bytes()))))
+    }
+
     /// Checks a bearer credential `<machine id>.<secret>`; returns the machine id.
     pub async fn authenticate(&self, bearer: Option<&str>) -> Result<u64, AuthError> {
         let (id, secret) = bearer.and_then(|b| b.split_once('.')).ok_or(AuthError::Unauthorized)?;

@@ -69,7 +69,7 @@ pub struct Job {
 pub const MAX_TIMEOUT_SECS: u64 = 7 * 24 * 3600;
 
 /// A new job's parameters.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct NewJob {
     pub action: Action,
     pub timeout_secs: u64,

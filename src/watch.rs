@@ -93,7 +93,8 @@ pub fn line(e: &Value, machine: &str) -> String {
         Value::Null => String::new(),
         d => d.to_string(),
     };
-    format!("{time} {:>6} {machine:<24} {state:<12} {:<28} {detail}", e["seq"], e["kind"].as_str().unwrap_or("?"))
+    let seq = e["seq"].as_u64().unwrap_or(0);
+    format!("{time} {seq:>6} {machine:<24} {state:<12} {:<28} {detail}", e["kind"].as_str().unwrap_or("?"))
 }
 
 fn enc(s: &str) -> String {

@@ -211,13 +211,15 @@ async fn background_children_do_not_hold_a_job_and_deleting_a_machine_revokes_it
         .unwrap();
     assert_eq!(status, 400, "{err}");
 
-    // Delete the machine: its queued job is cancelled and its agent's credential stops working.
+    // Delete the machine: its jobs go with it (the queued one never runs) and its agent's
+    // credential stops working.
     agent.abort();
     let queued =
         a.submit(json!({"machine": "52:54:00:a0:00:09", "action": script("true")})).await[0]["id"].as_u64().unwrap();
     let id = m["id"].as_u64().unwrap();
     a.api.ok(Method::DELETE, &format!("/machines/{id}"), None).await.unwrap();
-    assert_eq!(a.get(&format!("/jobs/{queued}")).await["state"], "cancelled");
+    let (status, _) = a.api.call(Method::GET, &format!("/jobs/{queued}"), None).await.unwrap();
+    assert_eq!(status, 404, "a deleted machine's jobs are deleted with it");
     let (status, _) = a.api.call(Method::GET, &format!("/machines/{id}/agent"), None).await.unwrap();
     assert_eq!(status, 404);
 }

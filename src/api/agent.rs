@@ -17,6 +17,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::{ApiError, ApiState};
+use crate::cmdb::Admission;
 use crate::controller::{AuthError, Hub, JobEvent};
 
 /// Largest output chunk accepted; agents send at most 16 KiB at a time.
@@ -64,11 +65,11 @@ async fn enroll(
     let auto = s.hub.auto_approves(peer.ip());
     let bearer =
         headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
-    let holder = s.hub.authenticate(bearer).await.ok();
-    let (secret, hash) =
-        Hub::new_secret().map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
-    let accept = move |machine: u64| auto || holder == Some(machine);
-    let enrolled = s.hub.cmdb.enroll_agent(req, hash, accept, Some(peer.ip())).await?;
+    // The presented credential is checked against the stored one inside the enrollment's own
+    // transaction, not here: one superseded in between must not admit the enrollment.
+    let admission = Admission { auto, presented: Hub::presented(bearer) };
+    let (secret, hash) = Hub::new_secret().map_err(|e| ApiError::internal(e.to_string()))?;
+    let enrolled = s.hub.cmdb.enroll_agent(req, hash, admission, Some(peer.ip())).await?;
     s.hub.forget(enrolled.machine_id);
     let cfg = &s.hub.cfg;
     Ok(Json(EnrollResponse {

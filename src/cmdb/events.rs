@@ -121,12 +121,6 @@ impl std::fmt::Display for EventKind {
     }
 }
 
-impl From<&str> for EventKind {
-    fn from(name: &str) -> Self {
-        EventKind::from_name(name)
-    }
-}
-
 impl Serialize for EventKind {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(self.as_str())
@@ -166,13 +160,13 @@ pub const EVENTS_KEPT_PER_MACHINE: usize = 1000;
 pub(super) fn push_event(
     ctx: &mut WriteCtx<'_>,
     machine_id: u64,
-    kind: impl Into<EventKind>,
+    kind: EventKind,
     detail: serde_json::Value,
 ) -> Result<(), CmdbError> {
     let seq = *ctx.next_event_seq;
     *ctx.next_event_seq += 1;
     let state = state_of(ctx, machine_id);
-    let e = Event { seq, machine_id, at_ms: now_ms(), kind: kind.into(), detail, state };
+    let e = Event { seq, machine_id, at_ms: now_ms(), kind, detail, state };
     ctx.t.events.insert((machine_id, seq), encode(&e).as_slice())?;
     ctx.t.event_log.insert(seq, machine_id)?;
     ctx.published.push(e);

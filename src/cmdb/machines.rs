@@ -3,10 +3,10 @@
 use redb::ReadableTable;
 use serde_json::json;
 
-use super::events::{drop_events, push_event, state_of, EventKind};
+use super::events::{push_event, state_of, EventKind};
 use super::index::{Brief, Delta, LeaseBrief};
 use super::model::{valid_hostname, Lease, Machine, MachinePatch, MachineState, NewMachine, Sighting};
-use super::store::{decode, encode, MACHINES};
+use super::store::{self, decode, encode, MACHINES};
 use super::writer::WriteCtx;
 use super::{now_secs, Cmdb, CmdbError};
 use crate::mac::Mac;
@@ -92,7 +92,7 @@ impl Cmdb {
             patch.tags.as_deref().unwrap_or(&[]),
         )?;
         self.write(move |ctx| {
-            let mut m = get_machine(&ctx.t.machines, id)?;
+            let mut m = ctx.get::<Machine>(id)?;
             let old_macs = m.macs.clone();
             patch.apply_to(&mut m);
             check_unique(ctx, Some(id), &m.macs, m.hostname.as_deref(), m.reserved_ip)?;
@@ -112,31 +112,14 @@ impl Cmdb {
         .await
     }
 
-    /// Deletes a machine, its MAC index entries and its timeline.
+    /// Deletes a machine and everything that hangs off it (see `cascade`), in one transaction.
     pub async fn delete_machine(&self, id: u64) -> Result<(), CmdbError> {
-        self.write(move |ctx| {
-            let m = get_machine(&ctx.t.machines, id)?;
-            for mac in &m.macs {
-                ctx.t.macs.remove(mac.to_u64())?;
-            }
-            ctx.t.machines.remove(id)?;
-            drop_events(ctx, id, u64::MAX)?;
-            ctx.delta.push(Delta::Remove(id));
-            // Its agent's credential dies with it, and its unfinished jobs are cancelled.
-            super::agents::forget_machine(ctx, id)?;
-            Ok(())
-        })
-        .await
+        self.write(move |ctx| super::cascade::delete_machine_rows(ctx, id)).await
     }
 
     /// One machine by id.
     pub async fn machine(&self, id: u64) -> Result<Machine, CmdbError> {
-        self.read(move |rtx| {
-            let t = rtx.open_table(MACHINES)?;
-            let v = t.get(id)?.ok_or_else(|| CmdbError::NotFound(format!("machine {id}")))?;
-            decode(v.value())
-        })
-        .await
+        self.read(move |rtx| store::get(&rtx.open_table(MACHINES)?, id)).await
     }
 
     /// One machine by any of its MACs.
@@ -238,15 +221,11 @@ pub(super) fn take_id(ctx: &mut WriteCtx<'_>) -> u64 {
     id
 }
 
-pub(super) fn get_machine(t: &impl ReadableTable<u64, &'static [u8]>, id: u64) -> Result<Machine, CmdbError> {
-    let v = t.get(id)?.ok_or_else(|| CmdbError::NotFound(format!("machine {id}")))?;
-    decode(v.value())
-}
-
-/// Stores a machine (and its MACs); a change of state goes on its timeline as `machine.state`.
+/// Stores a machine with its MAC rows and queues its index update (what `ctx.put` does for one);
+/// a change of state goes on its timeline as `machine.state`.
 pub(super) fn put_machine(ctx: &mut WriteCtx<'_>, m: &Machine) -> Result<(), CmdbError> {
     let before = state_of(ctx, m.id);
-    ctx.t.machines.insert(m.id, encode(m).as_slice())?;
+    store::put(&mut ctx.t.machines, m)?;
     for mac in &m.macs {
         ctx.t.macs.insert(mac.to_u64(), m.id)?;
     }
@@ -276,7 +255,7 @@ pub(super) fn observe(
     let existing = ctx.t.macs.get(mac.to_u64())?.map(|v| v.value());
     let now = now_secs();
     let mut m = match existing {
-        Some(id) => get_machine(&ctx.t.machines, id)?,
+        Some(id) => ctx.get::<Machine>(id)?,
         None => {
             let id = take_id(ctx);
             push_event(ctx, id, EventKind::MachineDiscovered, json!({"mac": mac, "arch": s.arch}))?;

@@ -4,8 +4,10 @@
 //! one writer thread that batches queued writes into group commits (see `writer`).
 
 mod agents;
+mod cascade;
 mod events;
 mod index;
+mod jobs;
 mod machines;
 pub mod model;
 mod profiles;
@@ -20,9 +22,10 @@ use std::sync::{mpsc, Arc, RwLock};
 use redb::{Database, ReadableDatabase};
 use tokio::sync::oneshot;
 
-pub use agents::{Enrolled, JobFilter, StoredChunk};
+pub use agents::{Admission, Enrolled};
 pub use events::{EventFilter, EventKind, EVENTS_KEPT_PER_MACHINE};
 pub use index::{Brief, DnsHosts};
+pub use jobs::{JobFilter, StoredChunk};
 pub use machines::{MachineFilter, MachinePage};
 pub use model::{
     AgentRecord, AgentView, Event, InstallerBoot, Lease, LeaseState, Machine, MachinePatch, MachineState, NewMachine,

@@ -1,8 +1,8 @@
 //! Boot profiles defined through the API (those from the config file are not stored here).
 
-use super::model::StoredProfile;
+use super::model::{Machine, StoredProfile};
 use super::store::{encode, scan, PROFILES};
-use super::{Cmdb, CmdbError, MachineFilter};
+use super::{Cmdb, CmdbError};
 
 impl Cmdb {
     /// Every API-defined profile, by name.
@@ -20,17 +20,17 @@ impl Cmdb {
         .await
     }
 
-    /// Deletes a profile unless a machine is pinned to it.
+    /// Deletes a profile unless a machine is pinned to it (checked in the same transaction, so
+    /// a machine pinned meanwhile is seen).
     pub async fn delete_profile(&self, name: String) -> Result<(), CmdbError> {
-        // Every pinned machine, not the list endpoint's default page of 1,000.
-        let pinned = MachineFilter { profile: Some(name.clone()), limit: Some(usize::MAX), ..Default::default() };
-        let users: Vec<u64> = self.list_machines(pinned).await?.machines.iter().map(|m| m.id).collect();
-        if !users.is_empty() {
-            return Err(CmdbError::Conflict(format!("machines {users:?} are pinned to boot profile {name}")));
-        }
         self.write(move |ctx| {
-            let mut t = ctx.t.tx.open_table(PROFILES)?;
-            let existed = t.remove(name.as_str())?.is_some();
+            let all: Vec<Machine> = scan(&ctx.t.machines)?;
+            let users: Vec<u64> =
+                all.iter().filter(|m| m.boot_profile.as_deref() == Some(&name)).map(|m| m.id).collect();
+            if !users.is_empty() {
+                return Err(CmdbError::Conflict(format!("machines {users:?} are pinned to boot profile {name}")));
+            }
+            let existed = ctx.t.tx.open_table(PROFILES)?.remove(name.as_str())?.is_some();
             if existed {
                 Ok(())
             } else {

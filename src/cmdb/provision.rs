@@ -6,11 +6,12 @@ use std::net::Ipv4Addr;
 use redb::ReadableTable;
 use serde_json::json;
 
-use super::agents::{cancel_job_in, insert_job};
-use super::events::push_event;
-use super::machines::{check_unique, get_machine, put_machine};
-use super::model::{AgentRecord, InstallerBoot, MachineState};
-use super::store::{decode, encode, ACTIVE_RUNS, AGENTS, RUNS, TASKS};
+use super::events::{push_event, EventKind};
+use super::jobs::{cancel_job_in, insert_job};
+use super::machines::check_unique;
+use super::model::{AgentRecord, InstallerBoot, Machine, MachineState};
+use super::store::{decode, find_all, ACTIVE_RUNS, RUNS, TASKS};
+use super::writer::WriteCtx;
 use super::{now_ms, now_secs, Cmdb, CmdbError};
 use crate::jobs::{Job, NewJob};
 use crate::provision::{Run, RunState, Step, Task, TaskSpec, TaskState};
@@ -24,7 +25,7 @@ pub struct NewRun {
 }
 
 /// What changes on a machine together with a run.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct MachineUpdate {
     pub state: Option<MachineState>,
     pub hostname: Option<String>,
@@ -38,25 +39,16 @@ impl Cmdb {
     /// `queued` state. A machine already in an active run is refused.
     pub async fn create_task(&self, spec: TaskSpec, runs: Vec<NewRun>) -> Result<(Task, Vec<Run>), CmdbError> {
         self.write(move |ctx| {
-            let busy: Vec<u64> = {
-                let active = ctx.t.tx.open_table(ACTIVE_RUNS)?;
-                let all = ctx.t.tx.open_table(RUNS)?;
-                let mut v = Vec::new();
-                for row in active.iter()? {
-                    let id = row?.0.value();
-                    if let Some(r) = all.get(id)? {
-                        v.extend(decode::<Run>(r.value())?.machine_id);
-                    }
-                }
-                v
-            };
-            let held_ips = active_run_ips(ctx)?;
+            let active = active_runs_in(ctx)?;
+            let busy: Vec<u64> = active.iter().filter_map(|r| r.machine_id).collect();
+            let held_ips: Vec<Ipv4Addr> = active.iter().filter_map(|r| r.ip).collect();
+            distinct_runs(&runs)?;
             for r in &runs {
                 if let Some(m) = r.machine_id {
                     if busy.contains(&m) {
                         return Err(CmdbError::Conflict(format!("machine {m} is already being provisioned")));
                     }
-                    let machine = get_machine(&ctx.t.machines, m)?;
+                    let machine: Machine = ctx.get(m)?;
                     check_unique(ctx, Some(m), &machine.macs, r.hostname.as_deref(), r.ip)?;
                 } else if let Some(h) = r.hostname.as_deref() {
                     if ctx.index.by_hostname(h).is_some() {
@@ -70,8 +62,7 @@ impl Cmdb {
                 }
             }
             let now = now_ms();
-            let mut tasks = ctx.t.tx.open_table(TASKS)?;
-            let task_id = tasks.last()?.map_or(1, |(k, _)| k.value() + 1);
+            let task_id = ctx.t.tx.open_table(TASKS)?.last()?.map_or(1, |(k, _)| k.value() + 1);
             let first_run = ctx.t.tx.open_table(RUNS)?.last()?.map_or(1, |(k, _)| k.value() + 1);
             let mut out = Vec::new();
             for (i, nr) in runs.iter().enumerate() {
@@ -88,8 +79,7 @@ impl Cmdb {
                 created_at_ms: now,
                 runs: out.iter().map(|r| r.id).collect(),
             };
-            tasks.insert(task_id, encode(&task).as_slice())?;
-            drop(tasks);
+            ctx.put(&task)?;
             for run in &out {
                 let update = MachineUpdate {
                     state: Some(MachineState::Queued),
@@ -101,7 +91,7 @@ impl Cmdb {
                     ctx,
                     run.clone(),
                     &update,
-                    Some(("provision.queued", json!({"task": task_id, "run": run.id}))),
+                    Some((EventKind::ProvisionQueued, json!({"task": task_id, "run": run.id}))),
                 )?;
             }
             Ok((task, out))
@@ -116,16 +106,18 @@ impl Cmdb {
         &self,
         mut run: Run,
         new: NewJob,
-        event: (&'static str, serde_json::Value),
+        event: (EventKind, serde_json::Value),
         update: MachineUpdate,
     ) -> Result<(Run, Job), CmdbError> {
         self.write(move |ctx| {
             let mid = run.machine_id.ok_or_else(|| CmdbError::Invalid("the run has no machine".into()))?;
+            // Checked before the job is queued: a refused run write must not leave a job behind.
+            let machine = check_run(ctx, &run, &update)?;
             let job = insert_job(ctx, mid, new)?;
             run.job = Some(job.id);
             let (kind, mut detail) = event;
             detail["job"] = json!(job.id);
-            let run = store_run(ctx, run, &update, Some((kind, detail)))?;
+            let run = write_run(ctx, run, machine, &update, Some((kind, detail)))?;
             Ok((run, job))
         })
         .await
@@ -135,33 +127,34 @@ impl Cmdb {
     /// task. Machines the run had not installed yet go back to `ready`. Returns the cancelled jobs.
     pub async fn cancel_task(&self, task_id: u64) -> Result<Vec<Job>, CmdbError> {
         self.write(move |ctx| {
-            let mut task: Task = match ctx.t.tx.open_table(TASKS)?.get(task_id)? {
-                Some(v) => decode(v.value())?,
-                None => return Err(CmdbError::NotFound(format!("task {task_id}"))),
-            };
+            let mut task: Task = ctx.get(task_id)?;
             if task.state != TaskState::Active {
                 return Err(CmdbError::Conflict(format!("task {task_id} is already {:?}", task.state).to_lowercase()));
             }
-            let mut jobs = Vec::new();
-            for id in task.runs.clone() {
-                let run: Run = match ctx.t.tx.open_table(RUNS)?.get(id)? {
-                    Some(v) => decode(v.value())?,
-                    None => continue,
-                };
-                let mut run = run;
+            // Read every run and its job first; then write.
+            let runs: Vec<Run> = find_all(&ctx.t.tx.open_table(RUNS)?, task.runs.clone())?;
+            let mut plan = Vec::new();
+            for mut run in runs {
                 if !run.cancel(now_ms()) {
                     continue;
                 }
-                if let Some(j) = run.job.take() {
-                    jobs.extend(cancel_job_in(ctx, j)?);
-                }
+                let job = match run.job.take() {
+                    Some(j) => ctx.find::<Job>(j)?,
+                    None => None,
+                };
                 let state = if run.step.installed() { MachineState::Installed } else { MachineState::Ready };
                 let update = MachineUpdate { state: Some(state), installer: Some(None), ..Default::default() };
+                let machine = check_run(ctx, &run, &update)?;
+                plan.push((run, job, machine, update));
+            }
+            let mut jobs = Vec::new();
+            for (run, job, machine, update) in plan {
+                jobs.extend(cancel_job_in(ctx, job)?);
                 let detail = json!({"task": task_id, "run": run.id});
-                store_run(ctx, run, &update, Some(("provision.cancelled", detail)))?;
+                write_run(ctx, run, machine, &update, Some((EventKind::ProvisionCancelled, detail)))?;
             }
             task.state = TaskState::Cancelled;
-            ctx.t.tx.open_table(TASKS)?.insert(task_id, encode(&task).as_slice())?;
+            ctx.put(&task)?;
             Ok(jobs)
         })
         .await
@@ -173,7 +166,7 @@ impl Cmdb {
         &self,
         run: Run,
         update: MachineUpdate,
-        event: Option<(&'static str, serde_json::Value)>,
+        event: Option<(EventKind, serde_json::Value)>,
     ) -> Result<(), CmdbError> {
         self.write(move |ctx| store_run(ctx, run, &update, event).map(|_| ())).await
     }
@@ -191,41 +184,36 @@ impl Cmdb {
         secret_sha256: String,
     ) -> Result<Run, CmdbError> {
         self.write(move |ctx| {
-            let m = get_machine(&ctx.t.machines, machine_id)?;
+            let m: Machine = ctx.get(machine_id)?;
             let boot = m.installer.clone().ok_or_else(|| {
                 CmdbError::Conflict(format!("machine {machine_id} is not being installed by an installer"))
             })?;
             if !crate::controller::same_secret(&boot.token, &token) {
                 return Err(CmdbError::Forbidden("wrong installer token".into()));
             }
-            let run: Run = match ctx.t.tx.open_table(RUNS)?.get(boot.run)? {
-                Some(v) => decode(v.value())?,
-                None => return Err(CmdbError::NotFound(format!("run {}", boot.run))),
-            };
+            let mut run: Run = ctx.get(boot.run)?;
             let first = run.step == Step::Install && !boot.reported;
             let again = run.step == Step::WaitInstalled && boot.reported;
             if run.state != RunState::Active || !(first || again) {
                 return Err(CmdbError::Conflict(format!("run {} is not installing", run.id)));
             }
-            let mut agents = ctx.t.tx.open_table(AGENTS)?;
-            let mut rec: AgentRecord = match agents.get(machine_id)? {
-                Some(v) => decode(v.value())?,
-                None => return Err(CmdbError::Conflict(format!("machine {machine_id} has no agent record"))),
-            };
+            let mut rec: AgentRecord = ctx
+                .find(machine_id)?
+                .ok_or_else(|| CmdbError::Conflict(format!("machine {machine_id} has no agent record")))?;
             rec.secret_sha256 = secret_sha256;
             rec.pending_sha256 = None;
             rec.approved = true;
-            agents.insert(machine_id, encode(&rec).as_slice())?;
-            drop(agents);
             if again {
-                push_event(ctx, machine_id, "provision.installer_reported_again", json!({"run": run.id}))?;
+                ctx.put(&rec)?;
+                push_event(ctx, machine_id, EventKind::ProvisionInstallerReportedAgain, json!({"run": run.id}))?;
                 return Ok(run);
             }
-            let mut run = run;
+            // Everything the first report changes is read and checked before it is written.
             let now = now_ms();
-            if let Some(j) = run.job.take() {
-                cancel_job_in(ctx, j)?;
-            }
+            let job = match run.job.take() {
+                Some(j) => ctx.find::<Job>(j)?,
+                None => None,
+            };
             run.enter(Step::WaitInstalled, now);
             run.error = None;
             run.installed_after_ms = Some(now);
@@ -235,32 +223,26 @@ impl Cmdb {
                 installer: Some(Some(reported)),
                 ..Default::default()
             };
+            let machine = check_run(ctx, &run, &update)?;
+            ctx.put(&rec)?;
+            cancel_job_in(ctx, job)?;
             let detail = json!({"task": run.task_id, "run": run.id, "step": "wait_installed", "progress": run.progress, "installer": boot.profile});
-            store_run(ctx, run, &update, Some(("provision.installer_finished", detail)))
+            write_run(ctx, run, machine, &update, Some((EventKind::ProvisionInstallerFinished, detail)))
         })
         .await
     }
 
     pub async fn set_task_state(&self, task_id: u64, state: TaskState) -> Result<(), CmdbError> {
         self.write(move |ctx| {
-            let mut tasks = ctx.t.tx.open_table(TASKS)?;
-            let mut t: Task = match tasks.get(task_id)? {
-                Some(v) => decode(v.value())?,
-                None => return Err(CmdbError::NotFound(format!("task {task_id}"))),
-            };
+            let mut t: Task = ctx.get(task_id)?;
             t.state = state;
-            tasks.insert(task_id, encode(&t).as_slice())?;
-            Ok(())
+            ctx.put(&t)
         })
         .await
     }
 
     pub async fn task(&self, id: u64) -> Result<Task, CmdbError> {
-        self.read(move |rtx| match rtx.open_table(TASKS)?.get(id)? {
-            Some(v) => decode(v.value()),
-            None => Err(CmdbError::NotFound(format!("task {id}"))),
-        })
-        .await
+        self.read(move |rtx| super::store::get(&rtx.open_table(TASKS)?, id)).await
     }
 
     /// Tasks, newest first.
@@ -284,112 +266,104 @@ impl Cmdb {
     }
 
     pub async fn runs(&self, ids: Vec<u64>) -> Result<Vec<Run>, CmdbError> {
-        self.read(move |rtx| {
-            let t = rtx.open_table(RUNS)?;
-            let mut out = Vec::new();
-            for id in ids {
-                if let Some(v) = t.get(id)? {
-                    out.push(decode(v.value())?);
-                }
-            }
-            Ok(out)
-        })
-        .await
+        self.read(move |rtx| find_all(&rtx.open_table(RUNS)?, ids)).await
     }
 
     /// Every run not yet finished, oldest first.
     pub async fn active_runs(&self) -> Result<Vec<Run>, CmdbError> {
         self.read(|rtx| {
-            let active = rtx.open_table(ACTIVE_RUNS)?;
-            let runs = rtx.open_table(RUNS)?;
-            let mut out = Vec::new();
-            for row in active.iter()? {
-                let id = row?.0.value();
-                if let Some(v) = runs.get(id)? {
-                    out.push(decode(v.value())?);
-                }
-            }
-            Ok(out)
+            let ids: Vec<u64> =
+                rtx.open_table(ACTIVE_RUNS)?.iter()?.map(|r| r.map(|(k, _)| k.value())).collect::<Result<_, _>>()?;
+            find_all(&rtx.open_table(RUNS)?, ids)
         })
         .await
     }
 }
 
-/// Addresses held by unfinished runs (reserved on their machine or not bound yet).
-fn active_run_ips(ctx: &mut super::writer::WriteCtx<'_>) -> Result<Vec<Ipv4Addr>, CmdbError> {
-    let active = ctx.t.tx.open_table(ACTIVE_RUNS)?;
-    let runs = ctx.t.tx.open_table(RUNS)?;
-    let mut out = Vec::new();
-    for row in active.iter()? {
-        if let Some(v) = runs.get(row?.0.value())? {
-            out.extend(decode::<Run>(v.value())?.ip);
-        }
-    }
-    Ok(out)
+/// Every unfinished run, as this batch sees it.
+fn active_runs_in(ctx: &WriteCtx<'_>) -> Result<Vec<Run>, CmdbError> {
+    let ids: Vec<u64> =
+        ctx.t.tx.open_table(ACTIVE_RUNS)?.iter()?.map(|r| r.map(|(k, _)| k.value())).collect::<Result<_, _>>()?;
+    find_all(&ctx.t.tx.open_table(RUNS)?, ids)
 }
 
-fn store_run(
-    ctx: &mut super::writer::WriteCtx<'_>,
-    mut run: Run,
-    update: &MachineUpdate,
-    event: Option<(&'static str, serde_json::Value)>,
-) -> Result<Run, CmdbError> {
-    let stored: Option<Run> = match ctx.t.tx.open_table(RUNS)?.get(run.id)? {
-        Some(v) => Some(decode(v.value())?),
-        None => None,
-    };
-    if let Some(s) = &stored {
-        if s.rev != run.rev {
+/// A task's new runs may not share a machine, a hostname or an address among themselves
+/// (checked before anything is written, as the checks against stored rows are).
+fn distinct_runs(runs: &[NewRun]) -> Result<(), CmdbError> {
+    for (i, a) in runs.iter().enumerate() {
+        for b in &runs[..i] {
+            if a.machine_id.is_some() && a.machine_id == b.machine_id {
+                return Err(CmdbError::Conflict(format!("machine {:?} is named twice", a.machine_id)));
+            }
+            if let (Some(x), Some(y)) = (&a.hostname, &b.hostname) {
+                if x.eq_ignore_ascii_case(y) {
+                    return Err(CmdbError::Conflict(format!("hostname {x} is given to two runs")));
+                }
+            }
+            if a.ip.is_some() && a.ip == b.ip {
+                return Err(CmdbError::Conflict(format!("{:?} is given to two runs", a.ip)));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Checks a run write before anything is written: the run has not changed since it was read,
+/// a machine being bound is held by no other run, and the machine's new hostname and address
+/// are free. Returns the machine to update (`None`: unbound, or deleted meanwhile, in which
+/// case the run is still stored and fails on its next pass).
+fn check_run(ctx: &WriteCtx<'_>, run: &Run, update: &MachineUpdate) -> Result<Option<Machine>, CmdbError> {
+    if let Some(stored) = ctx.find::<Run>(run.id)? {
+        if stored.rev != run.rev {
             return Err(CmdbError::Conflict(format!("run {} changed meanwhile", run.id)));
         }
-        // Binding a machine: nobody else may hold it by now.
-        if s.machine_id.is_none() && run.machine_id.is_some() {
+        if stored.machine_id.is_none() && run.machine_id.is_some() {
             let mid = run.machine_id;
-            let active = ctx.t.tx.open_table(ACTIVE_RUNS)?;
-            let runs = ctx.t.tx.open_table(RUNS)?;
-            for row in active.iter()? {
-                let id = row?.0.value();
-                if id == run.id {
-                    continue;
-                }
-                if let Some(v) = runs.get(id)? {
-                    if decode::<Run>(v.value())?.machine_id == mid {
-                        return Err(CmdbError::Conflict(format!("machine {mid:?} is held by run {id}")));
-                    }
-                }
+            if let Some(other) = active_runs_in(ctx)?.iter().find(|r| r.id != run.id && r.machine_id == mid) {
+                return Err(CmdbError::Conflict(format!("machine {mid:?} is held by run {}", other.id)));
             }
         }
     }
+    let Some(mid) = run.machine_id else { return Ok(None) };
+    let Some(m) = ctx.find::<Machine>(mid)? else { return Ok(None) };
+    if update.hostname.is_some() || update.reserved_ip.is_some() {
+        check_unique(ctx, Some(mid), &m.macs, update.hostname.as_deref(), update.reserved_ip)?;
+    }
+    Ok(Some(m))
+}
+
+/// Writes a run checked by [`check_run`], with its machine's changes and timeline event.
+fn write_run(
+    ctx: &mut WriteCtx<'_>,
+    mut run: Run,
+    machine: Option<Machine>,
+    update: &MachineUpdate,
+    event: Option<(EventKind, serde_json::Value)>,
+) -> Result<Run, CmdbError> {
     run.rev += 1;
-    if let Some(mid) = run.machine_id {
-        // A machine deleted meanwhile: the run is still stored (it fails on its next pass).
-        if let Ok(mut m) = get_machine(&ctx.t.machines, mid) {
-            if update.hostname.is_some() || update.reserved_ip.is_some() {
-                check_unique(ctx, Some(mid), &m.macs, update.hostname.as_deref(), update.reserved_ip)?;
-            }
-            let before = (m.state, m.hostname.clone(), m.reserved_ip, m.installer.clone());
-            if let Some(i) = &update.installer {
-                m.installer = i.clone();
-            }
-            if let Some(s) = update.state {
-                m.state = s;
-            }
-            if update.hostname.is_some() {
-                m.hostname = update.hostname.clone();
-            }
-            if update.reserved_ip.is_some() {
-                m.reserved_ip = update.reserved_ip;
-            }
-            if before != (m.state, m.hostname.clone(), m.reserved_ip, m.installer.clone()) {
-                m.updated_at = now_secs();
-                put_machine(ctx, &m)?;
-            }
-            if let Some((kind, detail)) = event {
-                push_event(ctx, mid, kind, detail)?;
-            }
+    if let Some(mut m) = machine {
+        let before = (m.state, m.hostname.clone(), m.reserved_ip, m.installer.clone());
+        if let Some(i) = &update.installer {
+            m.installer = i.clone();
+        }
+        if let Some(s) = update.state {
+            m.state = s;
+        }
+        if update.hostname.is_some() {
+            m.hostname = update.hostname.clone();
+        }
+        if update.reserved_ip.is_some() {
+            m.reserved_ip = update.reserved_ip;
+        }
+        if before != (m.state, m.hostname.clone(), m.reserved_ip, m.installer.clone()) {
+            m.updated_at = now_secs();
+            ctx.put(&m)?;
+        }
+        if let Some((kind, detail)) = event {
+            push_event(ctx, m.id, kind, detail)?;
         }
     }
-    ctx.t.tx.open_table(RUNS)?.insert(run.id, encode(&run).as_slice())?;
+    ctx.put(&run)?;
     let mut active = ctx.t.tx.open_table(ACTIVE_RUNS)?;
     if run.state == RunState::Active {
         active.insert(run.id, ())?;
@@ -397,4 +371,15 @@ fn store_run(
         active.remove(run.id)?;
     }
     Ok(run)
+}
+
+/// Checks and writes a run in the caller's batch.
+fn store_run(
+    ctx: &mut WriteCtx<'_>,
+    run: Run,
+    update: &MachineUpdate,
+    event: Option<(EventKind, serde_json::Value)>,
+) -> Result<Run, CmdbError> {
+    let machine = check_run(ctx, &run, update)?;
+    write_run(ctx, run, machine, update, event)
 }

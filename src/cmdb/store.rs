@@ -2,12 +2,15 @@
 
 use std::path::Path;
 
-use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition, WriteTransaction};
+use redb::{Database, ReadableDatabase, ReadableTable, Table, TableDefinition, WriteTransaction};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use super::model::SCHEMA_VERSION;
+use super::model::{AgentRecord, Machine, SCHEMA_VERSION};
+use super::writer::WriteCtx;
 use super::CmdbError;
+use crate::jobs::Job;
+use crate::provision::{Run, Task};
 
 /// Counters and the schema version.
 pub const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
@@ -56,6 +59,104 @@ pub fn encode<T: Serialize>(v: &T) -> Vec<u8> {
 /// Deserializes a stored record.
 pub fn decode<T: DeserializeOwned>(b: &[u8]) -> Result<T, CmdbError> {
     serde_json::from_slice(b).map_err(|e| CmdbError::Storage(format!("corrupt record: {e}")))
+}
+
+/// A record stored as JSON under its `u64` id. Rows of these tables are read and written only
+/// through [`find`], [`get`] and [`put`] (or the `WriteCtx` methods built on them), so each
+/// table holds one type and a missing row reads the same everywhere.
+pub trait Record: Serialize + DeserializeOwned {
+    const TABLE: TableDefinition<'static, u64, &'static [u8]>;
+    /// What a `NotFound` calls it ("machine 7").
+    const NAME: &'static str;
+    fn key(&self) -> u64;
+
+    /// Reads the record under `id` in a write batch.
+    fn find_in(ctx: &WriteCtx<'_>, id: u64) -> Result<Option<Self>, CmdbError> {
+        find(&ctx.t.tx.open_table(Self::TABLE)?, id)
+    }
+
+    /// Writes the record in a write batch.
+    fn put_in(&self, ctx: &mut WriteCtx<'_>) -> Result<(), CmdbError> {
+        put(&mut ctx.t.tx.open_table(Self::TABLE)?, self)
+    }
+}
+
+/// Machines use the batch's open table, and a write also keeps the MAC rows and the index.
+impl Record for Machine {
+    const TABLE: TableDefinition<'static, u64, &'static [u8]> = MACHINES;
+    const NAME: &'static str = "machine";
+    fn key(&self) -> u64 {
+        self.id
+    }
+    fn find_in(ctx: &WriteCtx<'_>, id: u64) -> Result<Option<Self>, CmdbError> {
+        find(&ctx.t.machines, id)
+    }
+    fn put_in(&self, ctx: &mut WriteCtx<'_>) -> Result<(), CmdbError> {
+        super::machines::put_machine(ctx, self)
+    }
+}
+
+impl Record for AgentRecord {
+    const TABLE: TableDefinition<'static, u64, &'static [u8]> = AGENTS;
+    const NAME: &'static str = "agent of machine";
+    fn key(&self) -> u64 {
+        self.machine_id
+    }
+}
+
+impl Record for Job {
+    const TABLE: TableDefinition<'static, u64, &'static [u8]> = JOBS;
+    const NAME: &'static str = "job";
+    fn key(&self) -> u64 {
+        self.id
+    }
+}
+
+impl Record for Task {
+    const TABLE: TableDefinition<'static, u64, &'static [u8]> = TASKS;
+    const NAME: &'static str = "task";
+    fn key(&self) -> u64 {
+        self.id
+    }
+}
+
+impl Record for Run {
+    const TABLE: TableDefinition<'static, u64, &'static [u8]> = RUNS;
+    const NAME: &'static str = "run";
+    fn key(&self) -> u64 {
+        self.id
+    }
+}
+
+/// The record stored under `id`, if any.
+pub fn find<T: Record>(t: &impl ReadableTable<u64, &'static [u8]>, id: u64) -> Result<Option<T>, CmdbError> {
+    match t.get(id)? {
+        Some(v) => Ok(Some(decode(v.value())?)),
+        None => Ok(None),
+    }
+}
+
+/// The record stored under `id`; `NotFound` without one.
+pub fn get<T: Record>(t: &impl ReadableTable<u64, &'static [u8]>, id: u64) -> Result<T, CmdbError> {
+    find(t, id)?.ok_or_else(|| CmdbError::NotFound(format!("{} {id}", T::NAME)))
+}
+
+/// Stores a record under its id.
+pub fn put<T: Record>(t: &mut Table<'_, u64, &'static [u8]>, rec: &T) -> Result<(), CmdbError> {
+    t.insert(rec.key(), encode(rec).as_slice())?;
+    Ok(())
+}
+
+/// The records stored under `ids`, in that order, skipping ids without one.
+pub fn find_all<T: Record>(
+    t: &impl ReadableTable<u64, &'static [u8]>,
+    ids: impl IntoIterator<Item = u64>,
+) -> Result<Vec<T>, CmdbError> {
+    let mut out = Vec::new();
+    for id in ids {
+        out.extend(find(t, id)?);
+    }
+    Ok(out)
 }
 
 /// Reads all rows of a table as decoded records; used to rebuild in-memory state at start.

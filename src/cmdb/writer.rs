@@ -8,7 +8,7 @@ use redb::{Database, Table, WriteTransaction};
 
 use super::index::{Delta, Index};
 use super::model::Event;
-use super::store::{EVENTS, EVENT_LOG, KEY_NEXT_EVENT, KEY_NEXT_MACHINE, LEASES, MACHINES, MACS, META};
+use super::store::{Record, EVENTS, EVENT_LOG, KEY_NEXT_EVENT, KEY_NEXT_MACHINE, LEASES, MACHINES, MACS, META};
 use super::CmdbError;
 
 /// The tables of one batch, opened once for every job in it (opening a table per write costs
@@ -45,6 +45,23 @@ pub struct WriteCtx<'a> {
     pub index: &'a Index,
     /// Events written in this batch, published to stream subscribers once it commits.
     pub published: &'a mut Vec<Event>,
+}
+
+impl WriteCtx<'_> {
+    /// The record under `id` as this batch sees it, if any.
+    pub fn find<T: Record>(&self, id: u64) -> Result<Option<T>, CmdbError> {
+        T::find_in(self, id)
+    }
+
+    /// The record under `id` as this batch sees it; `NotFound` without one.
+    pub fn get<T: Record>(&self, id: u64) -> Result<T, CmdbError> {
+        self.find(id)?.ok_or_else(|| CmdbError::NotFound(format!("{} {id}", T::NAME)))
+    }
+
+    /// Stores a record in this batch.
+    pub fn put<T: Record>(&mut self, rec: &T) -> Result<(), CmdbError> {
+        rec.put_in(self)
+    }
 }
 
 /// Called once the batch holding a job has committed (or failed to).

@@ -13,16 +13,14 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
+use super::decide::{decide, Decision, Effect, Observed};
 use super::{profile_fits, step_name, Run, RunState, Step, Task, TaskState};
+use crate::cmdb::EventKind;
 use crate::cmdb::{now_ms, now_secs, InstallerBoot, Machine, MachineFilter, MachineState, MachineUpdate};
 use crate::config::{HardwareProfile, ProvisionConfig};
 use crate::controller::Hub;
-use crate::jobs::{JobState, NewJob};
+use crate::jobs::JobState;
 use crate::render::{IdentityVars, Renderer};
-
-/// Deliveries of one step's job before the step counts as failed (a node that reboots under
-/// its agent loses the job; it is delivered again).
-const JOB_ATTEMPTS: u32 = 3;
 
 pub struct Engine {
     pub hub: Arc<Hub>,
@@ -148,7 +146,8 @@ impl Engine {
         task.spec.hardware_profile.as_ref().and_then(|n| self.cfg.hardware_profiles.get(n))
     }
 
-    /// Advances one run as far as it can go now; returns its state afterwards.
+    /// Advances one run as far as it can go now; returns its state afterwards. Reads what the
+    /// decision needs, lets [`decide`] choose, and carries out its effects.
     async fn step(
         &self,
         mut run: Run,
@@ -156,208 +155,72 @@ impl Engine {
         in_flight: &mut HashMap<u64, u32>,
         bound: &mut HashSet<u64>,
     ) -> anyhow::Result<RunState> {
-        let spec = &task.spec;
-        let cmdb = &self.hub.cmdb;
-        let now = now_ms();
-        let n_conf = self.profile(task).map_or(0, |p| p.scripts.len());
-        let n_post = spec.post_install.len();
-        let timed_out = now.saturating_sub(run.step_started_ms) > spec.step_timeout_secs.saturating_mul(1000);
-
         if run.machine_id.is_none() && !self.bind(&mut run, task, bound).await? {
             return Ok(RunState::Active);
         }
+        let observed = self.observe(&run, task, in_flight).await?;
+        let Decision { run, effects } = decide(&run, task, &observed);
         let mid = run.machine_id.expect("bound above");
-        let machine = match cmdb.machine(mid).await {
-            Ok(m) => m,
-            Err(crate::cmdb::CmdbError::NotFound(_)) => {
-                run.step_failed("the machine was deleted".into(), 0, now);
-                return self.save(run, task).await;
-            }
-            Err(e) => return Err(e.into()),
-        };
-        let agent = cmdb.agent(mid).await?;
-        let bootos_agent = agent.as_ref().is_some_and(|a| {
-            a.approved
-                && a.mode == AgentMode::Bootos
-                && self.live(a)
-                && (!run.reboot_requested || a.enrolled_at >= run.step_started_ms / 1000)
-        });
-
-        match run.step {
-            Step::WaitAgent => {
-                let installed_agent = agent.as_ref().is_some_and(|a| a.mode == AgentMode::Installed && a.approved);
-                if spec.reinstall && installed_agent && !run.reboot_requested {
-                    // Back into BootOS: the machine is `queued`, so PXE boots discovery again.
-                    run.reboot_requested = true;
-                    run.step_started_ms = now;
-                    let detail = json!({"task": task.id, "run": run.id, "step": "wait_agent"});
-                    let new = NewJob {
-                        action: Action::Reboot,
-                        timeout_secs: spec.step_timeout_secs,
-                        max_attempts: JOB_ATTEMPTS,
-                    };
-                    cmdb.start_step_job(run, new, ("provision.reinstall_reboot", detail), MachineUpdate::default())
-                        .await?;
-                    self.hub.wake(mid);
-                    return Ok(RunState::Active);
+        for effect in effects {
+            match effect {
+                Effect::TakeSlot => *in_flight.entry(task.id).or_default() += 1,
+                Effect::CancelJob(id) => {
+                    let _ = self.hub.cmdb.cancel_job(id).await;
                 }
-                let slots = in_flight.entry(task.id).or_default();
-                if !bootos_agent || machine.inventory.is_none() || *slots >= spec.concurrency.max(1) {
-                    return Ok(RunState::Active);
-                }
-                *slots += 1;
-                run.advance(n_conf, n_post, now);
-            }
-            Step::Check => {
-                let fits = self.profile(task).is_none_or(|p| {
-                    profile_fits(&p.vendors, &p.models, machine.vendor.as_deref(), machine.model.as_deref())
-                });
-                if fits {
-                    run.advance(n_conf, n_post, now);
-                } else {
-                    let why = format!(
-                        "hardware profile {:?} does not fit {} {}",
-                        spec.hardware_profile.clone().unwrap_or_default(),
-                        machine.vendor.clone().unwrap_or_default(),
-                        machine.model.clone().unwrap_or_default()
-                    );
-                    run.step_failed(why, 0, now);
-                }
-            }
-            Step::WaitInstalled => {
-                let since = run.installed_after_ms.unwrap_or(run.step_started_ms);
-                let back = agent.as_ref().is_some_and(|a| {
-                    // enrolled_at has whole seconds: an enrollment in the second the reboot ended counts.
-                    a.approved && a.mode == AgentMode::Installed && a.enrolled_at >= since / 1000
-                });
-                if back {
-                    run.advance(n_conf, n_post, now);
-                } else if timed_out {
-                    run.step_failed("the installed system's agent did not check in".into(), 0, now);
-                } else {
-                    return Ok(RunState::Active);
-                }
-            }
-            Step::Done => return Ok(run.state),
-            step => match run.job {
-                None => {
-                    let action = match self.action(step, &run, task, &machine) {
-                        Ok(a) => a,
-                        Err(why) => {
-                            run.step_failed(why, 0, now);
-                            return self.save(run, task).await;
-                        }
-                    };
-                    let mut detail =
-                        json!({"task": task.id, "run": run.id, "step": step_name(step), "progress": run.progress});
-                    let mut update = MachineUpdate::default();
-                    if let (Step::Install, Some(profile)) = (step, &spec.installer) {
-                        if let Some(pin) = &machine.boot_profile {
-                            let why = format!(
-                                "the machine is pinned to boot profile {pin:?}, which wins over the installer: unpin it"
-                            );
-                            run.step_failed(why, 0, now);
-                            return self.save(run, task).await;
-                        }
-                        // PXE boots the installer from now on, until it reports back with this
-                        // token (a retry keeps the token an installer may already have).
-                        let token = match &machine.installer {
-                            Some(b) if b.run == run.id => b.token.clone(),
-                            _ => crate::controller::Hub::new_secret().map_err(|e| anyhow::anyhow!("{e}"))?.0,
+                Effect::StartJob { job, event, mut update, installer } => {
+                    if let Some(i) = installer {
+                        // A new token when this run's installer has none yet.
+                        let token = match i.keep_token {
+                            Some(t) => t,
+                            None => Hub::new_secret().map_err(|e| anyhow::anyhow!("{e}"))?.0,
                         };
-                        let boot = InstallerBoot { profile: profile.clone(), run: run.id, token, reported: false };
+                        let boot = InstallerBoot { profile: i.profile, run: run.id, token, reported: false };
                         update.installer = Some(Some(boot));
-                        detail["installer"] = json!(profile);
                     }
-                    let new = NewJob { action, timeout_secs: spec.step_timeout_secs, max_attempts: JOB_ATTEMPTS };
-                    cmdb.start_step_job(run, new, ("provision.step", detail), update).await?;
+                    self.hub.cmdb.start_step_job(run.clone(), job, event, update).await?;
                     self.hub.wake(mid);
-                    return Ok(RunState::Active);
                 }
-                Some(jid) => {
-                    let job = cmdb.job(jid).await?;
-                    match job.state {
-                        JobState::Queued | JobState::Running if timed_out => {
-                            let _ = cmdb.cancel_job(jid).await;
-                            run.step_failed(
-                                format!("no result within {} s", spec.step_timeout_secs),
-                                spec.retries,
-                                now,
-                            );
-                        }
-                        JobState::Running if step == Step::Install && spec.image.is_some() => {
-                            // The image write's progress moves the run's (20% to 70%): each 10%
-                            // more of the image is an event on the machine's timeline.
-                            let Some(pct) = deploy_percent(&cmdb.last_output(jid, 4).await?) else {
-                                return Ok(RunState::Active);
-                            };
-                            let progress = Step::Install.progress() + pct / 2;
-                            if progress < run.progress.saturating_add(5) {
-                                return Ok(RunState::Active);
-                            }
-                            run.progress = progress.min(Step::Identity.progress());
-                        }
-                        JobState::Queued | JobState::Running => return Ok(RunState::Active),
-                        // The machine rebooted into its installer; /boot/installed moves the run on
-                        // when the installer reports back. A hung installer is not retried: the
-                        // machine sits in it until someone power-cycles it.
-                        JobState::Succeeded if step == Step::Install && spec.installer.is_some() => {
-                            if !timed_out {
-                                return Ok(RunState::Active);
-                            }
-                            let why = format!("the installer did not report back within {} s", spec.step_timeout_secs);
-                            run.step_failed(why, 0, now);
-                        }
-                        JobState::Succeeded => {
-                            run.advance(n_conf, n_post, now);
-                            if step == Step::Reboot {
-                                run.installed_after_ms = Some(job.finished_at_ms.unwrap_or(now));
-                            }
-                        }
-                        other => {
-                            let why = match (&job.error, job.exit_code) {
-                                (Some(e), _) => e.clone(),
-                                (None, Some(c)) => format!("exit code {c}"),
-                                (None, None) => "no exit code".into(),
-                            };
-                            let state = serde_json::to_value(other).ok().and_then(|v| v.as_str().map(str::to_string));
-                            run.step_failed(
-                                format!("job {jid} {}: {why}", state.unwrap_or_default()),
-                                spec.retries,
-                                now,
-                            );
-                        }
-                    }
-                }
-            },
+                Effect::Save { update, event } => self.hub.cmdb.save_run(run.clone(), update, Some(event)).await?,
+            }
         }
-        self.save(run, task).await
+        Ok(run.state)
     }
 
-    /// Writes the run back with its machine's state and a timeline event.
-    async fn save(&self, run: Run, task: &Task) -> anyhow::Result<RunState> {
-        let state = run.state;
-        let machine_state = match state {
-            // A failure after the reboot leaves an installed OS: the machine keeps booting it.
-            RunState::Failed if !run.step.installed() => MachineState::Failed,
-            _ => run.step.machine_state(),
+    /// Reads what a decision about a bound run looks at.
+    async fn observe(&self, run: &Run, task: &Task, in_flight: &HashMap<u64, u32>) -> anyhow::Result<Observed> {
+        let cmdb = &self.hub.cmdb;
+        let mid = run.machine_id.expect("a bound run");
+        let profile = self.profile(task);
+        let mut o = Observed {
+            now_ms: now_ms(),
+            stats_secs: self.hub.cfg.stats.as_secs(),
+            slots_in_use: in_flight.get(&task.id).copied().unwrap_or(0),
+            configure_scripts: profile.map_or(0, |p| p.scripts.len()),
+            ..Default::default()
         };
-        let detail = json!({
-            "task": task.id, "run": run.id, "step": step_name(run.step), "progress": run.progress,
-            "state": run.state, "error": run.error,
-        });
-        let kind = match state {
-            RunState::Installed => "provision.installed",
-            RunState::Failed => "provision.failed",
-            _ => "provision.step",
+        o.machine = match cmdb.machine(mid).await {
+            Ok(m) => Some(m),
+            Err(crate::cmdb::CmdbError::NotFound(_)) => return Ok(o),
+            Err(e) => return Err(e.into()),
         };
-        // An ended run leaves no installer boot behind (a power cycle boots discovery again), nor
-        // does one whose installed agent has checked in.
-        let installer =
-            (state != RunState::Active || !matches!(run.step, Step::Install | Step::WaitInstalled)).then_some(None);
-        let update = MachineUpdate { state: Some(machine_state), installer, ..Default::default() };
-        self.hub.cmdb.save_run(run, update, Some((kind, detail))).await?;
-        Ok(state)
+        let machine = o.machine.as_ref().expect("read above");
+        o.agent = cmdb.agent(mid).await?;
+        o.profile_fits = profile
+            .is_none_or(|p| profile_fits(&p.vendors, &p.models, machine.vendor.as_deref(), machine.model.as_deref()));
+        if run.step.is_job() {
+            match run.job {
+                None => o.action = Some(self.action(run.step, run, task, machine)),
+                Some(jid) => {
+                    let job = cmdb.job(jid).await?;
+                    let deploying = job.state == JobState::Running && run.step == Step::Install;
+                    if deploying && task.spec.image.is_some() {
+                        o.deploy_percent = deploy_percent(&cmdb.last_output(jid, 4).await?);
+                    }
+                    o.job = Some(job);
+                }
+            }
+        }
+        Ok(o)
     }
 
     /// Binds a `next` run to a machine whose BootOS agent is live and that no run holds.
@@ -383,7 +246,7 @@ impl Engine {
                 MachineUpdate { state: Some(MachineState::Queued), hostname, reserved_ip: run.ip, installer: None };
             let detail = json!({"task": task.id, "run": run.id});
             // The write re-checks that no other run took the machine meanwhile.
-            self.hub.cmdb.save_run(run.clone(), update, Some(("provision.queued", detail))).await?;
+            self.hub.cmdb.save_run(run.clone(), update, Some((EventKind::ProvisionQueued, detail))).await?;
             run.rev += 1;
             return Ok(true);
         }

@@ -24,6 +24,7 @@
 //! cancelled and counts as a failure. Everything is in the CMDB, so a restart resumes each run
 //! at its step (a job in flight is picked up where it is).
 
+pub mod decide;
 pub mod engine;
 
 use std::net::Ipv4Addr;

@@ -1,6 +1,6 @@
 use super::*;
 use crate::cmdb::model::SCHEMA_VERSION;
-use crate::cmdb::EVENTS_KEPT_PER_MACHINE;
+use crate::cmdb::{EventKind, EVENTS_KEPT_PER_MACHINE};
 
 fn mac(s: &str) -> Mac {
     s.parse().unwrap()
@@ -67,7 +67,7 @@ async fn sightings_create_one_discovered_machine_per_mac_even_in_one_batch() {
         remote_id: None,
     };
     for _ in 0..5 {
-        db.record(s.clone(), vec![("dhcp.offer".into(), json!({}))]);
+        db.record(s.clone(), vec![(EventKind::DhcpOffer, json!({}))]);
     }
     db.flush().await.unwrap();
     let page = db.list_machines(MachineFilter::default()).await.unwrap();
@@ -98,7 +98,7 @@ async fn leases_and_machines_survive_reopen() {
     {
         let db = Cmdb::open(&path, 64).unwrap();
         let s = Sighting { mac: Some(lease.mac), ..Default::default() };
-        db.commit_lease(lease.clone(), s, vec![("dhcp.ack".into(), json!({}))]).await.unwrap();
+        db.commit_lease(lease.clone(), s, vec![(EventKind::DhcpAck, json!({}))]).await.unwrap();
     }
     let db = Cmdb::open(&path, 64).unwrap();
     assert_eq!(db.leases().await.unwrap(), vec![lease]);
@@ -110,7 +110,7 @@ async fn a_chatty_machine_keeps_only_its_newest_events() {
     let (_d, db) = open();
     let s = Sighting { mac: Some(mac("52:54:00:00:00:0a")), ..Default::default() };
     for i in 0..(EVENTS_KEPT_PER_MACHINE + 600) {
-        db.record(s.clone(), vec![("dhcp.offer".into(), json!({ "n": i }))]);
+        db.record(s.clone(), vec![(EventKind::DhcpOffer, json!({ "n": i }))]);
     }
     db.flush().await.unwrap();
     let m = db.machine_by_mac(mac("52:54:00:00:00:0a")).await.unwrap();

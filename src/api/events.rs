@@ -36,12 +36,15 @@ pub const MAX_STREAMS: usize = 256;
 #[into_params(parameter_in = Query)]
 pub struct EventQuery {
     /// A machine id or MAC.
+    #[serde(default, deserialize_with = "super::page::empty_none")]
     machine: Option<String>,
     /// Event kinds, comma-separated (e.g. `dhcp.ack,provision.step`).
+    #[serde(default, deserialize_with = "super::page::empty_none")]
     kind: Option<String>,
     /// Only events recorded while their machine was in this state.
     state: Option<MachineState>,
     /// Only events at or after this moment (Unix seconds).
+    #[param(maximum = 253402300799_u64)]
     since: Option<u64>,
     /// Only events after this sequence number.
     after: Option<u64>,
@@ -49,6 +52,7 @@ pub struct EventQuery {
     #[param(minimum = 1, maximum = 10000)]
     limit: Option<usize>,
     /// Where the page starts: `next_cursor` of the previous page.
+    #[serde(default, deserialize_with = "super::page::empty_none")]
     cursor: Option<String>,
 }
 
@@ -97,7 +101,8 @@ async fn list(
     let Query(q) = q?;
     let limit = page::limit(q.limit, 1000)?;
     let mut f = filter(&s, q.machine.as_deref(), q.kind.as_deref(), q.state).await?;
-    f.since_ms = q.since.map(|t| t.saturating_mul(1000));
+    f.since_ms = page::seconds("since", q.since)?.map(|t| t * 1000);
+    page::sequence("after", q.after)?;
     let after = page::key("events", q.cursor.as_deref())?.or(q.after).unwrap_or(0);
     let (events, next) = s.cmdb.event_log(f, after, limit, SCAN).await?;
     Ok(Json(EventList { events, next_cursor: next.map(|seq| page::cursor("events", seq)) }))
@@ -109,8 +114,10 @@ async fn list(
 #[into_params(parameter_in = Query)]
 pub struct StreamQuery {
     /// A machine id or MAC.
+    #[serde(default, deserialize_with = "super::page::empty_none")]
     machine: Option<String>,
     /// Event kinds, comma-separated.
+    #[serde(default, deserialize_with = "super::page::empty_none")]
     kind: Option<String>,
     /// Only events recorded while their machine was in this state.
     state: Option<MachineState>,
@@ -123,8 +130,8 @@ pub struct StreamQuery {
 /// next; with it, it first sends every stored event after that id, then goes on live, with no
 /// gap and no duplicate. A machine state change is a `machine.state` event.
 #[utoipa::path(get, path = "/events/stream", tag = "events",
-    params(StreamQuery, ("Last-Event-ID" = Option<u64>, Header, description = "Resume after this event")),
-    responses((status = 200, description = "An event stream", content_type = "text/event-stream", body = String),
+    params(StreamQuery, ("Last-Event-ID" = Option<i64>, Header, minimum = 0, description = "Resume after this event")),
+    responses((status = 200, description = "An event stream: `id` the sequence number, `event` the kind, `data` the Event as JSON", content_type = "text/event-stream", body = super::SseFrame),
         (status = 503, description = "Too many streams are open", body = super::Problem, content_type = "application/problem+json")))]
 async fn stream(
     State(s): State<ApiState>,
@@ -132,11 +139,13 @@ async fn stream(
     q: Result<Query<StreamQuery>, QueryRejection>,
 ) -> Result<Response, ApiError> {
     let Query(q) = q?;
+    page::sequence("after", q.after)?;
     let last_id = match headers.get("last-event-id") {
         Some(v) => Some(
             v.to_str()
                 .ok()
                 .and_then(|v| v.trim().parse::<u64>().ok())
+                .filter(|v| *v <= i64::MAX as u64)
                 .ok_or_else(|| ApiError::field("Last-Event-ID", "Last-Event-ID must be an event sequence number"))?,
         ),
         None => q.after,

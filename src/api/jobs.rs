@@ -62,7 +62,8 @@ pub struct Submitted {
 
 /// Submits a job to one machine, or to every machine with a tag; wakes their agents at once.
 #[utoipa::path(post, path = "/jobs", tag = "jobs", request_body = Submit,
-    responses((status = 201, description = "Queued", body = Submitted)))]
+    responses((status = 201, description = "Queued", body = Submitted),
+        (status = 404, description = "No such machine, or no machine has the tag", body = super::Problem, content_type = "application/problem+json")))]
 async fn submit(
     State(s): State<ApiState>,
     body: Result<Json<Submit>, JsonRejection>,
@@ -123,12 +124,14 @@ async fn list(
 #[into_params(parameter_in = Query)]
 pub struct JobQuery {
     /// A machine id or MAC.
+    #[serde(default, deserialize_with = "super::page::empty_none")]
     machine: Option<String>,
     state: Option<JobState>,
     /// Page size (default 100).
     #[param(minimum = 1, maximum = 10000)]
     limit: Option<usize>,
     /// Where the page starts: `next_cursor` of the previous page.
+    #[serde(default, deserialize_with = "super::page::empty_none")]
     cursor: Option<String>,
 }
 
@@ -173,7 +176,7 @@ pub struct JobOutput {
 #[utoipa::path(get, path = "/jobs/{id}/output", tag = "jobs",
     params(("id" = u64, Path, description = "Job id"), OutputQuery),
     responses((status = 200, description = "The output; with follow=true an event stream of `output` events (a chunk each) and one `done` event (the job)",
-        content((JobOutput = "application/json"), (String = "text/event-stream")))))]
+        content((JobOutput = "application/json"), (super::SseFrame = "text/event-stream")))))]
 async fn output(
     State(s): State<ApiState>,
     Path(id): Path<u64>,
@@ -264,7 +267,7 @@ async fn cancel(State(s): State<ApiState>, Path(id): Path<u64>) -> Result<Json<J
 
 /// Approves a machine's enrolled agent (with `[agent] enroll = "approve"`).
 #[utoipa::path(post, path = "/machines/{id}/approve", tag = "machines",
-    params(("id" = String, Path, description = "Machine id or one of its MACs")),
+    params(("id" = String, Path, description = "Machine id or one of its MACs", pattern = r"^([0-9]{1,19}|[:-]*([0-9A-Fa-f][:-]*){12})$")),
     responses((status = 200, description = "The approved agent", body = AgentView)))]
 async fn approve(State(s): State<ApiState>, Path(key): Path<String>) -> Result<Json<AgentView>, ApiError> {
     let m = resolve(&s, &key).await?;
@@ -275,7 +278,7 @@ async fn approve(State(s): State<ApiState>, Path(key): Path<String>) -> Result<J
 
 /// The machine's agent: mode, approval, version, last stats.
 #[utoipa::path(get, path = "/machines/{id}/agent", tag = "machines",
-    params(("id" = String, Path, description = "Machine id or one of its MACs")),
+    params(("id" = String, Path, description = "Machine id or one of its MACs", pattern = r"^([0-9]{1,19}|[:-]*([0-9A-Fa-f][:-]*){12})$")),
     responses((status = 200, description = "The agent", body = AgentView)))]
 async fn agent(State(s): State<ApiState>, Path(key): Path<String>) -> Result<Json<AgentView>, ApiError> {
     let m = resolve(&s, &key).await?;

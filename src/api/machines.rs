@@ -39,18 +39,23 @@ pub(super) async fn resolve(s: &ApiState, key: &str) -> Result<Machine, ApiError
 pub struct MachineQuery {
     /// Case-insensitive text in a MAC, hostname, serial, vendor, model, tag, the reserved
     /// address or a leased address.
+    #[serde(default, deserialize_with = "super::page::empty_none")]
     q: Option<String>,
     state: Option<MachineState>,
     /// A tag the machine carries.
+    #[serde(default, deserialize_with = "super::page::empty_none")]
     tag: Option<String>,
     /// The boot profile the machine is pinned to.
+    #[serde(default, deserialize_with = "super::page::empty_none")]
     profile: Option<String>,
     /// Case-insensitive text in the vendor its inventory reported.
+    #[serde(default, deserialize_with = "super::page::empty_none")]
     vendor: Option<String>,
     /// Page size (default 1000).
     #[param(minimum = 1, maximum = 10000)]
     limit: Option<usize>,
     /// Where the page starts: `next_cursor` of the previous page.
+    #[serde(default, deserialize_with = "super::page::empty_none")]
     cursor: Option<String>,
 }
 
@@ -104,7 +109,7 @@ async fn create(
 
 /// One machine, by id or any of its MACs.
 #[utoipa::path(get, path = "/machines/{id}", tag = "machines",
-    params(("id" = String, Path, description = "Machine id or one of its MACs")),
+    params(("id" = String, Path, description = "Machine id or one of its MACs", pattern = r"^([0-9]{1,19}|[:-]*([0-9A-Fa-f][:-]*){12})$")),
     responses((status = 200, description = "The machine", body = Machine)))]
 async fn show(State(s): State<ApiState>, Path(key): Path<String>) -> Result<Json<Machine>, ApiError> {
     Ok(Json(resolve(&s, &key).await?.shown()))
@@ -112,7 +117,7 @@ async fn show(State(s): State<ApiState>, Path(key): Path<String>) -> Result<Json
 
 /// Changes the fields given; `null` clears an optional one.
 #[utoipa::path(patch, path = "/machines/{id}", tag = "machines", request_body = MachinePatch,
-    params(("id" = String, Path, description = "Machine id or one of its MACs")),
+    params(("id" = String, Path, description = "Machine id or one of its MACs", pattern = r"^([0-9]{1,19}|[:-]*([0-9A-Fa-f][:-]*){12})$")),
     responses((status = 200, description = "The updated machine", body = Machine),
         (status = 409, description = "A MAC, the hostname or the address belongs to another machine", body = super::Problem, content_type = "application/problem+json")))]
 async fn update(
@@ -134,7 +139,7 @@ async fn update(
 
 /// Deletes a machine and everything that hangs off it (timeline, agent, jobs).
 #[utoipa::path(delete, path = "/machines/{id}", tag = "machines",
-    params(("id" = String, Path, description = "Machine id or one of its MACs")),
+    params(("id" = String, Path, description = "Machine id or one of its MACs", pattern = r"^([0-9]{1,19}|[:-]*([0-9A-Fa-f][:-]*){12})$")),
     responses((status = 204, description = "Deleted")))]
 async fn remove(State(s): State<ApiState>, Path(key): Path<String>) -> Result<StatusCode, ApiError> {
     let m = resolve(&s, &key).await?;
@@ -154,6 +159,7 @@ pub struct TimelineQuery {
     #[param(minimum = 1, maximum = 10000)]
     limit: Option<usize>,
     /// Where the page starts: `next_cursor` of the previous page.
+    #[serde(default, deserialize_with = "super::page::empty_none")]
     cursor: Option<String>,
 }
 
@@ -168,7 +174,7 @@ pub struct Timeline {
 
 /// A machine's timeline: every boot step and change, oldest first.
 #[utoipa::path(get, path = "/machines/{id}/events", tag = "events",
-    params(("id" = String, Path, description = "Machine id or one of its MACs"), TimelineQuery),
+    params(("id" = String, Path, description = "Machine id or one of its MACs", pattern = r"^([0-9]{1,19}|[:-]*([0-9A-Fa-f][:-]*){12})$"), TimelineQuery),
     responses((status = 200, description = "A page of the timeline", body = Timeline)))]
 async fn events(
     State(s): State<ApiState>,
@@ -177,7 +183,7 @@ async fn events(
 ) -> Result<Json<Timeline>, ApiError> {
     let Query(q) = q?;
     let limit = page::limit(q.limit, 1000)?;
-    let after = page::key("timeline", q.cursor.as_deref())?.or(q.after).unwrap_or(0);
+    let after = page::key("timeline", q.cursor.as_deref())?.or(page::sequence("after", q.after)?).unwrap_or(0);
     let m = resolve(&s, &key).await?;
     let mut events = s.cmdb.events(m.id, after, limit + 1).await?;
     let next_cursor = (events.len() > limit).then(|| {
@@ -196,6 +202,7 @@ pub struct LeaseQuery {
     #[param(minimum = 1, maximum = 10000)]
     limit: Option<usize>,
     /// Where the page starts: `next_cursor` of the previous page.
+    #[serde(default, deserialize_with = "super::page::empty_none")]
     cursor: Option<String>,
 }
 

@@ -27,7 +27,7 @@ use utoipa_axum::router::OpenApiRouter;
 use crate::metrics::{HttpLabel, Metrics};
 
 pub use doc::{document, document_json};
-pub use problem::{ApiError, Problem, PROBLEM_JSON};
+pub use problem::{ApiError, Problem, SseFrame, PROBLEM_JSON};
 
 /// Shared state of every handler.
 #[derive(Clone)]

@@ -3,6 +3,12 @@
 
 use super::ApiError;
 
+/// Reads an optional query string, treating an empty one (`?cursor=`) as absent.
+pub fn empty_none<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    let s: Option<String> = serde::Deserialize::deserialize(d)?;
+    Ok(s.filter(|s| !s.is_empty()))
+}
+
 /// The largest page any list returns.
 pub const MAX_LIMIT: usize = 10_000;
 
@@ -12,6 +18,25 @@ pub fn limit(given: Option<usize>, default: usize) -> Result<usize, ApiError> {
         None => Ok(default),
         Some(n) if (1..=MAX_LIMIT).contains(&n) => Ok(n),
         Some(n) => Err(ApiError::field("limit", format!("limit {n} is outside 1..={MAX_LIMIT}"))),
+    }
+}
+
+/// Largest sequence number or Unix time accepted (what the document's int64 allows).
+const MAX_INT: u64 = i64::MAX as u64;
+
+/// A sequence number from the query, bounded like the document says (int64).
+pub fn sequence(field: &str, v: Option<u64>) -> Result<Option<u64>, ApiError> {
+    match v {
+        Some(n) if n > MAX_INT => Err(ApiError::field(field, format!("{field} {n} is larger than {MAX_INT}"))),
+        v => Ok(v),
+    }
+}
+
+/// Unix seconds from the query: up to the year 9999.
+pub fn seconds(field: &str, v: Option<u64>) -> Result<Option<u64>, ApiError> {
+    match v {
+        Some(n) if n > 253_402_300_799 => Err(ApiError::field(field, format!("{field} {n} is after the year 9999"))),
+        v => Ok(v),
     }
 }
 

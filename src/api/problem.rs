@@ -34,6 +34,18 @@ pub struct Problem {
     pub field: Option<String>,
 }
 
+/// One server-sent event as a stream carries it (documentation only: `data` is the JSON of the
+/// event's object, e.g. an `Event` on `/events/stream`).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct SseFrame {
+    /// Resume point (`Last-Event-ID`), where the stream has one.
+    pub id: Option<String>,
+    /// The event name, e.g. `dhcp.ack` or `output`.
+    pub event: String,
+    /// The JSON payload.
+    pub data: String,
+}
+
 /// An API error: a status, a detail and optionally the field at fault.
 #[derive(Debug)]
 pub struct ApiError {

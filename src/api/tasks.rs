@@ -243,6 +243,7 @@ pub struct TaskQuery {
     #[param(minimum = 1, maximum = 10000)]
     limit: Option<usize>,
     /// Where the page starts: `next_cursor` of the previous page.
+    #[serde(default, deserialize_with = "super::page::empty_none")]
     cursor: Option<String>,
 }
 

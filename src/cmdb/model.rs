@@ -170,8 +170,10 @@ pub struct Event {
 #[derive(Debug, Clone, Default, Deserialize, Serialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewMachine {
+    #[schema(min_items = 1)]
     pub macs: Vec<Mac>,
     #[serde(default)]
+    #[schema(pattern = r"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$")]
     pub hostname: Option<String>,
     #[serde(default)]
     #[schema(value_type = Option<String>, format = Ipv4)]

@@ -1,0 +1,76 @@
+//! The OpenAPI document against the live API, by a property-based tester that reads only the
+//! document: schemathesis generates valid and invalid requests for every operation (and
+//! stateful sequences through the links it infers) and checks that no answer is a server error,
+//! breaks the document (status code, content type, body schema, headers), or accepts a request
+//! the document says is invalid. Installed by tools/setup.sh into target/validators/st; skipped
+//! with a message where it is missing.
+
+mod common;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
+use std::process::Command;
+
+use common::*;
+
+fn schemathesis() -> Option<PathBuf> {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/validators/st/bin/schemathesis");
+    p.exists().then_some(p)
+}
+
+/// What must hold. Left out: `positive_data_acceptance` (the document cannot say that a MAC
+/// or hostname must be unused, or that a profile must exist, so valid-looking data is refused
+/// with 400/409 by design) and `ensure_resource_availability` (it takes a 404 from
+/// `/machines/{id}/agent` right after `POST /machines` for a lost resource, but a machine has
+/// no agent until one enrolls).
+const CHECKS: &str = "not_a_server_error,status_code_conformance,content_type_conformance,\
+response_schema_conformance,response_headers_conformance,negative_data_rejection,use_after_free,unsupported_method";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn schemathesis_finds_nothing_against_the_document() {
+    let Some(st) = schemathesis() else {
+        eprintln!("skipped: schemathesis is not installed (tools/setup.sh puts it in target/validators/st)");
+        return;
+    };
+    let lab = Lab::start("").await;
+    let app = lab.app.as_ref().unwrap();
+    // The token goes in a file only the test can read, not on a command line or in the
+    // environment of the child.
+    let conf = lab.dir.path().join("schemathesis.toml");
+    std::fs::write(&conf, format!("[headers]\nAuthorization = \"Bearer {}\"\n", app.admin_token)).unwrap();
+    std::fs::set_permissions(&conf, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let url = format!("http://{}/api/v1/openapi.json", app.http_addr);
+    let report = lab.dir.path().join("report");
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new(st)
+            .current_dir(report.parent().unwrap())
+            .arg("--config-file")
+            .arg(&conf)
+            .args(["--no-color", "run", &url, "--checks", CHECKS, "--max-examples", "15", "--workers", "2"])
+            .args(["--generation-deterministic", "--request-timeout", "10"])
+            .arg("--report-dir")
+            .arg(&report)
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(!text.contains("Failures:"), "schemathesis found problems:\n{text}");
+    // Its own crashes are not findings about the API, but only one known one is let through: a
+    // CPython 3.11 bug hypothesis trips over while describing a strategy.
+    let crashes = text.matches("Runtime Error\n").count();
+    let known = text.matches("SystemError: AST constructor recursion depth mismatch").count();
+    assert!(out.status.success() || (crashes > 0 && crashes == known), "schemathesis failed:\n{text}");
+    if !out.status.success() {
+        eprintln!("schemathesis hit the known CPython AST bug {crashes} time(s); no finding about the API");
+    }
+    let doc = rackboot::api::document();
+    let ops: usize = doc
+        .paths
+        .paths
+        .values()
+        .map(|p| [&p.get, &p.post, &p.put, &p.patch, &p.delete].iter().filter(|o| o.is_some()).count())
+        .sum();
+    assert!(text.contains(&format!("Tested: {ops}")), "not every one of the {ops} operations was tested:\n{text}");
+}

@@ -142,9 +142,9 @@ pub async fn start(cfg: Config) -> anyhow::Result<Running> {
         let reverse = if !cfg.dns.reverse_zones.is_empty() {
             cfg.dns.reverse_zones.clone()
         } else if !cfg.dhcp.subnets.is_empty() {
-            cfg.dhcp.subnets.iter().map(|s| (s.network, s.prefix)).collect()
+            cfg.dhcp.networks()
         } else {
-            vec![(Ipv4Addr::from(u32::from(server_ip) & 0xffff_ff00), 24)]
+            vec![crate::config::value::slash24(server_ip)]
         };
         let svc =
             dns::DnsService { cfg: cfg.dns.clone(), cmdb: cmdb.clone(), metrics: metrics.clone(), server_ip, reverse };
@@ -181,9 +181,9 @@ pub async fn start(cfg: Config) -> anyhow::Result<Running> {
     let networks = if !cfg.agent.networks.is_empty() {
         cfg.agent.networks.clone()
     } else if !cfg.dhcp.subnets.is_empty() {
-        cfg.dhcp.subnets.iter().map(|s| (s.network, s.prefix)).collect()
+        cfg.dhcp.networks()
     } else {
-        vec![(Ipv4Addr::from(u32::from(public_ip) & 0xffff_ff00), 24)]
+        vec![crate::config::value::slash24(public_ip)]
     };
     let hub = Arc::new(crate::controller::Hub::new(cmdb.clone(), cfg.agent.clone(), networks, token.clone()));
     let t = token.clone();

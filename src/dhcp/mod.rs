@@ -184,7 +184,7 @@ fn handle_full(svc: &DhcpService, leases: &mut Leases, socket: &Arc<UdpSocket>, 
         MessageType::Discover => {
             let Some(ip) = leases.offer(idx, subnet, req.mac, req.requested_ip, reserved, &for_other, now) else {
                 svc.metrics.dhcp_drop("pool_exhausted");
-                warn!(mac = %req.mac, subnet = %subnet.network, "no free address to offer");
+                warn!(mac = %req.mac, subnet = %subnet.net, "no free address to offer");
                 return;
             };
             let boot = svc.boot_for(&req);

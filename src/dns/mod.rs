@@ -102,7 +102,7 @@ pub struct DnsService {
     pub metrics: Metrics,
     pub server_ip: Ipv4Addr,
     /// Networks whose reverse zones are served (config, or derived from the DHCP subnets).
-    pub reverse: Vec<(Ipv4Addr, u8)>,
+    pub reverse: Vec<crate::config::Ipv4Net>,
 }
 
 /// Serves DNS on `bound` until `token` is cancelled.

@@ -6,7 +6,7 @@
 //! extra task, thread or timer wheel entry beyond the poll's deadline.
 
 use std::collections::HashMap;
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::IpAddr;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn};
 
 use crate::cmdb::{Cmdb, CmdbError, StoredChunk};
-use crate::config::{in_network, AgentConfig, EnrollPolicy};
+use crate::config::{in_network, AgentConfig, EnrollPolicy, Ipv4Net};
 use crate::jobs::Job;
 
 /// What live followers of a job see.
@@ -49,7 +49,7 @@ pub struct Hub {
     pub cmdb: Cmdb,
     pub cfg: AgentConfig,
     /// Networks whose agents `Auto` enrollment accepts (empty: any).
-    networks: Vec<(Ipv4Addr, u8)>,
+    networks: Vec<Ipv4Net>,
     waiters: Mutex<HashMap<u64, Arc<Notify>>>,
     creds: RwLock<HashMap<u64, Cred>>,
     followers: Mutex<HashMap<u64, broadcast::Sender<JobEvent>>>,
@@ -59,7 +59,7 @@ pub struct Hub {
 }
 
 impl Hub {
-    pub fn new(cmdb: Cmdb, cfg: AgentConfig, networks: Vec<(Ipv4Addr, u8)>, shutdown: CancellationToken) -> Hub {
+    pub fn new(cmdb: Cmdb, cfg: AgentConfig, networks: Vec<Ipv4Net>, shutdown: CancellationToken) -> Hub {
         Hub {
             cmdb,
             cfg,

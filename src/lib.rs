@@ -2,7 +2,11 @@
 //!
 //! Module map (see ARCHITECTURE.md for the longer version):
 //! - [`config`]: the TOML wire shape and its validated runtime form.
-//! - [`app`]: wires the services together under one cancellation token.
+//! - [`app`]: wires the appliance: resolves its addresses, binds every socket, starts the services.
+//! - [`service`]: the service contract: the shared [`service::Core`] and the set of running
+//!   services (the first to stop stops the rest).
+//! - [`http`]: the HTTP service (the [`api`] router on its listener).
+//! - [`ra`]: IPv6 router advertisements that end iPXE's wait for one.
 //! - [`cmdb`]: the redb-backed CMDB (machines, leases, events) with a group-commit writer.
 //! - [`planner`]: the one policy seam that decides what a machine boots.
 //! - [`render`]: pure template rendering of boot scripts (minijinja, strict).
@@ -29,6 +33,7 @@ pub mod config;
 pub mod controller;
 pub mod dhcp;
 pub mod dns;
+pub mod http;
 pub mod jobs;
 pub mod mac;
 pub mod metrics;
@@ -37,5 +42,6 @@ pub mod planner;
 pub mod provision;
 pub mod ra;
 pub mod render;
+pub mod service;
 pub mod tftp;
 pub mod watch;

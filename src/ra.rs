@@ -19,6 +19,8 @@ use socket2::{Domain, Protocol, Socket, Type};
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn};
 
+use crate::service::Core;
+
 /// ICMPv6 type of a router solicitation and of an advertisement.
 const SOLICITATION: u8 = 133;
 const ADVERTISEMENT: u8 = 134;
@@ -52,8 +54,14 @@ pub fn is_solicitation(icmp: &[u8]) -> bool {
     true
 }
 
+/// The bound ICMPv6 socket and its interface's index.
+pub struct Bound {
+    sock: Socket,
+    index: u32,
+}
+
 /// An ICMPv6 socket on `interface` that hears the all-routers group, and the interface index.
-pub fn bind(interface: &str) -> anyhow::Result<(Socket, u32)> {
+pub fn bind(interface: &str) -> anyhow::Result<Bound> {
     let index = nix::net::if_::if_nametoindex(interface)?;
     let sock = Socket::new(Domain::IPV6, Type::RAW, Some(Protocol::ICMPV6))?;
     sock.bind_device(Some(interface.as_bytes()))?;
@@ -63,13 +71,14 @@ pub fn bind(interface: &str) -> anyhow::Result<(Socket, u32)> {
     sock.join_multicast_v6(&Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 2), index)?;
     // Reads wake up now and then to see whether the appliance is stopping.
     sock.set_read_timeout(Some(Duration::from_millis(500)))?;
-    Ok((sock, index))
+    Ok(Bound { sock, index })
 }
 
-/// Answers router solicitations until `token` is cancelled (on a thread of the blocking pool:
-/// a raw socket has no async wrapper in tokio that needs no `unsafe`).
-pub async fn serve(sock: Socket, index: u32, token: CancellationToken) -> anyhow::Result<()> {
-    tokio::task::spawn_blocking(move || answer(&sock, index, &token)).await?
+/// Answers router solicitations on `bound` until `shutdown` is cancelled (on a thread of the
+/// blocking pool: a raw socket has no async wrapper in tokio that needs no `unsafe`).
+pub async fn serve(bound: Bound, _core: Core, shutdown: CancellationToken) -> anyhow::Result<()> {
+    let Bound { sock, index } = bound;
+    tokio::task::spawn_blocking(move || answer(&sock, index, &shutdown)).await?
 }
 
 fn answer(sock: &Socket, index: u32, token: &CancellationToken) -> anyhow::Result<()> {

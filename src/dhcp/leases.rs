@@ -112,13 +112,13 @@ impl Leases {
     }
 
     fn next_free(&mut self, idx: usize, subnet: &Subnet, usable: &dyn Fn(&Self, Ipv4Addr) -> bool) -> Option<Ipv4Addr> {
-        let total: u64 = subnet.pools.iter().map(|(a, b)| u64::from(u32::from(*b) - u32::from(*a)) + 1).sum();
-        let first = u32::from(subnet.pools.first()?.0);
+        let total: u64 = subnet.pools.iter().map(|p| p.size()).sum();
+        let first = u32::from(subnet.pools.first()?.first);
         let mut at = *self.cursor.get(&idx).unwrap_or(&first);
         for _ in 0..total {
             // Step to the next in-pool address, wrapping from the last pool to the first.
             if !subnet.in_pool(Ipv4Addr::from(at)) {
-                at = subnet.pools.iter().map(|(a, _)| u32::from(*a)).filter(|a| *a > at).min().unwrap_or(first);
+                at = subnet.pools.iter().map(|p| u32::from(p.first)).filter(|a| *a > at).min().unwrap_or(first);
             }
             let ip = Ipv4Addr::from(at);
             at = at.wrapping_add(1);

@@ -10,6 +10,7 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
+use anyhow::Context;
 use dhcproto::v4::MessageType;
 use serde_json::json;
 use tokio::net::UdpSocket;
@@ -21,6 +22,7 @@ use crate::cmdb::{model::SCHEMA_VERSION, now_secs, Cmdb, Lease, LeaseState, Sigh
 use crate::config::{BootFiles, DhcpConfig, DhcpMode, Subnet};
 use crate::metrics::{Metrics, TypeLabel};
 use crate::planner::{self, BootContext, DhcpBoot, DhcpBootRequest};
+use crate::service::Core;
 pub use leases::{Leases, Refusal};
 use packet::Request;
 
@@ -60,9 +62,35 @@ impl DhcpService {
     }
 }
 
+/// DHCP's bound sockets: the DHCP port, and in proxy mode the PXE boot-server port (4011).
+pub struct Bound {
+    pub socket: UdpSocket,
+    pub pxe: Option<UdpSocket>,
+}
+
+/// The DHCP service: serves `bound` with the core's config and addresses until `shutdown`.
+pub async fn serve(bound: Bound, core: Core, shutdown: CancellationToken) -> anyhow::Result<()> {
+    let server_ip = core.addrs.server_ip.context("dhcp needs the appliance's address")?;
+    let mut cfg = core.cfg.dhcp.clone();
+    if let Some(ns) = core.addrs.name_server {
+        for s in cfg.subnets.iter_mut().filter(|s| s.dns_servers.is_empty()) {
+            s.dns_servers = vec![ns];
+        }
+    }
+    let svc = DhcpService {
+        cfg,
+        cmdb: core.cmdb.clone(),
+        metrics: core.metrics.clone(),
+        server_ip,
+        http_base: core.addrs.http_base.clone(),
+        boot: core.cfg.boot.clone(),
+    };
+    run(bound.socket, bound.pxe, svc, shutdown).await
+}
+
 /// Serves DHCP on `socket` (port 67) and, in proxy mode, `pxe_socket` (port 4011) until `token`
 /// is cancelled. A bad packet is counted, logged at debug and dropped; it never stops the loop.
-pub async fn serve(
+pub async fn run(
     socket: UdpSocket,
     pxe_socket: Option<UdpSocket>,
     svc: DhcpService,
@@ -185,7 +213,7 @@ fn handle_full(svc: &DhcpService, leases: &mut Leases, socket: &Arc<UdpSocket>, 
         MessageType::Discover => {
             let Some(ip) = leases.offer(idx, subnet, req.mac, req.requested_ip, reserved, &for_other, now) else {
                 svc.metrics.dhcp_drop("pool_exhausted");
-                warn!(mac = %req.mac, subnet = %subnet.network, "no free address to offer");
+                warn!(mac = %req.mac, subnet = %subnet.net, "no free address to offer");
                 return;
             };
             let boot = svc.boot_for(&req);

@@ -3,7 +3,7 @@
 //! and guards zone transfers. Packets that cannot be parsed never get here: the transports answer
 //! FORMERR when the header is readable and drop them otherwise.
 
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::IpAddr;
 use std::sync::{Arc, RwLock};
 
 use hickory_server::net::runtime::Time;
@@ -16,7 +16,7 @@ use tracing::debug;
 
 use super::forward::Forwarder;
 use super::zone::{Lookup, Zones};
-use crate::config::in_network;
+use crate::config::{in_network, Ipv4Net};
 use crate::metrics::Metrics;
 use prometheus_client::metrics::counter::Counter;
 
@@ -33,7 +33,7 @@ pub type ZoneCell = Arc<RwLock<Arc<Zones>>>;
 pub struct Handler {
     zones: ZoneCell,
     forwarder: Option<Forwarder>,
-    allow_transfer: Vec<(Ipv4Addr, u8)>,
+    allow_transfer: Vec<Ipv4Net>,
     metrics: Metrics,
     /// Response counters for the usual RCODEs, fetched once (indexed by RCODE 0..=5).
     counted: Vec<Counter>,
@@ -60,7 +60,7 @@ impl Handler {
     pub fn new(
         zones: ZoneCell,
         forwarder: Option<Forwarder>,
-        allow_transfer: Vec<(Ipv4Addr, u8)>,
+        allow_transfer: Vec<Ipv4Net>,
         metrics: Metrics,
     ) -> Handler {
         let counted = (0..=5u16).map(|c| metrics.dns_rcode_counter(ResponseCode::from_low(c as u8))).collect();

@@ -24,6 +24,7 @@ use tracing::{debug, info};
 use crate::cmdb::{now_secs, Cmdb};
 use crate::config::DnsConfig;
 use crate::metrics::Metrics;
+use crate::service::Core;
 use handler::{Handler, ZoneCell};
 use zone::{ZoneSettings, Zones};
 
@@ -102,11 +103,23 @@ pub struct DnsService {
     pub metrics: Metrics,
     pub server_ip: Ipv4Addr,
     /// Networks whose reverse zones are served (config, or derived from the DHCP subnets).
-    pub reverse: Vec<(Ipv4Addr, u8)>,
+    pub reverse: Vec<crate::config::Ipv4Net>,
+}
+
+/// The DNS service: answers on `bound` from the core's CMDB until `shutdown`.
+pub async fn serve(bound: Bound, core: Core, shutdown: CancellationToken) -> anyhow::Result<()> {
+    let svc = DnsService {
+        cfg: core.cfg.dns.clone(),
+        cmdb: core.cmdb.clone(),
+        metrics: core.metrics.clone(),
+        server_ip: core.addrs.server_ip.context("dns needs the appliance's address")?,
+        reverse: core.addrs.reverse_zones.clone(),
+    };
+    run(bound, svc, shutdown).await
 }
 
 /// Serves DNS on `bound` until `token` is cancelled.
-pub async fn serve(bound: Bound, svc: DnsService, token: CancellationToken) -> anyhow::Result<()> {
+pub async fn run(bound: Bound, svc: DnsService, token: CancellationToken) -> anyhow::Result<()> {
     let settings = ZoneSettings {
         domain: svc.cfg.domain.clone(),
         server_ip: svc.server_ip,

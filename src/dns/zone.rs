@@ -8,6 +8,8 @@ use std::net::Ipv4Addr;
 use hickory_server::proto::rr::rdata::{A, NS, PTR, SOA};
 use hickory_server::proto::rr::{LowerName, Name, RData, Record, RecordType};
 
+use crate::config::Ipv4Net;
+
 /// What a snapshot is built from, besides the hosts.
 #[derive(Debug, Clone)]
 pub struct ZoneSettings {
@@ -17,7 +19,7 @@ pub struct ZoneSettings {
     pub server_ip: Ipv4Addr,
     pub ttl: u32,
     /// Networks whose reverse zones we serve.
-    pub reverse: Vec<(Ipv4Addr, u8)>,
+    pub reverse: Vec<Ipv4Net>,
 }
 
 /// The name the appliance itself has in the forward zone (and the zones' NS target).
@@ -171,9 +173,10 @@ pub fn reverse_name(ip: Ipv4Addr) -> Name {
 
 /// The reverse zone apexes covering `nets`: a network is split on octet boundaries (a /23 is
 /// two /24 zones, a /20 sixteen); one longer than /24 is served as its whole /24.
-pub fn reverse_origins(nets: &[(Ipv4Addr, u8)]) -> Vec<Name> {
+pub fn reverse_origins(nets: &[Ipv4Net]) -> Vec<Name> {
     let mut out: Vec<Name> = Vec::new();
-    for &(net, len) in nets {
+    for n in nets {
+        let (net, len) = (n.network(), n.prefix_len());
         let zone_len = len.div_ceil(8).clamp(1, 3) * 8;
         let count = 1u32 << zone_len.saturating_sub(len);
         let base = u32::from(net) & (u32::MAX << (32 - zone_len));

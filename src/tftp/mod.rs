@@ -5,6 +5,7 @@
 //! after a tsize probe and the slot stays busy until timeout) and lacks windowsize (RFC 7440).
 
 pub mod packet;
+mod report;
 pub mod request;
 mod transfer;
 
@@ -18,6 +19,8 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, info};
 
 pub use transfer::Outcome;
+
+use crate::service::Core;
 
 /// What happened in one transfer, for the timeline and metrics.
 #[derive(Debug, Clone)]
@@ -56,9 +59,22 @@ impl TftpService {
     }
 }
 
+/// The TFTP service: serves the configured boot directory on `socket` until `shutdown`, each
+/// finished transfer recorded through the core.
+pub async fn serve(socket: UdpSocket, core: Core, shutdown: CancellationToken) -> anyhow::Result<()> {
+    let svc = TftpService {
+        root: core.cfg.tftp.root.clone(),
+        interface: core.addrs.interface.clone(),
+        on_report: report::reporter(&core),
+        active: core.metrics.tftp_active.clone(),
+        slots: TftpService::slots_for(core.cfg.tftp.max_transfers),
+    };
+    run(socket, svc, shutdown).await
+}
+
 /// Serves read requests arriving on `socket` (port 69) until `token` is cancelled. Each transfer
 /// runs in its own task on its own socket (a new TID, RFC 1350), so none waits for another.
-pub async fn serve(socket: UdpSocket, svc: TftpService, token: CancellationToken) -> anyhow::Result<()> {
+pub async fn run(socket: UdpSocket, svc: TftpService, token: CancellationToken) -> anyhow::Result<()> {
     let mut buf = vec![0u8; 2048];
     info!(root = %svc.root.display(), "tftp serving");
     loop {

@@ -3,12 +3,8 @@ use crate::config::Subnet;
 
 fn subnet() -> Subnet {
     Subnet {
-        network: "198.18.0.0".parse().unwrap(),
-        prefix: 24,
-        pools: vec![
-            ("198.18.0.10".parse().unwrap(), "198.18.0.12".parse().unwrap()),
-            ("198.18.0.20".parse().unwrap(), "198.18.0.20".parse().unwrap()),
-        ],
+        net: "198.18.0.0/24".parse().unwrap(),
+        pools: vec!["198.18.0.10-198.18.0.12".parse().unwrap(), "198.18.0.20-198.18.0.20".parse().unwrap()],
         routers: vec![],
         dns_servers: vec![],
         domain: String::new(),

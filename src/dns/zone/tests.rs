@@ -5,7 +5,7 @@ fn settings() -> ZoneSettings {
         domain: "rack.internal".into(),
         server_ip: Ipv4Addr::new(198, 18, 0, 1),
         ttl: 30,
-        reverse: vec![(Ipv4Addr::new(198, 18, 0, 0), 24)],
+        reverse: vec!["198.18.0.0/24".parse().unwrap()],
     }
 }
 
@@ -86,7 +86,7 @@ fn missing_names_and_types() {
 #[test]
 fn empty_non_terminals_answer_nodata() {
     let mut s = settings();
-    s.reverse = vec![(Ipv4Addr::new(198, 18, 0, 0), 16)];
+    s.reverse = vec!["198.18.0.0/16".parse().unwrap()];
     let z = Zones::build(&s, &hosts(), 1);
     assert!(matches!(z.lookup(&name("0.18.198.in-addr.arpa."), RecordType::PTR), Lookup::NoData(_)));
     assert!(matches!(z.lookup(&name("9.18.198.in-addr.arpa."), RecordType::PTR), Lookup::NxDomain(_)));
@@ -100,14 +100,16 @@ fn a_host_cannot_take_the_appliance_name() {
 
 #[test]
 fn reverse_zones_split_on_octets() {
-    let names =
-        |nets: &[(Ipv4Addr, u8)]| -> Vec<String> { reverse_origins(nets).iter().map(|n| n.to_string()).collect() };
-    assert_eq!(names(&[(Ipv4Addr::new(198, 18, 0, 0), 24)]), ["0.18.198.in-addr.arpa."]);
-    assert_eq!(names(&[(Ipv4Addr::new(198, 18, 0, 0), 23)]), ["0.18.198.in-addr.arpa.", "1.18.198.in-addr.arpa."]);
-    assert_eq!(names(&[(Ipv4Addr::new(198, 18, 0, 0), 15)]), ["18.198.in-addr.arpa.", "19.198.in-addr.arpa."]);
-    assert_eq!(names(&[(Ipv4Addr::new(10, 0, 0, 0), 8)]), ["10.in-addr.arpa."]);
-    assert_eq!(names(&[(Ipv4Addr::new(198, 18, 0, 64), 26)]), ["0.18.198.in-addr.arpa."]);
-    assert_eq!(reverse_origins(&[(Ipv4Addr::new(10, 16, 0, 0), 12)]).len(), 16);
+    let names = |nets: &[&str]| -> Vec<String> {
+        let nets: Vec<Ipv4Net> = nets.iter().map(|n| n.parse().unwrap()).collect();
+        reverse_origins(&nets).iter().map(|n| n.to_string()).collect()
+    };
+    assert_eq!(names(&["198.18.0.0/24"]), ["0.18.198.in-addr.arpa."]);
+    assert_eq!(names(&["198.18.0.0/23"]), ["0.18.198.in-addr.arpa.", "1.18.198.in-addr.arpa."]);
+    assert_eq!(names(&["198.18.0.0/15"]), ["18.198.in-addr.arpa.", "19.198.in-addr.arpa."]);
+    assert_eq!(names(&["10.0.0.0/8"]), ["10.in-addr.arpa."]);
+    assert_eq!(names(&["198.18.0.64/26"]), ["0.18.198.in-addr.arpa."]);
+    assert_eq!(names(&["10.16.0.0/12"]).len(), 16);
 }
 
 #[test]

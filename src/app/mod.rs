@@ -1,0 +1,181 @@
+//! Wires the appliance together: opens the CMDB, resolves its addresses, binds every socket,
+//! then starts each service (see [`crate::service`]) under one cancellation token, and stops them
+//! all when one fails or a shutdown signal arrives.
+
+mod addresses;
+
+use std::future::Future;
+use std::io::Write;
+use std::net::SocketAddr;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+
+use anyhow::Context;
+use tokio::net::{TcpListener, UdpSocket};
+use tokio_util::sync::CancellationToken;
+use tracing::{info, warn};
+
+pub use addresses::{lookup_interface, resolve, Addresses};
+
+use crate::cmdb::Cmdb;
+use crate::config::{Config, DhcpMode};
+use crate::service::{Core, Services};
+use crate::{dhcp, dns, http, net, ra, tftp};
+
+/// A started appliance: its bound addresses and handles, for `run` and for tests.
+pub struct Running {
+    pub http_addr: SocketAddr,
+    /// Local address of the DHCP socket, when DHCP runs.
+    pub dhcp_addr: Option<SocketAddr>,
+    pub pxe_addr: Option<SocketAddr>,
+    pub tftp_addr: Option<SocketAddr>,
+    /// Address DNS answers on (UDP and TCP), when DNS runs.
+    pub dns_addr: Option<SocketAddr>,
+    pub cmdb: Cmdb,
+    pub admin_token: String,
+    pub token: CancellationToken,
+    services: Services,
+}
+
+/// Starts every enabled service and returns once all sockets are bound.
+pub async fn start(cfg: Config) -> anyhow::Result<Running> {
+    std::fs::create_dir_all(&cfg.data_dir).with_context(|| format!("creating data dir {}", cfg.data_dir.display()))?;
+    let db_path = cfg.data_dir.join("rackboot.redb");
+    let batch = cfg.dhcp.commit_batch;
+    let cmdb = tokio::task::spawn_blocking(move || Cmdb::open(&db_path, batch)).await?.context("opening the CMDB")?;
+    let admin_token = ensure_admin_token(&cfg.data_dir)?;
+
+    let http = TcpListener::bind(cfg.http_listen).await.with_context(|| format!("binding http {}", cfg.http_listen))?;
+    let http_addr = http.local_addr()?;
+    let mut addrs = resolve(&cfg, http_addr, lookup_interface)?;
+    // DNS binds first so DHCP knows whether to hand out our address as the name server.
+    let dns = bind_dns(&cfg, &mut addrs)?;
+    let dhcp = bind_dhcp(&cfg, &addrs)?;
+    let ra = bind_ra(&cfg, &addrs);
+    let tftp = bind_tftp(&cfg, &addrs)?;
+    std::fs::create_dir_all(&cfg.provision.images_dir).ok();
+    let dhcp_addr = dhcp.as_ref().map(|b| b.socket.local_addr()).transpose()?;
+    let pxe_addr = dhcp.as_ref().and_then(|b| b.pxe.as_ref()).map(|s| s.local_addr()).transpose()?;
+    let tftp_addr = tftp.as_ref().map(|s| s.local_addr()).transpose()?;
+    let dns_addr = dns.as_ref().map(|b| b.addr);
+
+    let token = CancellationToken::new();
+    let core = Core::new(cfg, addrs, cmdb.clone(), &admin_token, token.clone())?;
+    let mut services = Services::new(token.clone());
+    if let Some(bound) = dns {
+        services.start("dns", dns::serve(bound, core.clone(), token.clone()));
+    }
+    if let Some(bound) = dhcp {
+        services.start("dhcp", dhcp::serve(bound, core.clone(), token.clone()));
+    }
+    if let Some(bound) = ra {
+        services.start("ra", ra::serve(bound, core.clone(), token.clone()));
+    }
+    if let Some(socket) = tftp {
+        services.start("tftp", tftp::serve(socket, core.clone(), token.clone()));
+    }
+    services.start("jobs", core.hub.clone().sweep(token.clone()));
+    services.start("provision", core.engine.clone().run(token.clone()));
+    services.start("http", http::serve(http, core.clone(), token.clone()));
+    info!(%http_addr, http_base = %core.addrs.http_base, "http serving");
+    Ok(Running { http_addr, dhcp_addr, pxe_addr, tftp_addr, dns_addr, cmdb, admin_token, token, services })
+}
+
+/// DNS's sockets, when it runs; a failed bind is fatal only where DHCP promised clients our DNS.
+fn bind_dns(cfg: &Config, addrs: &mut Addresses) -> anyhow::Result<Option<dns::Bound>> {
+    let (true, Some(ip)) = (addrs.dns, addrs.server_ip) else { return Ok(None) };
+    match dns::bind(ip, cfg.dns.port, &addrs.interface) {
+        Ok(bound) => {
+            if bound.addr.port() == 53 {
+                addrs.name_server = Some(ip);
+            }
+            Ok(Some(bound))
+        }
+        // As the network's DHCP server we promise DNS to every client: not being able to
+        // answer is fatal. Beside another DHCP server (proxy, off) nobody was told to ask us.
+        Err(error) if addrs.dhcp == DhcpMode::Full => Err(error),
+        Err(error) => {
+            warn!(error = format!("{error:#}"), "dns stays off");
+            addrs.dns = false;
+            Ok(None)
+        }
+    }
+}
+
+/// DHCP's socket on the DHCP port, plus the PXE boot-server port in proxy mode.
+fn bind_dhcp(cfg: &Config, addrs: &Addresses) -> anyhow::Result<Option<dhcp::Bound>> {
+    let Some(server_ip) = addrs.server_ip.filter(|_| addrs.dhcp != DhcpMode::Off) else { return Ok(None) };
+    let proxy = addrs.dhcp == DhcpMode::Proxy;
+    let socket = net::bind_udp(cfg.dhcp.port, &addrs.interface, proxy)?;
+    let pxe = proxy.then(|| net::bind_udp(cfg.dhcp.proxy_port, &addrs.interface, false)).transpose()?;
+    info!(iface = %addrs.interface, %server_ip, mode = ?addrs.dhcp, port = cfg.dhcp.port, "dhcp bound");
+    Ok(Some(dhcp::Bound { socket, pxe }))
+}
+
+/// The router-advertisement socket, beside DHCP; without it iPXE only waits longer.
+fn bind_ra(cfg: &Config, addrs: &Addresses) -> Option<ra::Bound> {
+    if addrs.dhcp == DhcpMode::Off || !cfg.dhcp.router_advertisements {
+        return None;
+    }
+    ra::bind(&addrs.interface)
+        // Unprivileged (no CAP_NET_RAW) or no IPv6.
+        .inspect_err(|error| {
+            warn!(iface = %addrs.interface, error = format!("{error:#}"), "not answering IPv6 router solicitations")
+        })
+        .ok()
+}
+
+/// TFTP's socket, with the boot directory it serves created.
+fn bind_tftp(cfg: &Config, addrs: &Addresses) -> anyhow::Result<Option<UdpSocket>> {
+    if !cfg.tftp.enabled {
+        return Ok(None);
+    }
+    let socket = net::bind_udp(cfg.tftp.port, &addrs.interface, false)?;
+    std::fs::create_dir_all(&cfg.tftp.root).with_context(|| format!("creating {}", cfg.tftp.root.display()))?;
+    Ok(Some(socket))
+}
+
+impl Running {
+    /// Runs until `shutdown` resolves or a service fails; then stops everything and flushes the
+    /// CMDB. Returns the first service error.
+    pub async fn wait(self, shutdown: impl Future<Output = ()>) -> anyhow::Result<()> {
+        let result = self.services.wait(shutdown).await;
+        self.cmdb.flush().await?;
+        result
+    }
+}
+
+/// Starts the appliance and runs it until `shutdown`.
+pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> anyhow::Result<()> {
+    start(cfg).await?.wait(shutdown).await
+}
+
+/// Reads the admin token, creating it (mode 0600, printed once) on first start.
+fn ensure_admin_token(data_dir: &Path) -> anyhow::Result<String> {
+    let path = data_dir.join("admin.token");
+    if let Ok(t) = std::fs::read_to_string(&path) {
+        return Ok(t.trim().to_string());
+    }
+    let mut raw = [0u8; 24];
+    getrandom::fill(&mut raw).map_err(|e| anyhow::anyhow!("no randomness for the admin token: {e}"))?;
+    let token: String = raw.iter().map(|b| format!("{b:02x}")).collect();
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&path)
+        .with_context(|| format!("writing {}", path.display()))?;
+    writeln!(f, "{token}")?;
+    println!("rackboot: admin token created in {} (shown once): {token}", path.display());
+    Ok(token)
+}
+
+/// Resolves on SIGINT or SIGTERM.
+pub async fn shutdown_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate()).expect("installing SIGTERM handler");
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+}

@@ -1,0 +1,152 @@
+//! `[boot]`: the iPXE binaries by client architecture, templates, and the boot profiles.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::Deserialize;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct WireBoot {
+    pub bios: String,
+    pub uefi_x64: String,
+    pub uefi_x64_snp: bool,
+    pub arm64: String,
+    pub discovery_profile: String,
+    pub profiles: Vec<WireProfile>,
+    pub templates: PathBuf,
+}
+
+impl Default for WireBoot {
+    fn default() -> Self {
+        WireBoot {
+            bios: "undionly.kpxe".into(),
+            uefi_x64: "ipxe.efi".into(),
+            uefi_x64_snp: false,
+            arm64: "ipxe-arm64.efi".into(),
+            discovery_profile: "discovery".into(),
+            profiles: Vec::new(),
+            templates: PathBuf::new(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WireProfile {
+    pub name: String,
+    pub kernel: String,
+    pub initrd: String,
+    #[serde(default)]
+    pub cmdline: String,
+    /// For an installer: the answer file it reads (kickstart, preseed or autoinstall); the
+    /// command line then has `{{ answer_url }}`, the file's URL for the booting machine.
+    #[serde(default)]
+    pub answer: Option<String>,
+}
+
+/// iPXE binaries handed to PXE ROMs, by client architecture, and the boot profiles.
+#[derive(Debug, Clone)]
+pub struct BootFiles {
+    pub bios: String,
+    pub uefi_x64: String,
+    pub uefi_x64_snp: bool,
+    pub arm64: String,
+    /// Profile that unknown and not yet provisioned machines boot.
+    pub discovery_profile: String,
+    pub profiles: BTreeMap<String, Profile>,
+}
+
+/// A named kernel + initrd + command line. Paths are relative to the boot directory (served at
+/// `/boot/files/`) or full `http://` URLs; the command line is a template (`{{ mac }}`,
+/// `{{ http_base }}`, `{{ hostname }}`, and for an installer `{{ answer_url }}`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Profile {
+    pub name: String,
+    pub kernel: String,
+    pub initrd: String,
+    pub cmdline: String,
+    /// The answer file an installer profile reads: one of [`crate::render::ANSWER_KINDS`].
+    pub answer: Option<String>,
+}
+
+/// The discovery profile used when the config names none: BootOS from the boot directory.
+fn builtin_discovery() -> Profile {
+    Profile {
+        name: "discovery".into(),
+        kernel: "bootos/vmlinuz".into(),
+        initrd: "bootos/initrd.img".into(),
+        cmdline: "console=tty0 console=ttyS0 rackboot.url={{ http_base }} rackboot.mac={{ mac }}".into(),
+        answer: None,
+    }
+}
+
+impl TryFrom<WireProfile> for Profile {
+    type Error = anyhow::Error;
+
+    fn try_from(w: WireProfile) -> anyhow::Result<Self> {
+        let WireProfile { name, kernel, initrd, cmdline, answer } = w;
+        anyhow::ensure!(
+            crate::cmdb::model::valid_hostname(&name),
+            "boot profile name {name:?} must be letters, digits and '-'"
+        );
+        anyhow::ensure!(
+            !kernel.is_empty() && !initrd.is_empty(),
+            "boot profile {name}: kernel and initrd are required"
+        );
+        if let Some(a) = &answer {
+            anyhow::ensure!(
+                crate::render::ANSWER_KINDS.contains(&a.as_str()),
+                "boot profile {name}: answer {a:?} is not one of {:?}",
+                crate::render::ANSWER_KINDS
+            );
+        }
+        Ok(Profile { name, kernel, initrd, cmdline, answer })
+    }
+}
+
+impl BootFiles {
+    /// Validates `[boot]`; returns it with the template directory (`None`: the embedded ones).
+    pub fn from_wire(w: WireBoot) -> anyhow::Result<(Self, Option<PathBuf>)> {
+        let WireBoot { bios, uefi_x64, uefi_x64_snp, arm64, discovery_profile, profiles, templates } = w;
+        let templates = (!templates.as_os_str().is_empty()).then_some(templates);
+        let mut by_name = BTreeMap::new();
+        for p in profiles {
+            let p = Profile::try_from(p)?;
+            let name = p.name.clone();
+            anyhow::ensure!(by_name.insert(name.clone(), p).is_none(), "boot profile {name} is defined twice");
+        }
+        // The built-in discovery profile, unless the config defines its own.
+        if !by_name.contains_key("discovery") {
+            let d = builtin_discovery();
+            by_name.insert(d.name.clone(), d);
+        }
+        anyhow::ensure!(
+            by_name.contains_key(&discovery_profile),
+            "boot.discovery_profile {discovery_profile:?} is not among [[boot.profiles]]"
+        );
+        let files = BootFiles { bios, uefi_x64, uefi_x64_snp, arm64, discovery_profile, profiles: by_name };
+        Ok((files, templates))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::Config;
+
+    #[test]
+    fn profiles_are_checked_and_discovery_is_built_in() {
+        let cfg = Config::load(None).unwrap();
+        assert_eq!(cfg.boot.profiles["discovery"].kernel, "bootos/vmlinuz");
+        let cases = [
+            ("[[boot.profiles]]\nname=\"a b\"\nkernel=\"k\"\ninitrd=\"i\"", "letters, digits"),
+            ("[[boot.profiles]]\nname=\"x\"\nkernel=\"\"\ninitrd=\"i\"", "required"),
+            ("[[boot.profiles]]\nname=\"x\"\nkernel=\"k\"\ninitrd=\"i\"\nanswer=\"msi\"", "answer"),
+            ("[boot]\ndiscovery_profile = \"nope\"", "discovery_profile"),
+        ];
+        for (text, want) in cases {
+            let err = format!("{:#}", Config::parse(text).unwrap_err());
+            assert!(err.contains(want), "{text:?}: {err}");
+        }
+    }
+}

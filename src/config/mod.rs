@@ -1,0 +1,196 @@
+//! Configuration: the TOML "wire" shape, validated into runtime types with `TryFrom`.
+//!
+//! Every key and its default is documented in `rackboot.example.toml`; with no file at all the
+//! embedded default applies, which runs DHCP in `proxy` mode (answers PXE clients only, hands out
+//! no addresses), so dropping the binary on a live network cannot take over its DHCP.
+//!
+//! One module per section: each holds its wire struct (every key optional, defaults in its
+//! `Default`, unknown keys refused) and the validated type; [`value`] holds the small value types
+//! (networks, pools) they share. This module checks what spans sections.
+
+mod agent;
+mod boot;
+mod dhcp;
+mod dns;
+mod provision;
+mod server;
+mod tftp;
+pub mod value;
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use serde::Deserialize;
+
+pub use agent::{AgentConfig, EnrollPolicy, WireAgent};
+pub use boot::{BootFiles, Profile, WireBoot, WireProfile};
+pub use dhcp::{DhcpConfig, DhcpMode, Subnet, WireDhcp, WireSubnet};
+pub use dns::{DnsConfig, WireDns};
+pub use provision::{HardwareProfile, ProvisionConfig, WireProvision};
+pub use server::{WireHttp, WireServer};
+pub use tftp::{TftpConfig, WireTftp};
+pub use value::{Ipv4Net, Pool};
+
+/// The embedded default configuration: what `rackboot serve` runs with no `--config`.
+pub const EMBEDDED_DEFAULT: &str = include_str!("../../rackboot.example.toml");
+
+/// The file as written: every key optional, unknown keys refused.
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct WireConfig {
+    pub server: WireServer,
+    pub http: WireHttp,
+    pub dhcp: WireDhcp,
+    pub tftp: WireTftp,
+    pub boot: WireBoot,
+    pub dns: WireDns,
+    pub agent: WireAgent,
+    pub provision: WireProvision,
+}
+
+/// Validated runtime configuration.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub data_dir: PathBuf,
+    /// Provisioning interface; DHCP binds to it with SO_BINDTODEVICE. Empty: auto-detect.
+    pub interface: String,
+    /// The appliance's IPv4 address on that interface (server identifier, next-server).
+    pub address: Option<Ipv4Addr>,
+    pub log_json: bool,
+    pub http_listen: SocketAddr,
+    /// Base URL machines use to reach the HTTP server; derived from the address if empty.
+    pub public_url: String,
+    pub dhcp: DhcpConfig,
+    pub tftp: TftpConfig,
+    pub dns: DnsConfig,
+    pub agent: AgentConfig,
+    pub provision: ProvisionConfig,
+    pub boot: BootFiles,
+    /// Directory whose `ipxe/*.ipxe` and `provision/identity.sh` override the embedded templates.
+    pub templates: Option<PathBuf>,
+}
+
+/// Whether `ip` lies inside the network `net`.
+pub fn in_network(ip: Ipv4Addr, net: Ipv4Net) -> bool {
+    net.contains(&ip)
+}
+
+impl TryFrom<WireConfig> for Config {
+    type Error = anyhow::Error;
+
+    fn try_from(w: WireConfig) -> anyhow::Result<Self> {
+        let WireConfig { server, http, dhcp, tftp, boot, dns, agent, provision } = w;
+        let WireServer { data_dir, interface, address, log_format } = server;
+        let WireHttp { listen, public_url } = http;
+        let dns = DnsConfig::try_from(dns)?;
+        let agent = AgentConfig::try_from(agent)?;
+        let (boot, templates) = BootFiles::from_wire(boot)?;
+        let log_json = server::log_json(&log_format)?;
+        let dhcp = DhcpConfig::from_wire(dhcp, dns.enabled.then_some(dns.domain.as_str()))?;
+        if dhcp.mode == DhcpMode::Full {
+            anyhow::ensure!(
+                !interface.is_empty() || address.is_some(),
+                "dhcp.mode = \"full\" needs server.interface (or server.address)"
+            );
+        }
+        let public_url = server::public_url(&public_url)?;
+        let tftp = TftpConfig::from_wire(tftp, &data_dir)?;
+        let provision = ProvisionConfig::from_wire(provision, &data_dir, &tftp.root)?;
+        Ok(Config {
+            data_dir,
+            interface,
+            address,
+            log_json,
+            http_listen: listen,
+            public_url,
+            dhcp,
+            tftp,
+            dns,
+            agent,
+            provision,
+            boot,
+            templates,
+        })
+    }
+}
+
+impl Config {
+    /// Parses and validates TOML text.
+    pub fn parse(text: &str) -> anyhow::Result<Self> {
+        let wire: WireConfig = toml::from_str(text)?;
+        Config::try_from(wire)
+    }
+
+    /// Loads the file at `path`, or the embedded default when `path` is `None`.
+    pub fn load(path: Option<&Path>) -> anyhow::Result<Self> {
+        match path {
+            None => Config::parse(EMBEDDED_DEFAULT).context("embedded default config"),
+            Some(p) => {
+                let text = std::fs::read_to_string(p).with_context(|| format!("reading config {}", p.display()))?;
+                Config::parse(&text).with_context(|| format!("config {}", p.display()))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn embedded_default_is_safe() {
+        let cfg = Config::load(None).unwrap();
+        assert_ne!(cfg.dhcp.mode, DhcpMode::Full, "default must never be a full DHCP server");
+        assert!(cfg.dhcp.subnets.is_empty());
+    }
+
+    /// The embedded default documents every key with its default: parsing it must give what an
+    /// empty file gives (a default changed in one place only is caught here).
+    #[test]
+    fn embedded_default_matches_the_type_defaults() {
+        let (doc, empty) = (Config::load(None).unwrap(), Config::parse("").unwrap());
+        assert_eq!(format!("{doc:?}"), format!("{empty:?}"));
+    }
+
+    #[test]
+    fn bad_configs_say_why() {
+        let cases = [
+            ("[dhcp]\nmode = \"bogus\"", "dhcp.mode"),
+            ("[dhcp]\nmode = \"full\"", "at least one"),
+            ("[server]\ntypo = 1", "unknown field"),
+            ("[server]\ntypo = 1", "typo"),
+            ("[dns]\nbogus_key = 1", "bogus_key"),
+            (
+                "[server]\ninterface=\"x\"\n[dhcp]\nmode=\"full\"\n[[dhcp.subnets]]\ncidr=\"198.18.0.0/24\"\npools=[\"198.18.1.1-198.18.1.2\"]",
+                "outside the subnet",
+            ),
+            ("[dns]\ndomain = \"bad_name.test\"", "dns.domain"),
+            ("[agent]\nenroll = \"anyone\"", "agent.enroll"),
+            ("[agent]\nnetworks = [\"10.0.0.0/33\"]", "agent.networks"),
+            ("[dns]\nupstreams = [\"resolver\"]", "dns.upstreams"),
+            ("[dns]\nreverse_zones = [\"10.0.0.0/7\"]", "wider than a /8"),
+            ("[dns]\nallow_transfer = [\"198.18.0.0\"]", "dns.allow_transfer"),
+            (
+                "[[dhcp.subnets]]\ncidr=\"198.18.0.1/24\"\npools=[\"198.18.0.5-198.18.0.9\"]",
+                "host bits",
+            ),
+            (
+                "[[dhcp.subnets]]\ncidr=\"198.18.0.0/24\"\npools=[\"198.18.0.5-198.18.0.9\", \"198.18.0.8-198.18.0.20\"]",
+                "overlap",
+            ),
+            (
+                "[[dhcp.subnets]]\ncidr=\"198.18.0.0/16\"\npools=[\"198.18.0.5-198.18.0.9\"]\n[[dhcp.subnets]]\ncidr=\"198.18.1.0/24\"\npools=[\"198.18.1.5-198.18.1.9\"]",
+                "subnets 198.18.0.0/16 and 198.18.1.0/24 overlap",
+            ),
+            ("[http]\npublic_url = \"ftp://x\"", "http.public_url"),
+            ("[server]\nlog_format = \"xml\"", "server.log_format"),
+            ("[tftp]\nmax_transfers = 0", "tftp.max_transfers"),
+            ("[provision]\nimages_dir = \"/srv/images\"", "provision.images_dir"),
+        ];
+        for (text, want) in cases {
+            let err = format!("{:#}", Config::parse(text).unwrap_err());
+            assert!(err.contains(want), "{text:?}: {err}");
+        }
+    }
+}

@@ -1,0 +1,113 @@
+//! `[provision]`: images, post-install scripts, hardware profiles and installer repositories.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct WireProvision {
+    pub images_dir: PathBuf,
+    pub postinstall_dir: PathBuf,
+    pub hardware_profiles: Vec<HardwareProfile>,
+    pub kickstart_repo: String,
+    pub preseed_mirror: String,
+    pub autoinstall_mirror: String,
+    pub installer_proxy: String,
+}
+
+impl Default for WireProvision {
+    fn default() -> Self {
+        WireProvision {
+            images_dir: PathBuf::new(),
+            postinstall_dir: PathBuf::new(),
+            hardware_profiles: Vec::new(),
+            kickstart_repo: "https://dl.rockylinux.org/pub/rocky/9/BaseOS/x86_64/os/".into(),
+            preseed_mirror: "http://deb.debian.org/debian".into(),
+            autoinstall_mirror: "http://archive.ubuntu.com/ubuntu".into(),
+            installer_proxy: String::new(),
+        }
+    }
+}
+
+/// A hardware-configuration profile: scripts run in BootOS before the install, on machines
+/// whose vendor and model match (substrings; empty: any).
+#[derive(Debug, Clone, PartialEq, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct HardwareProfile {
+    pub name: String,
+    #[serde(default)]
+    pub vendors: Vec<String>,
+    #[serde(default)]
+    pub models: Vec<String>,
+    /// Script bodies (`/bin/sh`), in order; `$RACKBOOT_DISK` is the target disk.
+    #[serde(default)]
+    pub scripts: Vec<String>,
+}
+
+/// Validated provisioning settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProvisionConfig {
+    /// Raw disk images, served at `/boot/files/images/<name>`.
+    pub images_dir: PathBuf,
+    /// Post-install scripts tasks name.
+    pub postinstall_dir: PathBuf,
+    pub hardware_profiles: BTreeMap<String, HardwareProfile>,
+    /// Repository or mirror URL per installer answer-file kind.
+    pub answer_repos: BTreeMap<String, String>,
+    /// HTTP proxy installers reach their repository through (empty: none).
+    pub installer_proxy: String,
+}
+
+impl ProvisionConfig {
+    /// Validates `[provision]`; empty directories default under `data_dir` and the TFTP root.
+    pub fn from_wire(w: WireProvision, data_dir: &Path, tftp_root: &Path) -> anyhow::Result<Self> {
+        let WireProvision {
+            images_dir,
+            postinstall_dir,
+            hardware_profiles,
+            kickstart_repo,
+            preseed_mirror,
+            autoinstall_mirror,
+            installer_proxy,
+        } = w;
+        anyhow::ensure!(
+            installer_proxy.is_empty() || installer_proxy.starts_with("http://"),
+            "provision.installer_proxy must be empty or an http:// URL"
+        );
+        let mut answer_repos = BTreeMap::new();
+        for (kind, key, url) in [
+            ("kickstart", "kickstart_repo", kickstart_repo),
+            ("preseed", "preseed_mirror", preseed_mirror),
+            ("autoinstall", "autoinstall_mirror", autoinstall_mirror),
+        ] {
+            anyhow::ensure!(
+                url.starts_with("http://") || url.starts_with("https://"),
+                "provision.{key} must be an http:// or https:// URL"
+            );
+            answer_repos.insert(kind.to_string(), url);
+        }
+        let mut by_name = BTreeMap::new();
+        for p in hardware_profiles {
+            anyhow::ensure!(
+                crate::cmdb::model::valid_hostname(&p.name),
+                "hardware profile name {:?} must be letters, digits and '-'",
+                p.name
+            );
+            let name = p.name.clone();
+            anyhow::ensure!(by_name.insert(name.clone(), p).is_none(), "hardware profile {name} is defined twice");
+        }
+        // Images are served from the boot directory (/boot/files/images/...), so they live in it.
+        let served = tftp_root.join("images");
+        let images_dir = if images_dir.as_os_str().is_empty() { served.clone() } else { images_dir };
+        anyhow::ensure!(
+            images_dir == served,
+            "provision.images_dir must be <tftp root>/images ({}), where /boot/files/images/ serves it",
+            served.display()
+        );
+        let postinstall_dir =
+            if postinstall_dir.as_os_str().is_empty() { data_dir.join("postinstall") } else { postinstall_dir };
+        Ok(ProvisionConfig { images_dir, postinstall_dir, hardware_profiles: by_name, answer_repos, installer_proxy })
+    }
+}

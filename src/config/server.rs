@@ -1,0 +1,60 @@
+//! `[server]` and `[http]`: where state lives, the provisioning interface, logging, and the HTTP
+//! listener with the base URL machines use.
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+
+use serde::Deserialize;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct WireServer {
+    pub data_dir: PathBuf,
+    pub interface: String,
+    pub address: Option<Ipv4Addr>,
+    pub log_format: String,
+}
+
+impl Default for WireServer {
+    fn default() -> Self {
+        WireServer {
+            data_dir: PathBuf::from("/var/lib/rackboot"),
+            interface: String::new(),
+            address: None,
+            log_format: "human".into(),
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct WireHttp {
+    pub listen: SocketAddr,
+    pub public_url: String,
+}
+
+impl Default for WireHttp {
+    fn default() -> Self {
+        WireHttp { listen: ([0, 0, 0, 0], 80).into(), public_url: String::new() }
+    }
+}
+
+/// `server.log_format`: whether logs are JSON lines.
+pub fn log_json(log_format: &str) -> anyhow::Result<bool> {
+    match log_format {
+        "human" => Ok(false),
+        "json" => Ok(true),
+        other => anyhow::bail!("server.log_format must be \"human\" or \"json\", not {other:?}"),
+    }
+}
+
+/// `http.public_url`: empty, or an http(s) URL, kept without a trailing slash.
+pub fn public_url(url: &str) -> anyhow::Result<String> {
+    if !url.is_empty() {
+        anyhow::ensure!(
+            url.starts_with("http://") || url.starts_with("https://"),
+            "http.public_url must start with http:// or https://"
+        );
+    }
+    Ok(url.trim_end_matches('/').to_string())
+}

@@ -1,0 +1,148 @@
+//! The service contract: every long-running part is started the same way, by name, with its
+//! already-bound sockets (or other dependencies), a [`Core`] and the shutdown token:
+//! `services.start("dhcp", dhcp::serve(bound, core.clone(), shutdown.clone()))`.
+//!
+//! A service's future runs until the token is cancelled and then returns `Ok(())`; returning
+//! before that, with or without an error, stops every other service and the appliance.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use anyhow::Context;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+use tracing::{info, warn};
+
+use crate::app::Addresses;
+use crate::cmdb::Cmdb;
+use crate::config::Config;
+use crate::controller::Hub;
+use crate::metrics::Metrics;
+use crate::provision::engine::Engine;
+use crate::render::Renderer;
+
+/// What every service shares: the validated config, the appliance's resolved addresses and the
+/// core handles. Cheap to clone.
+#[derive(Clone)]
+pub struct Core {
+    pub cfg: Arc<Config>,
+    pub addrs: Arc<Addresses>,
+    pub cmdb: Cmdb,
+    pub metrics: Metrics,
+    /// The agent controller (long-poll wake-ups, credentials, job followers).
+    pub hub: Arc<Hub>,
+    /// The provisioning engine.
+    pub engine: Arc<Engine>,
+    /// The admin bearer token of the REST API.
+    pub admin_token: Arc<str>,
+}
+
+impl Core {
+    /// Builds the core handles; `shutdown` ends the controller's long-polls.
+    pub fn new(
+        cfg: Config,
+        addrs: Addresses,
+        cmdb: Cmdb,
+        admin_token: &str,
+        shutdown: CancellationToken,
+    ) -> anyhow::Result<Core> {
+        let hub = Arc::new(Hub::new(cmdb.clone(), cfg.agent.clone(), addrs.agent_networks.clone(), shutdown));
+        let renderer = Arc::new(Renderer::new(cfg.templates.as_deref()).context("loading templates")?);
+        let engine = Arc::new(Engine::new(
+            hub.clone(),
+            cfg.provision.clone(),
+            renderer,
+            addrs.http_base.clone(),
+            cfg.dns.domain.clone(),
+        ));
+        Ok(Core {
+            cfg: Arc::new(cfg),
+            addrs: Arc::new(addrs),
+            cmdb,
+            metrics: Metrics::default(),
+            hub,
+            engine,
+            admin_token: Arc::from(admin_token),
+        })
+    }
+}
+
+/// The running services: one `JoinSet` under one token; the first to stop stops the rest.
+pub struct Services {
+    shutdown: CancellationToken,
+    set: JoinSet<(&'static str, anyhow::Result<()>)>,
+}
+
+impl Services {
+    /// An empty set whose services stop when `shutdown` is cancelled.
+    pub fn new(shutdown: CancellationToken) -> Services {
+        Services { shutdown, set: JoinSet::new() }
+    }
+
+    /// Starts the service `name`.
+    pub fn start(&mut self, name: &'static str, fut: impl Future<Output = anyhow::Result<()>> + Send + 'static) {
+        info!(service = name, "starting");
+        self.set.spawn(async move { (name, fut.await) });
+    }
+
+    /// Runs until `stop` resolves or a service stops; then cancels the token and waits for every
+    /// service. Returns the error of the first service that stopped on its own.
+    pub async fn wait(mut self, stop: impl Future<Output = ()>) -> anyhow::Result<()> {
+        let mut first_err = None;
+        tokio::select! {
+            _ = stop => info!("shutting down"),
+            Some(done) = self.set.join_next() => {
+                first_err = Some(match done {
+                    Ok((name, result)) => {
+                        let err = result.err().unwrap_or_else(|| anyhow::anyhow!("stopped unexpectedly"));
+                        err.context(format!("{name} service failed"))
+                    }
+                    Err(join) => anyhow::anyhow!("a service task panicked: {join}"),
+                });
+            }
+        }
+        self.shutdown.cancel();
+        while let Some(done) = self.set.join_next().await {
+            if let Ok((name, Err(error))) = done {
+                warn!(service = name, %error, "service stopped with an error");
+            }
+        }
+        first_err.map_or(Ok(()), Err)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn the_first_failure_stops_the_rest() {
+        let token = CancellationToken::new();
+        let mut services = Services::new(token.clone());
+        let t = token.clone();
+        services.start("patient", async move {
+            t.cancelled().await;
+            Ok(())
+        });
+        services.start("broken", async { anyhow::bail!("socket gone") });
+        let err = services.wait(std::future::pending()).await.unwrap_err();
+        assert_eq!(format!("{err:#}"), "broken service failed: socket gone");
+        assert!(token.is_cancelled());
+    }
+
+    #[tokio::test]
+    async fn a_service_that_returns_early_is_a_failure_and_shutdown_is_not() {
+        let mut services = Services::new(CancellationToken::new());
+        services.start("quitter", async { Ok(()) });
+        let err = services.wait(std::future::pending()).await.unwrap_err();
+        assert!(format!("{err:#}").contains("quitter service failed: stopped unexpectedly"));
+
+        let token = CancellationToken::new();
+        let mut services = Services::new(token.clone());
+        services.start("patient", async move {
+            token.cancelled().await;
+            Ok(())
+        });
+        services.wait(async {}).await.unwrap();
+    }
+}

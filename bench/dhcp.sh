@@ -33,7 +33,7 @@ lease_secs = 4000
 TOML
   ip netns exec $SRV "$BIN" serve --config "$WORK/rb.toml" > "$WORK/rb.log" 2>&1 &
   PID=$!
-  for _ in $(seq 50); do ip netns exec $SRV curl -sf http://198.18.0.1:8080/healthz >/dev/null && return; sleep 0.1; done
+  for _ in $(seq 50); do ip netns exec $SRV curl -s -o /dev/null http://198.18.0.1:8080/healthz && return; sleep 0.1; done
   echo "rackboot did not start"; cat "$WORK/rb.log"; exit 1
 }
 

@@ -208,7 +208,7 @@ pub async fn start(cfg: Config) -> anyhow::Result<Running> {
         hub,
         engine: Some(engine),
     };
-    let app = api::router(state).into_make_service_with_connect_info::<SocketAddr>();
+    let app = crate::assets::guard(api::router(state), &cfg).into_make_service_with_connect_info::<SocketAddr>();
     let t = token.clone();
     tasks.spawn(async move {
         let r = axum::serve(listener, app).with_graceful_shutdown(t.cancelled_owned()).await;

@@ -3,6 +3,8 @@
 //! Module map (see ARCHITECTURE.md for the longer version):
 //! - [`config`]: the TOML wire shape and its validated runtime form.
 //! - [`app`]: wires the services together under one cancellation token.
+//! - [`assets`]: the boot files a config needs (iPXE, BootOS), the check `/healthz` reports, and
+//!   `rackboot assets install`.
 //! - [`cmdb`]: the redb-backed CMDB (machines, leases, events) with a group-commit writer.
 //! - [`planner`]: the one policy seam that decides what a machine boots.
 //! - [`render`]: pure template rendering of boot scripts (minijinja, strict).
@@ -22,6 +24,7 @@
 
 pub mod api;
 pub mod app;
+pub mod assets;
 pub mod client;
 pub mod cmdb;
 pub mod config;

@@ -3,7 +3,7 @@
 # file), same namespaces, same veth, same perfdhcp runs. Prints 4-way exchanges/s, drops, delays
 # and RSS. A benchmark, not a test: it prints figures and never fails on them.
 #
-#   sudo bench/dhcp.sh [RATES...]        default rates: 2000 5000 8000 10000 12000 15000
+#   bench/dhcp.sh [RATES...]        default rates: 2000 5000 8000 10000 12000 15000   (as root)
 #
 # Needs root, perfdhcp (kea-admin), kea-dhcp4-server; builds rackboot in release mode.
 set -euo pipefail

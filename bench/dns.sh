@@ -4,7 +4,7 @@
 # a mix of A and PTR) with 8 clients for 10 s. Prints queries/s, average latency and lost
 # queries, and rackboot's CPU and RSS. A benchmark: prints, never fails.
 #
-#   sudo bench/dns.sh [SECONDS]
+#   bench/dns.sh [SECONDS]   (as root)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SRV=rbdns-srv CLI=rbdns-cli PREFIX=16

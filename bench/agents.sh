@@ -32,7 +32,7 @@ enabled = false
 networks = ["127.0.0.0/8"]
 TOML
 target/release/rackboot serve --config "$WORK/rb.toml" > "$WORK/rb.log" 2>&1 & PID=$!
-for _ in $(seq 50); do curl -sf "http://127.0.0.1:$PORT/healthz" >/dev/null && break; sleep 0.1; done
+for _ in $(seq 50); do curl -s -o /dev/null "http://127.0.0.1:$PORT/healthz" && break; sleep 0.1; done
 echo "rackboot RSS before the agents: $(awk '/VmRSS/ {printf "%.1f MB", $2/1024}' /proc/$PID/status)"
 target/release/agent-load --url "http://127.0.0.1:$PORT" --token-file "$WORK/data/admin.token" \
   --agents "$AGENTS" --jobs "$JOBS" --idle-secs 60 --server-pid "$PID"

@@ -3,7 +3,7 @@
 # (sendfile) on the same files, over a veth pair between two namespaces. Prints MB/s, parallel
 # transfer failures and times, and rackboot's CPU and RSS. A benchmark: prints, never fails.
 #
-#   sudo bench/boot.sh
+#   bench/boot.sh   (as root)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SRV=rbboot-srv CLI=rbboot-cli PREFIX=24

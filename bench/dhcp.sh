@@ -3,7 +3,7 @@
 # file), same namespaces, same veth, same perfdhcp runs. Prints 4-way exchanges/s, drops, delays
 # and RSS. A benchmark, not a test: it prints figures and never fails on them.
 #
-#   sudo bench/dhcp.sh [RATES...]        default rates: 2000 5000 8000 10000 12000 15000
+#   bench/dhcp.sh [RATES...]        default rates: 2000 5000 8000 10000 12000 15000   (as root)
 #
 # Needs root, perfdhcp (kea-admin), kea-dhcp4-server; builds rackboot in release mode.
 set -euo pipefail
@@ -33,7 +33,7 @@ lease_secs = 4000
 TOML
   ip netns exec $SRV "$BIN" serve --config "$WORK/rb.toml" > "$WORK/rb.log" 2>&1 &
   PID=$!
-  for _ in $(seq 50); do ip netns exec $SRV curl -sf http://198.18.0.1:8080/healthz >/dev/null && return; sleep 0.1; done
+  for _ in $(seq 50); do ip netns exec $SRV curl -s -o /dev/null http://198.18.0.1:8080/healthz && return; sleep 0.1; done
   echo "rackboot did not start"; cat "$WORK/rb.log"; exit 1
 }
 

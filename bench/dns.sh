@@ -4,7 +4,7 @@
 # a mix of A and PTR) with 8 clients for 10 s. Prints queries/s, average latency and lost
 # queries, and rackboot's CPU and RSS. A benchmark: prints, never fails.
 #
-#   sudo bench/dns.sh [SECONDS]
+#   bench/dns.sh [SECONDS]   (as root)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SRV=rbdns-srv CLI=rbdns-cli PREFIX=16
@@ -45,7 +45,7 @@ PID=
 stop() { if [ -n "$PID" ]; then kill "$PID" 2>/dev/null || true; wait "$PID" 2>/dev/null || true; fi; PID=; sleep 0.3; }
 start_rackboot() {
   ip netns exec $SRV "$BIN" serve --config "$WORK/rb.toml" > "$WORK/rb.log" 2>&1 & PID=$!
-  for _ in $(seq 50); do ip netns exec $SRV curl -sf http://198.18.0.1:8080/healthz >/dev/null && break; sleep 0.1; done
+  for _ in $(seq 50); do ip netns exec $SRV curl -s -o /dev/null http://198.18.0.1:8080/healthz && break; sleep 0.1; done
   if [ ! -e "$WORK/loaded" ]; then
     local token; token=$(cat "$WORK/data/admin.token")
     while read -r m; do

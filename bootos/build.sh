@@ -37,7 +37,11 @@ OUT=$(cd "$OUT" && pwd)
 TOOLS="busybox-static dmidecode ethtool ipmitool pciutils pci.ids mdadm fdisk e2fsprogs"
 
 # 1. Packages: the kernel, the tools, and every library they need (recursively), extracted.
-if [ ! -f "$CACHE/staging.done" ]; then
+say() { echo "bootos: $*"; }
+if [ -f "$CACHE/staging.done" ]; then
+  say "1/4 Debian packages: cached in $CACHE"
+else
+  say "1/4 Debian packages: $META, $TOOLS and their libraries (apt-get download, once; cached in $CACHE)"
   kpkg=$(apt-cache depends "$META" 2>/dev/null | awk '/Depends: linux-image-/ {print $2; exit}')
   if [ -z "$kpkg" ]; then
     apt-get update -q >/dev/null
@@ -48,6 +52,7 @@ if [ ! -f "$CACHE/staging.done" ]; then
   rm -rf "$CACHE/debs" "$CACHE/staging"; mkdir -p "$CACHE/debs"
   chmod 777 "$CACHE/debs"  # apt's _apt user writes the downloads
   (cd "$CACHE/debs" && apt-get download -q "$kpkg" $TOOLS >/dev/null)
+  say "    $(echo $libs | wc -w) libraries"
   for l in $libs; do (cd "$CACHE/debs" && apt-get download -q "$l" >/dev/null 2>&1) || true; done
   for deb in "$CACHE"/debs/*.deb; do dpkg-deb -x "$deb" "$CACHE/staging"; done
   echo "$kpkg" > "$CACHE/kernel-package"
@@ -58,11 +63,13 @@ BB=$S/bin/busybox
 KVER=$(ls "$S/lib/modules" | head -1)
 
 # 2. The agent, static (no toolchain beyond the host's: glibc's static libs; see LAB-NOTES).
-(cd "$ROOT" && RUSTFLAGS='-C target-feature=+crt-static' CARGO_PROFILE_RELEASE_DEBUG=false CARGO_PROFILE_RELEASE_STRIP=symbols cargo build --release --quiet --locked \
+say "2/4 rackboot-agent, static release build (cargo shows its progress; a first build takes minutes)"
+(cd "$ROOT" && RUSTFLAGS='-C target-feature=+crt-static' CARGO_PROFILE_RELEASE_DEBUG=false CARGO_PROFILE_RELEASE_STRIP=symbols cargo build --release --locked \
   -p rackboot-agent --bin rackboot-agent --target x86_64-unknown-linux-gnu)
 AGENT=$ROOT/target/x86_64-unknown-linux-gnu/release/rackboot-agent
 
 # 3. The tree.
+say "3/4 initramfs tree: tools, libraries, kernel modules, /init"
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 mkdir -p "$T"/{bin,sbin,usr/bin,usr/sbin,etc,proc,sys,dev,run,tmp,lib/modules,usr/share/misc,var/lib}
@@ -171,6 +178,7 @@ done
 INIT
 chmod +x "$T/init"
 
+say "4/4 compressing the initrd (zstd -15)"
 (cd "$T" && find . | cpio -o -H newc --quiet | zstd -q -15 -T0) > "$OUT/initrd.img.tmp"
 mv "$OUT/initrd.img.tmp" "$OUT/initrd.img"
 cp "$(ls "$S"/boot/vmlinuz-* | head -1)" "$OUT/vmlinuz"

@@ -9,8 +9,28 @@ use rackboot::client::ApiClient;
 use rackboot::config::Config;
 use serde_json::{json, Value};
 
+const ABOUT: &str = "Network-boot appliance: DHCP, TFTP, HTTP and DNS in one process";
+
+const LONG_ABOUT: &str = "\
+Network-boot appliance: DHCP, TFTP, HTTP and DNS in one process.
+
+`rackboot serve` runs the appliance: it answers PXE clients (proxy DHCP by default, beside your
+DHCP server), serves iPXE and BootOS, keeps every machine it hears from in its CMDB and
+provisions them. The other subcommands are its admin client: they speak to the REST API
+(--api, default http://127.0.0.1:80) with the admin token from /var/lib/rackboot/admin.token.";
+
+const EXAMPLES: &str = "\
+Getting started (as root):
+  rackboot default-config > /etc/rackboot/rackboot.toml   # every key, documented, with its default
+  rackboot assets install --config /etc/rackboot/rackboot.toml   # iPXE + BootOS into the boot dir
+  rackboot serve --config /etc/rackboot/rackboot.toml
+  curl http://127.0.0.1/healthz                            # ok, or what is missing and the fix
+  rackboot machines list
+
+`rackboot <command> --help` explains each command.";
+
 #[derive(Parser)]
-#[command(name = "rackboot", version, about = "Network-boot appliance: DHCP, TFTP, HTTP and DNS in one process")]
+#[command(name = "rackboot", version, about = ABOUT, long_about = LONG_ABOUT, after_help = EXAMPLES)]
 pub struct Cli {
     #[command(subcommand)]
     cmd: Command,
@@ -18,14 +38,39 @@ pub struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Run the appliance (with no --config: the embedded safe default, see rackboot.example.toml).
+    /// Run the appliance: DHCP, TFTP, HTTP (API, /boot, /healthz, /metrics), DNS, provisioning.
+    ///
+    /// With no --config it runs the embedded default (`rackboot default-config` prints it): DHCP in
+    /// proxy mode, which only answers PXE clients and never hands out an address, so it is safe to
+    /// start on any network. It needs root or CAP_NET_BIND_SERVICE, CAP_NET_RAW and CAP_NET_ADMIN
+    /// (ports 67, 69, 80 and 53, SO_BINDTODEVICE, IPv6 router advertisements). Logs go to stderr;
+    /// SIGINT or SIGTERM stop it cleanly. Boot assets missing from the boot directory are logged at
+    /// start and reported by /healthz (see `rackboot assets`).
+    #[command(after_help = "\
+Examples:
+  rackboot serve                                          # embedded default: proxy DHCP
+  rackboot serve --config /etc/rackboot/rackboot.toml
+  RUST_LOG=rackboot=debug rackboot serve -c lab.toml      # also log dropped packets")]
     Serve {
-        #[arg(long, short)]
+        /// TOML config file (every key optional; unknown keys are refused). Default: the embedded one.
+        #[arg(long, short, value_name = "FILE")]
         config: Option<PathBuf>,
     },
-    /// Print the embedded default configuration (every key documented).
+    /// Print the embedded default configuration (every key documented, with its default).
+    #[command(after_help = "Example:\n  rackboot default-config > /etc/rackboot/rackboot.toml")]
     DefaultConfig,
-    /// Machines in the CMDB.
+    /// Boot assets: check or install the iPXE binaries and BootOS the config needs.
+    ///
+    /// PXE clients are handed iPXE (undionly.kpxe for BIOS, ipxe.efi or snponly.efi for UEFI) and
+    /// then the discovery profile's kernel and initrd (BootOS, by default bootos/vmlinuz and
+    /// bootos/initrd.img). All of them must be in the boot directory (tftp.root, default
+    /// <data_dir>/boot); `rackboot serve` warns about missing ones and /healthz answers 503
+    /// naming them until they are there.
+    Assets {
+        #[command(subcommand)]
+        cmd: AssetsCmd,
+    },
+    /// Machines in the CMDB: list, add, show, remove, timeline, approve.
     Machines {
         #[command(flatten)]
         api: ApiArgs,
@@ -33,6 +78,12 @@ enum Command {
         cmd: MachinesCmd,
     },
     /// Agent jobs: run scripts or actions on machines, follow their output.
+    #[command(after_help = "\
+Examples:
+  rackboot jobs run --machine 52:54:00:12:34:56 -- uname -a
+  rackboot jobs run --tag rack1 --no-wait -- 'mdadm --examine --scan'
+  rackboot jobs action --machine node01 reboot
+  rackboot jobs output 7 --follow")]
     Jobs {
         #[command(flatten)]
         api: ApiArgs,
@@ -40,13 +91,19 @@ enum Command {
         cmd: JobsCmd,
     },
     /// Provisioning tasks: install machines from an image or an installer, see their progress.
+    #[command(after_help = "\
+Examples:
+  rackboot tasks create --mac 52:54:00:12:34:56 --image lab.img --hostname 'node-{n:02}' \\
+      --ip-pool 198.18.0.60-198.18.0.69 --ssh-key \"$(cat ~/.ssh/id_ed25519.pub)\"
+  rackboot tasks create --next 10 --installer debian12 --hostname 'r7-{n:02}'
+  rackboot tasks show 1")]
     Tasks {
         #[command(flatten)]
         api: ApiArgs,
         #[command(subcommand)]
         cmd: TasksCmd,
     },
-    /// DHCP leases.
+    /// DHCP leases (address, MAC, state, expiry).
     Leases {
         #[command(flatten)]
         api: ApiArgs,
@@ -80,6 +137,42 @@ enum Command {
     },
 }
 
+#[derive(Subcommand)]
+enum AssetsCmd {
+    /// List the boot assets the config needs and whether each is present; exits 1 if any is missing.
+    Check {
+        /// The config `rackboot serve` runs with. Default: the embedded one.
+        #[arg(long, short, value_name = "FILE")]
+        config: Option<PathBuf>,
+    },
+    /// Copy the iPXE binaries and a BootOS build into the config's boot directory.
+    ///
+    /// iPXE comes from Debian's ipxe package (--ipxe-dir, /usr/lib/ipxe), BootOS from a build
+    /// directory with vmlinuz and initrd.img (--bootos; the rackboot .deb installs one in
+    /// /usr/share/rackboot/bootos when it was built with BootOS; from the source tree:
+    /// bootos/build.sh --kernel generic DIR). Every source is checked first: if one is missing
+    /// nothing is copied and the message names the package or command that provides it. Each file
+    /// is written to a temporary name, synced, read back and compared (SHA-256) and then renamed
+    /// into place, so a running appliance never serves a half-written file. Files already
+    /// identical are left alone; running it again is safe.
+    #[command(after_help = "\
+Examples:
+  apt-get install ipxe
+  rackboot assets install --config /etc/rackboot/rackboot.toml
+  bootos/build.sh --kernel generic /tmp/bootos && rackboot assets install --bootos /tmp/bootos")]
+    Install {
+        /// The config `rackboot serve` runs with (its boot directory and file names). Default: the embedded one.
+        #[arg(long, short, value_name = "FILE")]
+        config: Option<PathBuf>,
+        /// A BootOS build: vmlinuz, initrd.img (and rackboot-agent, rackboot-agent.service if present).
+        #[arg(long, value_name = "DIR", default_value = rackboot::assets::BOOTOS_DIR)]
+        bootos: PathBuf,
+        /// Where the iPXE binaries are (undionly.kpxe, ipxe.efi, snponly.efi).
+        #[arg(long, value_name = "DIR", default_value = rackboot::assets::IPXE_DIR)]
+        ipxe_dir: PathBuf,
+    },
+}
+
 #[derive(Args)]
 struct ApiArgs {
     /// Base URL of the rackboot API.
@@ -88,7 +181,8 @@ struct ApiArgs {
     /// Bearer token; default: read from --token-file.
     #[arg(long, env = "RACKBOOT_TOKEN", global = true, hide_env_values = true)]
     token: Option<String>,
-    #[arg(long, default_value = "/var/lib/rackboot/admin.token", global = true)]
+    /// File holding the admin token (`rackboot serve` writes it into its data_dir on first start).
+    #[arg(long, value_name = "FILE", default_value = "/var/lib/rackboot/admin.token", global = true)]
     token_file: PathBuf,
 }
 
@@ -112,40 +206,66 @@ enum MachinesCmd {
         /// Substring of hostname, MAC, serial, IP, vendor, model or tag.
         #[arg(long, short)]
         q: Option<String>,
+        /// Only machines in this state: discovered, ready, queued, configuring, installing,
+        /// installed, failed, ...
         #[arg(long)]
         state: Option<String>,
+        /// Only machines with this tag.
         #[arg(long)]
         tag: Option<String>,
     },
-    /// Register a machine by MAC.
+    /// Register a machine by MAC (one machine with several NICs: several MACs).
+    #[command(
+        after_help = "Example:\n  rackboot machines add 52:54:00:12:34:56 --hostname node01 --ip 198.18.0.50 --tag rack1"
+    )]
     Add {
+        /// Its MAC address(es), e.g. 52:54:00:12:34:56.
         #[arg(required = true)]
         macs: Vec<String>,
+        /// Hostname (published in DNS as <hostname>.<dns.domain>).
         #[arg(long)]
         hostname: Option<String>,
+        /// Reserved IPv4 address (full DHCP mode hands it to this machine only).
         #[arg(long)]
         ip: Option<String>,
+        /// Serial number (tasks can select machines by it).
         #[arg(long)]
         serial: Option<String>,
+        /// A tag (repeatable), e.g. rack1.
         #[arg(long = "tag")]
         tags: Vec<String>,
     },
-    /// Show one machine (by id or MAC) as JSON.
-    Show { id: String },
+    /// Show one machine (by id or MAC) as JSON, inventory included.
+    Show {
+        /// Machine id or MAC.
+        id: String,
+    },
     /// Delete a machine (by id or MAC).
-    Rm { id: String },
-    /// Show a machine's timeline.
-    Events { id: String },
+    Rm {
+        /// Machine id or MAC.
+        id: String,
+    },
+    /// Show a machine's timeline: DHCP, TFTP, HTTP, agent and provisioning events.
+    Events {
+        /// Machine id or MAC.
+        id: String,
+    },
     /// Approve a machine held by agent.enroll = "approve".
-    Approve { id: String },
+    Approve {
+        /// Machine id or MAC.
+        id: String,
+    },
 }
 
 #[derive(Args)]
 struct CreateTask {
+    /// A machine by MAC (repeatable); unknown MACs are registered and wait until they power on.
     #[arg(long = "mac")]
     macs: Vec<String>,
+    /// A machine by serial number (repeatable).
     #[arg(long = "serial")]
     serials: Vec<String>,
+    /// Every machine with this tag.
     #[arg(long)]
     tag: Option<String>,
     /// The next N machines whose BootOS agent calls in.
@@ -157,22 +277,28 @@ struct CreateTask {
     /// Or: a boot profile with an answer file (kickstart, preseed, autoinstall) to install with.
     #[arg(long)]
     installer: Option<String>,
+    /// A [[provision.hardware_profiles]] entry: check vendor/model, run its configure scripts.
     #[arg(long)]
     hardware_profile: Option<String>,
-    /// e.g. node-{n:02}
+    /// Hostname pattern: {n}, {n:02} (the run's number) and {mac}, e.g. node-{n:02}.
     #[arg(long)]
     hostname: Option<String>,
-    /// FIRST-LAST
+    /// Addresses to reserve for the machines, FIRST-LAST, e.g. 198.18.0.60-198.18.0.69.
     #[arg(long)]
     ip_pool: Option<String>,
+    /// Target disk, e.g. /dev/sda; auto: the largest.
     #[arg(long, default_value = "auto")]
     disk: String,
+    /// An SSH public key for root on the installed system (repeatable).
     #[arg(long = "ssh-key")]
     ssh_keys: Vec<String>,
+    /// A script from provision.postinstall_dir to run on the installed system (repeatable).
     #[arg(long = "post-install")]
     post_install: Vec<String>,
+    /// Machines installed at once (default: all).
     #[arg(long)]
     concurrency: Option<u32>,
+    /// Also take machines that are installed already (their agent reboots them into BootOS).
     #[arg(long)]
     reinstall: bool,
 }
@@ -184,9 +310,15 @@ enum TasksCmd {
     /// List tasks.
     List,
     /// Show a task and its runs (step, progress, error).
-    Show { id: u64 },
+    Show {
+        /// Task id.
+        id: u64,
+    },
     /// Cancel a task's unfinished runs.
-    Cancel { id: u64 },
+    Cancel {
+        /// Task id.
+        id: u64,
+    },
 }
 
 #[derive(Subcommand)]
@@ -194,13 +326,16 @@ enum JobsCmd {
     /// Run a command on one machine (--machine) or on every machine with a tag (--tag), wait for
     /// it and print its output; exits with the job's exit code (one machine).
     Run {
+        /// Machine id or MAC.
         #[arg(long, conflicts_with = "tag", required_unless_present = "tag")]
         machine: Option<String>,
+        /// Every machine with this tag (one job each).
         #[arg(long)]
         tag: Option<String>,
         /// Interpreter for the script body.
         #[arg(long, default_value = "/bin/sh")]
         interpreter: String,
+        /// Seconds before the job is killed and marked timed_out (default: agent.job_timeout_secs).
         #[arg(long)]
         timeout: Option<u64>,
         /// Queue it and return at once.
@@ -212,29 +347,42 @@ enum JobsCmd {
     },
     /// A built-in action: refresh-inventory, reboot or power-off.
     Action {
+        /// Machine id or MAC.
         #[arg(long, conflicts_with = "tag", required_unless_present = "tag")]
         machine: Option<String>,
+        /// Every machine with this tag.
         #[arg(long)]
         tag: Option<String>,
+        /// refresh-inventory, reboot or power-off.
         action: String,
     },
     /// List jobs (newest first).
     List {
+        /// Only this machine's jobs (id or MAC).
         #[arg(long)]
         machine: Option<String>,
+        /// Only jobs in this state: queued, running, succeeded, failed, timed_out, cancelled, error.
         #[arg(long)]
         state: Option<String>,
     },
     /// Show one job as JSON.
-    Show { id: u64 },
+    Show {
+        /// Job id.
+        id: u64,
+    },
     /// Print a job's output (--follow: as it arrives, until the job ends).
     Output {
+        /// Job id.
         id: u64,
+        /// Keep printing until the job ends.
         #[arg(long, short)]
         follow: bool,
     },
     /// Cancel a queued or running job.
-    Cancel { id: u64 },
+    Cancel {
+        /// Job id.
+        id: u64,
+    },
 }
 
 /// Runs the chosen subcommand.
@@ -249,6 +397,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<()> {
             print!("{}", rackboot::config::EMBEDDED_DEFAULT);
             Ok(())
         }
+        Command::Assets { cmd } => assets(cmd),
         Command::Machines { api, cmd } => machines(api.client()?, cmd).await,
         Command::Jobs { api, cmd } => jobs(api.client()?, cmd).await,
         Command::Tasks { api, cmd } => tasks(api.client()?, cmd).await,
@@ -271,6 +420,42 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
     }
+}
+
+fn assets(cmd: AssetsCmd) -> anyhow::Result<()> {
+    use rackboot::assets;
+    match cmd {
+        AssetsCmd::Check { config } => {
+            let cfg = Config::load(config.as_deref())?;
+            let needed = assets::needed(&cfg);
+            let gaps = assets::missing(&cfg.tftp.root, &needed);
+            println!("boot directory {}", cfg.tftp.root.display());
+            for a in &needed {
+                let state = if gaps.iter().any(|m| m.asset == *a) { "MISSING" } else { "ok" };
+                println!("  {state:<8}{:<24}{}", a.name, a.purpose);
+            }
+            if !gaps.is_empty() {
+                print!("{}", assets::report(&gaps));
+                std::process::exit(1);
+            }
+        }
+        AssetsCmd::Install { config, bootos, ipxe_dir } => {
+            let cfg = Config::load(config.as_deref())?;
+            let src = assets::install::Sources { ipxe_dir, bootos_dir: bootos };
+            println!("installing boot assets into {}", cfg.tftp.root.display());
+            for i in assets::install::install(&cfg, &src)? {
+                let what = if i.unchanged { "unchanged" } else { "installed" };
+                println!(
+                    "  {what:<10}{} ({} bytes, sha256 {}) from {}",
+                    i.to.display(),
+                    i.bytes,
+                    &i.sha256[..16],
+                    i.from.display()
+                );
+            }
+        }
+    }
+    Ok(())
 }
 
 fn s(v: &Value) -> String {

@@ -34,7 +34,7 @@ pub async fn serve(listener: TcpListener, core: Core, shutdown: CancellationToke
         engine: Some(engine),
         streams: Arc::new(tokio::sync::Semaphore::new(api::MAX_STREAMS)),
     };
-    let app = api::router(state).into_make_service_with_connect_info::<SocketAddr>();
+    let app = crate::assets::guard(api::router(state), &cfg).into_make_service_with_connect_info::<SocketAddr>();
     axum::serve(listener, app).with_graceful_shutdown(shutdown.cancelled_owned()).await?;
     Ok(())
 }

@@ -7,6 +7,8 @@
 //!   services (the first to stop stops the rest).
 //! - [`http`]: the HTTP service (the [`api`] router on its listener).
 //! - [`ra`]: IPv6 router advertisements that end iPXE's wait for one.
+//! - [`assets`]: the boot files a config needs (iPXE, BootOS), the check `/healthz` reports, and
+//!   `rackboot assets install`.
 //! - [`cmdb`]: the redb-backed CMDB (machines, leases, events) with a group-commit writer.
 //! - [`planner`]: the one policy seam that decides what a machine boots.
 //! - [`render`]: pure template rendering of boot scripts (minijinja, strict).
@@ -27,6 +29,7 @@
 
 pub mod api;
 pub mod app;
+pub mod assets;
 pub mod client;
 pub mod cmdb;
 pub mod config;

@@ -3,7 +3,7 @@
 # Idempotent: skips apt when everything is present.
 set -euo pipefail
 PKGS=(iproute2 curl isc-dhcp-client udhcpc dhcpcd5 dnsmasq-base atftp tftp-hpa
-      qemu-system-x86 ipxe-qemu ipxe ovmf cpio bind9-dnsutils zstd jq bc
+      qemu-system-x86 ipxe-qemu ipxe ovmf cpio bind9-dnsutils zstd jq bc dpkg-dev
       debian-installer-12-netboot-amd64 ndisc6
       python3-venv python3-yaml python3-jsonschema python3-requests python3-configobj python3-jsonpatch)
 [ "${1:-}" = "--bench" ] && PKGS+=(kea-dhcp4-server kea-admin atftpd nginx-light wrk dnsperf)
@@ -12,7 +12,9 @@ for p in "${PKGS[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then
   echo "setup: installing ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
+  echo "setup: apt-get update"
   apt-get update -q >/dev/null
+  echo "setup: apt-get install (${#missing[@]} packages; this can take a few minutes)"
   # policy-rc.d keeps package scripts from starting a DHCP server on this host's own network.
   printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d
   apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
@@ -38,3 +40,10 @@ if ! command -v cargo >/dev/null; then
   [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
 fi
 command -v cargo >/dev/null || { echo "setup: cargo not found (install Rust with rustup)"; exit 1; }
+# cargo-deb builds the Debian package (tools/deb.sh). Pinned: tools/deb.sh relies on its
+# behaviour (variants, --profile dev --no-build); cached in ~/.cargo/bin once built (~1-2 min).
+CARGO_DEB_VERSION=3.8.0
+if [ "$(cargo-deb --version 2>/dev/null | awk '{print $2}')" != "$CARGO_DEB_VERSION" ]; then
+  echo "setup: cargo install cargo-deb $CARGO_DEB_VERSION (once; cargo shows its progress)"
+  cargo install cargo-deb --locked --version "$CARGO_DEB_VERSION"
+fi

@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # The test command: installs what the tests need, then runs formatting and lint checks and every
 # test, end-to-end ones included (they need root: network namespaces and real DHCP clients).
-# One debug build serves every stage.
+# One debug build serves every stage, the Debian package check included.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/usr/local/sbin:/usr/sbin:/sbin:$PATH"
-source tools/setup.sh
 [ "$(id -u)" = 0 ] || { echo "test.sh: run as root (the end-to-end tests create network namespaces)"; exit 1; }
+echo "== setup (tools/setup.sh: Debian packages, validators, cargo-deb; skipped when present)"
+source tools/setup.sh
 echo "== cargo fmt --check"; cargo fmt --all -- --check
 echo "== cargo clippy"; cargo clippy --workspace --all-targets --locked -- -D warnings
-echo "== cargo test (unit, integration, end-to-end)"
+echo "== cargo test (unit, integration, end-to-end; cargo prints each test as it finishes, VM tests take minutes)"
 cargo test --workspace --locked -- --include-ignored
+# The Debian package from the debug build the tests just made (no release build: see tools/deb.sh).
+echo "== Debian package: build and check (tools/deb.sh --dev)"
+tools/deb.sh --dev

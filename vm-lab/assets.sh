@@ -7,7 +7,9 @@
 set -euo pipefail
 OUT=${1:?usage: $0 OUT}
 mkdir -p "$OUT/bootos"
+echo "assets: BootOS (bootos/build.sh --kernel cloud; a first build downloads packages and builds the agent)"
 "$(dirname "$0")/../bootos/build.sh" --kernel cloud "$OUT/bootos"
+echo "assets: iPXE binaries from /usr/lib/ipxe"
 for f in undionly.kpxe ipxe.efi snponly.efi; do
   [ -f "/usr/lib/ipxe/$f" ] && cp "/usr/lib/ipxe/$f" "$OUT/"
 done

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The main job: rackboot provisioning a lab network of qemu VMs that PXE-boot from it.
 #
-#   sudo vm-lab/run.sh [--bios N] [--uefi N] [--clients N] [--no-provision] [--keep]
+#   vm-lab/run.sh [--bios N]   (as root) [--uefi N] [--clients N] [--no-provision] [--keep]
 #
 # Creates namespace "rblab" with bridge br0 (198.18.0.1/24, no route out), builds the boot
 # directory from Debian packages (vm-lab/assets.sh), starts rackboot in full DHCP mode on the
@@ -31,9 +31,11 @@ while [ $# -gt 0 ]; do
   esac
 done
 export PATH="/usr/local/sbin:/usr/sbin:/sbin:$PATH"
-source tools/setup.sh
 [ "$(id -u)" = 0 ] || { echo "run.sh: run as root (network namespaces, tap devices)"; exit 1; }
-cargo build --release --quiet
+echo "== setup (tools/setup.sh: Debian packages; skipped when present)"
+source tools/setup.sh
+echo "== building rackboot (release; the first build takes several minutes on 2 cores)"
+cargo build --release --locked
 BIN=$PWD/target/release/rackboot
 RUN=$PWD/vm-lab/run
 LAB=rblab
@@ -64,8 +66,9 @@ ip -n $LAB link add br0 type bridge; ip -n $LAB link set br0 up
 ip -n $LAB addr add 198.18.0.1/24 dev br0
 sed "s|@DATA@|$RUN/data|" vm-lab/lab.toml > "$RUN/lab.toml"
 ip netns exec $LAB "$BIN" serve --config "$RUN/lab.toml" > "$RUN/rackboot.log" 2>&1 &
-for _ in $(seq 100); do ip netns exec $LAB curl -sf http://198.18.0.1:8080/healthz >/dev/null && break; sleep 0.1; done
-echo "== rackboot is up (log: $RUN/rackboot.log)"
+# Any answer means it is up; /healthz is 503 (naming the files) while a boot asset is missing.
+for _ in $(seq 100); do ip netns exec $LAB curl -s -o /dev/null http://198.18.0.1:8080/healthz && break; sleep 0.1; done
+echo "== rackboot is up (log: $RUN/rackboot.log); /healthz: $(ip netns exec $LAB curl -s http://198.18.0.1:8080/healthz)"
 rb() { ip netns exec $LAB "$BIN" "$1" --api http://198.18.0.1:8080 --token-file "$RUN/data/admin.token" "${@:2}"; }
 
 vm_xml() { # name mac uefi

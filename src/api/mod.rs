@@ -67,7 +67,7 @@ pub fn router(state: ApiState) -> Router {
         .nest("/api/v1", api)
         .nest("/boot", boot::routes(&state))
         .nest("/agent/v1", agent)
-        .route("/healthz", get(|| async { "ok\n" }))
+        .route("/healthz", get(crate::assets::healthz))
         .route("/metrics", get(metrics))
         .layer(middleware::from_fn_with_state(state.clone(), count_requests))
         .with_state(state)

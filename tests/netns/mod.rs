@@ -130,7 +130,8 @@ impl Net {
         self.dir.path().join(name)
     }
 
-    /// Starts rackboot in the server namespace with `config` and waits for /healthz.
+    /// Starts rackboot in the server namespace with `config` and waits for /healthz to answer (200,
+    /// or 503 while boot assets are missing: most tests serve an empty boot directory).
     pub fn start_rackboot(&mut self, config: &str) -> usize {
         let cfg = self.path("rackboot.toml");
         std::fs::write(&cfg, config).unwrap();
@@ -138,7 +139,7 @@ impl Net {
         let srv = self.srv.clone();
         let idx = self.spawn(&srv, &[bin, "serve", "--config", cfg.to_str().unwrap()], "rackboot.log");
         let deadline = Instant::now() + Duration::from_secs(15);
-        while !self.run(&srv, "curl -sf http://198.18.0.1:8080/healthz").status.success() {
+        while !self.run(&srv, "curl -s -o /dev/null http://198.18.0.1:8080/healthz").status.success() {
             assert!(Instant::now() < deadline, "rackboot did not come up:\n{}", self.log("rackboot.log"));
             std::thread::sleep(Duration::from_millis(100));
         }

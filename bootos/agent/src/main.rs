@@ -79,5 +79,8 @@ async fn reachable(health_url: &str) -> bool {
     let Some(rest) = health_url.strip_prefix("http://") else { return false };
     let base = format!("http://{}", rest.split('/').next().unwrap_or_default());
     let Ok(mut c) = rackboot_agent::client::Client::new(&base) else { return false };
-    matches!(c.call::<()>(hyper::Method::GET, "/healthz", None, std::time::Duration::from_secs(3)).await, Ok(r) if r.ok())
+    // Any answer proves the appliance is reachable over this interface: /healthz is 503 while some
+    // boot asset is missing (say, the UEFI binary on a BIOS-only rack), which is no reason to
+    // give up on the network.
+    matches!(c.call::<()>(hyper::Method::GET, "/healthz", None, std::time::Duration::from_secs(3)).await, Ok(r) if r.ok() || r.status == 503)
 }

@@ -49,6 +49,11 @@ fn seabios_and_ovmf_vms_boot_bootos_and_its_agent_runs_jobs() {
         Vm { name: "uefi", mac: "52:54:00:e4:00:02", uefi: true },
     ];
     let srv = net.srv.clone();
+    // An operator watching the whole boot live, from before the VMs power on.
+    let token_file = data.join("admin.token");
+    let watch_args =
+        ["watch", "--all", "--api", "http://198.18.0.1:8080", "--token-file", token_file.to_str().unwrap()];
+    let watch = net.spawn(&srv, &[&[env!("CARGO_BIN_EXE_rackboot")][..], &watch_args[..]].concat(), "watch.log");
     let mut running = Vec::new();
     for vm in &vms {
         net.add_tap(&format!("tap-{}", vm.name));
@@ -149,6 +154,22 @@ fn seabios_and_ovmf_vms_boot_bootos_and_its_agent_runs_jobs() {
         assert_eq!(ev[1]["detail"]["arch"], want_arch);
         assert_eq!(ev[3]["detail"]["uefi"], vm.uefi);
     }
+
+    // `rackboot watch` printed each VM's boot as it happened, state changes included.
+    let live = net.log("watch.log");
+    for vm in &vms {
+        for kind in ["dhcp.ack", "boot.script", "agent.enrolled", "agent.inventory", "job.finished"] {
+            assert!(
+                live.lines().any(|l| l.contains(vm.mac) && l.contains(kind)),
+                "{}: rackboot watch did not show {kind}:\n{live}",
+                vm.name
+            );
+        }
+        assert!(live
+            .lines()
+            .any(|l| l.contains(vm.mac) && l.contains("machine.state") && l.contains("\"to\":\"ready\"")));
+    }
+    net.stop(watch);
 
     // A power-off job: reported first, then the VM stops and qemu exits on its own.
     for (vm, idx) in vms.iter().zip(&running) {

@@ -30,6 +30,13 @@ if [ ! -x "$VALIDATORS/venv/bin/ksvalidator" ]; then
   /usr/bin/python3 -m venv "$VALIDATORS/venv"
   "$VALIDATORS/venv/bin/pip" install -q pykickstart==3.78
 fi
+# schemathesis, the OpenAPI-driven API tester (tests/schemathesis.rs), in a venv of its own.
+if [ ! -x "$VALIDATORS/st/bin/schemathesis" ]; then
+  echo "setup: schemathesis into $VALIDATORS/st"
+  mkdir -p "$VALIDATORS"
+  /usr/bin/python3 -m venv "$VALIDATORS/st"
+  "$VALIDATORS/st/bin/pip" install -q schemathesis==4.32.5
+fi
 if [ ! -d "$VALIDATORS/cloud-init/usr/lib/python3/dist-packages/cloudinit" ]; then
   echo "setup: cloud-init (unpacked) into $VALIDATORS/cloud-init"
   (cd "$VALIDATORS" && { apt-get download -q cloud-init >/dev/null 2>&1 ||

@@ -100,6 +100,8 @@ cat > "$RUN/libvirt/network.xml" <<XML
 </network>
 XML
 
+# The boot as it happens: every timeline event of every machine, printed live (rackboot watch).
+rb watch --all 2>>"$RUN/watch.err" | sed -u 's/^/  watch | /' &
 declare -a VMS=() PIDS=()
 start_vm() { # name mac uefi
   local name=$1 mac=$2 uefi=$3 fw=()

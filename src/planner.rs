@@ -118,27 +118,80 @@ pub fn plan_dhcp(req: &DhcpBootRequest, ctx: &BootContext<'_>) -> Option<DhcpBoo
     }
 }
 
-/// What a machine boots when iPXE asks for its script.
+/// What a machine boots when iPXE asks for its script: complete (every URL resolved), so the
+/// renderer only formats it and the HTTP endpoint only reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BootPlan {
-    /// Kernel + initrd of the named profile (discovery, an installer, a pinned profile).
-    Profile(String),
+    /// Kernel + initrd of a profile (discovery, an installer, a pinned profile).
+    Profile(ProfileBoot),
     /// The machine is installed: boot its own disk.
     LocalDisk,
 }
 
+/// A profile boot with everything resolved for one machine.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ProfileBoot {
+    pub name: String,
+    /// Why this profile: `pinned` (an operator's pin), `installer` (a run's), or `discovery`.
+    pub reason: &'static str,
+    pub kernel_url: String,
+    pub initrd_url: String,
+    /// The initrd's file name (iPXE's EFI loader needs `initrd=<name>` on the command line).
+    pub initrd_name: String,
+    /// The profile's kernel command line, a template of the machine's values.
+    pub cmdline: String,
+    /// For an installer: the machine's own answer-file URL (`{{ answer_url }}`).
+    pub answer_url: Option<String>,
+}
+
+/// What the boot planner needs besides the machine.
+pub struct PlanContext<'a> {
+    /// The appliance's HTTP base URL.
+    pub http_base: &'a str,
+    pub discovery_profile: &'a str,
+    /// Every boot profile by name (config and API).
+    pub profiles: &'a std::collections::BTreeMap<String, crate::config::Profile>,
+}
+
+/// A plan names a profile nobody defined.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown boot profile {0:?}")]
+pub struct UnknownProfile(pub String);
+
 /// The per-MAC decision: an operator's pin wins; then the installer a provisioning run set up;
 /// installed machines boot their disk; everything else (unknown, discovered, queued, failed)
 /// boots the discovery profile.
-pub fn plan_boot(machine: Option<&Machine>, discovery_profile: &str) -> BootPlan {
-    match machine {
-        Some(m) if m.boot_profile.is_some() => BootPlan::Profile(m.boot_profile.clone().unwrap_or_default()),
+pub fn plan_boot(mac: Mac, machine: Option<&Machine>, ctx: &PlanContext<'_>) -> Result<BootPlan, UnknownProfile> {
+    let (name, reason) = match machine {
+        Some(m) if m.boot_profile.is_some() => (m.boot_profile.clone().unwrap_or_default(), "pinned"),
         Some(m) if m.installer.as_ref().is_some_and(|i| !i.reported) => {
-            BootPlan::Profile(m.installer.as_ref().map(|i| i.profile.clone()).unwrap_or_default())
+            (m.installer.as_ref().map(|i| i.profile.clone()).unwrap_or_default(), "installer")
         }
-        Some(m) if m.state == MachineState::Installed => BootPlan::LocalDisk,
-        _ => BootPlan::Profile(discovery_profile.to_string()),
-    }
+        Some(m) if m.state == MachineState::Installed => return Ok(BootPlan::LocalDisk),
+        _ => (ctx.discovery_profile.to_string(), "discovery"),
+    };
+    let p = ctx.profiles.get(&name).ok_or_else(|| UnknownProfile(name.clone()))?;
+    let url = |path: &str| {
+        if path.starts_with("http://") || path.starts_with("https://") {
+            path.to_string()
+        } else {
+            format!("{}/boot/files/{}", ctx.http_base, path.trim_start_matches('/'))
+        }
+    };
+    // Ubuntu's installer reads a cloud-init NoCloud seed: a directory URL.
+    let answer_url = p.answer.as_deref().map(|kind| match kind {
+        "autoinstall" => format!("{}/boot/nocloud/{mac}/", ctx.http_base),
+        kind => format!("{}/boot/answer/{kind}?mac={mac}", ctx.http_base),
+    });
+    Ok(BootPlan::Profile(ProfileBoot {
+        name,
+        reason,
+        kernel_url: url(&p.kernel),
+        initrd_url: url(&p.initrd),
+        initrd_name: p.initrd.rsplit('/').next().unwrap_or(&p.initrd).to_string(),
+        cmdline: p.cmdline.clone(),
+        answer_url,
+    }))
 }
 
 #[cfg(test)]
@@ -184,25 +237,78 @@ mod tests {
         }
     }
 
+    fn profiles() -> std::collections::BTreeMap<String, crate::config::Profile> {
+        let mut p = crate::config::Config::load(None).unwrap().boot.profiles;
+        let installer = |name: &str, answer: &str| crate::config::Profile {
+            name: name.into(),
+            kernel: "http://mirror.example/linux".into(),
+            initrd: "d-i/initrd.gz".into(),
+            cmdline: "auto url={{ answer_url }}".into(),
+            answer: Some(answer.into()),
+        };
+        p.insert("debian12".into(), installer("debian12", "preseed"));
+        p.insert("ubuntu".into(), installer("ubuntu", "autoinstall"));
+        let rescue = crate::config::Profile { name: "rescue".into(), answer: None, ..installer("rescue", "") };
+        p.insert("rescue".into(), rescue);
+        p
+    }
+
+    /// The plan's profile name and reason, or "disk".
+    fn which(m: Option<&Machine>) -> (String, &'static str) {
+        let p = profiles();
+        let ctx = PlanContext { http_base: "http://198.18.0.1:8080", discovery_profile: "discovery", profiles: &p };
+        match plan_boot(Mac([0x52, 0x54, 0, 0, 0, 1]), m, &ctx).unwrap() {
+            BootPlan::Profile(b) => (b.name, b.reason),
+            BootPlan::LocalDisk => ("disk".into(), "installed"),
+        }
+    }
+
     #[test]
     fn boot_plan_follows_state_and_pin() {
         let mut m = Machine::new(1, vec![Mac([0; 6])], 0);
-        assert_eq!(plan_boot(None, "discovery"), BootPlan::Profile("discovery".into()));
-        assert_eq!(plan_boot(Some(&m), "discovery"), BootPlan::Profile("discovery".into()));
+        assert_eq!(which(None), ("discovery".into(), "discovery"));
+        assert_eq!(which(Some(&m)), ("discovery".into(), "discovery"));
         m.state = MachineState::Installed;
-        assert_eq!(plan_boot(Some(&m), "discovery"), BootPlan::LocalDisk);
+        assert_eq!(which(Some(&m)).0, "disk");
         // A run installing from an answer file boots its installer until it reports back.
         m.state = MachineState::Installing;
         let boot =
             crate::cmdb::InstallerBoot { profile: "debian12".into(), run: 1, token: "t".into(), reported: false };
         m.installer = Some(boot.clone());
-        assert_eq!(plan_boot(Some(&m), "discovery"), BootPlan::Profile("debian12".into()));
+        assert_eq!(which(Some(&m)), ("debian12".into(), "installer"));
         // Once it reported back, the machine boots what it installed.
         m.state = MachineState::Installed;
         m.installer = Some(crate::cmdb::InstallerBoot { reported: true, ..boot });
-        assert_eq!(plan_boot(Some(&m), "discovery"), BootPlan::LocalDisk);
+        assert_eq!(which(Some(&m)).0, "disk");
         m.boot_profile = Some("rescue".into());
-        assert_eq!(plan_boot(Some(&m), "discovery"), BootPlan::Profile("rescue".into()));
+        assert_eq!(which(Some(&m)), ("rescue".into(), "pinned"));
+    }
+
+    #[test]
+    fn a_profile_plan_carries_every_url_resolved() {
+        let p = profiles();
+        let ctx = PlanContext { http_base: "http://198.18.0.1:8080", discovery_profile: "discovery", profiles: &p };
+        let mac = Mac([0x52, 0x54, 0, 0, 0, 1]);
+        let BootPlan::Profile(d) = plan_boot(mac, None, &ctx).unwrap() else { panic!("discovery") };
+        assert_eq!(d.kernel_url, "http://198.18.0.1:8080/boot/files/bootos/vmlinuz");
+        assert_eq!(
+            (d.initrd_url.as_str(), d.initrd_name.as_str()),
+            ("http://198.18.0.1:8080/boot/files/bootos/initrd.img", "initrd.img")
+        );
+        assert_eq!(d.answer_url, None);
+        let mut m = Machine::new(1, vec![mac], 0);
+        for (profile, answer) in [
+            ("debian12", "http://198.18.0.1:8080/boot/answer/preseed?mac=52:54:00:00:00:01"),
+            ("ubuntu", "http://198.18.0.1:8080/boot/nocloud/52:54:00:00:00:01/"),
+        ] {
+            m.boot_profile = Some(profile.into());
+            let BootPlan::Profile(b) = plan_boot(mac, Some(&m), &ctx).unwrap() else { panic!("{profile}") };
+            assert_eq!(b.answer_url.as_deref(), Some(answer));
+            assert_eq!(b.kernel_url, "http://mirror.example/linux", "an http:// kernel is used as it is");
+            assert_eq!(b.initrd_url, "http://198.18.0.1:8080/boot/files/d-i/initrd.gz");
+        }
+        m.boot_profile = Some("gone".into());
+        assert_eq!(plan_boot(mac, Some(&m), &ctx), Err(UnknownProfile("gone".into())));
     }
 
     #[test]

@@ -6,7 +6,6 @@ use std::path::Path;
 use minijinja::{Environment, UndefinedBehavior};
 use serde::Serialize;
 
-use crate::config::Profile;
 use crate::planner::BootPlan;
 
 const PROFILE_IPXE: &str = include_str!("../templates/ipxe/profile.ipxe");
@@ -143,41 +142,23 @@ impl Renderer {
         Ok(())
     }
 
-    /// Renders the iPXE script for `plan`.
-    pub fn ipxe(
-        &self,
-        plan: &BootPlan,
-        vars: &ScriptVars,
-        profiles: &std::collections::BTreeMap<String, Profile>,
-    ) -> Result<String, RenderError> {
+    /// The iPXE script of a plan: the profile's command line rendered with the machine's values
+    /// (and its answer-file URL), in `ipxe/profile.ipxe`; or `ipxe/localboot.ipxe`.
+    pub fn ipxe(&self, plan: &BootPlan, vars: &ScriptVars) -> Result<String, RenderError> {
         match plan {
             BootPlan::LocalDisk => Ok(self.env.get_template("ipxe/localboot.ipxe")?.render(val(vars))?),
-            BootPlan::Profile(name) => {
-                let p = profiles.get(name).ok_or_else(|| RenderError::UnknownProfile(name.clone()))?;
-                let url = |path: &str| {
-                    if path.starts_with("http://") || path.starts_with("https://") {
-                        path.to_string()
-                    } else {
-                        format!("{}/boot/files/{}", vars.http_base, path.trim_start_matches('/'))
-                    }
-                };
-                // An installer's command line points at its answer file for this machine.
-                let cmdline = match &p.answer {
-                    Some(kind) => {
-                        // Ubuntu's installer reads a cloud-init NoCloud seed: a directory URL.
-                        let answer_url = match kind.as_str() {
-                            "autoinstall" => format!("{}/boot/nocloud/{}/", vars.http_base, vars.mac),
-                            _ => format!("{}/boot/answer/{kind}?mac={}", vars.http_base, vars.mac),
-                        };
+            BootPlan::Profile(p) => {
+                let cmdline = match &p.answer_url {
+                    Some(answer_url) => {
                         self.env.render_str(&p.cmdline, minijinja::context! { answer_url, ..val(vars) })?
                     }
                     None => self.env.render_str(&p.cmdline, val(vars))?,
                 };
                 let profile = ProfileVars {
                     name: p.name.clone(),
-                    kernel_url: url(&p.kernel),
-                    initrd_url: url(&p.initrd),
-                    initrd_name: p.initrd.rsplit('/').next().unwrap_or(&p.initrd).to_string(),
+                    kernel_url: p.kernel_url.clone(),
+                    initrd_url: p.initrd_url.clone(),
+                    initrd_name: p.initrd_name.clone(),
                     cmdline,
                 };
                 let ctx = minijinja::context! { profile => val(&profile), ..val(vars) };
@@ -233,6 +214,7 @@ impl Renderer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::Profile;
 
     fn vars(uefi: bool) -> ScriptVars {
         ScriptVars {
@@ -247,15 +229,22 @@ mod tests {
         crate::config::Config::load(None).unwrap().boot.profiles
     }
 
+    /// The discovery plan for the test machine, as the planner makes it.
+    fn discovery(profiles: &std::collections::BTreeMap<String, Profile>) -> BootPlan {
+        let ctx =
+            crate::planner::PlanContext { http_base: "http://198.18.0.1", discovery_profile: "discovery", profiles };
+        crate::planner::plan_boot("52:54:00:12:34:56".parse().unwrap(), None, &ctx).unwrap()
+    }
+
     #[test]
     fn golden_scripts() {
         let r = Renderer::new(None).unwrap();
-        let d = BootPlan::Profile("discovery".into());
-        assert_eq!(r.ipxe(&d, &vars(false), &profiles()).unwrap(), include_str!("../tests/golden/bios-discovery.ipxe"));
-        assert_eq!(r.ipxe(&d, &vars(true), &profiles()).unwrap(), include_str!("../tests/golden/uefi-discovery.ipxe"));
+        let d = discovery(&profiles());
+        assert_eq!(r.ipxe(&d, &vars(false)).unwrap(), include_str!("../tests/golden/bios-discovery.ipxe"));
+        assert_eq!(r.ipxe(&d, &vars(true)).unwrap(), include_str!("../tests/golden/uefi-discovery.ipxe"));
         let l = BootPlan::LocalDisk;
-        assert_eq!(r.ipxe(&l, &vars(false), &profiles()).unwrap(), include_str!("../tests/golden/bios-localboot.ipxe"));
-        assert_eq!(r.ipxe(&l, &vars(true), &profiles()).unwrap(), include_str!("../tests/golden/uefi-localboot.ipxe"));
+        assert_eq!(r.ipxe(&l, &vars(false)).unwrap(), include_str!("../tests/golden/bios-localboot.ipxe"));
+        assert_eq!(r.ipxe(&l, &vars(true)).unwrap(), include_str!("../tests/golden/uefi-localboot.ipxe"));
     }
 
     #[test]
@@ -335,13 +324,11 @@ mod tests {
     }
 
     #[test]
-    fn strict_templates_refuse_unknown_names_and_profiles() {
+    fn strict_templates_refuse_unknown_names() {
         let r = Renderer::new(None).unwrap();
         let mut p = profiles();
         p.get_mut("discovery").unwrap().cmdline = "root={{ no_such_var }}".into();
-        let err = r.ipxe(&BootPlan::Profile("discovery".into()), &vars(false), &p).unwrap_err();
+        let err = r.ipxe(&discovery(&p), &vars(false)).unwrap_err();
         assert!(err.to_string().contains("undefined"), "{err}");
-        let err = r.ipxe(&BootPlan::Profile("nope".into()), &vars(false), &profiles()).unwrap_err();
-        assert!(matches!(err, RenderError::UnknownProfile(_)));
     }
 }

@@ -293,7 +293,16 @@ async fn ipxe(State(s): State<ApiState>, Query(q): Query<ScriptQuery>) -> Result
     let mac: Mac =
         q.mac.parse().map_err(|e: crate::mac::ParseMacError| ApiError::new(StatusCode::BAD_REQUEST, e.to_string()))?;
     let machine = s.cmdb.machine_by_mac(mac).await.ok();
-    let plan = planner::plan_boot(machine.as_ref(), &boot.discovery_profile);
+    let profiles = super::profiles::all_profiles(&s).await?;
+    let ctx = planner::PlanContext {
+        http_base: &boot.http_base,
+        discovery_profile: &boot.discovery_profile,
+        profiles: &profiles,
+    };
+    let plan = planner::plan_boot(mac, machine.as_ref(), &ctx).map_err(|e| {
+        tracing::warn!(%mac, error = %e, "cannot plan a boot");
+        ApiError::internal(e.to_string())
+    })?;
     let uefi = match q.platform.as_deref() {
         Some(p) => p == "efi",
         None => machine.as_ref().and_then(|m| m.last_arch.as_deref()).is_some_and(|a| a != "bios"),
@@ -304,13 +313,12 @@ async fn ipxe(State(s): State<ApiState>, Query(q): Query<ScriptQuery>) -> Result
         uefi,
         http_base: boot.http_base.clone(),
     };
-    let profiles = super::profiles::all_profiles(&s).await?;
-    let script = boot.renderer.ipxe(&plan, &vars, &profiles).map_err(|e| {
+    let script = boot.renderer.ipxe(&plan, &vars).map_err(|e| {
         tracing::warn!(%mac, error = %e, "cannot render boot script");
         ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string())
     })?;
     let detail = match &plan {
-        BootPlan::Profile(p) => json!({"plan": "profile", "profile": p, "uefi": uefi}),
+        BootPlan::Profile(p) => json!({"plan": "profile", "profile": p.name, "reason": p.reason, "uefi": uefi}),
         BootPlan::LocalDisk => json!({"plan": "local-disk", "uefi": uefi}),
     };
     s.cmdb.record(Sighting { mac: Some(mac), ..Default::default() }, vec![(EventKind::BootScript, detail)]);

@@ -46,18 +46,21 @@ async fn healthz_names_missing_assets_until_assets_install_provides_them() {
     std::fs::write(&cfg, config_text(lab.dir.path(), 67, "")).unwrap();
     let src = tempfile::tempdir().unwrap();
 
+    let install = || {
+        bin()
+            .args(["assets", "install", "--config"])
+            .arg(&cfg)
+            .arg("--ipxe-dir")
+            .arg(src.path().join("ipxe"))
+            .arg("--bootos")
+            .arg(src.path().join("bootos"))
+            .output()
+            .unwrap()
+    };
     // A missing source: refused, naming it and the package, and nothing is copied.
     fake_sources(src.path());
     std::fs::remove_file(src.path().join("ipxe/ipxe.efi")).unwrap();
-    let out = bin()
-        .args(["assets", "install", "--config"])
-        .arg(&cfg)
-        .arg("--ipxe-dir")
-        .arg(src.path().join("ipxe"))
-        .arg("--bootos")
-        .arg(src.path().join("bootos"))
-        .output()
-        .unwrap();
+    let out = install();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
     assert!(stderr.contains("ipxe/ipxe.efi (for ipxe.efi): install Debian's ipxe package"), "{stderr}");
@@ -66,15 +69,7 @@ async fn healthz_names_missing_assets_until_assets_install_provides_them() {
     assert_eq!(check.status.code(), Some(1), "{}", String::from_utf8_lossy(&check.stdout));
 
     fake_sources(src.path());
-    let out = bin()
-        .args(["assets", "install", "--config"])
-        .arg(&cfg)
-        .arg("--ipxe-dir")
-        .arg(src.path().join("ipxe"))
-        .arg("--bootos")
-        .arg(src.path().join("bootos"))
-        .output()
-        .unwrap();
+    let out = install();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
     assert!(stdout.contains(&format!("installed {}", boot.join("bootos/initrd.img").display())), "{stdout}");

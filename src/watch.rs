@@ -54,6 +54,15 @@ pub async fn run(c: &ApiClient, w: Watch, out: &mut impl Write) -> anyhow::Resul
             if let Some(id) = ev.id.as_deref().and_then(|i| i.parse().ok()) {
                 last = Some(id);
             }
+            match ev.event.as_deref() {
+                // Where the stream starts: resuming from here loses nothing.
+                Some("stream.start") => continue,
+                Some("reset") => {
+                    eprintln!("rackboot watch: {}", e["reason"].as_str().unwrap_or("the stream was reset"));
+                    continue;
+                }
+                _ => {}
+            }
             let machine = e["machine_id"].as_u64().unwrap_or(0);
             if let std::collections::hash_map::Entry::Vacant(v) = names.entry(machine) {
                 v.insert(name_of(c, machine).await);

@@ -124,6 +124,10 @@ async fn lists_page_by_cursor_and_filter_on_the_server() {
         }
     }
     let all = all_pages(api, "/machines", "machines", 10).await;
+    let second = api.ok(Method::GET, "/machines?limit=10", None).await.unwrap();
+    let cursor = second["next_cursor"].as_str().unwrap();
+    let second = api.ok(Method::GET, &format!("/machines?limit=10&cursor={cursor}"), None).await.unwrap();
+    assert_eq!(second["total"], 25, "total counts every page");
     let ids: BTreeSet<u64> = all.iter().map(|m| m["id"].as_u64().unwrap()).collect();
     assert_eq!((all.len(), ids.len()), (25, 25), "every machine once");
     let rack7 = all_pages(api, "/machines?tag=rack7", "machines", 2).await;
@@ -163,6 +167,10 @@ async fn the_event_stream_resumes_from_last_event_id_with_no_gap_and_no_duplicat
     let lab = Lab::start("").await;
     let api = &lab.api;
     let mut stream = api.events("/events/stream", None).await.unwrap();
+    // It opens with where it starts, so a client that drops before any event resumes from there.
+    let start = tokio::time::timeout(Duration::from_secs(10), stream.next()).await.unwrap().unwrap().unwrap();
+    assert_eq!(start.event.as_deref(), Some("stream.start"));
+    let head: u64 = start.id.unwrap().parse().unwrap();
     // A machine boots: DHCP four-way, then an operator moves it along.
     let ack = four_way(&lab, [0x52, 0x54, 0, 0xdd, 0, 1], 1).await;
     assert!(!ack.yiaddr().is_unspecified());
@@ -172,8 +180,11 @@ async fn the_event_stream_resumes_from_last_event_id_with_no_gap_and_no_duplicat
         let e: Value = serde_json::from_str(&ev.data).unwrap();
         assert_eq!(ev.id.as_deref(), Some(e["seq"].to_string().as_str()));
         assert_eq!(ev.event.as_deref(), e["kind"].as_str());
+        assert!(e["seq"].as_u64().unwrap() > head);
         got.push(e);
     }
+    // The machine's first event carries the state it was discovered in.
+    assert_eq!((got[0]["kind"].as_str(), got[0]["state"].as_str()), (Some("machine.discovered"), Some("discovered")));
     // The client goes away mid-boot; the machine goes on without it.
     drop(stream);
     let last = got.last().unwrap()["seq"].as_u64().unwrap();
@@ -207,6 +218,8 @@ async fn the_event_stream_resumes_from_last_event_id_with_no_gap_and_no_duplicat
 
     // Live again, and a state change is an event of its own.
     let mut states = api.events(&format!("/events/stream?machine={id}&kind=machine.state"), None).await.unwrap();
+    let start = tokio::time::timeout(Duration::from_secs(10), states.next()).await.unwrap().unwrap().unwrap();
+    assert_eq!(start.event.as_deref(), Some("stream.start"));
     api.ok(Method::PATCH, &format!("/machines/{id}"), Some(json!({"state": "failed"}))).await.unwrap();
     let ev = tokio::time::timeout(Duration::from_secs(10), states.next()).await.unwrap().unwrap().unwrap();
     let e: Value = serde_json::from_str(&ev.data).unwrap();
@@ -248,4 +261,31 @@ async fn rackboot_watch_prints_events_live() {
         assert!(text.contains(kind), "watch lacks {kind}:\n{text}");
     }
     assert!(text.contains("52:54:00:ee:00:01"), "{text}");
+}
+
+#[tokio::test]
+async fn a_resume_past_the_newest_event_is_reset_and_job_ids_are_never_reused() {
+    let lab = Lab::start("").await;
+    let api = &lab.api;
+    // A client that remembers an id from a CMDB that has since been recreated is told so.
+    let mut stream = api.events("/events/stream", Some(1_000_000)).await.unwrap();
+    let ev = tokio::time::timeout(Duration::from_secs(10), stream.next()).await.unwrap().unwrap().unwrap();
+    assert_eq!(ev.event.as_deref(), Some("reset"), "{ev:?}");
+    // ...and then gets what happens next.
+    api.ok(Method::POST, "/machines", Some(json!({"macs": ["52:54:00:ab:00:01"]}))).await.unwrap();
+    let ev = tokio::time::timeout(Duration::from_secs(10), stream.next()).await.unwrap().unwrap().unwrap();
+    assert_eq!(ev.event.as_deref(), Some("machine.registered"));
+
+    let job = |mac: &'static str| async move {
+        api.ok(Method::POST, "/jobs", Some(json!({"machine": mac, "action": {"kind": "reboot"}}))).await.unwrap()
+            ["jobs"][0]["id"]
+            .as_u64()
+            .unwrap()
+    };
+    let first = job("52:54:00:ab:00:01").await;
+    api.ok(Method::DELETE, "/machines/52:54:00:ab:00:01", None).await.unwrap();
+    let (s, _) = api.call(Method::GET, &format!("/jobs/{first}"), None).await.unwrap();
+    assert_eq!(s, 404, "a deleted machine's jobs go with it");
+    api.ok(Method::POST, "/machines", Some(json!({"macs": ["52:54:00:ab:00:02"]}))).await.unwrap();
+    assert!(job("52:54:00:ab:00:02").await > first, "a deleted job's id is not handed out again");
 }

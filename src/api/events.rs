@@ -76,8 +76,11 @@ async fn filter(
         Some(m) => Some(resolve(s, m).await?.id),
         None => None,
     };
-    let mut kinds = Vec::new();
+    let mut kinds: Vec<EventKind> = Vec::new();
     for name in kind.unwrap_or("").split(',').map(str::trim).filter(|k| !k.is_empty()) {
+        if kinds.len() >= EventKind::ALL.len() {
+            return Err(ApiError::field("kind", "more kinds than there are"));
+        }
         match EventKind::from_name(name) {
             EventKind::Other(_) => {
                 return Err(ApiError::field(
@@ -85,6 +88,7 @@ async fn filter(
                     format!("{name:?} is not an event kind (see the EventKind schema)"),
                 ))
             }
+            k if kinds.contains(&k) => {}
             k => kinds.push(k),
         }
     }
@@ -176,6 +180,11 @@ async fn stream(
 
 /// Sends stored events after `last_id` (if given), then live ones; falls back to the CMDB
 /// whenever the live feed overflowed. Returns when the client is gone or the feed ends.
+///
+/// A stream without `last_id` opens with a `stream.start` frame whose id is the newest event
+/// so far, so a client that loses the connection before any event of its own resumes from
+/// there. A `last_id` past the newest event (a CMDB restored or recreated since) gets a `reset`
+/// frame and goes on from the newest.
 async fn follow(
     cmdb: crate::cmdb::Cmdb,
     f: EventFilter,
@@ -183,13 +192,35 @@ async fn follow(
     mut live: tokio::sync::broadcast::Receiver<Arc<Event>>,
     tx: &tokio::sync::mpsc::Sender<SseEvent>,
 ) {
+    let Ok(head) = cmdb.event_head().await else { return };
+    let marker = |event: &str, reason: &str| {
+        SseEvent::default()
+            .id(head.to_string())
+            .event(event)
+            .data(serde_json::json!({"head": head, "reason": reason}).to_string())
+    };
     // The highest sequence sent or passed over: everything up to it is done.
     let mut upto = match last_id {
+        Some(id) if id > head => {
+            if tx
+                .send(marker("reset", "Last-Event-ID is past the newest event; going on from the newest"))
+                .await
+                .is_err()
+            {
+                return;
+            }
+            head
+        }
         Some(id) => match catch_up(&cmdb, &f, id, tx).await {
             Some(upto) => upto,
             None => return,
         },
-        None => 0,
+        None => {
+            if tx.send(marker("stream.start", "live from here")).await.is_err() {
+                return;
+            }
+            head
+        }
     };
     loop {
         match live.recv().await {

@@ -176,7 +176,8 @@ pub struct JobOutput {
 #[utoipa::path(get, path = "/jobs/{id}/output", tag = "jobs",
     params(("id" = u64, Path, description = "Job id"), OutputQuery),
     responses((status = 200, description = "The output; with follow=true an event stream of `output` events (a chunk each) and one `done` event (the job)",
-        content((JobOutput = "application/json"), (super::SseFrame = "text/event-stream")))))]
+        content((JobOutput = "application/json"), (super::SseFrame = "text/event-stream"))),
+        (status = 503, description = "Too many streams are open", body = super::Problem, content_type = "application/problem+json")))]
 async fn output(
     State(s): State<ApiState>,
     Path(id): Path<u64>,
@@ -189,6 +190,10 @@ async fn output(
         let text: String = stored.iter().filter(|c| c.attempt == job.attempt).map(|c| c.data.as_str()).collect();
         return Ok(Json(JobOutput { job, text, chunks: stored }).into_response());
     }
+    // Output streams count against the same cap as event streams.
+    let permit = s.streams.clone().try_acquire_owned().map_err(|_| {
+        ApiError::new(StatusCode::SERVICE_UNAVAILABLE, format!("{} streams are open already", super::MAX_STREAMS))
+    })?;
     // Subscribe before reading what is stored, so nothing falls in between.
     let mut rx = s.hub.subscribe(id);
     let loaded = async { Ok::<_, crate::cmdb::CmdbError>((s.hub.cmdb.job(id).await?, s.hub.cmdb.output(id).await?)) };
@@ -203,6 +208,7 @@ async fn output(
     let (tx, mut out) = tokio::sync::mpsc::channel::<Event>(64);
     let hub = s.hub.clone();
     tokio::spawn(async move {
+        let _permit = permit;
         let mut seen: std::collections::HashSet<(u32, u32)> = std::collections::HashSet::new();
         let follow = async {
             for c in stored {

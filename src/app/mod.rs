@@ -154,7 +154,10 @@ pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> anyhow::Res
 fn ensure_admin_token(data_dir: &Path) -> anyhow::Result<String> {
     let path = data_dir.join("admin.token");
     if let Ok(t) = std::fs::read_to_string(&path) {
-        return Ok(t.trim().to_string());
+        let t = t.trim().to_string();
+        // An empty token would let an empty bearer in.
+        anyhow::ensure!(t.len() >= 16, "{} holds no usable token (delete it to make a new one)", path.display());
+        return Ok(t);
     }
     let mut raw = [0u8; 24];
     getrandom::fill(&mut raw).map_err(|e| anyhow::anyhow!("no randomness for the admin token: {e}"))?;
@@ -166,7 +169,8 @@ fn ensure_admin_token(data_dir: &Path) -> anyhow::Result<String> {
         .open(&path)
         .with_context(|| format!("writing {}", path.display()))?;
     writeln!(f, "{token}")?;
-    println!("rackboot: admin token created in {} (shown once): {token}", path.display());
+    // The token itself stays in the file: stdout ends up in the journal.
+    println!("rackboot: admin token created in {} (mode 0600)", path.display());
     Ok(token)
 }
 

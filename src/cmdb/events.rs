@@ -211,6 +211,8 @@ pub(super) fn drop_events(ctx: &mut WriteCtx<'_>, machine_id: u64, upto: u64) ->
         ctx.t.events.remove((machine_id, seq))?;
         ctx.t.event_log.remove(seq)?;
     }
+    // Events this batch wrote and just dropped are not published either.
+    ctx.published.retain(|e| e.machine_id != machine_id || e.seq > upto);
     Ok(())
 }
 
@@ -311,6 +313,15 @@ impl Cmdb {
             }
             let next = page.more.then_some(page.last);
             Ok((page.out, next))
+        })
+        .await
+    }
+
+    /// The sequence number of the newest event ever committed (0 before the first).
+    pub async fn event_head(&self) -> Result<u64, CmdbError> {
+        self.read(|rtx| {
+            let meta = rtx.open_table(super::store::META)?;
+            Ok(meta.get(super::store::KEY_NEXT_EVENT)?.map_or(1, |v| v.value()).saturating_sub(1))
         })
         .await
     }

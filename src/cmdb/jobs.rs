@@ -8,7 +8,7 @@ use serde_json::json;
 
 use super::events::{push_event, EventKind};
 use super::model::Machine;
-use super::store::{decode, encode, ACTIVE_JOBS, JOBS, JOB_OUTPUT, MACHINES, MACHINE_JOBS};
+use super::store::{decode, encode, ACTIVE_JOBS, JOBS, JOB_OUTPUT, KEY_NEXT_JOB, MACHINES, MACHINE_JOBS, META};
 use super::writer::WriteCtx;
 use super::{now_ms, Cmdb, CmdbError};
 use crate::jobs::{Job, JobState, NewJob};
@@ -267,7 +267,13 @@ impl Cmdb {
 
 /// Queues one job in the caller's batch (the machine must exist).
 pub(super) fn insert_job(ctx: &mut WriteCtx<'_>, machine_id: u64, new: NewJob) -> Result<Job, CmdbError> {
-    let id = ctx.t.tx.open_table(JOBS)?.last()?.map_or(1, |(k, _)| k.value() + 1);
+    // Job ids only go up, also past jobs deleted with their machine (files written before the
+    // counter existed start after their newest job).
+    let newest = ctx.t.tx.open_table(JOBS)?.last()?.map_or(0, |(k, _)| k.value());
+    let mut meta = ctx.t.tx.open_table(META)?;
+    let id = meta.get(KEY_NEXT_JOB)?.map_or(1, |v| v.value()).max(newest + 1);
+    meta.insert(KEY_NEXT_JOB, id + 1)?;
+    drop(meta);
     let job = Job::new(id, machine_id, new, now_ms());
     ctx.put(&job)?;
     ctx.t.tx.open_table(MACHINE_JOBS)?.insert((machine_id, job.id), ())?;

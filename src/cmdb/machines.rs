@@ -142,10 +142,14 @@ impl Cmdb {
             let t = rtx.open_table(MACHINES)?;
             let limit = filter.limit.unwrap_or(1000);
             let (mut machines, mut total, mut next_after) = (Vec::new(), 0, None);
-            for row in t.range(filter.after.map_or(0, |a| a.saturating_add(1))..)? {
+            let after = filter.after.unwrap_or(0);
+            // Every record is looked at: `total` counts the matches of all pages.
+            for row in t.iter()? {
                 let m: Machine = decode(row?.1.value())?;
                 if filter.matches(&m, &leased) {
-                    if machines.len() < limit {
+                    if m.id <= after {
+                        // On an earlier page.
+                    } else if machines.len() < limit {
                         machines.push(m);
                     } else if next_after.is_none() {
                         next_after = machines.last().map(|m: &Machine| m.id);
@@ -258,7 +262,6 @@ pub(super) fn observe(
         Some(id) => ctx.get::<Machine>(id)?,
         None => {
             let id = take_id(ctx);
-            push_event(ctx, id, EventKind::MachineDiscovered, json!({"mac": mac, "arch": s.arch}))?;
             Machine::new(id, vec![mac], now)
         }
     };
@@ -279,6 +282,9 @@ pub(super) fn observe(
     if existing.is_none() || before != (m.last_arch.clone(), m.circuit_id.clone(), m.remote_id.clone(), m.last_seen_at)
     {
         put_machine(ctx, &m)?;
+    }
+    if existing.is_none() {
+        push_event(ctx, m.id, EventKind::MachineDiscovered, json!({"mac": mac, "arch": s.arch}))?;
     }
     for (kind, detail) in events {
         push_event(ctx, m.id, kind, detail)?;

@@ -50,6 +50,8 @@ pub const EVENT_LOG: TableDefinition<u64, u64> = TableDefinition::new("event_log
 pub const KEY_SCHEMA: &str = "schema_version";
 pub const KEY_NEXT_MACHINE: &str = "next_machine_id";
 pub const KEY_NEXT_EVENT: &str = "next_event_seq";
+/// The next job id: kept so a deleted machine's jobs never lend their ids to new ones.
+pub const KEY_NEXT_JOB: &str = "next_job_id";
 
 /// Serializes a record for storage.
 pub fn encode<T: Serialize>(v: &T) -> Vec<u8> {

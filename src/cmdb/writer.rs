@@ -124,13 +124,6 @@ pub fn run(
             tx.commit()?;
             Ok(())
         })();
-        if result.is_ok() {
-            // In sequence order, after the commit: a subscriber never sees an event that a
-            // read of the CMDB could not find.
-            for e in published.drain(..) {
-                let _ = events.send(Arc::new(e));
-            }
-        }
         match &result {
             Ok(()) if delta.is_empty() => {}
             Ok(()) => {
@@ -141,6 +134,13 @@ pub fn run(
                 tracing::error!(%error, jobs = completions.len(), "cmdb batch commit failed");
                 jobs.clear();
                 (next_machine_id, next_event_seq) = (ids_before, seq_before);
+            }
+        }
+        if result.is_ok() {
+            // In sequence order, after the commit and the index update: a subscriber never sees
+            // an event that a read of the CMDB (or a lookup by MAC) could not find.
+            for e in published.drain(..) {
+                let _ = events.send(Arc::new(e));
             }
         }
         for done in completions {

@@ -12,6 +12,8 @@ echo "== cargo fmt --check"; cargo fmt --all -- --check
 echo "== cargo clippy"; cargo clippy --workspace --all-targets --locked -- -D warnings
 echo "== cargo test (unit, integration, end-to-end; cargo prints each test as it finishes, VM tests take minutes)"
 cargo test --workspace --locked -- --include-ignored
-# The Debian package from the debug build the tests just made (no release build: see tools/deb.sh).
-echo "== Debian package: build and check (tools/deb.sh --dev)"
-tools/deb.sh --dev
+# The Debian package from the debug build the tests just made (no release build: see tools/deb.sh),
+# carrying the BootOS the end-to-end tests built (from bootos/build.sh's cache: seconds).
+echo "== Debian package with BootOS: build and check (tools/deb.sh --dev --bootos)"
+bootos/build.sh --kernel cloud target/deb-bootos-cloud
+tools/deb.sh --dev --bootos target/deb-bootos-cloud

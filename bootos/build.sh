@@ -33,6 +33,10 @@ export PATH="/usr/local/sbin:/usr/sbin:/sbin:$PATH"
 [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
 CACHE=${RACKBOOT_BOOTOS_CACHE:-$ROOT/target/bootos-cache}/$KERNEL
 mkdir -p "$OUT" "$CACHE"
+# One build at a time per cache: tests build BootOS from parallel threads, and a second build
+# must not wipe the downloads the first is making (it waits, then finds them cached).
+exec 9>"$CACHE/.lock"
+flock 9
 OUT=$(cd "$OUT" && pwd)
 TOOLS="busybox-static dmidecode ethtool ipmitool pciutils pci.ids mdadm fdisk e2fsprogs"
 

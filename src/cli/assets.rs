@@ -1,0 +1,74 @@
+//! `rackboot assets`: check and install the boot files a config needs.
+
+use super::*;
+
+#[derive(Subcommand)]
+pub(super) enum AssetsCmd {
+    /// List the boot assets the config needs and whether each is present; exits 1 if any is missing.
+    Check {
+        /// The config `rackboot serve` runs with. Default: the embedded one.
+        #[arg(long, short, value_name = "FILE")]
+        config: Option<PathBuf>,
+    },
+    /// Copy the iPXE binaries and a BootOS build into the config's boot directory.
+    ///
+    /// iPXE comes from Debian's ipxe package (--ipxe-dir, /usr/lib/ipxe), BootOS from a build
+    /// directory with vmlinuz and initrd.img (--bootos; the rackboot .deb installs one in
+    /// /usr/share/rackboot/bootos when it was built with BootOS; from the source tree:
+    /// bootos/build.sh --kernel generic DIR). Every source is checked first: if one is missing
+    /// nothing is copied and the message names the package or command that provides it. Each file
+    /// is written to a temporary name, synced, read back and compared (SHA-256) and then renamed
+    /// into place, so a running appliance never serves a half-written file. Files already
+    /// identical are left alone; running it again is safe.
+    #[command(after_help = "\
+Examples:
+  apt-get install ipxe
+  rackboot assets install --config /etc/rackboot/rackboot.toml
+  bootos/build.sh --kernel generic /tmp/bootos && rackboot assets install --bootos /tmp/bootos")]
+    Install {
+        /// The config `rackboot serve` runs with (its boot directory and file names). Default: the embedded one.
+        #[arg(long, short, value_name = "FILE")]
+        config: Option<PathBuf>,
+        /// A BootOS build: vmlinuz, initrd.img (and rackboot-agent, rackboot-agent.service if present).
+        #[arg(long, value_name = "DIR", default_value = rackboot::assets::BOOTOS_DIR)]
+        bootos: PathBuf,
+        /// Where the iPXE binaries are (undionly.kpxe, ipxe.efi, snponly.efi).
+        #[arg(long, value_name = "DIR", default_value = rackboot::assets::IPXE_DIR)]
+        ipxe_dir: PathBuf,
+    },
+}
+pub(super) fn assets(cmd: AssetsCmd) -> anyhow::Result<()> {
+    use rackboot::assets;
+    match cmd {
+        AssetsCmd::Check { config } => {
+            let cfg = Config::load(config.as_deref())?;
+            let needed = assets::needed(&cfg);
+            let gaps = assets::missing(&cfg.tftp.root, &needed);
+            println!("boot directory {}", cfg.tftp.root.display());
+            for a in &needed {
+                let state = if gaps.iter().any(|m| m.asset == *a) { "MISSING" } else { "ok" };
+                println!("  {state:<8}{:<24}{}", a.name, a.purpose);
+            }
+            if !gaps.is_empty() {
+                print!("{}", assets::report(&gaps));
+                std::process::exit(1);
+            }
+        }
+        AssetsCmd::Install { config, bootos, ipxe_dir } => {
+            let cfg = Config::load(config.as_deref())?;
+            let src = assets::install::Sources { ipxe_dir, bootos_dir: bootos };
+            println!("installing boot assets into {}", cfg.tftp.root.display());
+            for i in assets::install::install(&cfg, &src)? {
+                let what = if i.unchanged { "unchanged" } else { "installed" };
+                println!(
+                    "  {what:<10}{} ({} bytes, sha256 {}) from {}",
+                    i.to.display(),
+                    i.bytes,
+                    &i.sha256[..16],
+                    i.from.display()
+                );
+            }
+        }
+    }
+    Ok(())
+}

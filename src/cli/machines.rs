@@ -1,0 +1,117 @@
+//! `rackboot machines`: the CMDB's machines through the REST API.
+
+use super::*;
+
+#[derive(Subcommand)]
+pub(super) enum MachinesCmd {
+    /// List machines (optionally searched and filtered).
+    List {
+        /// Substring of hostname, MAC, serial, IP, vendor, model or tag.
+        #[arg(long, short)]
+        q: Option<String>,
+        /// Only machines in this state: discovered, ready, queued, configuring, installing,
+        /// installed, failed, ...
+        #[arg(long)]
+        state: Option<String>,
+        /// Only machines with this tag.
+        #[arg(long)]
+        tag: Option<String>,
+    },
+    /// Register a machine by MAC (one machine with several NICs: several MACs).
+    #[command(
+        after_help = "Example:\n  rackboot machines add 52:54:00:12:34:56 --hostname node01 --ip 198.18.0.50 --tag rack1"
+    )]
+    Add {
+        /// Its MAC address(es), e.g. 52:54:00:12:34:56.
+        #[arg(required = true)]
+        macs: Vec<String>,
+        /// Hostname (published in DNS as <hostname>.<dns.domain>).
+        #[arg(long)]
+        hostname: Option<String>,
+        /// Reserved IPv4 address (full DHCP mode hands it to this machine only).
+        #[arg(long)]
+        ip: Option<String>,
+        /// Serial number (tasks can select machines by it).
+        #[arg(long)]
+        serial: Option<String>,
+        /// A tag (repeatable), e.g. rack1.
+        #[arg(long = "tag")]
+        tags: Vec<String>,
+    },
+    /// Show one machine (by id or MAC) as JSON, inventory included.
+    Show {
+        /// Machine id or MAC.
+        id: String,
+    },
+    /// Delete a machine (by id or MAC).
+    Rm {
+        /// Machine id or MAC.
+        id: String,
+    },
+    /// Show a machine's timeline: DHCP, TFTP, HTTP, agent and provisioning events.
+    Events {
+        /// Machine id or MAC.
+        id: String,
+    },
+    /// Approve a machine held by agent.enroll = "approve".
+    Approve {
+        /// Machine id or MAC.
+        id: String,
+    },
+}
+pub(super) async fn machines(c: ApiClient, cmd: MachinesCmd) -> anyhow::Result<()> {
+    match cmd {
+        MachinesCmd::List { q, state, tag } => {
+            let mut query = Vec::new();
+            for (k, v) in [("q", q), ("state", state), ("tag", tag)] {
+                if let Some(v) = v {
+                    query.push(format!("{k}={}", enc(&v)));
+                }
+            }
+            let mut v = c.ok(Method::GET, &format!("/machines?{}", query.join("&")), None).await?;
+            let mut all: Vec<Value> = v["machines"].as_array().cloned().unwrap_or_default();
+            while let Some(cursor) = v["next_cursor"].as_str().map(str::to_string) {
+                v = c.ok(Method::GET, &format!("/machines?{}&cursor={cursor}", query.join("&")), None).await?;
+                all.extend(v["machines"].as_array().cloned().unwrap_or_default());
+            }
+            println!("{:<5} {:<18} {:<20} {:<16} {:<11} TAGS", "ID", "MAC", "HOSTNAME", "RESERVED_IP", "STATE");
+            for m in &all {
+                let tags: Vec<String> = m["tags"].as_array().into_iter().flatten().map(s).collect();
+                println!(
+                    "{:<5} {:<18} {:<20} {:<16} {:<11} {}",
+                    s(&m["id"]),
+                    s(&m["macs"][0]),
+                    s(&m["hostname"]),
+                    s(&m["reserved_ip"]),
+                    s(&m["state"]),
+                    tags.join(",")
+                );
+            }
+            println!("{} machine(s)", v["total"]);
+        }
+        MachinesCmd::Add { macs, hostname, ip, serial, tags } => {
+            let body = json!({"macs": macs, "hostname": hostname, "reserved_ip": ip, "serial": serial, "tags": tags});
+            let v = c.ok(Method::POST, "/machines", Some(body)).await?;
+            println!("added machine {}", v["id"]);
+        }
+        MachinesCmd::Show { id } => {
+            let v = c.ok(Method::GET, &format!("/machines/{}", enc(&id)), None).await?;
+            println!("{}", serde_json::to_string_pretty(&v)?);
+        }
+        MachinesCmd::Rm { id } => {
+            c.ok(Method::DELETE, &format!("/machines/{}", enc(&id)), None).await?;
+            println!("deleted machine {id}");
+        }
+        MachinesCmd::Approve { id } => {
+            c.ok(Method::POST, &format!("/machines/{}/approve", enc(&id)), None).await?;
+            println!("approved machine {id}");
+        }
+        MachinesCmd::Events { id } => {
+            let v = c.ok(Method::GET, &format!("/machines/{}/events", enc(&id)), None).await?;
+            for e in v["events"].as_array().into_iter().flatten() {
+                println!("{:>6} {} {:<18} {}", s(&e["seq"]), s(&e["at_ms"]), s(&e["kind"]), e["detail"]);
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,246 @@
+//! Command-line interface: `serve`, and admin subcommands that speak to the REST API.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand};
+use hyper::Method;
+use rackboot::client::ApiClient;
+use rackboot::config::Config;
+use serde_json::{json, Value};
+
+mod assets;
+mod jobs;
+mod machines;
+mod tasks;
+
+use assets::{assets, AssetsCmd};
+use jobs::{jobs, JobsCmd};
+use machines::{machines, MachinesCmd};
+use tasks::{tasks, TasksCmd};
+
+const ABOUT: &str = "Network-boot appliance: DHCP, TFTP, HTTP and DNS in one process";
+
+const LONG_ABOUT: &str = "\
+Network-boot appliance: DHCP, TFTP, HTTP and DNS in one process.
+
+`rackboot serve` runs the appliance: it answers PXE clients (proxy DHCP by default, beside your
+DHCP server), serves iPXE and BootOS, keeps every machine it hears from in its CMDB and
+provisions them. The other subcommands are its admin client: they speak to the REST API
+(--api, default http://127.0.0.1:80) with the admin token from /var/lib/rackboot/admin.token.";
+
+const EXAMPLES: &str = "\
+Getting started (as root):
+  rackboot default-config > /etc/rackboot/rackboot.toml   # every key, documented, with its default
+  rackboot assets install --config /etc/rackboot/rackboot.toml   # iPXE + BootOS into the boot dir
+  rackboot serve --config /etc/rackboot/rackboot.toml
+  curl http://127.0.0.1/healthz                            # ok, or what is missing and the fix
+  rackboot machines list
+
+`rackboot <command> --help` explains each command.";
+
+#[derive(Parser)]
+#[command(name = "rackboot", version, about = ABOUT, long_about = LONG_ABOUT, after_help = EXAMPLES)]
+pub struct Cli {
+    #[command(subcommand)]
+    cmd: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the appliance: DHCP, TFTP, HTTP (API, /boot, /healthz, /metrics), DNS, provisioning.
+    ///
+    /// With no --config it runs the embedded default (`rackboot default-config` prints it): DHCP in
+    /// proxy mode, which only answers PXE clients and never hands out an address, so it is safe to
+    /// start on any network. It needs root or CAP_NET_BIND_SERVICE, CAP_NET_RAW and CAP_NET_ADMIN
+    /// (ports 67, 69, 80 and 53, SO_BINDTODEVICE, IPv6 router advertisements). Logs go to stderr;
+    /// SIGINT or SIGTERM stop it cleanly. Boot assets missing from the boot directory are logged at
+    /// start and reported by /healthz (see `rackboot assets`).
+    #[command(after_help = "\
+Examples:
+  rackboot serve                                          # embedded default: proxy DHCP
+  rackboot serve --config /etc/rackboot/rackboot.toml
+  RUST_LOG=rackboot=debug rackboot serve -c lab.toml      # also log dropped packets")]
+    Serve {
+        /// TOML config file (every key optional; unknown keys are refused). Default: the embedded one.
+        #[arg(long, short, value_name = "FILE")]
+        config: Option<PathBuf>,
+    },
+    /// Print the embedded default configuration (every key documented, with its default).
+    #[command(after_help = "Example:\n  rackboot default-config > /etc/rackboot/rackboot.toml")]
+    DefaultConfig,
+    /// Boot assets: check or install the iPXE binaries and BootOS the config needs.
+    ///
+    /// PXE clients are handed iPXE (undionly.kpxe for BIOS, ipxe.efi or snponly.efi for UEFI) and
+    /// then the discovery profile's kernel and initrd (BootOS, by default bootos/vmlinuz and
+    /// bootos/initrd.img). All of them must be in the boot directory (tftp.root, default
+    /// <data_dir>/boot); `rackboot serve` warns about missing ones and /healthz answers 503
+    /// naming them until they are there.
+    Assets {
+        #[command(subcommand)]
+        cmd: AssetsCmd,
+    },
+    /// Machines in the CMDB: list, add, show, remove, timeline, approve.
+    Machines {
+        #[command(flatten)]
+        api: ApiArgs,
+        #[command(subcommand)]
+        cmd: MachinesCmd,
+    },
+    /// Agent jobs: run scripts or actions on machines, follow their output.
+    #[command(after_help = "\
+Examples:
+  rackboot jobs run --machine 52:54:00:12:34:56 -- uname -a
+  rackboot jobs run --tag rack1 --no-wait -- 'mdadm --examine --scan'
+  rackboot jobs action --machine node01 reboot
+  rackboot jobs output 7 --follow")]
+    Jobs {
+        #[command(flatten)]
+        api: ApiArgs,
+        #[command(subcommand)]
+        cmd: JobsCmd,
+    },
+    /// Provisioning tasks: install machines from an image or an installer, see their progress.
+    #[command(after_help = "\
+Examples:
+  rackboot tasks create --mac 52:54:00:12:34:56 --image lab.img --hostname 'node-{n:02}' \\
+      --ip-pool 198.18.0.60-198.18.0.69 --ssh-key \"$(cat ~/.ssh/id_ed25519.pub)\"
+  rackboot tasks create --next 10 --installer debian12 --hostname 'r7-{n:02}'
+  rackboot tasks show 1")]
+    Tasks {
+        #[command(flatten)]
+        api: ApiArgs,
+        #[command(subcommand)]
+        cmd: TasksCmd,
+    },
+    /// DHCP leases (address, MAC, state, expiry).
+    Leases {
+        #[command(flatten)]
+        api: ApiArgs,
+    },
+    /// Print timeline events live as they happen (DHCP, TFTP, boot, agent, jobs, provisioning,
+    /// state changes); reconnects without losing or repeating an event.
+    #[command(
+        after_help = "Examples:\n  rackboot watch --all\n  rackboot watch 52:54:00:12:34:56\n  rackboot watch --all --kind dhcp.ack,provision.step\n  rackboot watch --all --after 1200     # replay what came after event 1200, then go on live"
+    )]
+    Watch {
+        #[command(flatten)]
+        api: ApiArgs,
+        /// A machine id or MAC.
+        #[arg(required_unless_present = "all", conflicts_with = "all")]
+        machine: Option<String>,
+        /// Every machine.
+        #[arg(long)]
+        all: bool,
+        /// Only these event kinds (comma-separated, e.g. dhcp.ack,machine.state).
+        #[arg(long)]
+        kind: Option<String>,
+        /// Only events of machines in this state (e.g. installing).
+        #[arg(long)]
+        state: Option<String>,
+        /// Replay stored events after this sequence number first.
+        #[arg(long)]
+        after: Option<u64>,
+        /// Exit after this many events.
+        #[arg(long)]
+        count: Option<usize>,
+    },
+}
+
+#[derive(Args)]
+struct ApiArgs {
+    /// Base URL of the rackboot API.
+    #[arg(long, env = "RACKBOOT_API", default_value = "http://127.0.0.1:80", global = true)]
+    api: String,
+    /// Bearer token; default: read from --token-file.
+    #[arg(long, env = "RACKBOOT_TOKEN", global = true, hide_env_values = true)]
+    token: Option<String>,
+    /// File holding the admin token (`rackboot serve` writes it into its data_dir on first start).
+    #[arg(long, value_name = "FILE", default_value = "/var/lib/rackboot/admin.token", global = true)]
+    token_file: PathBuf,
+}
+
+impl ApiArgs {
+    fn client(&self) -> anyhow::Result<ApiClient> {
+        let token = match &self.token {
+            Some(t) => t.clone(),
+            None => std::fs::read_to_string(&self.token_file)
+                .with_context(|| format!("no --token given and {} is not readable", self.token_file.display()))?
+                .trim()
+                .to_string(),
+        };
+        ApiClient::new(&self.api, token)
+    }
+}
+
+/// Runs the chosen subcommand.
+pub async fn dispatch(cli: Cli) -> anyhow::Result<()> {
+    match cli.cmd {
+        Command::Serve { config } => {
+            let cfg = Config::load(config.as_deref())?;
+            init_tracing(cfg.log_json);
+            rackboot::app::run(cfg, rackboot::app::shutdown_signal()).await
+        }
+        Command::DefaultConfig => {
+            print!("{}", rackboot::config::EMBEDDED_DEFAULT);
+            Ok(())
+        }
+        Command::Assets { cmd } => assets(cmd),
+        Command::Machines { api, cmd } => machines(api.client()?, cmd).await,
+        Command::Jobs { api, cmd } => jobs(api.client()?, cmd).await,
+        Command::Tasks { api, cmd } => tasks(api.client()?, cmd).await,
+        Command::Watch { api, machine, all: _, kind, state, after, count } => {
+            let w = rackboot::watch::Watch { machine, kind, state, after, count };
+            rackboot::watch::run(&api.client()?, w, &mut std::io::stdout()).await
+        }
+        Command::Leases { api } => {
+            let v = api.client()?.ok(Method::GET, "/leases", None).await?;
+            for l in v["leases"].as_array().into_iter().flatten() {
+                println!(
+                    "{:<16} {}  {:<8} active={} expires_at={}",
+                    s(&l["ip"]),
+                    s(&l["mac"]),
+                    s(&l["state"]),
+                    l["active"],
+                    l["expires_at"]
+                );
+            }
+            Ok(())
+        }
+    }
+}
+
+fn s(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => "-".into(),
+        other => other.to_string(),
+    }
+}
+
+fn enc(s: &str) -> String {
+    s.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-._~:".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
+fn init_tracing(json: bool) {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    use std::io::IsTerminal;
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_writer(std::io::stderr);
+    if json {
+        builder.json().init();
+    } else {
+        builder.init();
+    }
+}

@@ -64,8 +64,11 @@ pub async fn run(c: &ApiClient, w: Watch, out: &mut impl Write) -> anyhow::Resul
                 _ => {}
             }
             let machine = e["machine_id"].as_u64().unwrap_or(0);
-            if let std::collections::hash_map::Entry::Vacant(v) = names.entry(machine) {
-                v.insert(name_of(c, machine).await);
+            // A machine is named (operator, provisioning run) after it is first seen.
+            let renamed =
+                matches!(e["kind"].as_str(), Some("machine.updated" | "provision.step" | "provision.installed"));
+            if renamed || !names.contains_key(&machine) {
+                names.insert(machine, name_of(c, machine).await);
             }
             writeln!(out, "{}", line(&e, &names[&machine]))?;
             out.flush()?;

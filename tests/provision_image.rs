@@ -1,45 +1,21 @@
-//! Provisioning against the whole appliance in-process, with real agents (the `rackboot-agent`
-//! library) on loopback: a task takes a machine through every step: hardware-profile script,
-//! image deploy (checked against its SHA-256) onto a file standing in for the disk, the rendered
-//! identity script (written under `<disk>.root/`, since the target is not a block device),
-//! reboot, the installed system's agent checking in with the credential the identity step left
-//! it, and a post-install script. The appliance is restarted in the middle and the run carries
-//! on from its step. A wrong checksum fails the run. No root needed.
+//! Provisioning from an image against the whole appliance in-process, with real agents (the
+//! `rackboot-agent` library) on loopback: a task takes a machine through every step:
+//! hardware-profile script, image deploy (checked against its SHA-256) onto a file standing in for
+//! the disk, the rendered identity script (written under `<disk>.root/`, since the target is not a
+//! block device), reboot, the installed system's agent checking in with the credential the
+//! identity step left it, and a post-install script. The appliance is restarted in the middle and
+//! the run carries on from its step. A wrong checksum fails the run; reinstall starts over. No root
+//! needed.
 
 mod common;
 
 use std::time::{Duration, Instant};
 
 use common::appliance::Appliance;
+use common::provision::{config, reboot_job_succeeds, run_where, sha256};
 use hyper::Method;
 use rackboot_agent::wire::AgentMode;
-use serde_json::{json, Value};
-
-fn config(post: &std::path::Path) -> String {
-    format!(
-        "[provision]\npostinstall_dir = \"{}\"\n[[provision.hardware_profiles]]\nname = \"lab\"\nscripts = [\"echo configuring $RACKBOOT_DISK\"]\n",
-        post.display()
-    )
-}
-
-/// Waits until the task's single run satisfies `pred`; returns it.
-async fn run_where(a: &Appliance, task: u64, secs: u64, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    loop {
-        let t = a.api.ok(Method::GET, &format!("/tasks/{task}"), None).await.unwrap();
-        let run = t["runs"][0].clone();
-        if pred(&run) {
-            return run;
-        }
-        assert!(Instant::now() < deadline, "run never got {what}: {run}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-fn sha256(b: &[u8]) -> String {
-    use sha2::Digest;
-    sha2::Sha256::digest(b).iter().map(|x| format!("{x:02x}")).collect()
-}
+use serde_json::json;
 
 #[tokio::test]
 async fn a_task_takes_a_machine_from_bootos_to_installed_across_a_restart() {
@@ -225,49 +201,6 @@ async fn next_n_binds_distinct_machines_concurrency_holds_and_cancel_stops_a_tas
 }
 
 #[tokio::test]
-async fn answer_files_are_rendered_per_machine_and_the_preseed_passes_debconf() {
-    let post = tempfile::tempdir().unwrap();
-    let a = Appliance::start(&config(post.path())).await;
-    a.api
-        .ok(Method::POST, "/machines", Some(json!({"macs": ["52:54:00:b0:00:09"], "hostname": "inst01"})))
-        .await
-        .unwrap();
-    let addr: std::net::SocketAddr = ([127, 0, 0, 1], a.port).into();
-    let get = |path: String| async move { common::http_get(addr, &path).await };
-    for kind in ["kickstart", "preseed", "autoinstall"] {
-        let r = get(format!("/boot/answer/{kind}?mac=52:54:00:b0:00:09&disk=/dev/sda")).await;
-        assert!(r.starts_with("HTTP/1.0 200") || r.starts_with("HTTP/1.1 200"), "{kind}: {r}");
-        assert!(r.contains("inst01"), "{kind}: {r}");
-        assert!(r.contains("sda"), "{kind}: {r}");
-    }
-    let r = get("/boot/answer/jumpstart?mac=52:54:00:b0:00:09".into()).await;
-    assert!(r.contains(" 404 "), "{r}");
-    let r = get("/boot/answer/preseed?mac=52:54:00:b0:00:99&disk=/dev/sda".into()).await;
-    assert!(r.contains(" 404 "), "{r}");
-    // No disk given and no inventory to choose one from: refused with the reason.
-    let r = get("/boot/answer/preseed?mac=52:54:00:b0:00:09".into()).await;
-    assert!(r.contains(" 409 ") && r.contains("inventory"), "{r}");
-
-    // Ubuntu's installer takes the autoinstall file as a cloud-init NoCloud seed.
-    let r = get("/boot/nocloud/52:54:00:b0:00:09/meta-data".into()).await;
-    assert!(r.contains(" 200 ") && r.contains("local-hostname: inst01\n"), "{r}");
-    let r = get("/boot/nocloud/52:54:00:b0:00:09/user-data".into()).await;
-    assert!(r.contains(" 409 ") && r.contains("inventory"), "{r}");
-    let r = get("/boot/nocloud/52:54:00:b0:00:09/passwd".into()).await;
-    assert!(r.contains(" 404 "), "{r}");
-
-    // debconf's own parser accepts the preseed (debconf is part of every Debian system).
-    let r = get("/boot/answer/preseed?mac=52:54:00:b0:00:09&disk=/dev/sda".into()).await;
-    let body = r.split_once("\r\n\r\n").unwrap().1.to_string();
-    let file = post.path().join("preseed.cfg");
-    std::fs::write(&file, body).unwrap();
-    match std::process::Command::new("debconf-set-selections").arg("--checkonly").arg(&file).output() {
-        Ok(out) => assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr)),
-        Err(_) => eprintln!("SKIPPED the debconf check: debconf-set-selections is not installed"),
-    }
-}
-
-#[tokio::test]
 async fn a_gzip_image_is_inflated_onto_the_disk() {
     use std::io::Write;
     let post = tempfile::tempdir().unwrap();
@@ -288,159 +221,6 @@ async fn a_gzip_image_is_inflated_onto_the_disk() {
     assert_eq!(std::fs::read(&disk).unwrap(), raw, "the disk holds the inflated image");
     a.api.ok(Method::POST, &format!("/tasks/{task}/cancel"), None).await.unwrap();
     agent.abort();
-}
-
-/// Waits until the job `id` (a reboot) has succeeded.
-async fn reboot_job_succeeds(a: &Appliance, id: &Value) {
-    let job = a.get(&format!("/jobs/{id}")).await;
-    assert_eq!(job["action"]["kind"], "reboot", "{job}");
-    common::eventually(|| async {
-        let j = a.api.ok(Method::GET, &format!("/jobs/{id}"), None).await?;
-        anyhow::ensure!(j["state"] == "succeeded", "reboot job {}", j["state"]);
-        Ok(())
-    })
-    .await;
-}
-
-/// Runs an identity script as an installer's late command does (`sh script ROOT`), off the
-/// test's thread: the script downloads from the appliance running on it.
-async fn run_identity(file: &std::path::Path, root: &std::path::Path) {
-    let (f, r) = (file.to_path_buf(), root.to_path_buf());
-    let out = tokio::task::spawn_blocking(move || std::process::Command::new("sh").arg(f).arg(r).output())
-        .await
-        .unwrap()
-        .unwrap();
-    assert!(out.status.success(), "{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-}
-
-/// The body of an HTTP/1.0 answer, which must be `status`.
-fn body_of(r: &str, status: u16) -> String {
-    let (head, body) = r.split_once("\r\n\r\n").unwrap_or((r, ""));
-    assert!(head.starts_with(&format!("HTTP/1.1 {status}")) || head.starts_with(&format!("HTTP/1.0 {status}")), "{r}");
-    body.to_string()
-}
-
-#[tokio::test]
-async fn an_installer_task_boots_the_installer_whose_report_back_hands_the_node_to_its_agent() {
-    let post = tempfile::tempdir().unwrap();
-    let marker = post.path().join("post.out");
-    std::fs::write(
-        post.path().join("mark.sh"),
-        format!("echo \"post-install on $RACKBOOT_HOSTNAME\" > {}\n", marker.display()),
-    )
-    .unwrap();
-    let extra = format!(
-        "{}[boot]\n[[boot.profiles]]\nname = \"discovery\"\nkernel = \"bootos/vmlinuz\"\ninitrd = \"bootos/initrd.img\"\n\
-         [[boot.profiles]]\nname = \"debian12\"\nkernel = \"d-i/linux\"\ninitrd = \"d-i/initrd.gz\"\nanswer = \"preseed\"\n\
-         cmdline = \"auto=true priority=critical url={{{{ answer_url }}}}\"\n",
-        config(post.path())
-    );
-    let mut a = Appliance::start(&extra).await;
-    // What the installed system's finishing script downloads: the agent binary.
-    let bootos = a.dir.path().join("boot/bootos");
-    std::fs::create_dir_all(&bootos).unwrap();
-    std::fs::write(bootos.join("rackboot-agent"), b"#!/bin/sh\necho agent\n").unwrap();
-    let addr: std::net::SocketAddr = ([127, 0, 0, 1], a.port).into();
-    let get = |path: String| async move { common::http_get(addr, &path).await };
-
-    // Tasks name an installer profile that exists and has an answer file, or an image; not both.
-    for (spec, want) in [
-        (json!({"select": {"next": 1}, "installer": "nope"}), 400),
-        (json!({"select": {"next": 1}, "installer": "discovery"}), 400),
-        (json!({"select": {"next": 1}}), 400),
-        (json!({"select": {"next": 1}, "installer": "debian12", "image": "x.img"}), 400),
-    ] {
-        let (status, body) = a.api.call(Method::POST, "/tasks", Some(spec.clone())).await.unwrap();
-        assert_eq!(status, want, "{spec} -> {body}");
-    }
-
-    let work = tempfile::tempdir().unwrap();
-    let mac = "52:54:00:b0:00:0b";
-    let agent = a.agent(mac, work.path());
-    let spec = json!({
-        "select": {"macs": [mac]}, "installer": "debian12", "hardware_profile": "lab", "disk": "/dev/vda",
-        "hostname_pattern": "inst-{n}", "ssh_keys": ["ssh-ed25519 AAAAC3Nza test@lab"], "post_install": ["mark.sh"]
-    });
-    let task = a.api.ok(Method::POST, "/tasks", Some(spec)).await.unwrap()["task"]["id"].as_u64().unwrap();
-
-    // Configure runs in BootOS, then the install step reboots it into the installer, which PXE
-    // now boots with this machine's answer file.
-    let run = run_where(&a, task, 30, "the installer", |r| {
-        r["step"]["step"] == "install" && r["job"].is_u64() && r["error"].is_null()
-    })
-    .await;
-    reboot_job_succeeds(&a, &run["job"]).await;
-    agent.abort();
-    // The appliance restarts while the machine is in its installer: nothing is lost.
-    a.stop().await;
-    a.boot().await;
-    let script = body_of(&get(format!("/boot/ipxe?mac={mac}")).await, 200);
-    let answer_url = format!("{}/boot/answer/preseed?mac={mac}", a.url());
-    assert!(script.contains("d-i/linux") && script.contains(&format!("url={answer_url}")), "{script}");
-    // Still installing: the run waits for the installer, however long the reboot took.
-    tokio::time::sleep(Duration::from_millis(1500)).await;
-    let t = a.api.ok(Method::GET, &format!("/tasks/{task}"), None).await.unwrap();
-    assert_eq!(
-        (t["runs"][0]["step"]["step"].as_str(), t["runs"][0]["state"].as_str()),
-        (Some("install"), Some("active"))
-    );
-
-    // The answer file names the report-back URL with the run's token.
-    let preseed = body_of(&get(answer_url.replace(&a.url(), "")).await, 200);
-    assert!(preseed.contains("d-i netcfg/get_hostname string inst-1"), "{preseed}");
-    let finish = preseed
-        .split_whitespace()
-        .find(|w| w.contains("/boot/installed?"))
-        .expect("a report-back URL in the late command")
-        .trim_matches('"')
-        .to_string();
-    assert!(finish.contains("&token="), "{finish}");
-    let path = finish.replace(&a.url(), "");
-    // Only the right token counts.
-    let (without, _) = path.split_once("&token=").unwrap();
-    body_of(&get(without.to_string()).await, 403);
-    body_of(&get(format!("{without}&token=forged")).await, 403);
-
-    // The installer's late command: fetch the script, run it against the installed root.
-    let identity = body_of(&get(path.clone()).await, 200);
-    let root = work.path().join("target");
-    std::fs::create_dir_all(root.join("etc")).unwrap();
-    let file = work.path().join("rackboot-finish.sh");
-    std::fs::write(&file, &identity).unwrap();
-    run_identity(&file, &root).await;
-    assert_eq!(std::fs::read_to_string(root.join("etc/hostname")).unwrap(), "inst-1\n");
-    assert!(std::fs::read_to_string(root.join("root/.ssh/authorized_keys")).unwrap().contains("test@lab"));
-    assert_eq!(std::fs::read(root.join("usr/local/sbin/rackboot-agent")).unwrap(), b"#!/bin/sh\necho agent\n");
-    let state = root.join("var/lib/rackboot-agent");
-    let read_session = |root: &std::path::Path| -> Value {
-        serde_json::from_slice(&std::fs::read(root.join("var/lib/rackboot-agent/session.json")).unwrap()).unwrap()
-    };
-    let first = read_session(&root);
-    assert_eq!(first["approved"], true);
-    // The machine boots its disk now.
-    assert_eq!(a.get(&format!("/machines/{mac}")).await["state"], "installed");
-    let script = body_of(&get(format!("/boot/ipxe?mac={mac}")).await, 200);
-    assert!(!script.contains("d-i/linux"), "{script}");
-    // An installer that lost the answer and asks again gets a new credential (the last wins).
-    let again = body_of(&get(path.clone()).await, 200);
-    std::fs::write(&file, &again).unwrap();
-    run_identity(&file, &root).await;
-    assert_ne!(read_session(&root)["credential"], first["credential"]);
-    // Run without the root directory, the script refuses rather than write somewhere else.
-    let out = std::process::Command::new("sh").arg(&file).output().unwrap();
-    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stdout));
-
-    // The installed system's agent renews with the credential it was handed; post-install runs.
-    let installed = a.agent_with(mac, work.path(), AgentMode::Installed, Some(&state));
-    let run = run_where(&a, task, 30, "installed", |r| r["state"] != "active").await;
-    assert_eq!(run["state"], "installed", "{run}");
-    assert_eq!(std::fs::read_to_string(&marker).unwrap(), "post-install on inst-1\n");
-    let ev = a.get(&format!("/machines/{mac}/events")).await;
-    assert!(ev["events"].as_array().unwrap().iter().any(|e| e["kind"] == "provision.installer_finished"), "{ev}");
-    // Its agent is in: the token is good no more.
-    body_of(&get(path).await, 409);
-    assert!(a.get(&format!("/machines/{mac}")).await["installer"].is_null());
-    installed.abort();
 }
 
 #[tokio::test]
@@ -492,42 +272,4 @@ async fn reinstall_reboots_an_installed_node_into_bootos_and_installs_it_again()
     let installed = a.agent_with(mac, work.path(), AgentMode::Installed, Some(&state));
     assert_eq!(run_where(&a, second, 30, "installed", |r| r["state"] != "active").await["state"], "installed");
     installed.abort();
-}
-
-#[tokio::test]
-async fn an_installer_that_never_reports_back_fails_its_run_and_the_machine_boots_bootos_again() {
-    let post = tempfile::tempdir().unwrap();
-    let extra = format!(
-        "{}[boot]\n[[boot.profiles]]\nname = \"debian12\"\nkernel = \"d-i/linux\"\ninitrd = \"d-i/initrd.gz\"\nanswer = \"preseed\"\ncmdline = \"url={{{{ answer_url }}}}\"\n",
-        config(post.path())
-    );
-    let a = Appliance::start(&extra).await;
-    let work = tempfile::tempdir().unwrap();
-    let mac = "52:54:00:b0:00:0d";
-    let agent = a.agent(mac, work.path());
-    let spec = json!({"select": {"macs": [mac]}, "installer": "debian12", "disk": "/dev/vda", "step_timeout_secs": 3});
-    let task = a.api.ok(Method::POST, "/tasks", Some(spec)).await.unwrap()["task"]["id"].as_u64().unwrap();
-    let addr: std::net::SocketAddr = ([127, 0, 0, 1], a.port).into();
-    run_where(&a, task, 30, "the installer", |r| r["step"]["step"] == "install" && r["job"].is_u64()).await;
-    common::eventually(|| async {
-        let m = a.api.ok(Method::GET, &format!("/machines/{mac}"), None).await?;
-        anyhow::ensure!(m["installer"]["profile"] == "debian12", "{m}");
-        // The token is for the machine alone: the API does not show it.
-        anyhow::ensure!(m["installer"].get("token").is_none() && !m.to_string().contains("token"), "{m}");
-        Ok(())
-    })
-    .await;
-    agent.abort();
-    let script = body_of(&common::http_get(addr, &format!("/boot/ipxe?mac={mac}")).await, 200);
-    assert!(script.contains("d-i/linux"), "{script}");
-    let run = run_where(&a, task, 30, "failed", |r| r["state"] != "active").await;
-    assert_eq!(run["state"], "failed");
-    assert!(run["error"].as_str().unwrap().contains("did not report back"), "{run}");
-    let m = a.get(&format!("/machines/{mac}")).await;
-    assert!(m["installer"].is_null() && m["state"] == "failed", "{m}");
-    let script = body_of(&common::http_get(addr, &format!("/boot/ipxe?mac={mac}")).await, 200);
-    assert!(script.contains("bootos/vmlinuz"), "a power cycle boots BootOS again:\n{script}");
-    // A late report-back finds nothing to finish.
-    let path = format!("/boot/installed?mac={mac}&token=whatever");
-    body_of(&common::http_get(addr, &path).await, 409);
 }

@@ -24,6 +24,7 @@ pub async fn serve(listener: TcpListener, core: Core, shutdown: CancellationToke
         domain: cfg.dns.domain.clone(),
         answer_repos: cfg.provision.answer_repos.clone(),
         installer_proxy: cfg.provision.installer_proxy.clone(),
+        nonce_ttl_secs: cfg.agent.nonce_ttl.as_secs(),
     };
     let state = ApiState {
         cmdb,

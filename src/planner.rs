@@ -142,6 +142,9 @@ pub struct ProfileBoot {
     pub cmdline: String,
     /// For an installer: the machine's own answer-file URL (`{{ answer_url }}`).
     pub answer_url: Option<String>,
+    /// The command line starts the rackboot agent (`rackboot.url=`): the boot gets a one-time
+    /// enrollment nonce when the script goes to the machine's own address.
+    pub agent: bool,
 }
 
 /// What the boot planner needs besides the machine.
@@ -189,6 +192,7 @@ pub fn plan_boot(mac: Mac, machine: Option<&Machine>, ctx: &PlanContext<'_>) -> 
         kernel_url: url(&p.kernel),
         initrd_url: url(&p.initrd),
         initrd_name: p.initrd.rsplit('/').next().unwrap_or(&p.initrd).to_string(),
+        agent: p.cmdline.contains("rackboot.url="),
         cmdline: p.cmdline.clone(),
         answer_url,
     }))

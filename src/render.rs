@@ -57,7 +57,7 @@ pub struct IdentityVars {
     pub appliance_url: String,
     pub ssh_keys: Vec<String>,
     /// The agent's session (JSON with its credential) to write into the installed system;
-    /// `None`: the BootOS agent running the script hands over its own (`$RACKBOOT_SESSION`).
+    /// `None`: the BootOS agent running the script hands over its own (`$RACKBOOT_SESSION_FILE`).
     pub session: Option<String>,
 }
 
@@ -69,6 +69,10 @@ pub struct ScriptVars {
     /// UEFI firmware (iPXE's EFI loader needs `initrd=<name>` on the kernel command line).
     pub uefi: bool,
     pub http_base: String,
+    /// This boot's enrollment nonce, appended to an agent profile's command line as
+    /// `rackboot.nonce=` (only for a request from the machine's own address).
+    #[serde(skip)]
+    pub boot_nonce: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -132,6 +136,7 @@ impl Renderer {
             hostname: Some("sample".into()),
             uefi: false,
             http_base: "http://198.18.0.1".into(),
+            boot_nonce: None,
         };
         if answer {
             let ctx = minijinja::context! { answer_url => "http://198.18.0.1/boot/answer/preseed", ..val(&sample) };
@@ -148,12 +153,16 @@ impl Renderer {
         match plan {
             BootPlan::LocalDisk => Ok(self.env.get_template("ipxe/localboot.ipxe")?.render(val(vars))?),
             BootPlan::Profile(p) => {
-                let cmdline = match &p.answer_url {
+                let mut cmdline = match &p.answer_url {
                     Some(answer_url) => {
                         self.env.render_str(&p.cmdline, minijinja::context! { answer_url, ..val(vars) })?
                     }
                     None => self.env.render_str(&p.cmdline, val(vars))?,
                 };
+                if let Some(nonce) = vars.boot_nonce.as_deref().filter(|_| p.agent) {
+                    cmdline.push_str(" rackboot.nonce=");
+                    cmdline.push_str(nonce);
+                }
                 let profile = ProfileVars {
                     name: p.name.clone(),
                     kernel_url: p.kernel_url.clone(),
@@ -222,6 +231,7 @@ mod tests {
             hostname: Some("node01".into()),
             uefi,
             http_base: "http://198.18.0.1".into(),
+            boot_nonce: None,
         }
     }
 
@@ -248,6 +258,21 @@ mod tests {
     }
 
     #[test]
+    fn a_boot_nonce_goes_only_onto_an_agent_profiles_command_line() {
+        let r = Renderer::new(None).unwrap();
+        let with_nonce = ScriptVars { boot_nonce: Some("00ff".into()), ..vars(false) };
+        let d = discovery(&profiles());
+        let script = r.ipxe(&d, &with_nonce).unwrap();
+        let kernel = script.lines().find(|l| l.starts_with("kernel ")).unwrap();
+        assert!(kernel.ends_with(" rackboot.mac=52:54:00:12:34:56 rackboot.nonce=00ff"), "{kernel}");
+        let BootPlan::Profile(mut other) = d else { panic!() };
+        other.agent = false;
+        let script = r.ipxe(&BootPlan::Profile(other), &with_nonce).unwrap();
+        assert!(!script.contains("nonce"), "{script}");
+        assert!(!r.ipxe(&BootPlan::LocalDisk, &with_nonce).unwrap().contains("nonce"));
+    }
+
+    #[test]
     fn golden_identity_script() {
         let r = Renderer::new(None).unwrap();
         let v = IdentityVars {
@@ -270,7 +295,7 @@ mod tests {
         let session = r#"{"machine_id":7,"credential":"7.abc$x`y`"}"#;
         let with = r.identity(&IdentityVars { session: Some(session.into()), ..v.clone() }).unwrap();
         assert!(with.contains(&format!("<<'SESSION'\n{session}\nSESSION\n")), "{with}");
-        assert!(!with.contains("RACKBOOT_SESSION"));
+        assert!(!with.contains("RACKBOOT_SESSION_FILE"));
         let end = IdentityVars { session: Some("x\nSESSION\nreboot".into()), ..v };
         assert!(matches!(r.identity(&end), Err(RenderError::Unsafe(_))));
     }

@@ -57,6 +57,20 @@ async fn agent_enrolls_inventories_and_runs_jobs_by_long_poll() {
         a.submit(json!({"machine": id.to_string(), "action": script("uname -s")})).await[0]["id"].as_u64().unwrap();
     a.job_in(ok, "succeeded", 10).await;
     assert!(a.get(&format!("/jobs/{ok}/output")).await["text"].as_str().unwrap().contains("Linux"));
+    // A script gets its session as a file (for the identity step), never in its environment.
+    let env = a
+        .submit(json!({"machine": id.to_string(), "action": script("env; echo; wc -c < \"$RACKBOOT_SESSION_FILE\"")}))
+        .await[0]["id"]
+        .as_u64()
+        .unwrap();
+    a.job_in(env, "succeeded", 10).await;
+    let text = a.get(&format!("/jobs/{env}/output")).await["text"].as_str().unwrap().to_string();
+    assert!(text.contains("RACKBOOT_SESSION_FILE="), "{text}");
+    assert!(
+        !text.contains("credential") && !text.contains("RACKBOOT_SESSION="),
+        "no credential in the environment: {text}"
+    );
+    assert!(!work.path().join("session.json").exists(), "the session file goes when the job ends");
     let inv = a.submit(json!({"machine": id.to_string(), "action": {"kind": "refresh_inventory"}})).await[0]["id"]
         .as_u64()
         .unwrap();
@@ -76,7 +90,7 @@ async fn agent_enrolls_inventories_and_runs_jobs_by_long_poll() {
         assert!(kinds.contains(&k), "{k} missing from {kinds:?}");
     }
     let listed = a.get(&format!("/jobs?machine={id}&state=succeeded")).await;
-    assert_eq!(listed["jobs"].as_array().unwrap().len(), 2);
+    assert_eq!(listed["jobs"].as_array().unwrap().len(), 3);
     agent.abort();
 }
 
@@ -91,16 +105,17 @@ async fn forged_missing_and_superseded_credentials_are_refused() {
             c.call::<()>(Method::GET, "/agent/v1/jobs/next?wait=0", None, Duration::from_secs(5)).await.unwrap().status
         }
     };
-    let enroll = || {
+    let enroll_as = |nonce: Option<String>, status: u16| {
         let url = a.url();
         async move {
             let mut c = rackboot_agent::client::Client::new(&url).unwrap();
-            let req = json!({"macs": ["52:54:00:a0:00:02"], "boot_mac": "52:54:00:a0:00:02"});
+            let req = json!({"macs": ["52:54:00:a0:00:02"], "boot_mac": "52:54:00:a0:00:02", "nonce": nonce});
             let r = c.call(Method::POST, "/agent/v1/enroll", Some(&req), Duration::from_secs(5)).await.unwrap();
-            assert_eq!(r.status, 200);
+            assert_eq!(r.status, status, "{}", r.error_text());
             r.json::<Value>().unwrap()
         }
     };
+    let enroll = || async { enroll_as(Some(a.boot_nonce("52:54:00:a0:00:02").await), 200).await };
     let first = enroll().await;
     let cred = first["credential"].as_str().unwrap().to_string();
     assert_eq!(http(Some(cred.clone())).await, 204);
@@ -113,10 +128,20 @@ async fn forged_missing_and_superseded_credentials_are_refused() {
         "another machine's id"
     );
     assert_eq!(http(Some("garbage".into())).await, 401);
-    let second = enroll().await;
+    let nonce = a.boot_nonce("52:54:00:a0:00:02").await;
+    let second = enroll_as(Some(nonce.clone()), 200).await;
     assert_eq!(second["machine_id"], first["machine_id"], "the same machine, matched by MAC");
-    assert_eq!(http(Some(cred)).await, 401, "an older credential is superseded by the new enrollment");
-    assert_eq!(http(Some(second["credential"].as_str().unwrap().into())).await, 204);
+    assert_eq!(http(Some(cred)).await, 401, "an older credential is superseded by the new boot's enrollment");
+    let current = second["credential"].as_str().unwrap().to_string();
+    assert_eq!(http(Some(current.clone())).await, 204);
+    // A neighbour with the MAC but not a boot of it: refused, and the genuine agent keeps working.
+    let refused = enroll_as(None, 409).await;
+    assert_eq!(refused["status"], 409, "{refused}");
+    enroll_as(Some(nonce), 409).await;
+    assert_eq!(http(Some(current)).await, 204, "the live credential is untouched");
+    let events = a.get("/machines/52:54:00:a0:00:02/events").await;
+    let conflicts = events["events"].as_array().unwrap().iter().filter(|e| e["kind"] == "agent.enroll_conflict");
+    assert_eq!(conflicts.map(|e| e["detail"]["from"].clone()).collect::<Vec<_>>(), vec![json!("127.0.0.1"); 2]);
     // A malformed enrollment is refused with the reason.
     let mut c = rackboot_agent::client::Client::new(&a.url()).unwrap();
     let r = c
@@ -150,7 +175,8 @@ async fn a_silent_agent_loses_its_job_to_redelivery_and_cancel_stops_a_running_o
     let a = Appliance::start("").await;
     // A fake agent claims a job and then goes silent (a node that crashed mid-job).
     let mut c = rackboot_agent::client::Client::new(&a.url()).unwrap();
-    let req = json!({"macs": ["52:54:00:a0:00:04"], "boot_mac": "52:54:00:a0:00:04"});
+    let nonce = a.boot_nonce("52:54:00:a0:00:04").await;
+    let req = json!({"macs": ["52:54:00:a0:00:04"], "boot_mac": "52:54:00:a0:00:04", "nonce": nonce});
     let r = c.call(Method::POST, "/agent/v1/enroll", Some(&req), Duration::from_secs(5)).await.unwrap();
     c.credential = Some(r.json::<Value>().unwrap()["credential"].as_str().unwrap().into());
     let job = a.submit(json!({"machine": "52:54:00:a0:00:04", "action": script("echo second try")})).await[0]["id"]

@@ -17,7 +17,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::{ApiError, ApiState};
-use crate::cmdb::Admission;
+use crate::cmdb::{Admission, EnrollOutcome};
 use crate::controller::{AuthError, Hub, JobEvent};
 
 /// Largest output chunk accepted; agents send at most 16 KiB at a time.
@@ -52,9 +52,13 @@ async fn machine(s: &ApiState, headers: &HeaderMap) -> Result<u64, ApiError> {
     })
 }
 
-/// Enrollment. Accepted at once when policy allows it for the caller's address, or when the
-/// caller proves it holds the machine's current credential (an installed node re-enrolling);
-/// otherwise it waits for the operator without disturbing an approved credential.
+/// Longest boot nonce read (rackboot issues 32 hex digits).
+const MAX_NONCE: usize = 128;
+
+/// Enrollment. A BootOS agent proves its boot with the boot nonce (accepted at once when policy
+/// allows it for the caller's address); an installed node with the machine's current
+/// credential. Without either, a machine whose agent holds a live credential is not touched
+/// (409, recorded as `agent.enroll_conflict`) and a new one waits for the operator.
 async fn enroll(
     State(s): State<ApiState>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
@@ -67,9 +71,22 @@ async fn enroll(
         headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
     // The presented credential is checked against the stored one inside the enrollment's own
     // transaction, not here: one superseded in between must not admit the enrollment.
-    let admission = Admission { auto, presented: Hub::presented(bearer) };
+    let nonce = match req.nonce.as_deref() {
+        Some(n) if n.len() > MAX_NONCE => {
+            return Err(ApiError::field("nonce", format!("nonce longer than {MAX_NONCE} characters")))
+        }
+        n => n.map(crate::cmdb::nonce_hash),
+    };
+    let admission = Admission { auto, presented: Hub::presented(bearer), nonce };
     let (secret, hash) = Hub::new_secret().map_err(|e| ApiError::internal(e.to_string()))?;
-    let enrolled = s.hub.cmdb.enroll_agent(req, hash, admission, Some(peer.ip())).await?;
+    let enrolled = match s.hub.cmdb.enroll_agent(req, hash, admission, Some(peer.ip())).await? {
+        EnrollOutcome::Enrolled(e) => e,
+        EnrollOutcome::Conflict { machine_id, reason } => {
+            tracing::warn!(machine = machine_id, from = %peer.ip(), reason, "enrollment refused: the machine's agent holds a live credential");
+            return Err(ApiError::conflict(format!("machine {machine_id} has an enrolled agent and this enrollment proves neither its credential nor a boot rackboot served ({reason}); boot the machine again to re-enroll it"
+            )));
+        }
+    };
     s.hub.forget(enrolled.machine_id);
     let cfg = &s.hub.cfg;
     Ok(Json(EnrollResponse {

@@ -39,6 +39,8 @@ pub struct BootState {
     pub answer_repos: BTreeMap<String, String>,
     /// HTTP proxy for installers (empty: none).
     pub installer_proxy: String,
+    /// How long a boot's enrollment nonce stays valid.
+    pub nonce_ttl_secs: u64,
 }
 
 pub fn routes(state: &ApiState) -> Router<ApiState> {
@@ -136,12 +138,9 @@ async fn nocloud(
 }
 
 /// Whether the request comes from the machine itself, as far as rackboot can tell (see
-/// [`crate::cmdb::Cmdb::speaks_for`]): only then does it see or use the installer token.
-fn from_machine(s: &ApiState, peer: SocketAddr, m: &crate::cmdb::Machine) -> bool {
-    match peer.ip() {
-        std::net::IpAddr::V4(ip) => s.cmdb.speaks_for(ip, m),
-        std::net::IpAddr::V6(ip) => ip.to_ipv4_mapped().is_some_and(|ip| s.cmdb.speaks_for(ip, m)),
-    }
+/// [`crate::cmdb::Cmdb::is_address_of`]): only then does it see or use the installer token.
+async fn from_machine(s: &ApiState, peer: SocketAddr, it: &Installing) -> bool {
+    s.cmdb.is_address_of(peer.ip(), it.mac, Some(&it.machine)).await
 }
 
 /// Renders answer file `kind` for the machine with `mac` (see [`answer`]). The report-back
@@ -176,7 +175,7 @@ async fn render_answer(
         None => (rest.to_string(), "/".to_string()),
     };
     let finish_url = match &it.machine.installer {
-        Some(b) if from_machine(s, peer, &it.machine) => {
+        Some(b) if from_machine(s, peer, &it).await => {
             format!("{}/boot/installed?mac={}&token={}", boot.http_base, it.mac, b.token)
         }
         _ => format!("{}/boot/installed?mac={}", boot.http_base, it.mac),
@@ -227,7 +226,7 @@ async fn installed(
     let boot = s.boot.as_ref().ok_or_else(|| ApiError::new(StatusCode::NOT_FOUND, "no boot service"))?;
     let it = Installing::load(&s, &q.mac).await?;
     let id = it.machine.id;
-    if q.token.is_some() && !from_machine(&s, peer, &it.machine) {
+    if q.token.is_some() && !from_machine(&s, peer, &it).await {
         return Err(ApiError::new(StatusCode::FORBIDDEN, format!("{} is not this machine's address", peer.ip())));
     }
     // With the token: a fresh agent credential goes into the script. The script is rendered
@@ -288,7 +287,14 @@ struct ScriptQuery {
     platform: Option<String>,
 }
 
-async fn ipxe(State(s): State<ApiState>, Query(q): Query<ScriptQuery>) -> Result<Response, ApiError> {
+/// `GET /boot/ipxe?mac=`: the machine's iPXE script from the planner's decision. A boot of an
+/// agent profile (BootOS) carries a fresh one-time enrollment nonce, but only when the request
+/// comes from the machine's own address (see [`crate::cmdb::Cmdb::is_address_of`]).
+async fn ipxe(
+    State(s): State<ApiState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    Query(q): Query<ScriptQuery>,
+) -> Result<Response, ApiError> {
     let boot = s.boot.as_ref().ok_or_else(|| ApiError::new(StatusCode::NOT_FOUND, "boot endpoints are off"))?;
     let mac: Mac =
         q.mac.parse().map_err(|e: crate::mac::ParseMacError| ApiError::new(StatusCode::BAD_REQUEST, e.to_string()))?;
@@ -307,18 +313,27 @@ async fn ipxe(State(s): State<ApiState>, Query(q): Query<ScriptQuery>) -> Result
         Some(p) => p == "efi",
         None => machine.as_ref().and_then(|m| m.last_arch.as_deref()).is_some_and(|a| a != "bios"),
     };
+    let boot_nonce = match &plan {
+        BootPlan::Profile(p) if p.agent && s.cmdb.is_address_of(peer.ip(), mac, machine.as_ref()).await => {
+            Some(s.cmdb.issue_boot_nonce(mac, peer.ip().to_string(), boot.nonce_ttl_secs).await?)
+        }
+        _ => None,
+    };
     let vars = ScriptVars {
         mac: mac.to_string(),
         hostname: machine.as_ref().and_then(|m| m.hostname.clone()),
         uefi,
         http_base: boot.http_base.clone(),
+        boot_nonce,
     };
     let script = boot.renderer.ipxe(&plan, &vars).map_err(|e| {
         tracing::warn!(%mac, error = %e, "cannot render boot script");
         ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string())
     })?;
     let detail = match &plan {
-        BootPlan::Profile(p) => json!({"plan": "profile", "profile": p.name, "reason": p.reason, "uefi": uefi}),
+        BootPlan::Profile(p) => {
+            json!({"plan": "profile", "profile": p.name, "reason": p.reason, "uefi": uefi, "nonce": vars.boot_nonce.is_some(), "from": peer.ip().to_string()})
+        }
         BootPlan::LocalDisk => json!({"plan": "local-disk", "uefi": uefi}),
     };
     s.cmdb.record(Sighting { mac: Some(mac), ..Default::default() }, vec![(EventKind::BootScript, detail)]);

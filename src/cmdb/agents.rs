@@ -10,6 +10,7 @@ use serde_json::json;
 use super::events::{push_event, EventKind};
 use super::machines::take_id;
 use super::model::{AgentRecord, Machine, MachineState};
+use super::nonces::{self, NonceCheck};
 use super::{now_secs, Cmdb, CmdbError};
 use crate::mac::Mac;
 
@@ -21,16 +22,33 @@ pub struct Enrolled {
     pub created: bool,
 }
 
-/// What may let an enrollment in without the operator. Both are judged inside the
-/// enrollment's own transaction, against the machine the enrollment matches.
+/// An enrollment's outcome: enrolled (approved or waiting for the operator), or refused because
+/// the machine's agent holds a live credential and the caller proved neither that boot nor
+/// that credential.
+#[derive(Debug, Clone)]
+pub enum EnrollOutcome {
+    Enrolled(Enrolled),
+    /// Nothing was written but an `agent.enroll_conflict` event on the machine.
+    Conflict {
+        machine_id: u64,
+        reason: &'static str,
+    },
+}
+
+/// What may let an enrollment in. Everything is judged inside the enrollment's own
+/// transaction, against the machine the enrollment matches.
 #[derive(Debug, Clone, Default)]
 pub struct Admission {
-    /// Policy accepts the caller (automatic enrollment from an allowed network).
+    /// Policy accepts a proven boot without the operator (`enroll = "auto"` and the caller on
+    /// a provisioning network).
     pub auto: bool,
     /// The credential the caller presented: (machine id, hex SHA-256 of its secret). It admits
     /// the enrollment only if it is, at the moment of the write, that machine's current and
     /// approved credential (an installed node renewing), not one superseded since it was sent.
     pub presented: Option<(u64, String)>,
+    /// Hex SHA-256 of the boot nonce presented (`rackboot.nonce=` of the boot being enrolled):
+    /// proof that the caller is the boot rackboot served to the boot MAC's address.
+    pub nonce: Option<String>,
 }
 
 /// MACs one enrollment may carry (a big server has a dozen NICs).
@@ -39,17 +57,21 @@ const MAX_ENROLL_MACS: usize = 64;
 impl Cmdb {
     /// Matches the enrolling node to a machine (boot MAC first, then any of its MACs; a new
     /// machine when none is known), records any MACs the machine did not have yet, and stores
-    /// the new credential's hash. When `admission` accepts it, it becomes the machine's
-    /// credential at once. Otherwise a machine with an approved credential keeps it and the new
-    /// one waits for the operator; a machine without one gets the new credential, unapproved.
-    /// The match, the admission check and the writes are one transaction.
+    /// the new credential's hash.
+    ///
+    /// A valid boot nonce (used up here) or the machine's current credential proves the caller;
+    /// with `admission.auto` a proven boot's credential replaces the machine's at once. A machine
+    /// whose agent holds an approved credential is never taken over without proof: the call is
+    /// refused and recorded (`agent.enroll_conflict`). Otherwise the new credential waits for
+    /// the operator (beside the approved one, or alone). The match, the checks and the writes are
+    /// one transaction.
     pub async fn enroll_agent(
         &self,
         req: EnrollRequest,
         secret_sha256: String,
         admission: Admission,
         from: Option<IpAddr>,
-    ) -> Result<Enrolled, CmdbError> {
+    ) -> Result<EnrollOutcome, CmdbError> {
         let (boot_mac, macs) = enroll_macs(&req)?;
         self.write(move |ctx| {
             // Everything is read (and decoded) before anything is written.
@@ -79,7 +101,17 @@ impl Cmdb {
                 }
                 _ => false,
             };
-            let accepted = admission.auto || holds_current;
+            let all_macs: Vec<Mac> = boot_mac.iter().chain(macs.iter()).copied().collect();
+            let nonce = nonces::take(ctx, &all_macs, admission.nonce.as_deref())?;
+            let live = old.as_ref().is_some_and(|r| r.approved);
+            let from_text = from.map(|ip| ip.to_string());
+            if live && !holds_current && nonce != NonceCheck::Valid {
+                let reason = nonce.reason();
+                let detail = json!({"from": from_text, "reason": reason, "boot_mac": boot_mac, "macs": req.macs.len()});
+                push_event(ctx, m.id, EventKind::AgentEnrollConflict, detail)?;
+                return Ok(EnrollOutcome::Conflict { machine_id: m.id, reason });
+            }
+            let accepted = holds_current || (admission.auto && nonce == NonceCheck::Valid);
 
             let now = now_secs();
             let created = found.is_none();
@@ -98,13 +130,14 @@ impl Cmdb {
                 mode: req.mode,
                 approved: accepted,
                 enrolled_at: now,
-                enrolled_from: from.map(|ip| ip.to_string()),
+                enrolled_from: from_text.clone(),
                 boot_mac,
                 system_uuid: req.system_uuid.clone(),
                 version: req.version.clone(),
                 stats: None,
                 stats_at: None,
             };
+            // A proven boot under manual approval: the new credential waits beside the live one.
             let rec = match old {
                 Some(old) if !accepted && old.approved => AgentRecord { pending_sha256: Some(secret_sha256), ..old },
                 _ => fresh,
@@ -113,9 +146,9 @@ impl Cmdb {
             if created {
                 push_event(ctx, m.id, EventKind::MachineDiscovered, json!({"by": "agent", "macs": m.macs}))?;
             }
-            let detail = json!({"mode": req.mode, "boot_mac": boot_mac, "approved": accepted, "from": from.map(|ip| ip.to_string()), "version": req.version});
+            let detail = json!({"mode": req.mode, "boot_mac": boot_mac, "approved": accepted, "nonce": nonce.label(), "from": from_text, "version": req.version});
             push_event(ctx, m.id, EventKind::AgentEnrolled, detail)?;
-            Ok(Enrolled { machine_id: m.id, approved: accepted, created })
+            Ok(EnrollOutcome::Enrolled(Enrolled { machine_id: m.id, approved: accepted, created }))
         })
         .await
     }

@@ -85,6 +85,10 @@ event_kinds! {
     BootAnswer = "boot.answer", fields: "kind";
     /// The machine's agent enrolled.
     AgentEnrolled = "agent.enrolled", fields: "approved, agent_version, boot, addr";
+    /// An enrollment was refused: the machine's agent holds a live credential and the caller
+    /// presented neither it nor this boot's nonce (a neighbour trying to take the machine over,
+    /// or a node that lost its credential: boot it again).
+    AgentEnrollConflict = "agent.enroll_conflict", fields: "from, reason, boot_mac";
     /// An operator approved the machine's agent.
     AgentApproved = "agent.approved", fields: "(none)";
     /// The agent uploaded the hardware inventory.

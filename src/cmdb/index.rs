@@ -103,9 +103,9 @@ impl Index {
         self.by_hostname.get(&h.to_ascii_lowercase()).copied()
     }
 
-    /// Whether `mac` holds a lease that has not expired at `now`.
-    pub fn has_lease(&self, mac: Mac, now: u64) -> bool {
-        self.leased.values().any(|l| l.mac == mac && l.expires_at > now)
+    /// The MAC holding an unexpired lease on `ip` at `now`.
+    pub fn active_lease_to(&self, ip: Ipv4Addr, now: u64) -> Option<Mac> {
+        self.leased.get(&ip).filter(|l| l.expires_at > now).map(|l| l.mac)
     }
 
     /// The MAC holding a lease on `ip` (TFTP and HTTP know clients only by address).

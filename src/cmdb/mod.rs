@@ -10,9 +10,11 @@ mod index;
 mod jobs;
 mod machines;
 pub mod model;
+mod nonces;
 mod profiles;
 mod provision;
 mod store;
+mod whereabouts;
 mod writer;
 
 use std::net::Ipv4Addr;
@@ -22,7 +24,7 @@ use std::sync::{mpsc, Arc, RwLock};
 use redb::{Database, ReadableDatabase};
 use tokio::sync::oneshot;
 
-pub use agents::{Admission, Enrolled};
+pub use agents::{Admission, EnrollOutcome, Enrolled};
 pub use events::{EventFilter, EventKind, EVENTS_KEPT_PER_MACHINE};
 pub use index::{Brief, DnsHosts};
 pub use jobs::{JobFilter, StoredChunk};
@@ -31,7 +33,9 @@ pub use model::{
     AgentRecord, AgentView, Event, InstallerBoot, Lease, LeaseState, Machine, MachinePatch, MachineState, NewMachine,
     Sighting, StoredProfile,
 };
+pub use nonces::{nonce_hash, NonceCheck};
 pub use provision::{MachineUpdate, NewRun};
+pub use whereabouts::peer_v4;
 use writer::{Completion, Job, WriteCtx};
 
 /// Committed events a slow stream subscriber may fall behind by before it must re-read them
@@ -67,6 +71,8 @@ struct Inner {
     /// Committed events, for the event stream.
     events: tokio::sync::broadcast::Sender<Arc<Event>>,
     writer: Option<std::thread::JoinHandle<()>>,
+    /// Addresses seen in DHCP requests another server answers (see `whereabouts`).
+    seen: std::sync::Mutex<whereabouts::Seen>,
 }
 
 use index::Index;
@@ -113,7 +119,17 @@ impl Cmdb {
                 .spawn(move || writer::run(db, index, changed_tx, events, rx, commit_batch.max(1)))
                 .map_err(|e| CmdbError::Storage(format!("spawning writer: {e}")))?
         };
-        Ok(Cmdb { inner: Arc::new(Inner { db, index, tx: Some(tx), changed, events, writer: Some(writer) }) })
+        Ok(Cmdb {
+            inner: Arc::new(Inner {
+                db,
+                index,
+                tx: Some(tx),
+                changed,
+                events,
+                writer: Some(writer),
+                seen: Default::default(),
+            }),
+        })
     }
 
     /// Queues a write and waits until the batch holding it has committed.
@@ -229,20 +245,6 @@ impl Cmdb {
             machines::put_lease(ctx, &lease)
         })
         .await
-    }
-
-    /// Whether a request from `ip` may speak for machine `m`: the address is the machine's
-    /// (its reservation or a lease of one of its MACs), or rackboot knows no address of it at
-    /// all (proxy DHCP: the leases are another server's). An address rackboot gave to someone
-    /// else, or any other address while the machine has one, may not.
-    pub fn speaks_for(&self, ip: Ipv4Addr, m: &Machine) -> bool {
-        let index = self.inner.index.read().expect("index lock");
-        let owner =
-            index.reserved_owner(ip).or_else(|| index.leased_to(ip).and_then(|mac| index.by_mac(mac)).map(|b| b.id));
-        match owner {
-            Some(id) => id == m.id,
-            None => m.reserved_ip.is_none() && !m.macs.iter().any(|mac| index.has_lease(*mac, now_secs())),
-        }
     }
 
     /// Records an event for whichever machine holds a lease on `ip`; returns whether one did.

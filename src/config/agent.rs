@@ -16,6 +16,7 @@ pub struct WireAgent {
     pub stats_secs: u64,
     pub job_timeout_secs: u64,
     pub max_attempts: u32,
+    pub nonce_ttl_secs: u64,
 }
 
 impl Default for WireAgent {
@@ -28,6 +29,7 @@ impl Default for WireAgent {
             stats_secs: 30,
             job_timeout_secs: 3600,
             max_attempts: 3,
+            nonce_ttl_secs: 1800,
         }
     }
 }
@@ -35,9 +37,11 @@ impl Default for WireAgent {
 /// Who may enroll an agent without an operator's approval.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EnrollPolicy {
-    /// Agents calling from the provisioning networks are accepted at once; others wait for approval.
+    /// A BootOS agent presenting its boot's nonce from a provisioning network is accepted at
+    /// once; every other new enrollment waits for approval.
     Auto,
-    /// Every new machine waits for `POST /api/v1/machines/{id}/approve`.
+    /// `manual` (or `approve`): every new enrollment waits for
+    /// `POST /api/v1/machines/{id}/approve`.
     Approve,
 }
 
@@ -58,17 +62,28 @@ pub struct AgentConfig {
     pub job_timeout_secs: u64,
     /// Default deliveries per job before it fails.
     pub max_attempts: u32,
+    /// How long a boot's enrollment nonce stays valid after its iPXE script was served.
+    pub nonce_ttl: Duration,
 }
 
 impl TryFrom<WireAgent> for AgentConfig {
     type Error = anyhow::Error;
 
     fn try_from(w: WireAgent) -> anyhow::Result<Self> {
-        let WireAgent { enroll, networks, poll_secs, lease_secs, stats_secs, job_timeout_secs, max_attempts } = w;
+        let WireAgent {
+            enroll,
+            networks,
+            poll_secs,
+            lease_secs,
+            stats_secs,
+            job_timeout_secs,
+            max_attempts,
+            nonce_ttl_secs,
+        } = w;
         let enroll = match enroll.as_str() {
             "auto" => EnrollPolicy::Auto,
-            "approve" => EnrollPolicy::Approve,
-            other => anyhow::bail!("agent.enroll must be \"auto\" or \"approve\", not {other:?}"),
+            "manual" | "approve" => EnrollPolicy::Approve,
+            other => anyhow::bail!("agent.enroll must be \"auto\" or \"manual\", not {other:?}"),
         };
         let networks = parse_nets("agent.networks", &networks)?;
         anyhow::ensure!((1..=300).contains(&poll_secs), "agent.poll_secs must be 1..=300");
@@ -76,6 +91,7 @@ impl TryFrom<WireAgent> for AgentConfig {
         anyhow::ensure!(stats_secs >= 1, "agent.stats_secs must be at least 1");
         anyhow::ensure!(job_timeout_secs >= 1, "agent.job_timeout_secs must be at least 1");
         anyhow::ensure!((1..=100).contains(&max_attempts), "agent.max_attempts must be 1..=100");
+        anyhow::ensure!((1..=86_400).contains(&nonce_ttl_secs), "agent.nonce_ttl_secs must be 1..=86400");
         Ok(AgentConfig {
             enroll,
             networks,
@@ -84,6 +100,7 @@ impl TryFrom<WireAgent> for AgentConfig {
             stats: Duration::from_secs(stats_secs),
             job_timeout_secs,
             max_attempts,
+            nonce_ttl: Duration::from_secs(nonce_ttl_secs),
         })
     }
 }

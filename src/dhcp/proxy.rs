@@ -25,9 +25,17 @@ fn pxe_reply(svc: &DhcpService, req: &Request, kind: MessageType) -> Option<dhcp
     Some(m)
 }
 
-/// Port 67 in proxy mode: answer a PXE DISCOVER with a boot-only offer; ignore everything else,
-/// which belongs to the real DHCP server.
+/// Port 67 in proxy mode: answer a PXE DISCOVER with a boot-only offer. A REQUEST (to the real
+/// DHCP server) tells where the client will be: boot nonces and installer tokens go only there.
+/// Everything else belongs to the real server.
 pub async fn handle_offer(svc: &DhcpService, socket: &UdpSocket, req: Request) {
+    if req.kind == MessageType::Request {
+        let asked = req.requested_ip.or(Some(req.msg.ciaddr()).filter(|ip| !ip.is_unspecified()));
+        if let Some(ip) = asked {
+            svc.cmdb.saw_address(req.mac, ip);
+        }
+        return;
+    }
     if req.kind != MessageType::Discover || !(req.is_pxe || req.is_ipxe) {
         return;
     }
@@ -44,6 +52,9 @@ pub async fn handle_offer(svc: &DhcpService, socket: &UdpSocket, req: Request) {
 pub async fn handle_boot_request(svc: &DhcpService, socket: &UdpSocket, req: Request, from: SocketAddr) {
     if req.kind != MessageType::Request && req.kind != MessageType::Inform {
         return;
+    }
+    if let SocketAddr::V4(a) = from {
+        svc.cmdb.saw_address(req.mac, *a.ip());
     }
     let Some(mut reply) = pxe_reply(svc, &req, MessageType::Ack) else { return };
     reply.set_ciaddr(req.msg.ciaddr());

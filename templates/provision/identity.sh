@@ -84,8 +84,8 @@ echo "RACKBOOT_URL=$APPLIANCE" > "$ROOT/etc/default/rackboot-agent"
 {{ session }}
 SESSION
 )
-{% else %}if [ -n "${RACKBOOT_SESSION:-}" ]; then
-  (umask 077; printf '%s' "$RACKBOOT_SESSION" > "$ROOT/var/lib/rackboot-agent/session.json")
+{% else %}if [ -r "${RACKBOOT_SESSION_FILE:-}" ]; then
+  (umask 077; cat "$RACKBOOT_SESSION_FILE" > "$ROOT/var/lib/rackboot-agent/session.json")
 fi
 {% endif %}chmod 700 "$ROOT/var/lib/rackboot-agent"
 if [ -n "${1:-}" ]; then

@@ -65,7 +65,8 @@ impl Appliance {
         self.agent_with(mac, workdir, AgentMode::Bootos, None)
     }
 
-    /// Starts an agent in `mode`, keeping its session in `state_dir` (installed nodes).
+    /// Starts an agent in `mode`, keeping its session in `state_dir` (installed nodes). A BootOS
+    /// agent carries a boot nonce, as if its boot script had come from the appliance.
     pub fn agent_with(
         &self,
         mac: &str,
@@ -73,20 +74,33 @@ impl Appliance {
         mode: AgentMode,
         state_dir: Option<&Path>,
     ) -> tokio::task::JoinHandle<()> {
-        let opts = Options {
+        let mut opts = Options {
             url: self.url(),
             mode,
             state_dir: state_dir.map(Path::to_path_buf),
             boot_mac: Some(mac.into()),
+            nonce: None,
             root: "/".into(),
             workdir: workdir.into(),
             macs: Some(vec![mac.into()]),
             lldp: false,
             power_actions: false,
         };
+        let cmdb = (mode == AgentMode::Bootos).then(|| self.app.as_ref().unwrap().cmdb.clone());
+        let boot_mac = mac.parse().unwrap();
         tokio::spawn(async move {
+            // The handle is dropped before the agent runs: a restart must be able to reopen the file.
+            if let Some(cmdb) = cmdb {
+                opts.nonce = Some(cmdb.issue_boot_nonce(boot_mac, "127.0.0.1".into(), 1800).await.unwrap());
+            }
             let _ = Agent::new(opts).unwrap().run().await;
         })
+    }
+
+    /// A boot nonce for `mac`, as its boot script from the appliance would carry it.
+    pub async fn boot_nonce(&self, mac: &str) -> String {
+        let cmdb = &self.app.as_ref().unwrap().cmdb;
+        cmdb.issue_boot_nonce(mac.parse().unwrap(), "127.0.0.1".into(), 1800).await.unwrap()
     }
 
     pub async fn get(&self, path: &str) -> Value {

@@ -80,8 +80,8 @@ chmod 700 "$ROOT/root/.ssh"; chmod 600 "$ROOT/root/.ssh/authorized_keys"
 # The agent: its binary (BootOS's own, or downloaded from the appliance by an installer), its
 # session (the machine's credential) and the service.
 echo "RACKBOOT_URL=$APPLIANCE" > "$ROOT/etc/default/rackboot-agent"
-if [ -n "${RACKBOOT_SESSION:-}" ]; then
-  (umask 077; printf '%s' "$RACKBOOT_SESSION" > "$ROOT/var/lib/rackboot-agent/session.json")
+if [ -r "${RACKBOOT_SESSION_FILE:-}" ]; then
+  (umask 077; cat "$RACKBOOT_SESSION_FILE" > "$ROOT/var/lib/rackboot-agent/session.json")
 fi
 chmod 700 "$ROOT/var/lib/rackboot-agent"
 if [ -n "${1:-}" ]; then

@@ -47,14 +47,21 @@ fn main() -> anyhow::Result<()> {
         }
     }
     let url = url.ok_or_else(|| anyhow::anyhow!("no appliance URL: pass --url or boot with rackboot.url=\n{USAGE}"))?;
-    // An installed node keeps its credential across restarts; BootOS lives in RAM anyway.
-    let state_dir =
-        state_dir.or_else(|| (mode == AgentMode::Installed).then(|| PathBuf::from("/var/lib/rackboot-agent")));
+    // An installed node keeps its credential across restarts. BootOS keeps it in RAM (/run), so a
+    // restarted agent renews with it: this boot's nonce is used up by the first enrollment.
+    let state_dir = state_dir.or_else(|| {
+        Some(PathBuf::from(if mode == AgentMode::Installed {
+            "/var/lib/rackboot-agent"
+        } else {
+            "/run/rackboot-agent"
+        }))
+    });
     let opts = Options {
         url: url.clone(),
         mode,
         state_dir,
         boot_mac: cmdline.boot_mac.clone(),
+        nonce: cmdline.nonce.clone().filter(|_| mode == AgentMode::Bootos),
         root: PathBuf::from("/"),
         workdir: PathBuf::from(if mode == AgentMode::Installed {
             "/var/lib/rackboot-agent/jobs"

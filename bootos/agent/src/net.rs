@@ -16,6 +16,8 @@ pub struct Cmdline {
     pub url: Option<String>,
     /// `rackboot.mac=`: the MAC the machine booted from.
     pub boot_mac: Option<String>,
+    /// `rackboot.nonce=`: this boot's one-time enrollment nonce.
+    pub nonce: Option<String>,
     /// `ip=` when it is a static configuration.
     pub static_ip: Option<StaticIp>,
 }
@@ -35,6 +37,8 @@ pub fn parse_cmdline(text: &str) -> Cmdline {
             c.url = Some(v.to_string());
         } else if let Some(v) = word.strip_prefix("rackboot.mac=") {
             c.boot_mac = Some(v.to_ascii_lowercase().replace('-', ":"));
+        } else if let Some(v) = word.strip_prefix("rackboot.nonce=") {
+            c.nonce = Some(v.to_string());
         } else if let Some(v) = word.strip_prefix("ip=") {
             c.static_ip = parse_ip(v);
         }

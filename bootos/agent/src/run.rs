@@ -25,6 +25,8 @@ pub struct Options {
     /// Where the credential is kept (installed mode; BootOS keeps it in memory only).
     pub state_dir: Option<PathBuf>,
     pub boot_mac: Option<String>,
+    /// This boot's enrollment nonce (`rackboot.nonce=`; BootOS only).
+    pub nonce: Option<String>,
     /// File-system root the inventory and stats are read from ("/").
     pub root: PathBuf,
     /// Where job scripts are written.
@@ -130,6 +132,7 @@ impl Agent {
             system_uuid: dmi.uuid,
             mode: self.opts.mode,
             version: env!("CARGO_PKG_VERSION").to_string(),
+            nonce: self.opts.nonce.clone(),
         };
         self.client.credential = saved.as_ref().map(|s| s.credential.clone());
         let mut r = self.client.call(Method::POST, "/agent/v1/enroll", Some(&req), Duration::from_secs(30)).await?;
@@ -241,12 +244,23 @@ impl Agent {
             Action::Script { .. } => {
                 let workdir = self.opts.workdir.clone();
                 // Scripts may carry the agent on (the identity step writes the session into the
-                // installed system): they get the appliance URL and this session.
-                let session = self.session.as_ref().and_then(|s| serde_json::to_string(s).ok()).unwrap_or_default();
-                let extra =
-                    [("RACKBOOT_URL".to_string(), self.opts.url.clone()), ("RACKBOOT_SESSION".to_string(), session)];
+                // installed system): they get the appliance URL and a file (0600, removed after
+                // the job) holding this session; the credential never goes into an environment.
+                let session_file = match &self.session {
+                    Some(s) => save_session(&workdir, s).ok().map(|()| workdir.join("session.json")),
+                    None => None,
+                };
+                let mut extra = vec![("RACKBOOT_URL".to_string(), self.opts.url.clone())];
+                if let Some(f) = &session_file {
+                    extra.push(("RACKBOOT_SESSION_FILE".to_string(), f.display().to_string()));
+                }
                 let mut sink = Sink::new(&mut self.client, spec);
-                run_script(&mut sink, spec, heartbeat, &workdir, &extra).await
+                let result = run_script(&mut sink, spec, heartbeat, &workdir, &extra).await;
+                // The BootOS state dir may be the work dir: keep a session the agent relies on.
+                if session_file.is_some() && self.opts.state_dir.as_deref() != Some(workdir.as_path()) {
+                    let _ = std::fs::remove_file(workdir.join("session.json"));
+                }
+                result
             }
             Action::DeployImage { url, sha256, disk } => {
                 let mut sink = Sink::new(&mut self.client, spec);

@@ -40,6 +40,11 @@ pub struct EnrollRequest {
     pub mode: AgentMode,
     #[serde(default)]
     pub version: String,
+    /// The boot nonce of this boot (`rackboot.nonce=` on the kernel command line rackboot
+    /// served): proves a BootOS agent is the boot rackboot answered, so it may take the machine
+    /// over. Installed nodes renew with their credential instead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nonce: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

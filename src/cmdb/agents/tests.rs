@@ -15,7 +15,27 @@ fn req(macs: &[&str]) -> EnrollRequest {
 }
 
 fn presenting(machine: u64, secret: &str) -> Admission {
-    Admission { auto: false, presented: Hub::presented(Some(&format!("{machine}.{secret}"))) }
+    Admission { auto: false, presented: Hub::presented(Some(&format!("{machine}.{secret}"))), nonce: None }
+}
+
+/// The admission of a BootOS agent whose boot of `mac` rackboot served (`auto`: policy allows it).
+async fn booted(db: &Cmdb, mac: &str, auto: bool) -> Admission {
+    let nonce = db.issue_boot_nonce(mac.parse().unwrap(), "198.18.0.10".into(), 600).await.unwrap();
+    Admission { auto, presented: None, nonce: Some(crate::cmdb::nonce_hash(&nonce)) }
+}
+
+fn enrolled(o: EnrollOutcome) -> Enrolled {
+    match o {
+        EnrollOutcome::Enrolled(e) => e,
+        other => panic!("refused: {other:?}"),
+    }
+}
+
+fn conflict(o: EnrollOutcome) -> &'static str {
+    match o {
+        EnrollOutcome::Conflict { reason, .. } => reason,
+        other => panic!("not refused: {other:?}"),
+    }
 }
 
 /// The race the admission closes: a renewing node is authenticated with its credential, the
@@ -27,49 +47,91 @@ async fn a_credential_superseded_before_the_write_does_not_admit_an_enrollment()
     let (s1, h1) = Hub::new_secret().unwrap();
     let (_s2, h2) = Hub::new_secret().unwrap();
     let (_s3, h3) = Hub::new_secret().unwrap();
-    let auto = Admission { auto: true, presented: None };
-    let first = db.enroll_agent(req(&[MAC]), h1.clone(), auto, None).await.unwrap();
+    let first = enrolled(db.enroll_agent(req(&[MAC]), h1.clone(), booted(&db, MAC, true).await, None).await.unwrap());
     let id = first.machine_id;
     assert!(first.approved && first.created);
 
     // The holder of s1 would pass authentication now ...
     let renewal = presenting(id, &s1);
-    // ... but a second enrollment is approved by the operator before the renewal is written.
-    let second = db.enroll_agent(req(&[MAC]), h2.clone(), Admission::default(), None).await.unwrap();
-    assert!(!second.approved, "held for the operator");
+    // ... but a new boot enrolls (held for the operator: manual policy), and is approved before
+    // the renewal is written.
+    let second = db.enroll_agent(req(&[MAC]), h2.clone(), booted(&db, MAC, false).await, None).await.unwrap();
+    assert!(!enrolled(second).approved, "held for the operator");
     assert_eq!(db.agent(id).await.unwrap().unwrap().pending_sha256.as_deref(), Some(h2.as_str()));
     db.approve_agent(id).await.unwrap();
 
     let late = db.enroll_agent(req(&[MAC]), h3.clone(), renewal, None).await.unwrap();
-    assert!(!late.approved, "a superseded credential must not take the machine back");
+    assert_eq!(conflict(late), "no boot nonce presented", "a superseded credential must not take the machine back");
     let rec = db.agent(id).await.unwrap().unwrap();
     assert_eq!(rec.secret_sha256, h2, "the approved credential is untouched");
-    assert!(rec.approved);
-    assert_eq!(rec.pending_sha256.as_deref(), Some(h3.as_str()), "the late one waits for the operator");
+    assert!(rec.approved && rec.pending_sha256.is_none());
 }
 
 #[tokio::test]
 async fn the_current_credential_admits_only_its_own_machine() {
     let (_d, db) = open();
     let (s1, h1) = Hub::new_secret().unwrap();
-    let auto = Admission { auto: true, presented: None };
-    let a = db.enroll_agent(req(&[MAC]), h1, auto.clone(), None).await.unwrap();
+    let a = enrolled(db.enroll_agent(req(&[MAC]), h1, booted(&db, MAC, true).await, None).await.unwrap());
     let (_, hb) = Hub::new_secret().unwrap();
-    let b = db.enroll_agent(req(&["52:54:00:00:00:02"]), hb.clone(), auto, None).await.unwrap();
+    let b_mac = "52:54:00:00:00:02";
+    let b = enrolled(db.enroll_agent(req(&[b_mac]), hb.clone(), booted(&db, b_mac, true).await, None).await.unwrap());
 
-    // A's credential presented by an enrollment that matches machine B: not admitted.
+    // A's credential presented by an enrollment that matches machine B: refused.
     let (_, h) = Hub::new_secret().unwrap();
-    let wrong = db.enroll_agent(req(&["52:54:00:00:00:02"]), h, presenting(a.machine_id, &s1), None).await.unwrap();
-    assert_eq!(wrong.machine_id, b.machine_id);
-    assert!(!wrong.approved);
+    let wrong = db.enroll_agent(req(&[b_mac]), h, presenting(a.machine_id, &s1), None).await.unwrap();
+    assert!(matches!(wrong, EnrollOutcome::Conflict { machine_id, .. } if machine_id == b.machine_id));
     assert_eq!(db.agent(b.machine_id).await.unwrap().unwrap().secret_sha256, hb);
 
     // A's credential renewing A: admitted, and it replaces the credential at once.
     let (_, h4) = Hub::new_secret().unwrap();
     let renewed = db.enroll_agent(req(&[MAC]), h4.clone(), presenting(a.machine_id, &s1), None).await.unwrap();
-    assert!(renewed.approved);
+    assert!(enrolled(renewed).approved);
     let rec = db.agent(a.machine_id).await.unwrap().unwrap();
     assert_eq!((rec.secret_sha256, rec.pending_sha256), (h4, None));
+}
+
+/// A neighbour who knows a MAC cannot take its machine over: without this boot's nonce (none,
+/// replayed, another MAC's, expired) the enrollment is refused, recorded with where it came
+/// from, and the live credential stays.
+#[tokio::test]
+async fn an_enrollment_without_its_boot_nonce_never_supersedes_a_live_credential() {
+    let (_d, db) = open();
+    let (_, h1) = Hub::new_secret().unwrap();
+    let genuine = booted(&db, MAC, true).await;
+    let id = enrolled(db.enroll_agent(req(&[MAC]), h1.clone(), genuine.clone(), None).await.unwrap()).machine_id;
+    let from = Some("198.18.0.66".parse().unwrap());
+    let other_mac = "52:54:00:00:00:07";
+    let others = booted(&db, other_mac, true).await;
+    let stale = db.issue_boot_nonce(MAC.parse().unwrap(), "198.18.0.10".into(), 0).await.unwrap();
+    let expired = Admission { auto: true, presented: None, nonce: Some(crate::cmdb::nonce_hash(&stale)) };
+    for (admission, reason) in [
+        (Admission { auto: true, ..Default::default() }, "no boot nonce presented"),
+        (genuine, "boot nonce unknown, used, superseded or for another MAC"),
+        (others, "boot nonce unknown, used, superseded or for another MAC"),
+        (expired, "boot nonce expired"),
+    ] {
+        let (_, h) = Hub::new_secret().unwrap();
+        let mut r = req(&[MAC]);
+        r.boot_mac = Some(MAC.into());
+        assert_eq!(conflict(db.enroll_agent(r, h, admission, from).await.unwrap()), reason);
+    }
+    let rec = db.agent(id).await.unwrap().unwrap();
+    assert_eq!((rec.secret_sha256.as_str(), rec.approved, rec.pending_sha256.clone()), (h1.as_str(), true, None));
+    let events = db.events(id, 0, 100).await.unwrap();
+    let refused: Vec<_> = events.iter().filter(|e| e.kind == EventKind::AgentEnrollConflict).collect();
+    assert_eq!(refused.len(), 4, "{events:?}");
+    assert_eq!(refused[0].detail["from"], "198.18.0.66");
+}
+
+#[tokio::test]
+async fn a_new_machine_without_a_nonce_or_under_manual_policy_waits_for_the_operator() {
+    let (_d, db) = open();
+    let (_, h) = Hub::new_secret().unwrap();
+    let auto_without = Admission { auto: true, ..Default::default() };
+    assert!(!enrolled(db.enroll_agent(req(&[MAC]), h, auto_without, None).await.unwrap()).approved);
+    let (_, h) = Hub::new_secret().unwrap();
+    let m2 = "52:54:00:00:00:03";
+    assert!(!enrolled(db.enroll_agent(req(&[m2]), h, booted(&db, m2, false).await, None).await.unwrap()).approved);
 }
 
 /// Writes share a batch and a failed one is not rolled back, so an enrollment reads everything
@@ -78,17 +140,15 @@ async fn the_current_credential_admits_only_its_own_machine() {
 async fn an_enrollment_that_fails_writes_nothing() {
     let (_d, db) = open();
     let (_, h1) = Hub::new_secret().unwrap();
-    let first = db.enroll_agent(req(&[MAC]), h1, Admission { auto: true, presented: None }, None).await.unwrap();
+    let first = enrolled(db.enroll_agent(req(&[MAC]), h1, booted(&db, MAC, true).await, None).await.unwrap());
     {
         let tx = db.inner.db.begin_write().unwrap();
         tx.open_table(AGENTS).unwrap().insert(first.machine_id, b"not json".as_slice()).unwrap();
         tx.commit().unwrap();
     }
     let (_, h2) = Hub::new_secret().unwrap();
-    let err = db
-        .enroll_agent(req(&[MAC, "52:54:00:00:00:09"]), h2, Admission { auto: true, presented: None }, None)
-        .await
-        .unwrap_err();
+    let err =
+        db.enroll_agent(req(&[MAC, "52:54:00:00:00:09"]), h2, booted(&db, MAC, true).await, None).await.unwrap_err();
     assert!(matches!(err, CmdbError::Storage(_)), "{err}");
     let m = db.machine(first.machine_id).await.unwrap();
     assert_eq!(m.macs, vec![MAC.parse::<Mac>().unwrap()], "the new MAC was not recorded");

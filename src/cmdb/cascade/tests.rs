@@ -39,8 +39,10 @@ async fn busy_machine(db: &Cmdb, macs: [&str; 2], hostname: &str, ip: u8) -> (u6
         .await
         .unwrap();
     let enroll = EnrollRequest { macs: macs.iter().map(|m| m.to_string()).collect(), ..Default::default() };
-    let auto = Admission { auto: true, presented: None };
-    assert_eq!(db.enroll_agent(enroll, "00".repeat(32), auto, None).await.unwrap().machine_id, m.id);
+    let nonce = db.issue_boot_nonce(mac(macs[0]), "198.18.0.10".into(), 600).await.unwrap();
+    let auto = Admission { auto: true, presented: None, nonce: Some(crate::cmdb::nonce_hash(&nonce)) };
+    let outcome = db.enroll_agent(enroll, "00".repeat(32), auto, None).await.unwrap();
+    assert!(matches!(outcome, crate::cmdb::EnrollOutcome::Enrolled(e) if e.machine_id == m.id && e.approved));
     let new = NewJob { action: Action::RefreshInventory, timeout_secs: 60, max_attempts: 1 };
     let jobs = db.submit_jobs(vec![m.id, m.id], new).await.unwrap();
     let (claimed, _) = db.claim_job(m.id, 60_000).await.unwrap();

@@ -121,7 +121,7 @@ async fn a_chatty_machine_keeps_only_its_newest_events() {
 }
 
 #[tokio::test]
-async fn only_a_machines_own_address_speaks_for_it() {
+async fn only_a_machines_known_address_is_its_own() {
     let (_d, db) = open();
     let with = db
         .create_machine(NewMachine {
@@ -133,10 +133,17 @@ async fn only_a_machines_own_address_speaks_for_it() {
         .unwrap();
     let without =
         db.create_machine(NewMachine { macs: vec![mac("52:54:00:00:00:42")], ..Default::default() }).await.unwrap();
-    let ip = |s: &str| s.parse::<std::net::Ipv4Addr>().unwrap();
-    assert!(db.speaks_for(ip("198.18.0.50"), &with), "its reservation");
-    assert!(!db.speaks_for(ip("198.18.0.51"), &with), "another address while it has one");
-    // rackboot knows no address of it (proxy DHCP): any address that is nobody else's.
-    assert!(db.speaks_for(ip("198.18.0.51"), &without));
-    assert!(!db.speaks_for(ip("198.18.0.50"), &without), "someone else's reservation");
+    let ip = |s: &str| s.parse::<std::net::IpAddr>().unwrap();
+    let (m41, m42) = (mac("52:54:00:00:00:41"), mac("52:54:00:00:00:42"));
+    assert!(db.is_address_of(ip("198.18.0.50"), m41, Some(&with)).await, "its reservation");
+    assert!(!db.is_address_of(ip("198.18.0.51"), m41, Some(&with)).await, "another address while it has one");
+    // rackboot knows no address of it: no address is its own.
+    assert!(!db.is_address_of(ip("198.18.0.51"), m42, Some(&without)).await, "unknown is not anyone's");
+    assert!(!db.is_address_of(ip("198.18.0.50"), m42, Some(&without)).await, "someone else's reservation");
+    // Seen asking for an address in a DHCP request (proxy mode): that address, and no other.
+    db.saw_address(m42, "198.18.0.77".parse().unwrap());
+    assert!(db.is_address_of(ip("198.18.0.77"), m42, Some(&without)).await);
+    assert!(db.is_address_of(ip("::ffff:198.18.0.77"), m42, None).await, "an unknown MAC, IPv4-mapped");
+    assert!(!db.is_address_of(ip("198.18.0.77"), m41, Some(&with)).await, "another MAC's");
+    assert!(!db.is_address_of(ip("198.18.0.78"), m42, Some(&without)).await);
 }

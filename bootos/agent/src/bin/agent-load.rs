@@ -62,7 +62,9 @@ fn proc_usage(pid: u32) -> (f64, u64) {
 
 type Received = Arc<Mutex<HashMap<u64, Instant>>>;
 
-async fn agent(url: String, n: usize, received: Received, enrolled: Arc<tokio::sync::Semaphore>) {
+/// One simulated agent. It cannot prove a boot (no boot nonce), so it enrolls held for approval
+/// and the tool approves it as an operator would, with the admin token.
+async fn agent(url: String, token: String, n: usize, received: Received, enrolled: Arc<tokio::sync::Semaphore>) {
     let mac = format!("02:00:00:{:02x}:{:02x}:{:02x}", (n >> 16) & 0xff, (n >> 8) & 0xff, n & 0xff);
     let mut c = Client::new(&url).expect("url");
     let req = json!({"macs": [mac], "boot_mac": mac, "mode": "bootos"});
@@ -72,6 +74,14 @@ async fn agent(url: String, n: usize, received: Received, enrolled: Arc<tokio::s
             _ => tokio::time::sleep(Duration::from_millis(200)).await,
         }
     };
+    if !resp.approved {
+        let mut admin = Client::new(&url).expect("url");
+        admin.credential = Some(token);
+        let path = format!("/api/v1/machines/{}/approve", resp.machine_id);
+        while !matches!(admin.call::<()>(Method::POST, &path, None, Duration::from_secs(60)).await, Ok(r) if r.ok()) {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
     c.credential = Some(resp.credential);
     enrolled.add_permits(1);
     loop {
@@ -113,7 +123,7 @@ fn main() -> anyhow::Result<()> {
         let enrolled = Arc::new(tokio::sync::Semaphore::new(0));
         let t0 = Instant::now();
         for n in 0..a.agents {
-            tokio::spawn(agent(a.url.clone(), n, received.clone(), enrolled.clone()));
+            tokio::spawn(agent(a.url.clone(), a.token.clone(), n, received.clone(), enrolled.clone()));
         }
         let _all = enrolled.acquire_many(a.agents as u32).await?;
         println!("{} agents enrolled in {:.2} s", a.agents, t0.elapsed().as_secs_f64());

@@ -1,0 +1,112 @@
+//! Enrollment bound to a boot, against the whole appliance in-process: a machine gets a DHCP
+//! lease (as a relayed client on loopback), its boot script carries a one-time nonce only when
+//! fetched from that leased address, and only that nonce lets an agent take the machine over.
+//! The hostile cases: a script fetched from a foreign address, an enroll without a nonce, a
+//! replayed nonce, another machine's nonce, an expired nonce. Each is refused (409, recorded
+//! with its source) and the genuine agent keeps working.
+
+mod common;
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::time::Duration;
+
+use common::*;
+use hyper::Method;
+use serde_json::{json, Value};
+
+const VICTIM: [u8; 6] = [0x52, 0x54, 0, 0xe0, 0, 1];
+const NEIGHBOUR: [u8; 6] = [0x52, 0x54, 0, 0xe0, 0, 2];
+
+fn mac_text(m: [u8; 6]) -> String {
+    m.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":")
+}
+
+/// `GET /boot/ipxe?mac=` from source address `from`; returns the nonce the script carries.
+async fn script_nonce(lab: &Lab, from: Ipv4Addr, mac: [u8; 6]) -> Option<String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let http = lab.app.as_ref().unwrap().http_addr;
+    let sock = tokio::net::TcpSocket::new_v4().unwrap();
+    sock.bind(SocketAddr::from((from, 0))).unwrap();
+    let mut s = sock.connect(http).await.unwrap();
+    let req = format!("GET /boot/ipxe?mac={}&platform=pcbios HTTP/1.0\r\nHost: x\r\n\r\n", mac_text(mac));
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).await.unwrap();
+    assert!(out.starts_with("HTTP/1.0 200") || out.starts_with("HTTP/1.1 200"), "{out}");
+    assert!(out.contains("rackboot.mac="), "a BootOS script: {out}");
+    out.split_whitespace().find_map(|w| w.strip_prefix("rackboot.nonce=")).map(String::from)
+}
+
+/// Enrolls as `mac` with `nonce`; returns the status and body.
+async fn enroll(lab: &Lab, mac: [u8; 6], nonce: Option<&str>) -> (u16, Value) {
+    let url = format!("http://{}", lab.app.as_ref().unwrap().http_addr);
+    let mut c = rackboot_agent::client::Client::new(&url).unwrap();
+    let req = json!({"macs": [mac_text(mac)], "boot_mac": mac_text(mac), "mode": "bootos", "nonce": nonce});
+    let r = c.call(Method::POST, "/agent/v1/enroll", Some(&req), Duration::from_secs(5)).await.unwrap();
+    (r.status, r.json().unwrap_or(Value::Null))
+}
+
+/// A long-poll with `credential`: 204 while it is the machine's live credential.
+async fn poll(lab: &Lab, credential: &str) -> u16 {
+    let url = format!("http://{}", lab.app.as_ref().unwrap().http_addr);
+    let mut c = rackboot_agent::client::Client::new(&url).unwrap();
+    c.credential = Some(credential.into());
+    c.call::<()>(Method::GET, "/agent/v1/jobs/next?wait=0", None, Duration::from_secs(5)).await.unwrap().status
+}
+
+#[tokio::test]
+async fn only_the_boot_rackboot_served_to_the_machines_address_can_enroll_it() {
+    let lab = Lab::start("[agent]\nnonce_ttl_secs = 2\n").await;
+    let victim_ip = four_way(&lab, VICTIM, 7100).await.yiaddr();
+    let neighbour_ip = four_way(&lab, NEIGHBOUR, 7200).await.yiaddr();
+
+    // The boot script carries a nonce only for the address that leased the MAC.
+    assert_eq!(script_nonce(&lab, Ipv4Addr::LOCALHOST, VICTIM).await, None, "an address rackboot never leased");
+    assert_eq!(script_nonce(&lab, neighbour_ip, VICTIM).await, None, "another machine's address");
+    let nonce = script_nonce(&lab, victim_ip, VICTIM).await.expect("the machine's own boot gets a nonce");
+    assert_eq!(nonce.len(), 32, "{nonce}");
+
+    let (status, genuine) = enroll(&lab, VICTIM, Some(&nonce)).await;
+    assert_eq!((status, genuine["approved"].as_bool()), (200, Some(true)), "{genuine}");
+    let credential = genuine["credential"].as_str().unwrap().to_string();
+    assert_eq!(poll(&lab, &credential).await, 204);
+
+    // The attacks, each refused without touching the genuine agent.
+    let (status, body) = enroll(&lab, VICTIM, None).await;
+    assert_eq!(status, 409, "no nonce: {body}");
+    assert!(body["detail"].as_str().unwrap().contains("boot the machine again"), "{body}");
+    assert_eq!(enroll(&lab, VICTIM, Some(&nonce)).await.0, 409, "a replayed nonce");
+    let theirs = script_nonce(&lab, neighbour_ip, NEIGHBOUR).await.unwrap();
+    let mut c =
+        rackboot_agent::client::Client::new(&format!("http://{}", lab.app.as_ref().unwrap().http_addr)).unwrap();
+    let req = json!({"macs": [mac_text(VICTIM)], "boot_mac": mac_text(VICTIM), "nonce": theirs});
+    let r = c.call(Method::POST, "/agent/v1/enroll", Some(&req), Duration::from_secs(5)).await.unwrap();
+    assert_eq!(r.status, 409, "another machine's nonce");
+    let late = script_nonce(&lab, victim_ip, VICTIM).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(2100)).await;
+    assert_eq!(enroll(&lab, VICTIM, Some(&late)).await.0, 409, "an expired nonce");
+    assert_eq!(poll(&lab, &credential).await, 204, "the genuine agent keeps its credential");
+
+    let events = lab.api.ok(Method::GET, &format!("/machines/{}/events", mac_text(VICTIM)), None).await.unwrap();
+    let refusals: Vec<&Value> =
+        events["events"].as_array().unwrap().iter().filter(|e| e["kind"] == "agent.enroll_conflict").collect();
+    assert_eq!(refusals.len(), 4, "{events}");
+    assert!(refusals.iter().all(|e| e["detail"]["from"] == "127.0.0.1"), "{refusals:?}");
+    let reasons: Vec<&str> = refusals.iter().map(|e| e["detail"]["reason"].as_str().unwrap()).collect();
+    assert!(reasons.contains(&"boot nonce expired") && reasons.contains(&"no boot nonce presented"), "{reasons:?}");
+
+    // A new boot of the machine itself re-enrolls it: its nonce supersedes the old credential.
+    let again = script_nonce(&lab, victim_ip, VICTIM).await.unwrap();
+    let (status, renewed) = enroll(&lab, VICTIM, Some(&again)).await;
+    assert_eq!((status, renewed["approved"].as_bool()), (200, Some(true)), "{renewed}");
+    assert_eq!(poll(&lab, &credential).await, 401, "the old boot's credential is superseded");
+}
+
+#[tokio::test]
+async fn a_new_machine_that_cannot_prove_its_boot_waits_for_the_operator() {
+    let lab = Lab::start("").await;
+    let (status, body) = enroll(&lab, [0x52, 0x54, 0, 0xe0, 0, 9], None).await;
+    assert_eq!((status, body["approved"].as_bool()), (200, Some(false)), "{body}");
+    let credential = body["credential"].as_str().unwrap();
+    assert_eq!(poll(&lab, credential).await, 403, "held until an operator approves");
+}

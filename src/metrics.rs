@@ -36,6 +36,8 @@ pub struct Metrics {
     pub tftp_bytes: Counter,
     pub tftp_active: Gauge,
     pub dns_responses: Family<RcodeLabel, Counter>,
+    /// Unclaimed machines evicted at the cap (the CMDB's counter, see `cmdb::Growth`).
+    pub unclaimed_evicted: Counter,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -61,6 +63,11 @@ impl Metrics {
         r.register("tftp_transfers_active", "TFTP transfers in progress", self.tftp_active.clone());
         r.register("dns_responses", "DNS responses sent, by response code", self.dns_responses.clone());
         r.register("http_requests", "HTTP requests served, by method and status", self.http_requests.clone());
+        r.register(
+            "cmdb_unclaimed_evicted",
+            "Unclaimed machines (only seen on the network) evicted at server.max_unclaimed_machines",
+            self.unclaimed_evicted.clone(),
+        );
         let mut out = String::new();
         prometheus_client::encoding::text::encode(&mut out, &r).expect("writing to a String cannot fail");
         out

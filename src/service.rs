@@ -55,11 +55,12 @@ impl Core {
             addrs.http_base.clone(),
             cfg.dns.domain.clone(),
         ));
+        let metrics = Metrics { unclaimed_evicted: cmdb.growth().evicted.clone(), ..Metrics::default() };
         Ok(Core {
             cfg: Arc::new(cfg),
             addrs: Arc::new(addrs),
             cmdb,
-            metrics: Metrics::default(),
+            metrics,
             hub,
             engine,
             admin_token: Arc::from(admin_token),

@@ -43,6 +43,7 @@ pub async fn start(cfg: Config) -> anyhow::Result<Running> {
     let db_path = cfg.data_dir.join("rackboot.redb");
     let batch = cfg.dhcp.commit_batch;
     let cmdb = tokio::task::spawn_blocking(move || Cmdb::open(&db_path, batch)).await?.context("opening the CMDB")?;
+    cmdb.growth().set_cap(cfg.max_unclaimed_machines);
     let admin_token = ensure_admin_token(&cfg.data_dir)?;
 
     let http = TcpListener::bind(cfg.http_listen).await.with_context(|| format!("binding http {}", cfg.http_listen))?;

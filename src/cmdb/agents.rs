@@ -73,6 +73,7 @@ impl Cmdb {
         from: Option<IpAddr>,
     ) -> Result<EnrollOutcome, CmdbError> {
         let (boot_mac, macs) = enroll_macs(&req)?;
+        let growth = self.inner.growth.clone();
         self.write(move |ctx| {
             // Everything is read (and decoded) before anything is written.
             let mut found = None;
@@ -85,6 +86,7 @@ impl Cmdb {
             let (mut m, old) = match found {
                 Some(id) => (ctx.get::<Machine>(id)?, ctx.find::<AgentRecord>(id)?),
                 None => {
+                    super::unclaimed::make_room(ctx, &growth)?;
                     let first = boot_mac.or(macs.first().copied()).expect("checked by enroll_macs");
                     (Machine::new(take_id(ctx), vec![first], now_secs()), None)
                 }

@@ -89,6 +89,9 @@ event_kinds! {
     /// presented neither it nor this boot's nonce (a neighbour trying to take the machine over,
     /// or a node that lost its credential: boot it again).
     AgentEnrollConflict = "agent.enroll_conflict", fields: "from, reason, boot_mac";
+    /// The unclaimed-machine cap was reached and the oldest unclaimed machine was evicted
+    /// (appliance-wide, machine 0; at most once a minute).
+    CmdbUnclaimedCap = "cmdb.unclaimed_cap", fields: "cap, evicted_total, evicted, macs";
     /// An operator approved the machine's agent.
     AgentApproved = "agent.approved", fields: "(none)";
     /// The agent uploaded the hardware inventory.

@@ -1,7 +1,7 @@
 //! In-memory index of the hot subset of the CMDB (MAC -> machine, reservations, hostnames), kept
 //! in step with redb by the writer thread so the DHCP path never waits on storage for a lookup.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::net::Ipv4Addr;
 
 use super::model::{Lease, Machine, MachineState};
@@ -15,6 +15,9 @@ pub struct Brief {
     pub hostname: Option<String>,
     pub reserved_ip: Option<Ipv4Addr>,
     pub state: MachineState,
+    /// Only seen on the network so far: `discovered`, and nothing an operator set (hostname,
+    /// reservation, tags, pinned profile). These count against the unclaimed-machine cap.
+    pub unclaimed: bool,
 }
 
 impl From<&Machine> for Brief {
@@ -25,8 +28,18 @@ impl From<&Machine> for Brief {
             hostname: m.hostname.clone(),
             reserved_ip: m.reserved_ip,
             state: m.state,
+            unclaimed: is_unclaimed(m),
         }
     }
+}
+
+/// Whether `m` is only what the network told rackboot (see [`Brief::unclaimed`]).
+pub fn is_unclaimed(m: &Machine) -> bool {
+    m.state == MachineState::Discovered
+        && m.hostname.is_none()
+        && m.reserved_ip.is_none()
+        && m.tags.is_empty()
+        && m.boot_profile.is_none()
 }
 
 /// A change to apply once the transaction that made it has committed.
@@ -71,6 +84,8 @@ pub struct Index {
     by_ip: HashMap<Ipv4Addr, u64>,
     by_hostname: HashMap<String, u64>,
     leased: HashMap<Ipv4Addr, LeaseBrief>,
+    /// Ids of unclaimed machines, oldest (lowest id) first.
+    unclaimed: BTreeSet<u64>,
 }
 
 impl Index {
@@ -101,6 +116,16 @@ impl Index {
     /// The machine id with hostname `h` (case-insensitive).
     pub fn by_hostname(&self, h: &str) -> Option<u64> {
         self.by_hostname.get(&h.to_ascii_lowercase()).copied()
+    }
+
+    /// How many machines are unclaimed.
+    pub fn unclaimed_count(&self) -> usize {
+        self.unclaimed.len()
+    }
+
+    /// Unclaimed machine ids, oldest first.
+    pub fn unclaimed_oldest(&self) -> impl Iterator<Item = u64> + '_ {
+        self.unclaimed.iter().copied()
     }
 
     /// The MAC holding an unexpired lease on `ip` at `now`.
@@ -179,6 +204,9 @@ impl Index {
                     if let Some(h) = &b.hostname {
                         self.by_hostname.insert(h.to_ascii_lowercase(), b.id);
                     }
+                    if b.unclaimed {
+                        self.unclaimed.insert(b.id);
+                    }
                     self.machines.insert(b.id, b);
                 }
                 Delta::Remove(id) => self.remove(id),
@@ -193,6 +221,7 @@ impl Index {
     }
 
     fn remove(&mut self, id: u64) {
+        self.unclaimed.remove(&id);
         if let Some(old) = self.machines.remove(&id) {
             for m in &old.macs {
                 self.by_mac.remove(m);
@@ -232,6 +261,7 @@ mod tests {
                 hostname: Some("Web1".into()),
                 reserved_ip: Some(Ipv4Addr::new(10, 0, 0, 5)),
                 state: MachineState::Ready,
+                unclaimed: false,
             }),
             Delta::Upsert(Brief {
                 id: 2,
@@ -239,6 +269,7 @@ mod tests {
                 hostname: None,
                 reserved_ip: None,
                 state: MachineState::Discovered,
+                unclaimed: true,
             }),
             // Machine 1's NIC leased under whatever the client said: the CMDB name wins.
             lease([10, 0, 0, 6], 1, Some("client-says"), 200),

@@ -254,6 +254,7 @@ pub(super) fn observe(
     ctx: &mut WriteCtx<'_>,
     s: &Sighting,
     events: Vec<(EventKind, serde_json::Value)>,
+    growth: &super::Growth,
 ) -> Result<(), CmdbError> {
     let Some(mac) = s.mac else { return Ok(()) };
     let existing = ctx.t.macs.get(mac.to_u64())?.map(|v| v.value());
@@ -261,6 +262,7 @@ pub(super) fn observe(
     let mut m = match existing {
         Some(id) => ctx.get::<Machine>(id)?,
         None => {
+            super::unclaimed::make_room(ctx, growth)?;
             let id = take_id(ctx);
             Machine::new(id, vec![mac], now)
         }

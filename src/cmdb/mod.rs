@@ -14,6 +14,7 @@ mod nonces;
 mod profiles;
 mod provision;
 mod store;
+mod unclaimed;
 mod whereabouts;
 mod writer;
 
@@ -35,6 +36,7 @@ pub use model::{
 };
 pub use nonces::{nonce_hash, NonceCheck};
 pub use provision::{MachineUpdate, NewRun};
+pub use unclaimed::{Growth, DEFAULT_CAP as DEFAULT_UNCLAIMED_CAP};
 pub use whereabouts::peer_v4;
 use writer::{Completion, Job, WriteCtx};
 
@@ -73,6 +75,8 @@ struct Inner {
     writer: Option<std::thread::JoinHandle<()>>,
     /// Addresses seen in DHCP requests another server answers (see `whereabouts`).
     seen: std::sync::Mutex<whereabouts::Seen>,
+    /// The cap on unclaimed machines and its evictions.
+    growth: Arc<Growth>,
 }
 
 use index::Index;
@@ -128,6 +132,7 @@ impl Cmdb {
                 events,
                 writer: Some(writer),
                 seen: Default::default(),
+                growth: Arc::default(),
             }),
         })
     }
@@ -176,6 +181,11 @@ impl Cmdb {
         tokio::task::spawn_blocking(move || f(&db.begin_read()?))
             .await
             .map_err(|e| CmdbError::Storage(format!("read task: {e}")))?
+    }
+
+    /// The cap on unclaimed machines (set it from the config; read its eviction counter).
+    pub fn growth(&self) -> &Growth {
+        &self.inner.growth
     }
 
     /// Waits until every write queued before this call has committed.
@@ -238,10 +248,11 @@ impl Cmdb {
         sighting: Sighting,
         events: Vec<(EventKind, serde_json::Value)>,
     ) -> Result<(), CmdbError> {
+        let growth = self.inner.growth.clone();
         self.write(move |ctx| {
             // observe can fail on a bad record; put_lease only on storage errors, which fail the
             // whole batch anyway. In this order a refused ACK never leaves a committed lease.
-            machines::observe(ctx, &sighting, events)?;
+            machines::observe(ctx, &sighting, events, &growth)?;
             machines::put_lease(ctx, &lease)
         })
         .await
@@ -258,7 +269,8 @@ impl Cmdb {
 
     /// Records a sighting and timeline events without waiting (the OFFER path).
     pub fn record(&self, sighting: Sighting, events: Vec<(EventKind, serde_json::Value)>) {
-        self.write_detached(move |ctx| machines::observe(ctx, &sighting, events));
+        let growth = self.inner.growth.clone();
+        self.write_detached(move |ctx| machines::observe(ctx, &sighting, events, &growth));
     }
 }
 

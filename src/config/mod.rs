@@ -58,6 +58,9 @@ pub struct Config {
     /// The appliance's IPv4 address on that interface (server identifier, next-server).
     pub address: Option<Ipv4Addr>,
     pub log_json: bool,
+    /// Machines only seen on the network (no operator data, never approved) kept at most; the
+    /// oldest go first.
+    pub max_unclaimed_machines: usize,
     pub http_listen: SocketAddr,
     /// Base URL machines use to reach the HTTP server; derived from the address if empty.
     pub public_url: String,
@@ -81,7 +84,11 @@ impl TryFrom<WireConfig> for Config {
 
     fn try_from(w: WireConfig) -> anyhow::Result<Self> {
         let WireConfig { server, http, dhcp, tftp, boot, dns, agent, provision } = w;
-        let WireServer { data_dir, interface, address, log_format } = server;
+        let WireServer { data_dir, interface, address, log_format, max_unclaimed_machines } = server;
+        anyhow::ensure!(
+            (100..=10_000_000).contains(&max_unclaimed_machines),
+            "server.max_unclaimed_machines must be 100..=10000000"
+        );
         let WireHttp { listen, public_url } = http;
         let dns = DnsConfig::try_from(dns)?;
         let agent = AgentConfig::try_from(agent)?;
@@ -102,6 +109,7 @@ impl TryFrom<WireConfig> for Config {
             interface,
             address,
             log_json,
+            max_unclaimed_machines,
             http_listen: listen,
             public_url,
             dhcp,

@@ -13,6 +13,7 @@ pub struct WireServer {
     pub interface: String,
     pub address: Option<Ipv4Addr>,
     pub log_format: String,
+    pub max_unclaimed_machines: usize,
 }
 
 impl Default for WireServer {
@@ -22,6 +23,7 @@ impl Default for WireServer {
             interface: String::new(),
             address: None,
             log_format: "human".into(),
+            max_unclaimed_machines: crate::cmdb::DEFAULT_UNCLAIMED_CAP,
         }
     }
 }

@@ -20,7 +20,10 @@ pub struct ReasonLabel {
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct HttpLabel {
+    /// One of a fixed set (`other` for the rest).
     pub method: String,
+    /// The route template (`/api/v1/machines/{id}`), `unmatched` for no route.
+    pub route: String,
     pub status: u16,
 }
 
@@ -62,7 +65,11 @@ impl Metrics {
         r.register("tftp_bytes_sent", "TFTP payload bytes acknowledged by clients", self.tftp_bytes.clone());
         r.register("tftp_transfers_active", "TFTP transfers in progress", self.tftp_active.clone());
         r.register("dns_responses", "DNS responses sent, by response code", self.dns_responses.clone());
-        r.register("http_requests", "HTTP requests served, by method and status", self.http_requests.clone());
+        r.register(
+            "http_requests",
+            "HTTP requests served, by method, route template and status",
+            self.http_requests.clone(),
+        );
         r.register(
             "cmdb_unclaimed_evicted",
             "Unclaimed machines (only seen on the network) evicted at server.max_unclaimed_machines",

@@ -70,6 +70,8 @@ pub fn router(state: ApiState) -> Router {
         .route("/healthz", get(crate::assets::healthz))
         .route("/metrics", get(metrics))
         .layer(middleware::from_fn_with_state(state.clone(), count_requests))
+        .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY))
+        .layer(tower_http::limit::RequestBodyLimitLayer::new(MAX_BODY))
         .with_state(state)
 }
 
@@ -77,11 +79,36 @@ async fn metrics(State(s): State<ApiState>) -> impl IntoResponse {
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], s.metrics.render())
 }
 
+/// Largest request body any route reads (413 past it): job specs, scripts and output chunks are
+/// far smaller.
+pub const MAX_BODY: usize = 1 << 20;
+
+/// Counts requests by method (folded to a fixed set), route template (never the raw path) and
+/// status, so junk methods and paths cannot grow the number of series.
 async fn count_requests(State(s): State<ApiState>, req: Request, next: Next) -> Response {
-    let method = req.method().to_string();
+    let method = fold_method(req.method()).to_string();
+    let route = req
+        .extensions()
+        .get::<axum::extract::MatchedPath>()
+        .map_or_else(|| "unmatched".to_string(), |p| p.as_str().to_string());
     let resp = next.run(req).await;
-    s.metrics.http_requests.get_or_create(&HttpLabel { method, status: resp.status().as_u16() }).inc();
+    s.metrics.http_requests.get_or_create(&HttpLabel { method, route, status: resp.status().as_u16() }).inc();
     resp
+}
+
+/// A method as a metric label: the standard ones by name, anything else as `other`.
+fn fold_method(m: &axum::http::Method) -> &'static str {
+    use axum::http::Method;
+    match *m {
+        Method::GET => "GET",
+        Method::HEAD => "HEAD",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::PATCH => "PATCH",
+        Method::DELETE => "DELETE",
+        Method::OPTIONS => "OPTIONS",
+        _ => "other",
+    }
 }
 
 async fn require_token(State(s): State<ApiState>, req: Request, next: Next) -> Response {

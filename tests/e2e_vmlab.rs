@@ -153,6 +153,11 @@ fn seabios_and_ovmf_vms_boot_bootos_and_its_agent_runs_jobs() {
         let want_arch = if vm.uefi { "uefi-x64" } else { "bios" };
         assert_eq!(ev[1]["detail"]["arch"], want_arch);
         assert_eq!(ev[3]["detail"]["uefi"], vm.uefi);
+        // The boot script went to the VM's leased address with a nonce, and that nonce enrolled it.
+        assert_eq!(ev[3]["detail"]["nonce"], true, "{}", ev[3]);
+        let enrolled = ev.iter().find(|e| e["kind"] == "agent.enrolled").unwrap();
+        assert_eq!(enrolled["detail"]["nonce"], "valid", "{enrolled}");
+        assert_eq!(enrolled["detail"]["approved"], true, "{enrolled}");
     }
 
     // `rackboot watch` printed each VM's boot as it happened, state changes included.

@@ -12,6 +12,8 @@
 //! - [`cmdb`]: the redb-backed CMDB (machines, leases, events) with a group-commit writer.
 //! - [`planner`]: the one policy seam that decides what a machine boots.
 //! - [`render`]: pure template rendering of boot scripts (minijinja, strict).
+//! - [`secrets`]: sealed secrets (AEAD under the appliance's data key) for BMC passwords and
+//!   plugin keys.
 //! - [`dhcp`]: the DHCP server (full and proxy modes), mechanics only.
 //! - [`dns`]: the authoritative DNS server for the machines' names, on hickory-server.
 //! - [`controller`]: the agent controller's live side (long-poll wake-ups, credentials, output
@@ -45,6 +47,7 @@ pub mod planner;
 pub mod provision;
 pub mod ra;
 pub mod render;
+pub mod secrets;
 pub mod service;
 pub mod tftp;
 pub mod watch;

@@ -35,6 +35,8 @@ pub struct Core {
     pub engine: Arc<Engine>,
     /// The admin bearer token of the REST API.
     pub admin_token: Arc<str>,
+    /// Seals and opens stored secrets with the data key in `data_dir/secret.key`.
+    pub sealer: Arc<crate::secrets::Sealer>,
 }
 
 impl Core {
@@ -55,6 +57,7 @@ impl Core {
             addrs.http_base.clone(),
             cfg.dns.domain.clone(),
         ));
+        let sealer = Arc::new(crate::secrets::Sealer::load_or_create(&cfg.data_dir)?);
         let metrics = Metrics { unclaimed_evicted: cmdb.growth().evicted.clone(), ..Metrics::default() };
         Ok(Core {
             cfg: Arc::new(cfg),
@@ -64,6 +67,7 @@ impl Core {
             hub,
             engine,
             admin_token: Arc::from(admin_token),
+            sealer,
         })
     }
 }

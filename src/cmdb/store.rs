@@ -181,6 +181,13 @@ pub fn open(path: &Path) -> Result<Database, CmdbError> {
         .set_cache_size(64 << 20)
         .create(path)
         .map_err(|e| CmdbError::Storage(format!("{}: {e}", path.display())))?;
+    // Credential hashes, tokens and the audit trail live here: owner only, also for a file an
+    // older rackboot created with the umask's mode.
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+            .map_err(|e| CmdbError::Storage(format!("{}: setting mode 0600: {e}", path.display())))?;
+    }
     let found = {
         let rtx = db.begin_read()?;
         match rtx.open_table(META) {

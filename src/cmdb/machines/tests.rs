@@ -102,6 +102,8 @@ async fn leases_and_machines_survive_reopen() {
     }
     let db = Cmdb::open(&path, 64).unwrap();
     assert_eq!(db.leases().await.unwrap(), vec![lease]);
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600, "the CMDB is owner-only");
     assert!(db.brief_by_mac(mac("52:54:00:00:00:03")).is_some(), "index rebuilt from disk");
 }
 

@@ -33,19 +33,11 @@ pub struct Core {
     pub hub: Arc<Hub>,
     /// The provisioning engine.
     pub engine: Arc<Engine>,
-    /// The admin bearer token of the REST API.
-    pub admin_token: Arc<str>,
 }
 
 impl Core {
     /// Builds the core handles; `shutdown` ends the controller's long-polls.
-    pub fn new(
-        cfg: Config,
-        addrs: Addresses,
-        cmdb: Cmdb,
-        admin_token: &str,
-        shutdown: CancellationToken,
-    ) -> anyhow::Result<Core> {
+    pub fn new(cfg: Config, addrs: Addresses, cmdb: Cmdb, shutdown: CancellationToken) -> anyhow::Result<Core> {
         let hub = Arc::new(Hub::new(cmdb.clone(), cfg.agent.clone(), addrs.agent_networks.clone(), shutdown));
         let renderer = Arc::new(Renderer::new(cfg.templates.as_deref()).context("loading templates")?);
         let engine = Arc::new(Engine::new(
@@ -55,15 +47,7 @@ impl Core {
             addrs.http_base.clone(),
             cfg.dns.domain.clone(),
         ));
-        Ok(Core {
-            cfg: Arc::new(cfg),
-            addrs: Arc::new(addrs),
-            cmdb,
-            metrics: Metrics::default(),
-            hub,
-            engine,
-            admin_token: Arc::from(admin_token),
-        })
+        Ok(Core { cfg: Arc::new(cfg), addrs: Arc::new(addrs), cmdb, metrics: Metrics::default(), hub, engine })
     }
 }
 

@@ -1,9 +1,11 @@
-//! The CMDB: one redb file holding machines, leases and the per-machine event timeline.
+//! The CMDB: one redb file holding machines, leases, the per-machine event timeline, agents,
+//! jobs, provisioning, users with their tokens, and the audit log.
 //!
 //! [`Cmdb`] is a cheap `Clone` handle. Reads run on the blocking pool; every write goes through
 //! one writer thread that batches queued writes into group commits (see `writer`).
 
 mod agents;
+mod audit;
 mod cascade;
 mod events;
 mod index;
@@ -13,6 +15,7 @@ pub mod model;
 mod profiles;
 mod provision;
 mod store;
+mod users;
 mod writer;
 
 use std::net::Ipv4Addr;
@@ -23,6 +26,7 @@ use redb::{Database, ReadableDatabase};
 use tokio::sync::oneshot;
 
 pub use agents::{Admission, Enrolled};
+pub use audit::{AuditEntry, AuditFilter, Outcome};
 pub use events::{EventFilter, EventKind, EVENTS_KEPT_PER_MACHINE};
 pub use index::{Brief, DnsHosts};
 pub use jobs::{JobFilter, StoredChunk};
@@ -32,6 +36,10 @@ pub use model::{
     Sighting, StoredProfile,
 };
 pub use provision::{MachineUpdate, NewRun};
+pub use users::{
+    AuthError, Caller, Import, TokenRecord, TokenView, User, UserChange, UserView, MAX_SESSIONS_PER_USER,
+    MAX_TOKENS_PER_USER,
+};
 use writer::{Completion, Job, WriteCtx};
 
 /// Committed events a slow stream subscriber may fall behind by before it must re-read them

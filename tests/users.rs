@@ -300,3 +300,55 @@ async fn the_admin_files_work_and_an_old_token_file_survives_the_upgrade() {
     lab.restart().await;
     assert_eq!(status(&client(&lab, old), Method::GET, "/machines", None).await.0, 401);
 }
+
+fn cli(lab: &Lab, args: &[&str], stdin: &str) -> (bool, String, String) {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rackboot"))
+        .args(args)
+        .arg("--api")
+        .arg(url(lab))
+        .arg("--token-file")
+        .arg(lab.dir.path().join("admin.token"))
+        .env_remove("RACKBOOT_TOKEN")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    (out.status.success(), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+}
+
+// Multi-threaded: the CLI runs as a blocking child process while the server answers it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cli_users_tokens_and_audit() {
+    let lab = Lab::start("").await;
+    let (ok, out, err) = cli(&lab, &["users", "add", "alice", "--role", "operator"], "alice-password-1\n");
+    assert!(ok, "{out}{err}");
+    let (ok, out, _) = cli(&lab, &["users", "add", "bob", "--role", "viewer"], "short\n");
+    assert!(!ok && !out.contains("short"), "the password policy holds: {out}");
+    let (ok, out, _) = cli(&lab, &["users", "list"], "");
+    assert!(ok && out.contains("alice") && out.contains("operator"), "{out}");
+    let (ok, out, _) = cli(&lab, &["users", "set", "alice", "--password"], "alice-password-2\n");
+    assert!(ok, "{out}");
+    login(&lab, "alice", "alice-password-2").await;
+
+    let (ok, secret, err) = cli(&lab, &["tokens", "create", "ci", "--role", "viewer", "--ttl", "3600"], "");
+    assert!(ok && secret.trim().starts_with("rbt_") && secret.lines().count() == 1, "{secret}{err}");
+    let ci = client(&lab, secret.trim());
+    assert_eq!(status(&ci, Method::GET, "/auth/whoami", None).await.1["role"], "viewer");
+    let id = secret.trim().split('_').nth(1).unwrap().to_string();
+    let (ok, out, _) = cli(&lab, &["tokens", "list"], "");
+    assert!(ok && out.contains(&id) && !out.contains(secret.trim()), "{out}");
+    let (ok, out, _) = cli(&lab, &["tokens", "revoke", &id], "");
+    assert!(ok, "{out}");
+    assert_eq!(status(&ci, Method::GET, "/machines", None).await.0, 401);
+
+    let (ok, out, _) = cli(&lab, &["audit", "--user", "admin", "--limit", "50"], "");
+    assert!(ok && out.contains("/users/{name}") && out.contains("name=alice") && out.contains("/tokens/{id}"), "{out}");
+    assert!(!out.contains("alice-password"), "{out}");
+    let (ok, out, _) = cli(&lab, &["users", "delete", "alice"], "");
+    assert!(ok, "{out}");
+}

@@ -23,7 +23,7 @@ use super::{ApiError, ApiState};
 use crate::auth::limiter::Limiter;
 use crate::auth::policy::{self, Access};
 use crate::auth::{self, Role};
-use crate::cmdb::{now_ms, AuditEntry, AuthError, Caller, Outcome, TokenRecord};
+use crate::cmdb::{now_ms, AuditEntry, AuthError, Caller, CmdbError, Outcome, TokenRecord};
 use crate::config::{AuthConfig, MAX_SESSION_SECS};
 
 pub fn routes() -> OpenApiRouter<ApiState> {
@@ -192,21 +192,36 @@ async fn try_login(s: &ApiState, peer: IpAddr, req: LoginRequest) -> Result<Json
         return Err(ApiError::field("ttl_secs", format!("ttl_secs must be 60..={MAX_SESSION_SECS}")).into_response());
     }
     let limiter = &s.auth.limiter;
-    if let Some(wait) = limiter.blocked(&username, peer, Instant::now()) {
+    // The limiter keys on usernames that can exist; anything else shares one key, so a body of
+    // made-up names cannot grow its memory.
+    let valid = auth::valid_username(&username);
+    let key = if valid { username.as_str() } else { "(invalid)" };
+    if let Some(wait) = limiter.blocked(key, peer, Instant::now()) {
         let mut resp =
             ApiError::new(StatusCode::TOO_MANY_REQUESTS, "too many failed logins; try again later").into_response();
         let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
         resp.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs.max(1)));
         return Err(resp);
     }
-    let user = if auth::valid_username(&username) { s.cmdb.user(username.clone()).await.ok() } else { None };
-    let phc = user.as_ref().map_or_else(|| decoy_hash().to_string(), |u| u.password_hash.clone());
-    let matches = auth::verify_password_async(password, phc).await;
+    let user = match valid.then(|| s.cmdb.user(username.clone())) {
+        None => None,
+        Some(found) => match found.await {
+            Ok(u) => Some(u),
+            Err(CmdbError::NotFound(_)) => None,
+            Err(e) => return Err(ApiError::from(e).into_response()),
+        },
+    };
+    let phc = user.as_ref().map(|u| u.password_hash.clone());
+    let matches = tokio::task::spawn_blocking(move || {
+        auth::verify_password(&password, phc.as_deref().unwrap_or_else(|| decoy_hash()))
+    })
+    .await
+    .unwrap_or(false);
     let Some(user) = user.filter(|u| matches && !u.disabled) else {
-        limiter.failed(&username, peer, Instant::now());
+        limiter.failed(key, peer, Instant::now());
         return Err(ApiError::new(StatusCode::UNAUTHORIZED, "wrong username or password").into_response());
     };
-    limiter.succeeded(&username);
+    limiter.succeeded(key);
     let (id, token, hash) = auth::new_token().map_err(|e| ApiError::internal(e.to_string()).into_response())?;
     let now = now_ms();
     let expires_ms = now + ttl * 1000;

@@ -110,20 +110,24 @@ async fn show_user(State(s): State<ApiState>, Path(name): Path<String>) -> Resul
     Ok(Json(UserView::from(&s.cmdb.user(name).await?)))
 }
 
-/// Changes a user's role, password or disabled flag (admin). The last enabled admin cannot be
-/// demoted or disabled.
+/// Changes a user's role, password or disabled flag (admin). Nobody can demote or disable
+/// themselves, nor the last enabled admin.
 #[utoipa::path(patch, path = "/users/{name}", tag = "users", request_body = UserPatch,
     params(("name" = String, Path, description = "Username")),
     responses((status = 200, description = "The changed user", body = UserView),
         (status = 403, description = "Needs role admin", body = super::Problem, content_type = "application/problem+json"),
-        (status = 409, description = "It is the last enabled admin", body = super::Problem, content_type = "application/problem+json")))]
+        (status = 409, description = "It is the caller or the last enabled admin", body = super::Problem, content_type = "application/problem+json")))]
 async fn update_user(
     State(s): State<ApiState>,
+    Extension(c): Extension<Caller>,
     Path(name): Path<String>,
     body: Result<Json<UserPatch>, JsonRejection>,
 ) -> Result<Json<UserView>, ApiError> {
     let Json(UserPatch { role, password, disabled }) = body?;
     checked_name(&name)?;
+    if name == c.user && (disabled == Some(true) || role.is_some_and(|r| r != Role::Admin)) {
+        return Err(ApiError::conflict("an admin cannot disable or demote themselves; another admin can"));
+    }
     let password_hash = match password {
         Some(p) => Some(hashed(p).await?),
         None => None,
@@ -131,14 +135,22 @@ async fn update_user(
     Ok(Json(s.cmdb.update_user(name, UserChange { role, password_hash, disabled }, now_ms()).await?))
 }
 
-/// Deletes a user and every token of theirs (admin). The last enabled admin cannot be deleted.
+/// Deletes a user and every token of theirs (admin). Nobody can delete themselves, nor the last
+/// enabled admin.
 #[utoipa::path(delete, path = "/users/{name}", tag = "users",
     params(("name" = String, Path, description = "Username")),
     responses((status = 204, description = "Deleted, with their tokens"),
         (status = 403, description = "Needs role admin", body = super::Problem, content_type = "application/problem+json"),
-        (status = 409, description = "It is the last enabled admin", body = super::Problem, content_type = "application/problem+json")))]
-async fn delete_user(State(s): State<ApiState>, Path(name): Path<String>) -> Result<StatusCode, ApiError> {
+        (status = 409, description = "It is the caller or the last enabled admin", body = super::Problem, content_type = "application/problem+json")))]
+async fn delete_user(
+    State(s): State<ApiState>,
+    Extension(c): Extension<Caller>,
+    Path(name): Path<String>,
+) -> Result<StatusCode, ApiError> {
     checked_name(&name)?;
+    if name == c.user {
+        return Err(ApiError::conflict("an admin cannot delete themselves; another admin can"));
+    }
     s.cmdb.delete_user(name).await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -196,6 +208,9 @@ async fn list_tokens(
     q: Result<Query<TokenQuery>, QueryRejection>,
 ) -> Result<Json<TokenList>, ApiError> {
     let Query(q) = q?;
+    if let Some(u) = q.user.as_deref().filter(|u| !auth::valid_username(u)) {
+        return Err(ApiError::field("user", format!("{u:?} is not a username")));
+    }
     let user = match (q.user, c.role) {
         (u, Role::Admin) => u,
         (Some(u), _) if u != c.user => {

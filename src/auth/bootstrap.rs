@@ -10,7 +10,7 @@ use anyhow::Context;
 use tracing::{info, warn};
 
 use super::{hash_password_async, new_token, presented, Role};
-use crate::cmdb::{now_ms, Cmdb, Import, TokenRecord, User};
+use crate::cmdb::{now_ms, Cmdb, CmdbError, Import, TokenRecord, User};
 
 /// The first admin's username.
 pub const ADMIN: &str = "admin";
@@ -69,7 +69,15 @@ async fn import(cmdb: &Cmdb, path: &Path, token: &str) -> anyhow::Result<String>
 
 async fn create_token_file(cmdb: &Cmdb, path: &Path) -> anyhow::Result<String> {
     let (id, token, hash) = new_token()?;
-    cmdb.import_file_token(file_token(id, hash)).await.context("storing the admin token")?;
+    match cmdb.import_file_token(file_token(id, hash)).await {
+        Ok(_) => {}
+        // Another admin deleted `admin`: nobody to make the file's token for.
+        Err(CmdbError::NotFound(what)) => {
+            warn!(path = %path.display(), %what, "no admin token file made: user admin is gone");
+            return Ok(String::new());
+        }
+        Err(e) => return Err(e).context("storing the admin token"),
+    }
     write_secret(path, &token)?;
     // The token itself stays in the file: stdout ends up in the journal.
     println!("rackboot: admin token created in {} (mode 0600)", path.display());

@@ -93,11 +93,6 @@ pub async fn hash_password_async(password: String) -> anyhow::Result<String> {
     tokio::task::spawn_blocking(move || hash_password(&password)).await?
 }
 
-/// Runs a blocking password check on the blocking pool.
-pub async fn verify_password_async(password: String, phc: String) -> bool {
-    tokio::task::spawn_blocking(move || verify_password(&password, &phc)).await.unwrap_or(false)
-}
-
 /// The token id every bearer that is not `rbt_<id>_<secret>` is looked up under: the
 /// `admin.token` of data dirs from before users existed.
 pub const LEGACY_TOKEN_ID: &str = "legacy";

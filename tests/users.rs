@@ -167,6 +167,13 @@ async fn expired_revoked_and_unknown_tokens_get_401() {
     assert_eq!(status(&vera, Method::GET, "/tokens?user=otto", None).await.0, 403);
     assert_eq!(status(&lab.api, Method::DELETE, &format!("/tokens/{otto_session}"), None).await.0, 204);
     assert_eq!(status(&otto_api, Method::GET, "/machines", None).await.0, 401);
+    // A session may end itself (logging out).
+    let (_, who) = status(&vera, Method::GET, "/auth/whoami", None).await;
+    assert_eq!(
+        status(&vera, Method::DELETE, &format!("/tokens/{}", who["token"].as_str().unwrap()), None).await.0,
+        204
+    );
+    assert_eq!(status(&vera, Method::GET, "/machines", None).await.0, 401);
 }
 
 #[tokio::test]
@@ -295,8 +302,11 @@ async fn the_admin_files_work_and_an_old_token_file_survives_the_upgrade() {
             .0,
         401
     );
-    // Revoked, it stays revoked across a restart.
-    assert_eq!(status(&client(&lab, old), Method::DELETE, "/tokens/legacy", None).await.0, 204);
+    // Revoked (not by itself: an API token cannot revoke itself), it stays revoked across a restart.
+    assert_eq!(status(&client(&lab, old), Method::DELETE, "/tokens/legacy", None).await.0, 409);
+    let password = std::fs::read_to_string(dir.join("admin.password")).unwrap();
+    let session = client(&lab, &login(&lab, "admin", password.trim()).await);
+    assert_eq!(status(&session, Method::DELETE, "/tokens/legacy", None).await.0, 204);
     lab.restart().await;
     assert_eq!(status(&client(&lab, old), Method::GET, "/machines", None).await.0, 401);
 }

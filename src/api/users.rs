@@ -263,10 +263,12 @@ async fn create_token(
     Ok((StatusCode::CREATED, Json(CreatedToken { secret, token })))
 }
 
-/// Revokes a token: one's own, or (admin) anyone's. It stops working at once.
+/// Revokes a token: one's own, or (admin) anyone's. It stops working at once. An API token
+/// cannot revoke itself (use another); a session can (logging out).
 #[utoipa::path(delete, path = "/tokens/{id}", tag = "tokens",
     params(("id" = String, Path, description = "Token id")),
-    responses((status = 204, description = "Revoked")))]
+    responses((status = 204, description = "Revoked"),
+        (status = 409, description = "An API token tried to revoke itself", body = super::Problem, content_type = "application/problem+json")))]
 async fn revoke_token(
     State(s): State<ApiState>,
     Extension(c): Extension<Caller>,
@@ -274,6 +276,9 @@ async fn revoke_token(
 ) -> Result<StatusCode, ApiError> {
     if !auth::valid_token_id(&id) {
         return Err(ApiError::not_found(format!("token {id}")));
+    }
+    if id == c.token_id && !c.session {
+        return Err(ApiError::conflict("a token cannot revoke itself (a login session can: that is logging out)"));
     }
     let owner = (c.role != Role::Admin).then_some(c.user);
     s.cmdb.revoke_token(id, owner).await?;

@@ -121,6 +121,8 @@ pub struct Caller {
     pub user: String,
     pub role: Role,
     pub token_id: String,
+    /// The token is a login session.
+    pub session: bool,
 }
 
 /// Why a bearer token was refused (every one is a 401; the detail says which).
@@ -318,7 +320,9 @@ impl Cmdb {
                     rtx.open_table(USERS)?.get(tok.user.as_str())?.map(|v| decode(v.value())).transpose()?;
                 let Some(user) = user.filter(|u| !u.disabled) else { return Ok(Err(AuthError::UserGone)) };
                 let touch = tok.last_used_ms.is_none_or(|t| now_ms.saturating_sub(t) >= TOUCH_MS);
-                Ok(Ok((Caller { user: user.name, role: tok.role.min(user.role), token_id: tok.id }, touch)))
+                let caller =
+                    Caller { user: user.name, role: tok.role.min(user.role), token_id: tok.id, session: tok.session };
+                Ok(Ok((caller, touch)))
             })
             .await
             .map_err(|e| AuthError::Storage(e.to_string()))??;

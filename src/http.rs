@@ -14,7 +14,7 @@ use crate::service::Core;
 
 /// Serves the API router on `listener` until `shutdown`, then lets open requests finish.
 pub async fn serve(listener: TcpListener, core: Core, shutdown: CancellationToken) -> anyhow::Result<()> {
-    let Core { cfg, addrs, cmdb, metrics, hub, engine, admin_token, sealer: _ } = core;
+    let Core { cfg, addrs, cmdb, metrics, hub, engine, sealer: _ } = core;
     let boot = BootState {
         renderer: Renderer::new(cfg.templates.as_deref()).context("loading templates")?,
         profiles: cfg.boot.profiles.clone(),
@@ -29,7 +29,7 @@ pub async fn serve(listener: TcpListener, core: Core, shutdown: CancellationToke
     let state = ApiState {
         cmdb,
         metrics,
-        token: admin_token,
+        auth: Arc::new(api::auth::AuthState::new(cfg.auth.clone())),
         boot: Some(Arc::new(boot)),
         hub,
         engine: Some(engine),

@@ -9,6 +9,7 @@
 //! - [`ra`]: IPv6 router advertisements that end iPXE's wait for one.
 //! - [`assets`]: the boot files a config needs (iPXE, BootOS), the check `/healthz` reports, and
 //!   `rackboot assets install`.
+//! - [`auth`]: roles, API tokens, passwords, the role table and the login rate limiter.
 //! - [`cmdb`]: the redb-backed CMDB (machines, leases, events) with a group-commit writer.
 //! - [`planner`]: the one policy seam that decides what a machine boots.
 //! - [`render`]: pure template rendering of boot scripts (minijinja, strict).
@@ -32,6 +33,7 @@
 pub mod api;
 pub mod app;
 pub mod assets;
+pub mod auth;
 pub mod client;
 pub mod cmdb;
 pub mod config;

@@ -33,21 +33,13 @@ pub struct Core {
     pub hub: Arc<Hub>,
     /// The provisioning engine.
     pub engine: Arc<Engine>,
-    /// The admin bearer token of the REST API.
-    pub admin_token: Arc<str>,
     /// Seals and opens stored secrets with the data key in `data_dir/secret.key`.
     pub sealer: Arc<crate::secrets::Sealer>,
 }
 
 impl Core {
     /// Builds the core handles; `shutdown` ends the controller's long-polls.
-    pub fn new(
-        cfg: Config,
-        addrs: Addresses,
-        cmdb: Cmdb,
-        admin_token: &str,
-        shutdown: CancellationToken,
-    ) -> anyhow::Result<Core> {
+    pub fn new(cfg: Config, addrs: Addresses, cmdb: Cmdb, shutdown: CancellationToken) -> anyhow::Result<Core> {
         let hub = Arc::new(Hub::new(cmdb.clone(), cfg.agent.clone(), addrs.agent_networks.clone(), shutdown));
         let renderer = Arc::new(Renderer::new(cfg.templates.as_deref()).context("loading templates")?);
         let engine = Arc::new(Engine::new(
@@ -59,16 +51,7 @@ impl Core {
         ));
         let sealer = Arc::new(crate::secrets::Sealer::load_or_create(&cfg.data_dir)?);
         let metrics = Metrics { unclaimed_evicted: cmdb.growth().evicted.clone(), ..Metrics::default() };
-        Ok(Core {
-            cfg: Arc::new(cfg),
-            addrs: Arc::new(addrs),
-            cmdb,
-            metrics,
-            hub,
-            engine,
-            admin_token: Arc::from(admin_token),
-            sealer,
-        })
+        Ok(Core { cfg: Arc::new(cfg), addrs: Arc::new(addrs), cmdb, metrics, hub, engine, sealer })
     }
 }
 

@@ -1,7 +1,8 @@
 //! The OpenAPI document of `/api/v1`, generated from the handlers' `#[utoipa::path]`
 //! annotations and the types they take and return, and served at `/api/v1/openapi.json`.
 //!
-//! Responses every operation shares are added here once: 401 (bearer token), 400 for anything
+//! Responses every operation shares are added here once: 401 and 403 (bearer token and its role;
+//! not on the public login and this document), 400 for anything
 //! with parameters or a body, 404 for anything with a path parameter, 413/415 for a body, 500
 //! for a CMDB that cannot be read or written. Each error is a [`Problem`].
 
@@ -26,7 +27,7 @@ use crate::cmdb::EventKind;
     info(
         title = "rackboot API",
         version = "1",
-        description = "Machines, leases, timeline events (pages and a live stream), agents' jobs, boot profiles and provisioning tasks of a rackboot appliance. Every path except this document needs `Authorization: Bearer <token>`; the admin token is in <data_dir>/admin.token. Errors are application/problem+json (RFC 9457). Lists take `limit` and `cursor` and return `next_cursor`."
+        description = "Machines, leases, timeline events (pages and a live stream), agents' jobs, boot profiles and provisioning tasks of a rackboot appliance. Every path except this document and `POST /auth/login` needs `Authorization: Bearer <token>`: a user's API token (`/tokens`) or login session; the first admin's token is in <data_dir>/admin.token. Roles: viewer reads; operator also changes machines, tasks, jobs and profiles; admin also manages users, every token and the audit log (403 names the role a call needs). Every change is in the audit log. Errors are application/problem+json (RFC 9457). Lists take `limit` and `cursor` and return `next_cursor`."
     ),
     servers((url = "/api/v1")),
     components(schemas(Problem, EventKind)),
@@ -37,12 +38,16 @@ use crate::cmdb::EventKind;
         (name = "jobs", description = "Jobs run by node agents"),
         (name = "tasks", description = "Provisioning tasks and their runs"),
         (name = "profiles", description = "Boot profiles"),
+        (name = "auth", description = "Logging in, and who the caller is"),
+        (name = "users", description = "Users and their roles (admin)"),
+        (name = "tokens", description = "API tokens: one's own, or everyone's (admin)"),
+        (name = "audit", description = "The audit log of every change (admin)"),
         (name = "meta", description = "This document")
     )
 )]
 struct Base;
 
-/// The unauthenticated routes: this document.
+/// This document (public, see `auth::policy`).
 pub(super) fn routes() -> OpenApiRouter<ApiState> {
     OpenApiRouter::new().routes(routes!(openapi_json))
 }
@@ -58,7 +63,7 @@ async fn openapi_json() -> impl IntoResponse {
 pub fn document() -> &'static OpenApi {
     static DOC: OnceLock<OpenApi> = OnceLock::new();
     DOC.get_or_init(|| {
-        let router = OpenApiRouter::with_openapi(Base::openapi()).merge(super::protected_routes()).merge(routes());
+        let router = OpenApiRouter::with_openapi(Base::openapi()).merge(super::protected_routes());
         let mut doc = router.into_openapi();
         finish(&mut doc);
         doc
@@ -70,6 +75,9 @@ pub fn document_json() -> &'static str {
     static JSON: OnceLock<String> = OnceLock::new();
     JSON.get_or_init(|| document().to_pretty_json().expect("the OpenAPI document serializes"))
 }
+
+/// Paths anyone may call (see `auth::policy`).
+const PUBLIC: [&str; 2] = ["/openapi.json", "/auth/login"];
 
 /// Adds the bearer scheme and the responses every operation shares.
 fn finish(doc: &mut OpenApi) {
@@ -93,10 +101,13 @@ fn finish(doc: &mut OpenApi) {
             let mut add = |code: &str, what: &str| {
                 responses.entry(code.to_string()).or_insert_with(|| problem(what).into());
             };
-            if path != "/openapi.json" {
-                add("401", "Missing or wrong bearer token");
-                add("500", "The CMDB could not be read or written");
+            if !PUBLIC.contains(&path.as_str()) {
+                add("401", "Missing, unknown, expired or revoked bearer token");
+                add("403", "The token's role is too low for this call (the detail names the role needed)");
                 op.security = Some(vec![SecurityRequirement::new("bearer", Vec::<String>::new())]);
+            }
+            if path != "/openapi.json" {
+                add("500", "The CMDB could not be read or written");
             }
             if has_input {
                 add("400", "A parameter or the body is malformed or out of range (`field` names it)");
@@ -121,16 +132,29 @@ mod tests {
         let v: serde_json::Value = serde_json::from_str(document_json()).unwrap();
         assert!(v["openapi"].as_str().unwrap().starts_with("3."), "{}", v["openapi"]);
         let paths = v["paths"].as_object().unwrap();
-        for p in ["/machines", "/machines/{id}", "/events", "/events/stream", "/jobs", "/tasks", "/profiles", "/leases"]
-        {
+        for p in [
+            "/machines",
+            "/machines/{id}",
+            "/events",
+            "/events/stream",
+            "/jobs",
+            "/tasks",
+            "/profiles",
+            "/leases",
+            "/users",
+            "/tokens",
+            "/audit",
+            "/auth/login",
+        ] {
             assert!(paths.contains_key(p), "{p} is missing");
         }
         for (path, item) in paths {
             for (method, op) in item.as_object().unwrap() {
                 let codes = op["responses"].as_object().unwrap();
                 assert!(codes.keys().any(|c| c.starts_with('2')), "{method} {path} has no success response");
-                if path != "/openapi.json" {
+                if !PUBLIC.contains(&path.as_str()) {
                     assert!(codes.contains_key("401"), "{method} {path} lacks 401");
+                    assert!(codes.contains_key("403"), "{method} {path} lacks 403");
                     assert_eq!(op["security"][0]["bearer"], serde_json::json!([]), "{method} {path}");
                 }
                 for (code, r) in codes.iter().filter(|(c, _)| c.as_str() >= "400") {
@@ -152,6 +176,9 @@ mod tests {
             ("jobs.rs", include_str!("jobs.rs")),
             ("tasks.rs", include_str!("tasks.rs")),
             ("profiles.rs", include_str!("profiles.rs")),
+            ("auth.rs", include_str!("auth.rs")),
+            ("users.rs", include_str!("users.rs")),
+            ("audit.rs", include_str!("audit.rs")),
         ];
         for (name, text) in modules {
             let code: String = text

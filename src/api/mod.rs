@@ -1,9 +1,12 @@
-//! HTTP front end: the REST API under `/api/v1` (bearer token; its OpenAPI document is
-//! generated from the handlers' types, see `doc`), `/boot` for firmware, `/agent/v1` for node
+//! HTTP front end: the REST API under `/api/v1` (users' bearer tokens, each call authorized by
+//! role and changes audited in one middleware, `auth::guard`; its OpenAPI document is generated
+//! from the handlers' types, see `doc`), `/boot` for firmware, `/agent/v1` for node
 //! agents, `/healthz` and `/metrics`. Handlers are thin: they parse, call the core, and map its
 //! errors to one problem+json shape.
 
 pub mod agent;
+mod audit;
+pub mod auth;
 pub mod boot;
 mod doc;
 mod events;
@@ -13,6 +16,7 @@ pub mod page;
 mod problem;
 pub mod profiles;
 mod tasks;
+mod users;
 
 use std::sync::Arc;
 
@@ -34,8 +38,8 @@ pub use problem::{ApiError, Problem, SseFrame, PROBLEM_JSON};
 pub struct ApiState {
     pub cmdb: crate::cmdb::Cmdb,
     pub metrics: Metrics,
-    /// The admin bearer token.
-    pub token: Arc<str>,
+    /// Login settings and the login rate limiter.
+    pub auth: Arc<auth::AuthState>,
     /// Boot endpoints (`/boot`); `None` serves none.
     pub boot: boot::SharedBoot,
     /// The agent controller (`/agent/v1`, `/api/v1/jobs`).
@@ -49,18 +53,25 @@ pub struct ApiState {
 /// Event streams open at once; more are refused with 503.
 pub const MAX_STREAMS: usize = events::MAX_STREAMS;
 
-/// Every `/api/v1` route that needs the bearer token, each registered with its OpenAPI
-/// operation (`utoipa_axum::routes!`), so a route cannot exist without its document entry.
+/// Every `/api/v1` route, each registered with its OpenAPI operation (`utoipa_axum::routes!`),
+/// so a route cannot exist without its document entry; `auth::guard` decides who may call it
+/// (`auth::policy`: the login and this document are public).
 fn protected_routes() -> OpenApiRouter<ApiState> {
-    machines::routes().merge(events::routes()).merge(profiles::routes()).merge(jobs::routes()).merge(tasks::routes())
+    machines::routes()
+        .merge(events::routes())
+        .merge(profiles::routes())
+        .merge(jobs::routes())
+        .merge(tasks::routes())
+        .merge(auth::routes())
+        .merge(users::routes())
+        .merge(audit::routes())
+        .merge(doc::routes())
 }
 
 /// Builds the whole HTTP router.
 pub fn router(state: ApiState) -> Router {
-    let (api, _) = protected_routes()
-        .route_layer(middleware::from_fn_with_state(state.clone(), require_token))
-        .merge(doc::routes())
-        .split_for_parts();
+    let (api, _) =
+        protected_routes().route_layer(middleware::from_fn_with_state(state.clone(), auth::guard)).split_for_parts();
     let api = api.fallback(problem::no_route).layer(middleware::from_fn(problem::problem_layer));
     let agent = agent::routes().fallback(problem::no_route).layer(middleware::from_fn(problem::problem_layer));
     Router::new()
@@ -109,17 +120,4 @@ fn fold_method(m: &axum::http::Method) -> &'static str {
         Method::OPTIONS => "OPTIONS",
         _ => "other",
     }
-}
-
-async fn require_token(State(s): State<ApiState>, req: Request, next: Next) -> Response {
-    let given =
-        req.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
-    match given {
-        Some(t) if constant_time_eq(t.as_bytes(), s.token.as_bytes()) => next.run(req).await,
-        _ => ApiError::new(axum::http::StatusCode::UNAUTHORIZED, "missing or wrong bearer token").into_response(),
-    }
-}
-
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }

@@ -1,14 +1,11 @@
-//! Wires the appliance together: opens the CMDB, resolves its addresses, binds every socket,
+//! Wires the appliance together: opens the CMDB (making sure an admin can log in), resolves its addresses, binds every socket,
 //! then starts each service (see [`crate::service`]) under one cancellation token, and stops them
 //! all when one fails or a shutdown signal arrives.
 
 mod addresses;
 
 use std::future::Future;
-use std::io::Write;
 use std::net::SocketAddr;
-use std::os::unix::fs::OpenOptionsExt;
-use std::path::Path;
 
 use anyhow::Context;
 use tokio::net::{TcpListener, UdpSocket};
@@ -32,6 +29,7 @@ pub struct Running {
     /// Address DNS answers on (UDP and TCP), when DNS runs.
     pub dns_addr: Option<SocketAddr>,
     pub cmdb: Cmdb,
+    /// The token of `data_dir/admin.token` (an API token of user `admin`).
     pub admin_token: String,
     pub token: CancellationToken,
     services: Services,
@@ -44,7 +42,7 @@ pub async fn start(cfg: Config) -> anyhow::Result<Running> {
     let batch = cfg.dhcp.commit_batch;
     let cmdb = tokio::task::spawn_blocking(move || Cmdb::open(&db_path, batch)).await?.context("opening the CMDB")?;
     cmdb.growth().set_cap(cfg.max_unclaimed_machines);
-    let admin_token = ensure_admin_token(&cfg.data_dir)?;
+    let admin_token = crate::auth::bootstrap::ensure_admin(&cmdb, &cfg.data_dir).await?;
 
     let http = TcpListener::bind(cfg.http_listen).await.with_context(|| format!("binding http {}", cfg.http_listen))?;
     let http_addr = http.local_addr()?;
@@ -61,7 +59,7 @@ pub async fn start(cfg: Config) -> anyhow::Result<Running> {
     let dns_addr = dns.as_ref().map(|b| b.addr);
 
     let token = CancellationToken::new();
-    let core = Core::new(cfg, addrs, cmdb.clone(), &admin_token, token.clone())?;
+    let core = Core::new(cfg, addrs, cmdb.clone(), token.clone())?;
     let mut services = Services::new(token.clone());
     if let Some(bound) = dns {
         services.start("dns", dns::serve(bound, core.clone(), token.clone()));
@@ -149,30 +147,6 @@ impl Running {
 /// Starts the appliance and runs it until `shutdown`.
 pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> anyhow::Result<()> {
     start(cfg).await?.wait(shutdown).await
-}
-
-/// Reads the admin token, creating it (mode 0600, printed once) on first start.
-fn ensure_admin_token(data_dir: &Path) -> anyhow::Result<String> {
-    let path = data_dir.join("admin.token");
-    if let Ok(t) = std::fs::read_to_string(&path) {
-        let t = t.trim().to_string();
-        // An empty token would let an empty bearer in.
-        anyhow::ensure!(t.len() >= 16, "{} holds no usable token (delete it to make a new one)", path.display());
-        return Ok(t);
-    }
-    let mut raw = [0u8; 24];
-    getrandom::fill(&mut raw).map_err(|e| anyhow::anyhow!("no randomness for the admin token: {e}"))?;
-    let token: String = raw.iter().map(|b| format!("{b:02x}")).collect();
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&path)
-        .with_context(|| format!("writing {}", path.display()))?;
-    writeln!(f, "{token}")?;
-    // The token itself stays in the file: stdout ends up in the journal.
-    println!("rackboot: admin token created in {} (mode 0600)", path.display());
-    Ok(token)
 }
 
 /// Resolves on SIGINT or SIGTERM.

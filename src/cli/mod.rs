@@ -13,11 +13,13 @@ mod assets;
 mod jobs;
 mod machines;
 mod tasks;
+mod users;
 
 use assets::{assets, AssetsCmd};
 use jobs::{jobs, JobsCmd};
 use machines::{machines, MachinesCmd};
 use tasks::{tasks, TasksCmd};
+use users::{audit, tokens, users, AuditArgs, TokensCmd, UsersCmd};
 
 const ABOUT: &str = "Network-boot appliance: DHCP, TFTP, HTTP and DNS in one process";
 
@@ -27,7 +29,8 @@ Network-boot appliance: DHCP, TFTP, HTTP and DNS in one process.
 `rackboot serve` runs the appliance: it answers PXE clients (proxy DHCP by default, beside your
 DHCP server), serves iPXE and BootOS, keeps every machine it hears from in its CMDB and
 provisions them. The other subcommands are its admin client: they speak to the REST API
-(--api, default http://127.0.0.1:80) with the admin token from /var/lib/rackboot/admin.token.";
+(--api, default http://127.0.0.1:80) with an API token, by default the admin's from
+/var/lib/rackboot/admin.token; the first admin's password is in /var/lib/rackboot/admin.password.";
 
 const EXAMPLES: &str = "\
 Getting started (as root):
@@ -113,6 +116,28 @@ Examples:
         #[command(subcommand)]
         cmd: TasksCmd,
     },
+    /// Users and their roles (admin): list, add, set, delete.
+    Users {
+        #[command(flatten)]
+        api: ApiArgs,
+        #[command(subcommand)]
+        cmd: UsersCmd,
+    },
+    /// API tokens: yours (an admin: everyone's); create prints the new token once.
+    Tokens {
+        #[command(flatten)]
+        api: ApiArgs,
+        #[command(subcommand)]
+        cmd: TokensCmd,
+    },
+    /// The audit log (admin): every change through the API, refused changes and failed logins.
+    #[command(after_help = "Examples:\n  rackboot audit --limit 20\n  rackboot audit --user alice --outcome denied")]
+    Audit {
+        #[command(flatten)]
+        api: ApiArgs,
+        #[command(flatten)]
+        filter: AuditArgs,
+    },
     /// DHCP leases (address, MAC, state, expiry).
     Leases {
         #[command(flatten)]
@@ -155,7 +180,8 @@ struct ApiArgs {
     /// Bearer token; default: read from --token-file.
     #[arg(long, env = "RACKBOOT_TOKEN", global = true, hide_env_values = true)]
     token: Option<String>,
-    /// File holding the admin token (`rackboot serve` writes it into its data_dir on first start).
+    /// File holding an API token (`rackboot serve` writes the admin's, admin.token, into its
+    /// data_dir on first start; `rackboot tokens create` makes others).
     #[arg(long, value_name = "FILE", default_value = "/var/lib/rackboot/admin.token", global = true)]
     token_file: PathBuf,
 }
@@ -189,6 +215,9 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Machines { api, cmd } => machines(api.client()?, cmd).await,
         Command::Jobs { api, cmd } => jobs(api.client()?, cmd).await,
         Command::Tasks { api, cmd } => tasks(api.client()?, cmd).await,
+        Command::Users { api, cmd } => users(api.client()?, cmd).await,
+        Command::Tokens { api, cmd } => tokens(api.client()?, cmd).await,
+        Command::Audit { api, filter } => audit(api.client()?, filter).await,
         Command::Watch { api, machine, all: _, kind, state, after, count } => {
             let w = rackboot::watch::Watch { machine, kind, state, after, count };
             rackboot::watch::run(&api.client()?, w, &mut std::io::stdout()).await

@@ -1,9 +1,11 @@
-//! The CMDB: one redb file holding machines, leases and the per-machine event timeline.
+//! The CMDB: one redb file holding machines, leases, the per-machine event timeline, agents,
+//! jobs, provisioning, users with their tokens, and the audit log.
 //!
 //! [`Cmdb`] is a cheap `Clone` handle. Reads run on the blocking pool; every write goes through
 //! one writer thread that batches queued writes into group commits (see `writer`).
 
 mod agents;
+mod audit;
 mod cascade;
 mod events;
 mod index;
@@ -15,6 +17,7 @@ mod profiles;
 mod provision;
 mod store;
 mod unclaimed;
+mod users;
 mod whereabouts;
 mod writer;
 
@@ -26,6 +29,7 @@ use redb::{Database, ReadableDatabase};
 use tokio::sync::oneshot;
 
 pub use agents::{Admission, EnrollOutcome, Enrolled};
+pub use audit::{AuditEntry, AuditFilter, Outcome};
 pub use events::{EventFilter, EventKind, EVENTS_KEPT_PER_MACHINE};
 pub use index::{Brief, DnsHosts};
 pub use jobs::{JobFilter, StoredChunk};
@@ -37,6 +41,10 @@ pub use model::{
 pub use nonces::{nonce_hash, NonceCheck};
 pub use provision::{MachineUpdate, NewRun};
 pub use unclaimed::{Growth, DEFAULT_CAP as DEFAULT_UNCLAIMED_CAP};
+pub use users::{
+    AuthError, Caller, Import, TokenRecord, TokenView, User, UserChange, UserView, MAX_SESSIONS_PER_USER,
+    MAX_TOKENS_PER_USER,
+};
 pub use whereabouts::peer_v4;
 use writer::{Completion, Job, WriteCtx};
 

@@ -47,11 +47,20 @@ pub const ACTIVE_RUNS: TableDefinition<u64, ()> = TableDefinition::new("active_r
 /// across every machine (schema 6). The event itself lives in `events`.
 pub const EVENT_LOG: TableDefinition<u64, u64> = TableDefinition::new("event_log");
 
+/// Username -> JSON `User` (schema 7).
+pub const USERS: TableDefinition<&str, &[u8]> = TableDefinition::new("users");
+/// Token id -> JSON `TokenRecord`: API tokens and login sessions, stored hashed (schema 7).
+pub const TOKENS: TableDefinition<&str, &[u8]> = TableDefinition::new("tokens");
+/// Sequence -> JSON `AuditEntry`, the newest `auth.audit_max_entries` kept (schema 7).
+pub const AUDIT: TableDefinition<u64, &[u8]> = TableDefinition::new("audit");
+
 pub const KEY_SCHEMA: &str = "schema_version";
 pub const KEY_NEXT_MACHINE: &str = "next_machine_id";
 pub const KEY_NEXT_EVENT: &str = "next_event_seq";
 /// The next job id: kept so a deleted machine's jobs never lend their ids to new ones.
 pub const KEY_NEXT_JOB: &str = "next_job_id";
+/// The next audit sequence: kept so rotated-out entries never lend their numbers.
+pub const KEY_NEXT_AUDIT: &str = "next_audit_seq";
 
 /// Serializes a record for storage.
 pub fn encode<T: Serialize>(v: &T) -> Vec<u8> {
@@ -256,6 +265,12 @@ fn migrate(tx: &WriteTransaction, from: u64) -> Result<(), CmdbError> {
                     let (machine, seq) = row?.0.value();
                     log.insert(seq, machine)?;
                 }
+            }
+            // 6 -> 7: users, their API tokens and the audit log.
+            6 => {
+                tx.open_table(USERS)?;
+                tx.open_table(TOKENS)?;
+                tx.open_table(AUDIT)?;
             }
             v => return Err(CmdbError::Storage(format!("no migration from schema {v}"))),
         }

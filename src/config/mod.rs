@@ -9,6 +9,7 @@
 //! (networks, pools) they share. This module checks what spans sections.
 
 mod agent;
+mod auth;
 mod boot;
 mod dhcp;
 mod dns;
@@ -24,6 +25,7 @@ use anyhow::Context;
 use serde::Deserialize;
 
 pub use agent::{AgentConfig, EnrollPolicy, WireAgent};
+pub use auth::{AuthConfig, WireAuth, MAX_SESSION_SECS};
 pub use boot::{BootFiles, Profile, WireBoot, WireProfile};
 pub use dhcp::{DhcpConfig, DhcpMode, Subnet, WireDhcp, WireSubnet};
 pub use dns::{DnsConfig, WireDns};
@@ -47,6 +49,7 @@ pub struct WireConfig {
     pub dns: WireDns,
     pub agent: WireAgent,
     pub provision: WireProvision,
+    pub auth: WireAuth,
 }
 
 /// Validated runtime configuration.
@@ -69,6 +72,8 @@ pub struct Config {
     pub dns: DnsConfig,
     pub agent: AgentConfig,
     pub provision: ProvisionConfig,
+    /// Users' sessions, the login rate limit and the audit log's size.
+    pub auth: AuthConfig,
     pub boot: BootFiles,
     /// Directory whose `ipxe/*.ipxe` and `provision/identity.sh` override the embedded templates.
     pub templates: Option<PathBuf>,
@@ -83,7 +88,7 @@ impl TryFrom<WireConfig> for Config {
     type Error = anyhow::Error;
 
     fn try_from(w: WireConfig) -> anyhow::Result<Self> {
-        let WireConfig { server, http, dhcp, tftp, boot, dns, agent, provision } = w;
+        let WireConfig { server, http, dhcp, tftp, boot, dns, agent, provision, auth } = w;
         let WireServer { data_dir, interface, address, log_format, max_unclaimed_machines } = server;
         anyhow::ensure!(
             (100..=10_000_000).contains(&max_unclaimed_machines),
@@ -92,6 +97,7 @@ impl TryFrom<WireConfig> for Config {
         let WireHttp { listen, public_url } = http;
         let dns = DnsConfig::try_from(dns)?;
         let agent = AgentConfig::try_from(agent)?;
+        let auth = AuthConfig::try_from(auth)?;
         let (boot, templates) = BootFiles::from_wire(boot)?;
         let log_json = server::log_json(&log_format)?;
         let dhcp = DhcpConfig::from_wire(dhcp, dns.enabled.then_some(dns.domain.as_str()))?;
@@ -117,6 +123,7 @@ impl TryFrom<WireConfig> for Config {
             dns,
             agent,
             provision,
+            auth,
             boot,
             templates,
         })
@@ -194,6 +201,10 @@ mod tests {
             ("[http]\npublic_url = \"ftp://x\"", "http.public_url"),
             ("[server]\nlog_format = \"xml\"", "server.log_format"),
             ("[tftp]\nmax_transfers = 0", "tftp.max_transfers"),
+            ("[auth]\nsession_ttl_secs = 604801", "auth.session_ttl_secs"),
+            ("[auth]\naudit_max_entries = 0", "auth.audit_max_entries"),
+            ("[auth]\nlogin_window_secs = 0", "auth.login_window_secs"),
+            ("[auth]\nbogus = 1", "bogus"),
             ("[provision]\nimages_dir = \"/srv/images\"", "provision.images_dir"),
         ];
         for (text, want) in cases {

@@ -1,0 +1,273 @@
+//! The API's one gate: every `/api/v1` call passes [`guard`], which authenticates the bearer
+//! token, authorizes the call by method and route template (`auth::policy`), and appends every
+//! change (and every refused change) to the audit log once it has its answer. Also
+//! `POST /auth/login` (rate-limited sessions) and `GET /auth/whoami`.
+
+use std::collections::BTreeMap;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::OnceLock;
+use std::time::Instant;
+
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{ConnectInfo, MatchedPath, Request, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::{ApiError, ApiState};
+use crate::auth::limiter::Limiter;
+use crate::auth::policy::{self, Access};
+use crate::auth::{self, Role};
+use crate::cmdb::{now_ms, AuditEntry, AuthError, Caller, CmdbError, Outcome, TokenRecord};
+use crate::config::{AuthConfig, MAX_SESSION_SECS};
+
+pub fn routes() -> OpenApiRouter<ApiState> {
+    OpenApiRouter::new().routes(routes!(login)).routes(routes!(whoami))
+}
+
+/// The login settings and the rate limiter's state.
+pub struct AuthState {
+    pub cfg: AuthConfig,
+    pub limiter: Limiter,
+}
+
+impl AuthState {
+    /// Settings from the config, with an empty limiter.
+    pub fn new(cfg: AuthConfig) -> AuthState {
+        let limiter = Limiter::new(cfg.login_failures_per_user, cfg.login_failures_per_address, cfg.login_window);
+        AuthState { cfg, limiter }
+    }
+}
+
+/// The peer's address, for handlers (the login limiter).
+#[derive(Debug, Clone, Copy)]
+pub struct Peer(pub IpAddr);
+
+/// The username a login tried, set on its response for the audit entry.
+#[derive(Debug, Clone)]
+struct LoginAttempt(String);
+
+/// Authenticates, authorizes and audits one `/api/v1` call.
+pub async fn guard(State(s): State<ApiState>, mut req: Request, next: Next) -> Response {
+    let method = req.method().clone();
+    let matched = req.extensions().get::<MatchedPath>().map(|m| m.as_str().to_string()).unwrap_or_default();
+    let route = matched.strip_prefix("/api/v1").unwrap_or(&matched).to_string();
+    let path = req.uri().path();
+    let params = path_params(&route, path.strip_prefix("/api/v1").unwrap_or(path));
+    let peer =
+        req.extensions().get::<ConnectInfo<SocketAddr>>().map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |c| c.0.ip());
+    req.extensions_mut().insert(Peer(peer));
+    let mut caller = None;
+    let resp = match policy::required(&method, &route) {
+        Access::Public => next.run(req).await,
+        Access::Role(need) => match authenticate(&s, req.headers()).await {
+            Err(e) => ApiError::new(StatusCode::UNAUTHORIZED, e.to_string()).into_response(),
+            Ok(c) if c.role < need => {
+                let detail =
+                    format!("{method} {route} needs role {}; this token acts as {}", need.as_str(), c.role.as_str());
+                caller = Some(c);
+                ApiError::new(StatusCode::FORBIDDEN, detail).into_response()
+            }
+            Ok(c) => {
+                req.extensions_mut().insert(c.clone());
+                caller = Some(c);
+                next.run(req).await
+            }
+        },
+    };
+    if !policy::is_read(&method) {
+        let tried = resp.extensions().get::<LoginAttempt>().map(|a| a.0.clone());
+        let status = resp.status().as_u16();
+        let entry = AuditEntry {
+            seq: 0,
+            at_ms: now_ms(),
+            user: caller.as_ref().map(|c| c.user.clone()).or(tried).unwrap_or_else(|| "-".into()),
+            token: caller.map(|c| c.token_id),
+            from: peer.to_string(),
+            method: method.to_string(),
+            route,
+            params,
+            status,
+            outcome: Outcome::of(status),
+        };
+        if let Err(error) = s.cmdb.append_audit(entry, s.auth.cfg.audit_max_entries).await {
+            tracing::error!(%error, "audit entry not written");
+        }
+    }
+    resp
+}
+
+async fn authenticate(s: &ApiState, headers: &HeaderMap) -> Result<Caller, AuthError> {
+    let bearer = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .ok_or(AuthError::Missing)?;
+    let (id, hash) = auth::presented(bearer.trim()).ok_or(AuthError::Unknown)?;
+    s.cmdb.authenticate(id, hash, now_ms()).await
+}
+
+/// Longest path parameter kept in an audit entry.
+const MAX_PARAM: usize = 128;
+
+/// The path parameters of `path` by the route template's `{name}` segments.
+fn path_params(route: &str, path: &str) -> BTreeMap<String, String> {
+    let segments = route.trim_start_matches('/').split('/').zip(path.trim_start_matches('/').split('/'));
+    segments
+        .filter_map(|(t, p)| {
+            let name = t.strip_prefix('{')?.strip_suffix('}')?;
+            Some((name.to_string(), p.chars().take(MAX_PARAM).collect()))
+        })
+        .collect()
+}
+
+/// A login.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LoginRequest {
+    /// 1-64 of `a-z 0-9 . _ -`.
+    #[schema(max_length = 64)]
+    pub username: String,
+    #[schema(max_length = 1024)]
+    pub password: String,
+    /// The session's lifetime in seconds (default `auth.session_ttl_secs`, at most 7 days).
+    #[schema(minimum = 60, maximum = 604800)]
+    pub ttl_secs: Option<u64>,
+}
+
+/// A new session: its bearer token, shown only here.
+#[derive(Serialize, Deserialize, ToSchema)]
+pub struct LoginResponse {
+    /// `Authorization: Bearer <token>` until it expires or is revoked.
+    pub token: String,
+    /// The token's id (`DELETE /tokens/{id}` ends the session).
+    pub id: String,
+    /// Unix milliseconds.
+    pub expires_ms: u64,
+    pub user: String,
+    pub role: Role,
+}
+
+/// A hash to check unknown usernames against, so they take as long as known ones.
+fn decoy_hash() -> &'static str {
+    static DECOY: OnceLock<String> = OnceLock::new();
+    DECOY.get_or_init(|| auth::hash_password("no user has this password").unwrap_or_default())
+}
+
+/// Logs in with a username and password and returns a session token. Failed logins are
+/// audited and rate-limited per username and per source address (429 with Retry-After).
+#[utoipa::path(post, path = "/auth/login", tag = "auth", request_body = LoginRequest,
+    responses((status = 200, description = "A new session", body = LoginResponse),
+        (status = 401, description = "Wrong username or password", body = super::Problem, content_type = "application/problem+json"),
+        (status = 429, description = "Too many failed logins; retry after Retry-After seconds", body = super::Problem, content_type = "application/problem+json")))]
+async fn login(
+    State(s): State<ApiState>,
+    Extension(Peer(peer)): Extension<Peer>,
+    body: Result<Json<LoginRequest>, JsonRejection>,
+) -> Response {
+    let (name, resp) = match body {
+        Ok(Json(req)) => {
+            let name = auth::valid_username(&req.username).then(|| req.username.clone());
+            (name, try_login(&s, peer, req).await.map_or_else(IntoResponse::into_response, IntoResponse::into_response))
+        }
+        Err(e) => (None, ApiError::from(e).into_response()),
+    };
+    let mut resp = resp;
+    resp.extensions_mut().insert(LoginAttempt(name.unwrap_or_else(|| "-".into())));
+    resp
+}
+
+async fn try_login(s: &ApiState, peer: IpAddr, req: LoginRequest) -> Result<Json<LoginResponse>, Response> {
+    let LoginRequest { username, password, ttl_secs } = req;
+    if password.len() > auth::MAX_PASSWORD {
+        return Err(ApiError::field("password", "the password is too long").into_response());
+    }
+    let ttl = ttl_secs.unwrap_or(s.auth.cfg.session_ttl.as_secs());
+    if !(60..=MAX_SESSION_SECS).contains(&ttl) {
+        return Err(ApiError::field("ttl_secs", format!("ttl_secs must be 60..={MAX_SESSION_SECS}")).into_response());
+    }
+    let limiter = &s.auth.limiter;
+    // The limiter keys on usernames that can exist; anything else shares one key, so a body of
+    // made-up names cannot grow its memory.
+    let valid = auth::valid_username(&username);
+    let key = if valid { username.as_str() } else { "(invalid)" };
+    if let Some(wait) = limiter.blocked(key, peer, Instant::now()) {
+        let mut resp =
+            ApiError::new(StatusCode::TOO_MANY_REQUESTS, "too many failed logins; try again later").into_response();
+        let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+        resp.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs.max(1)));
+        return Err(resp);
+    }
+    let user = match valid.then(|| s.cmdb.user(username.clone())) {
+        None => None,
+        Some(found) => match found.await {
+            Ok(u) => Some(u),
+            Err(CmdbError::NotFound(_)) => None,
+            Err(e) => return Err(ApiError::from(e).into_response()),
+        },
+    };
+    let phc = user.as_ref().map(|u| u.password_hash.clone());
+    let matches = tokio::task::spawn_blocking(move || {
+        auth::verify_password(&password, phc.as_deref().unwrap_or_else(|| decoy_hash()))
+    })
+    .await
+    .unwrap_or(false);
+    let Some(user) = user.filter(|u| matches && !u.disabled) else {
+        limiter.failed(key, peer, Instant::now());
+        return Err(ApiError::new(StatusCode::UNAUTHORIZED, "wrong username or password").into_response());
+    };
+    limiter.succeeded(key);
+    let (id, token, hash) = auth::new_token().map_err(|e| ApiError::internal(e.to_string()).into_response())?;
+    let now = now_ms();
+    let expires_ms = now + ttl * 1000;
+    let rec = TokenRecord {
+        v: crate::cmdb::model::SCHEMA_VERSION,
+        id: id.clone(),
+        user: user.name.clone(),
+        name: "session".into(),
+        role: user.role,
+        hash,
+        session: true,
+        created_ms: now,
+        expires_ms: Some(expires_ms),
+        last_used_ms: None,
+    };
+    s.cmdb.create_token(rec, now).await.map_err(|e| ApiError::from(e).into_response())?;
+    Ok(Json(LoginResponse { token, id, expires_ms, user: user.name, role: user.role }))
+}
+
+/// Who the caller is.
+#[derive(Serialize, Deserialize, ToSchema)]
+pub struct Whoami {
+    pub user: String,
+    /// The role this token acts with: the lower of its own and its user's.
+    pub role: Role,
+    /// The token's id.
+    pub token: String,
+}
+
+/// The caller's user, effective role and token id.
+#[utoipa::path(get, path = "/auth/whoami", tag = "auth",
+    responses((status = 200, description = "The caller", body = Whoami)))]
+async fn whoami(Extension(c): Extension<Caller>) -> Json<Whoami> {
+    Json(Whoami { user: c.user, role: c.role, token: c.token_id })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn path_params_follow_the_template() {
+        let p = path_params("/users/{name}", "/users/alice");
+        assert_eq!(p.into_iter().collect::<Vec<_>>(), [("name".to_string(), "alice".to_string())]);
+        assert!(path_params("/machines", "/machines").is_empty());
+        let long = format!("/tokens/{}", "x".repeat(500));
+        assert_eq!(path_params("/tokens/{id}", &long)["id"].len(), MAX_PARAM);
+    }
+}

@@ -1,0 +1,104 @@
+//! The role table: which role a `/api/v1` call needs, by method and route template. The API's
+//! one auth middleware asks it for every call, so no handler can forget a check.
+
+use axum::http::Method;
+
+use super::Role;
+
+/// What a call needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// No token: logging in, and the OpenAPI document.
+    Public,
+    /// A token whose effective role is at least this.
+    Role(Role),
+}
+
+/// Whether a method only reads (GET, HEAD, OPTIONS): these are never audited and a viewer may
+/// make them.
+pub fn is_read(method: &Method) -> bool {
+    matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS)
+}
+
+/// The access a call to `route` (a template under `/api/v1`, e.g. `/users/{name}`) needs.
+///
+/// Own tokens (`/tokens`) and `whoami` need only a valid token: the handler limits a non-admin
+/// to their own tokens. Users and the audit log are the admin's, read or write. Any other read is
+/// a viewer's; changes to machines, tasks, jobs, profiles (and power) are an operator's; any
+/// other change (settings, trust stores, routes added later) is an admin's unless listed here.
+pub fn required(method: &Method, route: &str) -> Access {
+    let mut segments = route.trim_start_matches('/').split('/');
+    let first = segments.next().unwrap_or("");
+    match (first, is_read(method)) {
+        ("openapi.json", true) => Access::Public,
+        ("auth", _) if route == "/auth/login" => Access::Public,
+        ("auth" | "tokens", _) => Access::Role(Role::Viewer),
+        ("users" | "audit", _) => Access::Role(Role::Admin),
+        (_, true) => Access::Role(Role::Viewer),
+        ("machines" | "tasks" | "jobs" | "profiles" | "power", false) => Access::Role(Role::Operator),
+        (_, false) => Access::Role(Role::Admin),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const V: Access = Access::Role(Role::Viewer);
+    const O: Access = Access::Role(Role::Operator);
+    const A: Access = Access::Role(Role::Admin);
+
+    #[test]
+    fn the_role_table() {
+        let cases = [
+            (Method::POST, "/auth/login", Access::Public),
+            (Method::GET, "/openapi.json", Access::Public),
+            (Method::GET, "/auth/whoami", V),
+            (Method::GET, "/machines", V),
+            (Method::GET, "/machines/{id}/events", V),
+            (Method::HEAD, "/leases", V),
+            (Method::GET, "/events/stream", V),
+            (Method::POST, "/machines", O),
+            (Method::PATCH, "/machines/{id}", O),
+            (Method::DELETE, "/machines/{id}", O),
+            (Method::POST, "/machines/{id}/approve", O),
+            (Method::POST, "/tasks", O),
+            (Method::POST, "/tasks/{id}/cancel", O),
+            (Method::POST, "/jobs", O),
+            (Method::PUT, "/profiles/{name}", O),
+            (Method::DELETE, "/profiles/{name}", O),
+            (Method::GET, "/users", A),
+            (Method::GET, "/users/{name}", A),
+            (Method::POST, "/users", A),
+            (Method::PATCH, "/users/{name}", A),
+            (Method::DELETE, "/users/{name}", A),
+            (Method::GET, "/audit", A),
+            (Method::GET, "/tokens", V),
+            (Method::POST, "/tokens", V),
+            (Method::DELETE, "/tokens/{id}", V),
+            // Changes nobody listed are an admin's, never everyone's.
+            (Method::POST, "/settings", A),
+            (Method::PUT, "/trust/{key}", A),
+            (Method::POST, "/openapi.json", A),
+        ];
+        for (method, route, want) in cases {
+            assert_eq!(required(&method, route), want, "{method} {route}");
+        }
+    }
+
+    /// No documented change is open to everyone or to a viewer, except logging in and a user's
+    /// own tokens.
+    #[test]
+    fn every_documented_change_needs_more_than_a_viewer() {
+        let doc: serde_json::Value = serde_json::from_str(crate::api::document_json()).unwrap();
+        for (path, item) in doc["paths"].as_object().unwrap() {
+            for method in item.as_object().unwrap().keys() {
+                let m: Method = method.to_uppercase().parse().unwrap();
+                if is_read(&m) || path == "/auth/login" || path.starts_with("/tokens") {
+                    continue;
+                }
+                assert!(matches!(required(&m, path), Access::Role(r) if r > Role::Viewer), "{method} {path}");
+            }
+        }
+    }
+}

@@ -1,0 +1,228 @@
+//! `rackboot users`, `rackboot tokens` and `rackboot audit`: people, their API tokens and the
+//! audit log through the REST API. Passwords are read from stdin or a prompt, never an argument.
+
+use std::io::{BufRead, IsTerminal};
+
+use super::*;
+
+#[derive(Subcommand)]
+pub(super) enum UsersCmd {
+    /// List users and their roles.
+    List,
+    /// Add a user; the password is read from stdin (one line) or prompted for.
+    #[command(
+        after_help = "Examples:\n  rackboot users add alice --role operator\n  pwgen -s 24 1 | tee alice.pw | rackboot users add alice --role viewer"
+    )]
+    Add {
+        /// Username: 1-64 of a-z, 0-9, '.', '_', '-'.
+        name: String,
+        /// viewer (reads), operator (also machines, tasks, jobs, profiles) or admin.
+        #[arg(long)]
+        role: String,
+    },
+    /// Change a user's role, password (--password: read from stdin or prompted) or state.
+    Set {
+        name: String,
+        #[arg(long)]
+        role: Option<String>,
+        /// Set a new password, read from stdin (one line) or prompted for.
+        #[arg(long)]
+        password: bool,
+        /// Disable the user: they cannot log in and their tokens stop working.
+        #[arg(long, conflicts_with = "enable")]
+        disable: bool,
+        /// Enable a disabled user.
+        #[arg(long)]
+        enable: bool,
+    },
+    /// Delete a user and every token of theirs.
+    Delete { name: String },
+}
+
+#[derive(Subcommand)]
+pub(super) enum TokensCmd {
+    /// List tokens (yours; an admin sees everyone's). Secrets are never shown again.
+    List {
+        /// Only this user's.
+        #[arg(long)]
+        user: Option<String>,
+    },
+    /// Create an API token of yours and print it once to stdout.
+    #[command(after_help = "Example:\n  rackboot tokens create ci --role viewer --ttl 86400 > ci.token")]
+    Create {
+        /// What it is for, e.g. ci.
+        name: String,
+        /// viewer, operator or admin; default (and at most): your own.
+        #[arg(long)]
+        role: Option<String>,
+        /// Lifetime in seconds; default: it does not expire.
+        #[arg(long, value_name = "SECS")]
+        ttl: Option<u64>,
+    },
+    /// Revoke a token by id: it stops working at once.
+    Revoke { id: String },
+}
+
+/// Filters of `rackboot audit`.
+#[derive(Args)]
+pub(super) struct AuditArgs {
+    /// Only this user's calls (`-`: unauthenticated ones).
+    #[arg(long)]
+    user: Option<String>,
+    /// Only this method, e.g. DELETE.
+    #[arg(long)]
+    method: Option<String>,
+    /// Only this HTTP status.
+    #[arg(long)]
+    status: Option<u16>,
+    /// Only ok, denied (401/403), limited (429) or failed calls.
+    #[arg(long)]
+    outcome: Option<String>,
+    /// Only entries at or after this moment (Unix milliseconds).
+    #[arg(long, value_name = "MS")]
+    since: Option<u64>,
+    /// Only entries before this moment (Unix milliseconds).
+    #[arg(long, value_name = "MS")]
+    until: Option<u64>,
+    /// Print at most this many entries, newest first.
+    #[arg(long, default_value_t = 100)]
+    limit: usize,
+}
+
+/// Reads a password: one line from stdin when it is not a terminal, else a prompt (twice).
+fn read_password(what: &str) -> anyhow::Result<String> {
+    if !std::io::stdin().is_terminal() {
+        let mut line = String::new();
+        std::io::stdin().lock().read_line(&mut line)?;
+        return Ok(line.trim_end_matches(['\n', '\r']).to_string());
+    }
+    let first = rpassword::prompt_password(format!("password for {what}: "))?;
+    let again = rpassword::prompt_password("again: ")?;
+    anyhow::ensure!(first == again, "the passwords differ");
+    Ok(first)
+}
+
+pub(super) async fn users(c: ApiClient, cmd: UsersCmd) -> anyhow::Result<()> {
+    match cmd {
+        UsersCmd::List => {
+            let v = c.ok(Method::GET, "/users", None).await?;
+            println!("{:<24} {:<9} STATE", "NAME", "ROLE");
+            for u in v["users"].as_array().into_iter().flatten() {
+                let state = if u["disabled"] == true { "disabled" } else { "enabled" };
+                println!("{:<24} {:<9} {state}", s(&u["name"]), s(&u["role"]));
+            }
+        }
+        UsersCmd::Add { name, role } => {
+            let password = read_password(&name)?;
+            c.ok(Method::POST, "/users", Some(json!({"name": name, "role": role, "password": password}))).await?;
+            println!("added user {name} ({role})");
+        }
+        UsersCmd::Set { name, role, password, disable, enable } => {
+            let mut body = serde_json::Map::new();
+            if let Some(r) = role {
+                body.insert("role".into(), json!(r));
+            }
+            if password {
+                body.insert("password".into(), json!(read_password(&name)?));
+            }
+            if disable || enable {
+                body.insert("disabled".into(), json!(disable));
+            }
+            anyhow::ensure!(!body.is_empty(), "nothing to change: give --role, --password, --disable or --enable");
+            let u = c.ok(Method::PATCH, &format!("/users/{}", enc(&name)), Some(Value::Object(body))).await?;
+            println!(
+                "user {name}: role {}, {}",
+                s(&u["role"]),
+                if u["disabled"] == true { "disabled" } else { "enabled" }
+            );
+        }
+        UsersCmd::Delete { name } => {
+            c.ok(Method::DELETE, &format!("/users/{}", enc(&name)), None).await?;
+            println!("deleted user {name} and its tokens");
+        }
+    }
+    Ok(())
+}
+
+pub(super) async fn tokens(c: ApiClient, cmd: TokensCmd) -> anyhow::Result<()> {
+    match cmd {
+        TokensCmd::List { user } => {
+            let q = user.map(|u| format!("?user={}", enc(&u))).unwrap_or_default();
+            let v = c.ok(Method::GET, &format!("/tokens{q}"), None).await?;
+            println!(
+                "{:<16} {:<16} {:<9} {:<20} {:<14} {:<14} LAST_USED_MS",
+                "ID", "USER", "ROLE", "NAME", "CREATED_MS", "EXPIRES_MS"
+            );
+            for t in v["tokens"].as_array().into_iter().flatten() {
+                println!(
+                    "{:<16} {:<16} {:<9} {:<20} {:<14} {:<14} {}",
+                    s(&t["id"]),
+                    s(&t["user"]),
+                    s(&t["role"]),
+                    s(&t["name"]),
+                    s(&t["created_ms"]),
+                    s(&t["expires_ms"]),
+                    s(&t["last_used_ms"])
+                );
+            }
+        }
+        TokensCmd::Create { name, role, ttl } => {
+            let v = c.ok(Method::POST, "/tokens", Some(json!({"name": name, "role": role, "ttl_secs": ttl}))).await?;
+            let t = &v["token"];
+            eprintln!("token {} ({}, role {}); it is shown only now", s(&t["id"]), s(&t["name"]), s(&t["role"]));
+            // The point of the command: the secret, once, alone on stdout.
+            println!("{}", s(&v["secret"]));
+        }
+        TokensCmd::Revoke { id } => {
+            c.ok(Method::DELETE, &format!("/tokens/{}", enc(&id)), None).await?;
+            println!("revoked token {id}");
+        }
+    }
+    Ok(())
+}
+
+pub(super) async fn audit(c: ApiClient, a: AuditArgs) -> anyhow::Result<()> {
+    let AuditArgs { user, method, status, outcome, since, until, limit } = a;
+    let mut query = vec![format!("limit={}", limit.clamp(1, 10_000))];
+    for (k, v) in [("user", user), ("method", method), ("outcome", outcome)] {
+        if let Some(v) = v {
+            query.push(format!("{k}={}", enc(&v)));
+        }
+    }
+    for (k, v) in [("status", status.map(u64::from)), ("since", since), ("until", until)] {
+        if let Some(v) = v {
+            query.push(format!("{k}={v}"));
+        }
+    }
+    let (mut printed, mut cursor) = (0, None::<String>);
+    println!(
+        "{:>7} {:<13} {:<16} {:<16} {:<15} {:<6} {:<30} {:>6} PARAMS",
+        "SEQ", "AT_MS", "USER", "TOKEN", "FROM", "METHOD", "ROUTE", "STATUS"
+    );
+    while printed < limit {
+        let c_q = cursor.as_ref().map(|c| format!("&cursor={c}")).unwrap_or_default();
+        let v = c.ok(Method::GET, &format!("/audit?{}{c_q}", query.join("&")), None).await?;
+        for e in v["entries"].as_array().into_iter().flatten().take(limit - printed) {
+            let params: Vec<String> =
+                e["params"].as_object().into_iter().flatten().map(|(k, v)| format!("{k}={}", s(v))).collect();
+            println!(
+                "{:>7} {:<13} {:<16} {:<16} {:<15} {:<6} {:<30} {:>6} {}",
+                s(&e["seq"]),
+                s(&e["at_ms"]),
+                s(&e["user"]),
+                s(&e["token"]),
+                s(&e["from"]),
+                s(&e["method"]),
+                s(&e["route"]),
+                s(&e["status"]),
+                params.join(",")
+            );
+            printed += 1;
+        }
+        match v["next_cursor"].as_str() {
+            Some(c) => cursor = Some(c.to_string()),
+            None => break,
+        }
+    }
+    Ok(())
+}

@@ -24,6 +24,14 @@ pub struct HttpLabel {
     pub status: u16,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ConnRefusedLabel {
+    /// "http" or "https".
+    pub listener: String,
+    /// "total" or "per_client": which cap was reached.
+    pub reason: String,
+}
+
 /// All metrics; cheap to clone (every metric is an `Arc` inside).
 #[derive(Clone, Default)]
 pub struct Metrics {
@@ -36,6 +44,8 @@ pub struct Metrics {
     pub tftp_bytes: Counter,
     pub tftp_active: Gauge,
     pub dns_responses: Family<RcodeLabel, Counter>,
+    /// Connections closed at once because a connection cap was reached.
+    pub http_connections_refused: Family<ConnRefusedLabel, Counter>,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -61,6 +71,11 @@ impl Metrics {
         r.register("tftp_transfers_active", "TFTP transfers in progress", self.tftp_active.clone());
         r.register("dns_responses", "DNS responses sent, by response code", self.dns_responses.clone());
         r.register("http_requests", "HTTP requests served, by method and status", self.http_requests.clone());
+        r.register(
+            "http_connections_refused",
+            "Connections closed at accept because a connection cap was reached, by listener and cap",
+            self.http_connections_refused.clone(),
+        );
         let mut out = String::new();
         prometheus_client::encoding::text::encode(&mut out, &r).expect("writing to a String cannot fail");
         out

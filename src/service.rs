@@ -35,6 +35,8 @@ pub struct Core {
     pub engine: Arc<Engine>,
     /// The admin bearer token of the REST API.
     pub admin_token: Arc<str>,
+    /// The HTTPS listener's TLS and the CA nodes pin.
+    pub tls: crate::tls::ServerTls,
 }
 
 impl Core {
@@ -44,6 +46,7 @@ impl Core {
         addrs: Addresses,
         cmdb: Cmdb,
         admin_token: &str,
+        tls: crate::tls::ServerTls,
         shutdown: CancellationToken,
     ) -> anyhow::Result<Core> {
         let hub = Arc::new(Hub::new(cmdb.clone(), cfg.agent.clone(), addrs.agent_networks.clone(), shutdown));
@@ -54,6 +57,7 @@ impl Core {
             renderer,
             addrs.http_base.clone(),
             cfg.dns.domain.clone(),
+            (addrs.https_base.clone(), tls.ca_pem.clone()),
         ));
         Ok(Core {
             cfg: Arc::new(cfg),
@@ -63,6 +67,7 @@ impl Core {
             hub,
             engine,
             admin_token: Arc::from(admin_token),
+            tls,
         })
     }
 }

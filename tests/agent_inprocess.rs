@@ -84,17 +84,17 @@ async fn agent_enrolls_inventories_and_runs_jobs_by_long_poll() {
 async fn forged_missing_and_superseded_credentials_are_refused() {
     let a = Appliance::start("").await;
     let http = |cred: Option<String>| {
-        let url = a.url();
+        let (url, trust) = (a.url(), a.trust());
         async move {
-            let mut c = rackboot_agent::client::Client::new(&url).unwrap();
+            let mut c = rackboot_agent::client::Client::new(&url, &trust).unwrap();
             c.credential = cred;
             c.call::<()>(Method::GET, "/agent/v1/jobs/next?wait=0", None, Duration::from_secs(5)).await.unwrap().status
         }
     };
     let enroll = || {
-        let url = a.url();
+        let (url, trust) = (a.url(), a.trust());
         async move {
-            let mut c = rackboot_agent::client::Client::new(&url).unwrap();
+            let mut c = rackboot_agent::client::Client::new(&url, &trust).unwrap();
             let req = json!({"macs": ["52:54:00:a0:00:02"], "boot_mac": "52:54:00:a0:00:02"});
             let r = c.call(Method::POST, "/agent/v1/enroll", Some(&req), Duration::from_secs(5)).await.unwrap();
             assert_eq!(r.status, 200);
@@ -118,7 +118,7 @@ async fn forged_missing_and_superseded_credentials_are_refused() {
     assert_eq!(http(Some(cred)).await, 401, "an older credential is superseded by the new enrollment");
     assert_eq!(http(Some(second["credential"].as_str().unwrap().into())).await, 204);
     // A malformed enrollment is refused with the reason.
-    let mut c = rackboot_agent::client::Client::new(&a.url()).unwrap();
+    let mut c = rackboot_agent::client::Client::new(&a.url(), &a.trust()).unwrap();
     let r = c
         .call(Method::POST, "/agent/v1/enroll", Some(&json!({"macs": ["nope"]})), Duration::from_secs(5))
         .await
@@ -149,7 +149,7 @@ async fn approval_policy_holds_new_machines_until_an_operator_approves() {
 async fn a_silent_agent_loses_its_job_to_redelivery_and_cancel_stops_a_running_one() {
     let a = Appliance::start("").await;
     // A fake agent claims a job and then goes silent (a node that crashed mid-job).
-    let mut c = rackboot_agent::client::Client::new(&a.url()).unwrap();
+    let mut c = rackboot_agent::client::Client::new(&a.url(), &a.trust()).unwrap();
     let req = json!({"macs": ["52:54:00:a0:00:04"], "boot_mac": "52:54:00:a0:00:04"});
     let r = c.call(Method::POST, "/agent/v1/enroll", Some(&req), Duration::from_secs(5)).await.unwrap();
     c.credential = Some(r.json::<Value>().unwrap()["credential"].as_str().unwrap().into());
@@ -246,8 +246,10 @@ async fn jobs_by_tag_and_live_output_as_server_sent_events() {
     let id = jobs[0]["id"].as_u64().unwrap();
     let token = a.app.as_ref().unwrap().admin_token.clone();
     let url = format!("{}/api/v1/jobs/{id}/output?follow=true", a.url());
+    let ca = a.dir.path().join("tls/ca.pem");
     let out = tokio::process::Command::new("curl")
-        .args(["-sN", "--max-time", "20", "-H", &format!("authorization: Bearer {token}"), &url])
+        .args(["-sN", "--max-time", "20", "--cacert", ca.to_str().unwrap()])
+        .args(["-H", &format!("authorization: Bearer {token}"), &url])
         .output()
         .await;
     let Ok(out) = out else {

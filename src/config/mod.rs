@@ -12,6 +12,7 @@ mod agent;
 mod boot;
 mod dhcp;
 mod dns;
+mod https;
 mod provision;
 mod server;
 mod tftp;
@@ -27,6 +28,7 @@ pub use agent::{AgentConfig, EnrollPolicy, WireAgent};
 pub use boot::{BootFiles, Profile, WireBoot, WireProfile};
 pub use dhcp::{DhcpConfig, DhcpMode, Subnet, WireDhcp, WireSubnet};
 pub use dns::{DnsConfig, WireDns};
+pub use https::{ConnLimits, HttpsConfig, WireHttps};
 pub use provision::{HardwareProfile, ProvisionConfig, WireProvision};
 pub use server::{WireHttp, WireServer};
 pub use tftp::{TftpConfig, WireTftp};
@@ -41,6 +43,7 @@ pub const EMBEDDED_DEFAULT: &str = include_str!("../../rackboot.example.toml");
 pub struct WireConfig {
     pub server: WireServer,
     pub http: WireHttp,
+    pub https: WireHttps,
     pub dhcp: WireDhcp,
     pub tftp: WireTftp,
     pub boot: WireBoot,
@@ -61,6 +64,10 @@ pub struct Config {
     pub http_listen: SocketAddr,
     /// Base URL machines use to reach the HTTP server; derived from the address if empty.
     pub public_url: String,
+    /// Timeouts and connection caps of the HTTP and HTTPS listeners.
+    pub http_limits: ConnLimits,
+    /// The HTTPS listener (API, agent API, metrics) and its certificate.
+    pub https: HttpsConfig,
     pub dhcp: DhcpConfig,
     pub tftp: TftpConfig,
     pub dns: DnsConfig,
@@ -80,9 +87,19 @@ impl TryFrom<WireConfig> for Config {
     type Error = anyhow::Error;
 
     fn try_from(w: WireConfig) -> anyhow::Result<Self> {
-        let WireConfig { server, http, dhcp, tftp, boot, dns, agent, provision } = w;
+        let WireConfig { server, http, https, dhcp, tftp, boot, dns, agent, provision } = w;
         let WireServer { data_dir, interface, address, log_format } = server;
-        let WireHttp { listen, public_url } = http;
+        let WireHttp {
+            listen,
+            public_url,
+            header_timeout_secs,
+            idle_timeout_secs,
+            max_connections,
+            max_connections_per_client,
+        } = http;
+        let http_limits =
+            https::conn_limits(header_timeout_secs, idle_timeout_secs, max_connections, max_connections_per_client)?;
+        let https = HttpsConfig::try_from(https)?;
         let dns = DnsConfig::try_from(dns)?;
         let agent = AgentConfig::try_from(agent)?;
         let (boot, templates) = BootFiles::from_wire(boot)?;
@@ -104,6 +121,8 @@ impl TryFrom<WireConfig> for Config {
             log_json,
             http_listen: listen,
             public_url,
+            http_limits,
+            https,
             dhcp,
             tftp,
             dns,
@@ -184,6 +203,8 @@ mod tests {
                 "subnets 198.18.0.0/16 and 198.18.1.0/24 overlap",
             ),
             ("[http]\npublic_url = \"ftp://x\"", "http.public_url"),
+            ("[https]\ncert = \"/etc/c.pem\"", "https.cert and https.key"),
+            ("[http]\nmax_connections = 10\nmax_connections_per_client = 11", "max_connections_per_client"),
             ("[server]\nlog_format = \"xml\"", "server.log_format"),
             ("[tftp]\nmax_transfers = 0", "tftp.max_transfers"),
             ("[provision]\nimages_dir = \"/srv/images\"", "provision.images_dir"),

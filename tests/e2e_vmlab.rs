@@ -118,6 +118,10 @@ fn seabios_and_ovmf_vms_boot_bootos_and_its_agent_runs_jobs() {
         let text = out["text"].as_str().unwrap();
         assert!(text.starts_with("Linux "), "{}: {text}", vm.name);
         assert!(text.contains(&format!("rackboot.mac={}", vm.mac)), "{}: {text}", vm.name);
+        // BootOS's agent came in over HTTPS, pinned to this appliance's CA.
+        let ca = rackboot::tls::read_certs(&net.ca()).unwrap();
+        let pin = format!("rackboot.ca=sha256:{}", rackboot::tls::fingerprint(ca.last().unwrap()));
+        assert!(text.contains(&pin) && text.contains("rackboot.url=https://198.18.0.1"), "{}: {text}", vm.name);
     }
 
     for vm in &vms {

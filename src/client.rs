@@ -56,9 +56,10 @@ impl ApiClient {
         body: String,
     ) -> anyhow::Result<hyper::Response<hyper::body::Incoming>> {
         let authority = self.base.authority().context("API URL has no host")?.clone();
-        let stream = tokio::net::TcpStream::connect(authority.as_str())
-            .await
-            .with_context(|| format!("connecting to {authority}"))?;
+        // The URL's port, else HTTPS's.
+        let target = format!("{}:{}", authority.host(), authority.port_u16().unwrap_or(443));
+        let stream =
+            tokio::net::TcpStream::connect(&target).await.with_context(|| format!("connecting to {target}"))?;
         let host = authority.host().trim_start_matches('[').trim_end_matches(']');
         let name = rustls::pki_types::ServerName::try_from(host.to_string()).context("bad API host")?;
         let stream = self.tls.connect(name, stream).await.with_context(|| format!("TLS with {authority}"))?;

@@ -155,8 +155,9 @@ mod tests {
     #[test]
     fn nothing_is_looked_up_when_neither_dhcp_nor_dns_runs() {
         let c = cfg("[server]\ninterface=\"eth2\"\naddress=\"10.1.2.3\"\n[dhcp]\nmode=\"off\"\n[dns]\nenabled=false");
-        let a = resolve(&c, HTTP.parse().unwrap(), 443, |_| panic!("looked up")).unwrap();
+        let a = resolve(&c, HTTP.parse().unwrap(), 8443, |_| panic!("looked up")).unwrap();
         assert_eq!((a.interface.as_str(), a.server_ip, a.http_base.as_str()), ("eth2", None, "http://10.1.2.3"));
+        assert_eq!(a.https_base, "https://10.1.2.3:8443");
         assert_eq!(a.agent_networks, vec!["10.1.2.0/24".parse::<Ipv4Net>().unwrap()]);
     }
 

@@ -43,6 +43,8 @@ impl Reply {
 /// A connection to the appliance.
 pub struct Client {
     authority: String,
+    /// `host:port` to connect to (443 when the URL names no port).
+    target: String,
     host: rustls::pki_types::ServerName<'static>,
     tls: tokio_rustls::TlsConnector,
     base_path: String,
@@ -63,9 +65,12 @@ impl Client {
             Some(v6) => v6.split(']').next().unwrap_or_default(),
             None => authority.rsplit_once(':').map_or(authority, |(h, _)| h),
         };
+        let has_port = authority.rsplit_once(':').is_some_and(|(_, p)| !p.is_empty() && !p.contains(']'));
+        let target = if has_port { authority.to_string() } else { format!("{authority}:443") };
         let host = rustls::pki_types::ServerName::try_from(host.to_string()).context("bad appliance host")?;
         Ok(Client {
             authority: authority.to_string(),
+            target,
             host,
             tls: trust.connector()?,
             base_path: path.to_string(),
@@ -103,7 +108,7 @@ impl Client {
         let mut sender = match reuse {
             Some(s) => s,
             None => {
-                let stream = tokio::net::TcpStream::connect(&self.authority)
+                let stream = tokio::net::TcpStream::connect(&self.target)
                     .await
                     .with_context(|| format!("connecting to {}", self.authority))?;
                 let _ = stream.set_nodelay(true);
@@ -178,4 +183,20 @@ pub async fn get_stream(url: &str) -> anyhow::Result<BodyStream> {
     anyhow::ensure!(resp.status().is_success(), "HTTP {}", resp.status());
     let size = resp.headers().get("content-length").and_then(|v| v.to_str().ok()).and_then(|v| v.parse().ok());
     Ok(BodyStream { body: resp.into_body(), size })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn https_urls_connect_to_443_unless_they_name_a_port() {
+        let trust = Trust::Pin([0; 32]);
+        let c = Client::new("https://198.18.0.1", &trust).unwrap();
+        assert_eq!((c.target.as_str(), c.authority.as_str()), ("198.18.0.1:443", "198.18.0.1"));
+        let c = Client::new("https://boot.example:8443/base/", &trust).unwrap();
+        assert_eq!((c.target.as_str(), c.base_path.as_str()), ("boot.example:8443", "/base"));
+        assert_eq!(Client::new("https://[fd00::1]", &trust).unwrap().target, "[fd00::1]:443");
+        assert!(Client::new("http://198.18.0.1:8080", &trust).is_err(), "plain HTTP is refused");
+    }
 }

@@ -137,3 +137,30 @@ async fn the_total_cap_refuses_at_once_and_frees_up_when_idle_connections_time_o
     assert!(refused(&metrics, "http", "total") >= 2.0, "{metrics}");
     app.token.cancel();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_download_longer_than_the_idle_timeout_is_not_cut() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = start(dir.path()).await;
+    std::fs::create_dir_all(dir.path().join("boot")).unwrap();
+    let size = 48usize << 20;
+    std::fs::write(dir.path().join("boot/big.img"), vec![7u8; size]).unwrap();
+    let mut s = TcpStream::connect(app.http_addr).await.unwrap();
+    s.write_all(b"GET /boot/files/big.img HTTP/1.1\r\nHost: x\r\n\r\n").await.unwrap();
+    // A slow reader: 1 MiB every 150 ms, about 7 s in all (the idle timeout is 2 s).
+    let (mut got, mut buf, started) = (0usize, vec![0u8; 1 << 20], Instant::now());
+    loop {
+        let n = s.read(&mut buf).await.unwrap();
+        if n == 0 {
+            break;
+        }
+        got += n;
+        if got > size {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(150 * n as u64 / (1 << 20) as u64)).await;
+    }
+    assert!(got > size, "cut after {got} of {size} bytes (and its head)");
+    assert!(started.elapsed() > Duration::from_secs(3), "the test did not outlast the idle timeout");
+    app.token.cancel();
+}

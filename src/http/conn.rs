@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use axum::extract::ConnectInfo;
 use axum::Router;
+use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -104,12 +105,17 @@ where
     let service = hyper::service::service_fn(move |mut req: hyper::Request<Incoming>| {
         req.extensions_mut().insert(ConnectInfo(peer));
         let call = app.clone().oneshot(req);
-        let seen = seen.clone();
-        seen.begin();
+        let busy = Busy::start(seen.clone());
         async move {
-            let resp = call.await;
-            seen.end();
-            resp
+            // The request counts as in flight until its response body is sent (or dropped), so a
+            // long download or event stream is never taken for an idle connection.
+            let resp = call.await?;
+            Ok::<_, std::convert::Infallible>(resp.map(|body| {
+                axum::body::Body::new(body.map_frame(move |frame| {
+                    let _ = &busy;
+                    frame
+                }))
+            }))
         }
     });
     let mut builder = hyper::server::conn::http1::Builder::new();
@@ -147,6 +153,22 @@ async fn sleep_until(at: Option<Instant>) {
     match at {
         Some(at) => tokio::time::sleep_until(at).await,
         None => std::future::pending().await,
+    }
+}
+
+/// One request in flight, from its head until its response body is gone.
+struct Busy(Arc<Activity>);
+
+impl Busy {
+    fn start(activity: Arc<Activity>) -> Busy {
+        activity.begin();
+        Busy(activity)
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.0.end();
     }
 }
 

@@ -197,3 +197,24 @@ async fn e2e_sslscan_sees_only_tls_12_and_13_with_modern_ciphers() {
         assert!(l.contains("GCM") || l.contains("CHACHA20"), "not an AEAD suite: {l}");
     }
 }
+
+#[tokio::test]
+async fn an_operators_own_certificate_is_served_and_pinned() {
+    // The operator's CA and certificate (made here by the same code, in a directory of theirs).
+    let own = tempfile::tempdir().unwrap();
+    let issued = rackboot::tls::ca::ensure(own.path(), &["127.0.0.1".to_string()]).unwrap();
+    let their_ca = std::fs::read_to_string(own.path().join(rackboot::tls::ca::CA_PEM)).unwrap();
+    let https = "[https]\nlisten = \"127.0.0.1:0\"\n";
+    let own_https = format!("{https}cert = \"{}\"\nkey = \"{}\"\n", issued.chain.display(), issued.key.display());
+    let dir = tempfile::tempdir().unwrap();
+    let text = config_text(dir.path(), 9, "").replace(https, &own_https);
+    let app = rackboot::app::start(rackboot::config::Config::parse(&text).unwrap()).await.unwrap();
+    assert_eq!(app.ca_pem, their_ca, "nodes are given the operator's CA");
+    assert!(!dir.path().join("tls/ca.key").exists(), "no appliance CA is made");
+    let (status, _) = https_get(app.https_addr, &their_ca, "/healthz").await;
+    assert_eq!(status, 503);
+    let pin = Trust::pin(&app.ca_pin).unwrap();
+    let mut c = Client::new(&format!("https://{}", app.https_addr), &pin).unwrap();
+    assert!(c.call::<()>(Method::GET, "/healthz", None, Duration::from_secs(5)).await.is_ok());
+    app.token.cancel();
+}

@@ -36,7 +36,7 @@ echo "== setup (tools/setup.sh: Debian packages; skipped when present)"
 source tools/setup.sh
 echo "== building rackboot (release; the first build takes several minutes on 2 cores)"
 cargo build --release --locked
-BIN=$PWD/target/release/rackboot
+BIN=${CARGO_TARGET_DIR:-$PWD/target}/release/rackboot
 RUN=$PWD/vm-lab/run
 LAB=rblab
 

@@ -16,12 +16,17 @@ cleanup() { [ -n "$PID" ] && kill "$PID" 2>/dev/null; wait 2>/dev/null; rm -rf "
 trap cleanup EXIT
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 PORT=18080
+TLS_PORT=18443
 cat > "$WORK/rb.toml" <<TOML
 [server]
 data_dir = "$WORK/data"
 address = "127.0.0.1"
 [http]
 listen = "127.0.0.1:$PORT"
+# 1,000 agents from one address: the per-client cap must let them all in.
+max_connections_per_client = 4096
+[https]
+listen = "127.0.0.1:$TLS_PORT"
 [dhcp]
 mode = "off"
 [tftp]
@@ -34,5 +39,5 @@ TOML
 target/release/rackboot serve --config "$WORK/rb.toml" > "$WORK/rb.log" 2>&1 & PID=$!
 for _ in $(seq 50); do curl -s -o /dev/null "http://127.0.0.1:$PORT/healthz" && break; sleep 0.1; done
 echo "rackboot RSS before the agents: $(awk '/VmRSS/ {printf "%.1f MB", $2/1024}' /proc/$PID/status)"
-target/release/agent-load --url "http://127.0.0.1:$PORT" --token-file "$WORK/data/admin.token" \
+target/release/agent-load --url "https://127.0.0.1:$TLS_PORT" --ca "$WORK/data/tls/ca.pem" --token-file "$WORK/data/admin.token" \
   --agents "$AGENTS" --jobs "$JOBS" --idle-secs 60 --server-pid "$PID"

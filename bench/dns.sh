@@ -49,8 +49,8 @@ start_rackboot() {
   if [ ! -e "$WORK/loaded" ]; then
     local token; token=$(cat "$WORK/data/admin.token")
     while read -r m; do
-      ip netns exec $SRV curl -sf -o /dev/null -H "authorization: Bearer $token" -H 'content-type: application/json' \
-        -d "$m" http://198.18.0.1:8080/api/v1/machines
+      ip netns exec $SRV curl -sf -o /dev/null --cacert "$WORK/data/tls/ca.pem" -H "authorization: Bearer $token" \
+        -H 'content-type: application/json' -d "$m" https://198.18.0.1/api/v1/machines
     done < "$WORK/machines.json"
     touch "$WORK/loaded"
   fi

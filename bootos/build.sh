@@ -70,7 +70,7 @@ KVER=$(ls "$S/lib/modules" | head -1)
 say "2/4 rackboot-agent, static release build (cargo shows its progress; a first build takes minutes)"
 (cd "$ROOT" && RUSTFLAGS='-C target-feature=+crt-static' CARGO_PROFILE_RELEASE_DEBUG=false CARGO_PROFILE_RELEASE_STRIP=symbols cargo build --release --locked \
   -p rackboot-agent --bin rackboot-agent --target x86_64-unknown-linux-gnu)
-AGENT=$ROOT/target/x86_64-unknown-linux-gnu/release/rackboot-agent
+AGENT=${CARGO_TARGET_DIR:-$ROOT/target}/x86_64-unknown-linux-gnu/release/rackboot-agent
 
 # 3. The tree.
 say "3/4 initramfs tree: tools, libraries, kernel modules, /init"

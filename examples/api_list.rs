@@ -20,11 +20,11 @@ async fn main() -> anyhow::Result<()> {
     let rounds: usize = args.next().map(|a| a.parse()).transpose()?.unwrap_or(20);
     let dir = tempfile::tempdir()?;
     let cfg = rackboot::config::Config::parse(&format!(
-        "[server]\ndata_dir = \"{}\"\naddress = \"127.0.0.1\"\n[http]\nlisten = \"127.0.0.1:0\"\n[dhcp]\nmode = \"off\"\n[tftp]\nenabled = false\n[dns]\nenabled = false\n",
+        "[server]\ndata_dir = \"{}\"\naddress = \"127.0.0.1\"\n[http]\nlisten = \"127.0.0.1:0\"\n[https]\nlisten = \"127.0.0.1:0\"\n[dhcp]\nmode = \"off\"\n[tftp]\nenabled = false\n[dns]\nenabled = false\n",
         dir.path().display()
     ))?;
     let app = rackboot::app::start(cfg).await?;
-    let api = ApiClient::new(&format!("http://{}", app.http_addr), app.admin_token.clone())?;
+    let api = ApiClient::new(&format!("https://{}", app.https_addr), app.admin_token.clone(), app.ca_pem.as_bytes())?;
 
     let t = Instant::now();
     let mut pending = Vec::new();

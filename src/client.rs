@@ -1,4 +1,5 @@
-//! A small HTTP/1.1 JSON client for the CLI's admin subcommands (hyper, already in the tree).
+//! A small HTTPS (HTTP/1.1) JSON client for the CLI's admin subcommands: hyper over
+//! tokio-rustls, trusting only the appliance's CA.
 
 use anyhow::Context;
 use http_body_util::{BodyExt, Full};
@@ -10,14 +11,20 @@ use hyper_util::rt::TokioIo;
 pub struct ApiClient {
     base: hyper::Uri,
     token: String,
+    tls: tokio_rustls::TlsConnector,
 }
 
 impl ApiClient {
-    /// `base` like `http://127.0.0.1:8080`.
-    pub fn new(base: &str, token: String) -> anyhow::Result<Self> {
+    /// `base` like `https://127.0.0.1:8443`; the server must prove itself with a certificate
+    /// issued by a CA in `ca_pem`.
+    pub fn new(base: &str, token: String, ca_pem: &[u8]) -> anyhow::Result<Self> {
         let base: hyper::Uri = base.parse().with_context(|| format!("bad API URL {base:?}"))?;
-        anyhow::ensure!(base.scheme_str() == Some("http"), "only http:// API URLs are supported");
-        Ok(ApiClient { base, token })
+        anyhow::ensure!(
+            base.scheme_str() == Some("https"),
+            "the API is served over https:// only (plain HTTP refuses it)"
+        );
+        let config = crate::tls::client_config(ca_pem)?;
+        Ok(ApiClient { base, token, tls: tokio_rustls::TlsConnector::from(std::sync::Arc::new(config)) })
     }
 
     /// Sends a request and returns the status and parsed JSON body (Null when empty).
@@ -49,9 +56,13 @@ impl ApiClient {
         body: String,
     ) -> anyhow::Result<hyper::Response<hyper::body::Incoming>> {
         let authority = self.base.authority().context("API URL has no host")?.clone();
-        let stream = tokio::net::TcpStream::connect(authority.as_str())
-            .await
-            .with_context(|| format!("connecting to {authority}"))?;
+        // The URL's port, else HTTPS's.
+        let target = format!("{}:{}", authority.host(), authority.port_u16().unwrap_or(443));
+        let stream =
+            tokio::net::TcpStream::connect(&target).await.with_context(|| format!("connecting to {target}"))?;
+        let host = authority.host().trim_start_matches('[').trim_end_matches(']');
+        let name = rustls::pki_types::ServerName::try_from(host.to_string()).context("bad API host")?;
+        let stream = self.tls.connect(name, stream).await.with_context(|| format!("TLS with {authority}"))?;
         let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
         tokio::spawn(conn);
         let mut req = Request::builder()

@@ -5,7 +5,9 @@
 //! - [`app`]: wires the appliance: resolves its addresses, binds every socket, starts the services.
 //! - [`service`]: the service contract: the shared [`service::Core`] and the set of running
 //!   services (the first to stop stops the rest).
-//! - [`http`]: the HTTP service (the [`api`] router on its listener).
+//! - [`http`]: the HTTP and HTTPS services (the [`api`] router on its listeners, with their
+//!   own accept loop: TLS handshake, timeouts, connection caps).
+//! - [`tls`]: the appliance CA, its server certificate and the rustls configs.
 //! - [`ra`]: IPv6 router advertisements that end iPXE's wait for one.
 //! - [`assets`]: the boot files a config needs (iPXE, BootOS), the check `/healthz` reports, and
 //!   `rackboot assets install`.
@@ -52,4 +54,5 @@ pub mod render;
 pub mod secrets;
 pub mod service;
 pub mod tftp;
+pub mod tls;
 pub mod watch;

@@ -27,6 +27,14 @@ pub struct HttpLabel {
     pub status: u16,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ConnRefusedLabel {
+    /// "http" or "https".
+    pub listener: String,
+    /// "total" or "per_client": which cap was reached.
+    pub reason: String,
+}
+
 /// All metrics; cheap to clone (every metric is an `Arc` inside).
 #[derive(Clone, Default)]
 pub struct Metrics {
@@ -41,6 +49,8 @@ pub struct Metrics {
     pub dns_responses: Family<RcodeLabel, Counter>,
     /// Unclaimed machines evicted at the cap (the CMDB's counter, see `cmdb::Growth`).
     pub unclaimed_evicted: Counter,
+    /// Connections closed at once because a connection cap was reached.
+    pub http_connections_refused: Family<ConnRefusedLabel, Counter>,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -74,6 +84,11 @@ impl Metrics {
             "cmdb_unclaimed_evicted",
             "Unclaimed machines (only seen on the network) evicted at server.max_unclaimed_machines",
             self.unclaimed_evicted.clone(),
+        );
+        r.register(
+            "http_connections_refused",
+            "Connections closed at accept because a connection cap was reached, by listener and cap",
+            self.http_connections_refused.clone(),
         );
         let mut out = String::new();
         prometheus_client::encoding::text::encode(&mut out, &r).expect("writing to a String cannot fail");

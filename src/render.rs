@@ -55,6 +55,12 @@ pub struct IdentityVars {
     pub hostname: String,
     pub domain: String,
     pub appliance_url: String,
+    /// The HTTPS base URL the installed agent calls.
+    pub agent_url: String,
+    /// The CA certificate (PEM) the installed agent trusts.
+    pub ca_pem: String,
+    /// SHA-256 (hex) of the agent binary an installer downloads; checked before it is installed.
+    pub agent_sha256: String,
     pub ssh_keys: Vec<String>,
     /// The agent's session (JSON with its credential) to write into the installed system;
     /// `None`: the BootOS agent running the script hands over its own (`$RACKBOOT_SESSION_FILE`).
@@ -73,6 +79,10 @@ pub struct ScriptVars {
     /// `rackboot.nonce=` (only for a request from the machine's own address).
     #[serde(skip)]
     pub boot_nonce: Option<String>,
+    /// The HTTPS base URL agents use.
+    pub agent_url: String,
+    /// `sha256:<hex>` of the CA certificate BootOS's agent pins.
+    pub ca_pin: String,
 }
 
 #[derive(Serialize)]
@@ -137,6 +147,8 @@ impl Renderer {
             uefi: false,
             http_base: "http://198.18.0.1".into(),
             boot_nonce: None,
+            agent_url: "https://198.18.0.1".into(),
+            ca_pin: format!("sha256:{}", "0".repeat(64)),
         };
         if answer {
             let ctx = minijinja::context! { answer_url => "http://198.18.0.1/boot/answer/preseed", ..val(&sample) };
@@ -207,13 +219,18 @@ impl Renderer {
     /// anything `sh` would expand inside them is refused. The session goes into a quoted here
     /// document, so it only must not hold a line of its own that ends it.
     pub fn identity(&self, vars: &IdentityVars) -> Result<String, RenderError> {
-        for v in [&vars.disk, &vars.hostname, &vars.domain, &vars.appliance_url].into_iter().chain(&vars.ssh_keys) {
+        let values =
+            [&vars.disk, &vars.hostname, &vars.domain, &vars.appliance_url, &vars.agent_url, &vars.agent_sha256];
+        for v in values.into_iter().chain(&vars.ssh_keys) {
             if !shell_safe(v) {
                 return Err(RenderError::Unsafe(v.clone()));
             }
         }
         if vars.session.as_deref().is_some_and(|s| s.lines().any(|l| l == "SESSION")) {
             return Err(RenderError::Unsafe("session".into()));
+        }
+        if vars.ca_pem.lines().any(|l| l == "CA") {
+            return Err(RenderError::Unsafe("ca_pem".into()));
         }
         let ctx = minijinja::context! { unit => AGENT_UNIT, ..val(vars) };
         Ok(self.env.get_template("provision/identity.sh")?.render(ctx)?)
@@ -232,6 +249,8 @@ mod tests {
             uefi,
             http_base: "http://198.18.0.1".into(),
             boot_nonce: None,
+            agent_url: "https://198.18.0.1".into(),
+            ca_pin: format!("sha256:{}", "5f1e".repeat(16)),
         }
     }
 
@@ -280,6 +299,9 @@ mod tests {
             hostname: "node-01".into(),
             domain: "lab.rackboot.test".into(),
             appliance_url: "http://198.18.0.1:8080".into(),
+            agent_url: "https://198.18.0.1:8443".into(),
+            ca_pem: "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n".into(),
+            agent_sha256: "ab".repeat(32),
             ssh_keys: vec!["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFake ops@example".into()],
             session: None,
         };

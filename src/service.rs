@@ -35,11 +35,19 @@ pub struct Core {
     pub engine: Arc<Engine>,
     /// Seals and opens stored secrets with the data key in `data_dir/secret.key`.
     pub sealer: Arc<crate::secrets::Sealer>,
+    /// The HTTPS listener's TLS and the CA nodes pin.
+    pub tls: crate::tls::ServerTls,
 }
 
 impl Core {
     /// Builds the core handles; `shutdown` ends the controller's long-polls.
-    pub fn new(cfg: Config, addrs: Addresses, cmdb: Cmdb, shutdown: CancellationToken) -> anyhow::Result<Core> {
+    pub fn new(
+        cfg: Config,
+        addrs: Addresses,
+        cmdb: Cmdb,
+        tls: crate::tls::ServerTls,
+        shutdown: CancellationToken,
+    ) -> anyhow::Result<Core> {
         let hub = Arc::new(Hub::new(cmdb.clone(), cfg.agent.clone(), addrs.agent_networks.clone(), shutdown));
         let renderer = Arc::new(Renderer::new(cfg.templates.as_deref()).context("loading templates")?);
         let engine = Arc::new(Engine::new(
@@ -48,10 +56,11 @@ impl Core {
             renderer,
             addrs.http_base.clone(),
             cfg.dns.domain.clone(),
+            (addrs.https_base.clone(), tls.ca_pem.clone()),
         ));
         let sealer = Arc::new(crate::secrets::Sealer::load_or_create(&cfg.data_dir)?);
         let metrics = Metrics { unclaimed_evicted: cmdb.growth().evicted.clone(), ..Metrics::default() };
-        Ok(Core { cfg: Arc::new(cfg), addrs: Arc::new(addrs), cmdb, metrics, hub, engine, sealer })
+        Ok(Core { cfg: Arc::new(cfg), addrs: Arc::new(addrs), cmdb, metrics, hub, engine, sealer, tls })
     }
 }
 

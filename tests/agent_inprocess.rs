@@ -98,17 +98,17 @@ async fn agent_enrolls_inventories_and_runs_jobs_by_long_poll() {
 async fn forged_missing_and_superseded_credentials_are_refused() {
     let a = Appliance::start("").await;
     let http = |cred: Option<String>| {
-        let url = a.url();
+        let (url, trust) = (a.url(), a.trust());
         async move {
-            let mut c = rackboot_agent::client::Client::new(&url).unwrap();
+            let mut c = rackboot_agent::client::Client::new(&url, &trust).unwrap();
             c.credential = cred;
             c.call::<()>(Method::GET, "/agent/v1/jobs/next?wait=0", None, Duration::from_secs(5)).await.unwrap().status
         }
     };
     let enroll_as = |nonce: Option<String>, status: u16| {
-        let url = a.url();
+        let (url, trust) = (a.url(), a.trust());
         async move {
-            let mut c = rackboot_agent::client::Client::new(&url).unwrap();
+            let mut c = rackboot_agent::client::Client::new(&url, &trust).unwrap();
             let req = json!({"macs": ["52:54:00:a0:00:02"], "boot_mac": "52:54:00:a0:00:02", "nonce": nonce});
             let r = c.call(Method::POST, "/agent/v1/enroll", Some(&req), Duration::from_secs(5)).await.unwrap();
             assert_eq!(r.status, status, "{}", r.error_text());
@@ -143,7 +143,7 @@ async fn forged_missing_and_superseded_credentials_are_refused() {
     let conflicts = events["events"].as_array().unwrap().iter().filter(|e| e["kind"] == "agent.enroll_conflict");
     assert_eq!(conflicts.map(|e| e["detail"]["from"].clone()).collect::<Vec<_>>(), vec![json!("127.0.0.1"); 2]);
     // A malformed enrollment is refused with the reason.
-    let mut c = rackboot_agent::client::Client::new(&a.url()).unwrap();
+    let mut c = rackboot_agent::client::Client::new(&a.url(), &a.trust()).unwrap();
     let r = c
         .call(Method::POST, "/agent/v1/enroll", Some(&json!({"macs": ["nope"]})), Duration::from_secs(5))
         .await
@@ -174,7 +174,7 @@ async fn approval_policy_holds_new_machines_until_an_operator_approves() {
 async fn a_silent_agent_loses_its_job_to_redelivery_and_cancel_stops_a_running_one() {
     let a = Appliance::start("").await;
     // A fake agent claims a job and then goes silent (a node that crashed mid-job).
-    let mut c = rackboot_agent::client::Client::new(&a.url()).unwrap();
+    let mut c = rackboot_agent::client::Client::new(&a.url(), &a.trust()).unwrap();
     let nonce = a.boot_nonce("52:54:00:a0:00:04").await;
     let req = json!({"macs": ["52:54:00:a0:00:04"], "boot_mac": "52:54:00:a0:00:04", "nonce": nonce});
     let r = c.call(Method::POST, "/agent/v1/enroll", Some(&req), Duration::from_secs(5)).await.unwrap();
@@ -272,8 +272,10 @@ async fn jobs_by_tag_and_live_output_as_server_sent_events() {
     let id = jobs[0]["id"].as_u64().unwrap();
     let token = a.app.as_ref().unwrap().admin_token.clone();
     let url = format!("{}/api/v1/jobs/{id}/output?follow=true", a.url());
+    let ca = a.dir.path().join("tls/ca.pem");
     let out = tokio::process::Command::new("curl")
-        .args(["-sN", "--max-time", "20", "-H", &format!("authorization: Bearer {token}"), &url])
+        .args(["-sN", "--max-time", "20", "--cacert", ca.to_str().unwrap()])
+        .args(["-H", &format!("authorization: Bearer {token}"), &url])
         .output()
         .await;
     let Ok(out) = out else {

@@ -13,9 +13,9 @@ use serde_json::json;
 #[tokio::test]
 async fn every_api_call_needs_the_token() {
     let lab = Lab::start("").await;
-    let base = format!("http://{}", lab.app.as_ref().unwrap().http_addr);
+    let base = lab.https_url();
     for token in ["", "wrong"] {
-        let c = ApiClient::new(&base, token.into()).unwrap();
+        let c = ApiClient::new(&base, token.into(), lab.ca_pem().as_bytes()).unwrap();
         let (status, body) = c.call(Method::GET, "/machines", None).await.unwrap();
         assert_eq!(status, 401, "{body}");
         let (status, _) =
@@ -126,8 +126,9 @@ async fn openapi_health_and_metrics_are_served() {
     assert!(health.starts_with("HTTP/1.0 503") && health.contains("undionly.kpxe"), "{health}");
     four_way(&lab, [0x52, 0x54, 0, 0, 7, 1], 1).await;
     // A reply is counted once it is sent, which can be a moment after the client has it.
+    let (tls_addr, ca) = (lab.app.as_ref().unwrap().https_addr, lab.ca_pem());
     common::eventually(|| async {
-        let metrics = http_get(addr, "/metrics").await;
+        let (_, metrics) = https_get(tls_addr, &ca, "/metrics").await;
         for name in [
             "rackboot_dhcp_packets_received_total{type=\"discover\"} 1",
             "rackboot_dhcp_packets_sent_total{type=\"ack\"} 1",
@@ -148,14 +149,17 @@ fn bin() -> Command {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cli_machines_add_list_show_rm() {
     let lab = Lab::start("").await;
-    let api = format!("http://{}", lab.app.as_ref().unwrap().http_addr);
+    let api = lab.https_url();
     let token_file = lab.dir.path().join("admin.token");
+    let ca = lab.dir.path().join("tls/ca.pem");
     let run = |args: &[&str]| {
         let out = bin()
             .arg("machines")
             .args(args)
             .arg("--api")
             .arg(&api)
+            .arg("--ca")
+            .arg(&ca)
             .arg("--token-file")
             .arg(&token_file)
             .env_remove("RACKBOOT_TOKEN")
@@ -184,7 +188,7 @@ fn serve_stops_cleanly_on_sigterm_and_fails_loudly_on_a_bad_start() {
     std::fs::write(
         &cfg,
         format!(
-            "[server]\ndata_dir = \"{}\"\n[http]\nlisten = \"127.0.0.1:0\"\n[dhcp]\nmode = \"off\"\n[tftp]\nenabled = false\n[dns]\nenabled = false\n",
+            "[server]\ndata_dir = \"{}\"\n[http]\nlisten = \"127.0.0.1:0\"\n[https]\nlisten = \"127.0.0.1:0\"\n[dhcp]\nmode = \"off\"\n[tftp]\nenabled = false\n[dns]\nenabled = false\n",
             dir.path().display()
         ),
     )
@@ -210,7 +214,7 @@ fn serve_stops_cleanly_on_sigterm_and_fails_loudly_on_a_bad_start() {
     std::fs::write(
         &cfg,
         format!(
-            "[server]\ndata_dir = \"{}\"\n[http]\nlisten = \"{}\"\n[dhcp]\nmode = \"off\"\n[tftp]\nenabled = false\n[dns]\nenabled = false\n",
+            "[server]\ndata_dir = \"{}\"\n[http]\nlisten = \"{}\"\n[https]\nlisten = \"127.0.0.1:0\"\n[dhcp]\nmode = \"off\"\n[tftp]\nenabled = false\n[dns]\nenabled = false\n",
             dir.path().display(),
             blocker.local_addr().unwrap()
         ),

@@ -67,7 +67,7 @@ async fn every_error_is_a_problem_naming_the_field_at_fault() {
     assert_problem(s, &c, &p, 400);
     assert_eq!(p["field"], "kind");
 
-    let stranger = ApiClient::new(&format!("http://{}", lab.app.as_ref().unwrap().http_addr), "wrong".into()).unwrap();
+    let stranger = ApiClient::new(&lab.https_url(), "wrong".into(), lab.ca_pem().as_bytes()).unwrap();
     let resp = stranger.send(Method::GET, "/machines", &[], String::new()).await.unwrap();
     assert_eq!(resp.headers().get("www-authenticate").unwrap(), "Bearer");
     let (s, c, p) = raw(&stranger, Method::GET, "/machines", &[], "").await;
@@ -234,11 +234,13 @@ async fn the_event_stream_resumes_from_last_event_id_with_no_gap_and_no_duplicat
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rackboot_watch_prints_events_live() {
     let lab = Lab::start("").await;
-    let base = format!("http://{}", lab.app.as_ref().unwrap().http_addr);
+    let base = lab.https_url();
     let token_file = lab.dir.path().join("admin.token");
     let child = std::process::Command::new(env!("CARGO_BIN_EXE_rackboot"))
         .args(["watch", "--all", "--count", "3", "--api", &base, "--token-file"])
         .arg(&token_file)
+        .arg("--ca")
+        .arg(lab.dir.path().join("tls/ca.pem"))
         .env_remove("RACKBOOT_TOKEN")
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())

@@ -12,7 +12,7 @@ use rackboot::client::ApiClient;
 use serde_json::{json, Value};
 
 fn client(lab: &Lab, token: &str) -> ApiClient {
-    ApiClient::new(&format!("http://{}", lab.app.as_ref().unwrap().http_addr), token.to_string()).unwrap()
+    ApiClient::new(&lab.https_url(), token.to_string(), lab.ca_pem().as_bytes()).unwrap()
 }
 
 async fn page(lab: &Lab, query: &str) -> Value {

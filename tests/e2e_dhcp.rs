@@ -205,8 +205,7 @@ fn pxe_discovers_over_the_wire_get_the_right_boot_file_and_garbage_is_survived()
         "server stopped answering after garbage:\n{}",
         net.log("rackboot.log")
     );
-    let metrics = net.run(&net.srv, "curl -s http://198.18.0.1:8080/metrics");
-    let metrics = String::from_utf8_lossy(&metrics.stdout);
+    let metrics = net.https_get("/metrics");
     let dropped: f64 = metrics
         .lines()
         .filter(|l| l.starts_with("rackboot_dhcp_packets_dropped_total"))

@@ -57,8 +57,7 @@ fn atftp_tftp_hpa_and_curl_fetch_identical_files() {
         assert!(!r.status.success(), "{bad} was served");
         assert!(std::fs::metadata(&out).map(|m| m.len()).unwrap_or(0) == 0, "{bad}: bytes were written");
     }
-    let m = net.run(&net.srv.clone(), "curl -s http://198.18.0.1:8080/metrics");
-    let m = String::from_utf8_lossy(&m.stdout);
+    let m = net.https_get("/metrics");
     assert!(m.contains("rackboot_tftp_transfers_active 0"), "{m}");
     assert!(m.contains(&format!("rackboot_tftp_transfers_total{{outcome=\"complete\"}} {}", cases.len() + 1)), "{m}");
 }

@@ -51,8 +51,9 @@ fn seabios_and_ovmf_vms_boot_bootos_and_its_agent_runs_jobs() {
     let srv = net.srv.clone();
     // An operator watching the whole boot live, from before the VMs power on.
     let token_file = data.join("admin.token");
-    let watch_args =
-        ["watch", "--all", "--api", "http://198.18.0.1:8080", "--token-file", token_file.to_str().unwrap()];
+    let ca = net.ca();
+    let (token_file, ca) = (token_file.to_str().unwrap(), ca.to_str().unwrap());
+    let watch_args = ["watch", "--all", "--api", "https://198.18.0.1", "--ca", ca, "--token-file", token_file];
     let watch = net.spawn(&srv, &[&[env!("CARGO_BIN_EXE_rackboot")][..], &watch_args[..]].concat(), "watch.log");
     let mut running = Vec::new();
     for vm in &vms {
@@ -117,6 +118,10 @@ fn seabios_and_ovmf_vms_boot_bootos_and_its_agent_runs_jobs() {
         let text = out["text"].as_str().unwrap();
         assert!(text.starts_with("Linux "), "{}: {text}", vm.name);
         assert!(text.contains(&format!("rackboot.mac={}", vm.mac)), "{}: {text}", vm.name);
+        // BootOS's agent came in over HTTPS, pinned to this appliance's CA.
+        let ca = rackboot::tls::read_certs(&net.ca()).unwrap();
+        let pin = format!("rackboot.ca=sha256:{}", rackboot::tls::fingerprint(ca.last().unwrap()));
+        assert!(text.contains(&pin) && text.contains("rackboot.url=https://198.18.0.1"), "{}: {text}", vm.name);
     }
 
     for vm in &vms {

@@ -37,10 +37,15 @@ async fn script_nonce(lab: &Lab, from: Ipv4Addr, mac: [u8; 6]) -> Option<String>
     out.split_whitespace().find_map(|w| w.strip_prefix("rackboot.nonce=")).map(String::from)
 }
 
+/// An agent-API client over HTTPS, trusting the lab's CA.
+fn agent_client(lab: &Lab) -> rackboot_agent::client::Client {
+    let trust = rackboot_agent::tls::Trust::CaPem(lab.ca_pem().into_bytes());
+    rackboot_agent::client::Client::new(&lab.https_url(), &trust).unwrap()
+}
+
 /// Enrolls as `mac` with `nonce`; returns the status and body.
 async fn enroll(lab: &Lab, mac: [u8; 6], nonce: Option<&str>) -> (u16, Value) {
-    let url = format!("http://{}", lab.app.as_ref().unwrap().http_addr);
-    let mut c = rackboot_agent::client::Client::new(&url).unwrap();
+    let mut c = agent_client(lab);
     let req = json!({"macs": [mac_text(mac)], "boot_mac": mac_text(mac), "mode": "bootos", "nonce": nonce});
     let r = c.call(Method::POST, "/agent/v1/enroll", Some(&req), Duration::from_secs(5)).await.unwrap();
     (r.status, r.json().unwrap_or(Value::Null))
@@ -48,8 +53,7 @@ async fn enroll(lab: &Lab, mac: [u8; 6], nonce: Option<&str>) -> (u16, Value) {
 
 /// A long-poll with `credential`: 204 while it is the machine's live credential.
 async fn poll(lab: &Lab, credential: &str) -> u16 {
-    let url = format!("http://{}", lab.app.as_ref().unwrap().http_addr);
-    let mut c = rackboot_agent::client::Client::new(&url).unwrap();
+    let mut c = agent_client(lab);
     c.credential = Some(credential.into());
     c.call::<()>(Method::GET, "/agent/v1/jobs/next?wait=0", None, Duration::from_secs(5)).await.unwrap().status
 }
@@ -77,8 +81,7 @@ async fn only_the_boot_rackboot_served_to_the_machines_address_can_enroll_it() {
     assert!(body["detail"].as_str().unwrap().contains("boot the machine again"), "{body}");
     assert_eq!(enroll(&lab, VICTIM, Some(&nonce)).await.0, 409, "a replayed nonce");
     let theirs = script_nonce(&lab, neighbour_ip, NEIGHBOUR).await.unwrap();
-    let mut c =
-        rackboot_agent::client::Client::new(&format!("http://{}", lab.app.as_ref().unwrap().http_addr)).unwrap();
+    let mut c = agent_client(&lab);
     let req = json!({"macs": [mac_text(VICTIM)], "boot_mac": mac_text(VICTIM), "nonce": theirs});
     let r = c.call(Method::POST, "/agent/v1/enroll", Some(&req), Duration::from_secs(5)).await.unwrap();
     assert_eq!(r.status, 409, "another machine's nonce");

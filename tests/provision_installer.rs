@@ -111,7 +111,7 @@ async fn an_installer_task_boots_the_installer_whose_report_back_hands_the_node_
     a.stop().await;
     a.boot().await;
     let script = body_of(&get(format!("/boot/ipxe?mac={mac}")).await, 200);
-    let answer_url = format!("{}/boot/answer/preseed?mac={mac}", a.url());
+    let answer_url = format!("{}/boot/answer/preseed?mac={mac}", a.http_url());
     assert!(script.contains("d-i/linux") && script.contains(&format!("url={answer_url}")), "{script}");
     // Still installing: the run waits for the installer, however long the reboot took.
     tokio::time::sleep(Duration::from_millis(1500)).await;
@@ -122,7 +122,7 @@ async fn an_installer_task_boots_the_installer_whose_report_back_hands_the_node_
     );
 
     // The answer file names the report-back URL with the run's token.
-    let preseed = body_of(&get(answer_url.replace(&a.url(), "")).await, 200);
+    let preseed = body_of(&get(answer_url.replace(&a.http_url(), "")).await, 200);
     assert!(preseed.contains("d-i netcfg/get_hostname string inst-1"), "{preseed}");
     let finish = preseed
         .split_whitespace()
@@ -131,7 +131,7 @@ async fn an_installer_task_boots_the_installer_whose_report_back_hands_the_node_
         .trim_matches('"')
         .to_string();
     assert!(finish.contains("&token="), "{finish}");
-    let path = finish.replace(&a.url(), "");
+    let path = finish.replace(&a.http_url(), "");
     // Only the right token counts.
     let (without, _) = path.split_once("&token=").unwrap();
     body_of(&get(without.to_string()).await, 403);
@@ -147,6 +147,23 @@ async fn an_installer_task_boots_the_installer_whose_report_back_hands_the_node_
     assert_eq!(std::fs::read_to_string(root.join("etc/hostname")).unwrap(), "inst-1\n");
     assert!(std::fs::read_to_string(root.join("root/.ssh/authorized_keys")).unwrap().contains("test@lab"));
     assert_eq!(std::fs::read(root.join("usr/local/sbin/rackboot-agent")).unwrap(), b"#!/bin/sh\necho agent\n");
+    // The installed agent talks HTTPS and trusts the appliance's CA only.
+    let ca = std::fs::read_to_string(a.dir.path().join("tls/ca.pem")).unwrap();
+    assert_eq!(std::fs::read_to_string(root.join("etc/rackboot-agent/ca.pem")).unwrap(), ca);
+    let defaults = std::fs::read_to_string(root.join("etc/default/rackboot-agent")).unwrap();
+    assert_eq!(defaults, format!("RACKBOOT_URL={}\n", a.url()));
+    // A binary that is not the one the script's hash names is not installed.
+    std::fs::write(bootos.join("rackboot-agent"), b"#!/bin/sh\necho evil\n").unwrap();
+    // Off the test's thread: the script downloads from the appliance running on it.
+    let (f, r) = (file.clone(), root.clone());
+    let out = tokio::task::spawn_blocking(move || std::process::Command::new("sh").arg(f).arg(r).output())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(!out.status.success(), "a tampered agent was installed");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("does not match its SHA-256"));
+    assert_eq!(std::fs::read(root.join("usr/local/sbin/rackboot-agent")).unwrap(), b"#!/bin/sh\necho agent\n");
+    std::fs::write(bootos.join("rackboot-agent"), b"#!/bin/sh\necho agent\n").unwrap();
     let state = root.join("var/lib/rackboot-agent");
     let read_session = |root: &std::path::Path| -> Value {
         serde_json::from_slice(&std::fs::read(root.join("var/lib/rackboot-agent/session.json")).unwrap()).unwrap()

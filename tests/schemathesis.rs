@@ -39,7 +39,9 @@ async fn schemathesis_finds_nothing_against_the_document() {
     let conf = lab.dir.path().join("schemathesis.toml");
     std::fs::write(&conf, format!("[headers]\nAuthorization = \"Bearer {}\"\n", app.admin_token)).unwrap();
     std::fs::set_permissions(&conf, std::fs::Permissions::from_mode(0o600)).unwrap();
-    let url = format!("http://{}/api/v1/openapi.json", app.http_addr);
+    // Over HTTPS, trusting the lab's CA (plain HTTP refuses the API).
+    let url = format!("https://{}/api/v1/openapi.json", app.https_addr);
+    let ca = lab.dir.path().join("tls/ca.pem");
     let report = lab.dir.path().join("report");
     let out = tokio::task::spawn_blocking(move || {
         Command::new(st)
@@ -48,6 +50,8 @@ async fn schemathesis_finds_nothing_against_the_document() {
             .arg(&conf)
             .args(["--no-color", "run", &url, "--checks", CHECKS, "--max-examples", "15", "--workers", "2"])
             .args(["--generation-deterministic", "--request-timeout", "10"])
+            .arg("--tls-verify")
+            .arg(&ca)
             .arg("--report-dir")
             .arg(&report)
             .output()

@@ -16,11 +16,11 @@ use rackboot::cmdb::{now_ms, TokenRecord};
 use serde_json::{json, Value};
 
 fn url(lab: &Lab) -> String {
-    format!("http://{}", lab.app.as_ref().unwrap().http_addr)
+    lab.https_url()
 }
 
 fn client(lab: &Lab, token: &str) -> ApiClient {
-    ApiClient::new(&url(lab), token.to_string()).unwrap()
+    ApiClient::new(&url(lab), token.to_string(), lab.ca_pem().as_bytes()).unwrap()
 }
 
 /// Creates a user with `role` and returns a session token of theirs.
@@ -318,6 +318,8 @@ fn cli(lab: &Lab, args: &[&str], stdin: &str) -> (bool, String, String) {
         .args(args)
         .arg("--api")
         .arg(url(lab))
+        .arg("--ca")
+        .arg(lab.dir.path().join("tls/ca.pem"))
         .arg("--token-file")
         .arg(lab.dir.path().join("admin.token"))
         .env_remove("RACKBOOT_TOKEN")

@@ -36,7 +36,7 @@ echo "== setup (tools/setup.sh: Debian packages; skipped when present)"
 source tools/setup.sh
 echo "== building rackboot (release; the first build takes several minutes on 2 cores)"
 cargo build --release --locked
-BIN=$PWD/target/release/rackboot
+BIN=${CARGO_TARGET_DIR:-$PWD/target}/release/rackboot
 RUN=$PWD/vm-lab/run
 LAB=rblab
 
@@ -69,7 +69,9 @@ ip netns exec $LAB "$BIN" serve --config "$RUN/lab.toml" > "$RUN/rackboot.log" 2
 # Any answer means it is up; /healthz is 503 (naming the files) while a boot asset is missing.
 for _ in $(seq 100); do ip netns exec $LAB curl -s -o /dev/null http://198.18.0.1:8080/healthz && break; sleep 0.1; done
 echo "== rackboot is up (log: $RUN/rackboot.log); /healthz: $(ip netns exec $LAB curl -s http://198.18.0.1:8080/healthz)"
-rb() { ip netns exec $LAB "$BIN" "$1" --api http://198.18.0.1:8080 --token-file "$RUN/data/admin.token" "${@:2}"; }
+echo "== appliance CA: $(ip netns exec $LAB "$BIN" ca show --config "$RUN/lab.toml" | sed -n 's/^sha256 fingerprint: //p')"
+# The API is HTTPS only, trusting the appliance's CA.
+rb() { ip netns exec $LAB "$BIN" "$1" --api https://198.18.0.1 --ca "$RUN/data/tls/ca.pem" --token-file "$RUN/data/admin.token" "${@:2}"; }
 
 vm_xml() { # name mac uefi
   local fw="" machine=pc
@@ -124,7 +126,7 @@ for i in $(seq 1 "$BIOS"); do n=$((n+1)); start_vm "bios$i" "$(printf '52:54:00:
 for i in $(seq 1 "$UEFI"); do n=$((n+1)); start_vm "uefi$i" "$(printf '52:54:00:1a:c0:%02x' $n)" 1; done
 echo "== powered on ${#VMS[@]} VM(s); waiting for BootOS and its agent (TCG: about 7-10 s each)"
 start=$(date +%s%3N)
-api() { ip netns exec $LAB curl -sf -H "authorization: Bearer $(cat "$RUN/data/admin.token")" "http://198.18.0.1:8080/api/v1$1"; }
+api() { ip netns exec $LAB curl -sf --cacert "$RUN/data/tls/ca.pem" -H "authorization: Bearer $(cat "$RUN/data/admin.token")" "https://198.18.0.1/api/v1$1"; }
 # ms from power-on to the first event of a kind on the machine's timeline
 at() { api "/machines/$1/events?limit=1000" | jq -r --arg k "$2" --argjson s "$start" \
   '[.events[] | select(.kind == $k)][0].at_ms // empty | . - $s'; }
@@ -209,6 +211,6 @@ if [ $KEEP = 0 ]; then
   for k in "${!PIDS[@]}"; do timeout 60 tail --pid="${PIDS[$k]}" -f /dev/null || true; done
 fi
 if [ $KEEP = 1 ]; then
-  echo "lab running; API: ip netns exec $LAB curl -H \"authorization: Bearer \$(cat $RUN/data/admin.token)\" http://198.18.0.1:8080/api/v1/machines"
+  echo "lab running; API: ip netns exec $LAB curl --cacert $RUN/data/tls/ca.pem -H \"authorization: Bearer \$(cat $RUN/data/admin.token)\" https://198.18.0.1/api/v1/machines"
   echo "Ctrl-C to tear down"; sleep infinity
 fi

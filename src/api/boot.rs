@@ -31,6 +31,12 @@ pub struct BootState {
     pub profiles: BTreeMap<String, Profile>,
     pub discovery_profile: String,
     pub http_base: String,
+    /// The HTTPS base URL agents use (`{{ agent_url }}`).
+    pub agent_url: String,
+    /// `sha256:<hex>` of the CA certificate agents pin (`{{ ca_pin }}`).
+    pub ca_pin: String,
+    /// The CA certificate (PEM) installed nodes trust.
+    pub ca_pem: String,
     /// The boot directory (also the TFTP root).
     pub root: PathBuf,
     /// The DNS domain machines live in (answer files).
@@ -264,6 +270,9 @@ async fn installed(
         hostname: it.hostname(),
         domain: boot.domain.clone(),
         appliance_url: boot.http_base.clone(),
+        agent_url: boot.agent_url.clone(),
+        ca_pem: boot.ca_pem.clone(),
+        agent_sha256: agent_sha256(&boot.root).await,
         ssh_keys: it.ssh_keys(),
         session,
     };
@@ -278,6 +287,21 @@ async fn installed(
     }
     tracing::info!(machine = id, mac = %it.mac, "installer reported back");
     Ok(([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], text).into_response())
+}
+
+/// SHA-256 (hex) of the agent binary installers download (`bootos/rackboot-agent` in the boot
+/// directory); empty when there is none.
+async fn agent_sha256(root: &std::path::Path) -> String {
+    let path = root.join("bootos/rackboot-agent");
+    tokio::task::spawn_blocking(move || {
+        use sha2::Digest;
+        let bytes = std::fs::read(path).ok()?;
+        Some(sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect::<String>())
+    })
+    .await
+    .ok()
+    .flatten()
+    .unwrap_or_default()
 }
 
 #[derive(Deserialize)]
@@ -325,6 +349,8 @@ async fn ipxe(
         uefi,
         http_base: boot.http_base.clone(),
         boot_nonce,
+        agent_url: boot.agent_url.clone(),
+        ca_pin: boot.ca_pin.clone(),
     };
     let script = boot.renderer.ipxe(&plan, &vars).map_err(|e| {
         tracing::warn!(%mac, error = %e, "cannot render boot script");

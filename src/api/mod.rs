@@ -74,16 +74,21 @@ pub fn router(state: ApiState) -> Router {
         protected_routes().route_layer(middleware::from_fn_with_state(state.clone(), auth::guard)).split_for_parts();
     let api = api.fallback(problem::no_route).layer(middleware::from_fn(problem::problem_layer));
     let agent = agent::routes().fallback(problem::no_route).layer(middleware::from_fn(problem::problem_layer));
-    Router::new()
+    let router = Router::new()
         .nest("/api/v1", api)
         .nest("/boot", boot::routes(&state))
         .nest("/agent/v1", agent)
         .route("/healthz", get(crate::assets::healthz))
-        .route("/metrics", get(metrics))
+        .route("/metrics", get(metrics));
+    bounded(router, &state).with_state(state)
+}
+
+/// What every listener's router gets: requests counted with bounded labels, and the body limit.
+pub fn bounded(router: Router<ApiState>, state: &ApiState) -> Router<ApiState> {
+    router
         .layer(middleware::from_fn_with_state(state.clone(), count_requests))
         .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY))
         .layer(tower_http::limit::RequestBodyLimitLayer::new(MAX_BODY))
-        .with_state(state)
 }
 
 async fn metrics(State(s): State<ApiState>) -> impl IntoResponse {

@@ -19,8 +19,11 @@ pub struct Addresses {
     /// The appliance's address on it (server identifier, next-server, DNS), found when DHCP or
     /// DNS runs.
     pub server_ip: Option<Ipv4Addr>,
-    /// Base URL machines reach the HTTP server at, without a trailing slash.
+    /// Base URL machines reach the HTTP server at, without a trailing slash (firmware).
     pub http_base: String,
+    /// Base URL of the HTTPS server (agents, the CLI): `http.public_url`'s host, else the
+    /// appliance's address, with the HTTPS port.
+    pub https_base: String,
     /// The DHCP mode that runs: `Off` when proxy mode found no interface to serve on.
     pub dhcp: DhcpMode,
     /// Whether DNS runs: configured, with an address to answer on (and, after binding, bound).
@@ -35,11 +38,13 @@ pub struct Addresses {
     pub name_server: Option<Ipv4Addr>,
 }
 
-/// Resolves the addresses from `cfg`, the bound HTTP address and `lookup` (the interface and
-/// its address; asked only when DHCP or DNS needs them; [`lookup_interface`] in the appliance).
+/// Resolves the addresses from `cfg`, the bound HTTP address, the bound HTTPS port and `lookup`
+/// (the interface and its address; asked only when DHCP or DNS needs them; [`lookup_interface`]
+/// in the appliance).
 pub fn resolve(
     cfg: &Config,
     http_addr: SocketAddr,
+    https_port: u16,
     lookup: impl FnOnce(&Config) -> anyhow::Result<(String, Ipv4Addr)>,
 ) -> anyhow::Result<Addresses> {
     let (mut dhcp, mut dns) = (cfg.dhcp.mode, cfg.dns.enabled);
@@ -65,6 +70,12 @@ pub fn resolve(
         ("", port) => format!("http://{public_ip}:{port}"),
         (url, _) => url.to_string(),
     };
+    let host = crate::tls::url_host(&cfg.public_url).unwrap_or_else(|| public_ip.to_string());
+    let host = if host.contains(':') { format!("[{host}]") } else { host };
+    let https_base = match https_port {
+        443 => format!("https://{host}"),
+        port => format!("https://{host}:{port}"),
+    };
     let subnets = cfg.dhcp.networks();
     let or_default = |configured: &[Ipv4Net]| match (configured.is_empty(), subnets.is_empty()) {
         (false, _) => configured.to_vec(),
@@ -75,6 +86,7 @@ pub fn resolve(
         interface: found.map(|(iface, _)| iface).unwrap_or_else(|| cfg.interface.clone()),
         server_ip,
         http_base,
+        https_base,
         dhcp,
         dns,
         reverse_zones: or_default(&cfg.dns.reverse_zones),
@@ -120,7 +132,7 @@ mod tests {
 
     #[test]
     fn proxy_mode_on_the_found_interface() {
-        let a = resolve(&cfg(""), HTTP.parse().unwrap(), eth1).unwrap();
+        let a = resolve(&cfg(""), HTTP.parse().unwrap(), 443, eth1).unwrap();
         assert_eq!((a.interface.as_str(), a.server_ip), ("eth1", Some(Ipv4Addr::new(198, 18, 0, 1))));
         assert_eq!((a.dhcp, a.dns, a.http_base.as_str()), (DhcpMode::Proxy, true, "http://198.18.0.1"));
         let net24: Ipv4Net = "198.18.0.0/24".parse().unwrap();
@@ -130,32 +142,35 @@ mod tests {
 
     #[test]
     fn without_an_interface_proxy_dhcp_and_dns_stay_off_but_full_mode_fails() {
-        let a = resolve(&cfg(""), "127.0.0.1:8080".parse().unwrap(), nothing).unwrap();
+        let a = resolve(&cfg(""), "127.0.0.1:8080".parse().unwrap(), 443, nothing).unwrap();
         assert_eq!((a.dhcp, a.dns, a.server_ip), (DhcpMode::Off, false, None));
         assert_eq!(a.http_base, "http://127.0.0.1:8080");
+        assert_eq!(a.https_base, "https://127.0.0.1");
         let full = cfg("[server]\ninterface=\"eth9\"\n[dhcp]\nmode=\"full\"\n[[dhcp.subnets]]\ncidr=\"10.0.0.0/16\"\npools=[\"10.0.1.1-10.0.1.9\"]");
-        assert!(resolve(&full, HTTP.parse().unwrap(), nothing).is_err());
+        assert!(resolve(&full, HTTP.parse().unwrap(), 443, nothing).is_err());
         // A named interface that is missing is an error in proxy mode too.
-        assert!(resolve(&cfg("[server]\ninterface=\"eth9\""), HTTP.parse().unwrap(), nothing).is_err());
+        assert!(resolve(&cfg("[server]\ninterface=\"eth9\""), HTTP.parse().unwrap(), 443, nothing).is_err());
     }
 
     #[test]
     fn nothing_is_looked_up_when_neither_dhcp_nor_dns_runs() {
         let c = cfg("[server]\ninterface=\"eth2\"\naddress=\"10.1.2.3\"\n[dhcp]\nmode=\"off\"\n[dns]\nenabled=false");
-        let a = resolve(&c, HTTP.parse().unwrap(), |_| panic!("looked up")).unwrap();
+        let a = resolve(&c, HTTP.parse().unwrap(), 8443, |_| panic!("looked up")).unwrap();
         assert_eq!((a.interface.as_str(), a.server_ip, a.http_base.as_str()), ("eth2", None, "http://10.1.2.3"));
+        assert_eq!(a.https_base, "https://10.1.2.3:8443");
         assert_eq!(a.agent_networks, vec!["10.1.2.0/24".parse::<Ipv4Net>().unwrap()]);
     }
 
     #[test]
     fn configured_networks_and_public_url_win_over_derived_ones() {
         let c = cfg("[http]\npublic_url=\"https://boot.example/\"\n[dns]\nreverse_zones=[\"10.9.0.0/16\"]\n[agent]\nnetworks=[\"10.8.0.0/16\"]\n[[dhcp.subnets]]\ncidr=\"10.7.0.0/16\"\npools=[\"10.7.1.1-10.7.1.9\"]");
-        let a = resolve(&c, HTTP.parse().unwrap(), eth1).unwrap();
+        let a = resolve(&c, HTTP.parse().unwrap(), 443, eth1).unwrap();
         assert_eq!(a.http_base, "https://boot.example");
+        assert_eq!(a.https_base, "https://boot.example");
         assert_eq!(a.reverse_zones, vec!["10.9.0.0/16".parse::<Ipv4Net>().unwrap()]);
         assert_eq!(a.agent_networks, vec!["10.8.0.0/16".parse::<Ipv4Net>().unwrap()]);
         let c = cfg("[[dhcp.subnets]]\ncidr=\"10.7.0.0/16\"\npools=[\"10.7.1.1-10.7.1.9\"]");
-        let a = resolve(&c, HTTP.parse().unwrap(), eth1).unwrap();
+        let a = resolve(&c, HTTP.parse().unwrap(), 443, eth1).unwrap();
         assert_eq!(a.reverse_zones, vec!["10.7.0.0/16".parse::<Ipv4Net>().unwrap()]);
     }
 

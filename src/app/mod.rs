@@ -22,6 +22,11 @@ use crate::{dhcp, dns, http, net, ra, tftp};
 /// A started appliance: its bound addresses and handles, for `run` and for tests.
 pub struct Running {
     pub http_addr: SocketAddr,
+    /// Local address of the HTTPS listener (API, agent API, metrics).
+    pub https_addr: SocketAddr,
+    /// The CA certificate (PEM) clients and agents trust, and its `sha256:<hex>` pin.
+    pub ca_pem: String,
+    pub ca_pin: String,
     /// Local address of the DHCP socket, when DHCP runs.
     pub dhcp_addr: Option<SocketAddr>,
     pub pxe_addr: Option<SocketAddr>,
@@ -46,7 +51,13 @@ pub async fn start(cfg: Config) -> anyhow::Result<Running> {
 
     let http = TcpListener::bind(cfg.http_listen).await.with_context(|| format!("binding http {}", cfg.http_listen))?;
     let http_addr = http.local_addr()?;
-    let mut addrs = resolve(&cfg, http_addr, lookup_interface)?;
+    let https =
+        TcpListener::bind(cfg.https.listen).await.with_context(|| format!("binding https {}", cfg.https.listen))?;
+    let https_addr = https.local_addr()?;
+    let mut addrs = resolve(&cfg, http_addr, https_addr.port(), lookup_interface)?;
+    let names = crate::tls::names(&cfg, addrs.server_ip);
+    let tls = crate::tls::load(&cfg, &names).context("setting up TLS")?;
+    let (ca_pem, ca_pin) = (tls.ca_pem.clone(), tls.ca_pin.clone());
     // DNS binds first so DHCP knows whether to hand out our address as the name server.
     let dns = bind_dns(&cfg, &mut addrs)?;
     let dhcp = bind_dhcp(&cfg, &addrs)?;
@@ -59,7 +70,7 @@ pub async fn start(cfg: Config) -> anyhow::Result<Running> {
     let dns_addr = dns.as_ref().map(|b| b.addr);
 
     let token = CancellationToken::new();
-    let core = Core::new(cfg, addrs, cmdb.clone(), token.clone())?;
+    let core = Core::new(cfg, addrs, cmdb.clone(), tls, token.clone())?;
     let mut services = Services::new(token.clone());
     if let Some(bound) = dns {
         services.start("dns", dns::serve(bound, core.clone(), token.clone()));
@@ -76,8 +87,23 @@ pub async fn start(cfg: Config) -> anyhow::Result<Running> {
     services.start("jobs", core.hub.clone().sweep(token.clone()));
     services.start("provision", core.engine.clone().run(token.clone()));
     services.start("http", http::serve(http, core.clone(), token.clone()));
-    info!(%http_addr, http_base = %core.addrs.http_base, "http serving");
-    Ok(Running { http_addr, dhcp_addr, pxe_addr, tftp_addr, dns_addr, cmdb, admin_token, token, services })
+    services.start("https", http::serve_https(https, core.clone(), token.clone()));
+    info!(%http_addr, http_base = %core.addrs.http_base, "http serving (firmware: /boot, /healthz)");
+    info!(%https_addr, https_base = %core.addrs.https_base, %ca_pin, "https serving (api, agents, metrics)");
+    Ok(Running {
+        http_addr,
+        https_addr,
+        ca_pem,
+        ca_pin,
+        dhcp_addr,
+        pxe_addr,
+        tftp_addr,
+        dns_addr,
+        cmdb,
+        admin_token,
+        token,
+        services,
+    })
 }
 
 /// DNS's sockets, when it runs; a failed bind is fatal only where DHCP promised clients our DNS.

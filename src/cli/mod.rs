@@ -10,12 +10,14 @@ use rackboot::config::Config;
 use serde_json::{json, Value};
 
 mod assets;
+mod ca;
 mod jobs;
 mod machines;
 mod tasks;
 mod users;
 
 use assets::{assets, AssetsCmd};
+use ca::{ca, CaCmd};
 use jobs::{jobs, JobsCmd};
 use machines::{machines, MachinesCmd};
 use tasks::{tasks, TasksCmd};
@@ -29,7 +31,8 @@ Network-boot appliance: DHCP, TFTP, HTTP and DNS in one process.
 `rackboot serve` runs the appliance: it answers PXE clients (proxy DHCP by default, beside your
 DHCP server), serves iPXE and BootOS, keeps every machine it hears from in its CMDB and
 provisions them. The other subcommands are its admin client: they speak to the REST API
-(--api, default http://127.0.0.1:80) with an API token, by default the admin's from
+(--api, default https://127.0.0.1) over TLS, trusting the appliance's CA (--ca, default
+/var/lib/rackboot/tls/ca.pem), with an API token, by default the admin's from
 /var/lib/rackboot/admin.token; the first admin's password is in /var/lib/rackboot/admin.password.";
 
 const EXAMPLES: &str = "\
@@ -38,6 +41,7 @@ Getting started (as root):
   rackboot assets install --config /etc/rackboot/rackboot.toml   # iPXE + BootOS into the boot dir
   rackboot serve --config /etc/rackboot/rackboot.toml
   curl http://127.0.0.1/healthz                            # ok, or what is missing and the fix
+  rackboot ca show                                        # the CA fingerprint nodes pin
   rackboot machines list
 
 `rackboot <command> --help` explains each command.";
@@ -82,6 +86,11 @@ Examples:
     Assets {
         #[command(subcommand)]
         cmd: AssetsCmd,
+    },
+    /// The appliance's CA: `ca show` prints its file and SHA-256 fingerprint.
+    Ca {
+        #[command(subcommand)]
+        cmd: CaCmd,
     },
     /// Machines in the CMDB: list, add, show, remove, timeline, approve.
     Machines {
@@ -175,8 +184,11 @@ Examples:
 #[derive(Args)]
 struct ApiArgs {
     /// Base URL of the rackboot API.
-    #[arg(long, env = "RACKBOOT_API", default_value = "http://127.0.0.1:80", global = true)]
+    #[arg(long, env = "RACKBOOT_API", default_value = "https://127.0.0.1", global = true)]
     api: String,
+    /// The CA certificate (PEM) the server's certificate must chain to (`rackboot ca show`).
+    #[arg(long, value_name = "FILE", default_value = "/var/lib/rackboot/tls/ca.pem", global = true)]
+    ca: PathBuf,
     /// Bearer token; default: read from --token-file.
     #[arg(long, env = "RACKBOOT_TOKEN", global = true, hide_env_values = true)]
     token: Option<String>,
@@ -195,7 +207,9 @@ impl ApiArgs {
                 .trim()
                 .to_string(),
         };
-        ApiClient::new(&self.api, token)
+        let ca =
+            std::fs::read(&self.ca).with_context(|| format!("reading the CA certificate {}", self.ca.display()))?;
+        ApiClient::new(&self.api, token, &ca)
     }
 }
 
@@ -212,6 +226,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Assets { cmd } => assets(cmd),
+        Command::Ca { cmd } => ca(cmd),
         Command::Machines { api, cmd } => machines(api.client()?, cmd).await,
         Command::Jobs { api, cmd } => jobs(api.client()?, cmd).await,
         Command::Tasks { api, cmd } => tasks(api.client()?, cmd).await,

@@ -59,7 +59,8 @@ pub struct BootFiles {
 
 /// A named kernel + initrd + command line. Paths are relative to the boot directory (served at
 /// `/boot/files/`) or full `http://` URLs; the command line is a template (`{{ mac }}`,
-/// `{{ http_base }}`, `{{ hostname }}`, and for an installer `{{ answer_url }}`).
+/// `{{ http_base }}`, `{{ hostname }}`, `{{ agent_url }}`, `{{ ca_pin }}`, and for an installer
+/// `{{ answer_url }}`).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Profile {
     pub name: String,
@@ -76,7 +77,9 @@ fn builtin_discovery() -> Profile {
         name: "discovery".into(),
         kernel: "bootos/vmlinuz".into(),
         initrd: "bootos/initrd.img".into(),
-        cmdline: "console=tty0 console=ttyS0 rackboot.url={{ http_base }} rackboot.mac={{ mac }}".into(),
+        cmdline:
+            "console=tty0 console=ttyS0 rackboot.url={{ agent_url }} rackboot.ca={{ ca_pin }} rackboot.mac={{ mac }}"
+                .into(),
         answer: None,
     }
 }

@@ -13,6 +13,7 @@ mod auth;
 mod boot;
 mod dhcp;
 mod dns;
+mod https;
 mod provision;
 mod server;
 mod tftp;
@@ -29,6 +30,7 @@ pub use auth::{AuthConfig, WireAuth, MAX_SESSION_SECS};
 pub use boot::{BootFiles, Profile, WireBoot, WireProfile};
 pub use dhcp::{DhcpConfig, DhcpMode, Subnet, WireDhcp, WireSubnet};
 pub use dns::{DnsConfig, WireDns};
+pub use https::{ConnLimits, HttpsConfig, WireHttps};
 pub use provision::{HardwareProfile, ProvisionConfig, WireProvision};
 pub use server::{WireHttp, WireServer};
 pub use tftp::{TftpConfig, WireTftp};
@@ -43,6 +45,7 @@ pub const EMBEDDED_DEFAULT: &str = include_str!("../../rackboot.example.toml");
 pub struct WireConfig {
     pub server: WireServer,
     pub http: WireHttp,
+    pub https: WireHttps,
     pub dhcp: WireDhcp,
     pub tftp: WireTftp,
     pub boot: WireBoot,
@@ -67,6 +70,10 @@ pub struct Config {
     pub http_listen: SocketAddr,
     /// Base URL machines use to reach the HTTP server; derived from the address if empty.
     pub public_url: String,
+    /// Timeouts and connection caps of the HTTP and HTTPS listeners.
+    pub http_limits: ConnLimits,
+    /// The HTTPS listener (API, agent API, metrics) and its certificate.
+    pub https: HttpsConfig,
     pub dhcp: DhcpConfig,
     pub tftp: TftpConfig,
     pub dns: DnsConfig,
@@ -88,13 +95,23 @@ impl TryFrom<WireConfig> for Config {
     type Error = anyhow::Error;
 
     fn try_from(w: WireConfig) -> anyhow::Result<Self> {
-        let WireConfig { server, http, dhcp, tftp, boot, dns, agent, provision, auth } = w;
+        let WireConfig { server, http, https, dhcp, tftp, boot, dns, agent, provision, auth } = w;
         let WireServer { data_dir, interface, address, log_format, max_unclaimed_machines } = server;
         anyhow::ensure!(
             (100..=10_000_000).contains(&max_unclaimed_machines),
             "server.max_unclaimed_machines must be 100..=10000000"
         );
-        let WireHttp { listen, public_url } = http;
+        let WireHttp {
+            listen,
+            public_url,
+            header_timeout_secs,
+            idle_timeout_secs,
+            max_connections,
+            max_connections_per_client,
+        } = http;
+        let http_limits =
+            https::conn_limits(header_timeout_secs, idle_timeout_secs, max_connections, max_connections_per_client)?;
+        let https = HttpsConfig::try_from(https)?;
         let dns = DnsConfig::try_from(dns)?;
         let agent = AgentConfig::try_from(agent)?;
         let auth = AuthConfig::try_from(auth)?;
@@ -118,6 +135,8 @@ impl TryFrom<WireConfig> for Config {
             max_unclaimed_machines,
             http_listen: listen,
             public_url,
+            http_limits,
+            https,
             dhcp,
             tftp,
             dns,
@@ -199,6 +218,8 @@ mod tests {
                 "subnets 198.18.0.0/16 and 198.18.1.0/24 overlap",
             ),
             ("[http]\npublic_url = \"ftp://x\"", "http.public_url"),
+            ("[https]\ncert = \"/etc/c.pem\"", "https.cert and https.key"),
+            ("[http]\nmax_connections = 10\nmax_connections_per_client = 11", "max_connections_per_client"),
             ("[server]\nlog_format = \"xml\"", "server.log_format"),
             ("[tftp]\nmax_transfers = 0", "tftp.max_transfers"),
             ("[auth]\nsession_ttl_secs = 604801", "auth.session_ttl_secs"),

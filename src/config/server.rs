@@ -33,11 +33,22 @@ impl Default for WireServer {
 pub struct WireHttp {
     pub listen: SocketAddr,
     pub public_url: String,
+    pub header_timeout_secs: u64,
+    pub idle_timeout_secs: u64,
+    pub max_connections: usize,
+    pub max_connections_per_client: usize,
 }
 
 impl Default for WireHttp {
     fn default() -> Self {
-        WireHttp { listen: ([0, 0, 0, 0], 80).into(), public_url: String::new() }
+        WireHttp {
+            listen: ([0, 0, 0, 0], 80).into(),
+            public_url: String::new(),
+            header_timeout_secs: 30,
+            idle_timeout_secs: 120,
+            max_connections: 8192,
+            max_connections_per_client: 256,
+        }
     }
 }
 

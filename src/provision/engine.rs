@@ -30,6 +30,9 @@ pub struct Engine {
     pub http_base: String,
     /// The DNS domain the installed systems live in.
     pub domain: String,
+    /// The HTTPS base URL and the CA (PEM) installed agents are given.
+    pub agent_url: String,
+    pub ca_pem: String,
     wake: Notify,
     passes: std::sync::atomic::AtomicU64,
 }
@@ -41,8 +44,10 @@ impl Engine {
         renderer: Arc<Renderer>,
         http_base: String,
         domain: String,
+        (agent_url, ca_pem): (String, String),
     ) -> Engine {
-        Engine { hub, cfg, renderer, http_base, domain, wake: Notify::new(), passes: Default::default() }
+        let passes = Default::default();
+        Engine { hub, cfg, renderer, http_base, domain, agent_url, ca_pem, wake: Notify::new(), passes }
     }
 
     /// Runs a step pass now rather than at the next second.
@@ -293,6 +298,10 @@ impl Engine {
                     hostname: hostname.clone(),
                     domain: self.domain.clone(),
                     appliance_url: self.http_base.clone(),
+                    agent_url: self.agent_url.clone(),
+                    ca_pem: self.ca_pem.clone(),
+                    // BootOS copies its own agent: nothing is downloaded.
+                    agent_sha256: String::new(),
                     ssh_keys: spec.ssh_keys.clone(),
                     session: None,
                 };

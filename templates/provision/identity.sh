@@ -14,6 +14,8 @@ DISK="{{ disk }}"
 HOSTNAME="{{ hostname }}"
 DOMAIN="{{ domain }}"
 APPLIANCE="{{ appliance_url }}"
+AGENT_API="{{ agent_url }}"
+AGENT_SHA256="{{ agent_sha256 }}"
 say() { echo "identity: $*"; }
 
 if [ "$DISK" = / ] && [ -z "${1:-}" ]; then
@@ -54,7 +56,7 @@ else
   mkdir -p "$ROOT"
 fi
 
-mkdir -p "$ROOT/etc" "$ROOT/root/.ssh" "$ROOT/var/lib/rackboot-agent" "$ROOT/etc/default" \
+mkdir -p "$ROOT/etc" "$ROOT/root/.ssh" "$ROOT/var/lib/rackboot-agent" "$ROOT/etc/default" "$ROOT/etc/rackboot-agent" \
   "$ROOT/usr/local/sbin" "$ROOT/etc/systemd/system/multi-user.target.wants"
 echo "$HOSTNAME" > "$ROOT/etc/hostname"
 # Every machine from the same image must not share one machine-id (DHCP client ids, journald):
@@ -77,9 +79,12 @@ HOSTS
 {% for key in ssh_keys %}echo "{{ key }}" >> "$ROOT/root/.ssh/authorized_keys"
 {% endfor %}chmod 700 "$ROOT/root/.ssh"; chmod 600 "$ROOT/root/.ssh/authorized_keys"
 
-# The agent: its binary (BootOS's own, or downloaded from the appliance by an installer), its
-# session (the machine's credential) and the service.
-echo "RACKBOOT_URL=$APPLIANCE" > "$ROOT/etc/default/rackboot-agent"
+# The agent: its binary (BootOS's own, or downloaded from the appliance by an installer and
+# checked against its SHA-256), its session (the machine's credential), the appliance's CA
+# (the agent talks HTTPS and trusts only that CA) and the service.
+echo "RACKBOOT_URL=$AGENT_API" > "$ROOT/etc/default/rackboot-agent"
+cat > "$ROOT/etc/rackboot-agent/ca.pem" <<'CA'
+{{ ca_pem }}CA
 {% if session %}(umask 077; cat > "$ROOT/var/lib/rackboot-agent/session.json" <<'SESSION'
 {{ session }}
 SESSION
@@ -93,13 +98,20 @@ if [ -n "${1:-}" ]; then
   AGENT_URL="$APPLIANCE/boot/files/bootos/rackboot-agent"
   # Straight to the appliance, past any proxy the installer uses for its repository.
   export http_proxy= HTTP_PROXY=
+  NEW="$ROOT/usr/local/sbin/rackboot-agent.new"
+  [ -n "$AGENT_SHA256" ] || { say "the appliance has no agent binary to install"; exit 1; }
   for try in 1 2 3 4 5; do
-    if command -v curl >/dev/null; then curl -fsS -o "$ROOT/usr/local/sbin/rackboot-agent" "$AGENT_URL" && break
-    else wget -q -O "$ROOT/usr/local/sbin/rackboot-agent" "$AGENT_URL" && break; fi
+    if command -v curl >/dev/null; then curl -fsS -o "$NEW" "$AGENT_URL" && break
+    else wget -q -O "$NEW" "$AGENT_URL" && break; fi
     [ "$try" = 5 ] && { say "cannot download $AGENT_URL"; exit 1; }
     sleep 3
   done
-  chmod 0755 "$ROOT/usr/local/sbin/rackboot-agent"
+  # Plain HTTP carries the binary: only the hash this script brought decides whether it runs.
+  if [ "$(sha256sum "$NEW" | cut -d' ' -f1)" != "$AGENT_SHA256" ]; then
+    rm -f "$NEW"; say "the downloaded agent does not match its SHA-256: not installed"; exit 1
+  fi
+  chmod 0755 "$NEW"
+  mv "$NEW" "$ROOT/usr/local/sbin/rackboot-agent"
 elif [ -x /bin/rackboot-agent ] && [ -b "$DISK" ]; then
   cp /bin/rackboot-agent "$ROOT/usr/local/sbin/rackboot-agent"
 fi
@@ -108,6 +120,6 @@ cat > "$ROOT/etc/systemd/system/rackboot-agent.service" <<'UNIT'
 ln -sf /etc/systemd/system/rackboot-agent.service "$ROOT/etc/systemd/system/multi-user.target.wants/rackboot-agent.service"
 # SELinux (a kickstart %post runs in the new system): files written here get their labels.
 if [ "$ROOT" = / ] && command -v restorecon >/dev/null; then
-  restorecon -R /root/.ssh /etc/hostname /etc/hosts /etc/systemd/system /usr/local/sbin /var/lib/rackboot-agent || true
+  restorecon -R /root/.ssh /etc/hostname /etc/hosts /etc/systemd/system /usr/local/sbin /var/lib/rackboot-agent /etc/rackboot-agent || true
 fi
 say "$HOSTNAME written to $ROOT"

@@ -9,13 +9,17 @@ use rackboot::app::{self, Running};
 use rackboot::client::ApiClient;
 use rackboot::config::Config;
 use rackboot_agent::run::{Agent, Options};
+use rackboot_agent::tls::Trust;
 use rackboot_agent::wire::AgentMode;
 use serde_json::Value;
 
 /// One appliance on a fixed loopback port (so an agent can follow it across a restart).
 pub struct Appliance {
     pub dir: tempfile::TempDir,
+    /// The plain-HTTP port (`/boot`).
     pub port: u16,
+    /// The HTTPS port (API, agents).
+    pub tls_port: u16,
     extra: String,
     pub app: Option<Running>,
     pub api: ApiClient,
@@ -27,27 +31,29 @@ pub fn free_port() -> u16 {
 
 impl Appliance {
     pub async fn start(extra: &str) -> Appliance {
-        let mut a = Appliance {
-            dir: tempfile::tempdir().unwrap(),
-            port: free_port(),
-            extra: extra.into(),
-            app: None,
-            api: ApiClient::new("http://127.0.0.1:1", String::new()).unwrap(),
-        };
-        a.boot().await;
-        a
+        let dir = tempfile::tempdir().unwrap();
+        let (port, tls_port) = (free_port(), free_port());
+        let (app, api) = Self::launch(dir.path(), port, tls_port, extra).await;
+        Appliance { dir, port, tls_port, extra: extra.into(), app: Some(app), api }
     }
 
     pub async fn boot(&mut self) {
+        let (app, api) = Self::launch(self.dir.path(), self.port, self.tls_port, &self.extra).await;
+        self.api = api;
+        self.app = Some(app);
+    }
+
+    async fn launch(dir: &Path, port: u16, tls_port: u16, extra: &str) -> (Running, ApiClient) {
         let text = format!(
-            "[server]\ndata_dir = \"{}\"\naddress = \"127.0.0.1\"\n[http]\nlisten = \"127.0.0.1:{}\"\n[dhcp]\nmode = \"off\"\n[tftp]\nenabled = false\n[dns]\nenabled = false\n[agent]\npoll_secs = 2\nlease_secs = 3\nstats_secs = 1\n{}\n",
-            self.dir.path().display(),
-            self.port,
-            self.extra
+            "[server]\ndata_dir = \"{}\"\naddress = \"127.0.0.1\"\n[http]\nlisten = \"127.0.0.1:{}\"\n[https]\nlisten = \"127.0.0.1:{tls_port}\"\n[dhcp]\nmode = \"off\"\n[tftp]\nenabled = false\n[dns]\nenabled = false\n[agent]\npoll_secs = 2\nlease_secs = 3\nstats_secs = 1\n{}\n",
+            dir.display(),
+            port,
+            extra
         );
         let running = app::start(Config::parse(&text).unwrap()).await.unwrap();
-        self.api = ApiClient::new(&self.url(), running.admin_token.clone()).unwrap();
-        self.app = Some(running);
+        let url = format!("https://127.0.0.1:{tls_port}");
+        let api = ApiClient::new(&url, running.admin_token.clone(), running.ca_pem.as_bytes()).unwrap();
+        (running, api)
     }
 
     pub async fn stop(&mut self) {
@@ -56,8 +62,19 @@ impl Appliance {
         }
     }
 
+    /// The HTTPS base URL agents and the API use.
     pub fn url(&self) -> String {
+        format!("https://127.0.0.1:{}", self.tls_port)
+    }
+
+    /// The plain-HTTP base URL firmware and installers use (`/boot`).
+    pub fn http_url(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// Whom agents trust: the appliance's CA (the same across restarts on one data dir).
+    pub fn trust(&self) -> Trust {
+        Trust::CaPem(std::fs::read(self.dir.path().join("tls/ca.pem")).unwrap())
     }
 
     /// Starts a BootOS agent for a machine with `mac`; it runs until the handle is aborted.
@@ -76,6 +93,7 @@ impl Appliance {
     ) -> tokio::task::JoinHandle<()> {
         let mut opts = Options {
             url: self.url(),
+            trust: self.trust(),
             mode,
             state_dir: state_dir.map(Path::to_path_buf),
             boot_mac: Some(mac.into()),

@@ -33,6 +33,8 @@ data_dir = "{}"
 address = "127.0.0.1"
 [http]
 listen = "127.0.0.1:0"
+[https]
+listen = "127.0.0.1:0"
 [tftp]
 port = 0
 root = "{}/boot"
@@ -62,23 +64,24 @@ impl Lab {
     pub async fn start(extra: &str) -> Lab {
         let dir = tempfile::tempdir().unwrap();
         let relay = UdpSocket::bind("127.0.0.1:0").await.unwrap();
-        let mut lab = Lab {
-            dir,
-            app: None,
-            relay,
-            api: ApiClient::new("http://127.0.0.1:1", String::new()).unwrap(),
-            extra: extra.to_string(),
-        };
-        lab.boot().await;
-        lab
+        let (app, api) = launch(dir.path(), relay.local_addr().unwrap().port(), extra).await;
+        Lab { dir, app: Some(app), relay, api, extra: extra.to_string() }
     }
 
     async fn boot(&mut self) {
-        let port = self.relay.local_addr().unwrap().port();
-        let cfg = Config::parse(&config_text(self.dir.path(), port, &self.extra)).unwrap();
-        let running = app::start(cfg).await.unwrap();
-        self.api = ApiClient::new(&format!("http://{}", running.http_addr), running.admin_token.clone()).unwrap();
-        self.app = Some(running);
+        let (app, api) = launch(self.dir.path(), self.relay.local_addr().unwrap().port(), &self.extra).await;
+        self.api = api;
+        self.app = Some(app);
+    }
+
+    /// The HTTPS base URL (API, agent API, metrics).
+    pub fn https_url(&self) -> String {
+        format!("https://{}", self.app.as_ref().unwrap().https_addr)
+    }
+
+    /// The CA certificate (PEM) the appliance's HTTPS certificate chains to.
+    pub fn ca_pem(&self) -> String {
+        self.app.as_ref().unwrap().ca_pem.clone()
     }
 
     /// Stops the appliance cleanly and starts it again on the same data dir.
@@ -120,6 +123,15 @@ impl Lab {
             }
         }
     }
+}
+
+/// Starts the appliance on `data_dir` and an API client for it over HTTPS, trusting its CA.
+async fn launch(data_dir: &std::path::Path, relay_port: u16, extra: &str) -> (Running, ApiClient) {
+    let cfg = Config::parse(&config_text(data_dir, relay_port, extra)).unwrap();
+    let running = app::start(cfg).await.unwrap();
+    let url = format!("https://{}", running.https_addr);
+    let api = ApiClient::new(&url, running.admin_token.clone(), running.ca_pem.as_bytes()).unwrap();
+    (running, api)
 }
 
 /// A relayed client message (giaddr 127.0.0.1).
@@ -168,6 +180,23 @@ pub async fn eventually<T, F: std::future::Future<Output = anyhow::Result<T>>>(m
             Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
         }
     }
+}
+
+/// A GET over TLS (trusting `ca_pem`) on a connection of its own; returns status and body.
+pub async fn https_get(addr: SocketAddr, ca_pem: &str, path: &str) -> (u16, String) {
+    use http_body_util::BodyExt;
+    let config = rackboot::tls::client_config(ca_pem.as_bytes()).unwrap();
+    let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let name = rustls::pki_types::ServerName::try_from(addr.ip().to_string()).unwrap();
+    let tls = tokio_rustls::TlsConnector::from(std::sync::Arc::new(config)).connect(name, tcp).await.unwrap();
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tls)).await.unwrap();
+    tokio::spawn(conn);
+    let req =
+        hyper::Request::get(path).header("host", "x").body(http_body_util::Empty::<hyper::body::Bytes>::new()).unwrap();
+    let resp = sender.send_request(req).await.unwrap();
+    let status = resp.status().as_u16();
+    let body = resp.into_body().collect().await.unwrap().to_bytes();
+    (status, String::from_utf8_lossy(&body).into_owned())
 }
 
 /// A plain HTTP/1.0 GET; returns the whole response, head included.

@@ -14,6 +14,8 @@ DISK="/dev/vda"
 HOSTNAME="node-01"
 DOMAIN="lab.rackboot.test"
 APPLIANCE="http://198.18.0.1:8080"
+AGENT_API="https://198.18.0.1:8443"
+AGENT_SHA256="abababababababababababababababababababababababababababababababab"
 say() { echo "identity: $*"; }
 
 if [ "$DISK" = / ] && [ -z "${1:-}" ]; then
@@ -54,7 +56,7 @@ else
   mkdir -p "$ROOT"
 fi
 
-mkdir -p "$ROOT/etc" "$ROOT/root/.ssh" "$ROOT/var/lib/rackboot-agent" "$ROOT/etc/default" \
+mkdir -p "$ROOT/etc" "$ROOT/root/.ssh" "$ROOT/var/lib/rackboot-agent" "$ROOT/etc/default" "$ROOT/etc/rackboot-agent" \
   "$ROOT/usr/local/sbin" "$ROOT/etc/systemd/system/multi-user.target.wants"
 echo "$HOSTNAME" > "$ROOT/etc/hostname"
 # Every machine from the same image must not share one machine-id (DHCP client ids, journald):
@@ -77,9 +79,15 @@ HOSTS
 echo "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFake ops@example" >> "$ROOT/root/.ssh/authorized_keys"
 chmod 700 "$ROOT/root/.ssh"; chmod 600 "$ROOT/root/.ssh/authorized_keys"
 
-# The agent: its binary (BootOS's own, or downloaded from the appliance by an installer), its
-# session (the machine's credential) and the service.
-echo "RACKBOOT_URL=$APPLIANCE" > "$ROOT/etc/default/rackboot-agent"
+# The agent: its binary (BootOS's own, or downloaded from the appliance by an installer and
+# checked against its SHA-256), its session (the machine's credential), the appliance's CA
+# (the agent talks HTTPS and trusts only that CA) and the service.
+echo "RACKBOOT_URL=$AGENT_API" > "$ROOT/etc/default/rackboot-agent"
+cat > "$ROOT/etc/rackboot-agent/ca.pem" <<'CA'
+-----BEGIN CERTIFICATE-----
+MIIB
+-----END CERTIFICATE-----
+CA
 if [ -r "${RACKBOOT_SESSION_FILE:-}" ]; then
   (umask 077; cat "$RACKBOOT_SESSION_FILE" > "$ROOT/var/lib/rackboot-agent/session.json")
 fi
@@ -89,13 +97,20 @@ if [ -n "${1:-}" ]; then
   AGENT_URL="$APPLIANCE/boot/files/bootos/rackboot-agent"
   # Straight to the appliance, past any proxy the installer uses for its repository.
   export http_proxy= HTTP_PROXY=
+  NEW="$ROOT/usr/local/sbin/rackboot-agent.new"
+  [ -n "$AGENT_SHA256" ] || { say "the appliance has no agent binary to install"; exit 1; }
   for try in 1 2 3 4 5; do
-    if command -v curl >/dev/null; then curl -fsS -o "$ROOT/usr/local/sbin/rackboot-agent" "$AGENT_URL" && break
-    else wget -q -O "$ROOT/usr/local/sbin/rackboot-agent" "$AGENT_URL" && break; fi
+    if command -v curl >/dev/null; then curl -fsS -o "$NEW" "$AGENT_URL" && break
+    else wget -q -O "$NEW" "$AGENT_URL" && break; fi
     [ "$try" = 5 ] && { say "cannot download $AGENT_URL"; exit 1; }
     sleep 3
   done
-  chmod 0755 "$ROOT/usr/local/sbin/rackboot-agent"
+  # Plain HTTP carries the binary: only the hash this script brought decides whether it runs.
+  if [ "$(sha256sum "$NEW" | cut -d' ' -f1)" != "$AGENT_SHA256" ]; then
+    rm -f "$NEW"; say "the downloaded agent does not match its SHA-256: not installed"; exit 1
+  fi
+  chmod 0755 "$NEW"
+  mv "$NEW" "$ROOT/usr/local/sbin/rackboot-agent"
 elif [ -x /bin/rackboot-agent ] && [ -b "$DISK" ]; then
   cp /bin/rackboot-agent "$ROOT/usr/local/sbin/rackboot-agent"
 fi
@@ -110,10 +125,10 @@ Wants=network-online.target
 
 [Service]
 Type=simple
-# RACKBOOT_URL=http://<appliance>:<port> in /etc/default/rackboot-agent (written by the image
-# deploy step, or by hand).
+# RACKBOOT_URL=https://<appliance>:<port> in /etc/default/rackboot-agent and the appliance's CA
+# in /etc/rackboot-agent/ca.pem (both written by the identity step, or by hand).
 EnvironmentFile=-/etc/default/rackboot-agent
-ExecStart=/usr/local/sbin/rackboot-agent --mode installed --state-dir /var/lib/rackboot-agent
+ExecStart=/usr/local/sbin/rackboot-agent --mode installed --state-dir /var/lib/rackboot-agent --ca /etc/rackboot-agent/ca.pem
 Restart=always
 RestartSec=5
 StateDirectory=rackboot-agent
@@ -125,6 +140,6 @@ UNIT
 ln -sf /etc/systemd/system/rackboot-agent.service "$ROOT/etc/systemd/system/multi-user.target.wants/rackboot-agent.service"
 # SELinux (a kickstart %post runs in the new system): files written here get their labels.
 if [ "$ROOT" = / ] && command -v restorecon >/dev/null; then
-  restorecon -R /root/.ssh /etc/hostname /etc/hosts /etc/systemd/system /usr/local/sbin /var/lib/rackboot-agent || true
+  restorecon -R /root/.ssh /etc/hostname /etc/hosts /etc/systemd/system /usr/local/sbin /var/lib/rackboot-agent /etc/rackboot-agent || true
 fi
 say "$HOSTNAME written to $ROOT"

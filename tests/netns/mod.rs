@@ -146,13 +146,25 @@ impl Net {
         idx
     }
 
+    /// The appliance CA (PEM) in the lab's data dir: what curl and the CLI trust over HTTPS.
+    pub fn ca(&self) -> PathBuf {
+        self.path("data/tls/ca.pem")
+    }
+
+    /// GETs `path` over HTTPS (`/metrics`, `/api/v1/...` without a token) from the server namespace.
+    pub fn https_get(&self, path: &str) -> String {
+        let out = self.run(&self.srv, &format!("curl -s --cacert {} https://198.18.0.1{path}", self.ca().display()));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
     /// Like [`Net::api`], but `None` on an error status (e.g. 404 before a machine is known).
     pub fn try_api(&self, method: &str, path: &str) -> Option<serde_json::Value> {
         let token = std::fs::read_to_string(self.path("data/admin.token")).ok()?;
         let out = self.run(
             &self.srv,
             &format!(
-                "curl -sS -f -X {method} -H 'authorization: Bearer {}' http://198.18.0.1:8080/api/v1{path}",
+                "curl -sS -f --cacert {} -X {method} -H 'authorization: Bearer {}' https://198.18.0.1/api/v1{path}",
+                self.ca().display(),
                 token.trim()
             ),
         );
@@ -166,7 +178,8 @@ impl Net {
         let out = self.run(
             &self.srv,
             &format!(
-                "curl -sS -f -X {method} -H 'authorization: Bearer {}' {data} http://198.18.0.1:8080/api/v1{path}",
+                "curl -sS -f --cacert {} -X {method} -H 'authorization: Bearer {}' {data} https://198.18.0.1/api/v1{path}",
+                self.ca().display(),
                 token.trim()
             ),
         );

@@ -1,5 +1,6 @@
-//! HTTP/1.1 JSON client for the agent API: one kept-alive connection, re-opened when it breaks,
-//! and the machine's bearer credential on every call.
+//! HTTPS (HTTP/1.1) JSON client for the agent API: one kept-alive connection, re-opened when it
+//! breaks, to a server that passes the agent's [`Trust`], and the machine's bearer credential on
+//! every call.
 
 use std::time::Duration;
 
@@ -11,6 +12,8 @@ use hyper::{Method, Request};
 use hyper_util::rt::TokioIo;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
+
+use crate::tls::Trust;
 
 /// A status and body from the appliance.
 #[derive(Debug)]
@@ -40,21 +43,40 @@ impl Reply {
 /// A connection to the appliance.
 pub struct Client {
     authority: String,
+    /// `host:port` to connect to (443 when the URL names no port).
+    target: String,
+    host: rustls::pki_types::ServerName<'static>,
+    tls: tokio_rustls::TlsConnector,
     base_path: String,
     pub credential: Option<String>,
     conn: Option<SendRequest<Full<Bytes>>>,
 }
 
 impl Client {
-    /// `base` is the appliance's URL, e.g. `http://198.18.0.1:8080`.
-    pub fn new(base: &str) -> anyhow::Result<Client> {
-        let rest = base.strip_prefix("http://").context("the appliance URL must start with http://")?;
+    /// `base` is the appliance's URL, e.g. `https://198.18.0.1:8443`; the server must pass `trust`.
+    pub fn new(base: &str, trust: &Trust) -> anyhow::Result<Client> {
+        let rest = base.strip_prefix("https://").context("the appliance URL must start with https://")?;
         let (authority, path) = match rest.find('/') {
             Some(i) => (&rest[..i], rest[i..].trim_end_matches('/')),
             None => (rest, ""),
         };
         anyhow::ensure!(!authority.is_empty(), "the appliance URL has no host");
-        Ok(Client { authority: authority.to_string(), base_path: path.to_string(), credential: None, conn: None })
+        let host = match authority.strip_prefix('[') {
+            Some(v6) => v6.split(']').next().unwrap_or_default(),
+            None => authority.rsplit_once(':').map_or(authority, |(h, _)| h),
+        };
+        let has_port = authority.rsplit_once(':').is_some_and(|(_, p)| !p.is_empty() && !p.contains(']'));
+        let target = if has_port { authority.to_string() } else { format!("{authority}:443") };
+        let host = rustls::pki_types::ServerName::try_from(host.to_string()).context("bad appliance host")?;
+        Ok(Client {
+            authority: authority.to_string(),
+            target,
+            host,
+            tls: trust.connector()?,
+            base_path: path.to_string(),
+            credential: None,
+            conn: None,
+        })
     }
 
     /// Sends one request; `timeout` bounds the whole exchange.
@@ -86,10 +108,15 @@ impl Client {
         let mut sender = match reuse {
             Some(s) => s,
             None => {
-                let stream = tokio::net::TcpStream::connect(&self.authority)
+                let stream = tokio::net::TcpStream::connect(&self.target)
                     .await
                     .with_context(|| format!("connecting to {}", self.authority))?;
                 let _ = stream.set_nodelay(true);
+                let stream = self
+                    .tls
+                    .connect(self.host.clone(), stream)
+                    .await
+                    .with_context(|| format!("TLS with {} (is it our appliance?)", self.authority))?;
                 let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
                 tokio::spawn(async move {
                     let _ = conn.await;
@@ -156,4 +183,20 @@ pub async fn get_stream(url: &str) -> anyhow::Result<BodyStream> {
     anyhow::ensure!(resp.status().is_success(), "HTTP {}", resp.status());
     let size = resp.headers().get("content-length").and_then(|v| v.to_str().ok()).and_then(|v| v.parse().ok());
     Ok(BodyStream { body: resp.into_body(), size })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn https_urls_connect_to_443_unless_they_name_a_port() {
+        let trust = Trust::Pin([0; 32]);
+        let c = Client::new("https://198.18.0.1", &trust).unwrap();
+        assert_eq!((c.target.as_str(), c.authority.as_str()), ("198.18.0.1:443", "198.18.0.1"));
+        let c = Client::new("https://boot.example:8443/base/", &trust).unwrap();
+        assert_eq!((c.target.as_str(), c.base_path.as_str()), ("boot.example:8443", "/base"));
+        assert_eq!(Client::new("https://[fd00::1]", &trust).unwrap().target, "[fd00::1]:443");
+        assert!(Client::new("http://198.18.0.1:8080", &trust).is_err(), "plain HTTP is refused");
+    }
 }

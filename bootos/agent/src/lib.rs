@@ -7,7 +7,8 @@
 //! - [`inventory`]: hardware facts from sysfs/procfs (and ipmitool for the BMC).
 //! - [`lldp`]: a small LLDP listener and TLV parser (neighbour switch and port).
 //! - [`stats`]: load, memory, uptime and disk use.
-//! - [`client`]: the HTTP client with the per-machine credential.
+//! - [`client`]: the HTTPS client with the per-machine credential.
+//! - [`tls`]: whom the agent trusts: the appliance's CA, as a file or as a pinned hash.
 //! - [`jobs`]: running a job (script or built-in action) with streamed output and a timeout.
 //! - [`net`]: network bring-up the G8OS way (kernel command line, else DHCP per interface).
 //! - [`run`]: the agent's main loop.
@@ -19,4 +20,5 @@ pub mod lldp;
 pub mod net;
 pub mod run;
 pub mod stats;
+pub mod tls;
 pub mod wire;

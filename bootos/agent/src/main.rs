@@ -1,17 +1,19 @@
 //! `rackboot-agent`: see the library docs. Settings come from the kernel command line
-//! (`rackboot.url=`, `rackboot.mac=`, `ip=`) in BootOS, or from flags on an installed node:
+//! (`rackboot.url=`, `rackboot.ca=sha256:<hex>`, `rackboot.mac=`, `ip=`) in BootOS, or from
+//! flags on an installed node:
 //!
 //! ```text
-//! rackboot-agent [--url URL] [--mode bootos|installed] [--state-dir DIR] [--no-network]
+//! rackboot-agent [--url URL] [--ca FILE] [--mode bootos|installed] [--state-dir DIR] [--no-network]
 //! ```
 
 use std::path::PathBuf;
 
 use rackboot_agent::net;
 use rackboot_agent::run::{Agent, Options};
+use rackboot_agent::tls::Trust;
 use rackboot_agent::wire::AgentMode;
 
-const USAGE: &str = "usage: rackboot-agent [--url URL] [--mode bootos|installed] [--state-dir DIR] [--no-network] [--udhcpc-script FILE]";
+const USAGE: &str = "usage: rackboot-agent [--url URL] [--ca FILE] [--mode bootos|installed] [--state-dir DIR] [--no-network] [--udhcpc-script FILE]";
 
 fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
@@ -20,6 +22,7 @@ fn main() -> anyhow::Result<()> {
         .init();
     let cmdline = net::parse_cmdline(&std::fs::read_to_string("/proc/cmdline").unwrap_or_default());
     let mut url = std::env::var("RACKBOOT_URL").ok().or(cmdline.url.clone());
+    let mut ca_file: Option<PathBuf> = None;
     let mut mode = AgentMode::Bootos;
     let mut state_dir = None;
     let mut network = true;
@@ -29,6 +32,7 @@ fn main() -> anyhow::Result<()> {
         let mut value = || args.next().ok_or_else(|| anyhow::anyhow!("{a} needs a value\n{USAGE}"));
         match a.as_str() {
             "--url" => url = Some(value()?),
+            "--ca" => ca_file = Some(PathBuf::from(value()?)),
             "--mode" => {
                 mode = match value()?.as_str() {
                     "bootos" => AgentMode::Bootos,
@@ -47,6 +51,12 @@ fn main() -> anyhow::Result<()> {
         }
     }
     let url = url.ok_or_else(|| anyhow::anyhow!("no appliance URL: pass --url or boot with rackboot.url=\n{USAGE}"))?;
+    // A CA file wins over the pin; with neither the agent talks to nobody.
+    let trust = match (&ca_file, &cmdline.ca_pin) {
+        (Some(f), _) => Trust::CaPem(std::fs::read(f).map_err(|e| anyhow::anyhow!("reading {}: {e}", f.display()))?),
+        (None, Some(pin)) => Trust::pin(pin)?,
+        (None, None) => anyhow::bail!("no CA to trust: pass --ca FILE or boot with rackboot.ca=sha256:<hex>\n{USAGE}"),
+    };
     // An installed node keeps its credential across restarts. BootOS keeps it in RAM (/run), so a
     // restarted agent renews with it: this boot's nonce is used up by the first enrollment.
     let state_dir = state_dir.or_else(|| {
@@ -58,6 +68,7 @@ fn main() -> anyhow::Result<()> {
     });
     let opts = Options {
         url: url.clone(),
+        trust: trust.clone(),
         mode,
         state_dir,
         boot_mac: cmdline.boot_mac.clone(),
@@ -76,16 +87,16 @@ fn main() -> anyhow::Result<()> {
     rt.block_on(async move {
         if network && mode == AgentMode::Bootos {
             let health = format!("{}/healthz", url.trim_end_matches('/'));
-            net::bring_up(&cmdline, &script, async || reachable(&health).await).await;
+            net::bring_up(&cmdline, &script, async || reachable(&health, &trust).await).await;
         }
         Agent::new(opts)?.run().await
     })
 }
 
-async fn reachable(health_url: &str) -> bool {
-    let Some(rest) = health_url.strip_prefix("http://") else { return false };
-    let base = format!("http://{}", rest.split('/').next().unwrap_or_default());
-    let Ok(mut c) = rackboot_agent::client::Client::new(&base) else { return false };
+async fn reachable(health_url: &str, trust: &Trust) -> bool {
+    let Some(rest) = health_url.strip_prefix("https://") else { return false };
+    let base = format!("https://{}", rest.split('/').next().unwrap_or_default());
+    let Ok(mut c) = rackboot_agent::client::Client::new(&base, trust) else { return false };
     // Any answer proves the appliance is reachable over this interface: /healthz is 503 while some
     // boot asset is missing (say, the UEFI binary on a BIOS-only rack), which is no reason to
     // give up on the network.

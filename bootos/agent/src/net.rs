@@ -14,6 +14,8 @@ use std::time::Duration;
 pub struct Cmdline {
     /// `rackboot.url=`: the appliance's base URL.
     pub url: Option<String>,
+    /// `rackboot.ca=`: `sha256:<hex>` of the appliance's CA certificate (the pin).
+    pub ca_pin: Option<String>,
     /// `rackboot.mac=`: the MAC the machine booted from.
     pub boot_mac: Option<String>,
     /// `rackboot.nonce=`: this boot's one-time enrollment nonce.
@@ -35,6 +37,8 @@ pub fn parse_cmdline(text: &str) -> Cmdline {
     for word in text.split_whitespace() {
         if let Some(v) = word.strip_prefix("rackboot.url=") {
             c.url = Some(v.to_string());
+        } else if let Some(v) = word.strip_prefix("rackboot.ca=") {
+            c.ca_pin = Some(v.to_string());
         } else if let Some(v) = word.strip_prefix("rackboot.mac=") {
             c.boot_mac = Some(v.to_ascii_lowercase().replace('-', ":"));
         } else if let Some(v) = word.strip_prefix("rackboot.nonce=") {
@@ -148,9 +152,10 @@ mod tests {
     #[test]
     fn reads_rackboot_settings_and_static_ip() {
         let c = parse_cmdline(
-            "console=ttyS0 rackboot.url=http://198.18.0.1:8080 rackboot.mac=52-54-00-AA-00-01 ip=198.18.0.77::198.18.0.1:255.255.255.0:node7:eth1:off quiet",
+            "console=ttyS0 rackboot.url=https://198.18.0.1:8443 rackboot.ca=sha256:ab12 rackboot.mac=52-54-00-AA-00-01 ip=198.18.0.77::198.18.0.1:255.255.255.0:node7:eth1:off quiet",
         );
-        assert_eq!(c.url.as_deref(), Some("http://198.18.0.1:8080"));
+        assert_eq!(c.url.as_deref(), Some("https://198.18.0.1:8443"));
+        assert_eq!(c.ca_pin.as_deref(), Some("sha256:ab12"));
         assert_eq!(c.boot_mac.as_deref(), Some("52:54:00:aa:00:01"));
         assert_eq!(
             c.static_ip,

@@ -19,8 +19,10 @@ use crate::{inventory, lldp, stats};
 /// How the agent is set up.
 #[derive(Debug, Clone)]
 pub struct Options {
-    /// The appliance, e.g. `http://198.18.0.1:8080`.
+    /// The appliance's HTTPS URL, e.g. `https://198.18.0.1:8443`.
     pub url: String,
+    /// Whom the agent trusts as the appliance (its CA file or pin).
+    pub trust: crate::tls::Trust,
     pub mode: AgentMode,
     /// Where the credential is kept (installed mode; BootOS keeps it in memory only).
     pub state_dir: Option<PathBuf>,
@@ -61,7 +63,7 @@ pub struct Agent {
 
 impl Agent {
     pub fn new(opts: Options) -> anyhow::Result<Agent> {
-        let client = Client::new(&opts.url)?;
+        let client = Client::new(&opts.url, &opts.trust)?;
         let lldp: lldp::Neighbours = Arc::default();
         let inventory_due = Arc::new(AtomicBool::new(false));
         if opts.lldp {
@@ -175,9 +177,10 @@ impl Agent {
             t.abort();
         }
         let (url, cred, root) = (self.opts.url.clone(), resp.credential.clone(), self.opts.root.clone());
+        let trust = self.opts.trust.clone();
         let every = Duration::from_secs(resp.stats_secs.max(1));
         self.stats_task = Some(tokio::spawn(async move {
-            let Ok(mut c) = Client::new(&url) else { return };
+            let Ok(mut c) = Client::new(&url, &trust) else { return };
             c.credential = Some(cred);
             loop {
                 // statvfs on a hung mount would block: off the async thread.

@@ -3,7 +3,7 @@
 //! a random agent, and the time from submission to that agent receiving the job is measured.
 //! With --server-pid it also reads rackboot's CPU time and RSS while the agents only idle-poll.
 //!
-//! agent-load --url http://127.0.0.1:18080 --token-file DIR/admin.token --agents 1000 --jobs 300
+//! agent-load --url https://127.0.0.1:18443 --ca DIR/tls/ca.pem --token-file DIR/admin.token --agents 1000 --jobs 300
 //!            [--idle-secs 20] [--server-pid PID]
 
 use std::collections::HashMap;
@@ -12,11 +12,13 @@ use std::time::{Duration, Instant};
 
 use hyper::Method;
 use rackboot_agent::client::Client;
+use rackboot_agent::tls::Trust;
 use rackboot_agent::wire::{EnrollResponse, JobResult, JobSpec, Outcome};
 use serde_json::json;
 
 struct Args {
     url: String,
+    trust: Trust,
     token: String,
     agents: usize,
     jobs: usize,
@@ -25,13 +27,21 @@ struct Args {
 }
 
 fn args() -> anyhow::Result<Args> {
-    let mut a =
-        Args { url: String::new(), token: String::new(), agents: 1000, jobs: 300, idle_secs: 20, server_pid: None };
+    let mut a = Args {
+        url: String::new(),
+        trust: Trust::CaPem(Vec::new()),
+        token: String::new(),
+        agents: 1000,
+        jobs: 300,
+        idle_secs: 20,
+        server_pid: None,
+    };
     let mut it = std::env::args().skip(1);
     while let Some(k) = it.next() {
         let v = it.next().ok_or_else(|| anyhow::anyhow!("{k} needs a value"))?;
         match k.as_str() {
             "--url" => a.url = v,
+            "--ca" => a.trust = Trust::CaPem(std::fs::read(v)?),
             "--token-file" => a.token = std::fs::read_to_string(v)?.trim().to_string(),
             "--agents" => a.agents = v.parse()?,
             "--jobs" => a.jobs = v.parse()?,
@@ -64,9 +74,16 @@ type Received = Arc<Mutex<HashMap<u64, Instant>>>;
 
 /// One simulated agent. It cannot prove a boot (no boot nonce), so it enrolls held for approval
 /// and the tool approves it as an operator would, with the admin token.
-async fn agent(url: String, token: String, n: usize, received: Received, enrolled: Arc<tokio::sync::Semaphore>) {
+async fn agent(
+    url: String,
+    trust: Trust,
+    token: String,
+    n: usize,
+    received: Received,
+    enrolled: Arc<tokio::sync::Semaphore>,
+) {
     let mac = format!("02:00:00:{:02x}:{:02x}:{:02x}", (n >> 16) & 0xff, (n >> 8) & 0xff, n & 0xff);
-    let mut c = Client::new(&url).expect("url");
+    let mut c = Client::new(&url, &trust).expect("url");
     let req = json!({"macs": [mac], "boot_mac": mac, "mode": "bootos"});
     let resp: EnrollResponse = loop {
         match c.call(Method::POST, "/agent/v1/enroll", Some(&req), Duration::from_secs(60)).await {
@@ -75,7 +92,7 @@ async fn agent(url: String, token: String, n: usize, received: Received, enrolle
         }
     };
     if !resp.approved {
-        let mut admin = Client::new(&url).expect("url");
+        let mut admin = Client::new(&url, &trust).expect("url");
         admin.credential = Some(token);
         let path = format!("/api/v1/machines/{}/approve", resp.machine_id);
         while !matches!(admin.call::<()>(Method::POST, &path, None, Duration::from_secs(60)).await, Ok(r) if r.ok()) {
@@ -123,7 +140,7 @@ fn main() -> anyhow::Result<()> {
         let enrolled = Arc::new(tokio::sync::Semaphore::new(0));
         let t0 = Instant::now();
         for n in 0..a.agents {
-            tokio::spawn(agent(a.url.clone(), a.token.clone(), n, received.clone(), enrolled.clone()));
+            tokio::spawn(agent(a.url.clone(), a.trust.clone(), a.token.clone(), n, received.clone(), enrolled.clone()));
         }
         let _all = enrolled.acquire_many(a.agents as u32).await?;
         println!("{} agents enrolled in {:.2} s", a.agents, t0.elapsed().as_secs_f64());
@@ -142,7 +159,7 @@ fn main() -> anyhow::Result<()> {
             );
         }
 
-        let mut admin = Client::new(&a.url)?;
+        let mut admin = Client::new(&a.url, &a.trust)?;
         admin.credential = Some(a.token.clone());
         let mut sent: Vec<(u64, Instant)> = Vec::new();
         let mut seed = 0x2545_f491_4f6c_dd1du64;

@@ -1,0 +1,35 @@
+//! `rackboot ca show`: the CA nodes and the CLI trust, its SHA-256 fingerprint and its pin.
+
+use std::path::PathBuf;
+
+use clap::Subcommand;
+use rackboot::config::Config;
+
+#[derive(Subcommand)]
+pub enum CaCmd {
+    /// Print where the CA certificate is and its SHA-256 fingerprint (compare it with what a node
+    /// or `openssl x509 -noout -fingerprint -sha256 -in FILE` shows).
+    Show {
+        /// TOML config file (its data_dir, or its https.cert). Default: the embedded one.
+        #[arg(long, short, value_name = "FILE")]
+        config: Option<PathBuf>,
+    },
+}
+
+/// Runs a `ca` subcommand.
+pub fn ca(cmd: CaCmd) -> anyhow::Result<()> {
+    let CaCmd::Show { config } = cmd;
+    let cfg = Config::load(config.as_deref())?;
+    let (path, what) = match &cfg.https.own_cert {
+        Some((chain, _)) => (chain.clone(), "the last certificate of https.cert"),
+        None => (rackboot::tls::dir(&cfg.data_dir).join(rackboot::tls::ca::CA_PEM), "the appliance CA"),
+    };
+    let certs = rackboot::tls::read_certs(&path)?;
+    let ca = certs.last().ok_or_else(|| anyhow::anyhow!("no certificate in {}", path.display()))?;
+    let hex = rackboot::tls::fingerprint(ca);
+    let colons: Vec<String> = hex.as_bytes().chunks(2).map(|p| String::from_utf8_lossy(p).to_uppercase()).collect();
+    println!("certificate: {} ({what})", path.display());
+    println!("sha256 fingerprint: {}", colons.join(":"));
+    println!("pin: rackboot.ca=sha256:{hex}");
+    Ok(())
+}

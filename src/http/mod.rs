@@ -1,0 +1,64 @@
+//! The web services: HTTPS serves the REST API, `/agent/v1`, `/metrics` and `/healthz`; plain
+//! HTTP serves only what firmware and installers fetch (`/boot`, `/healthz`) and refuses the
+//! APIs. Both run on the accept loop in [`conn`] until shutdown.
+
+mod conn;
+mod plain;
+
+use std::sync::Arc;
+
+use anyhow::Context;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use crate::api::{self, boot::BootState, ApiState};
+use crate::render::Renderer;
+use crate::service::Core;
+
+/// Serves plain HTTP (`/boot`, `/healthz`; the APIs refused) on `listener` until `shutdown`.
+pub async fn serve(listener: TcpListener, core: Core, shutdown: CancellationToken) -> anyhow::Result<()> {
+    let state = state(&core)?;
+    let app = crate::assets::guard(plain::router(state, core.addrs.https_base.clone()), &core.cfg);
+    let settings = conn::Listener { name: "http", limits: core.cfg.http_limits, tls: None };
+    conn::serve(listener, app, settings, core.metrics.clone(), shutdown).await
+}
+
+/// Serves HTTPS (the whole router) on `listener` until `shutdown`.
+pub async fn serve_https(listener: TcpListener, core: Core, shutdown: CancellationToken) -> anyhow::Result<()> {
+    let state = state(&core)?;
+    let app = crate::assets::guard(api::router(state), &core.cfg);
+    let acceptor = tokio_rustls::TlsAcceptor::from(core.tls.config.clone());
+    let settings = conn::Listener {
+        name: "https",
+        limits: core.cfg.http_limits,
+        tls: Some((acceptor, core.cfg.https.handshake_timeout)),
+    };
+    conn::serve(listener, app, settings, core.metrics.clone(), shutdown).await
+}
+
+fn state(core: &Core) -> anyhow::Result<ApiState> {
+    let Core { cfg, addrs, cmdb, metrics, hub, engine, tls, sealer: _ } = core.clone();
+    let boot = BootState {
+        renderer: Renderer::new(cfg.templates.as_deref()).context("loading templates")?,
+        profiles: cfg.boot.profiles.clone(),
+        discovery_profile: cfg.boot.discovery_profile.clone(),
+        http_base: addrs.http_base.clone(),
+        agent_url: addrs.https_base.clone(),
+        ca_pin: tls.ca_pin.clone(),
+        ca_pem: tls.ca_pem.clone(),
+        root: cfg.tftp.root.clone(),
+        domain: cfg.dns.domain.clone(),
+        answer_repos: cfg.provision.answer_repos.clone(),
+        installer_proxy: cfg.provision.installer_proxy.clone(),
+        nonce_ttl_secs: cfg.agent.nonce_ttl.as_secs(),
+    };
+    Ok(ApiState {
+        cmdb,
+        metrics,
+        auth: Arc::new(api::auth::AuthState::new(cfg.auth.clone())),
+        boot: Some(Arc::new(boot)),
+        hub,
+        engine: Some(engine),
+        streams: Arc::new(tokio::sync::Semaphore::new(api::MAX_STREAMS)),
+    })
+}

@@ -1,0 +1,182 @@
+//! The appliance's own CA: made once in `data_dir/tls/`, it issues the server certificate for
+//! the appliance's names and issues it again when those change or it nears expiry.
+
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::Context;
+use rcgen::{
+    BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
+    KeyUsagePurpose,
+};
+use tracing::info;
+
+/// The CA certificate nodes and the CLI trust (PEM).
+pub const CA_PEM: &str = "ca.pem";
+const CA_KEY: &str = "ca.key";
+/// The server chain (leaf, then the CA) and its key.
+const SERVER_PEM: &str = "server.pem";
+const SERVER_KEY: &str = "server.key";
+/// What the server certificate covers and until when: compared at start to decide re-issue.
+const SERVER_NAMES: &str = "server.names";
+
+const DAY: u64 = 86_400;
+const CA_DAYS: u64 = 20 * 365;
+const SERVER_DAYS: u64 = 365;
+/// A server certificate with less left than this is issued again at start.
+const RENEW_DAYS: u64 = 30;
+
+/// Paths of the PEM chain and key the HTTPS listener serves.
+pub struct Issued {
+    pub chain: PathBuf,
+    pub key: PathBuf,
+}
+
+/// Makes the CA on first start and (re-)issues the server certificate for `names` (IP
+/// addresses and DNS names) when needed; returns the files to serve.
+pub fn ensure(dir: &Path, names: &[String]) -> anyhow::Result<Issued> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let ca_key_path = dir.join(CA_KEY);
+    let ca_key = if ca_key_path.exists() {
+        let pem =
+            std::fs::read_to_string(&ca_key_path).with_context(|| format!("reading {}", ca_key_path.display()))?;
+        KeyPair::from_pem(&pem).with_context(|| format!("{} is not a usable key", ca_key_path.display()))?
+    } else {
+        make_ca(dir)?
+    };
+    let issued = Issued { chain: dir.join(SERVER_PEM), key: dir.join(SERVER_KEY) };
+    let record = std::fs::read_to_string(dir.join(SERVER_NAMES)).unwrap_or_default();
+    if !covers(&record, names, now_secs()) || !issued.chain.exists() || !issued.key.exists() {
+        issue_server(dir, &ca_key, names)?;
+    }
+    Ok(issued)
+}
+
+fn now_secs() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or_default()
+}
+
+/// The CA's parameters: rebuilt identically whenever it signs (its subject and key identify it).
+fn ca_params() -> CertificateParams {
+    let mut p = CertificateParams::default();
+    let mut dn = DistinguishedName::new();
+    dn.push(DnType::OrganizationName, "rackboot");
+    dn.push(DnType::CommonName, "rackboot appliance CA");
+    p.distinguished_name = dn;
+    p.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
+    p.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
+    p.use_authority_key_identifier_extension = false;
+    p
+}
+
+fn make_ca(dir: &Path) -> anyhow::Result<KeyPair> {
+    let key = KeyPair::generate().context("generating the CA key")?;
+    let mut params = ca_params();
+    let now = SystemTime::now();
+    params.not_before = (now - Duration::from_secs(DAY)).into();
+    params.not_after = (now + Duration::from_secs(CA_DAYS * DAY)).into();
+    let cert = params.self_signed(&key).context("signing the CA certificate")?;
+    write_secret(&dir.join(CA_KEY), &key.serialize_pem())?;
+    std::fs::write(dir.join(CA_PEM), cert.pem()).with_context(|| format!("writing {}", dir.join(CA_PEM).display()))?;
+    info!(ca = %dir.join(CA_PEM).display(), "appliance CA created");
+    Ok(key)
+}
+
+fn issue_server(dir: &Path, ca_key: &KeyPair, names: &[String]) -> anyhow::Result<()> {
+    let key = KeyPair::generate().context("generating the server key")?;
+    let mut params = CertificateParams::new(names.to_vec()).context("server certificate names")?;
+    let mut dn = DistinguishedName::new();
+    dn.push(DnType::OrganizationName, "rackboot");
+    dn.push(DnType::CommonName, names.first().cloned().unwrap_or_else(|| "rackboot".into()));
+    params.distinguished_name = dn;
+    params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+    params.use_authority_key_identifier_extension = true;
+    let now = SystemTime::now();
+    let not_after = now + Duration::from_secs(SERVER_DAYS * DAY);
+    params.not_before = (now - Duration::from_secs(DAY)).into();
+    params.not_after = not_after.into();
+    let issuer = Issuer::new(ca_params(), ca_key);
+    let cert = params.signed_by(&key, &issuer).context("signing the server certificate")?;
+    let ca_pem = std::fs::read_to_string(dir.join(CA_PEM)).context("reading the CA certificate")?;
+    // Key first, under a temporary name, so a crash never pairs a new chain with an old key.
+    let tmp_key = dir.join(format!("{SERVER_KEY}.new"));
+    let _ = std::fs::remove_file(&tmp_key);
+    write_secret(&tmp_key, &key.serialize_pem())?;
+    std::fs::write(dir.join(SERVER_PEM), format!("{}{ca_pem}", cert.pem()))?;
+    std::fs::rename(&tmp_key, dir.join(SERVER_KEY))?;
+    let until = not_after.duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or_default();
+    std::fs::write(dir.join(SERVER_NAMES), record(names, until))?;
+    info!(names = ?names, "server certificate issued by the appliance CA");
+    Ok(())
+}
+
+/// The coverage record: one name a line, then `not_after=<unix seconds>`.
+fn record(names: &[String], not_after: u64) -> String {
+    let mut s: String = names.iter().map(|n| format!("{n}\n")).collect();
+    s.push_str(&format!("not_after={not_after}\n"));
+    s
+}
+
+/// Whether the recorded certificate covers exactly `names` and is not near its expiry.
+fn covers(record_text: &str, names: &[String], now: u64) -> bool {
+    let Some((body, until)) = record_text.trim_end().rsplit_once("not_after=") else { return false };
+    let Ok(until) = until.parse::<u64>() else { return false };
+    let recorded: Vec<&str> = body.lines().collect();
+    recorded == names.iter().map(String::as_str).collect::<Vec<_>>() && until > now + RENEW_DAYS * DAY
+}
+
+/// Writes a new key file, mode 0600, refusing to follow or replace an existing file.
+fn write_secret(path: &Path, pem: &str) -> anyhow::Result<()> {
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .with_context(|| format!("creating {}", path.display()))?;
+    f.write_all(pem.as_bytes())?;
+    f.sync_all()?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn names(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn coverage_record_decides_reissue() {
+        let n = names(&["198.18.0.1", "127.0.0.1", "boot.example"]);
+        let r = record(&n, 100 * DAY);
+        assert!(covers(&r, &n, 0));
+        assert!(!covers(&r, &names(&["198.18.0.2", "127.0.0.1", "boot.example"]), 0), "a new address");
+        assert!(!covers(&r, &n, 100 * DAY - RENEW_DAYS * DAY), "near expiry");
+        assert!(!covers("", &n, 0) && !covers("garbage", &n, 0));
+    }
+
+    #[test]
+    fn ca_is_made_once_and_the_server_cert_follows_the_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let tls = dir.path().join("tls");
+        ensure(&tls, &names(&["127.0.0.1"])).unwrap();
+        let ca = std::fs::read(tls.join(CA_PEM)).unwrap();
+        let first = std::fs::read(tls.join(SERVER_PEM)).unwrap();
+        for f in [CA_KEY, SERVER_KEY] {
+            let mode = std::fs::metadata(tls.join(f)).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o600, "{f}");
+        }
+        ensure(&tls, &names(&["127.0.0.1"])).unwrap();
+        assert_eq!(std::fs::read(tls.join(SERVER_PEM)).unwrap(), first, "same names: kept");
+        ensure(&tls, &names(&["127.0.0.1", "198.18.0.1"])).unwrap();
+        assert_ne!(std::fs::read(tls.join(SERVER_PEM)).unwrap(), first, "new name: re-issued");
+        assert_eq!(std::fs::read(tls.join(CA_PEM)).unwrap(), ca, "the CA stays");
+        let chain = String::from_utf8(std::fs::read(tls.join(SERVER_PEM)).unwrap()).unwrap();
+        assert!(chain.ends_with(&String::from_utf8(ca).unwrap()), "leaf, then the CA");
+    }
+}

@@ -127,8 +127,9 @@ async fn openapi_health_and_metrics_are_served() {
     four_way(&lab, [0x52, 0x54, 0, 0, 7, 1], 1).await;
     // A reply is counted once it is sent, which can be a moment after the client has it.
     let (tls_addr, ca) = (lab.app.as_ref().unwrap().https_addr, lab.ca_pem());
+    let token = lab.app.as_ref().unwrap().admin_token.clone();
     common::eventually(|| async {
-        let (_, metrics) = https_get(tls_addr, &ca, "/metrics").await;
+        let (_, metrics) = https_get_with(tls_addr, &ca, "/metrics", Some(&token)).await;
         for name in [
             "rackboot_dhcp_packets_received_total{type=\"discover\"} 1",
             "rackboot_dhcp_packets_sent_total{type=\"ack\"} 1",

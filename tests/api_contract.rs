@@ -72,10 +72,24 @@ async fn every_error_is_a_problem_naming_the_field_at_fault() {
     assert_eq!(resp.headers().get("www-authenticate").unwrap(), "Bearer");
     let (s, c, p) = raw(&stranger, Method::GET, "/machines", &[], "").await;
     assert_problem(s, &c, &p, 401);
-    // The document itself needs no token.
-    let (s, _, doc) = raw(&stranger, Method::GET, "/openapi.json", &[], "").await;
+    // The document and /metrics need a viewer's token too, unless configured public.
+    let (s, c, p) = raw(&stranger, Method::GET, "/openapi.json", &[], "").await;
+    assert_problem(s, &c, &p, 401);
+    let (s, _, doc) = raw(api, Method::GET, "/openapi.json", &[], "").await;
     assert_eq!(s, 200);
     assert!(doc["openapi"].as_str().unwrap().starts_with("3."));
+    let https = lab.app.as_ref().unwrap().https_addr;
+    let (s, body) = https_get(https, &lab.ca_pem(), "/metrics").await;
+    assert_eq!(s, 401, "{body}");
+    let token = lab.app.as_ref().unwrap().admin_token.clone();
+    let (s, body) = https_get_with(https, &lab.ca_pem(), "/metrics", Some(&token)).await;
+    assert!(s == 200 && body.contains("rackboot_http_requests_total"), "{s} {body}");
+
+    let mut open = Lab::start("[auth]\npublic_metrics = true\npublic_openapi = true\n").await;
+    let https = open.app.as_ref().unwrap().https_addr;
+    assert_eq!(https_get(https, &open.ca_pem(), "/metrics").await.0, 200, "configured public");
+    assert_eq!(https_get(https, &open.ca_pem(), "/api/v1/openapi.json").await.0, 200, "configured public");
+    open.stop().await;
 }
 
 /// Reads every page of `path` (a list under key `key`) with `limit`, checking each is no longer.

@@ -6,7 +6,7 @@ mod common;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};
 
-use common::https_get;
+use common::{https_get, https_get_with};
 use rackboot::app::{self, Running};
 use rackboot::config::Config;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -99,7 +99,7 @@ async fn two_thousand_idle_connections_and_a_slow_header_client_leave_the_server
     let (closed, after) = trickle.await.unwrap();
     assert!(closed && after < Duration::from_secs(8), "the slow-header client was kept for {after:?}");
     // Over the per-client cap, connections were closed at once, and counted.
-    let (_, metrics) = https_get(app.https_addr, &app.ca_pem, "/metrics").await;
+    let (_, metrics) = https_get_with(app.https_addr, &app.ca_pem, "/metrics", Some(&app.admin_token)).await;
     assert_eq!(refused(&metrics, "http", "per_client"), (1000 - PER_CLIENT) as f64, "{metrics}");
     assert_eq!(refused(&metrics, "https", "per_client"), (1000 - PER_CLIENT) as f64, "{metrics}");
     // The admitted idle ones are timed out (no TLS handshake within 1 s, no request within 2 s).
@@ -133,7 +133,7 @@ async fn the_total_cap_refuses_at_once_and_frees_up_when_idle_connections_time_o
         assert!(Instant::now() < deadline, "still refused after the idle timeout");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let (_, metrics) = https_get(app.https_addr, &app.ca_pem, "/metrics").await;
+    let (_, metrics) = https_get_with(app.https_addr, &app.ca_pem, "/metrics", Some(&app.admin_token)).await;
     assert!(refused(&metrics, "http", "total") >= 2.0, "{metrics}");
     app.token.cancel();
 }

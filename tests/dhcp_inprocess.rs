@@ -184,7 +184,7 @@ async fn malformed_burst_is_dropped_counted_and_server_keeps_answering() {
     lab.app.as_ref().unwrap().cmdb.flush().await.unwrap();
     let (_, list) = lab.api.call(Method::GET, "/machines", None).await.unwrap();
     assert_eq!(list["total"], 1, "nothing was written for the bad packets");
-    let (_, metrics) = https_get(lab.app.as_ref().unwrap().https_addr, &lab.ca_pem(), "/metrics").await;
+    let metrics = lab.metrics().await;
     let dropped: f64 = metrics
         .lines()
         .filter(|l| l.starts_with("rackboot_dhcp_packets_dropped_total"))

@@ -264,7 +264,7 @@ async fn protocol_edges_get_the_right_rcode_and_never_stop_the_server() {
         ResponseCode::Refused
     );
 
-    let (_, metrics) = common::https_get(lab.app.as_ref().unwrap().https_addr, &lab.ca_pem(), "/metrics").await;
+    let metrics = lab.metrics().await;
     assert!(metrics.contains("rackboot_dns_responses_total{rcode=\"refused\"}"), "{metrics}");
 }
 

@@ -31,7 +31,7 @@ async fn junk_methods_and_paths_keep_metric_series_bounded() {
         http_get(http, &format!("/boot/ipxe?mac=52:54:00:00:{:02x}:{:02x}", i / 256, i % 256)).await;
         http_get(http, &format!("/no/such/{i}")).await;
     }
-    let (_, metrics) = https_get(lab.app.as_ref().unwrap().https_addr, &lab.ca_pem(), "/metrics").await;
+    let metrics = lab.metrics().await;
     let series: Vec<&str> = metrics.lines().filter(|l| l.starts_with("rackboot_http_requests_total{")).collect();
     assert!(series.len() < 20, "{} series:\n{}", series.len(), series.join("\n"));
     let methods: HashSet<&str> = series.iter().filter_map(|l| l.split("method=\"").nth(1)?.split('"').next()).collect();

@@ -11,6 +11,8 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 use std::process::Command;
 
+use hyper::Method;
+
 use common::*;
 
 fn schemathesis() -> Option<PathBuf> {
@@ -39,8 +41,12 @@ async fn schemathesis_finds_nothing_against_the_document() {
     let conf = lab.dir.path().join("schemathesis.toml");
     std::fs::write(&conf, format!("[headers]\nAuthorization = \"Bearer {}\"\n", app.admin_token)).unwrap();
     std::fs::set_permissions(&conf, std::fs::Permissions::from_mode(0o600)).unwrap();
-    // Over HTTPS, trusting the lab's CA (plain HTTP refuses the API).
-    let url = format!("https://{}/api/v1/openapi.json", app.https_addr);
+    // The document needs a token too: the test reads it and hands schemathesis the file, with the
+    // base URL over HTTPS, trusting the lab's CA (plain HTTP refuses the API).
+    let doc = lab.api.ok(Method::GET, "/openapi.json", None).await.unwrap();
+    let schema = lab.dir.path().join("openapi.json");
+    std::fs::write(&schema, doc.to_string()).unwrap();
+    let base = format!("https://{}/api/v1", app.https_addr);
     let ca = lab.dir.path().join("tls/ca.pem");
     let report = lab.dir.path().join("report");
     let out = tokio::task::spawn_blocking(move || {
@@ -48,7 +54,9 @@ async fn schemathesis_finds_nothing_against_the_document() {
             .current_dir(report.parent().unwrap())
             .arg("--config-file")
             .arg(&conf)
-            .args(["--no-color", "run", &url, "--checks", CHECKS, "--max-examples", "15", "--workers", "2"])
+            .args(["--no-color", "run"])
+            .arg(&schema)
+            .args(["--url", &base, "--checks", CHECKS, "--max-examples", "15", "--workers", "2"])
             .args(["--generation-deterministic", "--request-timeout", "10"])
             .arg("--tls-verify")
             .arg(&ca)

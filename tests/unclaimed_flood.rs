@@ -51,7 +51,7 @@ async fn a_random_mac_flood_keeps_the_cmdb_bounded() {
     let page = lab.api.ok(Method::GET, "/machines?limit=1", None).await.unwrap();
     let total = page["total"].as_u64().unwrap();
     assert!(total <= cap as u64, "{total} machines kept with a cap of {cap}");
-    let (_, metrics) = https_get(lab.app.as_ref().unwrap().https_addr, &lab.ca_pem(), "/metrics").await;
+    let metrics = lab.metrics().await;
     let evicted: u64 = metrics
         .lines()
         .find_map(|l| l.strip_prefix("rackboot_cmdb_unclaimed_evicted_total "))

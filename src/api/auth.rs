@@ -63,7 +63,7 @@ pub async fn guard(State(s): State<ApiState>, mut req: Request, next: Next) -> R
         req.extensions().get::<ConnectInfo<SocketAddr>>().map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |c| c.0.ip());
     req.extensions_mut().insert(Peer(peer));
     let mut caller = None;
-    let resp = match policy::required(&method, &route) {
+    let resp = match policy::required(&method, &route, s.auth.cfg.public_openapi) {
         Access::Public => next.run(req).await,
         Access::Role(need) => match authenticate(&s, req.headers()).await {
             Err(e) => ApiError::new(StatusCode::UNAUTHORIZED, e.to_string()).into_response(),
@@ -100,6 +100,20 @@ pub async fn guard(State(s): State<ApiState>, mut req: Request, next: Next) -> R
         }
     }
     resp
+}
+
+/// Checks a call outside `/api/v1` (e.g. `/metrics`) for a token acting as at least `need`; the
+/// refusal (401 or 403) as the API answers it.
+pub async fn require(s: &ApiState, headers: &HeaderMap, need: crate::auth::Role) -> Result<Caller, Response> {
+    match authenticate(s, headers).await {
+        Err(e) => Err(ApiError::new(StatusCode::UNAUTHORIZED, e.to_string()).into_response()),
+        Ok(c) if c.role < need => Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            format!("this needs role {}; this token acts as {}", need.as_str(), c.role.as_str()),
+        )
+        .into_response()),
+        Ok(c) => Ok(c),
+    }
 }
 
 async fn authenticate(s: &ApiState, headers: &HeaderMap) -> Result<Caller, AuthError> {

@@ -2,7 +2,7 @@
 //! annotations and the types they take and return, and served at `/api/v1/openapi.json`.
 //!
 //! Responses every operation shares are added here once: 401 and 403 (bearer token and its role;
-//! not on the public login and this document), 400 for anything
+//! not on the public login; this document needs a viewer unless `auth.public_openapi`), 400 for anything
 //! with parameters or a body, 404 for anything with a path parameter, 413/415 for a body, 500
 //! for a CMDB that cannot be read or written. Each error is a [`Problem`].
 
@@ -27,7 +27,7 @@ use crate::cmdb::EventKind;
     info(
         title = "rackboot API",
         version = "1",
-        description = "Machines, leases, timeline events (pages and a live stream), agents' jobs, boot profiles and provisioning tasks of a rackboot appliance. Every path except this document and `POST /auth/login` needs `Authorization: Bearer <token>`: a user's API token (`/tokens`) or login session; the first admin's token is in <data_dir>/admin.token. Roles: viewer reads; operator also changes machines, tasks, jobs and profiles; admin also manages users, every token and the audit log (403 names the role a call needs). Every change is in the audit log. Errors are application/problem+json (RFC 9457). Lists take `limit` and `cursor` and return `next_cursor`."
+        description = "Machines, leases, timeline events (pages and a live stream), agents' jobs, boot profiles and provisioning tasks of a rackboot appliance. Every path except `POST /auth/login` (and this document where `auth.public_openapi` is set) needs `Authorization: Bearer <token>`: a user's API token (`/tokens`) or login session; the first admin's token is in <data_dir>/admin.token. Roles: viewer reads; operator also changes machines, tasks, jobs and profiles; admin also manages users, every token and the audit log (403 names the role a call needs). Every change is in the audit log. Errors are application/problem+json (RFC 9457). Lists take `limit` and `cursor` and return `next_cursor`."
     ),
     servers((url = "/api/v1")),
     components(schemas(Problem, EventKind)),
@@ -76,8 +76,8 @@ pub fn document_json() -> &'static str {
     JSON.get_or_init(|| document().to_pretty_json().expect("the OpenAPI document serializes"))
 }
 
-/// Paths anyone may call (see `auth::policy`).
-const PUBLIC: [&str; 2] = ["/openapi.json", "/auth/login"];
+/// Paths anyone may call (see `auth::policy`; the document itself only when configured public).
+const PUBLIC: [&str; 1] = ["/auth/login"];
 
 /// Adds the bearer scheme and the responses every operation shares.
 fn finish(doc: &mut OpenApi) {

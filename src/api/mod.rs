@@ -91,8 +91,14 @@ pub fn bounded(router: Router<ApiState>, state: &ApiState) -> Router<ApiState> {
         .layer(tower_http::limit::RequestBodyLimitLayer::new(MAX_BODY))
 }
 
-async fn metrics(State(s): State<ApiState>) -> impl IntoResponse {
-    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], s.metrics.render())
+/// `/metrics`: a viewer's token is needed unless `auth.public_metrics` is set.
+async fn metrics(State(s): State<ApiState>, headers: axum::http::HeaderMap) -> Response {
+    if !s.auth.cfg.public_metrics {
+        if let Err(refused) = auth::require(&s, &headers, crate::auth::Role::Viewer).await {
+            return refused;
+        }
+    }
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], s.metrics.render()).into_response()
 }
 
 /// Largest request body any route reads (413 past it): job specs, scripts and output chunks are

@@ -8,7 +8,7 @@ use super::Role;
 /// What a call needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Access {
-    /// No token: logging in, and the OpenAPI document.
+    /// No token: logging in (and the OpenAPI document where `auth.public_openapi` says so).
     Public,
     /// A token whose effective role is at least this.
     Role(Role),
@@ -20,17 +20,18 @@ pub fn is_read(method: &Method) -> bool {
     matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS)
 }
 
-/// The access a call to `route` (a template under `/api/v1`, e.g. `/users/{name}`) needs.
+/// The access a call to `route` (a template under `/api/v1`, e.g. `/users/{name}`) needs;
+/// `public_doc`: the OpenAPI document is readable without a token (`auth.public_openapi`).
 ///
 /// Own tokens (`/tokens`) and `whoami` need only a valid token: the handler limits a non-admin
 /// to their own tokens. Users and the audit log are the admin's, read or write. Any other read is
 /// a viewer's; changes to machines, tasks, jobs, profiles (and power) are an operator's; any
 /// other change (settings, trust stores, routes added later) is an admin's unless listed here.
-pub fn required(method: &Method, route: &str) -> Access {
+pub fn required(method: &Method, route: &str, public_doc: bool) -> Access {
     let mut segments = route.trim_start_matches('/').split('/');
     let first = segments.next().unwrap_or("");
     match (first, is_read(method)) {
-        ("openapi.json", true) => Access::Public,
+        ("openapi.json", true) if public_doc => Access::Public,
         ("auth", _) if route == "/auth/login" => Access::Public,
         ("auth" | "tokens", _) => Access::Role(Role::Viewer),
         ("users" | "audit", _) => Access::Role(Role::Admin),
@@ -52,7 +53,6 @@ mod tests {
     fn the_role_table() {
         let cases = [
             (Method::POST, "/auth/login", Access::Public),
-            (Method::GET, "/openapi.json", Access::Public),
             (Method::GET, "/auth/whoami", V),
             (Method::GET, "/machines", V),
             (Method::GET, "/machines/{id}/events", V),
@@ -82,8 +82,11 @@ mod tests {
             (Method::POST, "/openapi.json", A),
         ];
         for (method, route, want) in cases {
-            assert_eq!(required(&method, route), want, "{method} {route}");
+            assert_eq!(required(&method, route, false), want, "{method} {route}");
+            assert_eq!(required(&method, route, true), want, "{method} {route} with a public document");
         }
+        assert_eq!(required(&Method::GET, "/openapi.json", false), V, "the document needs a viewer by default");
+        assert_eq!(required(&Method::GET, "/openapi.json", true), Access::Public, "unless configured public");
     }
 
     /// No documented change is open to everyone or to a viewer, except logging in and a user's
@@ -97,7 +100,7 @@ mod tests {
                 if is_read(&m) || path == "/auth/login" || path.starts_with("/tokens") {
                     continue;
                 }
-                assert!(matches!(required(&m, path), Access::Role(r) if r > Role::Viewer), "{method} {path}");
+                assert!(matches!(required(&m, path, true), Access::Role(r) if r > Role::Viewer), "{method} {path}");
             }
         }
     }

@@ -15,6 +15,8 @@ pub struct WireAuth {
     pub login_failures_per_user: u32,
     pub login_failures_per_address: u32,
     pub login_window_secs: u64,
+    pub public_metrics: bool,
+    pub public_openapi: bool,
 }
 
 impl Default for WireAuth {
@@ -25,6 +27,8 @@ impl Default for WireAuth {
             login_failures_per_user: 5,
             login_failures_per_address: 20,
             login_window_secs: 300,
+            public_metrics: false,
+            public_openapi: false,
         }
     }
 }
@@ -42,6 +46,10 @@ pub struct AuthConfig {
     pub login_failures_per_address: u32,
     /// The rate limit's window; a limited key is free again when the window ends.
     pub login_window: Duration,
+    /// `/metrics` without a token (otherwise a viewer's token is needed).
+    pub public_metrics: bool,
+    /// `/api/v1/openapi.json` without a token (otherwise a viewer's token is needed).
+    pub public_openapi: bool,
 }
 
 impl TryFrom<WireAuth> for AuthConfig {
@@ -54,6 +62,8 @@ impl TryFrom<WireAuth> for AuthConfig {
             login_failures_per_user,
             login_failures_per_address,
             login_window_secs,
+            public_metrics,
+            public_openapi,
         } = w;
         anyhow::ensure!(
             (100..=10_000_000).contains(&audit_max_entries),
@@ -75,6 +85,8 @@ impl TryFrom<WireAuth> for AuthConfig {
             login_failures_per_user,
             login_failures_per_address,
             login_window: Duration::from_secs(login_window_secs),
+            public_metrics,
+            public_openapi,
         })
     }
 }

@@ -84,6 +84,14 @@ impl Lab {
         self.app.as_ref().unwrap().ca_pem.clone()
     }
 
+    /// `/metrics` as the admin reads it (a viewer's token is needed).
+    pub async fn metrics(&self) -> String {
+        let app = self.app.as_ref().unwrap();
+        let (status, body) = https_get_with(app.https_addr, &app.ca_pem, "/metrics", Some(&app.admin_token)).await;
+        assert_eq!(status, 200, "{body}");
+        body
+    }
+
     /// Stops the appliance cleanly and starts it again on the same data dir.
     pub async fn restart(&mut self) {
         self.stop().await;
@@ -182,8 +190,14 @@ pub async fn eventually<T, F: std::future::Future<Output = anyhow::Result<T>>>(m
     }
 }
 
-/// A GET over TLS (trusting `ca_pem`) on a connection of its own; returns status and body.
+/// A GET over TLS (trusting `ca_pem`) on a connection of its own, without a token; returns
+/// status and body.
 pub async fn https_get(addr: SocketAddr, ca_pem: &str, path: &str) -> (u16, String) {
+    https_get_with(addr, ca_pem, path, None).await
+}
+
+/// [`https_get`] with a bearer token (`/metrics` needs a viewer's).
+pub async fn https_get_with(addr: SocketAddr, ca_pem: &str, path: &str, token: Option<&str>) -> (u16, String) {
     use http_body_util::BodyExt;
     let config = rackboot::tls::client_config(ca_pem.as_bytes()).unwrap();
     let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
@@ -191,8 +205,11 @@ pub async fn https_get(addr: SocketAddr, ca_pem: &str, path: &str) -> (u16, Stri
     let tls = tokio_rustls::TlsConnector::from(std::sync::Arc::new(config)).connect(name, tcp).await.unwrap();
     let (mut sender, conn) = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tls)).await.unwrap();
     tokio::spawn(conn);
-    let req =
-        hyper::Request::get(path).header("host", "x").body(http_body_util::Empty::<hyper::body::Bytes>::new()).unwrap();
+    let mut req = hyper::Request::get(path).header("host", "x");
+    if let Some(t) = token {
+        req = req.header("authorization", format!("Bearer {t}"));
+    }
+    let req = req.body(http_body_util::Empty::<hyper::body::Bytes>::new()).unwrap();
     let resp = sender.send_request(req).await.unwrap();
     let status = resp.status().as_u16();
     let body = resp.into_body().collect().await.unwrap().to_bytes();

@@ -151,9 +151,17 @@ impl Net {
         self.path("data/tls/ca.pem")
     }
 
-    /// GETs `path` over HTTPS (`/metrics`, `/api/v1/...` without a token) from the server namespace.
+    /// GETs `path` over HTTPS with the admin token (`/metrics`) from the server namespace.
     pub fn https_get(&self, path: &str) -> String {
-        let out = self.run(&self.srv, &format!("curl -s --cacert {} https://198.18.0.1{path}", self.ca().display()));
+        let token = std::fs::read_to_string(self.path("data/admin.token")).unwrap();
+        let out = self.run(
+            &self.srv,
+            &format!(
+                "curl -s --cacert {} -H 'authorization: Bearer {}' https://198.18.0.1{path}",
+                self.ca().display(),
+                token.trim()
+            ),
+        );
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 

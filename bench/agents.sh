@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # The agent controller under 1,000 long-polling agents (bootos/agent's agent-load tool), on
-# loopback: rackboot's CPU and RSS while the agents only idle-poll, and the time from a job's
-# submission to its agent receiving it (median, p99). A benchmark: prints, never fails.
+# loopback, over HTTPS and then over plain HTTP (a fresh appliance each, `http.loopback_api`):
+# rackboot's CPU and RSS while the agents only idle-poll, and the time from a job's submission
+# to its agent receiving it (median, p99). A benchmark: prints, never fails.
 #
-#   bench/agents.sh [AGENTS] [JOBS]
+#   bench/agents.sh [AGENTS] [JOBS] [IDLE_SECS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 AGENTS=${1:-1000}
 JOBS=${2:-300}
+IDLE=${3:-60}
 [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
 cargo build --release --quiet --locked -p rackboot -p rackboot-agent
 WORK=$(mktemp -d)
@@ -17,14 +19,20 @@ trap cleanup EXIT
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 PORT=18080
 TLS_PORT=18443
-cat > "$WORK/rb.toml" <<TOML
+
+# run MODE: one appliance, AGENTS agents over MODE (https or http); agent-load's lines go to
+# $WORK/MODE.out.
+run() {
+  local mode=$1 data="$WORK/$1"
+  cat > "$WORK/$mode.toml" <<TOML
 [server]
-data_dir = "$WORK/data"
+data_dir = "$data"
 address = "127.0.0.1"
 [http]
 listen = "127.0.0.1:$PORT"
 # 1,000 agents from one address: the per-client cap must let them all in.
 max_connections_per_client = 4096
+loopback_api = true
 [https]
 listen = "127.0.0.1:$TLS_PORT"
 [dhcp]
@@ -36,8 +44,20 @@ enabled = false
 [agent]
 networks = ["127.0.0.0/8"]
 TOML
-target/release/rackboot serve --config "$WORK/rb.toml" > "$WORK/rb.log" 2>&1 & PID=$!
-for _ in $(seq 50); do curl -s -o /dev/null "http://127.0.0.1:$PORT/healthz" && break; sleep 0.1; done
-echo "rackboot RSS before the agents: $(awk '/VmRSS/ {printf "%.1f MB", $2/1024}' /proc/$PID/status)"
-target/release/agent-load --url "https://127.0.0.1:$TLS_PORT" --ca "$WORK/data/tls/ca.pem" --token-file "$WORK/data/admin.token" \
-  --agents "$AGENTS" --jobs "$JOBS" --idle-secs 60 --server-pid "$PID"
+  target/release/rackboot serve --config "$WORK/$mode.toml" > "$WORK/$mode.log" 2>&1 & PID=$!
+  for _ in $(seq 50); do curl -s -o /dev/null "http://127.0.0.1:$PORT/healthz" && break; sleep 0.1; done
+  echo "== $mode: rackboot RSS before the agents: $(awk '/VmRSS/ {printf "%.1f MB", $2/1024}' /proc/$PID/status)"
+  local url=(--url "http://127.0.0.1:$PORT")
+  [ "$mode" = https ] && url=(--url "https://127.0.0.1:$TLS_PORT" --ca "$data/tls/ca.pem")
+  target/release/agent-load "${url[@]}" --token-file "$data/admin.token" \
+    --agents "$AGENTS" --jobs "$JOBS" --idle-secs "$IDLE" --server-pid "$PID" | tee "$WORK/$mode.out"
+  kill "$PID"; wait "$PID" 2>/dev/null || true; PID=
+}
+run https
+run http
+
+echo
+echo "== side by side, $AGENTS agents"
+for mode in https http; do
+  printf '%-6s %s\n' "$mode" "$(grep -h 'enrolled in\|idle polling\|submission' "$WORK/$mode.out" | tr '\n' ' ')"
+done

@@ -68,6 +68,8 @@ pub struct Config {
     /// oldest go first.
     pub max_unclaimed_machines: usize,
     pub http_listen: SocketAddr,
+    /// The whole API on the (loopback-only) plain listener as well: for benchmarks.
+    pub loopback_api: bool,
     /// Base URL machines use to reach the HTTP server; derived from the address if empty.
     pub public_url: String,
     /// Timeouts and connection caps of the HTTP and HTTPS listeners.
@@ -108,7 +110,9 @@ impl TryFrom<WireConfig> for Config {
             idle_timeout_secs,
             max_connections,
             max_connections_per_client,
+            loopback_api,
         } = http;
+        let loopback_api = server::loopback_api(loopback_api, listen)?;
         let http_limits =
             https::conn_limits(header_timeout_secs, idle_timeout_secs, max_connections, max_connections_per_client)?;
         let https = HttpsConfig::try_from(https)?;
@@ -134,6 +138,7 @@ impl TryFrom<WireConfig> for Config {
             log_json,
             max_unclaimed_machines,
             http_listen: listen,
+            loopback_api,
             public_url,
             http_limits,
             https,
@@ -219,6 +224,7 @@ mod tests {
             ),
             ("[http]\npublic_url = \"ftp://x\"", "http.public_url"),
             ("[https]\ncert = \"/etc/c.pem\"", "https.cert and https.key"),
+            ("[http]\nloopback_api = true", "needs a loopback http.listen"),
             ("[http]\nmax_connections = 10\nmax_connections_per_client = 11", "max_connections_per_client"),
             ("[server]\nlog_format = \"xml\"", "server.log_format"),
             ("[tftp]\nmax_transfers = 0", "tftp.max_transfers"),

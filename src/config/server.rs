@@ -37,6 +37,7 @@ pub struct WireHttp {
     pub idle_timeout_secs: u64,
     pub max_connections: usize,
     pub max_connections_per_client: usize,
+    pub loopback_api: bool,
 }
 
 impl Default for WireHttp {
@@ -48,6 +49,7 @@ impl Default for WireHttp {
             idle_timeout_secs: 120,
             max_connections: 8192,
             max_connections_per_client: 256,
+            loopback_api: false,
         }
     }
 }
@@ -70,4 +72,14 @@ pub fn public_url(url: &str) -> anyhow::Result<String> {
         );
     }
     Ok(url.trim_end_matches('/').to_string())
+}
+
+/// `http.loopback_api`: the whole API on the plain listener too, so a benchmark can compare TLS
+/// with plain HTTP. Credentials would cross in clear, so only a loopback `http.listen` may have it.
+pub fn loopback_api(enabled: bool, listen: SocketAddr) -> anyhow::Result<bool> {
+    anyhow::ensure!(
+        !enabled || listen.ip().is_loopback(),
+        "http.loopback_api sends credentials in clear: it needs a loopback http.listen, not {listen}"
+    );
+    Ok(enabled)
 }

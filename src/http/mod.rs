@@ -15,10 +15,18 @@ use crate::api::{self, boot::BootState, ApiState};
 use crate::render::Renderer;
 use crate::service::Core;
 
-/// Serves plain HTTP (`/boot`, `/healthz`; the APIs refused) on `listener` until `shutdown`.
+/// Serves plain HTTP (`/boot`, `/healthz`; the APIs refused unless `http.loopback_api`) on
+/// `listener` until `shutdown`.
 pub async fn serve(listener: TcpListener, core: Core, shutdown: CancellationToken) -> anyhow::Result<()> {
     let state = state(&core)?;
-    let app = crate::assets::guard(plain::router(state, core.addrs.https_base.clone()), &core.cfg);
+    let router = match core.cfg.loopback_api {
+        true => {
+            tracing::warn!(listen = %core.cfg.http_listen, "http.loopback_api: the whole API over plain HTTP on loopback");
+            api::router(state)
+        }
+        false => plain::router(state, core.addrs.https_base.clone()),
+    };
+    let app = crate::assets::guard(router, &core.cfg);
     let settings = conn::Listener { name: "http", limits: core.cfg.http_limits, tls: None };
     conn::serve(listener, app, settings, core.metrics.clone(), shutdown).await
 }

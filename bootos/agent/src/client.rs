@@ -46,7 +46,8 @@ pub struct Client {
     /// `host:port` to connect to (443 when the URL names no port).
     target: String,
     host: rustls::pki_types::ServerName<'static>,
-    tls: tokio_rustls::TlsConnector,
+    /// `None` only for [`Client::loopback_plain`].
+    tls: Option<tokio_rustls::TlsConnector>,
     base_path: String,
     pub credential: Option<String>,
     conn: Option<SendRequest<Full<Bytes>>>,
@@ -56,6 +57,20 @@ impl Client {
     /// `base` is the appliance's URL, e.g. `https://198.18.0.1:8443`; the server must pass `trust`.
     pub fn new(base: &str, trust: &Trust) -> anyhow::Result<Client> {
         let rest = base.strip_prefix("https://").context("the appliance URL must start with https://")?;
+        Client::parse(rest, Some(trust.connector()?))
+    }
+
+    /// Plain HTTP to an appliance on this host (`http://127.0.0.1:PORT` with `http.loopback_api`),
+    /// for agent-load's side-by-side with TLS; the agent itself never uses it.
+    pub fn loopback_plain(base: &str) -> anyhow::Result<Client> {
+        let rest = base.strip_prefix("http://").context("a plain URL starts with http://")?;
+        let c = Client::parse(rest, None)?;
+        let ip: std::net::SocketAddr = c.target.parse().context("plain HTTP needs an IP address and port")?;
+        anyhow::ensure!(ip.ip().is_loopback(), "plain HTTP only to a loopback address");
+        Ok(c)
+    }
+
+    fn parse(rest: &str, tls: Option<tokio_rustls::TlsConnector>) -> anyhow::Result<Client> {
         let (authority, path) = match rest.find('/') {
             Some(i) => (&rest[..i], rest[i..].trim_end_matches('/')),
             None => (rest, ""),
@@ -72,7 +87,7 @@ impl Client {
             authority: authority.to_string(),
             target,
             host,
-            tls: trust.connector()?,
+            tls,
             base_path: path.to_string(),
             credential: None,
             conn: None,
@@ -100,6 +115,26 @@ impl Client {
         }
     }
 
+    /// A new connection: TCP, then TLS unless this is a loopback-plain client.
+    async fn open(&self) -> anyhow::Result<SendRequest<Full<Bytes>>> {
+        let stream = tokio::net::TcpStream::connect(&self.target)
+            .await
+            .with_context(|| format!("connecting to {}", self.authority))?;
+        let _ = stream.set_nodelay(true);
+        let Some(tls) = &self.tls else {
+            let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
+            tokio::spawn(conn);
+            return Ok(sender);
+        };
+        let stream = tls
+            .connect(self.host.clone(), stream)
+            .await
+            .with_context(|| format!("TLS with {} (is it our appliance?)", self.authority))?;
+        let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
+        tokio::spawn(conn);
+        Ok(sender)
+    }
+
     async fn exchange(&mut self, method: Method, path: &str, body: Bytes) -> anyhow::Result<Reply> {
         let reuse = match self.conn.take() {
             Some(mut s) => s.ready().await.is_ok().then_some(s),
@@ -107,22 +142,7 @@ impl Client {
         };
         let mut sender = match reuse {
             Some(s) => s,
-            None => {
-                let stream = tokio::net::TcpStream::connect(&self.target)
-                    .await
-                    .with_context(|| format!("connecting to {}", self.authority))?;
-                let _ = stream.set_nodelay(true);
-                let stream = self
-                    .tls
-                    .connect(self.host.clone(), stream)
-                    .await
-                    .with_context(|| format!("TLS with {} (is it our appliance?)", self.authority))?;
-                let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
-                tokio::spawn(async move {
-                    let _ = conn.await;
-                });
-                sender
-            }
+            None => self.open().await?,
         };
         let mut req = Request::builder()
             .method(method)
@@ -198,5 +218,7 @@ mod tests {
         assert_eq!((c.target.as_str(), c.base_path.as_str()), ("boot.example:8443", "/base"));
         assert_eq!(Client::new("https://[fd00::1]", &trust).unwrap().target, "[fd00::1]:443");
         assert!(Client::new("http://198.18.0.1:8080", &trust).is_err(), "plain HTTP is refused");
+        assert!(Client::loopback_plain("http://198.18.0.1:8080").is_err(), "plain only to loopback");
+        assert!(Client::loopback_plain("http://127.0.0.1:8080").is_ok());
     }
 }

@@ -5,6 +5,9 @@
 //!
 //! agent-load --url https://127.0.0.1:18443 --ca DIR/tls/ca.pem --token-file DIR/admin.token --agents 1000 --jobs 300
 //!            [--idle-secs 20] [--server-pid PID]
+//!
+//! `--url http://127.0.0.1:PORT` (no `--ca`) speaks plain HTTP to an appliance with
+//! `http.loopback_api`, for the side-by-side with TLS.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -18,7 +21,8 @@ use serde_json::json;
 
 struct Args {
     url: String,
-    trust: Trust,
+    /// `None`: plain HTTP to loopback.
+    trust: Option<Trust>,
     token: String,
     agents: usize,
     jobs: usize,
@@ -29,7 +33,7 @@ struct Args {
 fn args() -> anyhow::Result<Args> {
     let mut a = Args {
         url: String::new(),
-        trust: Trust::CaPem(Vec::new()),
+        trust: None,
         token: String::new(),
         agents: 1000,
         jobs: 300,
@@ -41,7 +45,7 @@ fn args() -> anyhow::Result<Args> {
         let v = it.next().ok_or_else(|| anyhow::anyhow!("{k} needs a value"))?;
         match k.as_str() {
             "--url" => a.url = v,
-            "--ca" => a.trust = Trust::CaPem(std::fs::read(v)?),
+            "--ca" => a.trust = Some(Trust::CaPem(std::fs::read(v)?)),
             "--token-file" => a.token = std::fs::read_to_string(v)?.trim().to_string(),
             "--agents" => a.agents = v.parse()?,
             "--jobs" => a.jobs = v.parse()?,
@@ -51,7 +55,16 @@ fn args() -> anyhow::Result<Args> {
         }
     }
     anyhow::ensure!(!a.url.is_empty() && !a.token.is_empty(), "--url and --token-file are required");
+    anyhow::ensure!(a.trust.is_some() || a.url.starts_with("http://"), "an https:// --url needs --ca");
     Ok(a)
+}
+
+/// A client for `url`: TLS trusting `trust`, or plain HTTP to loopback.
+fn client(url: &str, trust: &Option<Trust>) -> anyhow::Result<Client> {
+    match trust {
+        Some(t) => Client::new(url, t),
+        None => Client::loopback_plain(url),
+    }
 }
 
 /// (CPU seconds used, RSS bytes) of a process.
@@ -76,14 +89,14 @@ type Received = Arc<Mutex<HashMap<u64, Instant>>>;
 /// and the tool approves it as an operator would, with the admin token.
 async fn agent(
     url: String,
-    trust: Trust,
+    trust: Option<Trust>,
     token: String,
     n: usize,
     received: Received,
     enrolled: Arc<tokio::sync::Semaphore>,
 ) {
     let mac = format!("02:00:00:{:02x}:{:02x}:{:02x}", (n >> 16) & 0xff, (n >> 8) & 0xff, n & 0xff);
-    let mut c = Client::new(&url, &trust).expect("url");
+    let mut c = client(&url, &trust).expect("url");
     let req = json!({"macs": [mac], "boot_mac": mac, "mode": "bootos"});
     let resp: EnrollResponse = loop {
         match c.call(Method::POST, "/agent/v1/enroll", Some(&req), Duration::from_secs(60)).await {
@@ -92,7 +105,7 @@ async fn agent(
         }
     };
     if !resp.approved {
-        let mut admin = Client::new(&url, &trust).expect("url");
+        let mut admin = client(&url, &trust).expect("url");
         admin.credential = Some(token);
         let path = format!("/api/v1/machines/{}/approve", resp.machine_id);
         while !matches!(admin.call::<()>(Method::POST, &path, None, Duration::from_secs(60)).await, Ok(r) if r.ok()) {
@@ -159,7 +172,7 @@ fn main() -> anyhow::Result<()> {
             );
         }
 
-        let mut admin = Client::new(&a.url, &a.trust)?;
+        let mut admin = client(&a.url, &a.trust)?;
         admin.credential = Some(a.token.clone());
         let mut sent: Vec<(u64, Instant)> = Vec::new();
         let mut seed = 0x2545_f491_4f6c_dd1du64;

@@ -38,8 +38,11 @@ pub struct AnswerVars {
     /// HTTP proxy to the repository (empty: none).
     pub proxy: String,
     /// Where the installer's post-install step fetches the finishing script (agent, credential,
-    /// identity) and so reports back: `/boot/installed?mac=..[&token=..]`.
+    /// identity) and so reports back: `/boot/installed?mac=..`.
     pub finish_url: String,
+    /// The installer token the report-back sends as `Authorization: Bearer`; empty when this
+    /// answer went to an address rackboot cannot tie to the machine.
+    pub finish_token: String,
 }
 
 /// Whether `v` can stand inside double quotes in a shell script as it is: nothing `sh` would
@@ -205,6 +208,7 @@ impl Renderer {
             &vars.appliance_url,
             &vars.repo_url,
             &vars.finish_url,
+            &vars.finish_token,
             &vars.proxy,
         ];
         for v in values.into_iter().chain(&vars.ssh_keys) {
@@ -337,7 +341,8 @@ mod tests {
             repo_host: "deb.debian.org".into(),
             repo_path: "/debian".into(),
             proxy: "http://198.18.0.1:3142/".into(),
-            finish_url: "http://198.18.0.1:8080/boot/installed?mac=52:54:00:12:34:56&token=0f1e2d".into(),
+            finish_url: "http://198.18.0.1:8080/boot/installed?mac=52:54:00:12:34:56".into(),
+            finish_token: "0f1e2d".into(),
         };
         // Each kind with its distribution's repository, as the defaults in [provision] have it.
         let config = crate::config::Config::load(None).unwrap();

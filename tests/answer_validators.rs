@@ -29,7 +29,8 @@ fn render(kind: &str) -> String {
         repo_path: format!("/{}", repo_url.splitn(4, '/').nth(3).unwrap_or("")),
         repo_url,
         proxy: "http://198.18.0.1:3142/".into(),
-        finish_url: "http://198.18.0.1/boot/installed?mac=52:54:00:12:34:56&token=00ff".into(),
+        finish_url: "http://198.18.0.1/boot/installed?mac=52:54:00:12:34:56".into(),
+        finish_token: "00ff".into(),
     };
     Renderer::new(None).unwrap().answer(kind, &vars).unwrap()
 }

@@ -78,6 +78,9 @@ async fn an_installer_task_boots_the_installer_whose_report_back_hands_the_node_
     std::fs::write(bootos.join("rackboot-agent"), b"#!/bin/sh\necho agent\n").unwrap();
     let addr: std::net::SocketAddr = ([127, 0, 0, 1], a.port).into();
     let get = |path: String| async move { common::http_get(addr, &path).await };
+    let get_as = |path: String, token: String| async move {
+        common::http_get_with_header(addr, &path, Some(&format!("Authorization: Bearer {token}"))).await
+    };
 
     // Tasks name an installer profile that exists and has an answer file, or an image; not both.
     for (spec, want) in [
@@ -121,7 +124,7 @@ async fn an_installer_task_boots_the_installer_whose_report_back_hands_the_node_
         (Some("install"), Some("active"))
     );
 
-    // The answer file names the report-back URL with the run's token.
+    // The answer file names the report-back URL, and the run's token goes in a header.
     let preseed = body_of(&get(answer_url.replace(&a.http_url(), "")).await, 200);
     assert!(preseed.contains("d-i netcfg/get_hostname string inst-1"), "{preseed}");
     let finish = preseed
@@ -130,15 +133,24 @@ async fn an_installer_task_boots_the_installer_whose_report_back_hands_the_node_
         .expect("a report-back URL in the late command")
         .trim_matches('"')
         .to_string();
-    assert!(finish.contains("&token="), "{finish}");
+    assert!(!finish.contains("token"), "no secret in a URL: {finish}");
+    let token = preseed
+        .split("--header \"Authorization: Bearer ")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("the late command sends the token in a header")
+        .to_string();
+    assert!(token.len() >= 16 && token.chars().all(|c| c.is_ascii_alphanumeric()), "{token}");
     let path = finish.replace(&a.http_url(), "");
-    // Only the right token counts.
-    let (without, _) = path.split_once("&token=").unwrap();
-    body_of(&get(without.to_string()).await, 403);
-    body_of(&get(format!("{without}&token=forged")).await, 403);
+    // Only the right token counts, and only in the header.
+    body_of(&get(path.clone()).await, 403);
+    body_of(&get_as(path.clone(), "forged".into()).await, 403);
+    body_of(&get(format!("{path}&token={token}")).await, 400);
+    let url_token = get(format!("{path}&token={token}")).await;
+    assert!(url_token.contains("Authorization header"), "{url_token}");
 
     // The installer's late command: fetch the script, run it against the installed root.
-    let identity = body_of(&get(path.clone()).await, 200);
+    let identity = body_of(&get_as(path.clone(), token.clone()).await, 200);
     let root = work.path().join("target");
     std::fs::create_dir_all(root.join("etc")).unwrap();
     let file = work.path().join("rackboot-finish.sh");
@@ -175,7 +187,7 @@ async fn an_installer_task_boots_the_installer_whose_report_back_hands_the_node_
     let script = body_of(&get(format!("/boot/ipxe?mac={mac}")).await, 200);
     assert!(!script.contains("d-i/linux"), "{script}");
     // An installer that lost the answer and asks again gets a new credential (the last wins).
-    let again = body_of(&get(path.clone()).await, 200);
+    let again = body_of(&get_as(path.clone(), token.clone()).await, 200);
     std::fs::write(&file, &again).unwrap();
     run_identity(&file, &root).await;
     assert_ne!(read_session(&root)["credential"], first["credential"]);
@@ -191,7 +203,7 @@ async fn an_installer_task_boots_the_installer_whose_report_back_hands_the_node_
     let ev = a.get(&format!("/machines/{mac}/events")).await;
     assert!(ev["events"].as_array().unwrap().iter().any(|e| e["kind"] == "provision.installer_finished"), "{ev}");
     // Its agent is in: the token is good no more.
-    body_of(&get(path).await, 409);
+    body_of(&get_as(path, token).await, 409);
     assert!(a.get(&format!("/machines/{mac}")).await["installer"].is_null());
     installed.abort();
 }
@@ -230,6 +242,6 @@ async fn an_installer_that_never_reports_back_fails_its_run_and_the_machine_boot
     let script = body_of(&common::http_get(addr, &format!("/boot/ipxe?mac={mac}")).await, 200);
     assert!(script.contains("bootos/vmlinuz"), "a power cycle boots BootOS again:\n{script}");
     // A late report-back finds nothing to finish.
-    let path = format!("/boot/installed?mac={mac}&token=whatever");
-    body_of(&common::http_get(addr, &path).await, 409);
+    let path = format!("/boot/installed?mac={mac}");
+    body_of(&common::http_get_with_header(addr, &path, Some("Authorization: Bearer whatever")).await, 409);
 }

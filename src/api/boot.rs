@@ -112,7 +112,8 @@ impl Installing {
 /// machine, rendered from `templates/installer/` with its hostname, the DNS domain, its target
 /// disk and the SSH keys of its provisioning task. An installer boot profile's command line
 /// points at it with `{{ answer_url }}` (set `answer` on the profile). Its post-install step
-/// fetches `/boot/installed` (with the run's token when a provisioning run set the boot up).
+/// fetches `/boot/installed` (with the run's token in an `Authorization` header when a
+/// provisioning run set the boot up).
 async fn answer(
     State(s): State<ApiState>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
@@ -150,7 +151,8 @@ async fn from_machine(s: &ApiState, peer: SocketAddr, it: &Installing) -> bool {
 }
 
 /// Renders answer file `kind` for the machine with `mac` (see [`answer`]). The report-back
-/// URL carries the installer token only for a request from the machine's own address.
+/// step gets the installer token (sent back in a header) only for a request from the machine's
+/// own address.
 async fn render_answer(
     s: &ApiState,
     kind: &str,
@@ -180,12 +182,11 @@ async fn render_answer(
         Some(i) => (rest[..i].to_string(), rest[i..].to_string()),
         None => (rest.to_string(), "/".to_string()),
     };
-    let finish_url = match &it.machine.installer {
-        Some(b) if from_machine(s, peer, &it).await => {
-            format!("{}/boot/installed?mac={}&token={}", boot.http_base, it.mac, b.token)
-        }
-        _ => format!("{}/boot/installed?mac={}", boot.http_base, it.mac),
+    let finish_token = match &it.machine.installer {
+        Some(b) if from_machine(s, peer, &it).await => b.token.clone(),
+        _ => String::new(),
     };
+    let finish_url = format!("{}/boot/installed?mac={}", boot.http_base, it.mac);
     let vars = crate::render::AnswerVars {
         mac: it.mac.to_string(),
         hostname: it.hostname(),
@@ -199,6 +200,7 @@ async fn render_answer(
         repo_path,
         proxy: boot.installer_proxy.clone(),
         finish_url,
+        finish_token,
     };
     let text = boot
         .renderer
@@ -214,10 +216,26 @@ async fn render_answer(
 #[derive(Deserialize)]
 struct InstalledQuery {
     mac: String,
+    /// Refused: the token travels in the `Authorization` header, never in a URL (URLs end up
+    /// in proxy and access logs).
     token: Option<String>,
 }
 
-/// `GET /boot/installed?mac=[&token=]`: an installer's post-install step reports back. The
+/// The installer token of a `/boot/installed` report: `Authorization: Bearer <token>`.
+fn bearer(headers: &axum::http::HeaderMap) -> Result<Option<String>, ApiError> {
+    let Some(v) = headers.get(header::AUTHORIZATION) else { return Ok(None) };
+    let token = v
+        .to_str()
+        .ok()
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim)
+        .filter(|t| !t.is_empty() && t.len() <= 128)
+        .ok_or_else(|| ApiError::new(StatusCode::BAD_REQUEST, "Authorization must be \"Bearer <installer token>\""))?;
+    Ok(Some(token.to_string()))
+}
+
+/// `GET /boot/installed?mac=` (`Authorization: Bearer <token>`): an installer's post-install
+/// step reports back. The
 /// answer is the machine's identity script, to run as `sh script ROOT` against the installed
 /// system. With the token of the machine's installer boot (from the machine's own address) it
 /// carries a fresh agent credential, the machine boots its disk from now on, and its run waits
@@ -227,17 +245,25 @@ struct InstalledQuery {
 async fn installed(
     State(s): State<ApiState>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: axum::http::HeaderMap,
     Query(q): Query<InstalledQuery>,
 ) -> Result<Response, ApiError> {
     let boot = s.boot.as_ref().ok_or_else(|| ApiError::new(StatusCode::NOT_FOUND, "no boot service"))?;
+    if q.token.is_some() {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "the installer token goes in the Authorization header (Bearer), not in the URL",
+        ));
+    }
+    let token = bearer(&headers)?;
     let it = Installing::load(&s, &q.mac).await?;
     let id = it.machine.id;
-    if q.token.is_some() && !from_machine(&s, peer, &it).await {
+    if token.is_some() && !from_machine(&s, peer, &it).await {
         return Err(ApiError::new(StatusCode::FORBIDDEN, format!("{} is not this machine's address", peer.ip())));
     }
     // With the token: a fresh agent credential goes into the script. The script is rendered
     // before the token is used up, so a script that cannot be rendered costs nothing.
-    let (secret_hash, session) = match (&it.machine.installer, &q.token) {
+    let (secret_hash, session) = match (&it.machine.installer, &token) {
         (Some(_), Some(_)) => {
             let (secret, hash) =
                 Hub::new_secret().map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
@@ -278,7 +304,7 @@ async fn installed(
     };
     let text =
         boot.renderer.identity(&vars).map_err(|e| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, e.to_string()))?;
-    if let (Some(hash), Some(token)) = (secret_hash, q.token) {
+    if let (Some(hash), Some(token)) = (secret_hash, token) {
         s.cmdb.installer_finished(id, token, hash).await?;
         s.hub.forget(id);
         if let Some(engine) = &s.engine {

@@ -218,9 +218,15 @@ pub async fn https_get_with(addr: SocketAddr, ca_pem: &str, path: &str, token: O
 
 /// A plain HTTP/1.0 GET; returns the whole response, head included.
 pub async fn http_get(addr: SocketAddr, path: &str) -> String {
+    http_get_with_header(addr, path, None).await
+}
+
+/// [`http_get`] with one more request header (`"Name: value"`).
+pub async fn http_get_with_header(addr: SocketAddr, path: &str, header: Option<&str>) -> String {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
-    s.write_all(format!("GET {path} HTTP/1.0\r\nHost: x\r\n\r\n").as_bytes()).await.unwrap();
+    let extra = header.map(|h| format!("{h}\r\n")).unwrap_or_default();
+    s.write_all(format!("GET {path} HTTP/1.0\r\nHost: x\r\n{extra}\r\n").as_bytes()).await.unwrap();
     let mut out = String::new();
     s.read_to_string(&mut out).await.unwrap();
     out

@@ -80,7 +80,7 @@ pub async fn guard(State(s): State<ApiState>, mut req: Request, next: Next) -> R
             }
         },
     };
-    if !policy::is_read(&method) {
+    if policy::is_audited(&method, &route) {
         let tried = resp.extensions().get::<LoginAttempt>().map(|a| a.0.clone());
         let status = resp.status().as_u16();
         let entry = AuditEntry {

@@ -7,6 +7,7 @@
 pub mod agent;
 mod audit;
 pub mod auth;
+mod backup;
 pub mod boot;
 mod doc;
 mod events;
@@ -65,6 +66,7 @@ fn protected_routes() -> OpenApiRouter<ApiState> {
         .merge(auth::routes())
         .merge(users::routes())
         .merge(audit::routes())
+        .merge(backup::routes())
         .merge(doc::routes())
 }
 

@@ -45,7 +45,18 @@ pub async fn start(cfg: Config) -> anyhow::Result<Running> {
     std::fs::create_dir_all(&cfg.data_dir).with_context(|| format!("creating data dir {}", cfg.data_dir.display()))?;
     let db_path = cfg.data_dir.join("rackboot.redb");
     let batch = cfg.dhcp.commit_batch;
-    let cmdb = tokio::task::spawn_blocking(move || Cmdb::open(&db_path, batch)).await?.context("opening the CMDB")?;
+    let opened = {
+        let db_path = db_path.clone();
+        tokio::task::spawn_blocking(move || Cmdb::open(&db_path, batch)).await?
+    };
+    let cmdb = opened.map_err(|e| {
+        let latest = crate::cmdb::backup::latest_backup(&cfg.data_dir.join("backups"));
+        let hint = match latest {
+            Some(b) => format!("the latest backup is {} (rackboot restore FILE)", b.display()),
+            None => format!("there is no backup in {}", cfg.data_dir.join("backups").display()),
+        };
+        anyhow::anyhow!("opening the CMDB {}: {e}; {hint}", db_path.display())
+    })?;
     cmdb.growth().set_cap(cfg.max_unclaimed_machines);
     let admin_token = crate::auth::bootstrap::ensure_admin(&cmdb, &cfg.data_dir).await?;
 
@@ -86,6 +97,9 @@ pub async fn start(cfg: Config) -> anyhow::Result<Running> {
     }
     services.start("jobs", core.hub.clone().sweep(token.clone()));
     services.start("provision", core.engine.clone().run(token.clone()));
+    if let Some((every, keep)) = core.cfg.backups {
+        services.start("backups", core.cmdb.clone().scheduled_backups(every, keep, token.clone()));
+    }
     services.start("http", http::serve(http, core.clone(), token.clone()));
     services.start("https", http::serve_https(https, core.clone(), token.clone()));
     info!(%http_addr, http_base = %core.addrs.http_base, "http serving (firmware: /boot, /healthz)");

@@ -20,11 +20,17 @@ pub fn is_read(method: &Method) -> bool {
     matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS)
 }
 
+/// Whether a call to `route` goes into the audit log: every change, and the reads that hand
+/// out the whole CMDB (a backup holds every credential hash).
+pub fn is_audited(method: &Method, route: &str) -> bool {
+    !is_read(method) || route == "/backup"
+}
+
 /// The access a call to `route` (a template under `/api/v1`, e.g. `/users/{name}`) needs;
 /// `public_doc`: the OpenAPI document is readable without a token (`auth.public_openapi`).
 ///
 /// Own tokens (`/tokens`) and `whoami` need only a valid token: the handler limits a non-admin
-/// to their own tokens. Users and the audit log are the admin's, read or write. Any other read is
+/// to their own tokens. Users, the audit log and backups are the admin's, read or write. Any other read is
 /// a viewer's; changes to machines, tasks, jobs, profiles (and power) are an operator's; any
 /// other change (settings, trust stores, routes added later) is an admin's unless listed here.
 pub fn required(method: &Method, route: &str, public_doc: bool) -> Access {
@@ -34,7 +40,7 @@ pub fn required(method: &Method, route: &str, public_doc: bool) -> Access {
         ("openapi.json", true) if public_doc => Access::Public,
         ("auth", _) if route == "/auth/login" => Access::Public,
         ("auth" | "tokens", _) => Access::Role(Role::Viewer),
-        ("users" | "audit", _) => Access::Role(Role::Admin),
+        ("users" | "audit" | "backup", _) => Access::Role(Role::Admin),
         (_, true) => Access::Role(Role::Viewer),
         ("machines" | "tasks" | "jobs" | "profiles" | "power", false) => Access::Role(Role::Operator),
         (_, false) => Access::Role(Role::Admin),
@@ -73,6 +79,7 @@ mod tests {
             (Method::PATCH, "/users/{name}", A),
             (Method::DELETE, "/users/{name}", A),
             (Method::GET, "/audit", A),
+            (Method::GET, "/backup", A),
             (Method::GET, "/tokens", V),
             (Method::POST, "/tokens", V),
             (Method::DELETE, "/tokens/{id}", V),

@@ -10,6 +10,7 @@ use rackboot::config::Config;
 use serde_json::{json, Value};
 
 mod assets;
+mod backup;
 mod ca;
 mod jobs;
 mod machines;
@@ -147,6 +148,36 @@ Examples:
         #[command(flatten)]
         filter: AuditArgs,
     },
+    /// Download a consistent snapshot of the CMDB (admin) while the appliance serves.
+    ///
+    /// The file holds every machine, lease, job, run, event and user (with password and token
+    /// hashes): keep it as safe as the data directory. It is written 0600, never over an existing
+    /// file, and checked to open as a CMDB before it is kept.
+    #[command(after_help = "Example:\n  rackboot backup /root/rackboot-$(date -u +%Y%m%dT%H%M%SZ).redb")]
+    Backup {
+        #[command(flatten)]
+        api: ApiArgs,
+        /// Where to write the snapshot (must not exist).
+        #[arg(value_name = "FILE")]
+        file: PathBuf,
+    },
+    /// Restore a backup into a stopped appliance's data dir (an older schema is migrated).
+    ///
+    /// Refused while rackboot runs on that data dir. The backup is checked on a copy first; the
+    /// replaced CMDB file is kept beside it as rackboot.redb.before-restore-<unix seconds>.
+    #[command(after_help = "\
+Example:
+  systemctl stop rackboot
+  rackboot restore --config /etc/rackboot/rackboot.toml /root/rackboot-20261123T150000Z.redb
+  systemctl start rackboot")]
+    Restore {
+        /// TOML config file (its data_dir). Default: the embedded one.
+        #[arg(long, short, value_name = "FILE")]
+        config: Option<PathBuf>,
+        /// The backup (from `rackboot backup`, GET /api/v1/backup or data_dir/backups/).
+        #[arg(value_name = "BACKUP")]
+        file: PathBuf,
+    },
     /// DHCP leases (address, MAC, state, expiry).
     Leases {
         #[command(flatten)]
@@ -233,6 +264,8 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Users { api, cmd } => users(api.client()?, cmd).await,
         Command::Tokens { api, cmd } => tokens(api.client()?, cmd).await,
         Command::Audit { api, filter } => audit(api.client()?, filter).await,
+        Command::Backup { api, file } => backup::backup(api.client()?, &file).await,
+        Command::Restore { config, file } => backup::restore(config.as_deref(), &file),
         Command::Watch { api, machine, all: _, kind, state, after, count } => {
             let w = rackboot::watch::Watch { machine, kind, state, after, count };
             rackboot::watch::run(&api.client()?, w, &mut std::io::stdout()).await

@@ -6,6 +6,7 @@
 
 mod agents;
 mod audit;
+pub mod backup;
 mod cascade;
 mod events;
 mod index;
@@ -22,7 +23,7 @@ mod whereabouts;
 mod writer;
 
 use std::net::Ipv4Addr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc, RwLock};
 
 use redb::{Database, ReadableDatabase};
@@ -75,6 +76,8 @@ pub struct Cmdb {
 
 struct Inner {
     db: Arc<Database>,
+    /// The file `db` lives in (snapshots copy it).
+    path: PathBuf,
     index: Arc<RwLock<Index>>,
     tx: Option<mpsc::Sender<Job>>,
     changed: tokio::sync::watch::Receiver<u64>,
@@ -134,6 +137,7 @@ impl Cmdb {
         Ok(Cmdb {
             inner: Arc::new(Inner {
                 db,
+                path: path.to_path_buf(),
                 index,
                 tx: Some(tx),
                 changed,

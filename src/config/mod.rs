@@ -67,6 +67,8 @@ pub struct Config {
     /// Machines only seen on the network (no operator data, never approved) kept at most; the
     /// oldest go first.
     pub max_unclaimed_machines: usize,
+    /// Scheduled snapshots of the CMDB into `data_dir/backups`: (every, how many kept).
+    pub backups: Option<(std::time::Duration, usize)>,
     pub http_listen: SocketAddr,
     /// The whole API on the (loopback-only) plain listener as well: for benchmarks.
     pub loopback_api: bool,
@@ -98,7 +100,16 @@ impl TryFrom<WireConfig> for Config {
 
     fn try_from(w: WireConfig) -> anyhow::Result<Self> {
         let WireConfig { server, http, https, dhcp, tftp, boot, dns, agent, provision, auth } = w;
-        let WireServer { data_dir, interface, address, log_format, max_unclaimed_machines } = server;
+        let WireServer {
+            data_dir,
+            interface,
+            address,
+            log_format,
+            max_unclaimed_machines,
+            backup_interval_secs,
+            backup_keep,
+        } = server;
+        let backups = server::backups(backup_interval_secs, backup_keep)?;
         anyhow::ensure!(
             (100..=10_000_000).contains(&max_unclaimed_machines),
             "server.max_unclaimed_machines must be 100..=10000000"
@@ -137,6 +148,7 @@ impl TryFrom<WireConfig> for Config {
             address,
             log_json,
             max_unclaimed_machines,
+            backups,
             http_listen: listen,
             loopback_api,
             public_url,
@@ -225,6 +237,7 @@ mod tests {
             ("[http]\npublic_url = \"ftp://x\"", "http.public_url"),
             ("[https]\ncert = \"/etc/c.pem\"", "https.cert and https.key"),
             ("[http]\nloopback_api = true", "needs a loopback http.listen"),
+            ("[server]\nbackup_interval_secs = 5", "at least 60"),
             ("[http]\nmax_connections = 10\nmax_connections_per_client = 11", "max_connections_per_client"),
             ("[server]\nlog_format = \"xml\"", "server.log_format"),
             ("[tftp]\nmax_transfers = 0", "tftp.max_transfers"),

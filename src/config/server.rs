@@ -14,6 +14,8 @@ pub struct WireServer {
     pub address: Option<Ipv4Addr>,
     pub log_format: String,
     pub max_unclaimed_machines: usize,
+    pub backup_interval_secs: u64,
+    pub backup_keep: usize,
 }
 
 impl Default for WireServer {
@@ -24,6 +26,8 @@ impl Default for WireServer {
             address: None,
             log_format: "human".into(),
             max_unclaimed_machines: crate::cmdb::DEFAULT_UNCLAIMED_CAP,
+            backup_interval_secs: 0,
+            backup_keep: 7,
         }
     }
 }
@@ -82,4 +86,14 @@ pub fn loopback_api(enabled: bool, listen: SocketAddr) -> anyhow::Result<bool> {
         "http.loopback_api sends credentials in clear: it needs a loopback http.listen, not {listen}"
     );
     Ok(enabled)
+}
+
+/// `server.backup_interval_secs` and `server.backup_keep`: scheduled snapshots, `None` when off.
+pub fn backups(interval_secs: u64, keep: usize) -> anyhow::Result<Option<(std::time::Duration, usize)>> {
+    if interval_secs == 0 {
+        return Ok(None);
+    }
+    anyhow::ensure!(interval_secs >= 60, "server.backup_interval_secs must be 0 (off) or at least 60");
+    anyhow::ensure!((1..=1000).contains(&keep), "server.backup_keep must be 1..=1000");
+    Ok(Some((std::time::Duration::from_secs(interval_secs), keep)))
 }

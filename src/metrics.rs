@@ -46,6 +46,10 @@ pub struct Metrics {
     pub tftp_transfers: Family<OutcomeLabel, Counter>,
     pub tftp_bytes: Counter,
     pub tftp_active: Gauge,
+    /// TFTP read requests refused (`per_client`, `busy`).
+    pub tftp_refused: Family<ReasonLabel, Counter>,
+    /// Unproven TFTP transfers evicted for a newer request.
+    pub tftp_evicted: Counter,
     pub dns_responses: Family<RcodeLabel, Counter>,
     /// Unclaimed machines evicted at the cap (the CMDB's counter, see `cmdb::Growth`).
     pub unclaimed_evicted: Counter,
@@ -74,6 +78,12 @@ impl Metrics {
         r.register("tftp_transfers", "TFTP transfers finished, by outcome", self.tftp_transfers.clone());
         r.register("tftp_bytes_sent", "TFTP payload bytes acknowledged by clients", self.tftp_bytes.clone());
         r.register("tftp_transfers_active", "TFTP transfers in progress", self.tftp_active.clone());
+        r.register("tftp_requests_refused", "TFTP read requests refused, by reason", self.tftp_refused.clone());
+        r.register(
+            "tftp_unproven_evicted",
+            "TFTP transfers never acknowledged by their client, evicted for a newer request when every slot was taken",
+            self.tftp_evicted.clone(),
+        );
         r.register("dns_responses", "DNS responses sent, by response code", self.dns_responses.clone());
         r.register(
             "http_requests",

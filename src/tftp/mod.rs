@@ -4,6 +4,7 @@
 //! Our own server rather than async-tftp: async-tftp ignores client ERROR packets (PXE ROMs abort
 //! after a tsize probe and the slot stays busy until timeout) and lacks windowsize (RFC 7440).
 
+mod admission;
 pub mod packet;
 mod report;
 pub mod request;
@@ -13,6 +14,8 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+pub use admission::{Admission, Refusal};
 
 use tokio::net::UdpSocket;
 use tokio_util::sync::CancellationToken;
@@ -48,15 +51,14 @@ pub struct TftpService {
     pub on_report: OnReport,
     /// Transfers in progress.
     pub active: prometheus_client::metrics::gauge::Gauge,
-    /// At most this many transfers at once.
-    pub slots: Arc<tokio::sync::Semaphore>,
-}
-
-impl TftpService {
-    /// A transfer-slot pool of `n`.
-    pub fn slots_for(n: usize) -> Arc<tokio::sync::Semaphore> {
-        Arc::new(tokio::sync::Semaphore::new(n))
-    }
+    /// Transfer slots: in total and per client, unproven transfers evicted first.
+    pub admission: Arc<Admission>,
+    /// Requests refused (by reason) and unproven transfers evicted for newer requests.
+    pub refused: prometheus_client::metrics::family::Family<
+        crate::metrics::ReasonLabel,
+        prometheus_client::metrics::counter::Counter,
+    >,
+    pub evicted: prometheus_client::metrics::counter::Counter,
 }
 
 /// The TFTP service: serves the configured boot directory on `socket` until `shutdown`, each
@@ -67,7 +69,9 @@ pub async fn serve(socket: UdpSocket, core: Core, shutdown: CancellationToken) -
         interface: core.addrs.interface.clone(),
         on_report: report::reporter(&core),
         active: core.metrics.tftp_active.clone(),
-        slots: TftpService::slots_for(core.cfg.tftp.max_transfers),
+        admission: Admission::new(core.cfg.tftp.max_transfers, core.cfg.tftp.max_transfers_per_client),
+        refused: core.metrics.tftp_refused.clone(),
+        evicted: core.metrics.tftp_evicted.clone(),
     };
     run(socket, svc, shutdown).await
 }
@@ -85,18 +89,30 @@ pub async fn run(socket: UdpSocket, svc: TftpService, token: CancellationToken) 
         match packet::parse(&buf[..len]) {
             Ok(packet::Incoming::Read { filename, mode, options }) => {
                 // A slot per transfer bounds sockets, open files and buffers under a flood.
-                let Ok(slot) = svc.slots.clone().try_acquire_owned() else {
-                    let _ = socket.send_to(&packet::error(packet::ERR_NOT_DEFINED, "server busy, retry"), client).await;
-                    debug!(%client, "tftp busy: every transfer slot is taken");
-                    continue;
+                let ticket = match svc.admission.admit(client.ip()) {
+                    Ok((ticket, evicted)) => {
+                        if evicted {
+                            svc.evicted.inc();
+                        }
+                        ticket
+                    }
+                    Err(refusal) => {
+                        svc.refused
+                            .get_or_create(&crate::metrics::ReasonLabel { reason: refusal.as_str().into() })
+                            .inc();
+                        let _ =
+                            socket.send_to(&packet::error(packet::ERR_NOT_DEFINED, "server busy, retry"), client).await;
+                        debug!(%client, reason = refusal.as_str(), "tftp request refused");
+                        continue;
+                    }
                 };
                 let (svc, token) = (svc.clone(), token.clone());
                 tokio::spawn(async move {
                     tokio::select! {
                         _ = token.cancelled() => {}
-                        _ = handle(svc, client, filename, mode, options) => {}
+                        _ = ticket.evicted() => debug!(%client, "unproven tftp transfer evicted"),
+                        _ = handle(svc, client, filename, mode, options, &ticket) => {}
                     }
-                    drop(slot);
                 });
             }
             Ok(packet::Incoming::Write) => {
@@ -113,7 +129,14 @@ pub async fn run(socket: UdpSocket, svc: TftpService, token: CancellationToken) 
     }
 }
 
-async fn handle(svc: TftpService, client: SocketAddr, filename: String, mode: String, options: Vec<(String, String)>) {
+async fn handle(
+    svc: TftpService,
+    client: SocketAddr,
+    filename: String,
+    mode: String,
+    options: Vec<(String, String)>,
+    ticket: &admission::Ticket,
+) {
     let started = Instant::now();
     let report = |outcome, bytes, size, n: Option<request::Negotiated>| Report {
         client,
@@ -154,7 +177,7 @@ async fn handle(svc: TftpService, client: SocketAddr, filename: String, mode: St
     let (n, ack) = request::negotiate(&options, size);
     let oack = (!ack.is_empty()).then(|| packet::oack(&ack));
     svc.active.inc();
-    let (outcome, bytes) = transfer::run(&sock, file, size, n, oack).await;
+    let (outcome, bytes) = transfer::run(&sock, file, size, n, oack, || ticket.proven()).await;
     svc.active.dec();
     (svc.on_report)(report(outcome, bytes, size, Some(n)));
 }

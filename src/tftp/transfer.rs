@@ -25,14 +25,27 @@ pub enum Outcome {
 /// Retransmits of one window (or of the OACK) before giving up.
 const MAX_RETRIES: u32 = 5;
 
-/// Runs the transfer on `sock` (connected to the client); returns the outcome and bytes acknowledged.
-pub async fn run(sock: &UdpSocket, file: File, size: u64, n: Negotiated, oack: Option<Vec<u8>>) -> (Outcome, u64) {
+/// Runs the transfer on `sock` (connected to the client); returns the outcome and bytes
+/// acknowledged. `proven` is called once, at the client's first acknowledgement.
+pub async fn run(
+    sock: &UdpSocket,
+    file: File,
+    size: u64,
+    n: Negotiated,
+    oack: Option<Vec<u8>>,
+    proven: impl FnOnce(),
+) -> (Outcome, u64) {
+    let mut proven = Some(proven);
     // Large reads: every tokio file read is a hop to the blocking pool, so never one per block.
     let mut file = BufReader::with_capacity(256 * 1024, file);
     let mut buf = vec![0u8; 65536];
     if let Some(oack) = oack {
         match exchange(sock, &[oack], &mut buf, n.timeout, |a| a == 0).await {
-            Ok(()) => {}
+            Ok(()) => {
+                if let Some(p) = proven.take() {
+                    p();
+                }
+            }
             Err(o) => return (o, 0),
         }
     }
@@ -77,6 +90,9 @@ pub async fn run(sock: &UdpSocket, file: File, size: u64, n: Negotiated, oack: O
                 Ok(Incoming::Ack(a)) => {
                     // Map the 16-bit block number onto the window (block numbers wrap at 65536).
                     if let Some(pos) = window.iter().position(|(b, _)| *b as u16 == a) {
+                        if let Some(p) = proven.take() {
+                            p();
+                        }
                         acked = window[pos].0;
                         window.drain(..=pos);
                         retries = 0;

@@ -42,6 +42,8 @@ pub struct Metrics {
     pub dhcp_sent: Family<TypeLabel, Counter>,
     pub dhcp_dropped: Family<ReasonLabel, Counter>,
     pub leases_in_use: Gauge,
+    /// Outstanding offers taken back for a newer client because the pool was exhausted.
+    pub dhcp_offers_reclaimed: Counter,
     pub http_requests: Family<HttpLabel, Counter<u64, AtomicU64>>,
     pub tftp_transfers: Family<OutcomeLabel, Counter>,
     pub tftp_bytes: Counter,
@@ -75,6 +77,11 @@ impl Metrics {
         r.register("dhcp_packets_sent", "DHCP packets sent, by message type", self.dhcp_sent.clone());
         r.register("dhcp_packets_dropped", "DHCP packets dropped, by reason", self.dhcp_dropped.clone());
         r.register("dhcp_leases_in_use", "Active (unexpired) DHCP leases", self.leases_in_use.clone());
+        r.register(
+            "dhcp_offers_reclaimed",
+            "Outstanding DHCP offers taken back for a newer client because the pool was exhausted",
+            self.dhcp_offers_reclaimed.clone(),
+        );
         r.register("tftp_transfers", "TFTP transfers finished, by outcome", self.tftp_transfers.clone());
         r.register("tftp_bytes_sent", "TFTP payload bytes acknowledged by clients", self.tftp_bytes.clone());
         r.register("tftp_transfers_active", "TFTP transfers in progress", self.tftp_active.clone());

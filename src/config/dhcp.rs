@@ -30,7 +30,7 @@ impl Default for WireDhcp {
             proxy_port: 4011,
             reply_port: 68,
             relay_port: 67,
-            offer_hold_secs: 60,
+            offer_hold_secs: 10,
             commit_batch: 4096,
             router_advertisements: true,
             subnets: Vec::new(),

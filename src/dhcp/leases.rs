@@ -1,7 +1,7 @@
 //! The address allocator and lease state machine, in memory and pure: the server persists what
 //! it decides through the CMDB, and rebuilds this table from the CMDB at start.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::net::Ipv4Addr;
 
 use crate::cmdb::{Lease, LeaseState};
@@ -61,12 +61,25 @@ pub struct Leases {
     /// Next address to try, per subnet index.
     cursor: HashMap<usize, u32>,
     offer_hold_secs: u64,
+    /// Offers in the order they were made, per subnet index: (held until, address). Entries
+    /// whose address has moved on since are skipped when met; expired ones are dropped as new
+    /// offers come, so this holds at most one hold time's worth of offers.
+    offers: HashMap<usize, VecDeque<(u64, Ipv4Addr)>>,
+    /// Offers taken back for a newer client because the pools were exhausted.
+    pub reclaimed: u64,
 }
 
 impl Leases {
     /// An empty table.
     pub fn new(offer_hold_secs: u64) -> Self {
-        Leases { by_ip: HashMap::new(), by_mac: HashMap::new(), cursor: HashMap::new(), offer_hold_secs }
+        Leases {
+            by_ip: HashMap::new(),
+            by_mac: HashMap::new(),
+            cursor: HashMap::new(),
+            offer_hold_secs,
+            offers: HashMap::new(),
+            reclaimed: 0,
+        }
     }
 
     /// Loads persisted leases (at start).
@@ -85,7 +98,10 @@ impl Leases {
     }
 
     /// Picks an address to offer `mac` in subnet `idx`: its reservation, its current address,
-    /// the one it asked for, or the next free one; `None` when the pools are exhausted.
+    /// the one it asked for, or the next free one. With the pools exhausted, the oldest
+    /// outstanding offer is taken back (an offer is only a promise until its REQUEST; a flood
+    /// of DISCOVERs from invented MACs never requests), so offers cannot drain a pool; `None`
+    /// when every pool address is leased, declined or reserved.
     #[allow(clippy::too_many_arguments)]
     pub fn offer(
         &mut self,
@@ -106,9 +122,37 @@ impl Leases {
         }
         .or_else(|| self.by_mac.get(&mac).copied().filter(|ip| usable(self, *ip)))
         .or_else(|| requested.filter(|ip| usable(self, *ip)))
-        .or_else(|| self.next_free(idx, subnet, &|me, ip| usable(me, ip)))?;
-        self.bind(mac, pick, Hold::Offered(now + self.offer_hold_secs), now);
+        .or_else(|| self.next_free(idx, subnet, &|me, ip| usable(me, ip)))
+        .or_else(|| self.reclaim_offer(idx, subnet, mac, reserved_for_other, now))?;
+        let until = now + self.offer_hold_secs;
+        self.bind(mac, pick, Hold::Offered(until), now);
+        let queue = self.offers.entry(idx).or_default();
+        while queue.front().is_some_and(|(t, _)| *t <= now) {
+            queue.pop_front();
+        }
+        queue.push_back((until, pick));
         Some(pick)
+    }
+
+    /// The pool address of the oldest offer still outstanding in subnet `idx` made to another
+    /// client, taken back from that client.
+    fn reclaim_offer(
+        &mut self,
+        idx: usize,
+        subnet: &Subnet,
+        mac: Mac,
+        reserved_for_other: &dyn Fn(Ipv4Addr) -> bool,
+        now: u64,
+    ) -> Option<Ipv4Addr> {
+        let queue = self.offers.get_mut(&idx)?;
+        while let Some((until, ip)) = queue.pop_front() {
+            let current = self.by_ip.get(&ip).is_some_and(|e| e.hold == Hold::Offered(until) && e.mac != mac);
+            if current && until > now && subnet.in_pool(ip) && !reserved_for_other(ip) {
+                self.reclaimed += 1;
+                return Some(ip);
+            }
+        }
+        None
     }
 
     fn next_free(&mut self, idx: usize, subnet: &Subnet, usable: &dyn Fn(&Self, Ipv4Addr) -> bool) -> Option<Ipv4Addr> {

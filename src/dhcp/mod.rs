@@ -211,11 +211,15 @@ fn handle_full(svc: &DhcpService, leases: &mut Leases, socket: &Arc<UdpSocket>, 
     let hostname = brief.as_ref().and_then(|b| b.hostname.clone());
     match req.kind {
         MessageType::Discover => {
+            let reclaimed = leases.reclaimed;
             let Some(ip) = leases.offer(idx, subnet, req.mac, req.requested_ip, reserved, &for_other, now) else {
                 svc.metrics.dhcp_drop("pool_exhausted");
                 warn!(mac = %req.mac, subnet = %subnet.net, "no free address to offer");
                 return;
             };
+            if leases.reclaimed != reclaimed {
+                svc.metrics.dhcp_offers_reclaimed.inc();
+            }
             let boot = svc.boot_for(&req);
             let reply =
                 options::lease_reply(svc, &req, MessageType::Offer, ip, subnet, hostname.as_deref(), boot.as_ref());

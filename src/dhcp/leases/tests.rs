@@ -130,3 +130,34 @@ fn withdrawing_an_offer_only_touches_the_clients_own() {
     assert!(l.ack(&s, mac(2), b, None, NOBODY, 101).is_ok(), "mac(2)'s offer survived");
     assert_eq!(l.ack(&s, mac(3), b, None, NOBODY, 101), Err(Refusal::Taken));
 }
+
+#[test]
+fn offers_cannot_drain_a_pool_the_oldest_is_taken_back_never_a_lease() {
+    let (s, mut l) = (subnet(), Leases::new(60));
+    // One real client holds a lease.
+    let leased = l.offer(0, &s, mac(1), None, None, NOBODY, 1000).unwrap();
+    l.ack(&s, mac(1), leased, None, NOBODY, 1000).unwrap();
+    // A flood of DISCOVERs from invented MACs that never REQUEST: far more than the pool.
+    let mut offered = Vec::new();
+    for n in 10..200u8 {
+        offered.push(l.offer(0, &s, mac(n), None, None, NOBODY, 1001).expect("offers churn, never run dry"));
+    }
+    assert!(!offered.contains(&leased), "a lease is never taken back");
+    assert!(l.reclaimed >= 180, "{}", l.reclaimed);
+    // A real client right after it gets an offer and its REQUEST is acknowledged.
+    let real = l.offer(0, &s, mac(250), None, None, NOBODY, 1002).unwrap();
+    assert_eq!(l.ack(&s, mac(250), real, None, NOBODY, 1002).map(|_| ()), Ok(()));
+    // A flooder whose offer was taken back and who does REQUEST is refused, not given a
+    // second holder's address.
+    let victim = offered[0];
+    assert_ne!(victim, real, "sanity");
+    let holder_of_victim = l.by_ip.get(&victim).map(|e| e.mac);
+    assert_ne!(holder_of_victim, Some(mac(10)));
+    // Every address is leased now but one: with no offer left to take back, the pool is dry.
+    let mut n = 0u8;
+    while let Some(a) = l.offer(0, &s, mac(100 + n), None, None, NOBODY, 1003) {
+        l.ack(&s, mac(100 + n), a, None, NOBODY, 1003).unwrap();
+        n += 1;
+    }
+    assert_eq!(l.active(1003), 4, "every address leased, none offered twice");
+}

@@ -14,6 +14,11 @@ pub struct TypeLabel {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ServiceLabel {
+    pub service: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ReasonLabel {
     pub reason: String,
 }
@@ -53,6 +58,8 @@ pub struct Metrics {
     /// Unproven TFTP transfers evicted for a newer request.
     pub tftp_evicted: Counter,
     pub dns_responses: Family<RcodeLabel, Counter>,
+    /// Packets whose handling panicked (caught; the service goes on), by service.
+    pub packet_panics: Family<ServiceLabel, Counter>,
     /// Unclaimed machines evicted at the cap (the CMDB's counter, see `cmdb::Growth`).
     pub unclaimed_evicted: Counter,
     /// Connections closed at once because a connection cap was reached.
@@ -91,6 +98,11 @@ impl Metrics {
             "TFTP transfers never acknowledged by their client, evicted for a newer request when every slot was taken",
             self.tftp_evicted.clone(),
         );
+        r.register(
+            "packet_panics",
+            "Packets whose handling panicked (a bug: caught, logged, the service goes on), by service",
+            self.packet_panics.clone(),
+        );
         r.register("dns_responses", "DNS responses sent, by response code", self.dns_responses.clone());
         r.register(
             "http_requests",
@@ -117,8 +129,59 @@ impl Metrics {
         self.dns_responses.get_or_create(&RcodeLabel { rcode: format!("{rcode:?}").to_ascii_lowercase() }).clone()
     }
 
+    /// Runs `f` for one packet of `service`; a panic in it is caught, counted and logged, and the
+    /// service goes on with the next packet.
+    pub fn guard<T>(&self, service: &str, f: impl FnOnce() -> T) -> Option<T> {
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+            Ok(v) => Some(v),
+            Err(panic) => {
+                self.count_panic(service, &panic);
+                None
+            }
+        }
+    }
+
+    /// [`Metrics::guard`] for a packet handled by a future.
+    pub async fn guard_async<T>(&self, service: &str, f: impl std::future::Future<Output = T>) -> Option<T> {
+        use futures_util::FutureExt;
+        match std::panic::AssertUnwindSafe(f).catch_unwind().await {
+            Ok(v) => Some(v),
+            Err(panic) => {
+                self.count_panic(service, &panic);
+                None
+            }
+        }
+    }
+
+    fn count_panic(&self, service: &str, panic: &Box<dyn std::any::Any + Send>) {
+        let what = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        self.packet_panics.get_or_create(&ServiceLabel { service: service.into() }).inc();
+        tracing::error!(service, panic = %what, "a packet's handling panicked; dropped it and going on");
+    }
+
     /// Counts a dropped DHCP packet.
     pub fn dhcp_drop(&self, reason: &str) {
         self.dhcp_dropped.get_or_create(&ReasonLabel { reason: reason.into() }).inc();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_panicking_packet_is_caught_counted_and_the_next_one_handled() {
+        let m = Metrics::default();
+        assert_eq!(m.guard("dhcp", || -> u32 { panic!("bad packet") }), None);
+        assert_eq!(m.guard("dhcp", || 7), Some(7));
+        assert_eq!(m.guard_async("dns", async { panic!("bad query") }).await, None::<()>);
+        assert_eq!(m.guard_async("dns", async { 8 }).await, Some(8));
+        let text = m.render();
+        assert!(text.contains("rackboot_packet_panics_total{service=\"dhcp\"} 1"), "{text}");
+        assert!(text.contains("rackboot_packet_panics_total{service=\"dns\"} 1"), "{text}");
     }
 }

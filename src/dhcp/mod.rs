@@ -110,24 +110,43 @@ pub async fn run(
             _ = token.cancelled() => break,
             _ = tick.tick() => { svc.metrics.leases_in_use.set(leases.active(now_secs()) as i64); }
             r = socket.recv_from(&mut buf) => {
-                let (n, from) = r?;
+                let Some((n, from)) = received(r).await else { continue };
                 if let Some(req) = accept(&svc, &buf[..n], from) {
                     match svc.cfg.mode {
-                        DhcpMode::Full => handle_full(&svc, &mut leases, &socket, req),
-                        _ => proxy::handle_offer(&svc, &socket, req).await,
+                        DhcpMode::Full => {
+                            svc.metrics.guard("dhcp", || handle_full(&svc, &mut leases, &socket, req));
+                        }
+                        _ => {
+                            svc.metrics.guard_async("dhcp", proxy::handle_offer(&svc, &socket, req)).await;
+                        }
                     }
                 }
             }
             r = recv_opt(pxe_socket.as_ref(), &mut pxe_buf) => {
-                let (n, from) = r?;
+                let Some((n, from)) = received(r).await else { continue };
                 if let Some(req) = accept(&svc, &pxe_buf[..n], from) {
-                    proxy::handle_boot_request(&svc, pxe_socket.as_ref().expect("only polled when present"), req, from).await;
+                    let pxe = pxe_socket.as_ref().expect("only polled when present");
+                    svc.metrics.guard_async("dhcp", proxy::handle_boot_request(&svc, pxe, req, from)).await;
                 }
             }
         }
     }
     svc.cmdb.flush().await?;
     Ok(())
+}
+
+/// A datagram received, or `None` after a receive error: ICMP errors from earlier sends and
+/// transient failures (ENOBUFS, ENOMEM) must not stop DHCP, and with it the appliance.
+async fn received(r: std::io::Result<(usize, SocketAddr)>) -> Option<(usize, SocketAddr)> {
+    match r {
+        Ok(v) => Some(v),
+        Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => None,
+        Err(error) => {
+            warn!(%error, "dhcp receive failed");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            None
+        }
+    }
 }
 
 async fn recv_opt(s: Option<&UdpSocket>, buf: &mut [u8]) -> std::io::Result<(usize, SocketAddr)> {

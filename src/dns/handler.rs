@@ -68,6 +68,11 @@ impl Handler {
     }
 
     /// Counts one response.
+    /// The appliance's metrics.
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
     pub fn count(&self, rcode: ResponseCode) {
         match self.counted.get(usize::from(u16::from(rcode))) {
             Some(c) => c.inc(),

@@ -49,7 +49,12 @@ pub async fn serve(sock: UdpSocket, handler: Arc<Handler>, stop: CancellationTok
                 if src.port() == 0 || pending.len() >= MAX_PENDING {
                     continue;
                 }
-                let mut fut = Box::pin(answer(buf[..n].to_vec(), src, sock.clone(), handler.clone()));
+                // A query whose handling panics is dropped and counted; the loop goes on.
+                let (raw, sock, handler) = (buf[..n].to_vec(), sock.clone(), handler.clone());
+                let mut fut = Box::pin(async move {
+                    let metrics = handler.metrics().clone();
+                    metrics.guard_async("dns", answer(raw, src, sock, handler)).await;
+                });
                 // Most answers are ready at once: poll here and keep only the ones still waiting.
                 if futures_util::poll!(fut.as_mut()).is_pending() {
                     pending.push(fut);

@@ -49,16 +49,10 @@ pub struct TftpService {
     /// Interface the per-transfer sockets bind to ("" for any).
     pub interface: String,
     pub on_report: OnReport,
-    /// Transfers in progress.
-    pub active: prometheus_client::metrics::gauge::Gauge,
     /// Transfer slots: in total and per client, unproven transfers evicted first.
     pub admission: Arc<Admission>,
-    /// Requests refused (by reason) and unproven transfers evicted for newer requests.
-    pub refused: prometheus_client::metrics::family::Family<
-        crate::metrics::ReasonLabel,
-        prometheus_client::metrics::counter::Counter,
-    >,
-    pub evicted: prometheus_client::metrics::counter::Counter,
+    /// Refused requests, evicted transfers and caught panics are counted here.
+    pub metrics: crate::metrics::Metrics,
 }
 
 /// The TFTP service: serves the configured boot directory on `socket` until `shutdown`, each
@@ -68,10 +62,8 @@ pub async fn serve(socket: UdpSocket, core: Core, shutdown: CancellationToken) -
         root: core.cfg.tftp.root.clone(),
         interface: core.addrs.interface.clone(),
         on_report: report::reporter(&core),
-        active: core.metrics.tftp_active.clone(),
         admission: Admission::new(core.cfg.tftp.max_transfers, core.cfg.tftp.max_transfers_per_client),
-        refused: core.metrics.tftp_refused.clone(),
-        evicted: core.metrics.tftp_evicted.clone(),
+        metrics: core.metrics.clone(),
     };
     run(socket, svc, shutdown).await
 }
@@ -92,14 +84,13 @@ pub async fn run(socket: UdpSocket, svc: TftpService, token: CancellationToken) 
                 let ticket = match svc.admission.admit(client.ip()) {
                     Ok((ticket, evicted)) => {
                         if evicted {
-                            svc.evicted.inc();
+                            svc.metrics.tftp_evicted.inc();
                         }
                         ticket
                     }
                     Err(refusal) => {
-                        svc.refused
-                            .get_or_create(&crate::metrics::ReasonLabel { reason: refusal.as_str().into() })
-                            .inc();
+                        let reason = crate::metrics::ReasonLabel { reason: refusal.as_str().into() };
+                        svc.metrics.tftp_refused.get_or_create(&reason).inc();
                         let _ =
                             socket.send_to(&packet::error(packet::ERR_NOT_DEFINED, "server busy, retry"), client).await;
                         debug!(%client, reason = refusal.as_str(), "tftp request refused");
@@ -108,10 +99,11 @@ pub async fn run(socket: UdpSocket, svc: TftpService, token: CancellationToken) 
                 };
                 let (svc, token) = (svc.clone(), token.clone());
                 tokio::spawn(async move {
+                    let metrics = svc.metrics.clone();
                     tokio::select! {
                         _ = token.cancelled() => {}
                         _ = ticket.evicted() => debug!(%client, "unproven tftp transfer evicted"),
-                        _ = handle(svc, client, filename, mode, options, &ticket) => {}
+                        _ = metrics.guard_async("tftp", handle(svc, client, filename, mode, options, &ticket)) => {}
                     }
                 });
             }
@@ -176,8 +168,8 @@ async fn handle(
     let size = file.metadata().await.map(|m| m.len()).unwrap_or(0);
     let (n, ack) = request::negotiate(&options, size);
     let oack = (!ack.is_empty()).then(|| packet::oack(&ack));
-    svc.active.inc();
+    svc.metrics.tftp_active.inc();
     let (outcome, bytes) = transfer::run(&sock, file, size, n, oack, || ticket.proven()).await;
-    svc.active.dec();
+    svc.metrics.tftp_active.dec();
     (svc.on_report)(report(outcome, bytes, size, Some(n)));
 }

@@ -62,6 +62,8 @@ pub struct Metrics {
     pub packet_panics: Family<ServiceLabel, Counter>,
     /// Unclaimed machines evicted at the cap (the CMDB's counter, see `cmdb::Growth`).
     pub unclaimed_evicted: Counter,
+    /// The CMDB writer's queue depth, commit latency, shed writes and caught panics.
+    pub cmdb_writer: crate::cmdb::writer::WriterStats,
     /// Connections closed at once because a connection cap was reached.
     pub http_connections_refused: Family<ConnRefusedLabel, Counter>,
 }
@@ -114,6 +116,15 @@ impl Metrics {
             "Unclaimed machines (only seen on the network) evicted at server.max_unclaimed_machines",
             self.unclaimed_evicted.clone(),
         );
+        let w = &self.cmdb_writer;
+        r.register("cmdb_write_queue_depth", "Writes waiting for the CMDB writer", w.queue_depth.clone());
+        r.register("cmdb_commit_seconds", "Time from a write batch's start to its commit", w.commit_seconds.clone());
+        r.register(
+            "cmdb_writes_shed",
+            "Detached writes (sightings, stats, last-use times) shed because the write queue was full",
+            w.shed.clone(),
+        );
+        r.register("cmdb_batch_panics", "Write batches rolled back because a write panicked", w.panics.clone());
         r.register(
             "http_connections_refused",
             "Connections closed at accept because a connection cap was reached, by listener and cap",

@@ -59,7 +59,11 @@ impl Core {
             (addrs.https_base.clone(), tls.ca_pem.clone()),
         ));
         let sealer = Arc::new(crate::secrets::Sealer::load_or_create(&cfg.data_dir)?);
-        let metrics = Metrics { unclaimed_evicted: cmdb.growth().evicted.clone(), ..Metrics::default() };
+        let metrics = Metrics {
+            unclaimed_evicted: cmdb.growth().evicted.clone(),
+            cmdb_writer: cmdb.writer_stats().clone(),
+            ..Metrics::default()
+        };
         Ok(Core { cfg: Arc::new(cfg), addrs: Arc::new(addrs), cmdb, metrics, hub, engine, sealer, tls })
     }
 }

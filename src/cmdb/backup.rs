@@ -50,7 +50,7 @@ impl Cmdb {
             });
             completion
         });
-        self.send(job)?;
+        self.send(job).await?;
         // A failed copy cleans up after itself (and never touches a file it did not create).
         done_rx.await.map_err(|_| CmdbError::Storage("cmdb writer stopped".into()))??;
         let to = dest.to_path_buf();
@@ -93,25 +93,33 @@ impl Cmdb {
         keep: usize,
         stop: tokio_util::sync::CancellationToken,
     ) -> anyhow::Result<()> {
-        let dir = self.backup_dir();
         loop {
             tokio::select! {
                 _ = stop.cancelled() => return Ok(()),
                 _ = tokio::time::sleep(every) => {}
             }
-            let name = format!("rackboot-{}.redb", utc_stamp(std::time::SystemTime::now()));
-            let result = match create_dir(&dir) {
-                Ok(()) => self.snapshot(&dir.join(&name)).await,
-                Err(e) => Err(e),
-            };
-            match result {
-                Ok(c) => {
-                    let removed = prune(&dir, keep);
-                    tracing::info!(file = %dir.join(&name).display(), %c, removed, "scheduled backup taken");
+            let dir = self.backup_dir();
+            match self.scheduled_backup(std::time::SystemTime::now(), keep).await {
+                Ok((name, c, removed)) => {
+                    tracing::info!(file = %dir.join(name).display(), %c, removed, "scheduled backup taken")
                 }
                 Err(error) => tracing::error!(%error, dir = %dir.display(), "scheduled backup failed"),
             }
         }
+    }
+
+    /// One scheduled snapshot, named for `at`, then the oldest past `keep` removed: the file
+    /// name, what it holds and how many were removed.
+    pub async fn scheduled_backup(
+        &self,
+        at: std::time::SystemTime,
+        keep: usize,
+    ) -> Result<(String, Contents, usize), CmdbError> {
+        let dir = self.backup_dir();
+        create_dir(&dir)?;
+        let name = format!("rackboot-{}.redb", utc_stamp(at));
+        let contents = self.snapshot(&dir.join(&name)).await?;
+        Ok((name, contents, prune(&dir, keep)))
     }
 }
 

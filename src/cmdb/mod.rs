@@ -20,11 +20,11 @@ mod store;
 mod unclaimed;
 mod users;
 mod whereabouts;
-mod writer;
+pub mod writer;
 
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
-use std::sync::{mpsc, Arc, RwLock};
+use std::sync::{Arc, RwLock};
 
 use redb::{Database, ReadableDatabase};
 use tokio::sync::oneshot;
@@ -79,7 +79,9 @@ struct Inner {
     /// The file `db` lives in (snapshots copy it).
     path: PathBuf,
     index: Arc<RwLock<Index>>,
-    tx: Option<mpsc::Sender<Job>>,
+    tx: Option<tokio::sync::mpsc::Sender<Job>>,
+    /// Queue depth, commit latency, shed writes and caught panics of the writer.
+    stats: writer::WriterStats,
     changed: tokio::sync::watch::Receiver<u64>,
     /// Committed events, for the event stream.
     events: tokio::sync::broadcast::Sender<Arc<Event>>,
@@ -124,14 +126,17 @@ impl Cmdb {
                 .map(|l| index::Delta::Lease(l.ip, Some(index::LeaseBrief::from(l)))),
         );
         index.write().expect("fresh lock").apply(start);
-        let (tx, rx) = mpsc::channel();
+        let (tx, rx) = tokio::sync::mpsc::channel(writer::QUEUE_CAP);
         let (changed_tx, changed) = tokio::sync::watch::channel(0);
         let (events, _) = tokio::sync::broadcast::channel(EVENT_BACKLOG);
+        let counters = writer::read_counters(&db)?;
+        let stats = writer::WriterStats::default();
         let writer = {
-            let (db, index, events) = (db.clone(), index.clone(), events.clone());
+            let (db, index, events, stats) = (db.clone(), index.clone(), events.clone(), stats.clone());
+            let w = writer::Writer { db, index, changed: changed_tx, events, stats, batch: commit_batch.max(1) };
             std::thread::Builder::new()
                 .name("cmdb-writer".into())
-                .spawn(move || writer::run(db, index, changed_tx, events, rx, commit_batch.max(1)))
+                .spawn(move || w.run(rx, counters))
                 .map_err(|e| CmdbError::Storage(format!("spawning writer: {e}")))?
         };
         Ok(Cmdb {
@@ -140,6 +145,7 @@ impl Cmdb {
                 path: path.to_path_buf(),
                 index,
                 tx: Some(tx),
+                stats,
                 changed,
                 events,
                 writer: Some(writer),
@@ -162,11 +168,13 @@ impl Cmdb {
             });
             completion
         });
-        self.send(job)?;
+        self.send(job).await?;
         done_rx.await.map_err(|_| CmdbError::Storage("cmdb writer stopped".into()))?
     }
 
-    /// Queues a write without waiting for it; failures are logged by the writer.
+    /// Queues a write without waiting for it; failures are logged by the writer. With the
+    /// queue full the write is shed and counted (`rackboot_cmdb_writes_shed_total`): these are
+    /// sightings, stats and last-use times, never something a caller was promised.
     fn write_detached(&self, f: impl FnOnce(&mut WriteCtx<'_>) -> Result<(), CmdbError> + Send + 'static) {
         let job: Job = Box::new(move |ctx| {
             if let Err(error) = f(ctx) {
@@ -174,14 +182,28 @@ impl Cmdb {
             }
             Box::new(|_| {})
         });
-        if let Err(error) = self.send(job) {
-            tracing::warn!(%error, "cmdb write dropped");
+        let tx = self.inner.tx.as_ref().expect("sender lives as long as the handle");
+        match tx.try_send(job) {
+            Ok(()) => {}
+            Err(tokio::sync::mpsc::error::TrySendError::Full(_)) => {
+                self.inner.stats.shed.inc();
+                tracing::debug!("cmdb write queue full; a detached write was shed");
+            }
+            Err(tokio::sync::mpsc::error::TrySendError::Closed(_)) => {
+                tracing::warn!("cmdb writer stopped; write dropped")
+            }
         }
     }
 
-    fn send(&self, job: Job) -> Result<(), CmdbError> {
+    /// Queues `job`, waiting while the queue is full (back-pressure on the caller).
+    async fn send(&self, job: Job) -> Result<(), CmdbError> {
         let tx = self.inner.tx.as_ref().expect("sender lives as long as the handle");
-        tx.send(job).map_err(|_| CmdbError::Storage("cmdb writer stopped".into()))
+        tx.send(job).await.map_err(|_| CmdbError::Storage("cmdb writer stopped".into()))
+    }
+
+    /// The writer's metrics (registered by [`crate::metrics::Metrics`]).
+    pub fn writer_stats(&self) -> &writer::WriterStats {
+        &self.inner.stats
     }
 
     /// Runs a read on the blocking pool.

@@ -1,8 +1,11 @@
 //! The single CMDB writer thread: gathers queued writes into one transaction per batch (group
 //! commit), so a burst of DHCP exchanges costs one fsync per batch, not one per packet.
 
-use std::sync::mpsc;
 use std::sync::{Arc, RwLock};
+
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
 
 use redb::{Database, Table, WriteTransaction};
 
@@ -70,90 +73,147 @@ pub type Completion = Box<dyn FnOnce(Result<(), CmdbError>) + Send>;
 /// job's error does not roll back the batch it shares with other jobs.
 pub type Job = Box<dyn FnOnce(&mut WriteCtx<'_>) -> Completion + Send>;
 
-/// Runs the writer loop until every sender is gone.
-/// After each commit that changed the index, `changed` is bumped so watchers (DNS) can refresh.
-pub fn run(
-    db: Arc<Database>,
-    index: Arc<RwLock<Index>>,
-    changed: tokio::sync::watch::Sender<u64>,
-    events: tokio::sync::broadcast::Sender<Arc<Event>>,
-    rx: mpsc::Receiver<Job>,
-    batch: usize,
-) {
-    let (mut next_machine_id, mut next_event_seq) = match read_counters(&db) {
-        Ok(c) => c,
-        Err(error) => {
-            tracing::error!(%error, "cmdb writer cannot read counters");
-            return;
-        }
-    };
-    let mut jobs = Vec::with_capacity(batch);
-    while let Ok(first) = rx.recv() {
-        jobs.push(first);
-        while jobs.len() < batch {
-            match rx.try_recv() {
-                Ok(j) => jobs.push(j),
-                Err(_) => break,
-            }
-        }
-        let (ids_before, seq_before) = (next_machine_id, next_event_seq);
-        let mut delta = Vec::new();
-        let mut published = Vec::new();
-        let mut completions = Vec::with_capacity(jobs.len());
-        let result = (|| -> Result<(), CmdbError> {
-            let tx = db.begin_write()?;
-            {
-                let snapshot = index.read().expect("index lock poisoned");
-                let mut ctx = WriteCtx {
-                    t: Tables::open(&tx)?,
-                    next_machine_id: &mut next_machine_id,
-                    next_event_seq: &mut next_event_seq,
-                    delta: &mut delta,
-                    index: &snapshot,
-                    published: &mut published,
-                };
-                for job in jobs.drain(..) {
-                    completions.push(job(&mut ctx));
-                }
-            }
-            if next_machine_id != ids_before || next_event_seq != seq_before {
-                let mut meta = tx.open_table(META)?;
-                meta.insert(KEY_NEXT_MACHINE, next_machine_id)?;
-                meta.insert(KEY_NEXT_EVENT, next_event_seq)?;
-            }
-            tx.commit()?;
-            Ok(())
-        })();
-        match &result {
-            Ok(()) if delta.is_empty() => {}
-            Ok(()) => {
-                index.write().expect("index lock poisoned").apply(delta);
-                changed.send_modify(|generation| *generation += 1);
-            }
-            Err(error) => {
-                tracing::error!(%error, jobs = completions.len(), "cmdb batch commit failed");
-                jobs.clear();
-                (next_machine_id, next_event_seq) = (ids_before, seq_before);
-            }
-        }
-        if result.is_ok() {
-            // In sequence order, after the commit and the index update: a subscriber never sees
-            // an event that a read of the CMDB (or a lookup by MAC) could not find.
-            for e in published.drain(..) {
-                let _ = events.send(Arc::new(e));
-            }
-        }
-        for done in completions {
-            done(result.clone());
-        }
-    }
-    tracing::debug!("cmdb writer stopped");
+/// Jobs queued at most; past it awaited writes wait (back-pressure) and detached ones are shed.
+pub const QUEUE_CAP: usize = 65_536;
+
+/// The writer's metrics, shared with [`crate::metrics::Metrics`].
+#[derive(Clone)]
+pub struct WriterStats {
+    /// Jobs waiting in the queue (sampled after each batch).
+    pub queue_depth: Gauge,
+    /// Seconds from a batch's start to its commit.
+    pub commit_seconds: Histogram,
+    /// Detached writes shed because the queue was full.
+    pub shed: Counter,
+    /// Batches rolled back because a job panicked.
+    pub panics: Counter,
 }
 
-fn read_counters(db: &Database) -> Result<(u64, u64), CmdbError> {
+impl Default for WriterStats {
+    fn default() -> Self {
+        WriterStats {
+            queue_depth: Gauge::default(),
+            // 0.5 ms to ~8 s.
+            commit_seconds: Histogram::new(prometheus_client::metrics::histogram::exponential_buckets(0.0005, 2.0, 15)),
+            shed: Counter::default(),
+            panics: Counter::default(),
+        }
+    }
+}
+
+/// The writer thread's state.
+pub struct Writer {
+    pub db: Arc<Database>,
+    pub index: Arc<RwLock<Index>>,
+    /// Bumped after each commit that changed the index, so watchers (DNS) can refresh.
+    pub changed: tokio::sync::watch::Sender<u64>,
+    pub events: tokio::sync::broadcast::Sender<Arc<Event>>,
+    pub stats: WriterStats,
+    pub batch: usize,
+}
+
+impl Writer {
+    /// Runs the writer loop until every sender is gone. A job that panics rolls its batch back
+    /// (every job in it gets an error) and is counted; the writer goes on with the next batch.
+    pub fn run(self, mut rx: tokio::sync::mpsc::Receiver<Job>, counters: (u64, u64)) {
+        let (mut next_machine_id, mut next_event_seq) = counters;
+        let mut jobs = Vec::with_capacity(self.batch);
+        while let Some(first) = rx.blocking_recv() {
+            jobs.push(first);
+            while jobs.len() < self.batch {
+                match rx.try_recv() {
+                    Ok(j) => jobs.push(j),
+                    Err(_) => break,
+                }
+            }
+            let started = std::time::Instant::now();
+            let (ids_before, seq_before) = (next_machine_id, next_event_seq);
+            let mut delta = Vec::new();
+            let mut published = Vec::new();
+            let mut completions = Vec::with_capacity(jobs.len());
+            let attempt = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                self.batch_tx(
+                    &mut jobs,
+                    &mut completions,
+                    &mut next_machine_id,
+                    &mut next_event_seq,
+                    &mut delta,
+                    &mut published,
+                )
+            }));
+            let result = attempt.unwrap_or_else(|_| {
+                self.stats.panics.inc();
+                // Jobs the panic cut off were dropped with the closure: their callers see the
+                // writer's answer channel closed, which is an error too.
+                Err(CmdbError::Storage("a write panicked; its batch was rolled back".into()))
+            });
+            match &result {
+                Ok(()) if delta.is_empty() => {}
+                Ok(()) => {
+                    self.index.write().expect("index lock poisoned").apply(delta);
+                    self.changed.send_modify(|generation| *generation += 1);
+                }
+                Err(error) => {
+                    tracing::error!(%error, jobs = completions.len(), "cmdb batch commit failed");
+                    jobs.clear();
+                    (next_machine_id, next_event_seq) = (ids_before, seq_before);
+                }
+            }
+            self.stats.commit_seconds.observe(started.elapsed().as_secs_f64());
+            if result.is_ok() {
+                // In sequence order, after the commit and the index update: a subscriber never
+                // sees an event that a read of the CMDB (or a lookup by MAC) could not find.
+                for e in published.drain(..) {
+                    let _ = self.events.send(Arc::new(e));
+                }
+            }
+            for done in completions {
+                done(result.clone());
+            }
+            self.stats.queue_depth.set(rx.len() as i64);
+        }
+        tracing::debug!("cmdb writer stopped");
+    }
+
+    /// Runs `jobs` in one transaction and commits it.
+    #[allow(clippy::too_many_arguments)]
+    fn batch_tx(
+        &self,
+        jobs: &mut Vec<Job>,
+        completions: &mut Vec<Completion>,
+        next_machine_id: &mut u64,
+        next_event_seq: &mut u64,
+        delta: &mut Vec<Delta>,
+        published: &mut Vec<Event>,
+    ) -> Result<(), CmdbError> {
+        let (ids_before, seq_before) = (*next_machine_id, *next_event_seq);
+        let tx = self.db.begin_write()?;
+        {
+            let snapshot = self.index.read().expect("index lock poisoned");
+            let mut ctx =
+                WriteCtx { t: Tables::open(&tx)?, next_machine_id, next_event_seq, delta, index: &snapshot, published };
+            for job in jobs.drain(..) {
+                completions.push(job(&mut ctx));
+            }
+        }
+        if *next_machine_id != ids_before || *next_event_seq != seq_before {
+            let mut meta = tx.open_table(META)?;
+            meta.insert(KEY_NEXT_MACHINE, *next_machine_id)?;
+            meta.insert(KEY_NEXT_EVENT, *next_event_seq)?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+}
+
+/// The next machine id and event sequence, as stored.
+pub fn read_counters(db: &Database) -> Result<(u64, u64), CmdbError> {
     use redb::ReadableDatabase;
     let rtx = db.begin_read()?;
     let meta = rtx.open_table(META)?;
     let get = |k| -> Result<u64, CmdbError> { Ok(meta.get(k)?.map(|v| v.value()).unwrap_or(1)) };
     Ok((get(KEY_NEXT_MACHINE)?, get(KEY_NEXT_EVENT)?))
 }
+
+#[cfg(test)]
+mod tests;

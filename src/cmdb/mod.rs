@@ -282,14 +282,35 @@ impl Cmdb {
         sighting: Sighting,
         events: Vec<(EventKind, serde_json::Value)>,
     ) -> Result<(), CmdbError> {
+        self.queue_lease(lease, sighting, events)?.await
+    }
+
+    /// Queues a lease write now, in the caller's order (two changes to one address are applied
+    /// in the order they were decided), and returns what resolves once it has committed. With
+    /// the write queue full it is refused at once: DHCP drops the request and the client retries.
+    pub fn queue_lease(
+        &self,
+        lease: Lease,
+        sighting: Sighting,
+        events: Vec<(EventKind, serde_json::Value)>,
+    ) -> Result<impl std::future::Future<Output = Result<(), CmdbError>> + Send + 'static, CmdbError> {
         let growth = self.inner.growth.clone();
-        self.write(move |ctx| {
+        let (done_tx, done_rx) = oneshot::channel();
+        let job: Job = Box::new(move |ctx| {
             // observe can fail on a bad record; put_lease only on storage errors, which fail the
             // whole batch anyway. In this order a refused ACK never leaves a committed lease.
-            machines::observe(ctx, &sighting, events, &growth)?;
-            machines::put_lease(ctx, &lease)
-        })
-        .await
+            let out =
+                machines::observe(ctx, &sighting, events, &growth).and_then(|()| machines::put_lease(ctx, &lease));
+            Box::new(move |committed: Result<(), CmdbError>| {
+                let _ = done_tx.send(committed.and(out));
+            })
+        });
+        let tx = self.inner.tx.as_ref().expect("sender lives as long as the handle");
+        tx.try_send(job).map_err(|e| match e {
+            tokio::sync::mpsc::error::TrySendError::Full(_) => CmdbError::Storage("the write queue is full".into()),
+            tokio::sync::mpsc::error::TrySendError::Closed(_) => CmdbError::Storage("cmdb writer stopped".into()),
+        })?;
+        Ok(async move { done_rx.await.map_err(|_| CmdbError::Storage("cmdb writer stopped".into()))? })
     }
 
     /// Records an event for whichever machine holds a lease on `ip`; returns whether one did.

@@ -317,9 +317,18 @@ fn request(
             let lease = lease_record(ip, &req, hostname.clone(), expires, LeaseState::Active);
             let detail = json!({"ip": ip, "lease_secs": subnet.lease_secs, "hostname": hostname, "boot_file": boot.map(|b| b.filename)});
             let (svc, socket, sighting) = (svc.clone(), socket.clone(), svc.sighting(&req));
-            // The ACK goes out only once its lease is durable (group-committed with others).
+            // The ACK goes out only once its lease is durable (group-committed with others). The
+            // write is queued here, in packet order; only the wait for it runs on its own.
+            let committed = match svc.cmdb.queue_lease(lease, sighting, vec![(EventKind::DhcpAck, detail)]) {
+                Ok(c) => c,
+                Err(error) => {
+                    svc.metrics.dhcp_drop("store_busy");
+                    warn!(mac = %req.mac, %ip, %error, "lease not queued; ack withheld");
+                    return;
+                }
+            };
             tokio::spawn(async move {
-                match svc.cmdb.commit_lease(lease, sighting, vec![(EventKind::DhcpAck, detail)]).await {
+                match committed.await {
                     Ok(()) => send(&svc, &socket, &req, reply, MessageType::Ack),
                     Err(error) => {
                         svc.metrics.dhcp_drop("commit_failed");
@@ -355,10 +364,18 @@ fn lease_record(ip: Ipv4Addr, req: &Request, hostname: Option<String>, expires_a
 }
 
 fn persist_detached(svc: &DhcpService, lease: Lease, req: &Request, kind: EventKind, detail: serde_json::Value) {
-    let (cmdb, sighting) = (svc.cmdb.clone(), svc.sighting(req));
-    tokio::spawn(async move {
-        if let Err(error) = cmdb.commit_lease(lease, sighting, vec![(kind, detail)]).await {
-            warn!(%error, "lease change not persisted");
+    // Queued now, in packet order, so a RELEASE cannot land before the ACK it follows.
+    match svc.cmdb.queue_lease(lease, svc.sighting(req), vec![(kind, detail)]) {
+        Ok(committed) => {
+            tokio::spawn(async move {
+                if let Err(error) = committed.await {
+                    warn!(%error, "lease change not persisted");
+                }
+            });
         }
-    });
+        Err(error) => {
+            svc.metrics.dhcp_drop("store_busy");
+            warn!(%error, "lease change not queued");
+        }
+    }
 }

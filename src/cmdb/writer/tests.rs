@@ -17,3 +17,33 @@ async fn a_panicking_write_rolls_back_its_batch_and_the_writer_goes_on() {
     assert!(text.contains("rackboot_cmdb_batch_panics_total 1"), "{text}");
     assert!(text.contains("rackboot_cmdb_commit_seconds_count 2"), "both batches are timed:\n{text}");
 }
+
+#[tokio::test]
+async fn lease_changes_to_one_address_land_in_the_order_they_were_queued() {
+    use crate::cmdb::model::SCHEMA_VERSION;
+    use crate::cmdb::{now_secs, Lease, LeaseState};
+    let dir = tempfile::tempdir().unwrap();
+    let db = Cmdb::open(&dir.path().join("c.redb"), 64).unwrap();
+    let lease = |state, n: u64| Lease {
+        v: SCHEMA_VERSION,
+        ip: "198.18.0.100".parse().unwrap(),
+        mac: "52:54:00:00:99:02".parse().unwrap(),
+        hostname: None,
+        client_hostname: None,
+        expires_at: now_secs() + 3600 + n,
+        state,
+        updated_at: now_secs(),
+    };
+    // ACK, RELEASE, ACK, RELEASE ... decided in this order; the waits run in any order.
+    let mut waits = Vec::new();
+    for n in 0..200u64 {
+        let state = if n % 2 == 0 { LeaseState::Active } else { LeaseState::Released };
+        waits.push(tokio::spawn(db.queue_lease(lease(state, n), Sighting::default(), vec![]).unwrap()));
+    }
+    for w in waits.into_iter().rev() {
+        w.await.unwrap().unwrap();
+    }
+    let stored = db.leases().await.unwrap();
+    assert_eq!(stored.len(), 1);
+    assert_eq!((stored[0].state, stored[0].expires_at - now_secs() > 3600 + 190), (LeaseState::Released, true));
+}

@@ -64,6 +64,8 @@ pub struct Metrics {
     pub unclaimed_evicted: Counter,
     /// The CMDB writer's queue depth, commit latency, shed writes and caught panics.
     pub cmdb_writer: crate::cmdb::writer::WriterStats,
+    /// 1 while the CMDB file takes writes, 0 while it is faulted (disk full).
+    pub cmdb_storage_ok: Gauge,
     /// Connections closed at once because a connection cap was reached.
     pub http_connections_refused: Family<ConnRefusedLabel, Counter>,
 }
@@ -123,6 +125,11 @@ impl Metrics {
             "cmdb_writes_shed",
             "Detached writes (sightings, stats, last-use times) shed because the write queue was full",
             w.shed.clone(),
+        );
+        r.register(
+            "cmdb_storage_ok",
+            "1 while the CMDB file takes writes, 0 while they are refused (data disk full or failing)",
+            self.cmdb_storage_ok.clone(),
         );
         r.register("cmdb_batch_panics", "Write batches rolled back because a write panicked", w.panics.clone());
         r.register(

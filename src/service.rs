@@ -62,6 +62,7 @@ impl Core {
         let metrics = Metrics {
             unclaimed_evicted: cmdb.growth().evicted.clone(),
             cmdb_writer: cmdb.writer_stats().clone(),
+            cmdb_storage_ok: cmdb.storage_ok().clone(),
             ..Metrics::default()
         };
         Ok(Core { cfg: Arc::new(cfg), addrs: Arc::new(addrs), cmdb, metrics, hub, engine, sealer, tls })

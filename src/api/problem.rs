@@ -116,6 +116,7 @@ impl From<CmdbError> for ApiError {
             CmdbError::Invalid(_) => StatusCode::BAD_REQUEST,
             CmdbError::Forbidden(_) => StatusCode::FORBIDDEN,
             CmdbError::Storage(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            CmdbError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
         };
         ApiError::new(status, e.to_string())
     }

@@ -12,7 +12,7 @@ pub mod install;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use axum::extract::Request;
+use axum::extract::{Request, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Router};
@@ -131,9 +131,17 @@ pub fn guard(router: Router, cfg: &Config) -> Router {
     router.layer(Extension(Arc::new(check)))
 }
 
-/// `GET /healthz`: 200 `ok` when every needed boot asset is present, else 503 with one line per
-/// missing file and its fix. Without a [`guard`] (a router built by hand) it only says `ok`.
-pub async fn healthz(req: Request) -> Response {
+/// `GET /healthz`: 200 `ok` when the CMDB takes writes and every needed boot asset is present,
+/// else 503 with one line per problem and its fix. Without a [`guard`] (a router built by hand)
+/// boot assets are not checked.
+pub async fn healthz(State(s): State<crate::api::ApiState>, req: Request) -> Response {
+    if let Some(fault) = s.cmdb.storage_fault() {
+        let text = format!(
+            "degraded: changes cannot be stored: {fault}\nfix: free space in the data dir (or fix its disk); writes resume by themselves\n"
+        );
+        return (StatusCode::SERVICE_UNAVAILABLE, [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], text)
+            .into_response();
+    }
     let Some(check) = req.extensions().get::<Arc<Check>>().cloned() else {
         return "ok\n".into_response();
     };

@@ -9,6 +9,7 @@ mod audit;
 pub mod backup;
 mod cascade;
 mod events;
+pub mod health;
 mod index;
 mod jobs;
 mod machines;
@@ -26,7 +27,7 @@ use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 
-use redb::{Database, ReadableDatabase};
+use redb::ReadableDatabase;
 use tokio::sync::oneshot;
 
 pub use agents::{Admission, EnrollOutcome, Enrolled};
@@ -66,6 +67,9 @@ pub enum CmdbError {
     Forbidden(String),
     #[error("storage: {0}")]
     Storage(String),
+    /// The data disk is full or failing: writes are refused until it recovers (503).
+    #[error("storage unavailable: {0}")]
+    Unavailable(String),
 }
 
 /// Handle to the CMDB.
@@ -75,8 +79,9 @@ pub struct Cmdb {
 }
 
 struct Inner {
-    db: Arc<Database>,
-    /// The file `db` lives in (snapshots copy it).
+    /// The open file and its fault (disk full): reopened by the writer when it clears.
+    storage: Arc<health::Storage>,
+    /// The CMDB file (snapshots copy it).
     path: PathBuf,
     index: Arc<RwLock<Index>>,
     tx: Option<tokio::sync::mpsc::Sender<Job>>,
@@ -131,9 +136,10 @@ impl Cmdb {
         let (events, _) = tokio::sync::broadcast::channel(EVENT_BACKLOG);
         let counters = writer::read_counters(&db)?;
         let stats = writer::WriterStats::default();
+        let storage = health::Storage::new(path, db);
         let writer = {
-            let (db, index, events, stats) = (db.clone(), index.clone(), events.clone(), stats.clone());
-            let w = writer::Writer { db, index, changed: changed_tx, events, stats, batch: commit_batch.max(1) };
+            let (storage, index, events, stats) = (storage.clone(), index.clone(), events.clone(), stats.clone());
+            let w = writer::Writer { storage, index, changed: changed_tx, events, stats, batch: commit_batch.max(1) };
             std::thread::Builder::new()
                 .name("cmdb-writer".into())
                 .spawn(move || w.run(rx, counters))
@@ -141,7 +147,7 @@ impl Cmdb {
         };
         Ok(Cmdb {
             inner: Arc::new(Inner {
-                db,
+                storage,
                 path: path.to_path_buf(),
                 index,
                 tx: Some(tx),
@@ -160,6 +166,9 @@ impl Cmdb {
         &self,
         f: impl FnOnce(&mut WriteCtx<'_>) -> Result<T, CmdbError> + Send + 'static,
     ) -> Result<T, CmdbError> {
+        if let Some(refused) = self.inner.storage.refusal() {
+            return Err(refused);
+        }
         let (done_tx, done_rx) = oneshot::channel();
         let job: Job = Box::new(move |ctx| {
             let out = f(ctx);
@@ -169,7 +178,20 @@ impl Cmdb {
             completion
         });
         self.send(job).await?;
-        done_rx.await.map_err(|_| CmdbError::Storage("cmdb writer stopped".into()))?
+        done_rx.await.map_err(|_| self.dropped())?.map_err(|e| self.explained(e))
+    }
+
+    /// Why a queued write was dropped unrun: the storage's fault, or the writer is gone.
+    fn dropped(&self) -> CmdbError {
+        self.inner.storage.refusal().unwrap_or_else(|| CmdbError::Storage("cmdb writer stopped".into()))
+    }
+
+    /// A storage failure as the caller should see it: what it means and where (the data dir).
+    fn explained(&self, e: CmdbError) -> CmdbError {
+        match e {
+            CmdbError::Unavailable(_) => self.inner.storage.refusal().unwrap_or(e),
+            e => e,
+        }
     }
 
     /// Queues a write without waiting for it; failures are logged by the writer. With the
@@ -182,6 +204,10 @@ impl Cmdb {
             }
             Box::new(|_| {})
         });
+        if self.inner.storage.fault().is_some() {
+            self.inner.stats.shed.inc();
+            return;
+        }
         let tx = self.inner.tx.as_ref().expect("sender lives as long as the handle");
         match tx.try_send(job) {
             Ok(()) => {}
@@ -201,6 +227,16 @@ impl Cmdb {
         tx.send(job).await.map_err(|_| CmdbError::Storage("cmdb writer stopped".into()))
     }
 
+    /// Why changes cannot be stored right now (the data disk is full, an I/O error), if so.
+    pub fn storage_fault(&self) -> Option<String> {
+        self.inner.storage.fault()
+    }
+
+    /// 1 while the CMDB file takes writes, 0 while it is faulted.
+    pub fn storage_ok(&self) -> &prometheus_client::metrics::gauge::Gauge {
+        &self.inner.storage.ok
+    }
+
     /// The writer's metrics (registered by [`crate::metrics::Metrics`]).
     pub fn writer_stats(&self) -> &writer::WriterStats {
         &self.inner.stats
@@ -211,7 +247,7 @@ impl Cmdb {
         &self,
         f: impl FnOnce(&redb::ReadTransaction) -> Result<T, CmdbError> + Send + 'static,
     ) -> Result<T, CmdbError> {
-        let db = self.inner.db.clone();
+        let db = self.inner.storage.db()?;
         tokio::task::spawn_blocking(move || f(&db.begin_read()?))
             .await
             .map_err(|e| CmdbError::Storage(format!("read task: {e}")))?
@@ -294,6 +330,9 @@ impl Cmdb {
         sighting: Sighting,
         events: Vec<(EventKind, serde_json::Value)>,
     ) -> Result<impl std::future::Future<Output = Result<(), CmdbError>> + Send + 'static, CmdbError> {
+        if let Some(refused) = self.inner.storage.refusal() {
+            return Err(refused);
+        }
         let growth = self.inner.growth.clone();
         let (done_tx, done_rx) = oneshot::channel();
         let job: Job = Box::new(move |ctx| {
@@ -310,7 +349,8 @@ impl Cmdb {
             tokio::sync::mpsc::error::TrySendError::Full(_) => CmdbError::Storage("the write queue is full".into()),
             tokio::sync::mpsc::error::TrySendError::Closed(_) => CmdbError::Storage("cmdb writer stopped".into()),
         })?;
-        Ok(async move { done_rx.await.map_err(|_| CmdbError::Storage("cmdb writer stopped".into()))? })
+        let this = self.clone();
+        Ok(async move { done_rx.await.map_err(|_| this.dropped())?.map_err(|e| this.explained(e)) })
     }
 
     /// Records an event for whichever machine holds a lease on `ip`; returns whether one did.

@@ -284,7 +284,12 @@ macro_rules! storage_from {
     ($($t:ty),*) => {$(
         impl From<$t> for CmdbError {
             fn from(e: $t) -> Self {
-                CmdbError::Storage(e.to_string())
+                // An I/O failure (disk full) faults the storage until the file is reopened;
+                // anything else is a plain storage error.
+                match redb::Error::from(e) {
+                    e @ (redb::Error::Io(_) | redb::Error::PreviousIo) => CmdbError::Unavailable(e.to_string()),
+                    e => CmdbError::Storage(e.to_string()),
+                }
             }
         }
     )*};

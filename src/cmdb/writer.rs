@@ -103,7 +103,7 @@ impl Default for WriterStats {
 
 /// The writer thread's state.
 pub struct Writer {
-    pub db: Arc<Database>,
+    pub storage: Arc<super::health::Storage>,
     pub index: Arc<RwLock<Index>>,
     /// Bumped after each commit that changed the index, so watchers (DNS) can refresh.
     pub changed: tokio::sync::watch::Sender<u64>,
@@ -118,13 +118,40 @@ impl Writer {
     pub fn run(self, mut rx: tokio::sync::mpsc::Receiver<Job>, counters: (u64, u64)) {
         let (mut next_machine_id, mut next_event_seq) = counters;
         let mut jobs = Vec::with_capacity(self.batch);
-        while let Some(first) = rx.blocking_recv() {
+        loop {
+            // While the storage is faulted, writes are refused before they are queued, so the
+            // writer looks for room on its own rather than wait for a job.
+            let first = if self.storage.fault().is_some() {
+                match rx.try_recv() {
+                    Ok(job) => job,
+                    Err(tokio::sync::mpsc::error::TryRecvError::Empty) => {
+                        self.storage.try_recover();
+                        std::thread::sleep(std::time::Duration::from_millis(200));
+                        continue;
+                    }
+                    Err(tokio::sync::mpsc::error::TryRecvError::Disconnected) => break,
+                }
+            } else {
+                match rx.blocking_recv() {
+                    Some(job) => job,
+                    None => break,
+                }
+            };
             jobs.push(first);
             while jobs.len() < self.batch {
                 match rx.try_recv() {
                     Ok(j) => jobs.push(j),
                     Err(_) => break,
                 }
+            }
+            // While the storage is faulted (disk full), queued jobs are refused without
+            // touching the file, until it has been reopened.
+            if !self.storage.try_recover() {
+                // Dropped unrun: each caller sees its answer channel closed and reports the
+                // storage's refusal.
+                jobs.clear();
+                self.stats.queue_depth.set(rx.len() as i64);
+                continue;
             }
             let started = std::time::Instant::now();
             let (ids_before, seq_before) = (next_machine_id, next_event_seq);
@@ -154,7 +181,9 @@ impl Writer {
                     self.changed.send_modify(|generation| *generation += 1);
                 }
                 Err(error) => {
-                    tracing::error!(%error, jobs = completions.len(), "cmdb batch commit failed");
+                    if !self.storage.failed(error) {
+                        tracing::error!(%error, jobs = completions.len(), "cmdb batch commit failed");
+                    }
                     jobs.clear();
                     (next_machine_id, next_event_seq) = (ids_before, seq_before);
                 }
@@ -187,7 +216,7 @@ impl Writer {
         published: &mut Vec<Event>,
     ) -> Result<(), CmdbError> {
         let (ids_before, seq_before) = (*next_machine_id, *next_event_seq);
-        let tx = self.db.begin_write()?;
+        let tx = self.storage.db()?.begin_write()?;
         {
             let snapshot = self.index.read().expect("index lock poisoned");
             let mut ctx =

@@ -142,7 +142,7 @@ async fn an_enrollment_that_fails_writes_nothing() {
     let (_, h1) = Hub::new_secret().unwrap();
     let first = enrolled(db.enroll_agent(req(&[MAC]), h1, booted(&db, MAC, true).await, None).await.unwrap());
     {
-        let tx = db.inner.db.begin_write().unwrap();
+        let tx = db.inner.storage.db().unwrap().begin_write().unwrap();
         tx.open_table(AGENTS).unwrap().insert(first.machine_id, b"not json".as_slice()).unwrap();
         tx.commit().unwrap();
     }

@@ -80,7 +80,7 @@ async fn deleting_a_machine_leaves_no_orphan_rows() {
 
     db.delete_machine(gone).await.unwrap();
 
-    let rtx = db.inner.db.begin_read().unwrap();
+    let rtx = db.inner.storage.db().unwrap().begin_read().unwrap();
     let pairs = |def: redb::TableDefinition<(u64, u64), ()>| -> Vec<(u64, u64)> {
         rtx.open_table(def).unwrap().iter().unwrap().map(|r| r.unwrap().0.value()).collect()
     };

@@ -15,6 +15,7 @@ mod machines;
 pub mod page;
 mod problem;
 pub mod profiles;
+mod racks;
 mod tasks;
 mod users;
 
@@ -62,6 +63,7 @@ fn protected_routes() -> OpenApiRouter<ApiState> {
         .merge(profiles::routes())
         .merge(jobs::routes())
         .merge(tasks::routes())
+        .merge(racks::routes())
         .merge(auth::routes())
         .merge(users::routes())
         .merge(audit::routes())

@@ -15,6 +15,7 @@ pub mod model;
 mod nonces;
 mod profiles;
 mod provision;
+mod racks;
 mod store;
 mod unclaimed;
 mod users;
@@ -85,6 +86,10 @@ struct Inner {
     seen: std::sync::Mutex<whereabouts::Seen>,
     /// The cap on unclaimed machines and its evictions.
     growth: Arc<Growth>,
+    /// The racks as committed (see `racks`).
+    racks: racks::RackCache,
+    /// The provisioning networks rack address plans must lie in.
+    networks: RwLock<Vec<ipnet::Ipv4Net>>,
 }
 
 use index::Index;
@@ -121,6 +126,7 @@ impl Cmdb {
                 .map(|l| index::Delta::Lease(l.ip, Some(index::LeaseBrief::from(l)))),
         );
         index.write().expect("fresh lock").apply(start);
+        let rack_cache = racks::load(&db)?;
         let (tx, rx) = mpsc::channel();
         let (changed_tx, changed) = tokio::sync::watch::channel(0);
         let (events, _) = tokio::sync::broadcast::channel(EVENT_BACKLOG);
@@ -141,6 +147,8 @@ impl Cmdb {
                 writer: Some(writer),
                 seen: Default::default(),
                 growth: Arc::default(),
+                racks: rack_cache,
+                networks: RwLock::default(),
             }),
         })
     }
@@ -256,11 +264,12 @@ impl Cmdb {
         sighting: Sighting,
         events: Vec<(EventKind, serde_json::Value)>,
     ) -> Result<(), CmdbError> {
-        let growth = self.inner.growth.clone();
+        let (growth, cache) = (self.inner.growth.clone(), self.inner.racks.clone());
         self.write(move |ctx| {
             // observe can fail on a bad record; put_lease only on storage errors, which fail the
             // whole batch anyway. In this order a refused ACK never leaves a committed lease.
             machines::observe(ctx, &sighting, events, &growth)?;
+            racks::place_sighted(ctx, &cache, &sighting)?;
             machines::put_lease(ctx, &lease)
         })
         .await
@@ -277,8 +286,11 @@ impl Cmdb {
 
     /// Records a sighting and timeline events without waiting (the OFFER path).
     pub fn record(&self, sighting: Sighting, events: Vec<(EventKind, serde_json::Value)>) {
-        let growth = self.inner.growth.clone();
-        self.write_detached(move |ctx| machines::observe(ctx, &sighting, events, &growth));
+        let (growth, cache) = (self.inner.growth.clone(), self.inner.racks.clone());
+        self.write_detached(move |ctx| {
+            machines::observe(ctx, &sighting, events, &growth)?;
+            racks::place_sighted(ctx, &cache, &sighting)
+        });
     }
 }
 

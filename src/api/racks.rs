@@ -17,7 +17,10 @@ use crate::racks::flags::RackView;
 use crate::racks::{self, Catalog, Rack, RackSpec, MAX_SLOTS};
 
 pub fn routes() -> OpenApiRouter<ApiState> {
-    OpenApiRouter::new().routes(routes!(list, create)).routes(routes!(show, replace, remove)).routes(routes!(import_csv))
+    OpenApiRouter::new()
+        .routes(routes!(list, create))
+        .routes(routes!(show, replace, remove))
+        .routes(routes!(import_csv))
 }
 
 /// Every rack.
@@ -135,7 +138,9 @@ async fn import_csv(
     let Json(RackCsv { csv }) = body?;
     let rows = racks::csv::parse(&csv, MAX_SLOTS as usize).map_err(|e| ApiError::field("csv", e))?;
     let networks = s.cmdb.provisioning_networks();
-    if let Some(ip) = rows.iter().filter_map(|r| r.ip).find(|ip| !networks.is_empty() && !networks.iter().any(|n| n.contains(ip))) {
+    if let Some(ip) =
+        rows.iter().filter_map(|r| r.ip).find(|ip| !networks.is_empty() && !networks.iter().any(|n| n.contains(ip)))
+    {
         return Err(ApiError::field("csv", format!("{ip} is outside the provisioning networks")));
     }
     s.cmdb.set_rack_machines(name.clone(), rows).await?;

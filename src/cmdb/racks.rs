@@ -175,11 +175,16 @@ impl Cmdb {
     /// Replaces a rack's CSV machine list (checked against the rack and the other racks).
     pub async fn set_rack_machines(&self, name: String, rows: Vec<CsvMachine>) -> Result<Rack, CmdbError> {
         self.write_racks(move |racks| {
-            let i = racks.iter().position(|r| r.name == name).ok_or_else(|| CmdbError::NotFound(format!("rack {name}")))?;
+            let i =
+                racks.iter().position(|r| r.name == name).ok_or_else(|| CmdbError::NotFound(format!("rack {name}")))?;
             let mut rack = racks[i].clone();
             rack.machines = rows;
             rack.updated_at = now_secs();
-            if let Some(m) = rack.machines.iter().find(|m| m.ip.is_none() && rack.address_plan.is_some() && rack.address(m.slot).is_none()) {
+            if let Some(m) = rack
+                .machines
+                .iter()
+                .find(|m| m.ip.is_none() && rack.address_plan.is_some() && rack.address(m.slot).is_none())
+            {
                 return Err(CmdbError::Invalid(format!("address_plan has too few addresses for U{}", m.slot)));
             }
             check_against(&rack, racks).map_err(CmdbError::Conflict)?;
@@ -192,7 +197,8 @@ impl Cmdb {
     /// Deletes a rack; its machines leave it (they keep their names and reservations).
     pub async fn delete_rack(&self, name: String) -> Result<(), CmdbError> {
         self.write_racks(move |racks| {
-            let i = racks.iter().position(|r| r.name == name).ok_or_else(|| CmdbError::NotFound(format!("rack {name}")))?;
+            let i =
+                racks.iter().position(|r| r.name == name).ok_or_else(|| CmdbError::NotFound(format!("rack {name}")))?;
             racks.remove(i);
             Ok(())
         })
@@ -317,11 +323,7 @@ impl Cmdb {
 
 /// Places the machine a DHCP packet came from, when the packet carried option 82 or a rack
 /// lists machines by MAC (the DHCP path: no work at all without racks).
-pub(super) fn place_sighted(
-    ctx: &mut WriteCtx<'_>,
-    cache: &RackCache,
-    s: &super::Sighting,
-) -> Result<(), CmdbError> {
+pub(super) fn place_sighted(ctx: &mut WriteCtx<'_>, cache: &RackCache, s: &super::Sighting) -> Result<(), CmdbError> {
     let racks = cached(cache);
     let Some(mac) = s.mac else { return Ok(()) };
     if racks.is_empty() || (s.circuit_id.is_none() && racks.iter().all(|r| r.machines.is_empty())) {

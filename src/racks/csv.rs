@@ -60,9 +60,10 @@ pub fn parse(text: &str, max_rows: usize) -> Result<Vec<CsvMachine>, String> {
         };
         let (mac, serial) = match key.parse::<Mac>() {
             Ok(m) => (Some(m), None),
-            Err(_) if !key.is_empty()
-                && key.len() <= MAX_SERIAL
-                && key.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_./".contains(&b)) =>
+            Err(_)
+                if !key.is_empty()
+                    && key.len() <= MAX_SERIAL
+                    && key.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_./".contains(&b)) =>
             {
                 (None, Some(key.to_string()))
             }

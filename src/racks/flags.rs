@@ -60,9 +60,9 @@ impl Flag {
 /// LLDP or option 82 claim).
 pub fn concerns(rack: &str, m: &Machine) -> bool {
     m.rack.as_deref() == Some(rack)
-        || m.placement.as_ref().is_some_and(|p| {
-            [&p.option82, &p.lldp, &p.csv].into_iter().flatten().any(|c| c.rack == rack)
-        })
+        || m.placement
+            .as_ref()
+            .is_some_and(|p| [&p.option82, &p.lldp, &p.csv].into_iter().flatten().any(|c| c.rack == rack))
 }
 
 /// The flags of `rack` given the machines that concern it, at `now` (Unix seconds).

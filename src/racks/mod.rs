@@ -374,7 +374,9 @@ pub fn check_against(rack: &Rack, others: &[Rack]) -> Result<(), String> {
         if let Some(ip) = ips.clone().find(|ip| o.address_plan.is_some_and(|p| p.contains(*ip))) {
             return Err(format!("{ip} is in rack {}'s address plan", o.name));
         }
-        if let Some(ip) = o.machines.iter().filter_map(|m| m.ip).find(|ip| rack.address_plan.is_some_and(|p| p.contains(*ip))) {
+        if let Some(ip) =
+            o.machines.iter().filter_map(|m| m.ip).find(|ip| rack.address_plan.is_some_and(|p| p.contains(*ip)))
+        {
             return Err(format!("address_plan holds {ip}, which rack {} lists", o.name));
         }
         let same = |a: &Option<String>, b: &Option<String>| a.is_some() && place::same_id(a.as_deref(), b.as_deref());
@@ -390,7 +392,10 @@ pub fn check_against(rack: &Rack, others: &[Rack]) -> Result<(), String> {
             }
         }
         for m in &rack.machines {
-            if o.machines.iter().any(|x| (x.mac.is_some() && x.mac == m.mac) || (x.serial.is_some() && x.serial == m.serial)) {
+            if o.machines
+                .iter()
+                .any(|x| (x.mac.is_some() && x.mac == m.mac) || (x.serial.is_some() && x.serial == m.serial))
+            {
                 return Err(format!("rack {} lists the same machine (slot U{})", o.name, m.slot));
             }
         }

@@ -63,14 +63,17 @@ impl Found {
         if let Some((c, _)) = &self.csv {
             return Some((c.clone(), Evidence::Csv));
         }
-        (self.option82.clone().map(|c| (c, Evidence::Option82))).or_else(|| self.lldp.clone().map(|c| (c, Evidence::Lldp)))
+        (self.option82.clone().map(|c| (c, Evidence::Option82)))
+            .or_else(|| self.lldp.clone().map(|c| (c, Evidence::Lldp)))
     }
 
     /// Whether it says what the stored placement says (nothing to do then).
     pub fn same_as(&self, p: Option<&Placement>) -> bool {
         match p {
             None => self.chosen().is_none(),
-            Some(p) => p.option82 == self.option82 && p.lldp == self.lldp && p.csv == self.csv.as_ref().map(|c| c.0.clone()),
+            Some(p) => {
+                p.option82 == self.option82 && p.lldp == self.lldp && p.csv == self.csv.as_ref().map(|c| c.0.clone())
+            }
         }
     }
 }
@@ -87,10 +90,11 @@ pub fn find(racks: &[Rack], m: &Machine) -> Found {
 
 /// The text of a relay id the DHCP server stored as hex, when it is printable.
 pub fn decode_hex_text(hex: &str) -> Option<String> {
-    if hex.len() % 2 != 0 || hex.len() > 512 {
+    if !hex.len().is_multiple_of(2) || hex.len() > 512 {
         return None;
     }
-    let bytes: Option<Vec<u8>> = (0..hex.len()).step_by(2).map(|i| u8::from_str_radix(&hex[i..i + 2], 16).ok()).collect();
+    let bytes: Option<Vec<u8>> =
+        (0..hex.len()).step_by(2).map(|i| u8::from_str_radix(&hex[i..i + 2], 16).ok()).collect();
     let text = String::from_utf8(bytes?).ok()?;
     let text = text.trim_matches(char::from(0)).trim();
     (!text.is_empty() && !text.chars().any(char::is_control)).then(|| text.to_string())
@@ -117,7 +121,9 @@ fn remote_matches(rack: &Rack, remote_hex: &str) -> bool {
 fn circuit_words(circuit_hex: &str) -> Vec<String> {
     let Some(text) = decode_hex_text(circuit_hex) else { return vec![circuit_hex.to_string()] };
     let mut words = vec![text.clone()];
-    words.extend(text.split(|c: char| c.is_whitespace() || ",;|:@".contains(c)).filter(|w| !w.is_empty()).map(String::from));
+    words.extend(
+        text.split(|c: char| c.is_whitespace() || ",;|:@".contains(c)).filter(|w| !w.is_empty()).map(String::from),
+    );
     words
 }
 
@@ -135,14 +141,17 @@ pub fn by_option82(racks: &[Rack], circuit_hex: Option<&str>, remote_hex: Option
 pub fn by_lldp(racks: &[Rack], neighbours: &[LldpNeighbor]) -> Option<Claim> {
     neighbours.iter().find_map(|n| {
         racks.iter().find_map(|r| {
-            let by_name = r.switch.lldp_chassis_name.as_deref().is_some_and(|want| {
-                n.system_name.as_deref().is_some_and(|s| s.eq_ignore_ascii_case(want))
-            });
+            let by_name = r
+                .switch
+                .lldp_chassis_name
+                .as_deref()
+                .is_some_and(|want| n.system_name.as_deref().is_some_and(|s| s.eq_ignore_ascii_case(want)));
             if !by_name && !same_id(r.switch.lldp_chassis_id.as_deref(), Some(&n.chassis_id)) {
                 return None;
             }
             let port_is = |p: &str| {
-                n.port_id.eq_ignore_ascii_case(p) || n.port_description.as_deref().is_some_and(|d| d.eq_ignore_ascii_case(p))
+                n.port_id.eq_ignore_ascii_case(p)
+                    || n.port_description.as_deref().is_some_and(|d| d.eq_ignore_ascii_case(p))
             };
             let p = r.ports.iter().find(|p| port_is(&p.port))?;
             Some(Claim { rack: r.name.clone(), slot: p.slot, port: Some(p.port.clone()) })

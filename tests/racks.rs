@@ -250,3 +250,58 @@ async fn auto_provision_queues_a_placed_machine_once_it_is_inventoried() {
     let tasks = lab.api.ok(Method::GET, "/tasks", None).await.unwrap()["tasks"].clone();
     assert_eq!(tasks.as_array().unwrap().len(), 1, "{tasks}");
 }
+
+// Multi-threaded: the CLI runs as a blocking child process while the server answers it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cli_racks_create_show_import_delete() {
+    let lab = Lab::start("").await;
+    let (api, dir) = (lab.https_url(), lab.dir.path().to_path_buf());
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_rackboot"))
+            .arg("racks")
+            .args(args)
+            .arg("--api")
+            .arg(&api)
+            .arg("--ca")
+            .arg(dir.join("tls/ca.pem"))
+            .arg("--token-file")
+            .arg(dir.join("admin.token"))
+            .env_remove("RACKBOOT_TOKEN")
+            .output()
+            .unwrap();
+        (out.status.success(), String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr))
+    };
+    let (ok, out) = run(&[
+        "create",
+        "r7",
+        "--remote-id",
+        "leaf-r7",
+        "--ports",
+        "Ethernet1-2 -> U1-U2",
+        "--address-plan",
+        "127.0.12.1-127.0.12.4",
+        "--location",
+        "row 7",
+        "--silent-after-minutes",
+        "0",
+    ]);
+    assert!(ok && out.contains("created rack r7") && out.contains("U2    Ethernet2"), "{out}");
+    let (ok, out) = run(&["create", "r8", "--remote-id", "leaf-r8", "--ports", "Ethernet1-2 -> U1-U3"]);
+    assert!(!ok && out.contains("400") && out.contains("same length"), "{out}");
+    let csv = dir.join("r7.csv");
+    std::fs::write(&csv, format!("{},web1,,U3\n", mac_text(mac(30)))).unwrap();
+    let (ok, out) = run(&["import-csv", "r7", csv.to_str().unwrap()]);
+    assert!(ok && out.contains("imported 1 machine(s)"), "{out}");
+    assert!(lab.exchange(&msg(MessageType::Discover, mac(30), 500)).await.is_some());
+    placed(&lab, mac(30), 3).await;
+    let (ok, j) = run(&["show", "r7", "--json"]);
+    assert!(ok && j.contains("\"slot_silent\""), "{j}");
+    let (ok, out) = run(&["show", "r7"]);
+    assert!(ok && out.contains("web1") && out.contains("127.0.12.3") && out.contains("FLAG slot_silent"), "{out}");
+    let (ok, out) = run(&["list"]);
+    assert!(ok && out.contains("r7") && out.contains("leaf-r7") && out.contains("row 7"), "{out}");
+    let (ok, out) = run(&["delete", "r7"]);
+    assert!(ok, "{out}");
+    let (ok, out) = run(&["show", "r7"]);
+    assert!(!ok && out.contains("404"), "{out}");
+}

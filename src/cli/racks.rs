@@ -5,6 +5,8 @@ use std::io::Read;
 
 use super::*;
 
+// Parsed once per process: the size of the `create` variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand)]
 pub(super) enum RacksCmd {
     /// List racks.

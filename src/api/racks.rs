@@ -63,7 +63,7 @@ fn name_in_path(name: &str) -> Result<(), ApiError> {
 #[utoipa::path(get, path = "/racks", tag = "racks",
     responses((status = 200, description = "Every rack", body = RackList)))]
 async fn list(State(s): State<ApiState>) -> Result<Json<RackList>, ApiError> {
-    Ok(Json(RackList { racks: s.cmdb.racks().await? }))
+    Ok(Json(RackList { racks: s.cmdb.racks().await?.into_iter().map(Rack::shown).collect() }))
 }
 
 /// Creates a rack. Machines already seen are placed at once; others as they boot.

@@ -193,5 +193,5 @@ pub fn elevation(rack: Rack, placed: Vec<(u32, MachineSummary)>, flags: Vec<Flag
             },
         })
         .collect();
-    RackView { rack, slots, flags }
+    RackView { rack: rack.shown(), slots, flags }
 }

@@ -200,12 +200,12 @@ impl Cmdb {
             m.updated_at = now_secs();
             ctx.put(&m)?;
             push_event(ctx, machine_id, EventKind::AgentInventory, summary)?;
-            super::racks::place_machine(ctx, &super::racks::cached(&cache), machine_id)?;
-            Ok(ctx.get::<Machine>(machine_id)?.rack)
+            super::racks::place_machine(ctx, &super::racks::cached(&cache), machine_id)
         })
         .await?;
         if let Some(rack) = rack {
-            // Records the events of flags this placement raised (mis-cabling, a shared slot).
+            // The placement changed: records the events of flags it raised (mis-cabling, a
+            // shared slot).
             self.rack_view(rack).await?;
         }
         Ok(())

@@ -141,6 +141,22 @@ async fn machines_are_placed_by_where_they_are_cabled_and_mis_cabling_is_flagged
     assert_eq!(u2["machines"][0]["state"], "ready");
     assert_eq!(u2["ports"], json!(["Ethernet2"]));
 
+    // Racks are not renamed; a new pattern renames its machines where they stand.
+    let mut spec = rack_spec();
+    spec["name"] = json!("r9");
+    let (s, p) = lab.api.call(Method::PUT, "/racks/r1", Some(spec)).await.unwrap();
+    assert_eq!((s, p["field"].as_str()), (400, Some("name")), "{p}");
+    let mut spec = rack_spec();
+    spec["hostname_pattern"] = json!("node-{rack}-{slot}");
+    let (s, p) = lab.api.call(Method::PUT, "/racks/r1", Some(spec)).await.unwrap();
+    assert_eq!(s, 200, "{p}");
+    assert_eq!(machine(&lab, mac(2)).await["hostname"], "node-r1-2");
+    let mut spec = rack_spec();
+    spec["ports"] = json!(["Ethernet1-4 -> U1-U4"]);
+    let (s, _) = lab.api.call(Method::PUT, "/racks/r1", Some(spec)).await.unwrap();
+    assert_eq!(s, 200);
+    assert_eq!(machine(&lab, mac(2)).await["hostname"], "r1-u02");
+
     // The timelines, each flag recorded once even when the rack is looked at again.
     lab.api.ok(Method::GET, "/racks/r1", None).await.unwrap();
     let ka = kinds(&lab, &a["id"]).await;

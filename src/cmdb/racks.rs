@@ -46,12 +46,20 @@ pub(super) fn place_machine(ctx: &mut WriteCtx<'_>, racks: &[Rack], id: u64) -> 
         return Ok(None);
     }
     let Some(m) = ctx.find::<Machine>(id)? else { return Ok(None) };
-    apply(ctx, racks, m)
+    apply(ctx, racks, m, &[])
 }
 
-fn apply(ctx: &mut WriteCtx<'_>, racks: &[Rack], mut m: Machine) -> Result<Option<String>, CmdbError> {
+/// Applies what the evidence says to `m`. A machine in one of the `renamed` racks (whose
+/// pattern, plan or CSV changed) is named and addressed again even where it stays.
+fn apply(
+    ctx: &mut WriteCtx<'_>,
+    racks: &[Rack],
+    mut m: Machine,
+    renamed: &[&str],
+) -> Result<Option<String>, CmdbError> {
     let found = place::find(racks, &m);
-    if found.same_as(m.placement.as_ref()) {
+    let rename = m.rack.as_deref().is_some_and(|r| renamed.contains(&r));
+    if found.same_as(m.placement.as_ref()) && !rename {
         return Ok(None);
     }
     let now = now_secs();
@@ -64,7 +72,7 @@ fn apply(ctx: &mut WriteCtx<'_>, racks: &[Rack], mut m: Machine) -> Result<Optio
         put_machine(ctx, &m)?;
         return Ok(None);
     };
-    let moved = m.rack.as_deref() != Some(claim.rack.as_str()) || m.slot != Some(claim.slot);
+    let moved = rename || m.rack.as_deref() != Some(claim.rack.as_str()) || m.slot != Some(claim.slot);
     let rack = racks.iter().find(|r| r.name == claim.rack).expect("a claim names a known rack");
     m.placement = Some(Placement {
         by,
@@ -107,11 +115,18 @@ fn apply(ctx: &mut WriteCtx<'_>, racks: &[Rack], mut m: Machine) -> Result<Optio
     Ok(Some(claim.rack))
 }
 
-/// Places every machine again against `racks` (after a rack changed).
-fn place_all(ctx: &mut WriteCtx<'_>, racks: &[Rack]) -> Result<(), CmdbError> {
+/// Places every machine again against `racks` (after the rack list changed from `before`):
+/// machines of a rack whose naming (pattern, plan, CSV) changed get their names again.
+fn place_all(ctx: &mut WriteCtx<'_>, before: &[Rack], racks: &[Rack]) -> Result<(), CmdbError> {
+    let naming = |r: &Rack| (r.hostname_pattern.clone(), r.address_plan, r.machines.clone());
+    let renamed: Vec<&str> = racks
+        .iter()
+        .filter(|r| before.iter().any(|b| b.name == r.name && naming(b) != naming(r)))
+        .map(|r| r.name.as_str())
+        .collect();
     let all: Vec<Machine> = scan(&ctx.t.machines)?;
     for m in all {
-        apply(ctx, racks, m)?;
+        apply(ctx, racks, m, &renamed)?;
     }
     Ok(())
 }
@@ -225,7 +240,7 @@ impl Cmdb {
                     t.insert(r.name.as_str(), encode(r).as_slice())?;
                 }
                 drop(t);
-                place_all(ctx, &racks)?;
+                place_all(ctx, &before, &racks)?;
                 *cache.write().expect("rack cache lock") = Arc::new(racks);
                 Ok(out)
             })

@@ -195,3 +195,70 @@ pub fn elevation(rack: Rack, placed: Vec<(u32, MachineSummary)>, flags: Vec<Flag
         .collect();
     RackView { rack: rack.shown(), slots, flags }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::racks::place::Claim;
+    use crate::racks::{validate, Catalog, RackSpec};
+
+    fn rack() -> Rack {
+        let spec: RackSpec = serde_json::from_value(serde_json::json!({
+            "name": "r1", "switch": {"remote_id": "leaf"}, "ports": ["Ethernet1-3 -> U1-U3"], "silent_after_minutes": 10
+        }))
+        .unwrap();
+        validate(spec, &Catalog::default(), 1000).unwrap()
+    }
+
+    fn claim(slot: u32) -> Option<Claim> {
+        Some(Claim { rack: "r1".into(), slot, port: Some(format!("Ethernet{slot}")) })
+    }
+
+    fn placed(id: u64, slot: u32, lldp: Option<u32>) -> Machine {
+        let mut m = Machine::new(id, vec![crate::mac::Mac::from_u64(id)], 0);
+        (m.rack, m.slot) = (Some("r1".into()), Some(slot));
+        m.placement = Some(Placement {
+            by: Evidence::Option82,
+            option82: claim(slot),
+            lldp: lldp.and_then(claim),
+            csv: None,
+            placed_at: 0,
+            provision_task: None,
+        });
+        m
+    }
+
+    #[test]
+    fn each_kind_of_flag_and_only_when_it_holds() {
+        let r = rack();
+        let fine = [placed(1, 1, Some(1)), placed(2, 2, None)];
+        assert_eq!(compute(&r, &fine, 1000 + 599), vec![], "U3 is not silent before 10 minutes");
+        let silent = compute(&r, &fine, 1000 + 600);
+        assert_eq!((silent.len(), silent[0].kind, silent[0].slot), (1, FlagKind::SlotSilent, Some(3)));
+
+        let mut failed = placed(3, 3, Some(2));
+        failed.state = MachineState::Failed;
+        let bad = [placed(1, 1, None), placed(2, 1, None), failed];
+        let kinds: Vec<(FlagKind, Option<u32>, Vec<u64>)> =
+            compute(&r, &bad, 0).into_iter().map(|f| (f.kind, f.slot, f.machines)).collect();
+        assert_eq!(
+            kinds,
+            vec![
+                (FlagKind::Miscabled, Some(3), vec![3]),
+                (FlagKind::SlotConflict, Some(1), vec![1, 2]),
+                (FlagKind::MachineFailed, Some(3), vec![3]),
+            ]
+        );
+        let keys: std::collections::HashSet<String> = compute(&r, &bad, 0).iter().map(Flag::key).collect();
+        assert_eq!(keys.len(), 3, "each flag has its own key");
+    }
+
+    #[test]
+    fn the_elevation_is_top_first_with_ports_and_empty_slots() {
+        let m = placed(1, 2, None);
+        let v = elevation(rack(), vec![(2, MachineSummary::of(&m, None))], vec![]);
+        let slots: Vec<(u32, usize, bool)> = v.slots.iter().map(|s| (s.slot, s.machines.len(), s.expected)).collect();
+        assert_eq!(slots, vec![(3, 0, true), (2, 1, true), (1, 0, true)]);
+        assert_eq!(v.slots[1].ports, vec!["Ethernet2".to_string()]);
+    }
+}

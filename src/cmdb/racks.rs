@@ -263,8 +263,15 @@ impl Cmdb {
                     None => return Err(CmdbError::NotFound(format!("rack {name}"))),
                 };
                 let mut members = Vec::new();
+                // Only records that name the rack are decoded (the name is a DNS label: no
+                // escaping), so a view stays cheap among thousands of machines.
+                let needle = format!("\"rack\":\"{}\"", rack.name).into_bytes();
                 for row in rtx.open_table(MACHINES)?.iter()? {
-                    let m: Machine = decode(row?.1.value())?;
+                    let row = row?;
+                    if !row.1.value().windows(needle.len()).any(|w| w == needle.as_slice()) {
+                        continue;
+                    }
+                    let m: Machine = decode(row.1.value())?;
                     if flags::concerns(&rack.name, &m) {
                         members.push(m);
                     }

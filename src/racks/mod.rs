@@ -148,7 +148,9 @@ pub struct Rack {
     pub os_profile: Option<String>,
     pub auto_provision: bool,
     pub silent_after_minutes: u32,
+    /// The machines its CSV lists (by MAC or serial, with their slots).
     pub machines: Vec<CsvMachine>,
+    /// Unix seconds.
     pub created_at: u64,
     pub updated_at: u64,
     /// Keys of the flags whose event has been recorded (so each is recorded once while it lasts).

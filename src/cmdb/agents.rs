@@ -206,7 +206,9 @@ impl Cmdb {
         if let Some(rack) = rack {
             // The placement changed: records the events of flags it raised (mis-cabling, a
             // shared slot).
-            self.rack_view(rack).await?;
+            if let Err(error) = self.rack_view(rack).await {
+                tracing::warn!(machine = machine_id, %error, "rack flags not checked");
+            }
         }
         Ok(())
     }

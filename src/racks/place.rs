@@ -127,14 +127,23 @@ fn circuit_words(circuit_hex: &str) -> Vec<String> {
     words
 }
 
-/// Where option 82 puts the machine.
+/// Where option 82 puts the machine. A relay that sends no remote id (`dhcrelay -a` sends
+/// only the circuit id) can place it only in a rack that expects none, and only when exactly
+/// one such rack maps the port.
 pub fn by_option82(racks: &[Rack], circuit_hex: Option<&str>, remote_hex: Option<&str>) -> Option<Claim> {
-    let (circuit, remote) = (circuit_hex?, remote_hex?);
-    let words = circuit_words(circuit);
-    racks.iter().filter(|r| remote_matches(r, remote)).find_map(|r| {
+    let words = circuit_words(circuit_hex?);
+    let claim = |r: &Rack| {
         let p = r.ports.iter().find(|p| words.iter().any(|w| w.eq_ignore_ascii_case(&p.port)))?;
         Some(Claim { rack: r.name.clone(), slot: p.slot, port: Some(p.port.clone()) })
-    })
+    };
+    match remote_hex {
+        Some(remote) => racks.iter().filter(|r| remote_matches(r, remote)).find_map(claim),
+        None => {
+            let mut found = racks.iter().filter(|r| r.switch.remote_id.is_none()).filter_map(claim);
+            let first = found.next();
+            first.filter(|_| found.next().is_none())
+        }
+    }
 }
 
 /// Where the LLDP neighbours the agent heard put the machine (the first that matches a rack).
@@ -204,7 +213,17 @@ mod tests {
         assert_eq!((c.rack.as_str(), c.slot), ("r2", 12));
         assert_eq!(by_option82(&racks, Some(&hex("Ethernet7")), Some(&hex("leaf-r9"))), None, "another switch");
         assert_eq!(by_option82(&racks, Some(&hex("Ethernet70")), Some(&hex("leaf-r1"))), None, "unmapped port");
-        assert_eq!(by_option82(&racks, Some(&hex("Ethernet1")), None), None, "no remote id");
+        assert_eq!(by_option82(&racks, Some(&hex("Ethernet1")), None), None, "no remote id, and r1 expects one");
+        let lldp_only = |name: &str| {
+            let mut r = rack(name, "x", "leaf");
+            r.switch.remote_id = None;
+            r
+        };
+        let one = [racks[0].clone(), lldp_only("r3")];
+        let c = by_option82(&one, Some(&hex("Ethernet5")), None).unwrap();
+        assert_eq!((c.rack.as_str(), c.slot), ("r3", 5), "the one rack without a remote id that maps the port");
+        let two = [lldp_only("r3"), lldp_only("r4")];
+        assert_eq!(by_option82(&two, Some(&hex("Ethernet5")), None), None, "ambiguous: two racks map Ethernet5");
     }
 
     #[test]

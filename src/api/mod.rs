@@ -15,7 +15,7 @@ mod machines;
 pub mod page;
 mod problem;
 pub mod profiles;
-mod racks;
+pub mod racks;
 mod tasks;
 mod users;
 

@@ -40,7 +40,7 @@ pub struct RackCsv {
 }
 
 /// What the config and the CMDB know that a rack's names must match.
-async fn catalog(s: &ApiState, spec: &RackSpec) -> Result<Catalog, ApiError> {
+pub async fn catalog(s: &ApiState, spec: &RackSpec) -> Result<Catalog, ApiError> {
     let profiles = super::profiles::all_profiles(s).await?;
     let plain = |n: &str| !n.starts_with('.') && n.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c));
     let images = match (&s.engine, spec.os_profile.as_deref()) {
@@ -75,10 +75,34 @@ async fn create(
     body: Result<Json<RackSpec>, JsonRejection>,
 ) -> Result<(StatusCode, Json<RackView>), ApiError> {
     let Json(spec) = body?;
-    let cat = catalog(&s, &spec).await?;
+    Ok((StatusCode::CREATED, Json(create_rack(&s, spec).await?)))
+}
+
+/// Checks and stores a new rack (or, `replace`, the rack of its name); its elevation. The web
+/// form calls this too.
+pub async fn store_rack(s: &ApiState, spec: RackSpec, replace: bool) -> Result<RackView, ApiError> {
+    let cat = catalog(s, &spec).await?;
     let rack = racks::validate(spec, &cat, now_secs()).map_err(ApiError::bad)?;
-    let rack = s.cmdb.put_rack(rack, false).await?;
-    Ok((StatusCode::CREATED, Json(s.cmdb.rack_view(rack.name).await?)))
+    let rack = s.cmdb.put_rack(rack, replace).await?;
+    Ok(s.cmdb.rack_view(rack.name).await?)
+}
+
+/// Creates a rack: see [`store_rack`].
+pub async fn create_rack(s: &ApiState, spec: RackSpec) -> Result<RackView, ApiError> {
+    store_rack(s, spec, false).await
+}
+
+/// Replaces the rack's machine list from CSV text; its elevation. The web form calls this too.
+pub async fn import_machines(s: &ApiState, name: String, csv: &str) -> Result<RackView, ApiError> {
+    name_in_path(&name)?;
+    let rows = racks::csv::parse(csv, MAX_SLOTS as usize).map_err(|e| ApiError::field("csv", e))?;
+    let networks = s.cmdb.provisioning_networks();
+    let outside = |ip: &std::net::Ipv4Addr| !networks.is_empty() && !networks.iter().any(|n| n.contains(ip));
+    if let Some(ip) = rows.iter().filter_map(|r| r.ip).find(outside) {
+        return Err(ApiError::field("csv", format!("{ip} is outside the provisioning networks")));
+    }
+    s.cmdb.set_rack_machines(name.clone(), rows).await?;
+    Ok(s.cmdb.rack_view(name).await?)
 }
 
 /// A rack with its elevation (slot -> machines, top first) and its flags: mis-cabling, a slot
@@ -107,10 +131,7 @@ async fn replace(
     if spec.name != name {
         return Err(ApiError::field("name", "the body's name must be the rack's (racks are not renamed)"));
     }
-    let cat = catalog(&s, &spec).await?;
-    let rack = racks::validate(spec, &cat, now_secs()).map_err(ApiError::bad)?;
-    let rack = s.cmdb.put_rack(rack, true).await?;
-    Ok(Json(s.cmdb.rack_view(rack.name).await?))
+    Ok(Json(store_rack(&s, spec, true).await?))
 }
 
 /// Deletes a rack; its machines leave it and keep their names and reservations.
@@ -134,15 +155,6 @@ async fn import_csv(
     Path(name): Path<String>,
     body: Result<Json<RackCsv>, JsonRejection>,
 ) -> Result<Json<RackView>, ApiError> {
-    name_in_path(&name)?;
     let Json(RackCsv { csv }) = body?;
-    let rows = racks::csv::parse(&csv, MAX_SLOTS as usize).map_err(|e| ApiError::field("csv", e))?;
-    let networks = s.cmdb.provisioning_networks();
-    if let Some(ip) =
-        rows.iter().filter_map(|r| r.ip).find(|ip| !networks.is_empty() && !networks.iter().any(|n| n.contains(ip)))
-    {
-        return Err(ApiError::field("csv", format!("{ip} is outside the provisioning networks")));
-    }
-    s.cmdb.set_rack_machines(name.clone(), rows).await?;
-    Ok(Json(s.cmdb.rack_view(name).await?))
+    Ok(Json(import_machines(&s, name, &csv).await?))
 }

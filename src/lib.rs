@@ -24,6 +24,8 @@
 //! - [`jobs`]: the agent job record and its state machine (pure).
 //! - [`provision`]: provisioning tasks and runs (pure model) and the engine that drives them
 //!   through the agent.
+//! - [`racks`]: racks (switch, port -> slot map, hostname pattern, address plan, CSV), where
+//!   machines are placed by option 82, LLDP or CSV, and the flags a person must look at.
 //! - [`api`]: the REST API, health and metrics over axum.
 //! - [`metrics`]: Prometheus counters shared by every service.
 //! - [`net`]: socket binding and interface discovery.
@@ -50,6 +52,7 @@ pub mod net;
 pub mod planner;
 pub mod provision;
 pub mod ra;
+pub mod racks;
 pub mod render;
 pub mod secrets;
 pub mod service;

@@ -107,6 +107,10 @@ async fn inventory(
     let id = machine(&s, &headers).await?;
     let Json(inv) = body.map_err(bad_json)?;
     s.hub.cmdb.put_inventory(id, inv).await?;
+    // A rack with auto_provision queues the machine it placed, now that it is inventoried.
+    if let Err(error) = crate::racks::provision::queue_if_due(&s.hub.cmdb, s.engine.as_deref(), id).await {
+        tracing::warn!(machine = id, %error, "rack provisioning not queued");
+    }
     Ok(StatusCode::NO_CONTENT)
 }
 

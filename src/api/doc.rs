@@ -27,7 +27,7 @@ use crate::cmdb::EventKind;
     info(
         title = "rackboot API",
         version = "1",
-        description = "Machines, leases, timeline events (pages and a live stream), agents' jobs, boot profiles and provisioning tasks of a rackboot appliance. Every path except `POST /auth/login` (and this document where `auth.public_openapi` is set) needs `Authorization: Bearer <token>`: a user's API token (`/tokens`) or login session; the first admin's token is in <data_dir>/admin.token. Roles: viewer reads; operator also changes machines, tasks, jobs and profiles; admin also manages users, every token, the audit log and backups (403 names the role a call needs). Every change is in the audit log. Errors are application/problem+json (RFC 9457). Lists take `limit` and `cursor` and return `next_cursor`."
+        description = "Machines, leases, timeline events (pages and a live stream), agents' jobs, boot profiles and provisioning tasks of a rackboot appliance. Every path except `POST /auth/login` (and this document where `auth.public_openapi` is set) needs `Authorization: Bearer <token>`: a user's API token (`/tokens`) or login session; the first admin's token is in <data_dir>/admin.token. Roles: viewer reads; operator also changes machines, racks, tasks, jobs and profiles; admin also manages users, every token, the audit log and backups (403 names the role a call needs). Every change is in the audit log. Errors are application/problem+json (RFC 9457). Lists take `limit` and `cursor` and return `next_cursor`."
     ),
     servers((url = "/api/v1")),
     components(schemas(Problem, EventKind)),
@@ -38,6 +38,7 @@ use crate::cmdb::EventKind;
         (name = "jobs", description = "Jobs run by node agents"),
         (name = "tasks", description = "Provisioning tasks and their runs"),
         (name = "profiles", description = "Boot profiles"),
+        (name = "racks", description = "Racks: where machines are placed by how they are cabled, named and addressed"),
         (name = "auth", description = "Logging in, and who the caller is"),
         (name = "users", description = "Users and their roles (admin)"),
         (name = "tokens", description = "API tokens: one's own, or everyone's (admin)"),
@@ -114,7 +115,7 @@ fn finish(doc: &mut OpenApi) {
                 add("400", "A parameter or the body is malformed or out of range (`field` names it)");
             }
             if has_path {
-                add("404", "No such machine, job, task or profile");
+                add("404", "No such machine, job, task, rack or profile");
             }
             if op.request_body.is_some() {
                 add("413", "The body is too large");
@@ -140,6 +141,9 @@ mod tests {
             "/events/stream",
             "/jobs",
             "/tasks",
+            "/racks",
+            "/racks/{name}",
+            "/racks/{name}/csv",
             "/profiles",
             "/leases",
             "/users",
@@ -176,6 +180,7 @@ mod tests {
             ("events.rs", include_str!("events.rs")),
             ("jobs.rs", include_str!("jobs.rs")),
             ("tasks.rs", include_str!("tasks.rs")),
+            ("racks.rs", include_str!("racks.rs")),
             ("profiles.rs", include_str!("profiles.rs")),
             ("auth.rs", include_str!("auth.rs")),
             ("users.rs", include_str!("users.rs")),

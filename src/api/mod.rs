@@ -16,6 +16,7 @@ mod machines;
 pub mod page;
 mod problem;
 pub mod profiles;
+pub mod racks;
 mod tasks;
 mod users;
 
@@ -63,6 +64,7 @@ fn protected_routes() -> OpenApiRouter<ApiState> {
         .merge(profiles::routes())
         .merge(jobs::routes())
         .merge(tasks::routes())
+        .merge(racks::routes())
         .merge(auth::routes())
         .merge(users::routes())
         .merge(audit::routes())

@@ -31,7 +31,7 @@ pub fn is_audited(method: &Method, route: &str) -> bool {
 ///
 /// Own tokens (`/tokens`) and `whoami` need only a valid token: the handler limits a non-admin
 /// to their own tokens. Users, the audit log and backups are the admin's, read or write. Any other read is
-/// a viewer's; changes to machines, tasks, jobs, profiles (and power) are an operator's; any
+/// a viewer's; changes to machines, racks, tasks, jobs, profiles (and power) are an operator's; any
 /// other change (settings, trust stores, routes added later) is an admin's unless listed here.
 pub fn required(method: &Method, route: &str, public_doc: bool) -> Access {
     let mut segments = route.trim_start_matches('/').split('/');
@@ -42,7 +42,7 @@ pub fn required(method: &Method, route: &str, public_doc: bool) -> Access {
         ("auth" | "tokens", _) => Access::Role(Role::Viewer),
         ("users" | "audit" | "backup", _) => Access::Role(Role::Admin),
         (_, true) => Access::Role(Role::Viewer),
-        ("machines" | "tasks" | "jobs" | "profiles" | "power", false) => Access::Role(Role::Operator),
+        ("machines" | "racks" | "tasks" | "jobs" | "profiles" | "power", false) => Access::Role(Role::Operator),
         (_, false) => Access::Role(Role::Admin),
     }
 }
@@ -69,6 +69,11 @@ mod tests {
             (Method::DELETE, "/machines/{id}", O),
             (Method::POST, "/machines/{id}/approve", O),
             (Method::POST, "/tasks", O),
+            (Method::GET, "/racks/{name}", V),
+            (Method::POST, "/racks", O),
+            (Method::PUT, "/racks/{name}", O),
+            (Method::DELETE, "/racks/{name}", O),
+            (Method::POST, "/racks/{name}/csv", O),
             (Method::POST, "/tasks/{id}/cancel", O),
             (Method::POST, "/jobs", O),
             (Method::PUT, "/profiles/{name}", O),

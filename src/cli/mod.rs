@@ -14,6 +14,7 @@ mod backup;
 mod ca;
 mod jobs;
 mod machines;
+mod racks;
 mod tasks;
 mod users;
 
@@ -21,6 +22,7 @@ use assets::{assets, AssetsCmd};
 use ca::{ca, CaCmd};
 use jobs::{jobs, JobsCmd};
 use machines::{machines, MachinesCmd};
+use racks::{racks, RacksCmd};
 use tasks::{tasks, TasksCmd};
 use users::{audit, tokens, users, AuditArgs, TokensCmd, UsersCmd};
 
@@ -99,6 +101,19 @@ Examples:
         api: ApiArgs,
         #[command(subcommand)]
         cmd: MachinesCmd,
+    },
+    /// Racks: bring one up (switch ports -> slots, names, addresses), see its elevation and flags.
+    #[command(after_help = "\
+Examples:
+  rackboot racks create r12 --remote-id leaf-r12 --lldp-name leaf-r12 --ports 'Ethernet1-42 -> U1-U42' \\
+      --address-plan 198.18.12.1-198.18.12.42
+  rackboot racks show r12
+  rackboot racks import-csv r13 r13.csv")]
+    Racks {
+        #[command(flatten)]
+        api: ApiArgs,
+        #[command(subcommand)]
+        cmd: RacksCmd,
     },
     /// Agent jobs: run scripts or actions on machines, follow their output.
     #[command(after_help = "\
@@ -259,6 +274,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Assets { cmd } => assets(cmd),
         Command::Ca { cmd } => ca(cmd),
         Command::Machines { api, cmd } => machines(api.client()?, cmd).await,
+        Command::Racks { api, cmd } => racks(api.client()?, cmd).await,
         Command::Jobs { api, cmd } => jobs(api.client()?, cmd).await,
         Command::Tasks { api, cmd } => tasks(api.client()?, cmd).await,
         Command::Users { api, cmd } => users(api.client()?, cmd).await,

@@ -179,8 +179,11 @@ impl Cmdb {
 
     /// Stores the reported hardware on the machine; a `discovered` machine becomes `ready`, and
     /// vendor, model and serial are filled from DMI where the operator left them empty.
+    /// The machine is then placed by its LLDP neighbours (see `racks`); a rack it is in gets
+    /// its flags checked.
     pub async fn put_inventory(&self, machine_id: u64, inv: Inventory) -> Result<(), CmdbError> {
-        self.write(move |ctx| {
+        let cache = self.inner.racks.clone();
+        let rack = self.write(move |ctx| {
             let mut m: Machine = ctx.get(machine_id)?;
             m.vendor = m.vendor.take().or_else(|| inv.dmi.vendor.clone());
             m.model = m.model.take().or_else(|| inv.dmi.model.clone());
@@ -196,9 +199,18 @@ impl Cmdb {
             m.inventory = Some(inv);
             m.updated_at = now_secs();
             ctx.put(&m)?;
-            push_event(ctx, machine_id, EventKind::AgentInventory, summary)
+            push_event(ctx, machine_id, EventKind::AgentInventory, summary)?;
+            super::racks::place_machine(ctx, &super::racks::cached(&cache), machine_id)
         })
-        .await
+        .await?;
+        if let Some(rack) = rack {
+            // The placement changed: records the events of flags it raised (mis-cabling, a
+            // shared slot).
+            if let Err(error) = self.rack_view(rack).await {
+                tracing::warn!(machine = machine_id, %error, "rack flags not checked");
+            }
+        }
+        Ok(())
     }
 
     /// Records an agent's periodic stats without waiting.

@@ -120,6 +120,19 @@ event_kinds! {
     ProvisionFailed = "provision.failed", fields: "run, step, error";
     /// The run was cancelled by an operator.
     ProvisionCancelled = "provision.cancelled", fields: "run, task";
+    /// The machine was placed in a rack's slot (named, its address reserved).
+    RackPlaced = "rack.placed", fields: "rack, slot, by (option82, lldp, csv), port, hostname, ip";
+    /// The agent's LLDP neighbour confirmed the slot option 82 placed the machine in.
+    RackConfirmed = "rack.confirmed", fields: "rack, slot, port";
+    /// Option 82 and LLDP put the machine in different places (mis-cabled or mis-mapped).
+    RackMiscabled = "rack.miscabled", fields: "rack, slot, detail";
+    /// Two or more machines claim one slot.
+    RackSlotConflict = "rack.slot_conflict", fields: "rack, slot, detail, machines";
+    /// A mapped slot stayed silent past the rack's `silent_after_minutes` (appliance-wide,
+    /// machine 0).
+    RackSlotSilent = "rack.slot_silent", fields: "rack, slot, detail";
+    /// A placed machine is in the failed state.
+    RackMachineFailed = "rack.machine_failed", fields: "rack, slot, detail";
 }
 
 impl std::fmt::Display for EventKind {

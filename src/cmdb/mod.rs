@@ -17,6 +17,7 @@ pub mod model;
 mod nonces;
 mod profiles;
 mod provision;
+mod racks;
 mod store;
 mod unclaimed;
 mod users;
@@ -95,6 +96,10 @@ struct Inner {
     seen: std::sync::Mutex<whereabouts::Seen>,
     /// The cap on unclaimed machines and its evictions.
     growth: Arc<Growth>,
+    /// The racks as committed (see `racks`).
+    racks: racks::RackCache,
+    /// The provisioning networks rack address plans must lie in.
+    networks: RwLock<Vec<ipnet::Ipv4Net>>,
 }
 
 use index::Index;
@@ -131,6 +136,7 @@ impl Cmdb {
                 .map(|l| index::Delta::Lease(l.ip, Some(index::LeaseBrief::from(l)))),
         );
         index.write().expect("fresh lock").apply(start);
+        let rack_cache = racks::load(&db)?;
         let (tx, rx) = tokio::sync::mpsc::channel(writer::QUEUE_CAP);
         let (changed_tx, changed) = tokio::sync::watch::channel(0);
         let (events, _) = tokio::sync::broadcast::channel(EVENT_BACKLOG);
@@ -157,6 +163,8 @@ impl Cmdb {
                 writer: Some(writer),
                 seen: Default::default(),
                 growth: Arc::default(),
+                racks: rack_cache,
+                networks: RwLock::default(),
             }),
         })
     }
@@ -333,13 +341,14 @@ impl Cmdb {
         if let Some(refused) = self.inner.storage.refusal() {
             return Err(refused);
         }
-        let growth = self.inner.growth.clone();
+        let (growth, cache) = (self.inner.growth.clone(), self.inner.racks.clone());
         let (done_tx, done_rx) = oneshot::channel();
         let job: Job = Box::new(move |ctx| {
             // observe can fail on a bad record; put_lease only on storage errors, which fail the
             // whole batch anyway. In this order a refused ACK never leaves a committed lease.
-            let out =
-                machines::observe(ctx, &sighting, events, &growth).and_then(|()| machines::put_lease(ctx, &lease));
+            let out = machines::observe(ctx, &sighting, events, &growth)
+                .and_then(|()| racks::place_sighted(ctx, &cache, &sighting))
+                .and_then(|()| machines::put_lease(ctx, &lease));
             Box::new(move |committed: Result<(), CmdbError>| {
                 let _ = done_tx.send(committed.and(out));
             })
@@ -364,8 +373,11 @@ impl Cmdb {
 
     /// Records a sighting and timeline events without waiting (the OFFER path).
     pub fn record(&self, sighting: Sighting, events: Vec<(EventKind, serde_json::Value)>) {
-        let growth = self.inner.growth.clone();
-        self.write_detached(move |ctx| machines::observe(ctx, &sighting, events, &growth));
+        let (growth, cache) = (self.inner.growth.clone(), self.inner.racks.clone());
+        self.write_detached(move |ctx| {
+            machines::observe(ctx, &sighting, events, &growth)?;
+            racks::place_sighted(ctx, &cache, &sighting)
+        });
     }
 }
 

@@ -9,7 +9,7 @@ use super::events::EventKind;
 use crate::mac::Mac;
 
 /// Current record schema version; bump it together with a step in `store::migrate`.
-pub const SCHEMA_VERSION: u64 = 7;
+pub const SCHEMA_VERSION: u64 = 8;
 
 /// Where a machine is in its lifecycle.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -69,6 +69,15 @@ pub struct Machine {
     /// installer reports back.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub installer: Option<InstallerBoot>,
+    /// The rack it is placed in (schema 8; see `racks`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rack: Option<String>,
+    /// Its slot (rack unit) there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slot: Option<u32>,
+    /// What placed it, and what each kind of evidence says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placement: Option<crate::racks::place::Placement>,
 }
 
 /// The installer a machine boots while a run installs it from an answer file. The installer's
@@ -119,6 +128,9 @@ impl Machine {
             boot_profile: None,
             inventory: None,
             installer: None,
+            rack: None,
+            slot: None,
+            placement: None,
         }
     }
 }

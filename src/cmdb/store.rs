@@ -54,6 +54,9 @@ pub const TOKENS: TableDefinition<&str, &[u8]> = TableDefinition::new("tokens");
 /// Sequence -> JSON `AuditEntry`, the newest `auth.audit_max_entries` kept (schema 7).
 pub const AUDIT: TableDefinition<u64, &[u8]> = TableDefinition::new("audit");
 
+/// Rack name -> JSON `racks::Rack` (schema 8).
+pub const RACKS: TableDefinition<&str, &[u8]> = TableDefinition::new("racks");
+
 pub const KEY_SCHEMA: &str = "schema_version";
 pub const KEY_NEXT_MACHINE: &str = "next_machine_id";
 pub const KEY_NEXT_EVENT: &str = "next_event_seq";
@@ -271,6 +274,10 @@ fn migrate(tx: &WriteTransaction, from: u64) -> Result<(), CmdbError> {
                 tx.open_table(USERS)?;
                 tx.open_table(TOKENS)?;
                 tx.open_table(AUDIT)?;
+            }
+            // 7 -> 8: racks; machines may carry their rack, slot and placement (optional fields).
+            7 => {
+                tx.open_table(RACKS)?;
             }
             v => return Err(CmdbError::Storage(format!("no migration from schema {v}"))),
         }

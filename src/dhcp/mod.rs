@@ -77,6 +77,8 @@ pub async fn serve(bound: Bound, core: Core, shutdown: CancellationToken) -> any
             s.dns_servers = vec![ns];
         }
     }
+    // Rack address plans must lie in the networks this server hands out addresses on.
+    core.cmdb.set_provisioning_networks(cfg.subnets.iter().map(|s| s.net).collect());
     let svc = DhcpService {
         cfg,
         cmdb: core.cmdb.clone(),

@@ -222,3 +222,25 @@ pub fn render_pattern(pattern: &str, rack: &str, slot: u32) -> Result<String, St
 
 #[cfg(test)]
 mod tests;
+
+/// Looks at every rack every `every` (as a view would), so a flag that comes up with time (a
+/// slot still silent, a machine gone to failed) records its event without anyone opening the
+/// rack; until `stop`.
+pub async fn sweep(
+    cmdb: crate::cmdb::Cmdb,
+    every: std::time::Duration,
+    stop: tokio_util::sync::CancellationToken,
+) -> anyhow::Result<()> {
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => return Ok(()),
+            _ = tokio::time::sleep(every) => {}
+        }
+        let Ok(racks) = cmdb.racks().await else { continue };
+        for rack in racks {
+            if let Err(error) = cmdb.rack_view(rack.name.clone()).await {
+                tracing::debug!(rack = %rack.name, %error, "rack flags not checked");
+            }
+        }
+    }
+}

@@ -149,3 +149,50 @@ async fn a_junk_file_is_not_restored_and_the_cmdb_is_left_alone() {
     a.boot().await;
     assert_eq!(a.get("/machines").await["machines"].as_array().unwrap().len(), 1);
 }
+
+#[tokio::test]
+async fn a_record_that_does_not_decode_is_quarantined_and_the_appliance_starts() {
+    let mut a = Appliance::start("").await;
+    for i in 1..=3 {
+        a.api.ok(Method::POST, "/machines", Some(json!({"macs": [format!("52:54:00:b1:01:0{i}")]}))).await.unwrap();
+    }
+    let id = a.get("/machines/52:54:00:b1:01:02").await["id"].as_u64().unwrap();
+    a.stop().await;
+    {
+        // A bad block: the record's bytes are no longer a machine.
+        let raw = redb::Database::create(a.dir.path().join("rackboot.redb")).unwrap();
+        let tx = raw.begin_write().unwrap();
+        let def: redb::TableDefinition<u64, &[u8]> = redb::TableDefinition::new("machines");
+        tx.open_table(def).unwrap().insert(id, [0xffu8, 0x00, 0x13].as_slice()).unwrap();
+        tx.commit().unwrap();
+    }
+    a.boot().await;
+    let list = a.get("/machines").await;
+    assert_eq!(list["total"], 2, "the appliance started with the others: {list}");
+    let (status, body) = common::https_get_with(
+        ([127, 0, 0, 1], a.tls_port).into(),
+        &std::fs::read_to_string(a.dir.path().join("tls/ca.pem")).unwrap(),
+        "/healthz",
+        None,
+    )
+    .await;
+    assert!(status == 503 && body.contains("1 CMDB record(s)") && body.contains("/api/v1/quarantine"), "{body}");
+    let q = a.get("/quarantine").await;
+    assert_eq!(
+        (q["records"][0]["table"].as_str(), q["records"][0]["key"].as_u64()),
+        (Some("machines"), Some(id)),
+        "{q}"
+    );
+    let ev = a.get("/events?kind=cmdb.quarantined").await;
+    assert!(ev.to_string().contains("cmdb.quarantined"), "{ev}");
+    let cleared = a.api.ok(Method::DELETE, "/quarantine", None).await.unwrap();
+    assert_eq!(cleared["cleared"], 1);
+    let (_, body) = common::https_get_with(
+        ([127, 0, 0, 1], a.tls_port).into(),
+        &std::fs::read_to_string(a.dir.path().join("tls/ca.pem")).unwrap(),
+        "/healthz",
+        None,
+    )
+    .await;
+    assert!(!body.contains("quarantine"), "{body}");
+}

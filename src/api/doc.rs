@@ -27,7 +27,7 @@ use crate::cmdb::EventKind;
     info(
         title = "rackboot API",
         version = "1",
-        description = "Machines, leases, timeline events (pages and a live stream), agents' jobs, boot profiles and provisioning tasks of a rackboot appliance. Every path except `POST /auth/login` (and this document where `auth.public_openapi` is set) needs `Authorization: Bearer <token>`: a user's API token (`/tokens`) or login session; the first admin's token is in <data_dir>/admin.token. Roles: viewer reads; operator also changes machines, racks, tasks, jobs and profiles; admin also manages users, every token, the audit log and backups (403 names the role a call needs). Every change is in the audit log. Errors are application/problem+json (RFC 9457). Lists take `limit` and `cursor` and return `next_cursor`."
+        description = "Machines, leases, timeline events (pages and a live stream), agents' jobs, boot profiles and provisioning tasks of a rackboot appliance. Every path except `POST /auth/login` (and this document where `auth.public_openapi` is set) needs `Authorization: Bearer <token>`: a user's API token (`/tokens`) or login session; the first admin's token is in <data_dir>/admin.token. Roles: viewer reads; operator also changes machines, racks, tasks, jobs and profiles; admin also manages users, every token, the audit log, backups and the quarantine (403 names the role a call needs). Every change is in the audit log. Errors are application/problem+json (RFC 9457). Lists take `limit` and `cursor` and return `next_cursor`."
     ),
     servers((url = "/api/v1")),
     components(schemas(Problem, EventKind)),
@@ -44,6 +44,7 @@ use crate::cmdb::EventKind;
         (name = "tokens", description = "API tokens: one's own, or everyone's (admin)"),
         (name = "audit", description = "The audit log of every change (admin)"),
         (name = "backup", description = "Consistent snapshots of the CMDB (admin)"),
+        (name = "quarantine", description = "Records that did not decode at a start, moved aside (admin)"),
         (name = "meta", description = "This document")
     )
 )]

@@ -16,6 +16,7 @@ mod machines;
 pub mod page;
 mod problem;
 pub mod profiles;
+mod quarantine;
 pub mod racks;
 mod tasks;
 mod users;
@@ -69,6 +70,7 @@ fn protected_routes() -> OpenApiRouter<ApiState> {
         .merge(users::routes())
         .merge(audit::routes())
         .merge(backup::routes())
+        .merge(quarantine::routes())
         .merge(doc::routes())
 }
 

@@ -142,6 +142,15 @@ pub async fn healthz(State(s): State<crate::api::ApiState>, req: Request) -> Res
         return (StatusCode::SERVICE_UNAVAILABLE, [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], text)
             .into_response();
     }
+    let quarantined = s.cmdb.quarantined();
+    if quarantined > 0 {
+        let text = format!(
+            "degraded: {quarantined} CMDB record(s) did not decode at start and were moved to the quarantine\n\
+             fix: GET /api/v1/quarantine lists them; restore what they held (e.g. from a backup), then DELETE /api/v1/quarantine\n"
+        );
+        return (StatusCode::SERVICE_UNAVAILABLE, [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], text)
+            .into_response();
+    }
     let Some(check) = req.extensions().get::<Arc<Check>>().cloned() else {
         return "ok\n".into_response();
     };

@@ -30,7 +30,7 @@ pub fn is_audited(method: &Method, route: &str) -> bool {
 /// `public_doc`: the OpenAPI document is readable without a token (`auth.public_openapi`).
 ///
 /// Own tokens (`/tokens`) and `whoami` need only a valid token: the handler limits a non-admin
-/// to their own tokens. Users, the audit log and backups are the admin's, read or write. Any other read is
+/// to their own tokens. Users, the audit log, backups and the quarantine are the admin's, read or write. Any other read is
 /// a viewer's; changes to machines, racks, tasks, jobs, profiles (and power) are an operator's; any
 /// other change (settings, trust stores, routes added later) is an admin's unless listed here.
 pub fn required(method: &Method, route: &str, public_doc: bool) -> Access {
@@ -40,7 +40,7 @@ pub fn required(method: &Method, route: &str, public_doc: bool) -> Access {
         ("openapi.json", true) if public_doc => Access::Public,
         ("auth", _) if route == "/auth/login" => Access::Public,
         ("auth" | "tokens", _) => Access::Role(Role::Viewer),
-        ("users" | "audit" | "backup", _) => Access::Role(Role::Admin),
+        ("users" | "audit" | "backup" | "quarantine", _) => Access::Role(Role::Admin),
         (_, true) => Access::Role(Role::Viewer),
         ("machines" | "racks" | "tasks" | "jobs" | "profiles" | "power", false) => Access::Role(Role::Operator),
         (_, false) => Access::Role(Role::Admin),
@@ -85,6 +85,8 @@ mod tests {
             (Method::DELETE, "/users/{name}", A),
             (Method::GET, "/audit", A),
             (Method::GET, "/backup", A),
+            (Method::GET, "/quarantine", A),
+            (Method::DELETE, "/quarantine", A),
             (Method::GET, "/tokens", V),
             (Method::POST, "/tokens", V),
             (Method::DELETE, "/tokens/{id}", V),

@@ -92,6 +92,9 @@ event_kinds! {
     /// The unclaimed-machine cap was reached and the oldest unclaimed machine was evicted
     /// (appliance-wide, machine 0; at most once a minute).
     CmdbUnclaimedCap = "cmdb.unclaimed_cap", fields: "cap, evicted_total, evicted, macs";
+    /// A record that did not decode was moved to the quarantine at start (appliance-wide,
+    /// machine 0); the rest of the appliance started. `GET /api/v1/quarantine` lists them.
+    CmdbQuarantined = "cmdb.quarantined", fields: "table, key, bytes, error";
     /// An operator approved the machine's agent.
     AgentApproved = "agent.approved", fields: "(none)";
     /// The agent uploaded the hardware inventory.

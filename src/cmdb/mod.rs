@@ -17,6 +17,7 @@ pub mod model;
 mod nonces;
 mod profiles;
 mod provision;
+pub mod quarantine;
 mod racks;
 mod store;
 mod unclaimed;
@@ -82,6 +83,8 @@ pub struct Cmdb {
 struct Inner {
     /// The open file and its fault (disk full): reopened by the writer when it clears.
     storage: Arc<health::Storage>,
+    /// Records in the quarantine (undecodable at a start), until an admin clears it.
+    quarantined: std::sync::atomic::AtomicU64,
     /// The CMDB file (snapshots copy it).
     path: PathBuf,
     index: Arc<RwLock<Index>>,
@@ -118,6 +121,13 @@ impl Cmdb {
     /// Opens (creating or migrating) the CMDB file and starts its writer thread.
     pub fn open(path: &Path, commit_batch: usize) -> Result<Cmdb, CmdbError> {
         let db = Arc::new(store::open(path)?);
+        // Undecodable records go to the quarantine rather than stop the start.
+        let moved = quarantine::sweep(&db)?;
+        for q in &moved {
+            tracing::error!(table = %q.table, key = q.key, bytes = q.bytes, error = %q.error,
+                "cmdb record does not decode: moved to the quarantine (GET /api/v1/quarantine)");
+        }
+        let quarantined = quarantine::count(&db)?;
         let index = Arc::new(RwLock::new(Index::default()));
         let all: Vec<Machine> = {
             let rtx = db.begin_read()?;
@@ -151,9 +161,10 @@ impl Cmdb {
                 .spawn(move || w.run(rx, counters))
                 .map_err(|e| CmdbError::Storage(format!("spawning writer: {e}")))?
         };
-        Ok(Cmdb {
+        let cmdb = Cmdb {
             inner: Arc::new(Inner {
                 storage,
+                quarantined: quarantined.into(),
                 path: path.to_path_buf(),
                 index,
                 tx: Some(tx),
@@ -166,7 +177,18 @@ impl Cmdb {
                 racks: rack_cache,
                 networks: RwLock::default(),
             }),
-        })
+        };
+        if !moved.is_empty() {
+            cmdb.write_detached(move |ctx| {
+                for q in moved {
+                    let detail =
+                        serde_json::json!({"table": q.table, "key": q.key, "bytes": q.bytes, "error": q.error});
+                    events::push_event(ctx, 0, EventKind::CmdbQuarantined, detail)?;
+                }
+                Ok(())
+            });
+        }
+        Ok(cmdb)
     }
 
     /// Queues a write and waits until the batch holding it has committed.

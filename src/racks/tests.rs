@@ -100,7 +100,7 @@ async fn the_sweeper_raises_a_silent_slot_without_anyone_looking() {
     let stop = tokio_util::sync::CancellationToken::new();
     let task = tokio::spawn(sweep(db.clone(), std::time::Duration::from_millis(20), stop.clone()));
     let mut raised = Vec::new();
-    for _ in 0..100 {
+    for _ in 0..500 {
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         raised = db.racks().await.unwrap()[0].raised.clone();
         if !raised.is_empty() {

@@ -25,6 +25,8 @@
 //! - [`provision`]: provisioning tasks and runs (pure model) and the engine that drives them
 //!   through the agent.
 //! - [`api`]: the REST API, health and metrics over axum.
+//! - [`ui`]: the operator's web UI under `/ui/` (server-rendered pages over the same core; its
+//!   changes are REST API calls made in-process).
 //! - [`metrics`]: Prometheus counters shared by every service.
 //! - [`net`]: socket binding and interface discovery.
 //! - [`tftp`]: the read-only TFTP server for the boot directory, mechanics only.
@@ -55,4 +57,5 @@ pub mod secrets;
 pub mod service;
 pub mod tftp;
 pub mod tls;
+pub mod ui;
 pub mod watch;

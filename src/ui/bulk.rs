@@ -1,0 +1,173 @@
+//! `POST /ui/machines/bulk`: an action on the machines selected in the list. Each machine's
+//! change is one REST API call made as the session's user (so the API's role table, checks and
+//! audit entry apply); destructive actions need the selection's size (or `delete`) typed in.
+
+use std::collections::BTreeSet;
+
+use axum::extract::State;
+use axum::http::{HeaderMap, Method, StatusCode};
+use axum::response::{IntoResponse, Redirect, Response};
+use serde_json::{json, Value};
+
+use super::form::Form;
+use super::forward::{self, Answer};
+use super::session::{self, Session};
+use super::view::{message, urlencode};
+use super::UiState;
+
+/// Machines one bulk action takes at most.
+pub const MAX_SELECTED: usize = 1000;
+
+/// What a bulk action does to one machine: an API call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Action {
+    /// Submit an agent job (`refresh_inventory`, `reboot`, `power_off`).
+    Job(&'static str),
+    Tag(String),
+    Delete,
+}
+
+impl Action {
+    fn parse(f: &Form) -> Result<Action, String> {
+        match f.get("action").unwrap_or("") {
+            "refresh_inventory" => Ok(Action::Job("refresh_inventory")),
+            "reboot" => Ok(Action::Job("reboot")),
+            "power_off" => Ok(Action::Job("power_off")),
+            "tag" => match f.get("tag").map(str::trim) {
+                Some(t) if !t.is_empty() && t.len() <= 64 => Ok(Action::Tag(t.to_string())),
+                _ => Err("a tag of 1 to 64 characters is needed".into()),
+            },
+            "delete" => Ok(Action::Delete),
+            "" => Err("choose an action".into()),
+            other => Err(format!("{other:?} is not an action this page offers")),
+        }
+    }
+
+    /// Whether a person must type the count (or `delete`) first.
+    fn destructive(&self) -> bool {
+        matches!(self, Action::Delete | Action::Job("reboot" | "power_off"))
+    }
+
+    fn done(&self) -> String {
+        match self {
+            Action::Job(kind) => format!("queued a {} job on", kind.replace('_', " ")),
+            Action::Tag(t) => format!("tagged {t:?}:"),
+            Action::Delete => "deleted".into(),
+        }
+    }
+}
+
+/// The machine ids of the selection: numbers, without repeats, at most [`MAX_SELECTED`].
+fn selection(f: &Form) -> Result<Vec<u64>, String> {
+    let mut ids = BTreeSet::new();
+    for v in f.all("id") {
+        ids.insert(v.parse::<u64>().map_err(|_| format!("{v:?} is not a machine id"))?);
+        if ids.len() > MAX_SELECTED {
+            return Err(format!("at most {MAX_SELECTED} machines at once"));
+        }
+    }
+    if ids.is_empty() {
+        return Err("select at least one machine".into());
+    }
+    Ok(ids.into_iter().collect())
+}
+
+/// Whether the typed confirmation matches a destructive action on `n` machines.
+fn confirmed(action: &Action, typed: Option<&str>, n: usize) -> bool {
+    let typed = typed.unwrap_or("").trim();
+    !action.destructive() || typed == n.to_string() || (*action == Action::Delete && typed == "delete")
+}
+
+/// Runs a bulk action and redirects back to the list it came from with what happened.
+pub async fn run(State(s): State<UiState>, session: Session, headers: HeaderMap, body: axum::body::Body) -> Response {
+    let f = match Form::read(body).await {
+        Ok(f) => f,
+        Err(r) => return r,
+    };
+    if let Err(refused) = session::check_post(&session, &headers, f.get("csrf")) {
+        return refused;
+    }
+    let bad = |why: String| message(&s.views, StatusCode::BAD_REQUEST, "Bulk action", &why, &session);
+    let (action, ids) = match (Action::parse(&f), selection(&f)) {
+        (Ok(a), Ok(ids)) => (a, ids),
+        (Err(why), _) | (_, Err(why)) => return bad(why),
+    };
+    if !confirmed(&action, f.get("confirm"), ids.len()) {
+        let what = if action == Action::Delete { format!("{} (or delete)", ids.len()) } else { ids.len().to_string() };
+        return bad(format!("nothing was done: type {what} in the confirmation box to act on {} machines", ids.len()));
+    }
+    let (mut ok, mut failed, mut first_error) = (0usize, 0usize, None);
+    for id in &ids {
+        let answer = apply(&s, &session, &action, *id).await;
+        if answer.status == StatusCode::FORBIDDEN || answer.status == StatusCode::UNAUTHORIZED {
+            // The API refused this user; it refuses the rest the same way (and audited it).
+            return message(&s.views, answer.status, "Not allowed", &answer.message(), &session);
+        }
+        if answer.status.is_success() {
+            ok += 1;
+        } else {
+            failed += 1;
+            first_error.get_or_insert_with(|| format!("machine {id}: {}", answer.message()));
+        }
+    }
+    let mut notice = format!("{} {ok} of {} machines", action.done(), ids.len());
+    if let Some(e) = first_error {
+        notice.push_str(&format!("; {failed} failed ({})", e.chars().take(200).collect::<String>()));
+    }
+    let back = f.get("back").filter(|b| !b.contains('\n') && b.len() <= 2048).unwrap_or("");
+    let back = back.split('&').filter(|kv| !kv.starts_with("notice=")).collect::<Vec<_>>().join("&");
+    Redirect::to(&format!("/ui/machines?{back}&notice={}", urlencode(&notice))).into_response()
+}
+
+/// One machine's API call for `action`.
+async fn apply(s: &UiState, session: &Session, action: &Action, id: u64) -> Answer {
+    match action {
+        Action::Job(kind) => {
+            let body = json!({"machine": id.to_string(), "action": {"kind": kind}});
+            forward::as_session(s, session, Method::POST, "/jobs", Some(body)).await
+        }
+        Action::Tag(tag) => {
+            let tags: Vec<Value> = match s.api.cmdb.machine(id).await {
+                Ok(m) if m.tags.contains(tag) => return Answer { status: StatusCode::OK, body: Value::Null },
+                Ok(m) => m.tags.into_iter().map(Value::from).chain([Value::from(tag.clone())]).collect(),
+                Err(e) => return Answer { status: StatusCode::NOT_FOUND, body: json!({"detail": e.to_string()}) },
+            };
+            forward::as_session(s, session, Method::PATCH, &format!("/machines/{id}"), Some(json!({"tags": tags})))
+                .await
+        }
+        Action::Delete => forward::as_session(s, session, Method::DELETE, &format!("/machines/{id}"), None).await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn form(body: &str) -> Form {
+        Form::read(axum::body::Body::from(body.to_string())).await.unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_selection_is_bounded_and_numeric() {
+        assert_eq!(selection(&form("id=3&id=1&id=3").await).unwrap(), [1, 3]);
+        assert!(selection(&form("id=x").await).is_err());
+        assert!(selection(&form("").await).is_err());
+        let many: Vec<String> = (0..=MAX_SELECTED).map(|i| format!("id={i}")).collect();
+        assert!(selection(&form(&many.join("&")).await).is_err());
+    }
+
+    #[tokio::test]
+    async fn destructive_actions_need_the_count_typed() {
+        let del = Action::parse(&form("action=delete").await).unwrap();
+        assert!(!confirmed(&del, None, 3));
+        assert!(!confirmed(&del, Some("2"), 3));
+        assert!(confirmed(&del, Some(" 3 "), 3));
+        assert!(confirmed(&del, Some("delete"), 3));
+        let reboot = Action::parse(&form("action=reboot").await).unwrap();
+        assert!(!confirmed(&reboot, Some("delete"), 3));
+        let tag = Action::parse(&form("action=tag&tag=rack1").await).unwrap();
+        assert!(confirmed(&tag, None, 3));
+        assert!(Action::parse(&form("action=tag").await).is_err());
+        assert!(Action::parse(&form("action=format_disks").await).is_err());
+    }
+}

@@ -1,0 +1,100 @@
+//! `/ui/machines/{id}`: one machine — summary, inventory (CPU, memory, disks, NICs with their
+//! LLDP neighbours, BMC), its provisioning run, its jobs with their output, and its timeline,
+//! which [`super::live`] keeps current.
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::Response;
+use axum::routing::get;
+use axum::Router;
+use serde::Serialize;
+
+use minijinja::Value as V;
+
+use super::session::Session;
+use super::view::message;
+use super::UiState;
+use crate::cmdb::{Event, JobFilter};
+
+pub fn routes() -> Router<UiState> {
+    Router::new().route("/ui/machines/{id}", get(show)).route("/ui/machines/{id}/live", get(super::live::stream))
+}
+
+/// Timeline entries a page shows (newest first); older ones are in the API.
+const TIMELINE: usize = 200;
+/// Jobs a page shows (newest first), and output chunks per job.
+const JOBS: usize = 10;
+const CHUNKS: usize = 40;
+
+/// A timeline entry as the page shows it.
+#[derive(Serialize)]
+pub struct EventRow {
+    pub seq: u64,
+    pub at_ms: u64,
+    pub kind: String,
+    pub state: Option<String>,
+    /// The event's facts as compact JSON, cut at 300 characters.
+    pub detail: String,
+}
+
+impl From<&Event> for EventRow {
+    fn from(e: &Event) -> EventRow {
+        let mut detail = if e.detail.is_null() { String::new() } else { e.detail.to_string() };
+        if detail.chars().count() > 300 {
+            detail = detail.chars().take(300).collect::<String>() + "…";
+        }
+        EventRow {
+            seq: e.seq,
+            at_ms: e.at_ms,
+            kind: e.kind.as_str().to_string(),
+            state: e.state.map(|s| super::view::state_name(&s)),
+            detail,
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct JobRow {
+    job: crate::jobs::Job,
+    kind: String,
+    state: String,
+    output: String,
+}
+
+async fn show(State(s): State<UiState>, session: Session, Path(key): Path<String>) -> Response {
+    let user = Some(session.caller.user.as_str());
+    let found = match key.parse::<u64>() {
+        Ok(id) => s.api.cmdb.machine(id).await,
+        Err(_) => match key.parse::<crate::mac::Mac>() {
+            Ok(mac) => s.api.cmdb.machine_by_mac(mac).await,
+            Err(e) => return message(&s.views, StatusCode::BAD_REQUEST, "Machine", &e.to_string(), &session),
+        },
+    };
+    let m = match found {
+        Ok(m) => m.shown(),
+        Err(e) => return message(&s.views, StatusCode::NOT_FOUND, "Machine", &e.to_string(), &session),
+    };
+    let cmdb = &s.api.cmdb;
+    let mut events = cmdb.events(m.id, 0, 10_000).await.unwrap_or_default();
+    let head = events.last().map_or(0, |e| e.seq);
+    let timeline: Vec<EventRow> = events.drain(..).rev().take(TIMELINE).map(|e| EventRow::from(&e)).collect();
+    let filter = JobFilter { machine: Some(m.id), state: None, before: None, limit: Some(JOBS) };
+    let (jobs, _) = cmdb.jobs(filter).await.unwrap_or_default();
+    let mut job_rows = Vec::new();
+    for job in jobs {
+        let chunks = cmdb.last_output(job.id, CHUNKS).await.unwrap_or_default();
+        let output = chunks.into_iter().map(|c| c.data).collect::<String>();
+        let kind = serde_json::to_value(&job.action).ok().and_then(|v| v["kind"].as_str().map(str::to_string));
+        let state = serde_json::to_value(job.state).ok().and_then(|v| v.as_str().map(str::to_string));
+        job_rows.push(JobRow { kind: kind.unwrap_or_default(), state: state.unwrap_or_default(), output, job });
+    }
+    let run = cmdb.active_runs().await.unwrap_or_default().into_iter().find(|r| r.machine_id == Some(m.id));
+    let state = super::view::state_name(&m.state);
+    let ctx = minijinja::context! {
+        user, role => session.caller.role.as_str(), csrf => &session.csrf, operator => session.operator(),
+        m => V::from(minijinja::value::Serde(&m)), state, timeline => V::from(minijinja::value::Serde(&timeline)), jobs => V::from(minijinja::value::Serde(&job_rows)),
+        run => V::from(minijinja::value::Serde(&run)), head,
+        seen_ms => m.last_seen_at.map(|t| t * 1000), created_ms => m.created_at * 1000,
+    };
+    s.views.page("machine.html", ctx)
+}

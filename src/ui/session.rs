@@ -100,15 +100,19 @@ pub fn check_post(session: &Session, headers: &HeaderMap, csrf: Option<&str>) ->
     }
 }
 
-/// Whether a request's `Origin` (when sent) is `https://<host>` and the browser does not call
-/// it cross-site.
+/// Whether a request comes from a page of this origin: `Sec-Fetch-Site`, where the browser
+/// sends it, must say `same-origin`; an `Origin` other than `https://<host>` is refused, except
+/// `null`, which is what a browser sends under `Referrer-Policy: no-referrer` (then
+/// `Sec-Fetch-Site` decides). A client that sends neither (curl) still needs the CSRF token.
 pub fn same_origin(headers: &HeaderMap, host: &str) -> bool {
     let get = |h: &str| headers.get(h).and_then(|v| v.to_str().ok());
-    if get("sec-fetch-site").is_some_and(|s| s == "cross-site" || s == "same-site") {
+    let site = get("sec-fetch-site");
+    if site.is_some_and(|s| s != "same-origin") {
         return false;
     }
     match get("origin") {
         None => true,
+        Some("null") => site.is_some(),
         Some(o) => !host.is_empty() && o == format!("https://{host}"),
     }
 }
@@ -148,9 +152,12 @@ mod tests {
         h.insert("origin", "https://evil.example".parse().unwrap());
         assert!(!same_origin(&h, "10.0.0.1:8443"));
         h.insert("origin", "null".parse().unwrap());
-        assert!(!same_origin(&h, "10.0.0.1:8443"));
-        let mut h = HeaderMap::new();
-        h.insert("sec-fetch-site", "cross-site".parse().unwrap());
-        assert!(!same_origin(&h, "10.0.0.1:8443"));
+        assert!(!same_origin(&h, "10.0.0.1:8443"), "null without Sec-Fetch-Site");
+        h.insert("sec-fetch-site", "same-origin".parse().unwrap());
+        assert!(same_origin(&h, "10.0.0.1:8443"), "a no-referrer page's own form");
+        for other in ["cross-site", "same-site", "none"] {
+            h.insert("sec-fetch-site", other.parse().unwrap());
+            assert!(!same_origin(&h, "10.0.0.1:8443"), "{other}");
+        }
     }
 }

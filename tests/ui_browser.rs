@@ -1,0 +1,277 @@
+//! The operator's web UI in a real browser: Debian's headless Chromium driven over WebDriver
+//! (chromedriver + fantoccini) against the whole appliance in-process on loopback HTTPS. The
+//! browser pins the appliance's certificate by its SPKI hash (it does not ignore certificate
+//! errors). It talks only to 127.0.0.1, so it runs outside a network namespace; the test checks
+//! that every URL the pages load is the appliance's own origin. Screenshots of each page go to
+//! `$CARGO_TARGET_DIR/ui-screenshots/`. Skips with "SKIPPED: ..." without chromium.
+
+#[path = "common/browser.rs"]
+mod browser;
+mod common;
+
+use std::time::{Duration, Instant};
+
+use browser::Browser;
+use common::appliance::Appliance;
+use fantoccini::{Client, Locator};
+use hyper::Method;
+use serde_json::{json, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+const PASSWORD: &str = "correct horse battery";
+
+async fn user(app: &Appliance, name: &str, role: &str) {
+    app.api.ok(Method::POST, "/users", Some(json!({"name": name, "role": role, "password": PASSWORD}))).await.unwrap();
+}
+
+async fn machine(app: &Appliance, mac: &str, hostname: &str, tags: &[&str]) -> u64 {
+    let body = json!({"macs": [mac], "hostname": hostname, "serial": format!("SN-{hostname}"), "tags": tags});
+    app.api.ok(Method::POST, "/machines", Some(body)).await.unwrap()["id"].as_u64().unwrap()
+}
+
+async fn login(c: &Client, origin: &str, name: &str, password: &str) {
+    c.goto(&format!("{origin}/ui/login")).await.unwrap();
+    c.find(Locator::Id("username")).await.unwrap().send_keys(name).await.unwrap();
+    c.find(Locator::Id("password")).await.unwrap().send_keys(password).await.unwrap();
+    c.find(Locator::Css("form button[type=submit]")).await.unwrap().click().await.unwrap();
+}
+
+/// Runs `script` in the page (a returned promise is awaited) and returns its value.
+async fn js(c: &Client, script: &str) -> Value {
+    c.execute(script, vec![]).await.unwrap()
+}
+
+async fn rows(c: &Client) -> Vec<String> {
+    let mut out = Vec::new();
+    for r in c.find_all(Locator::Css("#machines tbody tr")).await.unwrap() {
+        out.push(r.text().await.unwrap());
+    }
+    out
+}
+
+async fn path_and_query(c: &Client) -> String {
+    let u = c.current_url().await.unwrap();
+    format!("{}?{}", u.path(), u.query().unwrap_or(""))
+}
+
+/// Every URL the page and its resources came from.
+async fn urls(c: &Client) -> Vec<String> {
+    let v = js(c, "return [location.href].concat(performance.getEntriesByType('resource').map(e => e.name));").await;
+    v.as_array().unwrap().iter().map(|u| u.as_str().unwrap().to_string()).collect()
+}
+
+/// A POST from the page's own JavaScript (same origin, the session cookie attached): its status.
+async fn page_post(c: &Client, path: &str, body: &str) -> u64 {
+    let script = format!(
+        "return fetch({path:?}, {{method: 'POST', redirect: 'manual', headers: {{'content-type': 'application/x-www-form-urlencoded'}}, body: {body:?}}}).then(r => r.status);"
+    );
+    js(c, &script).await.as_u64().unwrap()
+}
+
+/// One raw HTTPS request to the appliance (trusting its CA): status and the whole response.
+async fn raw(app: &Appliance, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> (u16, String) {
+    let ca = std::fs::read(app.dir.path().join("tls/ca.pem")).unwrap();
+    let tls = tokio_rustls::TlsConnector::from(std::sync::Arc::new(rackboot::tls::client_config(&ca).unwrap()));
+    let tcp = tokio::net::TcpStream::connect(("127.0.0.1", app.tls_port)).await.unwrap();
+    let name = rustls::pki_types::ServerName::try_from("127.0.0.1".to_string()).unwrap();
+    let mut s = tls.connect(name, tcp).await.unwrap();
+    let mut req = format!(
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nConnection: close\r\nContent-Length: {}\r\n",
+        app.tls_port,
+        body.len()
+    );
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    req.push_str(body);
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut out = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(10), s.read_to_end(&mut out)).await;
+    let text = String::from_utf8_lossy(&out).to_string();
+    let status = text.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    (status, text)
+}
+
+async fn audit(app: &Appliance, query: &str) -> Vec<Value> {
+    app.get(&format!("/audit?{query}")).await["entries"].as_array().unwrap().clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_operator_ui_in_chromium() {
+    let app = Appliance::start("").await;
+    let pin = browser::spki_pin(&app.dir.path().join("tls/server.pem"));
+    let Some(b) = Browser::start(&pin).await else { return };
+    let c = &b.client;
+    let origin = app.url();
+    user(&app, "alice", "operator").await;
+    user(&app, "vic", "viewer").await;
+    let web1 = machine(&app, "52:54:00:aa:00:01", "web-01", &["web"]).await;
+    let web2 = machine(&app, "52:54:00:aa:00:02", "web-02", &["web"]).await;
+    let db1 = machine(&app, "52:54:00:aa:00:03", "db-01", &["db"]).await;
+
+    // Not logged in: the root sends the browser to the login page, over the pinned TLS.
+    c.goto(&format!("{origin}/")).await.unwrap();
+    assert!(path_and_query(c).await.starts_with("/ui/login?"), "{}", path_and_query(c).await);
+    b.shot("01-login").await;
+
+    // A wrong password shows an error and sets no session.
+    login(c, &origin, "alice", "not the password").await;
+    let err = match c.wait().at_most(Duration::from_secs(10)).for_element(Locator::Id("login-error")).await {
+        Ok(e) => e.text().await.unwrap(),
+        Err(e) => panic!("no login error ({e}): {}", c.source().await.unwrap()),
+    };
+    assert!(err.contains("Wrong username or password"), "{err}");
+    b.shot("02-login-error").await;
+    let failed = audit(&app, "user=alice&outcome=denied").await;
+    assert!(failed.iter().any(|e| e["route"] == "/auth/login" && e["status"] == 401), "{failed:?}");
+
+    login(c, &origin, "alice", PASSWORD).await;
+    assert_eq!(c.current_url().await.unwrap().path(), "/ui/machines");
+    assert_eq!(rows(c).await.len(), 3);
+    b.shot("03-machines").await;
+    let cookie = c.get_named_cookie("rackboot_session").await.unwrap();
+    assert_eq!(cookie.http_only(), Some(true));
+    assert_eq!(cookie.secure(), Some(true));
+    assert_eq!(cookie.same_site().map(|s| s.to_string()).as_deref(), Some("Strict"));
+    let session = format!("rackboot_session={}", cookie.value());
+
+    // The security headers are on every page.
+    let headers = js(c, "return fetch('/ui/machines').then(r => [r.headers.get('content-security-policy'), r.headers.get('x-content-type-options'), r.headers.get('referrer-policy')]);").await;
+    assert!(headers[0].as_str().unwrap().starts_with("default-src 'self'"), "{headers}");
+    assert!(headers[0].as_str().unwrap().contains("frame-ancestors 'none'"), "{headers}");
+    assert_eq!(headers[1], "nosniff");
+    assert_eq!(headers[2], "no-referrer");
+
+    // Search by MAC.
+    let q = c.find(Locator::Id("f-q")).await.unwrap();
+    q.send_keys("52:54:00:aa:00:02").await.unwrap();
+    c.find(Locator::Id("f-submit")).await.unwrap().click().await.unwrap();
+    let found = rows(c).await;
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(found[0].contains("web-02"), "{found:?}");
+    assert!(path_and_query(c).await.contains("q=52%3A54%3A00%3Aaa%3A00%3A02"), "{}", path_and_query(c).await);
+    b.shot("04-machines-search").await;
+
+    // Filters live in the URL: they survive a reload and the back button.
+    c.goto(&format!("{origin}/ui/machines?tag=db&sort=hostname&dir=desc")).await.unwrap();
+    assert_eq!(rows(c).await.len(), 1);
+    c.refresh().await.unwrap();
+    assert_eq!(rows(c).await.len(), 1);
+    c.find(Locator::LinkText("db-01")).await.unwrap().click().await.unwrap();
+    assert_eq!(c.current_url().await.unwrap().path(), format!("/ui/machines/{db1}"));
+    c.back().await.unwrap();
+    assert!(path_and_query(c).await.contains("tag=db"), "{}", path_and_query(c).await);
+    assert_eq!(c.find(Locator::Id("f-tag")).await.unwrap().prop("value").await.unwrap().as_deref(), Some("db"));
+    let kept = rows(c).await;
+    assert!(kept.len() == 1 && kept[0].contains("db-01"), "{kept:?}");
+
+    // A bulk delete needs the count typed; a wrong one does nothing.
+    c.goto(&format!("{origin}/ui/machines?tag=web")).await.unwrap();
+    let bulk = |confirm: &'static str| async move {
+        for id in [web1, web2] {
+            c.find(Locator::Id(&format!("sel-{id}"))).await.unwrap().click().await.unwrap();
+        }
+        c.find(Locator::Id("b-action")).await.unwrap().select_by_value("delete").await.unwrap();
+        c.find(Locator::Id("b-confirm")).await.unwrap().send_keys(confirm).await.unwrap();
+        c.find(Locator::Id("b-submit")).await.unwrap().click().await.unwrap();
+    };
+    bulk("1").await;
+    let said = c.find(Locator::Css("main")).await.unwrap().text().await.unwrap();
+    assert!(said.contains("nothing was done") && said.contains("type 2"), "{said}");
+    b.shot("05-bulk-unconfirmed").await;
+    assert_eq!(app.get("/machines").await["total"], 3, "an unconfirmed delete deleted something");
+    c.goto(&format!("{origin}/ui/machines?tag=web")).await.unwrap();
+    bulk("2").await;
+    let notice = c.find(Locator::Id("notice")).await.unwrap().text().await.unwrap();
+    assert!(notice.contains("deleted 2 of 2 machines"), "{notice}");
+    assert!(path_and_query(c).await.contains("tag=web"), "back to the same view");
+    b.shot("06-bulk-done").await;
+    assert_eq!(app.get("/machines").await["total"], 1);
+    let deletes = audit(&app, "user=alice&method=DELETE").await;
+    assert_eq!(deletes.len(), 2, "{deletes:?}");
+    for e in &deletes {
+        assert_eq!(e["route"], "/machines/{id}");
+        assert_eq!(e["status"], 204);
+        assert_eq!(e["from"], "127.0.0.1", "the browser's address is recorded");
+    }
+
+    // A POST without the CSRF token, or from another origin, is refused and changes nothing.
+    let del = format!("action=delete&confirm=delete&id={db1}");
+    assert_eq!(page_post(c, "/ui/machines/bulk", &del).await, 403);
+    let csrf = c.find(Locator::Css("input[name=csrf]")).await.unwrap().prop("value").await.unwrap().unwrap();
+    let forged = format!("{del}&csrf={csrf}");
+    let form = ("content-type", "application/x-www-form-urlencoded");
+    let (status, _) = raw(
+        &app,
+        "POST",
+        "/ui/machines/bulk",
+        &[("cookie", &session), ("origin", "https://evil.example"), form],
+        &forged,
+    )
+    .await;
+    assert_eq!(status, 403);
+    assert_eq!(app.get("/machines").await["total"], 1, "a refused POST deleted something");
+    // The session cookie is the UI's only: the JSON API does not take it as a credential.
+    let (status, _) = raw(&app, "GET", "/api/v1/machines", &[("cookie", &session)], "").await;
+    assert_eq!(status, 401);
+
+    // The machine page updates live when an event is recorded, without a reload.
+    c.goto(&format!("{origin}/ui/machines/{db1}")).await.unwrap();
+    js(c, "window.__noReload = 42; return null;").await;
+    let before = c.find_all(Locator::Css("#timeline li")).await.unwrap().len();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !c.find(Locator::Id("live-status")).await.unwrap().text().await.unwrap().starts_with("Live") {
+        assert!(Instant::now() < deadline, "the live stream did not open");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    app.api.ok(Method::PATCH, &format!("/machines/{db1}"), Some(json!({"state": "failed"}))).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let items = c.find_all(Locator::Css("#timeline li")).await.unwrap();
+        if items.len() > before {
+            let top = items[0].text().await.unwrap();
+            if top.contains("machine.updated") || top.contains("machine.state") {
+                break;
+            }
+        }
+        assert!(Instant::now() < deadline, "no live timeline entry after 10 s");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while c.find(Locator::Id("machine-state")).await.unwrap().text().await.unwrap() != "failed" {
+        assert!(Instant::now() < deadline, "the state did not change live");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(js(c, "return window.__noReload;").await, 42, "the page was reloaded");
+    let live = c.find(Locator::Id("timeline")).await.unwrap().attr("aria-live").await.unwrap();
+    assert_eq!(live.as_deref(), Some("polite"));
+    b.shot("07-machine-live").await;
+    for u in urls(c).await {
+        assert!(u.starts_with(&format!("{origin}/")), "{u} is not the appliance's origin");
+    }
+
+    // Logging out ends the session: its token no longer works.
+    c.find(Locator::Css("form.who button")).await.unwrap().click().await.unwrap();
+    assert_eq!(c.current_url().await.unwrap().path(), "/ui/login");
+    let (status, text) = raw(&app, "GET", "/ui/machines", &[("cookie", &session)], "").await;
+    assert!(status == 303 && text.contains("location: /ui/login"), "{status} {text}");
+
+    // A viewer sees no action, and the server refuses their forged POST anyway.
+    login(c, &origin, "vic", PASSWORD).await;
+    assert_eq!(c.current_url().await.unwrap().path(), "/ui/machines");
+    assert!(c.find_all(Locator::Css("input[name=id]")).await.unwrap().is_empty());
+    assert!(c.find_all(Locator::Id("b-submit")).await.unwrap().is_empty());
+    b.shot("08-machines-viewer").await;
+    for u in urls(c).await {
+        assert!(u.starts_with(&format!("{origin}/")), "{u} is not the appliance's origin");
+    }
+    let csrf = c.find(Locator::Css("input[name=csrf]")).await.unwrap().prop("value").await.unwrap().unwrap();
+    assert_eq!(page_post(c, "/ui/machines/bulk", &format!("{del}&csrf={csrf}")).await, 403);
+    assert_eq!(app.get("/machines").await["total"], 1, "a viewer deleted a machine");
+    let refused = audit(&app, "user=vic&method=DELETE").await;
+    assert!(refused.iter().any(|e| e["status"] == 403), "{refused:?}");
+
+    b.close().await;
+    println!("screenshots in {}", browser::screenshot_dir().display());
+}

@@ -36,6 +36,23 @@ async fn login(c: &Client, origin: &str, name: &str, password: &str) {
     c.find(Locator::Css("form button[type=submit]")).await.unwrap().click().await.unwrap();
 }
 
+/// The element `loc` once it is there (a click that navigates returns before the new page is).
+async fn wait_for(c: &Client, loc: Locator<'_>) -> fantoccini::elements::Element {
+    match c.wait().at_most(Duration::from_secs(10)).for_element(loc).await {
+        Ok(e) => e,
+        Err(e) => panic!("{loc:?} not there after 10 s ({e}): {}", c.source().await.unwrap_or_default()),
+    }
+}
+
+/// Waits until the page's path is `path`.
+async fn wait_path(c: &Client, path: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while c.current_url().await.unwrap().path() != path {
+        assert!(Instant::now() < deadline, "still on {} after 10 s, not {path}", c.current_url().await.unwrap());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// Runs `script` in the page (a returned promise is awaited) and returns its value.
 async fn js(c: &Client, script: &str) -> Value {
     c.execute(script, vec![]).await.unwrap()
@@ -117,17 +134,14 @@ async fn the_operator_ui_in_chromium() {
 
     // A wrong password shows an error and sets no session.
     login(c, &origin, "alice", "not the password").await;
-    let err = match c.wait().at_most(Duration::from_secs(10)).for_element(Locator::Id("login-error")).await {
-        Ok(e) => e.text().await.unwrap(),
-        Err(e) => panic!("no login error ({e}): {}", c.source().await.unwrap()),
-    };
+    let err = wait_for(c, Locator::Id("login-error")).await.text().await.unwrap();
     assert!(err.contains("Wrong username or password"), "{err}");
     b.shot("02-login-error").await;
     let failed = audit(&app, "user=alice&outcome=denied").await;
     assert!(failed.iter().any(|e| e["route"] == "/auth/login" && e["status"] == 401), "{failed:?}");
 
     login(c, &origin, "alice", PASSWORD).await;
-    assert_eq!(c.current_url().await.unwrap().path(), "/ui/machines");
+    wait_path(c, "/ui/machines").await;
     assert_eq!(rows(c).await.len(), 3);
     b.shot("03-machines").await;
     let cookie = c.get_named_cookie("rackboot_session").await.unwrap();
@@ -147,6 +161,7 @@ async fn the_operator_ui_in_chromium() {
     let q = c.find(Locator::Id("f-q")).await.unwrap();
     q.send_keys("52:54:00:aa:00:02").await.unwrap();
     c.find(Locator::Id("f-submit")).await.unwrap().click().await.unwrap();
+    wait_for(c, Locator::Css("#f-q[value='52:54:00:aa:00:02']")).await;
     let found = rows(c).await;
     assert_eq!(found.len(), 1, "{found:?}");
     assert!(found[0].contains("web-02"), "{found:?}");
@@ -159,8 +174,9 @@ async fn the_operator_ui_in_chromium() {
     c.refresh().await.unwrap();
     assert_eq!(rows(c).await.len(), 1);
     c.find(Locator::LinkText("db-01")).await.unwrap().click().await.unwrap();
-    assert_eq!(c.current_url().await.unwrap().path(), format!("/ui/machines/{db1}"));
+    wait_path(c, &format!("/ui/machines/{db1}")).await;
     c.back().await.unwrap();
+    wait_path(c, "/ui/machines").await;
     assert!(path_and_query(c).await.contains("tag=db"), "{}", path_and_query(c).await);
     assert_eq!(c.find(Locator::Id("f-tag")).await.unwrap().prop("value").await.unwrap().as_deref(), Some("db"));
     let kept = rows(c).await;
@@ -177,13 +193,13 @@ async fn the_operator_ui_in_chromium() {
         c.find(Locator::Id("b-submit")).await.unwrap().click().await.unwrap();
     };
     bulk("1").await;
-    let said = c.find(Locator::Css("main")).await.unwrap().text().await.unwrap();
+    let said = wait_for(c, Locator::Css("p.notice.error")).await.text().await.unwrap();
     assert!(said.contains("nothing was done") && said.contains("type 2"), "{said}");
     b.shot("05-bulk-unconfirmed").await;
     assert_eq!(app.get("/machines").await["total"], 3, "an unconfirmed delete deleted something");
     c.goto(&format!("{origin}/ui/machines?tag=web")).await.unwrap();
     bulk("2").await;
-    let notice = c.find(Locator::Id("notice")).await.unwrap().text().await.unwrap();
+    let notice = wait_for(c, Locator::Id("notice")).await.text().await.unwrap();
     assert!(notice.contains("deleted 2 of 2 machines"), "{notice}");
     assert!(path_and_query(c).await.contains("tag=web"), "back to the same view");
     b.shot("06-bulk-done").await;
@@ -251,24 +267,67 @@ async fn the_operator_ui_in_chromium() {
         assert!(u.starts_with(&format!("{origin}/")), "{u} is not the appliance's origin");
     }
 
+    // A script job from the list's bulk form, on a machine with a real agent: its page shows
+    // the inventory, and the job's output and result arrive live.
+    let node_mac = "52:54:00:aa:00:04";
+    let work = tempfile::tempdir().unwrap();
+    let agent = app.agent(node_mac, work.path());
+    let node = common::eventually(|| async {
+        let m = app.api.ok(Method::GET, &format!("/machines/{node_mac}"), None).await?;
+        anyhow::ensure!(!m["inventory"].is_null(), "no inventory yet");
+        Ok(m)
+    })
+    .await["id"]
+        .as_u64()
+        .unwrap();
+    c.goto(&format!("{origin}/ui/machines?q={node_mac}")).await.unwrap();
+    c.find(Locator::Id(&format!("sel-{node}"))).await.unwrap().click().await.unwrap();
+    c.find(Locator::Id("b-action")).await.unwrap().select_by_value("script").await.unwrap();
+    c.find(Locator::Id("b-script")).await.unwrap().send_keys("sleep 2; echo hello-from-the-ui").await.unwrap();
+    c.find(Locator::Id("b-confirm")).await.unwrap().send_keys("1").await.unwrap();
+    c.find(Locator::Id("b-submit")).await.unwrap().click().await.unwrap();
+    let notice = wait_for(c, Locator::Id("notice")).await.text().await.unwrap();
+    assert!(notice.contains("queued a script job on 1 of 1 machines"), "{notice}");
+    c.goto(&format!("{origin}/ui/machines/{node}")).await.unwrap();
+    js(c, "window.__noReload = 7; return null;").await;
+    let inventory = c.find(Locator::Css("section[aria-labelledby=h-inventory]")).await.unwrap().text().await.unwrap();
+    assert!(inventory.contains("CPU") && inventory.contains("Memory") && inventory.contains("Network interfaces"));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let jobs = c.find(Locator::Id("jobs")).await.unwrap().text().await.unwrap();
+        if jobs.contains("hello-from-the-ui") && jobs.contains("succeeded") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the job's output and result did not arrive live: {jobs}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(js(c, "return window.__noReload;").await, 7, "the page was reloaded");
+    b.shot("08-machine-job").await;
+    js(c, "document.getElementById('h-inventory').scrollIntoView(); return null;").await;
+    b.shot("08b-machine-inventory").await;
+    agent.abort();
+    let jobs = audit(&app, "user=alice&method=POST").await;
+    assert!(jobs.iter().any(|e| e["route"] == "/jobs" && e["status"] == 201), "{jobs:?}");
+
     // Logging out ends the session: its token no longer works.
     c.find(Locator::Css("form.who button")).await.unwrap().click().await.unwrap();
-    assert_eq!(c.current_url().await.unwrap().path(), "/ui/login");
+    wait_path(c, "/ui/login").await;
     let (status, text) = raw(&app, "GET", "/ui/machines", &[("cookie", &session)], "").await;
     assert!(status == 303 && text.contains("location: /ui/login"), "{status} {text}");
 
     // A viewer sees no action, and the server refuses their forged POST anyway.
     login(c, &origin, "vic", PASSWORD).await;
-    assert_eq!(c.current_url().await.unwrap().path(), "/ui/machines");
+    wait_path(c, "/ui/machines").await;
     assert!(c.find_all(Locator::Css("input[name=id]")).await.unwrap().is_empty());
     assert!(c.find_all(Locator::Id("b-submit")).await.unwrap().is_empty());
-    b.shot("08-machines-viewer").await;
+    b.shot("09-machines-viewer").await;
     for u in urls(c).await {
         assert!(u.starts_with(&format!("{origin}/")), "{u} is not the appliance's origin");
     }
     let csrf = c.find(Locator::Css("input[name=csrf]")).await.unwrap().prop("value").await.unwrap().unwrap();
     assert_eq!(page_post(c, "/ui/machines/bulk", &format!("{del}&csrf={csrf}")).await, 403);
-    assert_eq!(app.get("/machines").await["total"], 1, "a viewer deleted a machine");
+    let (status, _) = app.api.call(Method::GET, &format!("/machines/{db1}"), None).await.unwrap();
+    assert_eq!(status, 200, "a viewer deleted a machine");
     let refused = audit(&app, "user=vic&method=DELETE").await;
     assert!(refused.iter().any(|e| e["status"] == 403), "{refused:?}");
 

@@ -17,12 +17,16 @@ use super::UiState;
 
 /// Machines one bulk action takes at most.
 pub const MAX_SELECTED: usize = 1000;
+/// Longest script a bulk action sends.
+const MAX_SCRIPT: usize = 64 << 10;
 
 /// What a bulk action does to one machine: an API call.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Action {
     /// Submit an agent job (`refresh_inventory`, `reboot`, `power_off`).
     Job(&'static str),
+    /// Run a shell script (`/bin/sh`) as an agent job.
+    Script(String),
     Tag(String),
     Delete,
 }
@@ -33,6 +37,11 @@ impl Action {
             "refresh_inventory" => Ok(Action::Job("refresh_inventory")),
             "reboot" => Ok(Action::Job("reboot")),
             "power_off" => Ok(Action::Job("power_off")),
+            "script" => match f.get("script") {
+                Some(b) if !b.trim().is_empty() && b.len() <= MAX_SCRIPT => Ok(Action::Script(b.replace("\r\n", "\n"))),
+                Some(_) => Err(format!("a script is at most {MAX_SCRIPT} bytes")),
+                None => Err("the script is empty".into()),
+            },
             "tag" => match f.get("tag").map(str::trim) {
                 Some(t) if !t.is_empty() && t.len() <= 64 => Ok(Action::Tag(t.to_string())),
                 _ => Err("a tag of 1 to 64 characters is needed".into()),
@@ -45,12 +54,13 @@ impl Action {
 
     /// Whether a person must type the count (or `delete`) first.
     fn destructive(&self) -> bool {
-        matches!(self, Action::Delete | Action::Job("reboot" | "power_off"))
+        matches!(self, Action::Delete | Action::Script(_) | Action::Job("reboot" | "power_off"))
     }
 
     fn done(&self) -> String {
         match self {
             Action::Job(kind) => format!("queued a {} job on", kind.replace('_', " ")),
+            Action::Script(_) => "queued a script job on".into(),
             Action::Tag(t) => format!("tagged {t:?}:"),
             Action::Delete => "deleted".into(),
         }
@@ -84,8 +94,8 @@ pub async fn run(State(s): State<UiState>, session: Session, headers: HeaderMap,
         Ok(f) => f,
         Err(r) => return r,
     };
-    if let Err(refused) = session::check_post(&session, &headers, f.get("csrf")) {
-        return refused;
+    if let Err(why) = session::check_post(&session, &headers, f.get("csrf")) {
+        return session::refuse(why);
     }
     let bad = |why: String| message(&s.views, StatusCode::BAD_REQUEST, "Bulk action", &why, &session);
     let (action, ids) = match (Action::parse(&f), selection(&f)) {
@@ -124,6 +134,11 @@ async fn apply(s: &UiState, session: &Session, action: &Action, id: u64) -> Answ
     match action {
         Action::Job(kind) => {
             let body = json!({"machine": id.to_string(), "action": {"kind": kind}});
+            forward::as_session(s, session, Method::POST, "/jobs", Some(body)).await
+        }
+        Action::Script(body) => {
+            let action = json!({"kind": "script", "interpreter": "/bin/sh", "body": body});
+            let body = json!({"machine": id.to_string(), "action": action});
             forward::as_session(s, session, Method::POST, "/jobs", Some(body)).await
         }
         Action::Tag(tag) => {
@@ -165,6 +180,10 @@ mod tests {
         assert!(confirmed(&del, Some("delete"), 3));
         let reboot = Action::parse(&form("action=reboot").await).unwrap();
         assert!(!confirmed(&reboot, Some("delete"), 3));
+        let script = Action::parse(&form("action=script&script=echo+hi").await).unwrap();
+        assert_eq!(script, Action::Script("echo hi".into()));
+        assert!(!confirmed(&script, None, 1) && confirmed(&script, Some("1"), 1));
+        assert!(Action::parse(&form("action=script&script=+").await).is_err());
         let tag = Action::parse(&form("action=tag&tag=rack1").await).unwrap();
         assert!(confirmed(&tag, None, 3));
         assert!(Action::parse(&form("action=tag").await).is_err());

@@ -1,8 +1,10 @@
 //! `GET /ui/machines/{id}/live`: the machine page's one server-sent-events stream. Each new
 //! timeline event comes as a `timeline` frame whose data is the same `<li>` the page renders
-//! (`templates/ui/event.html`), then a `state` frame with the machine's state; `ui.js` swaps
-//! them in. It resumes after `Last-Event-ID` (or `?after=`, the page's newest event), so
-//! nothing recorded between the page's render and the stream's start is missed.
+//! (`templates/ui/event.html`), then a `state` frame with the machine's state; a job event
+//! also sends the job's block again (`job`, `templates/ui/job.html`), and a running job's
+//! output comes chunk by chunk (`output`: `{"job": id, "text": ...}`). `ui.js` swaps them in.
+//! It resumes after `Last-Event-ID` (or `?after=`, the page's newest event), so nothing
+//! recorded between the page's render and the stream's start is missed.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -12,18 +14,33 @@ use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
+use minijinja::value::Serde;
+use minijinja::Value;
 use serde::Deserialize;
 use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::mpsc::Sender;
 
-use super::machine::EventRow;
+use super::machine::{job_row, EventRow};
 use super::session::Session;
+use super::view::Views;
 use super::UiState;
-use crate::cmdb::{Cmdb, Event};
+use crate::cmdb::{Cmdb, Event, EventKind, JobFilter};
+use crate::controller::{Hub, JobEvent};
+use crate::jobs::JobState;
 
 #[derive(Deserialize)]
 pub struct LiveQuery {
     after: Option<u64>,
+}
+
+/// What a page's stream needs.
+#[derive(Clone)]
+struct Feed {
+    cmdb: Cmdb,
+    hub: Arc<Hub>,
+    views: Arc<Views>,
+    machine: u64,
+    tx: Sender<SseEvent>,
 }
 
 /// The stream of one machine's page.
@@ -43,13 +60,13 @@ pub async fn stream(
     let live = s.api.cmdb.subscribe_events();
     let (tx, mut out) = tokio::sync::mpsc::channel::<SseEvent>(64);
     let shutdown = s.api.hub.shutdown.clone();
-    let (cmdb, views) = (s.api.cmdb.clone(), s.views.clone());
+    let feed = Feed { cmdb: s.api.cmdb.clone(), hub: s.api.hub.clone(), views: s.views.clone(), machine: id, tx };
     tokio::spawn(async move {
         let _permit = permit;
-        let send = |e: &Event| frames(&views, e);
+        let closed = feed.tx.clone();
         tokio::select! {
-            _ = follow(cmdb, id, after, live, &tx, send) => {}
-            _ = tx.closed() => {}
+            _ = follow(&feed, after, live) => {}
+            _ = closed.closed() => {}
             _ = shutdown.cancelled() => {}
         }
     });
@@ -57,76 +74,97 @@ pub async fn stream(
     Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))).into_response()
 }
 
-/// The frames one event becomes: its timeline entry, and the machine's state.
-fn frames(views: &super::view::Views, e: &Event) -> Vec<SseEvent> {
-    let row = EventRow::from(e);
-    let html = match views
-        .render("event.html", minijinja::context! { e => minijinja::Value::from(minijinja::value::Serde(&row)) })
-    {
-        Ok(html) => html,
-        Err(error) => {
-            tracing::warn!(%error, "ui timeline entry not rendered");
-            return Vec::new();
-        }
-    };
-    let mut out = vec![SseEvent::default().id(e.seq.to_string()).event("timeline").data(html.trim())];
-    if let Some(state) = row.state {
-        out.push(SseEvent::default().event("state").data(state));
+/// Sends the machine's events after `upto`, then live ones; reads the CMDB again whenever the
+/// live feed overflowed. Returns when the page is gone.
+async fn follow(feed: &Feed, mut upto: u64, mut live: tokio::sync::broadcast::Receiver<Arc<Event>>) {
+    // Jobs already running when the page opened: their output from here on.
+    let running =
+        JobFilter { machine: Some(feed.machine), state: Some(JobState::Running), before: None, limit: Some(16) };
+    for job in feed.cmdb.jobs(running).await.map(|(jobs, _)| jobs).unwrap_or_default() {
+        tokio::spawn(output(feed.clone(), job.id));
     }
-    out
-}
-
-/// Sends machine `id`'s events after `after`, then live ones; reads the CMDB again whenever the
-/// live feed overflowed.
-async fn follow(
-    cmdb: Cmdb,
-    id: u64,
-    mut upto: u64,
-    mut live: tokio::sync::broadcast::Receiver<Arc<Event>>,
-    tx: &Sender<SseEvent>,
-    frames: impl Fn(&Event) -> Vec<SseEvent>,
-) {
-    let catch_up = |after: u64| {
-        let cmdb = cmdb.clone();
-        async move { cmdb.events(id, after, 1000).await.unwrap_or_default() }
-    };
     loop {
-        let stored = catch_up(upto).await;
-        let more = stored.len() == 1000;
+        let stored = feed.cmdb.events(feed.machine, upto, 1000).await.unwrap_or_default();
         for e in &stored {
-            for f in frames(e) {
-                if tx.send(f).await.is_err() {
-                    return;
-                }
+            if send_event(feed, e, false).await.is_err() {
+                return;
             }
             upto = upto.max(e.seq);
         }
-        if !more {
+        if stored.len() < 1000 {
             break;
         }
     }
     loop {
         match live.recv().await {
-            Ok(e) if e.machine_id != id || e.seq <= upto => {}
+            Ok(e) if e.machine_id != feed.machine || e.seq <= upto => {}
             Ok(e) => {
                 upto = e.seq;
-                for f in frames(&e) {
-                    if tx.send(f).await.is_err() {
-                        return;
-                    }
+                if send_event(feed, &e, true).await.is_err() {
+                    return;
                 }
             }
             Err(RecvError::Lagged(_)) => {
-                for e in catch_up(upto).await {
+                for e in feed.cmdb.events(feed.machine, upto, 1000).await.unwrap_or_default() {
                     upto = upto.max(e.seq);
-                    for f in frames(&e) {
-                        if tx.send(f).await.is_err() {
-                            return;
-                        }
+                    if send_event(feed, &e, false).await.is_err() {
+                        return;
                     }
                 }
             }
             Err(RecvError::Closed) => return,
         }
     }
+}
+
+/// Sends one event's frames; for a job event also the job's block, and when a job starts
+/// (`live`: as it happens) its output as it comes.
+async fn send_event(feed: &Feed, e: &Event, live: bool) -> Result<(), ()> {
+    let row = EventRow::from(e);
+    let html = feed.views.render("event.html", minijinja::context! { e => Value::from(Serde(&row)) });
+    let html = html.map_err(|error| tracing::warn!(%error, "ui timeline entry not rendered"))?;
+    send(feed, SseEvent::default().id(e.seq.to_string()).event("timeline").data(html.trim())).await?;
+    if let Some(state) = row.state {
+        send(feed, SseEvent::default().event("state").data(state)).await?;
+    }
+    let job = e.detail.get("job").and_then(serde_json::Value::as_u64);
+    let Some(job_id) = job.filter(|_| e.kind.as_str().starts_with("job.")) else { return Ok(()) };
+    if let Ok(job) = feed.cmdb.job(job_id).await {
+        let j = job_row(&feed.cmdb, job).await;
+        if let Ok(html) = feed.views.render("job.html", minijinja::context! { j => Value::from(Serde(&j)) }) {
+            send(feed, SseEvent::default().event("job").data(html.trim())).await?;
+        }
+    }
+    if live && e.kind == EventKind::JobStarted {
+        tokio::spawn(output(feed.clone(), job_id));
+    }
+    Ok(())
+}
+
+/// Forwards a running job's output chunks until it is done or the page is gone.
+async fn output(feed: Feed, job_id: u64) {
+    let mut rx = feed.hub.subscribe(job_id);
+    loop {
+        let ev = tokio::select! {
+            ev = rx.recv() => ev,
+            _ = feed.tx.closed() => break,
+            _ = feed.hub.shutdown.cancelled() => break,
+        };
+        match ev {
+            Ok(JobEvent::Output(c)) => {
+                let data = serde_json::json!({"job": job_id, "attempt": c.attempt, "text": c.data}).to_string();
+                if send(&feed, SseEvent::default().event("output").data(data)).await.is_err() {
+                    break;
+                }
+            }
+            Ok(JobEvent::Done(_)) | Err(RecvError::Closed) => break,
+            Err(RecvError::Lagged(_)) => {}
+        }
+    }
+    drop(rx);
+    feed.hub.release(job_id);
+}
+
+async fn send(feed: &Feed, frame: SseEvent) -> Result<(), ()> {
+    feed.tx.send(frame).await.map_err(|_| ())
 }

@@ -83,8 +83,8 @@ async fn logout(State(s): State<UiState>, session: Session, headers: HeaderMap, 
         Ok(f) => f,
         Err(r) => return r,
     };
-    if let Err(refused) = session::check_post(&session, &headers, f.get("csrf")) {
-        return refused;
+    if let Err(why) = session::check_post(&session, &headers, f.get("csrf")) {
+        return session::refuse(why);
     }
     let path = format!("/tokens/{}", session.caller.token_id);
     let answer = forward::as_session(&s, &session, Method::DELETE, &path, None).await;

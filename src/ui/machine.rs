@@ -53,12 +53,23 @@ impl From<&Event> for EventRow {
     }
 }
 
+/// A job as the page shows it, with the end of its output.
 #[derive(Serialize)]
-struct JobRow {
+pub struct JobRow {
     job: crate::jobs::Job,
     kind: String,
     state: String,
     output: String,
+}
+
+/// A job's row: its action's kind, its state in words and the last [`CHUNKS`] output chunks.
+pub async fn job_row(cmdb: &crate::cmdb::Cmdb, job: crate::jobs::Job) -> JobRow {
+    let chunks = cmdb.last_output(job.id, CHUNKS).await.unwrap_or_default();
+    let output = chunks.into_iter().filter(|c| c.attempt == job.attempt).map(|c| c.data).collect::<String>();
+    let name = |v: Option<serde_json::Value>| v.and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+    let kind = name(serde_json::to_value(&job.action).ok().map(|v| v["kind"].clone()));
+    let state = name(serde_json::to_value(job.state).ok());
+    JobRow { kind, state, output, job }
 }
 
 async fn show(State(s): State<UiState>, session: Session, Path(key): Path<String>) -> Response {
@@ -82,11 +93,7 @@ async fn show(State(s): State<UiState>, session: Session, Path(key): Path<String
     let (jobs, _) = cmdb.jobs(filter).await.unwrap_or_default();
     let mut job_rows = Vec::new();
     for job in jobs {
-        let chunks = cmdb.last_output(job.id, CHUNKS).await.unwrap_or_default();
-        let output = chunks.into_iter().map(|c| c.data).collect::<String>();
-        let kind = serde_json::to_value(&job.action).ok().and_then(|v| v["kind"].as_str().map(str::to_string));
-        let state = serde_json::to_value(job.state).ok().and_then(|v| v.as_str().map(str::to_string));
-        job_rows.push(JobRow { kind: kind.unwrap_or_default(), state: state.unwrap_or_default(), output, job });
+        job_rows.push(job_row(cmdb, job).await);
     }
     let run = cmdb.active_runs().await.unwrap_or_default().into_iter().find(|r| r.machine_id == Some(m.id));
     let state = super::view::state_name(&m.state);

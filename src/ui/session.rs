@@ -88,15 +88,15 @@ impl FromRequestParts<UiState> for Session {
     }
 }
 
-/// Refuses (403) a POST whose CSRF token is not the session's or that comes from another
-/// origin (`Origin` or `Sec-Fetch-Site` say so).
-pub fn check_post(session: &Session, headers: &HeaderMap, csrf: Option<&str>) -> Result<(), Response> {
+/// Refuses (403, see [`refuse`]) a POST whose CSRF token is not the session's or that comes
+/// from another origin (`Origin` or `Sec-Fetch-Site` say so); the error says why.
+pub fn check_post(session: &Session, headers: &HeaderMap, csrf: Option<&str>) -> Result<(), &'static str> {
     if !same_origin(headers, &session.host) {
-        return Err(refuse("this form was sent from another site"));
+        return Err("this form was sent from another site");
     }
     match csrf {
         Some(t) if auth::same(t, &session.csrf) => Ok(()),
-        _ => Err(refuse("the form's CSRF token is missing or not this session's; reload the page and try again")),
+        _ => Err("the form's CSRF token is missing or not this session's; reload the page and try again"),
     }
 }
 
@@ -117,7 +117,8 @@ pub fn same_origin(headers: &HeaderMap, host: &str) -> bool {
     }
 }
 
-fn refuse(why: &str) -> Response {
+/// The 403 answer to a refused POST.
+pub fn refuse(why: &str) -> Response {
     (StatusCode::FORBIDDEN, [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], format!("403 Forbidden: {why}\n"))
         .into_response()
 }

@@ -14,7 +14,7 @@ use minijinja::Value as V;
 use super::session::Session;
 use super::view::message;
 use super::UiState;
-use crate::cmdb::{Event, JobFilter};
+use crate::cmdb::{Event, JobFilter, Machine};
 
 pub fn routes() -> Router<UiState> {
     Router::new().route("/ui/machines/{id}", get(show)).route("/ui/machines/{id}/live", get(super::live::stream))
@@ -72,6 +72,37 @@ pub async fn job_row(cmdb: &crate::cmdb::Cmdb, job: crate::jobs::Job) -> JobRow 
     JobRow { kind, state, output, job }
 }
 
+/// A provisioning run as the page shows it: the step in words (`configure 2`).
+#[derive(Serialize)]
+pub struct RunView {
+    id: u64,
+    task_id: u64,
+    state: serde_json::Value,
+    step: String,
+    progress: u8,
+    step_started_ms: u64,
+    error: Option<String>,
+}
+
+impl From<crate::provision::Run> for RunView {
+    fn from(r: crate::provision::Run) -> RunView {
+        let v = serde_json::to_value(r.step).unwrap_or_default();
+        let mut step = v["step"].as_str().unwrap_or("").replace('_', " ");
+        if let Some(i) = v["index"].as_u64() {
+            step = format!("{step} {}", i + 1);
+        }
+        RunView {
+            id: r.id,
+            task_id: r.task_id,
+            state: serde_json::to_value(r.state).unwrap_or_default(),
+            step,
+            progress: r.progress,
+            step_started_ms: r.step_started_ms,
+            error: r.error,
+        }
+    }
+}
+
 async fn show(State(s): State<UiState>, session: Session, Path(key): Path<String>) -> Response {
     let user = Some(session.caller.user.as_str());
     let found = match key.parse::<u64>() {
@@ -95,7 +126,8 @@ async fn show(State(s): State<UiState>, session: Session, Path(key): Path<String
     for job in jobs {
         job_rows.push(job_row(cmdb, job).await);
     }
-    let run = cmdb.active_runs().await.unwrap_or_default().into_iter().find(|r| r.machine_id == Some(m.id));
+    let runs = cmdb.active_runs().await.unwrap_or_default();
+    let run = runs.into_iter().find(|r| r.machine_id == Some(m.id)).map(RunView::from);
     let state = super::view::state_name(&m.state);
     let ctx = minijinja::context! {
         user, role => session.caller.role.as_str(), csrf => &session.csrf, operator => session.operator(),
@@ -104,4 +136,45 @@ async fn show(State(s): State<UiState>, session: Session, Path(key): Path<String
         seen_ms => m.last_seen_at.map(|t| t * 1000), created_ms => m.created_at * 1000,
     };
     s.views.page("machine.html", ctx)
+}
+
+#[cfg(test)]
+mod tests {
+    use rackboot_agent::wire::{Inventory, LldpNeighbor, Nic};
+
+    use super::*;
+    use crate::provision::{Run, Step};
+
+    /// The page with everything on it: inventory with an LLDP neighbour, a run, a job.
+    #[test]
+    fn a_full_machine_page_renders() {
+        let views = super::super::view::Views::new().unwrap();
+        let mut m = Machine::new(7, vec!["52:54:00:00:00:07".parse().unwrap()], 1_795_446_245);
+        m.hostname = Some("r1-u07".into());
+        let mut inv = Inventory::default();
+        inv.nics.push(Nic { name: "eth0".into(), mac: "52:54:00:00:00:07".into(), link: true, ..Default::default() });
+        inv.lldp.push(LldpNeighbor {
+            interface: "eth0".into(),
+            chassis_id: "aa:bb".into(),
+            port_id: "Ethernet7".into(),
+            system_name: Some("tor-r1".into()),
+            port_description: Some("<b>u7</b>".into()),
+        });
+        m.inventory = Some(inv);
+        let mut run = Run::new(3, 2, 1, Some(7), 1_795_446_245_000);
+        run.step = Step::Configure(1);
+        let ctx = minijinja::context! {
+            user => "alice", role => "operator", csrf => "x", operator => true,
+            m => V::from(minijinja::value::Serde(&m)), state => "configuring",
+            timeline => V::from(minijinja::value::Serde(Vec::<EventRow>::new())),
+            jobs => V::from(minijinja::value::Serde(Vec::<JobRow>::new())),
+            run => V::from(minijinja::value::Serde(Some(RunView::from(run)))), head => 0,
+            seen_ms => None::<u64>, created_ms => 1_795_446_245_000_u64,
+        };
+        let html = views.render("machine.html", ctx).unwrap();
+        assert!(html.contains("<td>tor-r1</td><td>Ethernet7 (&lt;b&gt;u7&lt;&#x2f;b&gt;)</td>"), "{html}");
+        assert!(html.contains("configure 2 (0 %)"), "{html}");
+        assert!(html.contains("2026-11-23T15:04:05Z"));
+        assert!(html.contains("data-live=\"/ui/machines/7/live?after=0\""));
+    }
 }

@@ -14,7 +14,7 @@ use minijinja::Value as V;
 use super::session::Session;
 use super::view::message;
 use super::UiState;
-use crate::cmdb::{Event, JobFilter, Machine};
+use crate::cmdb::{Event, JobFilter};
 
 pub fn routes() -> Router<UiState> {
     Router::new().route("/ui/machines/{id}", get(show)).route("/ui/machines/{id}/live", get(super::live::stream))
@@ -143,6 +143,7 @@ mod tests {
     use rackboot_agent::wire::{Inventory, LldpNeighbor, Nic};
 
     use super::*;
+    use crate::cmdb::Machine;
     use crate::provision::{Run, Step};
 
     /// The page with everything on it: inventory with an LLDP neighbour, a run, a job.

@@ -141,6 +141,12 @@ async fn the_operator_ui_in_chromium() {
     assert!(failed.iter().any(|e| e["route"] == "/auth/login" && e["status"] == 401), "{failed:?}");
 
     login(c, &origin, "alice", PASSWORD).await;
+    wait_path(c, "/ui/dashboard").await;
+    let by_state = wait_for(c, Locator::Id("by-state")).await.text().await.unwrap();
+    assert!(by_state.contains("discovered 3"), "{by_state}");
+    assert!(c.find_all(Locator::LinkText("Audit log")).await.unwrap().is_empty(), "an operator has no audit link");
+    b.shot("03a-dashboard").await;
+    c.find(Locator::LinkText("Machines")).await.unwrap().click().await.unwrap();
     wait_path(c, "/ui/machines").await;
     assert_eq!(rows(c).await.len(), 3);
     b.shot("03-machines").await;
@@ -317,7 +323,10 @@ async fn the_operator_ui_in_chromium() {
 
     // A viewer sees no action, and the server refuses their forged POST anyway.
     login(c, &origin, "vic", PASSWORD).await;
-    wait_path(c, "/ui/machines").await;
+    wait_path(c, "/ui/dashboard").await;
+    c.goto(&format!("{origin}/ui/audit")).await.unwrap();
+    assert!(c.source().await.unwrap().contains("the audit log is the admin"), "a viewer read the audit log");
+    c.goto(&format!("{origin}/ui/machines")).await.unwrap();
     assert!(c.find_all(Locator::Css("input[name=id]")).await.unwrap().is_empty());
     assert!(c.find_all(Locator::Id("b-submit")).await.unwrap().is_empty());
     b.shot("09-machines-viewer").await;
@@ -330,6 +339,38 @@ async fn the_operator_ui_in_chromium() {
     assert_eq!(status, 200, "a viewer deleted a machine");
     let refused = audit(&app, "user=vic&method=DELETE").await;
     assert!(refused.iter().any(|e| e["status"] == 403), "{refused:?}");
+
+    // The admin's pages: the audit log shows what alice did from where; users and tokens.
+    c.find(Locator::Css("form.who button")).await.unwrap().click().await.unwrap();
+    wait_path(c, "/ui/login").await;
+    user(&app, "ada", "admin").await;
+    login(c, &origin, "ada", PASSWORD).await;
+    wait_path(c, "/ui/dashboard").await;
+    c.find(Locator::LinkText("Audit log")).await.unwrap().click().await.unwrap();
+    wait_path(c, "/ui/audit").await;
+    c.find(Locator::Id("a-user")).await.unwrap().send_keys("alice").await.unwrap();
+    c.find(Locator::Id("a-method")).await.unwrap().send_keys("DELETE").await.unwrap();
+    c.find(Locator::Css("form.filters button")).await.unwrap().click().await.unwrap();
+    wait_for(c, Locator::Css("#a-user[value=alice]")).await;
+    let mut rows = Vec::new();
+    for r in c.find_all(Locator::Css("#audit tbody tr")).await.unwrap() {
+        rows.push(r.text().await.unwrap());
+    }
+    // Two machine deletes, and the logout's revocation of the session token.
+    assert_eq!(rows.iter().filter(|r| r.contains("DELETE /machines/{id}")).count(), 2, "{rows:?}");
+    assert_eq!(rows.iter().filter(|r| r.contains("DELETE /tokens/{id}")).count(), 1, "{rows:?}");
+    assert!(rows.iter().all(|r| r.contains("alice") && r.contains("127.0.0.1") && r.contains(" ok")), "{rows:?}");
+    b.shot("10-audit").await;
+    c.find(Locator::LinkText("Users")).await.unwrap().click().await.unwrap();
+    wait_path(c, "/ui/users").await;
+    let users = c.find(Locator::Id("users")).await.unwrap().text().await.unwrap();
+    assert!(users.contains("alice") && users.contains("vic") && users.contains("viewer"), "{users}");
+    let tokens = c.find(Locator::Id("tokens")).await.unwrap().text().await.unwrap();
+    assert!(tokens.contains("login session") && !tokens.contains("rbt_"), "{tokens}");
+    b.shot("11-users").await;
+    for u in urls(c).await {
+        assert!(u.starts_with(&format!("{origin}/")), "{u} is not the appliance's origin");
+    }
 
     b.close().await;
     println!("screenshots in {}", browser::screenshot_dir().display());

@@ -28,7 +28,7 @@ struct LoginQuery {
 fn next_page(next: Option<&str>) -> String {
     match next {
         Some(n) if n.starts_with("/ui/") && !n.contains("//") && !n.contains('\\') && n.len() <= 2048 => n.into(),
-        _ => "/ui/machines".into(),
+        _ => "/ui/dashboard".into(),
     }
 }
 
@@ -102,8 +102,8 @@ mod tests {
     fn after_login_only_ui_pages() {
         assert_eq!(next_page(Some("/ui/machines?q=52%3A54")), "/ui/machines?q=52%3A54");
         for bad in ["https://evil.example/", "//evil.example/ui/", "/ui//evil", "/api/v1/users", "/ui\\x"] {
-            assert_eq!(next_page(Some(bad)), "/ui/machines", "{bad}");
+            assert_eq!(next_page(Some(bad)), "/ui/dashboard", "{bad}");
         }
-        assert_eq!(next_page(None), "/ui/machines");
+        assert_eq!(next_page(None), "/ui/dashboard");
     }
 }

@@ -106,13 +106,19 @@ impl From<Machine> for Row {
     }
 }
 
+/// A state's place in the lifecycle ([`STATES`] order).
+fn rank(s: MachineState) -> usize {
+    let name = super::view::state_name(&s);
+    STATES.iter().position(|x| *x == name).unwrap_or(STATES.len())
+}
+
 /// Sorts machines by a column of [`SORTS`]; ties (and machines without the value) by id.
 fn sort(machines: &mut [Machine], by: &str, desc: bool) {
     let ip = |m: &Machine| m.reserved_ip.map(u32::from);
     machines.sort_by(|a, b| {
         let o = match by {
             "hostname" => a.hostname.cmp(&b.hostname),
-            "state" => format!("{:?}", a.state).cmp(&format!("{:?}", b.state)),
+            "state" => rank(a.state).cmp(&rank(b.state)),
             "vendor" => (&a.vendor, &a.model).cmp(&(&b.vendor, &b.model)),
             "ip" => ip(a).cmp(&ip(b)),
             "seen" => a.last_seen_at.cmp(&b.last_seen_at),
@@ -195,7 +201,7 @@ async fn list(
 }
 
 /// The states a filter offers, as the API spells them.
-const STATES: [&str; 9] =
+pub const STATES: [&str; 9] =
     ["discovered", "ready", "queued", "configuring", "installing", "post-install", "installed", "failed", "retired"];
 
 #[cfg(test)]

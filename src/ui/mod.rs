@@ -4,12 +4,14 @@
 //! role table, validation and audit log apply to the UI unchanged. Sessions live in a cookie
 //! that only `/ui` accepts ([`session`]); every POST carries the session's CSRF token.
 //!
-//! A page is a module with its routes: [`machines`] (list, search, bulk actions), [`machine`]
-//! (one machine, live through [`live`]). A new page (e.g. a rack view) adds a module, merges its
+//! A page is a module with its routes: [`dashboard`], [`machines`] (list, search, bulk
+//! actions), [`machine`] (one machine, live through [`live`]), [`admin`] (audit log, users). A new page (e.g. a rack view) adds a module, merges its
 //! `routes()` in [`router`] and a link in `templates/ui/base.html`.
 
+mod admin;
 pub mod assets;
 mod bulk;
+mod dashboard;
 mod form;
 mod forward;
 mod live;
@@ -52,11 +54,13 @@ pub fn router(state: ApiState, api: Router) -> anyhow::Result<Router> {
     Ok(Router::new()
         .route("/", get(|| async { Redirect::to("/ui/") }))
         .route("/ui", get(|| async { Redirect::to("/ui/") }))
-        .route("/ui/", get(|| async { Redirect::to("/ui/machines") }))
+        .route("/ui/", get(|| async { Redirect::to("/ui/dashboard") }))
         .merge(assets::routes())
         .merge(login::routes())
         .merge(machines::routes())
         .merge(machine::routes())
+        .merge(dashboard::routes())
+        .merge(admin::routes())
         .route_layer(middleware::from_fn(headers))
         .with_state(ui))
 }

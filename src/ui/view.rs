@@ -8,7 +8,7 @@ use minijinja::{Environment, UndefinedBehavior, Value};
 
 use crate::cmdb::now_ms;
 
-const PAGES: [(&str, &str); 7] = [
+const PAGES: [(&str, &str); 10] = [
     ("base.html", include_str!("../../templates/ui/base.html")),
     ("login.html", include_str!("../../templates/ui/login.html")),
     ("machines.html", include_str!("../../templates/ui/machines.html")),
@@ -16,6 +16,9 @@ const PAGES: [(&str, &str); 7] = [
     ("event.html", include_str!("../../templates/ui/event.html")),
     ("job.html", include_str!("../../templates/ui/job.html")),
     ("message.html", include_str!("../../templates/ui/message.html")),
+    ("dashboard.html", include_str!("../../templates/ui/dashboard.html")),
+    ("audit.html", include_str!("../../templates/ui/audit.html")),
+    ("users.html", include_str!("../../templates/ui/users.html")),
 ];
 
 /// The UI's template environment.

@@ -218,6 +218,18 @@ async fn the_operator_ui_in_chromium() {
         assert_eq!(e["from"], "127.0.0.1", "the browser's address is recorded");
     }
 
+    // Provisioning from the list is one task through the API; a bad one says why and makes none.
+    c.goto(&format!("{origin}/ui/machines?tag=db")).await.unwrap();
+    c.find(Locator::Id(&format!("sel-{db1}"))).await.unwrap().click().await.unwrap();
+    c.find(Locator::Id("b-action")).await.unwrap().select_by_value("provision").await.unwrap();
+    c.find(Locator::Id("b-image")).await.unwrap().send_keys("no-such.img").await.unwrap();
+    c.find(Locator::Id("b-confirm")).await.unwrap().send_keys("1").await.unwrap();
+    c.find(Locator::Id("b-submit")).await.unwrap().click().await.unwrap();
+    let notice = wait_for(c, Locator::Id("notice")).await.text().await.unwrap();
+    assert!(notice.starts_with("nothing was provisioned: 4"), "{notice}");
+    assert!(path_and_query(c).await.contains("tag=db"));
+    assert!(app.get("/tasks").await["tasks"].as_array().unwrap().is_empty(), "a refused task was created");
+
     // A POST without the CSRF token, or from another origin, is refused and changes nothing.
     let del = format!("action=delete&confirm=delete&id={db1}");
     assert_eq!(page_post(c, "/ui/machines/bulk", &del).await, 403);

@@ -29,6 +29,13 @@ enum Action {
     Script(String),
     Tag(String),
     Delete,
+    /// One provisioning task over the selection (by each machine's first MAC): an image file
+    /// name or an installer boot profile, and whether installed machines are taken too.
+    Provision {
+        image: Option<String>,
+        installer: Option<String>,
+        reinstall: bool,
+    },
 }
 
 impl Action {
@@ -47,6 +54,17 @@ impl Action {
                 _ => Err("a tag of 1 to 64 characters is needed".into()),
             },
             "delete" => Ok(Action::Delete),
+            "provision" => {
+                let field = |name| f.get(name).map(str::trim).filter(|v| !v.is_empty()).map(str::to_string);
+                let (image, installer) = (field("image"), field("installer"));
+                if image.is_some() == installer.is_some() {
+                    return Err("to provision, give either an image or an installer profile".into());
+                }
+                if [&image, &installer].into_iter().flatten().any(|v| v.len() > 255) {
+                    return Err("an image or profile name is at most 255 characters".into());
+                }
+                Ok(Action::Provision { image, installer, reinstall: f.get("reinstall").is_some() })
+            }
             "" => Err("choose an action".into()),
             other => Err(format!("{other:?} is not an action this page offers")),
         }
@@ -54,7 +72,10 @@ impl Action {
 
     /// Whether a person must type the count (or `delete`) first.
     fn destructive(&self) -> bool {
-        matches!(self, Action::Delete | Action::Script(_) | Action::Job("reboot" | "power_off"))
+        matches!(
+            self,
+            Action::Delete | Action::Script(_) | Action::Provision { .. } | Action::Job("reboot" | "power_off")
+        )
     }
 
     fn done(&self) -> String {
@@ -63,6 +84,7 @@ impl Action {
             Action::Script(_) => "queued a script job on".into(),
             Action::Tag(t) => format!("tagged {t:?}:"),
             Action::Delete => "deleted".into(),
+            Action::Provision { .. } => "queued provisioning of".into(),
         }
     }
 }
@@ -106,6 +128,10 @@ pub async fn run(State(s): State<UiState>, session: Session, headers: HeaderMap,
         let what = if action == Action::Delete { format!("{} (or delete)", ids.len()) } else { ids.len().to_string() };
         return bad(format!("nothing was done: type {what} in the confirmation box to act on {} machines", ids.len()));
     }
+    if let Action::Provision { image, installer, reinstall } = &action {
+        let spec = json!({"image": image, "installer": installer, "reinstall": reinstall});
+        return provision(&s, &session, spec, &ids, &f).await;
+    }
     let (mut ok, mut failed, mut first_error) = (0usize, 0usize, None);
     for id in &ids {
         let answer = apply(&s, &session, &action, *id).await;
@@ -124,9 +150,38 @@ pub async fn run(State(s): State<UiState>, session: Session, headers: HeaderMap,
     if let Some(e) = first_error {
         notice.push_str(&format!("; {failed} failed ({})", e.chars().take(200).collect::<String>()));
     }
+    back_to_list(&f, &notice)
+}
+
+/// The redirect to the list the form came from, with `notice` shown once.
+fn back_to_list(f: &Form, notice: &str) -> Response {
     let back = f.get("back").filter(|b| !b.contains('\n') && b.len() <= 2048).unwrap_or("");
     let back = back.split('&').filter(|kv| !kv.starts_with("notice=")).collect::<Vec<_>>().join("&");
-    Redirect::to(&format!("/ui/machines?{back}&notice={}", urlencode(&notice))).into_response()
+    Redirect::to(&format!("/ui/machines?{back}&notice={}", urlencode(notice))).into_response()
+}
+
+/// Creates one provisioning task (`spec` without its selection) for the selected machines
+/// (`POST /api/v1/tasks`).
+async fn provision(s: &UiState, session: &Session, mut spec: Value, ids: &[u64], f: &Form) -> Response {
+    let mut macs = Vec::new();
+    for id in ids {
+        match s.api.cmdb.machine(*id).await {
+            Ok(m) => macs.extend(m.macs.first().map(ToString::to_string)),
+            Err(e) => return message(&s.views, StatusCode::NOT_FOUND, "Provision", &e.to_string(), session),
+        }
+    }
+    spec["select"] = json!({"macs": macs});
+    let answer = forward::as_session(s, session, Method::POST, "/tasks", Some(spec)).await;
+    if answer.status == StatusCode::FORBIDDEN || answer.status == StatusCode::UNAUTHORIZED {
+        return message(&s.views, answer.status, "Not allowed", &answer.message(), session);
+    }
+    let notice = match answer.body["task"]["id"].as_u64() {
+        Some(task) if answer.status.is_success() => {
+            format!("queued provisioning of {} machines: task {task}", ids.len())
+        }
+        _ => format!("nothing was provisioned: {}", answer.message().chars().take(300).collect::<String>()),
+    };
+    back_to_list(f, &notice)
 }
 
 /// One machine's API call for `action`.
@@ -151,6 +206,10 @@ async fn apply(s: &UiState, session: &Session, action: &Action, id: u64) -> Answ
                 .await
         }
         Action::Delete => forward::as_session(s, session, Method::DELETE, &format!("/machines/{id}"), None).await,
+        // One task for the whole selection: `provision`, never per machine.
+        Action::Provision { .. } => {
+            Answer { status: StatusCode::INTERNAL_SERVER_ERROR, body: json!({"detail": "provisioning is one task"}) }
+        }
     }
 }
 
@@ -187,6 +246,10 @@ mod tests {
         let tag = Action::parse(&form("action=tag&tag=rack1").await).unwrap();
         assert!(confirmed(&tag, None, 3));
         assert!(Action::parse(&form("action=tag").await).is_err());
+        let prov = Action::parse(&form("action=provision&image=lab.img").await).unwrap();
+        assert!(!confirmed(&prov, Some("delete"), 2) && confirmed(&prov, Some("2"), 2));
+        assert!(Action::parse(&form("action=provision").await).is_err(), "neither image nor installer");
+        assert!(Action::parse(&form("action=provision&image=a&installer=b").await).is_err(), "both");
         assert!(Action::parse(&form("action=format_disks").await).is_err());
     }
 }

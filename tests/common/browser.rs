@@ -2,6 +2,7 @@
 //! The browser trusts the appliance's certificate by pinning its public key (SPKI), not by
 //! ignoring certificate errors. `None` (with a SKIPPED line) where chromium is not installed.
 
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -13,8 +14,20 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 /// A running chromedriver with one browser session.
 pub struct Browser {
     pub client: fantoccini::Client,
-    driver: Child,
+    _driver: Driver,
     _profile: tempfile::TempDir,
+}
+
+/// chromedriver in a process group of its own; dropping it ends the group, so the browser it
+/// started goes too, even when a failing test never closes its session.
+struct Driver(Child);
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let pgid = nix::unistd::Pid::from_raw(self.0.id() as i32);
+        let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
+        let _ = self.0.wait();
+    }
 }
 
 const CHROMIUM: &str = "/usr/bin/chromium";
@@ -56,7 +69,9 @@ impl Browser {
             .arg(format!("--port={port}"))
             .stdout(Stdio::null())
             .stderr(Stdio::null())
+            .process_group(0)
             .spawn()
+            .map(Driver)
             .expect("chromedriver starts");
         let deadline = Instant::now() + Duration::from_secs(20);
         while !ready(port).await {
@@ -86,7 +101,7 @@ impl Browser {
             .connect(&format!("http://127.0.0.1:{port}"))
             .await
             .expect("a chromium session");
-        Some(Browser { client, driver, _profile: profile })
+        Some(Browser { client, _driver: driver, _profile: profile })
     }
 
     /// Saves a screenshot of the current page as `<name>.png`.
@@ -95,18 +110,9 @@ impl Browser {
         std::fs::write(screenshot_dir().join(format!("{name}.png")), png).unwrap();
     }
 
-    /// Ends the session and chromedriver.
-    pub async fn close(mut self) {
+    /// Ends the session (the browser), then chromedriver's process group.
+    pub async fn close(self) {
         let _ = self.client.clone().close().await;
-        let _ = self.driver.kill();
-        let _ = self.driver.wait();
-    }
-}
-
-impl Drop for Browser {
-    fn drop(&mut self) {
-        let _ = self.driver.kill();
-        let _ = self.driver.wait();
     }
 }
 

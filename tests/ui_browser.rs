@@ -8,6 +8,8 @@
 #[path = "common/browser.rs"]
 mod browser;
 mod common;
+#[path = "common/raw.rs"]
+mod raw;
 
 use std::time::{Duration, Instant};
 
@@ -15,8 +17,8 @@ use browser::Browser;
 use common::appliance::Appliance;
 use fantoccini::{Client, Locator};
 use hyper::Method;
+use raw::raw;
 use serde_json::{json, Value};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const PASSWORD: &str = "correct horse battery";
 
@@ -83,31 +85,6 @@ async fn page_post(c: &Client, path: &str, body: &str) -> u64 {
         "return fetch({path:?}, {{method: 'POST', redirect: 'manual', headers: {{'content-type': 'application/x-www-form-urlencoded'}}, body: {body:?}}}).then(r => r.status);"
     );
     js(c, &script).await.as_u64().unwrap()
-}
-
-/// One raw HTTPS request to the appliance (trusting its CA): status and the whole response.
-async fn raw(app: &Appliance, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> (u16, String) {
-    let ca = std::fs::read(app.dir.path().join("tls/ca.pem")).unwrap();
-    let tls = tokio_rustls::TlsConnector::from(std::sync::Arc::new(rackboot::tls::client_config(&ca).unwrap()));
-    let tcp = tokio::net::TcpStream::connect(("127.0.0.1", app.tls_port)).await.unwrap();
-    let name = rustls::pki_types::ServerName::try_from("127.0.0.1".to_string()).unwrap();
-    let mut s = tls.connect(name, tcp).await.unwrap();
-    let mut req = format!(
-        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nConnection: close\r\nContent-Length: {}\r\n",
-        app.tls_port,
-        body.len()
-    );
-    for (k, v) in headers {
-        req.push_str(&format!("{k}: {v}\r\n"));
-    }
-    req.push_str("\r\n");
-    req.push_str(body);
-    s.write_all(req.as_bytes()).await.unwrap();
-    let mut out = Vec::new();
-    let _ = tokio::time::timeout(Duration::from_secs(10), s.read_to_end(&mut out)).await;
-    let text = String::from_utf8_lossy(&out).to_string();
-    let status = text.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
-    (status, text)
 }
 
 async fn audit(app: &Appliance, query: &str) -> Vec<Value> {

@@ -108,6 +108,41 @@ async fn ui_pages_refuse_bad_input_and_change_nothing() {
     assert_eq!(count(&app).await, before - 1);
 }
 
+/// A machine page's live stream ends once its session is revoked (checked every 30 s).
+#[tokio::test]
+async fn a_live_stream_ends_with_its_session() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let app = Appliance::start("").await;
+    user(&app, "alice", "viewer").await;
+    let m = json!({"macs": ["52:54:00:bb:00:02"]});
+    let id = app.api.ok(Method::POST, "/machines", Some(m)).await.unwrap()["id"].as_u64().unwrap();
+    let (cookie, _) = login(&app, "alice").await;
+    let mut s = raw::connect(&app).await;
+    let req =
+        format!("GET /ui/machines/{id}/live HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nCookie: {cookie}\r\n\r\n", app.tls_port);
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut buf = vec![0u8; 65536];
+    let n = s.read(&mut buf).await.unwrap();
+    let head = String::from_utf8_lossy(&buf[..n]).to_string();
+    assert!(head.starts_with("HTTP/1.1 200") && head.contains("text/event-stream"), "{head}");
+    let tokens = app.get("/tokens?user=alice").await;
+    let session = tokens["tokens"].as_array().unwrap().iter().find(|t| t["session"] == true).unwrap()["id"].clone();
+    app.api.ok(Method::DELETE, &format!("/tokens/{}", session.as_str().unwrap()), None).await.unwrap();
+    let t = Instant::now();
+    let ended = tokio::time::timeout(Duration::from_secs(45), async {
+        loop {
+            match s.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) if String::from_utf8_lossy(&buf[..n]).contains("\r\n0\r\n\r\n") => return,
+                Ok(_) => {}
+            }
+        }
+    })
+    .await;
+    assert!(ended.is_ok(), "the stream outlived its revoked session by 45 s");
+    println!("the stream ended {:?} after the revocation", t.elapsed());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_machine_list_at_10000_machines() {
     let app = Appliance::start("").await;

@@ -46,7 +46,7 @@ struct Feed {
 /// The stream of one machine's page.
 pub async fn stream(
     State(s): State<UiState>,
-    _session: Session,
+    session: Session,
     Path(id): Path<u64>,
     headers: HeaderMap,
     q: Result<Query<LiveQuery>, axum::extract::rejection::QueryRejection>,
@@ -68,10 +68,26 @@ pub async fn stream(
             _ = follow(&feed, after, live) => {}
             _ = closed.closed() => {}
             _ = shutdown.cancelled() => {}
+            _ = ended(&feed.cmdb, &session.bearer) => {}
         }
     });
     let stream = futures_util::stream::poll_fn(move |cx| out.poll_recv(cx).map(|e| e.map(Ok::<_, Infallible>)));
     Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))).into_response()
+}
+
+/// How often an open stream checks that its session still holds.
+const RECHECK: Duration = Duration::from_secs(30);
+
+/// Returns once the session's token no longer authenticates (logged out, revoked, expired,
+/// its user disabled), so a page left open does not outlive its session by more than [`RECHECK`].
+async fn ended(cmdb: &Cmdb, bearer: &str) {
+    let Some((id, hash)) = crate::auth::presented(bearer) else { return };
+    loop {
+        tokio::time::sleep(RECHECK).await;
+        if cmdb.authenticate(id.clone(), hash.clone(), crate::cmdb::now_ms()).await.is_err() {
+            return;
+        }
+    }
 }
 
 /// Sends the machine's events after `upto`, then live ones; reads the CMDB again whenever the

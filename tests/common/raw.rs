@@ -8,13 +8,18 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::common::appliance::Appliance;
 
-/// Sends `method path` with `headers` and `body`; the status and the whole response text.
-pub async fn raw(app: &Appliance, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> (u16, String) {
+/// A TLS connection to the appliance's HTTPS port.
+pub async fn connect(app: &Appliance) -> tokio_rustls::client::TlsStream<tokio::net::TcpStream> {
     let ca = std::fs::read(app.dir.path().join("tls/ca.pem")).unwrap();
     let tls = tokio_rustls::TlsConnector::from(std::sync::Arc::new(rackboot::tls::client_config(&ca).unwrap()));
     let tcp = tokio::net::TcpStream::connect(("127.0.0.1", app.tls_port)).await.unwrap();
     let name = rustls::pki_types::ServerName::try_from("127.0.0.1".to_string()).unwrap();
-    let mut s = tls.connect(name, tcp).await.unwrap();
+    tls.connect(name, tcp).await.unwrap()
+}
+
+/// Sends `method path` with `headers` and `body`; the status and the whole response text.
+pub async fn raw(app: &Appliance, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> (u16, String) {
+    let mut s = connect(app).await;
     let mut req = format!(
         "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nConnection: close\r\nContent-Length: {}\r\n",
         app.tls_port,

@@ -298,6 +298,14 @@ async fn the_operator_ui_in_chromium() {
     }
     assert_eq!(js(c, "return window.__noReload;").await, 7, "the page was reloaded");
     b.shot("08-machine-job").await;
+    // The page's own action form acts on this machine and comes back to it.
+    c.find(Locator::Id("m-action")).await.unwrap().select_by_value("tag").await.unwrap();
+    c.find(Locator::Id("m-tag")).await.unwrap().send_keys("rack-r1").await.unwrap();
+    c.find(Locator::Id("m-submit")).await.unwrap().click().await.unwrap();
+    let notice = wait_for(c, Locator::Id("notice")).await.text().await.unwrap();
+    assert!(notice.contains("tagged \"rack-r1\": 1 of 1"), "{notice}");
+    assert_eq!(c.current_url().await.unwrap().path(), format!("/ui/machines/{node}"));
+    assert_eq!(app.get(&format!("/machines/{node}")).await["tags"], json!(["rack-r1"]));
     js(c, "document.getElementById('h-inventory').scrollIntoView(); return null;").await;
     b.shot("08b-machine-inventory").await;
     agent.abort();
@@ -318,6 +326,9 @@ async fn the_operator_ui_in_chromium() {
     c.goto(&format!("{origin}/ui/machines")).await.unwrap();
     assert!(c.find_all(Locator::Css("input[name=id]")).await.unwrap().is_empty());
     assert!(c.find_all(Locator::Id("b-submit")).await.unwrap().is_empty());
+    c.goto(&format!("{origin}/ui/machines/{db1}")).await.unwrap();
+    assert!(c.find_all(Locator::Id("machine-actions")).await.unwrap().is_empty(), "a viewer sees no action");
+    c.goto(&format!("{origin}/ui/machines")).await.unwrap();
     b.shot("09-machines-viewer").await;
     for u in urls(c).await {
         assert!(u.starts_with(&format!("{origin}/")), "{u} is not the appliance's origin");

@@ -150,6 +150,10 @@ pub async fn run(State(s): State<UiState>, session: Session, headers: HeaderMap,
     if let Some(e) = first_error {
         notice.push_str(&format!("; {failed} failed ({})", e.chars().take(200).collect::<String>()));
     }
+    // A machine page's own form goes back to that page (unless the machine is gone).
+    if let ([id], Some("machine"), false) = (ids.as_slice(), f.get("to"), action == Action::Delete) {
+        return Redirect::to(&format!("/ui/machines/{id}?notice={}", urlencode(&notice))).into_response();
+    }
     back_to_list(&f, &notice)
 }
 

@@ -103,7 +103,20 @@ impl From<crate::provision::Run> for RunView {
     }
 }
 
-async fn show(State(s): State<UiState>, session: Session, Path(key): Path<String>) -> Response {
+/// The machine page's query: the outcome of an action, shown once after its redirect.
+#[derive(serde::Deserialize, Default)]
+struct PageQuery {
+    #[serde(default)]
+    notice: String,
+}
+
+async fn show(
+    State(s): State<UiState>,
+    session: Session,
+    Path(key): Path<String>,
+    q: Result<axum::extract::Query<PageQuery>, axum::extract::rejection::QueryRejection>,
+) -> Response {
+    let notice: String = q.map(|q| q.0.notice).unwrap_or_default().chars().take(500).collect();
     let user = Some(session.caller.user.as_str());
     let found = match key.parse::<u64>() {
         Ok(id) => s.api.cmdb.machine(id).await,
@@ -131,7 +144,7 @@ async fn show(State(s): State<UiState>, session: Session, Path(key): Path<String
     let state = super::view::state_name(&m.state);
     let ctx = minijinja::context! {
         user, role => session.caller.role.as_str(), csrf => &session.csrf, operator => session.operator(),
-        m => V::from(minijinja::value::Serde(&m)), state, timeline => V::from(minijinja::value::Serde(&timeline)), jobs => V::from(minijinja::value::Serde(&job_rows)),
+        m => V::from(minijinja::value::Serde(&m)), state, notice, timeline => V::from(minijinja::value::Serde(&timeline)), jobs => V::from(minijinja::value::Serde(&job_rows)),
         run => V::from(minijinja::value::Serde(&run)), head,
         seen_ms => m.last_seen_at.map(|t| t * 1000), created_ms => m.created_at * 1000,
     };
@@ -166,7 +179,7 @@ mod tests {
         run.step = Step::Configure(1);
         let ctx = minijinja::context! {
             user => "alice", role => "operator", csrf => "x", operator => true,
-            m => V::from(minijinja::value::Serde(&m)), state => "configuring",
+            m => V::from(minijinja::value::Serde(&m)), state => "configuring", notice => "",
             timeline => V::from(minijinja::value::Serde(Vec::<EventRow>::new())),
             jobs => V::from(minijinja::value::Serde(Vec::<JobRow>::new())),
             run => V::from(minijinja::value::Serde(Some(RunView::from(run)))), head => 0,

@@ -58,6 +58,13 @@ async fn ui_pages_refuse_bad_input_and_change_nothing() {
         raw(&app, "POST", "/ui/login", &[FORM, ("origin", "https://evil.example")], "username=alice&password=x").await;
     assert_eq!(status, 403, "a login form posted from another site");
 
+    // A `next` that is no UI path, or would split the Location header, goes to the dashboard.
+    for next in ["https%3A%2F%2Fevil.example%2F", "%2Fui%2F%0D%0Aset-cookie%3A+x%3Dy", "%2F%2Fevil.example%2Fui%2F"] {
+        let body = format!("username=alice&password={}&next={next}", PASSWORD.replace(' ', "+"));
+        let (status, resp) = raw(&app, "POST", "/ui/login", &[FORM], &body).await;
+        assert!(status == 303 && resp.contains("location: /ui/dashboard\r\n"), "{next}: {resp}");
+    }
+
     let (cookie, csrf) = login(&app, "alice").await;
     let c = ("cookie", cookie.as_str());
     // What a page shows is escaped.
@@ -101,6 +108,16 @@ async fn ui_pages_refuse_bad_input_and_change_nothing() {
         assert_eq!(status, want, "{}: {resp}", &body[..body.len().min(80)]);
     }
     assert_eq!(count(&app).await, before, "a refused bulk action changed something");
+    // A `back` that would split the Location header is dropped, not followed (nor a panic).
+    let (status, resp) = raw(
+        &app,
+        "POST",
+        "/ui/machines/bulk",
+        &[c, FORM],
+        &format!("action=tag&tag=t&id={id}&csrf={csrf}&back=a%0D%0Ab"),
+    )
+    .await;
+    assert!(status == 303 && resp.contains("location: /ui/machines?&notice=tagged"), "{resp}");
     // The one good form works, and goes back to the list.
     let (status, resp) =
         raw(&app, "POST", "/ui/machines/bulk", &[c, FORM], &format!("{del}&csrf={csrf}&back=tag%3Dx")).await;

@@ -159,7 +159,7 @@ pub async fn run(State(s): State<UiState>, session: Session, headers: HeaderMap,
 
 /// The redirect to the list the form came from, with `notice` shown once.
 fn back_to_list(f: &Form, notice: &str) -> Response {
-    let back = f.get("back").filter(|b| !b.contains('\n') && b.len() <= 2048).unwrap_or("");
+    let back = f.get("back").filter(|b| super::view::url_safe(b)).unwrap_or("");
     let back = back.split('&').filter(|kv| !kv.starts_with("notice=")).collect::<Vec<_>>().join("&");
     Redirect::to(&format!("/ui/machines?{back}&notice={}", urlencode(notice))).into_response()
 }

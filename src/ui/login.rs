@@ -27,7 +27,9 @@ struct LoginQuery {
 /// Where to go after logging in: a UI path only (never another origin).
 fn next_page(next: Option<&str>) -> String {
     match next {
-        Some(n) if n.starts_with("/ui/") && !n.contains("//") && !n.contains('\\') && n.len() <= 2048 => n.into(),
+        Some(n) if n.starts_with("/ui/") && !n.contains("//") && !n.contains('\\') && super::view::url_safe(n) => {
+            n.into()
+        }
         _ => "/ui/dashboard".into(),
     }
 }
@@ -101,7 +103,15 @@ mod tests {
     #[test]
     fn after_login_only_ui_pages() {
         assert_eq!(next_page(Some("/ui/machines?q=52%3A54")), "/ui/machines?q=52%3A54");
-        for bad in ["https://evil.example/", "//evil.example/ui/", "/ui//evil", "/api/v1/users", "/ui\\x"] {
+        for bad in [
+            "https://evil.example/",
+            "//evil.example/ui/",
+            "/ui//evil",
+            "/api/v1/users",
+            "/ui\\x",
+            "/ui/\r\nx: y",
+            "/ui/é",
+        ] {
             assert_eq!(next_page(Some(bad)), "/ui/dashboard", "{bad}");
         }
         assert_eq!(next_page(None), "/ui/dashboard");

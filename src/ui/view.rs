@@ -79,6 +79,12 @@ pub fn state_name(s: &crate::cmdb::MachineState) -> String {
     serde_json::to_value(s).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
 }
 
+/// Whether `s` may go into a redirect's `Location` as it is: at most 2,048 printable ASCII
+/// characters (no space, no control character).
+pub fn url_safe(s: &str) -> bool {
+    s.len() <= 2048 && s.bytes().all(|b| b.is_ascii_graphic())
+}
+
 /// Percent-encodes `s` for a query value.
 pub fn urlencode(s: &str) -> String {
     s.bytes()

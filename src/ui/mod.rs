@@ -5,8 +5,10 @@
 //! that only `/ui` accepts ([`session`]); every POST carries the session's CSRF token.
 //!
 //! A page is a module with its routes: [`dashboard`], [`machines`] (list, search, bulk
-//! actions), [`machine`] (one machine, live through [`live`]), [`admin`] (audit log, users). A new page (e.g. a rack view) adds a module, merges its
-//! `routes()` in [`router`] and a link in `templates/ui/base.html`.
+//! actions), [`machine`] (one machine, live through [`live`]), [`admin`] (audit log, users).
+//! A new page (e.g. a rack view) adds a module, merges its `routes()` in [`router`], adds its
+//! template to `view::PAGES` and a link in `templates/ui/base.html`; its live updates follow
+//! [`live`] (one stream per page, fragments rendered from the page's own templates).
 
 mod admin;
 pub mod assets;

@@ -27,6 +27,8 @@
 //! - [`racks`]: racks (switch, port -> slot map, hostname pattern, address plan, CSV), where
 //!   machines are placed by option 82, LLDP or CSV, and the flags a person must look at.
 //! - [`api`]: the REST API, health and metrics over axum.
+//! - [`ui`]: the operator's web UI under `/ui/` (server-rendered pages over the same core; its
+//!   changes are REST API calls made in-process).
 //! - [`metrics`]: Prometheus counters shared by every service.
 //! - [`net`]: socket binding and interface discovery.
 //! - [`tftp`]: the read-only TFTP server for the boot directory, mechanics only.
@@ -58,4 +60,5 @@ pub mod secrets;
 pub mod service;
 pub mod tftp;
 pub mod tls;
+pub mod ui;
 pub mod watch;

@@ -1,6 +1,6 @@
 //! The web services: HTTPS serves the REST API, `/agent/v1`, `/metrics` and `/healthz`; plain
 //! HTTP serves only what firmware and installers fetch (`/boot`, `/healthz`) and refuses the
-//! APIs. Both run on the accept loop in [`conn`] until shutdown.
+//! APIs. HTTPS also serves the web UI (`/ui/`, [`crate::ui`]). Both run on the accept loop in [`conn`] until shutdown.
 
 mod conn;
 mod plain;
@@ -34,7 +34,9 @@ pub async fn serve(listener: TcpListener, core: Core, shutdown: CancellationToke
 /// Serves HTTPS (the whole router) on `listener` until `shutdown`.
 pub async fn serve_https(listener: TcpListener, core: Core, shutdown: CancellationToken) -> anyhow::Result<()> {
     let state = state(&core)?;
-    let app = crate::assets::guard(api::router(state), &core.cfg);
+    let api = api::router(state.clone());
+    let ui = crate::ui::router(state, api.clone()).context("building the web UI")?;
+    let app = crate::assets::guard(api.merge(ui), &core.cfg);
     let acceptor = tokio_rustls::TlsAcceptor::from(core.tls.config.clone());
     let settings = conn::Listener {
         name: "https",

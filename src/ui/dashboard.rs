@@ -1,0 +1,78 @@
+//! `/ui/dashboard`: machines by state (each a link to the filtered list), what failed lately
+//! (machines in `failed`, failed jobs) and the appliance's health (boot assets, as `/healthz`
+//! says; active jobs and runs; open live streams).
+
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::response::Response;
+use axum::routing::get;
+use axum::{Extension, Router};
+use minijinja::value::Serde;
+use minijinja::Value as V;
+
+use super::machine::job_row;
+use super::session::Session;
+use super::view::state_name;
+use super::UiState;
+use crate::cmdb::{JobFilter, MachineFilter, MachineState};
+use crate::jobs::JobState;
+
+pub fn routes() -> Router<UiState> {
+    Router::new().route("/ui/dashboard", get(show))
+}
+
+/// Failed machines and jobs the page lists.
+const RECENT: usize = 10;
+
+async fn show(
+    State(s): State<UiState>,
+    session: Session,
+    check: Option<Extension<Arc<crate::assets::Check>>>,
+) -> Response {
+    let cmdb = &s.api.cmdb;
+    let all = MachineFilter { limit: Some(1), ..Default::default() };
+    let total = cmdb.list_machines(all).await.map(|p| p.total).unwrap_or(0);
+    let mut by_state = Vec::new();
+    for name in super::machines::STATES {
+        let state: MachineState = name.parse().expect("a listed state");
+        let f = MachineFilter { state: Some(state), limit: Some(RECENT), ..Default::default() };
+        let page = cmdb.list_machines(f).await.ok();
+        by_state.push((name, page.as_ref().map_or(0, |p| p.total), page));
+    }
+    let failed: Vec<_> = by_state
+        .iter()
+        .find(|(name, _, _)| *name == "failed")
+        .and_then(|(_, _, p)| p.as_ref())
+        .map(|p| p.machines.iter().map(|m| (m.id, m.hostname.clone(), m.updated_at * 1000)).collect())
+        .unwrap_or_default();
+    // In lifecycle order.
+    let counts: Vec<(&str, usize)> = by_state.iter().map(|(k, n, _)| (*k, *n)).collect();
+    let failed_jobs = JobFilter { machine: None, state: Some(JobState::Failed), before: None, limit: Some(RECENT) };
+    let mut jobs = Vec::new();
+    for job in cmdb.jobs(failed_jobs).await.map(|(j, _)| j).unwrap_or_default() {
+        jobs.push(job_row(cmdb, job).await);
+    }
+    let assets = match check {
+        Some(Extension(c)) => {
+            let c = c.clone();
+            let gaps = tokio::task::spawn_blocking(move || crate::assets::missing(&c.root, &c.needed)).await;
+            match gaps {
+                Ok(g) if g.is_empty() => "ok: every boot asset the config needs is present".to_string(),
+                Ok(g) => crate::assets::report(&g),
+                Err(e) => format!("the check failed: {e}"),
+            }
+        }
+        None => String::new(),
+    };
+    let active_jobs = cmdb.active_job_count().await.unwrap_or(0);
+    let active_runs = cmdb.active_runs().await.map(|r| r.len()).unwrap_or(0);
+    let streams = crate::api::MAX_STREAMS - s.api.streams.available_permits();
+    let ctx = minijinja::context! {
+        user => &session.caller.user, role => session.caller.role.as_str(), csrf => &session.csrf,
+        operator => session.operator(), total, counts, failed, jobs => V::from(Serde(&jobs)),
+        assets, active_jobs, active_runs, streams, max_streams => crate::api::MAX_STREAMS,
+        failed_state => state_name(&MachineState::Failed),
+    };
+    s.views.page("dashboard.html", ctx)
+}

@@ -1,0 +1,47 @@
+//! A posted form (`application/x-www-form-urlencoded`), read with a size cap; a field may
+//! repeat (the machine list's checkboxes).
+
+use axum::body::Body;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+
+/// Largest form body read (a selection of a few thousand machine ids fits).
+pub const MAX_FORM: usize = 256 << 10;
+
+/// A form's fields in order.
+pub struct Form(Vec<(String, String)>);
+
+impl Form {
+    /// Reads and decodes `body`; 413 past [`MAX_FORM`].
+    pub async fn read(body: Body) -> Result<Form, Response> {
+        let bytes = axum::body::to_bytes(body, MAX_FORM)
+            .await
+            .map_err(|_| (StatusCode::PAYLOAD_TOO_LARGE, "the form is too large\n").into_response())?;
+        Ok(Form(form_urlencoded::parse(&bytes).into_owned().collect()))
+    }
+
+    /// The first value of `name`, if given and not empty.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.0.iter().find(|(k, v)| k == name && !v.is_empty()).map(|(_, v)| v.as_str())
+    }
+
+    /// Every value of `name`.
+    pub fn all<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+        self.0.iter().filter(move |(k, _)| k == name).map(|(_, v)| v.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn repeated_fields_and_the_cap() {
+        let f = Form::read(Body::from("id=1&id=2&csrf=x+y&empty=")).await.unwrap();
+        assert_eq!(f.all("id").collect::<Vec<_>>(), ["1", "2"]);
+        assert_eq!(f.get("csrf"), Some("x y"));
+        assert_eq!(f.get("empty"), None);
+        let big = "a".repeat(MAX_FORM + 1);
+        assert_eq!(Form::read(Body::from(big)).await.err().unwrap().status(), StatusCode::PAYLOAD_TOO_LARGE);
+    }
+}

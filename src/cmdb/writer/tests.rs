@@ -16,7 +16,13 @@ async fn a_panicking_write_rolls_back_its_batch_and_the_writer_goes_on() {
     let metrics = crate::metrics::Metrics { cmdb_writer: db.writer_stats().clone(), ..Default::default() };
     let text = metrics.render();
     assert!(text.contains("rackboot_cmdb_batch_panics_total 1"), "{text}");
-    assert!(text.contains("rackboot_cmdb_commit_seconds_count 2"), "both batches are timed:\n{text}");
+    let timed: u64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("rackboot_cmdb_commit_seconds_count "))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0);
+    // The panicked batch and the one or two after it (the sighting may share the flush's).
+    assert!((2..=3).contains(&timed), "every batch is timed ({timed}):\n{text}");
 }
 
 #[tokio::test]

@@ -54,9 +54,30 @@
     });
     window.addEventListener("pagehide", function () { source.close(); });
   }
+  // A rack page: its elevation rows and flags arrive whole (server-rendered, escaped) and
+  // replace the old ones.
+  function startRack() {
+    var rows = document.querySelector("[data-rack-live]");
+    if (!rows || !window.EventSource) { return; }
+    var status = document.getElementById("live-status");
+    var source = new EventSource(rows.getAttribute("data-rack-live"));
+    source.addEventListener("open", function () {
+      if (status) { status.textContent = "Live: the elevation updates as machines boot."; }
+    });
+    source.addEventListener("error", function () {
+      if (status) { status.textContent = "Live updates paused; reconnecting…"; }
+    });
+    source.addEventListener("elevation", function (ev) { rows.innerHTML = ev.data; });
+    source.addEventListener("flags", function (ev) {
+      var flags = document.getElementById("flags");
+      if (flags) { flags.innerHTML = ev.data; }
+    });
+    window.addEventListener("pagehide", function () { source.close(); });
+  }
+  function startAll() { start(); startRack(); }
   if (document.readyState === "loading") {
-    document.addEventListener("DOMContentLoaded", start);
+    document.addEventListener("DOMContentLoaded", startAll);
   } else {
-    start();
+    startAll();
   }
 })();

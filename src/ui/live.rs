@@ -80,7 +80,7 @@ const RECHECK: Duration = Duration::from_secs(30);
 
 /// Returns once the session's token no longer authenticates (logged out, revoked, expired,
 /// its user disabled), so a page left open does not outlive its session by more than [`RECHECK`].
-async fn ended(cmdb: &Cmdb, bearer: &str) {
+pub(super) async fn ended(cmdb: &Cmdb, bearer: &str) {
     let Some((id, hash)) = crate::auth::presented(bearer) else { return };
     loop {
         tokio::time::sleep(RECHECK).await;

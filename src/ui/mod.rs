@@ -5,7 +5,8 @@
 //! that only `/ui` accepts ([`session`]); every POST carries the session's CSRF token.
 //!
 //! A page is a module with its routes: [`dashboard`], [`machines`] (list, search, bulk
-//! actions), [`machine`] (one machine, live through [`live`]), [`admin`] (audit log, users).
+//! actions), [`machine`] (one machine, live through [`live`]), [`racks`] (rack bring-up: the
+//! form, the elevation kept live), [`admin`] (audit log, users).
 //! A new page (e.g. a rack view) adds a module, merges its `routes()` in [`router`], adds its
 //! template to `view::PAGES` and a link in `templates/ui/base.html`; its live updates follow
 //! [`live`] (one stream per page, fragments rendered from the page's own templates).
@@ -20,6 +21,7 @@ mod live;
 mod login;
 mod machine;
 mod machines;
+mod racks;
 mod session;
 mod view;
 
@@ -62,6 +64,7 @@ pub fn router(state: ApiState, api: Router) -> anyhow::Result<Router> {
         .merge(machines::routes())
         .merge(machine::routes())
         .merge(dashboard::routes())
+        .merge(racks::routes())
         .merge(admin::routes())
         .route_layer(middleware::from_fn(headers))
         .with_state(ui))

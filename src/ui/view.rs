@@ -8,7 +8,7 @@ use minijinja::{Environment, UndefinedBehavior, Value};
 
 use crate::cmdb::now_ms;
 
-const PAGES: [(&str, &str); 10] = [
+const PAGES: [(&str, &str); 14] = [
     ("base.html", include_str!("../../templates/ui/base.html")),
     ("login.html", include_str!("../../templates/ui/login.html")),
     ("machines.html", include_str!("../../templates/ui/machines.html")),
@@ -19,6 +19,10 @@ const PAGES: [(&str, &str); 10] = [
     ("dashboard.html", include_str!("../../templates/ui/dashboard.html")),
     ("audit.html", include_str!("../../templates/ui/audit.html")),
     ("users.html", include_str!("../../templates/ui/users.html")),
+    ("racks.html", include_str!("../../templates/ui/racks.html")),
+    ("rack.html", include_str!("../../templates/ui/rack.html")),
+    ("rack_rows.html", include_str!("../../templates/ui/rack_rows.html")),
+    ("rack_flags.html", include_str!("../../templates/ui/rack_flags.html")),
 ];
 
 /// The UI's template environment.

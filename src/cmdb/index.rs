@@ -119,6 +119,15 @@ impl Index {
     }
 
     /// How many machines are unclaimed.
+    /// Machines per state.
+    pub fn count_by_state(&self) -> HashMap<MachineState, usize> {
+        let mut out = HashMap::new();
+        for b in self.machines.values() {
+            *out.entry(b.state).or_insert(0) += 1;
+        }
+        out
+    }
+
     pub fn unclaimed_count(&self) -> usize {
         self.unclaimed.len()
     }

@@ -298,6 +298,11 @@ impl Cmdb {
         self.inner.index.read().expect("index lock").by_mac(mac).cloned()
     }
 
+    /// Machines per state, from the index (no storage read).
+    pub fn count_by_state(&self) -> std::collections::HashMap<MachineState, usize> {
+        self.inner.index.read().expect("index lock").count_by_state()
+    }
+
     /// The id of the machine holding a reservation for `ip`, without touching storage.
     pub fn reserved_owner(&self, ip: Ipv4Addr) -> Option<u64> {
         self.inner.index.read().expect("index lock").reserved_owner(ip)

@@ -12,7 +12,7 @@ use crate::mac::Mac;
 pub const SCHEMA_VERSION: u64 = 8;
 
 /// Where a machine is in its lifecycle.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum MachineState {
     Discovered,

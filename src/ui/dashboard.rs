@@ -31,23 +31,23 @@ async fn show(
     check: Option<Extension<Arc<crate::assets::Check>>>,
 ) -> Response {
     let cmdb = &s.api.cmdb;
-    let all = MachineFilter { limit: Some(1), ..Default::default() };
-    let total = cmdb.list_machines(all).await.map(|p| p.total).unwrap_or(0);
-    let mut by_state = Vec::new();
-    for name in super::machines::STATES {
-        let state: MachineState = name.parse().expect("a listed state");
-        let f = MachineFilter { state: Some(state), limit: Some(RECENT), ..Default::default() };
-        let page = cmdb.list_machines(f).await.ok();
-        by_state.push((name, page.as_ref().map_or(0, |p| p.total), page));
-    }
-    let failed: Vec<_> = by_state
+    // Counts from the in-memory index; only the failed machines listed are read from storage.
+    let by_state = cmdb.count_by_state();
+    let total: usize = by_state.values().sum();
+    // In lifecycle order.
+    let counts: Vec<(&str, usize)> = super::machines::STATES
         .iter()
-        .find(|(name, _, _)| *name == "failed")
-        .and_then(|(_, _, p)| p.as_ref())
+        .map(|name| {
+            let state: MachineState = name.parse().expect("a listed state");
+            (*name, by_state.get(&state).copied().unwrap_or(0))
+        })
+        .collect();
+    let f = MachineFilter { state: Some(MachineState::Failed), limit: Some(RECENT), ..Default::default() };
+    let failed: Vec<_> = cmdb
+        .list_machines(f)
+        .await
         .map(|p| p.machines.iter().map(|m| (m.id, m.hostname.clone(), m.updated_at * 1000)).collect())
         .unwrap_or_default();
-    // In lifecycle order.
-    let counts: Vec<(&str, usize)> = by_state.iter().map(|(k, n, _)| (*k, *n)).collect();
     let failed_jobs = JobFilter { machine: None, state: Some(JobState::Failed), before: None, limit: Some(RECENT) };
     let mut jobs = Vec::new();
     for job in cmdb.jobs(failed_jobs).await.map(|(j, _)| j).unwrap_or_default() {

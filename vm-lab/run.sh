@@ -1,25 +1,26 @@
 #!/usr/bin/env bash
 # The main job: rackboot provisioning a lab network of qemu VMs that PXE-boot from it.
 #
-#   vm-lab/run.sh [--bios N]   (as root) [--uefi N] [--clients N] [--no-provision] [--keep]
+#   vm-lab/run.sh [--bios N]   (as root) [--uefi N] [--clients N] [--no-provision] [--baseline] [--keep]
 #
 # Creates namespace "rblab" with bridge br0 (198.18.0.1/24, no route out), builds the boot
 # directory from Debian packages (vm-lab/assets.sh), starts rackboot in full DHCP mode on the
 # bridge (vm-lab/lab.toml), and powers on N SeaBIOS and N OVMF (UEFI) VMs (qemu -accel tcg; KVM
 # hangs on these machines; 512 MiB, a 2 GiB disk) with qemu's iPXE option ROM. Each VM goes
 # DHCP -> iPXE script -> BootOS kernel + initrd (bootos/build.sh) -> the agent enrolls and sends
-# its inventory; the run then has each agent run `uname -a` as a job, times `wget | dd` of the
-# lab OS image (vm-lab/os-image.sh) onto a disk as the baseline, and provisions every VM with a
-# task: image deploy, identity, reboot from disk, the installed agent checking in, a post-install
+# its inventory; the run then has each agent run `uname -a` as a job and provisions every VM
+# from the lab OS image (vm-lab/os-image.sh) with a task: image deploy, identity, reboot from disk, the installed agent checking in, a post-install
 # script. It prints the seconds from power-on to each step, the deploy throughput, DNS answers
 # for the new hostnames, a job's output from each installed system, each VM's timeline, the CMDB
 # and the leases, and powers the VMs off with a power-off job. Serial consoles: vm-lab/run/<vm>.serial. --clients N also lets N
 # namespaces take leases with dhclient/udhcpc/dhcpcd. It writes libvirt XML for the same lab to
-# vm-lab/run/libvirt/ (see vm-lab/README.md). --keep leaves it all running until Ctrl-C.
+# vm-lab/run/libvirt/ (see vm-lab/README.md). --baseline first times the same image written in
+# BootOS by `wget | dd` and `wget | tee | sha256sum` (bench/deploy.sh; about 5 minutes under TCG,
+# so not in the main job). --keep leaves it all running until Ctrl-C.
 # Everything is torn down on exit, also on failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-BIOS=1 UEFI=1 CLIENTS=0 KEEP=0 PROVISION=1
+BIOS=1 UEFI=1 CLIENTS=0 KEEP=0 PROVISION=1 BASELINE=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --bios) BIOS=$2; shift 2 ;;
@@ -27,7 +28,8 @@ while [ $# -gt 0 ]; do
     --clients) CLIENTS=$2; shift 2 ;;
     --keep) KEEP=1; shift ;;
     --no-provision) PROVISION=0; shift ;;
-    *) echo "usage: $0 [--bios N] [--uefi N] [--clients N] [--no-provision] [--keep]"; exit 2 ;;
+    --baseline) BASELINE=1; shift ;;
+    *) echo "usage: $0 [--bios N] [--uefi N] [--clients N] [--no-provision] [--baseline] [--keep]"; exit 2 ;;
   esac
 done
 export PATH="/usr/local/sbin:/usr/sbin:/sbin:$PATH"
@@ -150,7 +152,7 @@ for k in "${!PIDS[@]}"; do
   fi
   rb machines events "$mac" | sed 's/^/    /'
 done
-if [ $PROVISION = 1 ] && [ ${#VMS[@]} -gt 0 ]; then
+if [ $PROVISION = 1 ] && [ $BASELINE = 1 ] && [ ${#VMS[@]} -gt 0 ]; then
   read -r name mac <<< "${VMS[0]}"
   img=http://198.18.0.1:8080/boot/files/images/lab.img
   size=$(stat -c %s "$RUN/data/boot/images/lab.img")
@@ -159,6 +161,8 @@ if [ $PROVISION = 1 ] && [ ${#VMS[@]} -gt 0 ]; then
     ms=$(rb jobs run --machine "$mac" --timeout 600 -- "$cmd" 2>&1 >/dev/null | sed -n 's/.*, \([0-9]*\) ms)$/\1/p')
     printf "    %-60s %6.1f s  %5.1f MB/s\n" "$cmd" "$(echo "$ms / 1000" | bc -l)" "$(echo "$size / $ms / 1000" | bc -l)"
   done
+fi
+if [ $PROVISION = 1 ] && [ ${#VMS[@]} -gt 0 ]; then
   echo; echo "== provisioning every VM from lab.img"
   macs=(); for v in "${VMS[@]}"; do read -r _ m <<< "$v"; macs+=(--mac "$m"); done
   rb tasks create "${macs[@]}" --image lab.img --hostname 'node-{n:02}' --ip-pool 198.18.0.60-198.18.0.99 \

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Image write in BootOS, side by side: rackboot's `deploy_image` (HTTP stream, SHA-256, write,
+# fsync) against `wget | dd` (no check) and `wget | tee disk | sha256sum` (busybox, checked) of
+# the same 1 GiB lab image on the same SeaBIOS VM. Runs the lab (vm-lab/run.sh --baseline) with
+# one VM: the baselines first, then the task whose deploy line prints rackboot's figure.
+# A benchmark: prints, never fails. About 10 minutes under TCG.
+#
+#   bench/deploy.sh   (as root)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+vm-lab/run.sh --bios 1 --uefi 0 --baseline 2>&1 | grep -E "^== baseline|MB/s" || true

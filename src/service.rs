@@ -113,6 +113,22 @@ impl Services {
     }
 }
 
+/// A periodic service: runs `tick` every `period` (the first one period after the start) until
+/// `stop` is cancelled, then returns `Ok(())`. A tick logs its own failures; it never stops the loop.
+pub async fn every<F, Fut>(period: std::time::Duration, stop: CancellationToken, mut tick: F) -> anyhow::Result<()>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = ()>,
+{
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => return Ok(()),
+            _ = tokio::time::sleep(period) => {}
+        }
+        tick().await;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -146,5 +162,22 @@ mod tests {
             Ok(())
         });
         services.wait(async {}).await.unwrap();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn every_ticks_once_per_period_until_stopped() {
+        let stop = CancellationToken::new();
+        let ticks = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
+        let (t, s) = (ticks.clone(), stop.clone());
+        let run = tokio::spawn(every(std::time::Duration::from_secs(30), s, move || {
+            let t = t.clone();
+            async move {
+                t.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            }
+        }));
+        tokio::time::sleep(std::time::Duration::from_secs(95)).await;
+        assert_eq!(ticks.load(std::sync::atomic::Ordering::SeqCst), 3);
+        stop.cancel();
+        run.await.unwrap().unwrap();
     }
 }

@@ -9,7 +9,7 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use dhcproto::v4::{relay, DhcpOption, Message, MessageType};
+use dhcproto::v4::MessageType;
 use hyper::Method;
 use rackboot::client::ApiClient;
 use rackboot_agent::wire::{Inventory, LldpNeighbor};
@@ -21,16 +21,6 @@ fn mac(last: u8) -> [u8; 6] {
 
 fn mac_text(m: [u8; 6]) -> String {
     m.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":")
-}
-
-/// A DISCOVER as the rack's switch relays it: option 82 with the port and the switch.
-fn relayed(m: [u8; 6], xid: u32, port: &str, switch: &str) -> Message {
-    let mut d = msg(MessageType::Discover, m, xid);
-    let mut info = relay::RelayAgentInformation::default();
-    info.insert(relay::RelayInfo::AgentCircuitId(port.as_bytes().to_vec()));
-    info.insert(relay::RelayInfo::AgentRemoteId(switch.as_bytes().to_vec()));
-    d.opts_mut().insert(DhcpOption::RelayAgentInformation(info));
-    d
 }
 
 fn rack_spec() -> Value {

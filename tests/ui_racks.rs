@@ -13,23 +13,12 @@ use std::time::{Duration, Instant};
 
 use browser::Browser;
 use common::*;
-use dhcproto::v4::{relay, DhcpOption, Message, MessageType};
 use dhcproto::Encodable;
 use fantoccini::{Client, Locator};
 use hyper::Method;
 use serde_json::json;
 
 const PASSWORD: &str = "correct horse battery";
-
-/// A DISCOVER as the rack's switch relays it: option 82 with the port and the switch.
-fn relayed(m: [u8; 6], xid: u32, port: &str, switch: &str) -> Message {
-    let mut d = msg(MessageType::Discover, m, xid);
-    let mut info = relay::RelayAgentInformation::default();
-    info.insert(relay::RelayInfo::AgentCircuitId(port.as_bytes().to_vec()));
-    info.insert(relay::RelayInfo::AgentRemoteId(switch.as_bytes().to_vec()));
-    d.opts_mut().insert(DhcpOption::RelayAgentInformation(info));
-    d
-}
 
 async fn login(c: &Client, origin: &str, name: &str) {
     c.goto(&format!("{origin}/ui/login")).await.unwrap();

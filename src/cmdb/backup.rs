@@ -93,11 +93,7 @@ impl Cmdb {
         keep: usize,
         stop: tokio_util::sync::CancellationToken,
     ) -> anyhow::Result<()> {
-        loop {
-            tokio::select! {
-                _ = stop.cancelled() => return Ok(()),
-                _ = tokio::time::sleep(every) => {}
-            }
+        crate::service::every(every, stop, || async {
             let dir = self.backup_dir();
             match self.scheduled_backup(std::time::SystemTime::now(), keep).await {
                 Ok((name, c, removed)) => {
@@ -105,7 +101,8 @@ impl Cmdb {
                 }
                 Err(error) => tracing::error!(%error, dir = %dir.display(), "scheduled backup failed"),
             }
-        }
+        })
+        .await
     }
 
     /// One scheduled snapshot, named for `at`, then the oldest past `keep` removed: the file

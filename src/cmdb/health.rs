@@ -5,6 +5,7 @@
 //! file, and the writer reopens the file by itself once there is room again.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
@@ -23,6 +24,8 @@ pub struct Storage {
     /// `None` only while the file is being reopened.
     db: RwLock<Option<Arc<Database>>>,
     fault: Mutex<Option<Fault>>,
+    /// Whether `fault` is set: every write asks, and while healthy it takes no lock.
+    faulted: AtomicBool,
     /// 1 while healthy, 0 while faulted (`rackboot_cmdb_storage_ok`).
     pub ok: prometheus_client::metrics::gauge::Gauge,
 }
@@ -36,7 +39,13 @@ impl Storage {
     pub fn new(path: &Path, db: Arc<Database>) -> Arc<Storage> {
         let ok = prometheus_client::metrics::gauge::Gauge::default();
         ok.set(1);
-        Arc::new(Storage { path: path.to_path_buf(), db: RwLock::new(Some(db)), fault: Mutex::new(None), ok })
+        Arc::new(Storage {
+            path: path.to_path_buf(),
+            db: RwLock::new(Some(db)),
+            fault: Mutex::new(None),
+            faulted: AtomicBool::new(false),
+            ok,
+        })
     }
 
     /// The open database.
@@ -46,6 +55,9 @@ impl Storage {
 
     /// Why writes are refused, if they are.
     pub fn fault(&self) -> Option<String> {
+        if !self.faulted.load(Ordering::Acquire) {
+            return None;
+        }
         self.fault.lock().expect("fault lock").as_ref().map(|f| f.reason.clone())
     }
 
@@ -69,6 +81,7 @@ impl Storage {
             tracing::error!(file = %self.path.display(), %reason, "cmdb writes failing: storage fault; reads go on, writes refused until it clears");
             self.ok.set(0);
             *fault = Some(Fault { reason: reason.clone(), last_try: Instant::now() });
+            self.faulted.store(true, Ordering::Release);
         }
         true
     }
@@ -93,6 +106,7 @@ impl Storage {
         match self.reopen() {
             Ok(()) => {
                 *self.fault.lock().expect("fault lock") = None;
+                self.faulted.store(false, Ordering::Release);
                 self.ok.set(1);
                 tracing::info!(file = %self.path.display(), "cmdb storage recovered; writes resume");
                 true

@@ -12,6 +12,7 @@ mod events;
 pub mod health;
 mod index;
 mod jobs;
+mod leases;
 mod machines;
 pub mod model;
 mod nonces;
@@ -316,95 +317,6 @@ impl Cmdb {
     /// A receiver that changes after every commit that changed machines or leases.
     pub fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
         self.inner.changed.clone()
-    }
-
-    /// Leases in address order above `after`, at most `limit`, with the address the next page
-    /// starts after (`None` on the last page).
-    pub async fn lease_page(
-        &self,
-        after: Option<Ipv4Addr>,
-        limit: usize,
-    ) -> Result<(Vec<Lease>, Option<Ipv4Addr>), CmdbError> {
-        self.read(move |rtx| {
-            let t = rtx.open_table(store::LEASES)?;
-            let (mut out, mut next) = (Vec::new(), None);
-            for row in t.range(after.map_or(0, |a| u32::from(a).saturating_add(1))..)? {
-                if out.len() >= limit {
-                    next = out.last().map(|l: &Lease| l.ip);
-                    break;
-                }
-                out.push(store::decode(row?.1.value())?);
-            }
-            Ok((out, next))
-        })
-        .await
-    }
-
-    /// All leases as stored (the DHCP server loads them at start).
-    pub async fn leases(&self) -> Result<Vec<Lease>, CmdbError> {
-        self.read(|rtx| store::scan(&rtx.open_table(store::LEASES)?)).await
-    }
-
-    /// Persists a lease change together with what was learned from the packet, and waits for the
-    /// commit: a DHCPACK is only sent once its lease is durable.
-    pub async fn commit_lease(
-        &self,
-        lease: Lease,
-        sighting: Sighting,
-        events: Vec<(EventKind, serde_json::Value)>,
-    ) -> Result<(), CmdbError> {
-        self.queue_lease(lease, sighting, events)?.await
-    }
-
-    /// Queues a lease write now, in the caller's order (two changes to one address are applied
-    /// in the order they were decided), and returns what resolves once it has committed. With
-    /// the write queue full it is refused at once: DHCP drops the request and the client retries.
-    pub fn queue_lease(
-        &self,
-        lease: Lease,
-        sighting: Sighting,
-        events: Vec<(EventKind, serde_json::Value)>,
-    ) -> Result<impl std::future::Future<Output = Result<(), CmdbError>> + Send + 'static, CmdbError> {
-        if let Some(refused) = self.inner.storage.refusal() {
-            return Err(refused);
-        }
-        let (growth, cache) = (self.inner.growth.clone(), self.inner.racks.clone());
-        let (done_tx, done_rx) = oneshot::channel();
-        let job: Job = Box::new(move |ctx| {
-            // observe can fail on a bad record; put_lease only on storage errors, which fail the
-            // whole batch anyway. In this order a refused ACK never leaves a committed lease.
-            let out = machines::observe(ctx, &sighting, events, &growth)
-                .and_then(|()| racks::place_sighted(ctx, &cache, &sighting))
-                .and_then(|()| machines::put_lease(ctx, &lease));
-            Box::new(move |committed: Result<(), CmdbError>| {
-                let _ = done_tx.send(committed.and(out));
-            })
-        });
-        let tx = self.inner.tx.as_ref().expect("sender lives as long as the handle");
-        tx.try_send(job).map_err(|e| match e {
-            tokio::sync::mpsc::error::TrySendError::Full(_) => CmdbError::Storage("the write queue is full".into()),
-            tokio::sync::mpsc::error::TrySendError::Closed(_) => CmdbError::Storage("cmdb writer stopped".into()),
-        })?;
-        let this = self.clone();
-        Ok(async move { done_rx.await.map_err(|_| this.dropped())?.map_err(|e| this.explained(e)) })
-    }
-
-    /// Records an event for whichever machine holds a lease on `ip`; returns whether one did.
-    pub fn record_for_ip(&self, ip: Ipv4Addr, kind: EventKind, detail: serde_json::Value) -> bool {
-        let mac = self.inner.index.read().expect("index lock").leased_to(ip);
-        if let Some(mac) = mac {
-            self.record(Sighting { mac: Some(mac), ..Default::default() }, vec![(kind, detail)]);
-        }
-        mac.is_some()
-    }
-
-    /// Records a sighting and timeline events without waiting (the OFFER path).
-    pub fn record(&self, sighting: Sighting, events: Vec<(EventKind, serde_json::Value)>) {
-        let (growth, cache) = (self.inner.growth.clone(), self.inner.racks.clone());
-        self.write_detached(move |ctx| {
-            machines::observe(ctx, &sighting, events, &growth)?;
-            racks::place_sighted(ctx, &cache, &sighting)
-        });
     }
 }
 

@@ -231,16 +231,13 @@ pub async fn sweep(
     every: std::time::Duration,
     stop: tokio_util::sync::CancellationToken,
 ) -> anyhow::Result<()> {
-    loop {
-        tokio::select! {
-            _ = stop.cancelled() => return Ok(()),
-            _ = tokio::time::sleep(every) => {}
-        }
-        let Ok(racks) = cmdb.racks().await else { continue };
+    crate::service::every(every, stop, || async {
+        let Ok(racks) = cmdb.racks().await else { return };
         for rack in racks {
             if let Err(error) = cmdb.rack_view(rack.name.clone()).await {
                 tracing::debug!(rack = %rack.name, %error, "rack flags not checked");
             }
         }
-    }
+    })
+    .await
 }

@@ -51,7 +51,7 @@ fn base(session: &Session) -> serde_json::Map<String, serde_json::Value> {
     }
 }
 
-/// The racks page; `form` and `error` refill the form after a refusal.
+/// The racks page; after a refusal (`error`, answered 400) `form` fills the form again.
 async fn page(s: &UiState, session: &Session, form: serde_json::Value, error: Option<String>) -> Response {
     let racks = match s.api.cmdb.racks().await {
         Ok(r) => r,
@@ -65,16 +65,13 @@ async fn page(s: &UiState, session: &Session, form: serde_json::Value, error: Op
         })
         .collect();
     let mut ctx = base(session);
-    ctx.extend([("racks".into(), json!(rows)), ("f".into(), form.clone()), ("error".into(), json!(error))]);
+    let refused = error.is_some();
+    ctx.extend([("racks".into(), json!(rows)), ("f".into(), form), ("error".into(), json!(error))]);
     let mut resp = s.views.page("racks.html", Value::from(Serde(ctx)));
-    if error_status(&form) {
+    if refused {
         *resp.status_mut() = StatusCode::BAD_REQUEST;
     }
     resp
-}
-
-fn error_status(form: &serde_json::Value) -> bool {
-    form.get("_refused").is_some()
 }
 
 async fn list(State(s): State<UiState>, session: Session) -> Response {
@@ -134,7 +131,6 @@ fn refill(f: &Form) -> serde_json::Value {
     let mut v: serde_json::Map<String, serde_json::Value> =
         FIELDS.iter().map(|k| (k.to_string(), json!(f.get(k).unwrap_or("")))).collect();
     v.insert("auto_provision".into(), json!(f.get("auto_provision").is_some()));
-    v.insert("_refused".into(), json!(true));
     serde_json::Value::Object(v)
 }
 
@@ -197,15 +193,18 @@ async fn live(State(s): State<UiState>, session: Session, Path(name): Path<Strin
     tokio::spawn(async move {
         let _permit = permit;
         let render = async {
+            let Ok(mut view) = s.api.cmdb.rack_view(name.clone()).await else { return };
             loop {
-                // Something happened: let the burst settle, then render once.
+                // Something happened to this rack: let the burst settle, then render once.
                 match events.recv().await {
+                    Ok(e) if !concerns(&view, &e) => continue,
                     Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
                     Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
                 }
                 tokio::time::sleep(COALESCE).await;
                 while events.try_recv().is_ok() {}
-                let Ok(view) = s.api.cmdb.rack_view(name.clone()).await else { return };
+                let Ok(next) = s.api.cmdb.rack_view(name.clone()).await else { return };
+                view = next;
                 let ctx = view_ctx(&session, &view);
                 for (frame, template) in [("elevation", "rack_rows.html"), ("flags", "rack_flags.html")] {
                     let Ok(html) = s.views.render(template, ctx.clone()) else { return };
@@ -223,6 +222,13 @@ async fn live(State(s): State<UiState>, session: Session, Path(name): Path<Strin
     });
     let stream = futures_util::stream::poll_fn(move |cx| out.poll_recv(cx).map(|e| e.map(Ok::<_, Infallible>)));
     Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))).into_response()
+}
+
+/// Whether an event can change the rack's page: it is about one of the rack's machines, or it
+/// names the rack (a machine placed in it, a flag raised). Other machines' events cost nothing.
+fn concerns(view: &RackView, e: &crate::cmdb::Event) -> bool {
+    e.detail.get("rack").and_then(|r| r.as_str()) == Some(view.rack.name.as_str())
+        || view.slots.iter().flat_map(|s| &s.machines).any(|m| m.id == e.machine_id)
 }
 
 #[cfg(test)]

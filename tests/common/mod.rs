@@ -150,6 +150,17 @@ pub fn msg(kind: MessageType, mac: [u8; 6], xid: u32) -> Message {
     m
 }
 
+/// A DISCOVER as a rack's switch relays it: option 82 naming the port (circuit id) and the
+/// switch (remote id).
+pub fn relayed(mac: [u8; 6], xid: u32, port: &str, switch: &str) -> Message {
+    let mut d = msg(MessageType::Discover, mac, xid);
+    let mut info = v4::relay::RelayAgentInformation::default();
+    info.insert(v4::relay::RelayInfo::AgentCircuitId(port.as_bytes().to_vec()));
+    info.insert(v4::relay::RelayInfo::AgentRemoteId(switch.as_bytes().to_vec()));
+    d.opts_mut().insert(DhcpOption::RelayAgentInformation(info));
+    d
+}
+
 pub fn pxe(mut m: Message, arch: u16) -> Message {
     m.opts_mut().insert(DhcpOption::ClientSystemArchitecture(v4::Architecture(arch)));
     m.opts_mut().insert(DhcpOption::ClassIdentifier(format!("PXEClient:Arch:{arch:05}:UNDI:002001").into_bytes()));

@@ -216,3 +216,6 @@ pub fn set_broadcast(m: &mut Message) {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod props;

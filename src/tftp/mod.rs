@@ -6,6 +6,8 @@
 
 mod admission;
 pub mod packet;
+#[cfg(test)]
+mod props;
 mod report;
 pub mod request;
 mod transfer;

@@ -178,4 +178,64 @@ mod tests {
         ip[12..14].copy_from_slice(&[0x08, 0x00]);
         assert!(parse(&ip, "eth0").is_none());
     }
+
+    mod props {
+        use super::*;
+        use proptest::prelude::*;
+
+        /// A frame as a switch sends it: chassis MAC, port name, system name.
+        fn sent(mac: [u8; 6], port: &str, system: &str, tagged: bool) -> Vec<u8> {
+            let mut f = vec![0x01, 0x80, 0xc2, 0, 0, 0x0e, 0x0c, 0xc4, 0x7a, 1, 2, 3];
+            if tagged {
+                f.extend_from_slice(&[0x81, 0x00, 0x00, 0x64]);
+            }
+            f.extend_from_slice(&[0x88, 0xcc]);
+            f.extend(tlv(1, &[[4].as_slice(), &mac].concat()));
+            f.extend(tlv(2, &[b"\x05".as_slice(), port.as_bytes()].concat()));
+            f.extend(tlv(5, system.as_bytes()));
+            f.extend(tlv(0, &[]));
+            f
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+            #[test]
+            fn random_frames_are_parsed_or_ignored(f in proptest::collection::vec(any::<u8>(), 0..600)) {
+                let _ = parse(&f, "eth0");
+            }
+
+            #[test]
+            fn damaged_frames_are_parsed_or_ignored(
+                base in any::<bool>().prop_map(frame),
+                flips in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..8),
+                cut in proptest::option::of(any::<prop::sample::Index>()),
+            ) {
+                let mut f = base;
+                for (at, byte) in flips {
+                    let i = at.index(f.len());
+                    f[i] = byte;
+                }
+                if let Some(c) = cut {
+                    f.truncate(c.index(f.len() + 1));
+                }
+                let _ = parse(&f, "eth0");
+            }
+
+            #[test]
+            fn what_the_switch_sends_is_what_is_read(
+                mac in any::<[u8; 6]>(),
+                port in "[!-~]{1,60}",
+                system in "[!-~]{0,60}",
+                tagged in any::<bool>(),
+            ) {
+                let n = parse(&sent(mac, &port, &system, tagged), "eth1").unwrap();
+                let hex: Vec<String> = mac.iter().map(|b| format!("{b:02x}")).collect();
+                prop_assert_eq!(n.chassis_id, hex.join(":"));
+                prop_assert_eq!(n.port_id, port);
+                prop_assert_eq!(n.system_name.as_deref(), Some(system.as_str()));
+                prop_assert_eq!(n.interface, "eth1");
+            }
+        }
+    }
 }

@@ -2,14 +2,16 @@
 //! or mutated and a third valid DISCOVERs from invented MACs (far more than the pool's 981
 //! addresses), relayed to the whole appliance in-process. A real client right after it still
 //! gets a lease: offers are only promises and the oldest is taken back when the pool runs dry.
+//! And 50,000 invented MACs behind one switch port, completing DHCP for every offer they get,
+//! hold no more than the port's limit of the pool: a machine on the next port gets its lease.
 
 mod common;
 
 use std::time::Duration;
 
 use common::*;
-use dhcproto::v4::MessageType;
-use dhcproto::Encodable;
+use dhcproto::v4::{relay, DhcpOption, Message, MessageType};
+use dhcproto::{Decodable, Decoder, Encodable};
 use hyper::Method;
 
 /// Reads and throws away whatever replies are queued on the relay socket.
@@ -103,4 +105,69 @@ async fn a_real_client_gets_a_lease_right_after_a_discover_flood() {
         .and_then(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
         .unwrap_or(0.0);
     assert!(reclaimed >= 1_000.0, "offers were taken back when the pool ran dry ({reclaimed})\n{metrics}");
+}
+
+/// `m` as the rack's switch relays it from `port` (RFC 3046: option 82 on every message).
+fn from_port(mut m: Message, port: &str) -> Message {
+    let mut info = relay::RelayAgentInformation::default();
+    info.insert(relay::RelayInfo::AgentCircuitId(port.as_bytes().to_vec()));
+    info.insert(relay::RelayInfo::AgentRemoteId(b"leaf-r1".to_vec()));
+    m.opts_mut().insert(DhcpOption::RelayAgentInformation(info));
+    m
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_port_flooding_complete_dhcp_takes_only_its_share_of_the_pool() {
+    let lab = Lab::start("").await;
+    let (mut requests, mut buf) = (0u32, [0u8; 1500]);
+    let mut answer_offers = |lab: &Lab, requests: &mut u32| {
+        let mut out = Vec::new();
+        while let Ok((n, _)) = lab.relay.try_recv_from(&mut buf) {
+            let Ok(offer) = Message::decode(&mut Decoder::new(&buf[..n])) else { continue };
+            if kind(&offer) == MessageType::Offer {
+                let mac: [u8; 6] = offer.chaddr()[..6].try_into().unwrap();
+                out.push(from_port(request_for(&offer, mac, offer.xid()), "Ethernet7").to_vec().unwrap());
+                *requests += 1;
+            }
+        }
+        out
+    };
+    for i in 0..50_000u32 {
+        let b = i.to_be_bytes();
+        let d = from_port(msg(MessageType::Discover, [0x02, 0xf1, b[0], b[1], b[2], b[3]], i), "Ethernet7");
+        lab.send_raw(&d.to_vec().unwrap()).await;
+        if i % 200 == 0 {
+            for r in answer_offers(&lab, &mut requests) {
+                lab.send_raw(&r).await;
+            }
+            tokio::task::yield_now().await;
+        }
+    }
+    // Answer the last offers, then let every ACK commit.
+    for _ in 0..20 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        for r in answer_offers(&lab, &mut requests) {
+            lab.send_raw(&r).await;
+        }
+    }
+    drain(&lab);
+    let leases = lab.api.ok(Method::GET, "/leases?limit=10000", None).await.unwrap();
+    let active = leases["leases"].as_array().unwrap().iter().filter(|l| l["active"] == true).count();
+    println!("50,000 MACs on one port: {requests} offers answered with a REQUEST, {active} leases");
+    assert_eq!(active, 16, "the port holds dhcp.max_clients_per_port (16) addresses, no more");
+
+    // A machine on the next port is served at once; a new MAC on the flooded port is not.
+    let mac = [0x52, 0x54, 0, 0x0f, 0, 8];
+    let offer = lab.exchange(&from_port(msg(MessageType::Discover, mac, 77), "Ethernet8")).await.expect("an offer");
+    let ack = lab.exchange(&from_port(request_for(&offer, mac, 78), "Ethernet8")).await.expect("an ack");
+    assert_eq!(kind(&ack), MessageType::Ack);
+    let refused = from_port(msg(MessageType::Discover, [0x02, 0xf1, 9, 9, 9, 9], 79), "Ethernet7");
+    assert!(lab.exchange(&refused).await.is_none(), "a 17th client on the flooded port got an offer");
+    let metrics = lab.metrics().await;
+    let limited = metrics
+        .lines()
+        .find(|l| l.starts_with("rackboot_dhcp_packets_dropped_total{reason=\"port_limit\"}"))
+        .and_then(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .unwrap_or(0.0);
+    assert!(limited >= 49_000.0, "the refusals are counted ({limited})\n{metrics}");
 }

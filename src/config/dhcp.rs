@@ -17,6 +17,8 @@ pub struct WireDhcp {
     pub reply_port: u16,
     pub relay_port: u16,
     pub offer_hold_secs: u64,
+    pub max_clients_per_port: usize,
+    pub max_clients_per_relay: usize,
     pub commit_batch: usize,
     pub router_advertisements: bool,
     pub subnets: Vec<WireSubnet>,
@@ -31,6 +33,8 @@ impl Default for WireDhcp {
             reply_port: 68,
             relay_port: 67,
             offer_hold_secs: 10,
+            max_clients_per_port: 16,
+            max_clients_per_relay: 0,
             commit_batch: 4096,
             router_advertisements: true,
             subnets: Vec::new(),
@@ -79,6 +83,11 @@ pub struct DhcpConfig {
     /// Port replies to relay agents (giaddr) are sent to (67).
     pub relay_port: u16,
     pub offer_hold: Duration,
+    /// Different MACs behind one switch port (option 82) that may hold pool addresses at once;
+    /// 0: no limit.
+    pub max_clients_per_port: usize,
+    /// Different MACs behind one relay agent (giaddr) that may hold pool addresses; 0: no limit.
+    pub max_clients_per_relay: usize,
     pub commit_batch: usize,
     /// Answer IPv6 router solicitations with an advertisement that configures nothing, so
     /// iPXE stops waiting for one (see [`crate::ra`]).
@@ -151,6 +160,8 @@ impl DhcpConfig {
             reply_port,
             relay_port,
             offer_hold_secs,
+            max_clients_per_port,
+            max_clients_per_relay,
             commit_batch,
             router_advertisements,
             subnets,
@@ -193,6 +204,8 @@ impl DhcpConfig {
             reply_port,
             relay_port,
             offer_hold: Duration::from_secs(offer_hold_secs),
+            max_clients_per_port,
+            max_clients_per_relay,
             commit_batch,
             router_advertisements,
             subnets,

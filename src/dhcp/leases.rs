@@ -67,6 +67,8 @@ pub struct Leases {
     offers: HashMap<usize, VecDeque<(u64, Ipv4Addr)>>,
     /// Offers taken back for a newer client because the pools were exhausted.
     pub reclaimed: u64,
+    /// How many clients one switch port or relay may have holding pool addresses.
+    pub limits: super::limits::Limits,
 }
 
 impl Leases {
@@ -79,6 +81,7 @@ impl Leases {
             offer_hold_secs,
             offers: HashMap::new(),
             reclaimed: 0,
+            limits: super::limits::Limits::default(),
         }
     }
 

@@ -2,9 +2,11 @@
 //! boot options only, ports 67 and 4011). Mechanics only: the boot file comes from the planner.
 
 mod leases;
+mod limits;
 mod options;
 pub mod packet;
 mod proxy;
+mod request;
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
@@ -24,6 +26,7 @@ use crate::metrics::{Metrics, TypeLabel};
 use crate::planner::{self, BootContext, DhcpBoot, DhcpBootRequest};
 use crate::service::Core;
 pub use leases::{Leases, Refusal};
+use limits::{Limits, Source};
 use packet::Request;
 
 /// Everything the DHCP server needs besides its sockets.
@@ -100,6 +103,7 @@ pub async fn run(
 ) -> anyhow::Result<()> {
     let socket = Arc::new(socket);
     let mut leases = Leases::new(svc.cfg.offer_hold.as_secs());
+    leases.limits = Limits::new(svc.cfg.max_clients_per_port, svc.cfg.max_clients_per_relay);
     if svc.cfg.mode == DhcpMode::Full {
         leases.load(svc.cmdb.leases().await?);
     }
@@ -110,7 +114,10 @@ pub async fn run(
     loop {
         tokio::select! {
             _ = token.cancelled() => break,
-            _ = tick.tick() => { svc.metrics.leases_in_use.set(leases.active(now_secs()) as i64); }
+            _ = tick.tick() => {
+                svc.metrics.leases_in_use.set(leases.active(now_secs()) as i64);
+                leases.limits.prune(now_secs());
+            }
             r = socket.recv_from(&mut buf) => {
                 let Some((n, from)) = received(r).await else { continue };
                 if let Some(req) = accept(&svc, &buf[..n], from) {
@@ -232,6 +239,9 @@ fn handle_full(svc: &DhcpService, leases: &mut Leases, socket: &Arc<UdpSocket>, 
     let hostname = brief.as_ref().and_then(|b| b.hostname.clone());
     match req.kind {
         MessageType::Discover => {
+            if !admitted(svc, leases, &req, reserved, now) {
+                return;
+            }
             let reclaimed = leases.reclaimed;
             let Some(ip) = leases.offer(idx, subnet, req.mac, req.requested_ip, reserved, &for_other, now) else {
                 svc.metrics.dhcp_drop("pool_exhausted");
@@ -241,6 +251,9 @@ fn handle_full(svc: &DhcpService, leases: &mut Leases, socket: &Arc<UdpSocket>, 
             if leases.reclaimed != reclaimed {
                 svc.metrics.dhcp_offers_reclaimed.inc();
             }
+            if reserved != Some(ip) {
+                leases.limits.hold(&Source::of(&req), req.mac, now + svc.cfg.offer_hold.as_secs());
+            }
             let boot = svc.boot_for(&req);
             let reply =
                 options::lease_reply(svc, &req, MessageType::Offer, ip, subnet, hostname.as_deref(), boot.as_ref());
@@ -248,9 +261,10 @@ fn handle_full(svc: &DhcpService, leases: &mut Leases, socket: &Arc<UdpSocket>, 
             let detail = json!({"ip": ip, "arch": req.arch.map(|a| a.name()), "boot_file": boot.map(|b| b.filename)});
             svc.cmdb.record(svc.sighting(&req), vec![(EventKind::DhcpOffer, detail)]);
         }
-        MessageType::Request => request(svc, leases, socket, req, subnet, reserved, &for_other, hostname),
+        MessageType::Request => request::request(svc, leases, socket, req, subnet, reserved, &for_other, hostname),
         MessageType::Release => {
             let ip = req.msg.ciaddr();
+            leases.limits.release(&Source::of(&req), req.mac);
             if leases.release(req.mac, ip) {
                 let lease = lease_record(ip, &req, None, now, LeaseState::Released);
                 persist_detached(svc, lease, &req, EventKind::DhcpRelease, json!({"ip": ip}));
@@ -259,6 +273,7 @@ fn handle_full(svc: &DhcpService, leases: &mut Leases, socket: &Arc<UdpSocket>, 
         MessageType::Decline => {
             let Some(ip) = req.requested_ip else { return };
             let until = now + u64::from(subnet.lease_secs);
+            leases.limits.release(&Source::of(&req), req.mac);
             if leases.decline(req.mac, ip, until) {
                 warn!(mac = %req.mac, %ip, "client declined address; quarantined");
                 let lease = lease_record(ip, &req, None, until, LeaseState::Declined);
@@ -278,76 +293,18 @@ fn handle_full(svc: &DhcpService, leases: &mut Leases, socket: &Arc<UdpSocket>, 
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn request(
-    svc: &DhcpService,
-    leases: &mut Leases,
-    socket: &Arc<UdpSocket>,
-    req: Request,
-    subnet: &Subnet,
-    reserved: Option<Ipv4Addr>,
-    for_other: &dyn Fn(Ipv4Addr) -> bool,
-    hostname: Option<String>,
-) {
-    let ciaddr = req.msg.ciaddr();
-    // RFC 2131 4.3.2: SELECTING carries our server id; INIT-REBOOT a requested address; RENEWING
-    // and REBINDING only ciaddr.
-    let ip = match (req.server_id, req.requested_ip) {
-        (Some(sid), _) if sid != svc.server_ip => {
-            leases.withdraw_offer(req.mac);
-            return;
-        }
-        (Some(_), Some(ip)) => ip,
-        (Some(_), None) => return,
-        // INIT-REBOOT and RENEWING/REBINDING: answer for addresses we know; stay silent about
-        // clients we have no record of, since another server may own them.
-        (None, requested) => {
-            let Some(ip) = requested.or((!ciaddr.is_unspecified()).then_some(ciaddr)) else { return };
-            let ours = leases.knows(req.mac, ip) || reserved == Some(ip) || leases.has_record(ip);
-            if !ours && subnet.contains(ip) {
-                return;
-            }
-            ip
-        }
-    };
-    let now = now_secs();
-    match leases.ack(subnet, req.mac, ip, reserved, for_other, now) {
-        Ok(expires) => {
-            let boot = svc.boot_for(&req);
-            let reply =
-                options::lease_reply(svc, &req, MessageType::Ack, ip, subnet, hostname.as_deref(), boot.as_ref());
-            let lease = lease_record(ip, &req, hostname.clone(), expires, LeaseState::Active);
-            let detail = json!({"ip": ip, "lease_secs": subnet.lease_secs, "hostname": hostname, "boot_file": boot.map(|b| b.filename)});
-            let (svc, socket, sighting) = (svc.clone(), socket.clone(), svc.sighting(&req));
-            // The ACK goes out only once its lease is durable (group-committed with others). The
-            // write is queued here, in packet order; only the wait for it runs on its own.
-            let committed = match svc.cmdb.queue_lease(lease, sighting, vec![(EventKind::DhcpAck, detail)]) {
-                Ok(c) => c,
-                Err(error) => {
-                    svc.metrics.dhcp_drop("store_busy");
-                    warn!(mac = %req.mac, %ip, %error, "lease not queued; ack withheld");
-                    return;
-                }
-            };
-            tokio::spawn(async move {
-                match committed.await {
-                    Ok(()) => send(&svc, &socket, &req, reply, MessageType::Ack),
-                    Err(error) => {
-                        svc.metrics.dhcp_drop("commit_failed");
-                        warn!(mac = %req.mac, %ip, %error, "lease not committed; ack withheld");
-                    }
-                }
-            });
-        }
-        Err(refusal) => {
-            let mut reply = packet::reply(&req, MessageType::Nak, svc.server_ip);
-            reply.opts_mut().insert(dhcproto::v4::DhcpOption::Message(refusal.to_string()));
-            send(svc, socket, &req, reply, MessageType::Nak);
-            debug!(mac = %req.mac, %ip, %refusal, "nak");
-            svc.cmdb.record(
-                svc.sighting(&req),
-                vec![(EventKind::DhcpNak, json!({"ip": ip, "reason": refusal.to_string()}))],
-            );
+/// Whether a client asking for a pool address (it has no reservation) is within its port's
+/// and relay's client limits; a refusal is dropped and counted, like a malformed packet.
+fn admitted(svc: &DhcpService, leases: &mut Leases, req: &Request, reserved: Option<Ipv4Addr>, now: u64) -> bool {
+    if reserved.is_some() {
+        return true;
+    }
+    match leases.limits.admit(&Source::of(req), req.mac, now) {
+        Ok(()) => true,
+        Err(why) => {
+            svc.metrics.dhcp_drop(why.label());
+            debug!(mac = %req.mac, giaddr = %req.msg.giaddr(), %why, "no address for a new client");
+            false
         }
     }
 }

@@ -7,59 +7,14 @@ mod common;
 
 use std::collections::HashMap;
 use std::net::{Ipv4Addr, SocketAddr};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::process::{free_tcp, free_udp, start};
 use common::{kind, msg, request_for};
 use dhcproto::v4::{Message, MessageType};
 use dhcproto::{Decodable, Decoder, Encodable};
 use hyper::Method;
-use rackboot::client::ApiClient;
 use tokio::net::UdpSocket;
-
-fn free_udp() -> u16 {
-    std::net::UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-fn free_tcp() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-struct Appliance {
-    child: Child,
-}
-
-impl Drop for Appliance {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Starts the binary and waits until its API answers; the API client for it.
-async fn start(config: &std::path::Path, data: &std::path::Path, https: u16) -> (Appliance, ApiClient) {
-    let child = Command::new(env!("CARGO_BIN_EXE_rackboot"))
-        .args(["serve", "--config"])
-        .arg(config)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let app = Appliance { child };
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        assert!(Instant::now() < deadline, "the appliance did not come up");
-        if let (Ok(token), Ok(ca)) =
-            (std::fs::read_to_string(data.join("admin.token")), std::fs::read(data.join("tls/ca.pem")))
-        {
-            let api = ApiClient::new(&format!("https://127.0.0.1:{https}"), token.trim().to_string(), &ca).unwrap();
-            if api.call(Method::GET, "/leases?limit=1", None).await.is_ok_and(|(s, _)| s == 200) {
-                return (app, api);
-            }
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
 
 /// One reply with `xid` within `wait`.
 async fn reply(relay: &UdpSocket, xid: u32, wait: Duration) -> Option<Message> {

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod appliance;
+pub mod process;
 pub mod provision;
 
 use std::net::{Ipv4Addr, SocketAddr};

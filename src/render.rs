@@ -97,6 +97,21 @@ struct ProfileVars {
     cmdline: String,
 }
 
+impl ScriptVars {
+    /// A made-up machine for checks and previews.
+    fn sample(http_base: &str, agent_url: &str) -> ScriptVars {
+        ScriptVars {
+            mac: "52:54:00:00:00:00".into(),
+            hostname: Some("sample".into()),
+            uefi: false,
+            http_base: http_base.into(),
+            boot_nonce: None,
+            agent_url: agent_url.into(),
+            ca_pin: format!("sha256:{}", "0".repeat(64)),
+        }
+    }
+}
+
 /// Why a script could not be rendered.
 #[derive(Debug, thiserror::Error)]
 pub enum RenderError {
@@ -144,15 +159,7 @@ impl Renderer {
     /// Checks that a profile command line renders (strict: unknown names are errors);
     /// `{{ answer_url }}` exists only for a profile with an answer file.
     pub fn check_cmdline(&self, cmdline: &str, answer: bool) -> Result<(), RenderError> {
-        let sample = ScriptVars {
-            mac: "52:54:00:00:00:00".into(),
-            hostname: Some("sample".into()),
-            uefi: false,
-            http_base: "http://198.18.0.1".into(),
-            boot_nonce: None,
-            agent_url: "https://198.18.0.1".into(),
-            ca_pin: format!("sha256:{}", "0".repeat(64)),
-        };
+        let sample = ScriptVars::sample("http://198.18.0.1", "https://198.18.0.1");
         if answer {
             let ctx = minijinja::context! { answer_url => "http://198.18.0.1/boot/answer/preseed", ..val(&sample) };
             self.env.render_str(cmdline, ctx)?;
@@ -160,6 +167,21 @@ impl Renderer {
             self.env.render_str(cmdline, val(&sample))?;
         }
         Ok(())
+    }
+
+    /// The iPXE script a sample machine (52:54:00:00:00:00, BIOS, named `sample`) would get
+    /// from `profile`, for an operator to look at before saving it.
+    pub fn preview(
+        &self,
+        profile: &crate::config::Profile,
+        http_base: &str,
+        agent_url: &str,
+    ) -> Result<String, RenderError> {
+        let profiles = std::collections::BTreeMap::from([(profile.name.clone(), profile.clone())]);
+        let ctx = crate::planner::PlanContext { http_base, discovery_profile: &profile.name, profiles: &profiles };
+        let mac: crate::mac::Mac = "52:54:00:00:00:00".parse().expect("a MAC");
+        let plan = crate::planner::plan_boot(mac, None, &ctx).map_err(|e| RenderError::UnknownProfile(e.0))?;
+        self.ipxe(&plan, &ScriptVars::sample(http_base, agent_url))
     }
 
     /// The iPXE script of a plan: the profile's command line rendered with the machine's values

@@ -6,7 +6,8 @@
 //!
 //! A page is a module with its routes: [`dashboard`], [`machines`] (list, search, bulk
 //! actions), [`machine`] (one machine, live through [`live`]), [`racks`] (rack bring-up: the
-//! form, the elevation kept live), [`admin`] (audit log, users).
+//! form, the elevation kept live), [`provisioning`] (tasks, runs, leases), [`profiles`] (boot
+//! profiles with a rendered preview), [`admin`] (audit log, users).
 //! A new page (e.g. a rack view) adds a module, merges its `routes()` in [`router`], adds its
 //! template to `view::PAGES` and a link in `templates/ui/base.html`; its live updates follow
 //! [`live`] (one stream per page, fragments rendered from the page's own templates).
@@ -21,6 +22,8 @@ mod live;
 mod login;
 mod machine;
 mod machines;
+mod profiles;
+mod provisioning;
 mod racks;
 mod session;
 mod view;
@@ -65,6 +68,8 @@ pub fn router(state: ApiState, api: Router) -> anyhow::Result<Router> {
         .merge(machine::routes())
         .merge(dashboard::routes())
         .merge(racks::routes())
+        .merge(provisioning::routes())
+        .merge(profiles::routes())
         .merge(admin::routes())
         .route_layer(middleware::from_fn(headers))
         .with_state(ui))

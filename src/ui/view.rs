@@ -8,7 +8,7 @@ use minijinja::{Environment, UndefinedBehavior, Value};
 
 use crate::cmdb::now_ms;
 
-const PAGES: [(&str, &str); 14] = [
+const PAGES: [(&str, &str); 18] = [
     ("base.html", include_str!("../../templates/ui/base.html")),
     ("login.html", include_str!("../../templates/ui/login.html")),
     ("machines.html", include_str!("../../templates/ui/machines.html")),
@@ -23,6 +23,10 @@ const PAGES: [(&str, &str); 14] = [
     ("rack.html", include_str!("../../templates/ui/rack.html")),
     ("rack_rows.html", include_str!("../../templates/ui/rack_rows.html")),
     ("rack_flags.html", include_str!("../../templates/ui/rack_flags.html")),
+    ("tasks.html", include_str!("../../templates/ui/tasks.html")),
+    ("task.html", include_str!("../../templates/ui/task.html")),
+    ("leases.html", include_str!("../../templates/ui/leases.html")),
+    ("profiles.html", include_str!("../../templates/ui/profiles.html")),
 ];
 
 /// The UI's template environment.

@@ -6,21 +6,14 @@
 
 mod common;
 
-use std::time::Duration;
-
 use common::*;
 use dhcproto::v4::MessageType;
 use hyper::Method;
 use rackboot::client::ApiClient;
-use rackboot_agent::wire::{Inventory, LldpNeighbor};
 use serde_json::{json, Value};
 
 fn mac(last: u8) -> [u8; 6] {
     [0x52, 0x54, 0, 0x7a, 0, last]
-}
-
-fn mac_text(m: [u8; 6]) -> String {
-    m.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":")
 }
 
 fn rack_spec() -> Value {
@@ -34,13 +27,13 @@ fn rack_spec() -> Value {
 }
 
 async fn machine(lab: &Lab, m: [u8; 6]) -> Value {
-    lab.api.ok(Method::GET, &format!("/machines/{}", mac_text(m)), None).await.unwrap()
+    lab.api.ok(Method::GET, &format!("/machines/{}", mac_text(&m)), None).await.unwrap()
 }
 
 /// Waits until the machine with MAC `m` is placed in `slot`.
 async fn placed(lab: &Lab, m: [u8; 6], slot: u64) -> Value {
     eventually(|| async move {
-        let (status, v) = lab.api.call(Method::GET, &format!("/machines/{}", mac_text(m)), None).await?;
+        let (status, v) = lab.api.call(Method::GET, &format!("/machines/{}", mac_text(&m)), None).await?;
         anyhow::ensure!(status == 200 && v["slot"] == json!(slot), "not in U{slot} yet: {v}");
         Ok(v)
     })
@@ -56,28 +49,6 @@ async fn kinds(lab: &Lab, id: &Value) -> Vec<String> {
 /// whose LLDP neighbour is `port` on the rack's switch.
 async fn report_lldp(lab: &Lab, m: [u8; 6], port: &str) {
     report_lldp_of(lab, m, "leaf-r1", port).await
-}
-
-async fn report_lldp_of(lab: &Lab, m: [u8; 6], switch: &str, port: &str) {
-    let app = lab.app.as_ref().unwrap();
-    let nonce = app.cmdb.issue_boot_nonce(mac_text(m).parse().unwrap(), "127.0.0.1".into(), 600).await.unwrap();
-    let trust = rackboot_agent::tls::Trust::CaPem(lab.ca_pem().into_bytes());
-    let mut c = rackboot_agent::client::Client::new(&lab.https_url(), &trust).unwrap();
-    let req = json!({"macs": [mac_text(m)], "boot_mac": mac_text(m), "mode": "bootos", "nonce": nonce});
-    let r = c.call(Method::POST, "/agent/v1/enroll", Some(&req), Duration::from_secs(5)).await.unwrap();
-    let v: Value = r.json().unwrap();
-    assert_eq!((r.status, v["approved"].as_bool()), (200, Some(true)), "{v}");
-    c.credential = Some(v["credential"].as_str().unwrap().to_string());
-    let lldp = vec![LldpNeighbor {
-        interface: "eth0".into(),
-        chassis_id: "00:11:22:33:44:55".into(),
-        port_id: port.into(),
-        system_name: Some(switch.into()),
-        port_description: None,
-    }];
-    let inv = Inventory { lldp, ..Default::default() };
-    let r = c.call(Method::PUT, "/agent/v1/inventory", Some(&inv), Duration::from_secs(5)).await.unwrap();
-    assert_eq!(r.status, 204);
 }
 
 fn flags_of(view: &Value, kind: &str) -> Vec<Value> {
@@ -168,7 +139,7 @@ async fn a_csv_places_by_mac_and_bad_input_changes_nothing() {
     assert!(lab.exchange(&msg(MessageType::Discover, mac(9), 300)).await.is_some());
     let spec = json!({"name": "r2", "address_plan": "127.0.10.1-127.0.10.16"});
     assert_eq!(lab.api.call(Method::POST, "/racks", Some(spec)).await.unwrap().0, 201);
-    let csv = format!("mac,hostname,ip,slot\n{},db1,,U5\n{},,127.0.10.14,U7\n", mac_text(mac(9)), mac_text(mac(8)));
+    let csv = format!("mac,hostname,ip,slot\n{},db1,,U5\n{},,127.0.10.14,U7\n", mac_text(&mac(9)), mac_text(&mac(8)));
     let (s, view) = lab.api.call(Method::POST, "/racks/r2/csv", Some(json!({"csv": csv}))).await.unwrap();
     assert_eq!(s, 200, "{view}");
     let m9 = placed(&lab, mac(9), 5).await;
@@ -194,7 +165,7 @@ async fn a_csv_places_by_mac_and_bad_input_changes_nothing() {
         (bad(json!({"hostname_pattern": "{rack}_u{slot}"})), "RFC 1123"),
         (bad(json!({"name": "R3"})), "lowercase"),
         (bad(json!({"name": "r2"})), "exists"),
-        (bad(json!({"machines_csv": format!("{},,,U1\n", mac_text(mac(9)))})), "same machine"),
+        (bad(json!({"machines_csv": format!("{},,,U1\n", mac_text(&mac(9)))})), "same machine"),
     ] {
         let (s, p) = lab.api.call(Method::POST, "/racks", Some(body.clone())).await.unwrap();
         assert!(s == 400 || s == 409, "{body}: {s} {p}");
@@ -253,7 +224,7 @@ async fn auto_provision_queues_a_placed_machine_once_it_is_inventoried() {
     let tasks = lab.api.ok(Method::GET, "/tasks", None).await.unwrap()["tasks"].clone();
     assert_eq!(tasks.as_array().unwrap().len(), 1, "{tasks}");
     assert_eq!(tasks[0]["spec"]["image"], "lab.img");
-    assert_eq!(tasks[0]["spec"]["select"], json!({"macs": [mac_text(mac(20))]}));
+    assert_eq!(tasks[0]["spec"]["select"], json!({"macs": [mac_text(&mac(20))]}));
     assert_eq!(m["placement"]["provision_task"], tasks[0]["id"]);
     // The inventory again: no second task.
     report_lldp_of(&lab, mac(20), "leaf-r4", "Ethernet2").await;
@@ -299,7 +270,7 @@ async fn cli_racks_create_show_import_delete() {
     let (ok, out) = run(&["create", "r8", "--remote-id", "leaf-r8", "--ports", "Ethernet1-2 -> U1-U3"]);
     assert!(!ok && out.contains("400") && out.contains("same length"), "{out}");
     let csv = dir.join("r7.csv");
-    std::fs::write(&csv, format!("{},web1,,U3\n", mac_text(mac(30)))).unwrap();
+    std::fs::write(&csv, format!("{},web1,,U3\n", mac_text(&mac(30)))).unwrap();
     let (ok, out) = run(&["import-csv", "r7", csv.to_str().unwrap()]);
     assert!(ok && out.contains("imported 1 machine(s)"), "{out}");
     assert!(lab.exchange(&msg(MessageType::Discover, mac(30), 500)).await.is_some());

@@ -206,6 +206,25 @@ async fn the_operator_ui_in_chromium() {
     assert!(notice.starts_with("nothing was provisioned: 4"), "{notice}");
     assert!(path_and_query(c).await.contains("tag=db"));
     assert!(app.get("/tasks").await["tasks"].as_array().unwrap().is_empty(), "a refused task was created");
+    // With an image that exists it runs: one task for the selection, shown on the tasks page.
+    let images = app.dir.path().join("boot/images");
+    std::fs::create_dir_all(&images).unwrap();
+    std::fs::write(images.join("lab.img"), vec![5u8; 4096]).unwrap();
+    c.find(Locator::Id(&format!("sel-{db1}"))).await.unwrap().click().await.unwrap();
+    c.find(Locator::Id("b-action")).await.unwrap().select_by_value("provision").await.unwrap();
+    c.find(Locator::Id("b-image")).await.unwrap().send_keys("lab.img").await.unwrap();
+    c.find(Locator::Id("b-confirm")).await.unwrap().send_keys("1").await.unwrap();
+    c.find(Locator::Id("b-submit")).await.unwrap().click().await.unwrap();
+    let notice = wait_for(c, Locator::Id("notice")).await.text().await.unwrap();
+    let tasks = app.get("/tasks").await["tasks"].as_array().unwrap().clone();
+    assert_eq!(tasks.len(), 1, "{notice}: {tasks:?}");
+    assert_eq!(tasks[0]["spec"]["select"]["macs"], json!(["52:54:00:aa:00:03"]), "{tasks:?}");
+    assert!(notice.contains(&format!("task {}", tasks[0]["id"])), "{notice}");
+    c.find(Locator::LinkText("Tasks")).await.unwrap().click().await.unwrap();
+    wait_path(c, "/ui/tasks").await;
+    let listed = wait_for(c, Locator::Id("tasks")).await.text().await.unwrap();
+    assert!(listed.contains("image lab.img"), "{listed}");
+    b.shot("06b-tasks").await;
 
     // A POST without the CSRF token, or from another origin, is refused and changes nothing.
     let del = format!("action=delete&confirm=delete&id={db1}");

@@ -86,7 +86,10 @@ async fn profiles_preview_without_saving_and_save_through_the_api() {
     bad[5].1 = "cloud-config";
     bad[6].1 = "save";
     let (status, page) = raw(&app, "POST", "/ui/profiles", &[c, FORM], &form(&bad)).await;
-    assert!(status == 400 && page.contains("The profile was not saved") && page.contains("d-i&#x2f;initrd.gz"), "{page}");
+    assert!(
+        status == 400 && page.contains("The profile was not saved") && page.contains("d-i&#x2f;initrd.gz"),
+        "{page}"
+    );
     assert!(!api_profiles(&app).await.contains(&"debian-inst".to_string()));
     let mut save = new;
     save[6].1 = "save";

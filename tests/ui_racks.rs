@@ -1,7 +1,8 @@
 //! Rack bring-up in a real browser (headless Chromium over WebDriver, pinned to the
 //! appliance's certificate): an operator creates a rack with the form, machines DHCP through
 //! the rack's switch (relayed, option 82 naming the port), and the rack view places and names
-//! them live, without a reload; the silent-slot flags go as they answer. A refused form keeps
+//! them live, without a reload; the silent-slot flags go as they answer, and a machine whose
+//! LLDP neighbour disagrees with option 82 is flagged mis-cabled. A refused form keeps
 //! what was typed and says why; a viewer gets no form. Skips with "SKIPPED: ..." without
 //! chromium.
 
@@ -78,6 +79,7 @@ async fn a_rack_is_brought_up_from_the_form_and_fills_in_live() {
     // A refused form says why and keeps what was typed.
     fill(c, "r-name", "r1").await;
     fill(c, "r-remote", "leaf-r1").await;
+    fill(c, "r-lldp-name", "leaf-r1").await;
     fill(c, "r-ports", "Ethernet1-4 -> U1-U3").await;
     fill(c, "r-plan", "127.0.9.1-127.0.9.8").await;
     fill(c, "r-silent", "0").await;
@@ -109,6 +111,11 @@ async fn a_rack_is_brought_up_from_the_form_and_fills_in_live() {
     assert!(elevation.contains("option82"), "placed by option 82: {elevation}");
     let flags = text_until(c, "flags", |t| !t.contains("U2:") && !t.contains("U4:")).await;
     assert!(flags.contains("U1") && flags.contains("U3"), "the silent ones stay flagged: {flags}");
+    // U4's machine boots BootOS: its agent's LLDP neighbour is Ethernet3, not the port option 82
+    // named. The rack page flags it as mis-cabled, live.
+    report_lldp_of(&lab, [0x52, 0x54, 0, 0x7b, 0, 4], "leaf-r1", "Ethernet3").await;
+    let flags = text_until(c, "flags", |t| t.contains("miscabled")).await;
+    assert!(flags.contains("Ethernet3"), "the flag says where LLDP found it: {flags}");
     let marker = c.execute("return window.rackMarker || null;", vec![]).await.unwrap();
     assert_eq!(marker, "still the same page", "the elevation updated without a reload");
     b.shot("21-rack-live").await;

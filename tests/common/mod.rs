@@ -243,3 +243,32 @@ pub async fn http_get_with_header(addr: SocketAddr, path: &str, header: Option<&
     s.read_to_string(&mut out).await.unwrap();
     out
 }
+
+/// The colon form of a MAC.
+pub fn mac_text(m: &[u8; 6]) -> String {
+    m.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":")
+}
+
+/// Enrolls `m`'s agent (with a boot nonce, as BootOS would) and uploads an inventory whose LLDP
+/// neighbour is `port` on `switch` (its system name).
+pub async fn report_lldp_of(lab: &Lab, m: [u8; 6], switch: &str, port: &str) {
+    let app = lab.app.as_ref().unwrap();
+    let nonce = app.cmdb.issue_boot_nonce(mac_text(&m).parse().unwrap(), "127.0.0.1".into(), 600).await.unwrap();
+    let trust = rackboot_agent::tls::Trust::CaPem(lab.ca_pem().into_bytes());
+    let mut c = rackboot_agent::client::Client::new(&lab.https_url(), &trust).unwrap();
+    let req = serde_json::json!({"macs": [mac_text(&m)], "boot_mac": mac_text(&m), "mode": "bootos", "nonce": nonce});
+    let r = c.call(hyper::Method::POST, "/agent/v1/enroll", Some(&req), Duration::from_secs(5)).await.unwrap();
+    let v: serde_json::Value = r.json().unwrap();
+    assert_eq!((r.status, v["approved"].as_bool()), (200, Some(true)), "{v}");
+    c.credential = Some(v["credential"].as_str().unwrap().to_string());
+    let lldp = vec![rackboot_agent::wire::LldpNeighbor {
+        interface: "eth0".into(),
+        chassis_id: "00:11:22:33:44:55".into(),
+        port_id: port.into(),
+        system_name: Some(switch.into()),
+        port_description: None,
+    }];
+    let inv = rackboot_agent::wire::Inventory { lldp, ..Default::default() };
+    let r = c.call(hyper::Method::PUT, "/agent/v1/inventory", Some(&inv), Duration::from_secs(5)).await.unwrap();
+    assert_eq!(r.status, 204);
+}

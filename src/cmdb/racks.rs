@@ -132,6 +132,19 @@ fn place_all(ctx: &mut WriteCtx<'_>, before: &[Rack], racks: &[Rack]) -> Result<
 }
 
 impl Cmdb {
+    /// The address a machine asking through this switch port (option 82 circuit and remote id)
+    /// gets once it is placed: its slot's planned address, when a rack claims the port and nobody
+    /// holds that address yet. DHCP offers it on the very first DISCOVER, before the placement is
+    /// written, so a client is never offered a pool address it is then refused (iPXE ignores a
+    /// NAK and gives up its DHCP).
+    pub fn planned_address(&self, circuit: Option<&str>, remote: Option<&str>) -> Option<std::net::Ipv4Addr> {
+        circuit?;
+        let racks = cached(&self.inner.racks);
+        let claim = crate::racks::place::by_option82(&racks, circuit, remote)?;
+        let ip = racks.iter().find(|r| r.name == claim.rack)?.address(claim.slot)?;
+        self.reserved_owner(ip).is_none().then_some(ip)
+    }
+
     /// The provisioning networks rack address plans must lie in (the DHCP subnets, set by the
     /// DHCP service at start; empty: not known).
     pub fn set_provisioning_networks(&self, nets: Vec<ipnet::Ipv4Net>) {

@@ -233,7 +233,11 @@ fn handle_full(svc: &DhcpService, leases: &mut Leases, socket: &Arc<UdpSocket>, 
     let now = now_secs();
     let brief = svc.cmdb.brief_by_mac(req.mac);
     let me = brief.as_ref().map(|b| b.id);
-    let reserved = brief.as_ref().and_then(|b| b.reserved_ip);
+    // A machine not yet placed that asks through a rack's port is offered its slot's address.
+    let reserved = brief
+        .as_ref()
+        .and_then(|b| b.reserved_ip)
+        .or_else(|| svc.cmdb.planned_address(req.circuit_id.as_deref(), req.remote_id.as_deref()));
     let cmdb = svc.cmdb.clone();
     let for_other = move |ip: Ipv4Addr| cmdb.reserved_owner(ip).is_some_and(|o| Some(o) != me);
     let hostname = brief.as_ref().and_then(|b| b.hostname.clone());

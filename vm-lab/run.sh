@@ -5,8 +5,14 @@
 #
 # Creates namespace "rblab" with bridge br0 (198.18.0.1/24, no route out), builds the boot
 # directory from Debian packages (vm-lab/assets.sh), starts rackboot in full DHCP mode on the
-# bridge (vm-lab/lab.toml), and powers on N SeaBIOS and N OVMF (UEFI) VMs (qemu -accel tcg; KVM
-# hangs on these machines; 512 MiB, a 2 GiB disk) with qemu's iPXE option ROM. Each VM goes
+# bridge (vm-lab/lab.toml). The VMs hang off a rack "switch", namespace "rblab-sw" (198.18.0.2 on
+# br0, routing for 198.18.1.0/24): each VM is plugged into a port swpN (isolated ports of bridge
+# rack0, 198.18.1.1), isc-dhcp-relay relays their DHCP to rackboot with option 82 (circuit id =
+# the port) and lldpd announces "leaf-r1" and the port name by LLDP. Rack r1 is created through
+# the API before power-on (ports swp1-N -> U1-UN, hostnames r1-uNN, addresses 198.18.1.11 up),
+# so each VM is placed, named and addressed by the port it is plugged into, and its BootOS
+# agent's LLDP neighbour confirms the placement. N SeaBIOS and N OVMF (UEFI) VMs (qemu -accel
+# tcg; KVM hangs on these machines; 512 MiB, a 2 GiB disk) with qemu's iPXE option ROM. Each VM goes
 # DHCP -> iPXE script -> BootOS kernel + initrd (bootos/build.sh) -> the agent enrolls and sends
 # its inventory; the run then has each agent run `uname -a` as a job and provisions every VM
 # from the lab OS image (vm-lab/os-image.sh) with a task: image deploy, identity, reboot from disk, the installed agent checking in, a post-install
@@ -106,26 +112,61 @@ XML
 
 # The boot as it happens: every timeline event of every machine, printed live (rackboot watch).
 rb watch --all 2>>"$RUN/watch.err" | sed -u 's/^/  watch | /' &
-declare -a VMS=() PIDS=()
-start_vm() { # name mac uefi
-  local name=$1 mac=$2 uefi=$3 fw=()
-  ip -n $LAB tuntap add "tap-$name" mode tap; ip -n $LAB link set "tap-$name" master br0 up
+declare -a VMS=() PIDS=() PORTS=()
+SW=$LAB-sw
+echo "== the rack's switch: namespace $SW, dhcrelay (option 82) and lldpd (LLDP as leaf-r1) on its ports"
+ip netns add $SW; ip -n $SW link set lo up
+ip -n $LAB link add sw-uplink type veth peer name uplink netns $SW
+ip -n $LAB link set sw-uplink master br0 up
+ip -n $SW addr add 198.18.0.2/24 dev uplink; ip -n $SW link set uplink up
+ip -n $LAB route add 198.18.1.0/24 via 198.18.0.2
+ip netns exec $SW sysctl -qw net.ipv4.ip_forward=1
+ip -n $SW link add rack0 type bridge; ip -n $SW addr add 198.18.1.1/24 dev rack0; ip -n $SW link set rack0 up
+# A port: a tap on the rack bridge, isolated from the other ports (a broadcast from one VM is not
+# seen on another's port, so dhcrelay relays it once, naming the right port), with the gateway
+# address dhcrelay needs as giaddr.
+add_port() { # port
+  ip -n $SW tuntap add "$1" mode tap
+  ip -n $SW link set "$1" master rack0 up
+  ip netns exec $SW bridge link set dev "$1" isolated on
+  ip -n $SW addr add 198.18.1.1/32 dev "$1"
+  PORTS+=("$1")
+}
+start_vm() { # name mac uefi port
+  local name=$1 mac=$2 uefi=$3 port=$4 fw=()
   if [ "$uefi" = 1 ]; then
     cp /usr/share/OVMF/OVMF_VARS_4M.fd "$RUN/$name.vars.fd"
     fw=(-machine q35 -drive "if=pflash,format=raw,readonly=on,file=/usr/share/OVMF/OVMF_CODE_4M.fd"
         -drive "if=pflash,format=raw,file=$RUN/$name.vars.fd")
   fi
   truncate -s 2G "$RUN/$name.disk"
-  ip netns exec $LAB qemu-system-x86_64 -accel tcg -m 512 -display none -boot n "${fw[@]}" \
-    -serial "file:$RUN/$name.serial" -netdev "tap,id=n0,ifname=tap-$name,script=no,downscript=no" \
+  ip netns exec $SW qemu-system-x86_64 -accel tcg -m 512 -display none -boot n "${fw[@]}" \
+    -serial "file:$RUN/$name.serial" -netdev "tap,id=n0,ifname=$port,script=no,downscript=no" \
     -device "virtio-net-pci,netdev=n0,mac=$mac" -drive "file=$RUN/$name.disk,if=virtio,format=raw" \
     > "$RUN/$name.qemu.log" 2>&1 &
   VMS+=("$name $mac"); PIDS+=($!)
   vm_xml "$name" "$mac" "$uefi"
 }
+declare -a PLAN=()
 n=0
-for i in $(seq 1 "$BIOS"); do n=$((n+1)); start_vm "bios$i" "$(printf '52:54:00:1a:c0:%02x' $n)" 0; done
-for i in $(seq 1 "$UEFI"); do n=$((n+1)); start_vm "uefi$i" "$(printf '52:54:00:1a:c0:%02x' $n)" 1; done
+for i in $(seq 1 "$BIOS"); do n=$((n+1)); PLAN+=("bios$i $(printf '52:54:00:1a:c0:%02x' $n) 0 swp$n"); done
+for i in $(seq 1 "$UEFI"); do n=$((n+1)); PLAN+=("uefi$i $(printf '52:54:00:1a:c0:%02x' $n) 1 swp$n"); done
+for p in "${PLAN[@]}"; do read -r _ _ _ port <<< "$p"; add_port "$port"; done
+relay_ports=(); for p in "${PORTS[@]}"; do relay_ports+=(-id "$p"); done
+if [ ${#PORTS[@]} -gt 0 ]; then
+  ip netns exec $SW dhcrelay -4 -d -a "${relay_ports[@]}" -iu uplink 198.18.0.1 > "$RUN/dhcrelay.log" 2>&1 &
+  printf 'configure system hostname leaf-r1\nconfigure lldp portidsubtype ifname\nconfigure lldp tx-interval 5\n' > "$RUN/lldpd.conf"
+  mkdir -p "$RUN/lldpd"
+  ip netns exec $SW lldpd -d -u "$RUN/lldpd/lldpd.sock" -O "$RUN/lldpd.conf" -I 'swp*' > "$RUN/lldpd.log" 2>&1 &
+  # Rack r1: its ports, the names and addresses its slots get. Created before anything boots.
+  rack=$(jq -n --arg ports "swp1-${#PORTS[@]} -> U1-U${#PORTS[@]}" --arg plan "198.18.1.11-198.18.1.$((10 + ${#PORTS[@]}))" \
+    '{name: "r1", location: "vm-lab", switch: {lldp_chassis_name: "leaf-r1"}, ports: [$ports],
+      hostname_pattern: "{rack}-u{slot:02}", address_plan: $plan, silent_after_minutes: 10}')
+  ip netns exec $LAB curl -sf --cacert "$RUN/data/tls/ca.pem" -H "authorization: Bearer $(cat "$RUN/data/admin.token")" \
+    -H 'content-type: application/json' -d "$rack" https://198.18.0.1/api/v1/racks >/dev/null
+  echo "== rack r1: ports swp1-${#PORTS[@]} -> U1-U${#PORTS[@]}, hostnames r1-uNN, addresses from 198.18.1.11"
+fi
+for p in "${PLAN[@]}"; do start_vm $p; done
 echo "== powered on ${#VMS[@]} VM(s); waiting for BootOS and its agent (TCG: about 7-10 s each)"
 start=$(date +%s%3N)
 api() { ip netns exec $LAB curl -sf --cacert "$RUN/data/tls/ca.pem" -H "authorization: Bearer $(cat "$RUN/data/admin.token")" "https://198.18.0.1/api/v1$1"; }
@@ -145,6 +186,14 @@ for k in "${!PIDS[@]}"; do
       "$(echo "$(at "$mac" dhcp.ack) / 1000" | bc -l)" "$(echo "$(at "$mac" agent.enrolled) / 1000" | bc -l)" \
       "$(echo "$(at "$mac" agent.inventory) / 1000" | bc -l)"
     api "/machines/$mac" | jq -r '.inventory | "    \(.dmi.vendor) \(.dmi.model), \(.cpu.threads) CPU(s) \(.cpu.model), \(.memory_bytes / 1048576) MiB, disks: \([.disks[] | "\(.name) \(.size_bytes / 1073741824) GiB"] | join(", ")), NICs: \([.nics[] | "\(.name) \(.mac) \(.driver)"] | join(", "))"'
+    # Where it is plugged in: placed by option 82, confirmed by its agent's LLDP neighbour.
+    for _ in $(seq 30); do
+      [ "$(api "/machines/$mac/events?limit=1000" | jq '[.events[] | select(.kind == "rack.confirmed")] | length')" -gt 0 ] && break
+      sleep 1
+    done
+    api "/machines/$mac" | jq -r '"    placed: rack \(.rack) U\(.slot) by \(.placement.by // "?"), named \(.hostname), address \(.reserved_ip)"'
+    api "/machines/$mac" | jq -r '.inventory.lldp[]? | "    LLDP: \(.interface) <- \(.system_name) port \(.port_id)"'
+    api "/machines/$mac/events?limit=1000" | jq -r '.events[] | select(.kind | startswith("rack.")) | "    \(.kind): \(.detail | tostring)"'
     echo "    job: uname -a ->"
     rb jobs run --machine "$mac" -- uname -a 2>&1 | sed 's/^/      /' || true
   else
@@ -165,8 +214,8 @@ fi
 if [ $PROVISION = 1 ] && [ ${#VMS[@]} -gt 0 ]; then
   echo; echo "== provisioning every VM from lab.img"
   macs=(); for v in "${VMS[@]}"; do read -r _ m <<< "$v"; macs+=(--mac "$m"); done
-  rb tasks create "${macs[@]}" --image lab.img --hostname 'node-{n:02}' --ip-pool 198.18.0.60-198.18.0.99 \
-    --post-install motd.sh | sed 's/^/    /'
+  # No hostname pattern or address pool: the rack named and addressed them by their ports.
+  rb tasks create "${macs[@]}" --image lab.img --post-install motd.sh | sed 's/^/    /'
   for _ in $(seq 900); do
     [ "$(api /tasks/1 | jq '[.runs[] | select(.state == "active")] | length')" = 0 ] && break
     sleep 2
@@ -204,6 +253,7 @@ for i in $(seq 1 "$CLIENTS"); do
     echo "client $i ($client, $mac): NO LEASE, see $RUN/c$i.log"
   fi
 done
+echo; echo "== rack r1"; rb racks show r1 2>&1 | sed 's/^/    /' || true
 echo; echo "== CMDB"; rb machines list; echo; echo "== leases"; rb leases
 echo; echo "libvirt XML for this lab: $RUN/libvirt/ (vm-lab/README.md)"
 if [ $KEEP = 0 ]; then

@@ -95,6 +95,12 @@ pub async fn start(cfg: Config) -> anyhow::Result<Running> {
     if let Some(socket) = tftp {
         services.start("tftp", tftp::serve(socket, core.clone(), token.clone()));
     }
+    // Blobs an upload wrote but never recorded (a crash in between) go away.
+    match core.plugins.sweep().await {
+        Ok(0) => {}
+        Ok(n) => tracing::info!(removed = n, "plugin blobs no version names were removed"),
+        Err(error) => tracing::warn!(%error, "sweeping the plugin blobs"),
+    }
     services.start("jobs", core.hub.clone().sweep(token.clone()));
     services.start("provision", core.engine.clone().run(token.clone()));
     // Flags that come with time (silent slots, failed machines) get their events unasked.

@@ -15,6 +15,7 @@ mod jobs;
 mod machines;
 pub mod model;
 mod nonces;
+mod plugins;
 mod profiles;
 mod provision;
 pub mod quarantine;

@@ -9,10 +9,12 @@
 //! - [`stats`]: load, memory, uptime and disk use.
 //! - [`client`]: the HTTPS client with the per-machine credential.
 //! - [`tls`]: whom the agent trusts: the appliance's CA, as a file or as a pinned hash.
+//! - [`bundle`]: plugin bundles unpacked under caps (shared with the appliance).
 //! - [`jobs`]: running a job (script or built-in action) with streamed output and a timeout.
 //! - [`net`]: network bring-up the G8OS way (kernel command line, else DHCP per interface).
 //! - [`run`]: the agent's main loop.
 
+pub mod bundle;
 pub mod client;
 pub mod inventory;
 pub mod jobs;

@@ -1,0 +1,313 @@
+//! Signed vendor plugins against the whole appliance: a bundle signed with the real `minisign`
+//! by a trusted vendor key is stored by hash with its files' hashes, versions are immutable
+//! and ordered, a revoked key disables its plugins, and every hostile bundle is refused with
+//! its reason and leaves nothing behind (no record, no blob, nothing in tmp/).
+
+mod common;
+#[path = "plugins/kit.rs"]
+mod kit;
+#[path = "common/raw.rs"]
+mod raw;
+
+use common::appliance::Appliance;
+use hyper::Method;
+use kit::*;
+use serde_json::{json, Value};
+use tokio::io::AsyncWriteExt;
+
+const CHECK: &str = "#!/bin/sh\nexit 1\n";
+const APPLY: &str = "#!/bin/sh\nexit 0\n";
+
+struct Setup {
+    app: Appliance,
+    keys: tempfile::TempDir,
+    lab_key: std::path::PathBuf,
+}
+
+/// An appliance that trusts one key for vendor `rackboot-lab`; `None` without minisign.
+async fn setup(extra: &str) -> Option<Setup> {
+    if !have_minisign() {
+        eprintln!("SKIPPED: minisign is not installed (tools/setup.sh installs it)");
+        return None;
+    }
+    let app = Appliance::start(extra).await;
+    let keys = tempfile::tempdir().unwrap();
+    let (public, lab_key) = keypair(keys.path(), "lab");
+    let text = std::fs::read_to_string(public).unwrap();
+    let k = app
+        .api
+        .ok(Method::POST, "/plugin-keys", Some(json!({"vendor": "rackboot-lab", "public_key": text})))
+        .await
+        .unwrap();
+    assert_eq!(k["key_id"].as_str().unwrap().len(), 16, "{k}");
+    Some(Setup { app, keys, lab_key })
+}
+
+async fn upload(app: &Appliance, bundle: &[u8], sig: &[u8], downgrade: bool) -> (u16, Value) {
+    let flag: &[u8] = if downgrade { b"true" } else { b"false" };
+    let parts: [(&str, &str, &[u8]); 3] =
+        [("bundle", "b.tar.gz", bundle), ("signature", "b.minisig", sig), ("allow_downgrade", "f", flag)];
+    app.api.post_form("/plugins", &parts).await.unwrap()
+}
+
+fn entries(dir: std::path::PathBuf) -> Vec<String> {
+    std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect()
+}
+
+/// Nothing stored beyond `versions` plugin versions: the list, the blobs and tmp/ agree.
+async fn stored(s: &Setup, versions: usize) {
+    let list = s.app.api.ok(Method::GET, "/plugins", None).await.unwrap();
+    let n: usize = list["plugins"].as_array().unwrap().iter().map(|p| p["versions"].as_array().unwrap().len()).sum();
+    assert_eq!(n, versions, "{list}");
+    let plugins = s.app.dir.path().join("plugins");
+    assert_eq!(entries(plugins.join("blobs")).len(), versions, "one blob per stored version");
+    assert!(entries(plugins.join("tmp")).is_empty(), "tmp/ is empty: {:?}", entries(plugins.join("tmp")));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_signed_bundle_is_stored_shown_and_idempotent() {
+    let Some(s) = setup("").await else { return };
+    let bundle = good("lab-vendor", "1.0.0", "rackboot-lab", CHECK, APPLY);
+    let sig = sign(s.keys.path(), &s.lab_key, &bundle);
+    let (status, v) = upload(&s.app, &bundle, &sig, false).await;
+    assert_eq!(status, 201, "{v}");
+    assert_eq!((v["created"].clone(), v["activated"].clone()), (json!(true), json!(true)));
+    let p = &v["plugin"];
+    assert_eq!(p["sha256"], rackboot_agent::bundle::sha256_hex(&bundle));
+    assert_eq!(p["signer"]["vendor"], "rackboot-lab");
+    let shown = s.app.get("/plugins/lab-vendor/versions/1.0.0").await;
+    let files: Vec<(String, String)> = shown["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| (f["path"].as_str().unwrap().into(), f["sha256"].as_str().unwrap().into()))
+        .collect();
+    assert!(files.contains(&("bin/apply".into(), rackboot_agent::bundle::sha256_hex(APPLY.as_bytes()))), "{files:?}");
+    assert_eq!(shown["manifest"]["apply"]["reboot"], true);
+    assert_eq!(shown["active"], true);
+    // The blob on disk is the bundle, byte for byte.
+    let blob = std::fs::read(s.app.dir.path().join("plugins/blobs").join(p["sha256"].as_str().unwrap())).unwrap();
+    assert_eq!(blob, bundle);
+    // The same bytes again change nothing.
+    let (status, again) = upload(&s.app, &bundle, &sig, false).await;
+    assert_eq!((status, again["created"].clone()), (200, json!(false)), "{again}");
+    stored(&s, 1).await;
+    // A viewer reads but cannot upload or trust.
+    let (st, t) = s.app.api.call(Method::POST, "/tokens", Some(json!({"name": "ro", "role": "viewer"}))).await.unwrap();
+    assert_eq!(st, 201, "{t}");
+    let viewer = rackboot::client::ApiClient::new(
+        &s.app.url(),
+        t["secret"].as_str().unwrap().into(),
+        s.app.app.as_ref().unwrap().ca_pem.as_bytes(),
+    )
+    .unwrap();
+    assert_eq!(viewer.call(Method::GET, "/plugins/lab-vendor", None).await.unwrap().0, 200);
+    let parts: [(&str, &str, &[u8]); 2] = [("bundle", "b", &bundle), ("signature", "s", &sig)];
+    assert_eq!(viewer.post_form("/plugins", &parts).await.unwrap().0, 403);
+    let key = viewer.call(Method::POST, "/plugin-keys", Some(json!({"vendor": "x", "public_key": "y"}))).await.unwrap();
+    assert_eq!(key.0, 403);
+    // The upload is in the audit log.
+    let audit = s.app.get("/audit?method=POST").await;
+    assert!(audit.to_string().contains("/plugins"), "{audit}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_bundles_are_refused_with_their_reason_and_leave_nothing() {
+    let Some(s) = setup("[plugins]\nmax_file_bytes = 33554432\nmax_unpacked_bytes = 67108864\n").await else { return };
+    let dir = s.keys.path();
+    let (other_pub, other_key) = keypair(dir, "other");
+    let text = std::fs::read_to_string(other_pub).unwrap();
+    s.app.api.ok(Method::POST, "/plugin-keys", Some(json!({"vendor": "acme", "public_key": text}))).await.unwrap();
+    let (_, stranger) = keypair(dir, "stranger");
+    let m = manifest("p", "1.0.0", "rackboot-lab");
+    let with = |extra: &[(&str, tar::EntryType, u32, &[u8])]| {
+        let mut all: Vec<(&str, tar::EntryType, u32, &[u8])> = vec![
+            ("manifest.toml", F, 0o644, m.as_bytes()),
+            ("bin/check", F, 0o755, b"x"),
+            ("bin/apply", F, 0o755, b"x"),
+        ];
+        all.extend_from_slice(extra);
+        tgz(&all)
+    };
+    let good_bundle = good("p", "1.0.0", "rackboot-lab", CHECK, APPLY);
+    let zeros = vec![0u8; 30 << 20];
+    let many: Vec<String> = (0..100_000).map(|i| format!("f/{i}")).collect();
+    let mut tiny: Vec<(&str, tar::EntryType, u32, &[u8])> = vec![("manifest.toml", F, 0o644, m.as_bytes())];
+    tiny.extend(many.iter().map(|n| (n.as_str(), F, 0o644, &b""[..])));
+    let cases: Vec<(&str, Vec<u8>, Option<&std::path::Path>, &str)> = vec![
+        ("no signature", good_bundle.clone(), None, "no signature"),
+        ("untrusted key", good_bundle.clone(), Some(&stranger), "not trusted"),
+        ("another vendor's key", good_bundle.clone(), Some(&other_key), "a key signs only its own vendor's plugins"),
+        ("../ path", with(&[("../evil", F, 0o644, b"x")]), Some(&s.lab_key), "'..' is not allowed"),
+        ("absolute path", with(&[("/etc/evil", F, 0o644, b"x")]), Some(&s.lab_key), "absolute paths are not allowed"),
+        (
+            "symlink",
+            with(&[("bin/link", tar::EntryType::Symlink, 0o777, b"")]),
+            Some(&s.lab_key),
+            "links are not allowed",
+        ),
+        (
+            "hardlink",
+            with(&[("bin/hard", tar::EntryType::Link, 0o644, b"")]),
+            Some(&s.lab_key),
+            "links are not allowed",
+        ),
+        ("device node", with(&[("dev/sda", tar::EntryType::Block, 0o644, b"")]), Some(&s.lab_key), "device nodes"),
+        ("fifo", with(&[("pipe", tar::EntryType::Fifo, 0o644, b"")]), Some(&s.lab_key), "fifos"),
+        (
+            "zeros past the total",
+            with(&[("z1", F, 0o644, &zeros), ("z2", F, 0o644, &zeros), ("z3", F, 0o644, &zeros)]),
+            Some(&s.lab_key),
+            "in total",
+        ),
+        ("a 10 GB entry", ten_gb_bomb(&m), Some(&s.lab_key), "allowed per file"),
+        ("100,000 tiny files", tgz(&tiny), Some(&s.lab_key), "more than 1000 entries"),
+        (
+            "missing file",
+            tgz(&[("manifest.toml", F, 0o644, m.as_bytes()), ("bin/check", F, 0o755, b"x")]),
+            Some(&s.lab_key),
+            "apply.run names bin/apply, which is not in the bundle",
+        ),
+        ("no manifest", tgz(&[("bin/check", F, 0o755, b"x")]), Some(&s.lab_key), "no manifest.toml"),
+        (
+            "unknown manifest key",
+            with_manifest(&m.replace("[check]", "shell = \"bash\"\n[check]")),
+            Some(&s.lab_key),
+            "unknown field `shell`",
+        ),
+        ("bad semver", with_manifest(&m.replace("\"1.0.0\"", "\"1.0\"")), Some(&s.lab_key), "not semver"),
+        (
+            "bad params schema",
+            with_manifest(&m.replace("maxLength = 64", "format = \"uri\"")),
+            Some(&s.lab_key),
+            "keyword \"format\" is not supported",
+        ),
+        ("not a tar.gz", b"MZ this is not a bundle".to_vec(), Some(&s.lab_key), "not a tar.gz"),
+    ];
+    for (what, bundle, key, want) in cases {
+        let sig = key.map(|k| sign(dir, k, &bundle)).unwrap_or_default();
+        let (status, v) = upload(&s.app, &bundle, &sig, false).await;
+        assert_eq!(status, 422, "{what}: {v}");
+        assert!(v["detail"].as_str().unwrap().contains(want), "{what}: want {want:?} in {}", v["detail"]);
+        stored(&s, 0).await;
+    }
+    // Altered after signing: one byte changed.
+    let sig = sign(dir, &s.lab_key, &good_bundle);
+    let mut altered = good_bundle.clone();
+    let last = altered.len() - 1;
+    altered[last] ^= 1;
+    let (status, v) = upload(&s.app, &altered, &sig, false).await;
+    assert_eq!(status, 422, "{v}");
+    assert!(v["detail"].as_str().unwrap().contains("does not match the bundle"), "{v}");
+    stored(&s, 0).await;
+}
+
+fn with_manifest(m: &str) -> Vec<u8> {
+    tgz(&[("manifest.toml", F, 0o644, m.as_bytes()), ("bin/check", F, 0o755, b"x"), ("bin/apply", F, 0o755, b"x")])
+}
+
+/// A gzip stream whose one entry claims 10 GB and carries zeros.
+fn ten_gb_bomb(m: &str) -> Vec<u8> {
+    use std::io::Write;
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    let mh = header("manifest.toml", F, 0o644, m.len() as u64);
+    gz.write_all(mh.as_bytes()).unwrap();
+    let mut padded = m.as_bytes().to_vec();
+    padded.resize(m.len().div_ceil(512) * 512, 0);
+    gz.write_all(&padded).unwrap();
+    gz.write_all(header("bomb", F, 0o644, 10 << 30).as_bytes()).unwrap();
+    gz.write_all(&vec![0u8; 4 << 20]).unwrap();
+    gz.finish().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn versions_are_immutable_ordered_and_rolled_back() {
+    let Some(s) = setup("").await else { return };
+    let dir = s.keys.path();
+    let put = |v: &str, apply: &str, downgrade: bool| {
+        let b = good("raid", v, "rackboot-lab", CHECK, apply);
+        let sig = sign(dir, &s.lab_key, &b);
+        let app = &s.app;
+        async move { upload(app, &b, &sig, downgrade).await }
+    };
+    assert_eq!(put("1.0.0", APPLY, false).await.0, 201);
+    assert_eq!(put("1.2.0", APPLY, false).await.0, 201);
+    assert_eq!(s.app.get("/plugins/raid").await["active"], "1.2.0", "a higher version becomes active");
+    let (status, v) = put("1.2.0", "#!/bin/sh\necho other\n", false).await;
+    assert_eq!(status, 409, "{v}");
+    assert!(v["detail"].as_str().unwrap().contains("immutable"), "{v}");
+    let (status, v) = put("1.1.0", APPLY, false).await;
+    assert_eq!(status, 409, "{v}");
+    assert!(v["detail"].as_str().unwrap().contains("allow_downgrade"), "{v}");
+    stored(&s, 2).await;
+    let (status, v) = put("1.1.0", APPLY, true).await;
+    assert_eq!((status, v["activated"].clone()), (201, json!(false)), "a downgrade is stored, not activated: {v}");
+    let r = s.app.api.ok(Method::POST, "/plugins/raid/rollback", None).await.unwrap();
+    assert_eq!(r["active"], "1.1.0", "rollback takes the highest version below the active one");
+    let a = s.app.api.ok(Method::POST, "/plugins/raid/activate", Some(json!({"version": "1.2.0"}))).await.unwrap();
+    assert_eq!(a["active"], "1.2.0");
+    let (status, v) = s.app.api.call(Method::DELETE, "/plugins/raid/versions/1.2.0", None).await.unwrap();
+    assert_eq!(status, 409, "the active version stays while others exist: {v}");
+    assert_eq!(s.app.api.call(Method::DELETE, "/plugins/raid/versions/1.0.0", None).await.unwrap().0, 204);
+    stored(&s, 2).await;
+    // Another vendor cannot publish under this name.
+    let (acme_pub, acme_key) = keypair(dir, "acme");
+    let text = std::fs::read_to_string(acme_pub).unwrap();
+    s.app.api.ok(Method::POST, "/plugin-keys", Some(json!({"vendor": "acme", "public_key": text}))).await.unwrap();
+    let b = good("raid", "9.0.0", "acme", CHECK, APPLY);
+    let (status, v) = upload(&s.app, &b, &sign(dir, &acme_key, &b), false).await;
+    assert_eq!(status, 409, "{v}");
+    assert!(v["detail"].as_str().unwrap().contains("belongs to vendor rackboot-lab"), "{v}");
+    stored(&s, 2).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_revoked_key_disables_its_plugins_and_signs_nothing_more() {
+    let Some(s) = setup("").await else { return };
+    let dir = s.keys.path();
+    let b = good("fw", "1.0.0", "rackboot-lab", CHECK, APPLY);
+    assert_eq!(upload(&s.app, &b, &sign(dir, &s.lab_key, &b), false).await.0, 201);
+    let key_id = s.app.get("/plugin-keys").await["keys"][0]["key_id"].as_str().unwrap().to_string();
+    let r = s.app.api.ok(Method::POST, &format!("/plugin-keys/{key_id}/revoke"), None).await.unwrap();
+    assert!(r["revoked_at"].is_u64(), "{r}");
+    let v = s.app.get("/plugins/fw/versions/1.0.0").await;
+    assert!(v["disabled"].as_str().unwrap().contains("revoked"), "{v}");
+    let (status, v) =
+        s.app.api.call(Method::POST, "/plugins/fw/activate", Some(json!({"version": "1.0.0"}))).await.unwrap();
+    assert_eq!(status, 409, "{v}");
+    let b2 = good("fw", "1.1.0", "rackboot-lab", CHECK, APPLY);
+    let (status, v) = upload(&s.app, &b2, &sign(dir, &s.lab_key, &b2), false).await;
+    assert_eq!(status, 422, "{v}");
+    assert!(v["detail"].as_str().unwrap().contains("revoked"), "{v}");
+    stored(&s, 1).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupted_or_oversized_upload_leaves_nothing() {
+    let Some(s) = setup("[plugins]\nmax_bundle_bytes = 1048576\n").await else { return };
+    // The client sends half of its declared body, then closes the connection.
+    let mut conn = raw::connect(&s.app).await;
+    let token = s.app.app.as_ref().unwrap().admin_token.clone();
+    let head = format!(
+        "POST /api/v1/plugins HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}\r\nContent-Type: multipart/form-data; boundary=XyZ\r\nContent-Length: 900000\r\n\r\n--XyZ\r\nContent-Disposition: form-data; name=\"bundle\"; filename=\"b\"\r\n\r\n"
+    );
+    conn.write_all(head.as_bytes()).await.unwrap();
+    conn.write_all(&vec![7u8; 400_000]).await.unwrap();
+    conn.shutdown().await.unwrap();
+    drop(conn);
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    stored(&s, 0).await;
+    // A bundle past plugins.max_bundle_bytes is refused as too large.
+    let big = vec![1u8; 2 << 20];
+    let (status, v) = upload(&s.app, &big, b"sig", false).await;
+    assert_eq!(status, 413, "{v}");
+    stored(&s, 0).await;
+    // The same limit does not let other routes take large bodies.
+    let (status, _) = s
+        .app
+        .api
+        .call(Method::POST, "/plugin-keys", Some(json!({"vendor": "v", "public_key": "x".repeat(1 << 20)})))
+        .await
+        .unwrap();
+    assert_eq!(status, 413);
+}

@@ -53,6 +53,11 @@ impl Cmdb {
         .await
     }
 
+    /// Records that a profile's plugin fits nothing on machine `id` (`plugin.unmatched`).
+    pub async fn plugin_unmatched(&self, id: u64, detail: serde_json::Value) -> Result<(), CmdbError> {
+        self.write(move |ctx| super::events::push_event(ctx, id, super::EventKind::PluginUnmatched, detail)).await
+    }
+
     /// Every stored plugin version.
     pub async fn plugin_versions(&self) -> Result<Vec<PluginVersion>, CmdbError> {
         self.read(|rtx| scan(&rtx.open_table(PLUGINS)?)).await

@@ -6,6 +6,8 @@
 //! - [`verify`]: minisign keys and signatures (checked before anything is unpacked).
 //! - [`unpack`]: the bundle's entries checked under caps (`rackboot_agent::bundle`, shared
 //!   with the agent), and the manifest's files against them.
+//! - [`usage`]: hardware profiles' references: resolved to an enabled version with valid
+//!   parameters, and the agent action for a machine its `[match]` fits.
 //! - [`store`]: the upload pipeline (verify, check, write the blob atomically, record it in
 //!   the CMDB) and the blob directory.
 //!
@@ -15,6 +17,7 @@ pub mod manifest;
 pub mod params;
 pub mod store;
 pub mod unpack;
+pub mod usage;
 pub mod verify;
 
 use serde::{Deserialize, Serialize};

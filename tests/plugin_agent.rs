@@ -2,7 +2,10 @@
 //! fetched by hash over the agent's TLS client, unpacked, and its `check` and `apply` run with
 //! the parameters on stdin; exit codes 0/1/10/20 map to their results on the job and the
 //! machine's timeline (plugin, version, signer, result); a timeout kills the whole process
-//! group; a bundle whose bytes no longer match its hash is refused before anything runs.
+//! group; a bundle whose bytes no longer match its hash is refused before anything runs. A
+//! provisioning task whose hardware profile names plugins runs the one that fits as a configure
+//! step and reports the one whose `[match]` fits nothing; parameters breaking a plugin's schema
+//! refuse the task.
 
 mod common;
 #[path = "plugins/kit.rs"]
@@ -73,40 +76,60 @@ async fn last_result(a: &Appliance) -> Value {
     ev["events"].as_array().unwrap().iter().rev().find(|e| e["kind"] == "plugin.result").cloned().unwrap_or(Value::Null)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_agent_runs_check_and_apply_by_exit_code_and_refuses_a_changed_bundle() {
-    if !have_minisign() {
-        eprintln!("SKIPPED: minisign is not installed (tools/setup.sh installs it)");
-        return;
-    }
-    let a = Appliance::start("").await;
-    let keys = tempfile::tempdir().unwrap();
-    let (public, secret) = keypair(keys.path(), "lab");
+/// Trusts a fresh lab key and uploads each manifest with the two scripts; (key, sha256s).
+async fn publish(a: &Appliance, keys: &std::path::Path, manifests: &[&str]) -> (Value, Vec<String>) {
+    let (public, secret) = keypair(keys, "lab");
     let text = std::fs::read_to_string(public).unwrap();
     let key = a
         .api
         .ok(Method::POST, "/plugin-keys", Some(json!({"vendor": "rackboot-lab", "public_key": text})))
         .await
         .unwrap();
-    let bundle = tgz(&[
-        ("manifest.toml", F, 0o644, MANIFEST.as_bytes()),
-        ("bin/check", F, 0o755, CHECK.as_bytes()),
-        ("bin/apply", F, 0o755, APPLY.as_bytes()),
-    ]);
-    let sig = sign(keys.path(), &secret, &bundle);
-    let parts: [(&str, &str, &[u8]); 2] = [("bundle", "b", &bundle), ("signature", "s", &sig)];
-    let (status, up) = a.api.post_form("/plugins", &parts).await.unwrap();
-    assert_eq!(status, 201, "{up}");
-    let sha = up["plugin"]["sha256"].as_str().unwrap().to_string();
+    let mut shas = Vec::new();
+    for m in manifests {
+        let bundle = tgz(&[
+            ("manifest.toml", F, 0o644, m.as_bytes()),
+            ("bin/check", F, 0o755, CHECK.as_bytes()),
+            ("bin/apply", F, 0o755, APPLY.as_bytes()),
+        ]);
+        let sig = sign(keys, &secret, &bundle);
+        let parts: [(&str, &str, &[u8]); 2] = [("bundle", "b", &bundle), ("signature", "s", &sig)];
+        let (status, up) = a.api.post_form("/plugins", &parts).await.unwrap();
+        assert_eq!(status, 201, "{up}");
+        shas.push(up["plugin"]["sha256"].as_str().unwrap().to_string());
+    }
+    (key, shas)
+}
 
-    let work = tempfile::tempdir().unwrap();
-    let agent = a.agent(MAC, work.path());
+async fn inventoried(a: &Appliance) {
     common::eventually(|| async {
         let m = a.api.ok(Method::GET, &format!("/machines/{MAC}"), None).await?;
         anyhow::ensure!(!m["inventory"].is_null(), "no inventory yet");
         Ok(())
     })
     .await;
+}
+
+fn skip() -> bool {
+    if have_minisign() {
+        return false;
+    }
+    eprintln!("SKIPPED: minisign is not installed (tools/setup.sh installs it)");
+    true
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_agent_runs_check_and_apply_by_exit_code_and_refuses_a_changed_bundle() {
+    if skip() {
+        return;
+    }
+    let a = Appliance::start("").await;
+    let keys = tempfile::tempdir().unwrap();
+    let (key, shas) = publish(&a, keys.path(), &[MANIFEST]).await;
+    let sha = shas[0].clone();
+    let work = tempfile::tempdir().unwrap();
+    let agent = a.agent(MAC, work.path());
+    inventoried(&a).await;
 
     let cases = [
         (json!({"check": 0}), "succeeded", "unchanged", Some(0)),
@@ -165,6 +188,73 @@ async fn the_agent_runs_check_and_apply_by_exit_code_and_refuses_a_changed_bundl
     let (status, v) = a.api.call(Method::POST, "/jobs", Some(json!({"machine": MAC, "action": action}))).await.unwrap();
     assert_eq!(status, 400, "{v}");
     assert!(v["detail"].as_str().unwrap().contains("/check: must be integer"), "{v}");
+    agent.abort();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+}
+
+const PROFILES: &str = r#"
+[provision]
+postinstall_dir = "/nonexistent"
+[[provision.hardware_profiles]]
+name = "hw"
+scripts = ["echo script first"]
+[[provision.hardware_profiles.plugins]]
+name = "exits"
+params = { check = 1, apply = 0 }
+[[provision.hardware_profiles.plugins]]
+name = "elsewhere"
+[[provision.hardware_profiles]]
+name = "bad"
+[[provision.hardware_profiles.plugins]]
+name = "exits"
+params = { check = "one" }
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hardware_profile_runs_its_fitting_plugins_and_reports_the_others() {
+    if skip() {
+        return;
+    }
+    let a = Appliance::start(PROFILES).await;
+    let keys = tempfile::tempdir().unwrap();
+    let elsewhere = MANIFEST
+        .replace("name = \"exits\"", "name = \"elsewhere\"")
+        .replace("dmi_vendor = [\"*\"]", "dmi_vendor = [\"NoSuchVendor*\"]");
+    publish(&a, keys.path(), &[MANIFEST, &elsewhere]).await;
+    let images = a.dir.path().join("boot/images");
+    std::fs::create_dir_all(&images).unwrap();
+    std::fs::write(images.join("lab.img"), vec![7u8; 4096]).unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let disk = work.path().join("disk.img");
+    let agent = a.agent(MAC, work.path());
+    inventoried(&a).await;
+    // Parameters that break the plugin's schema refuse the task, naming the place.
+    let bad = json!({"select": {"macs": [MAC]}, "image": "lab.img", "hardware_profile": "bad", "disk": disk});
+    let (status, v) = a.api.call(Method::POST, "/tasks", Some(bad)).await.unwrap();
+    assert_eq!(status, 400, "{v}");
+    assert!(v["detail"].as_str().unwrap().contains("/check: must be integer"), "{v}");
+    let spec =
+        json!({"select": {"macs": [MAC]}, "image": "lab.img", "hardware_profile": "hw", "disk": disk, "retries": 0});
+    let task = a.api.ok(Method::POST, "/tasks", Some(spec)).await.unwrap()["task"]["id"].as_u64().unwrap();
+    let run = common::provision::run_where(&a, task, 60, "install", |r| {
+        r["state"] != "active" || r["step"]["step"] == "identity" || r["step"]["step"] == "wait_installed"
+    })
+    .await;
+    let ev = a.get(&format!("/machines/{MAC}/events")).await;
+    let events = ev["events"].as_array().unwrap();
+    let kinds: Vec<&str> = events.iter().map(|e| e["kind"].as_str().unwrap()).collect();
+    let result = events
+        .iter()
+        .find(|e| e["kind"] == "plugin.result")
+        .unwrap_or_else(|| panic!("no plugin.result: {run}\n{kinds:?}"));
+    assert_eq!(
+        (result["detail"]["plugin"].as_str(), result["detail"]["result"].as_str()),
+        (Some("exits"), Some("applied")),
+        "{result}"
+    );
+    let unmatched = events.iter().find(|e| e["kind"] == "plugin.unmatched").expect("a plugin.unmatched event");
+    assert_eq!(unmatched["detail"]["plugin"], "elsewhere", "{unmatched}");
+    assert_eq!(events.iter().filter(|e| e["kind"] == "plugin.result").count(), 1, "the unmatched plugin did not run");
     agent.abort();
     tokio::time::sleep(Duration::from_millis(100)).await;
 }

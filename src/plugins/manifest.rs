@@ -147,8 +147,9 @@ impl Match {
 
     /// Whether a machine with this inventory fits.
     pub fn fits(&self, inv: &Inventory) -> bool {
+        // An unknown DMI value reads as empty: only `*` fits it.
         let dmi = |globs: &[String], v: &Option<String>| {
-            globs.is_empty() || v.as_deref().is_some_and(|v| globs.iter().any(|g| glob(g, v)))
+            globs.is_empty() || globs.iter().any(|g| glob(g, v.as_deref().unwrap_or("")))
         };
         let pci = self.pci.is_empty()
             || self.pci.iter().any(|p| {

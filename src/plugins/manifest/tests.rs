@@ -56,7 +56,9 @@ fn match_combines_fields_and_alternatives() {
     assert!(m.fits(&inv("rackboot-lab", "x", &[("1AF4", "1001")])), "pci alternative, case-insensitive hex");
     assert!(!m.fits(&inv("rackboot-lab", "x", &[("1af4", "1000")])), "no alternative holds");
     assert!(!m.fits(&inv("Dell Inc.", "Standard PC", &[])), "vendor glob fails");
-    assert!(!m.fits(&Inventory::default()), "no DMI vendor fits no glob");
+    assert!(!m.fits(&Inventory::default()), "an unknown DMI vendor fits no named glob");
+    let any = Match { dmi_vendor: vec!["*".into()], ..Default::default() };
+    assert!(any.fits(&Inventory::default()), "'*' fits an unknown vendor too");
 }
 
 #[test]

@@ -13,7 +13,7 @@ use common::appliance::Appliance;
 use hyper::Method;
 use kit::*;
 use serde_json::{json, Value};
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const CHECK: &str = "#!/bin/sh\nexit 1\n";
 const APPLY: &str = "#!/bin/sh\nexit 0\n";
@@ -297,17 +297,113 @@ async fn an_interrupted_or_oversized_upload_leaves_nothing() {
     drop(conn);
     tokio::time::sleep(std::time::Duration::from_millis(500)).await;
     stored(&s, 0).await;
-    // A bundle past plugins.max_bundle_bytes is refused as too large.
-    let big = vec![1u8; 2 << 20];
-    let (status, v) = upload(&s.app, &big, b"sig", false).await;
-    assert_eq!(status, 413, "{v}");
+    // A bundle declared past plugins.max_bundle_bytes is refused at once, before its body.
+    assert!(declared(&s, "/api/v1/plugins", 3_000_000).await.starts_with("HTTP/1.1 413"));
+    // One sent whole (chunked, no length up front) is refused as it grows past the cap; the
+    // server may also close while the body is still being sent, which refuses it as well.
+    if let Some(status) = upload_chunked(&s, &vec![1u8; 2 << 20]).await {
+        assert_eq!(status, 413);
+    }
     stored(&s, 0).await;
-    // The same limit does not let other routes take large bodies.
-    let (status, _) = s
-        .app
-        .api
-        .call(Method::POST, "/plugin-keys", Some(json!({"vendor": "v", "public_key": "x".repeat(1 << 20)})))
-        .await
+    // The upload's limit does not let other routes take large bodies.
+    assert!(declared(&s, "/api/v1/plugin-keys", 2 << 20).await.starts_with("HTTP/1.1 413"));
+}
+
+/// Sends only the head of a POST declaring `len` bytes; the answer.
+async fn declared(s: &Setup, path: &str, len: usize) -> String {
+    let token = &s.app.app.as_ref().unwrap().admin_token;
+    let head = format!(
+        "POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}\r\nContent-Type: multipart/form-data; boundary=XyZ\r\nContent-Length: {len}\r\nConnection: close\r\n\r\n"
+    );
+    let mut conn = raw::connect(&s.app).await;
+    conn.write_all(head.as_bytes()).await.unwrap();
+    let mut answer = Vec::new();
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(10), conn.read_to_end(&mut answer)).await;
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
+/// `rackboot plugins ...` against the appliance, as an operator runs it.
+fn cli(s: &Setup, args: &[&str]) -> std::process::Output {
+    let app = s.app.app.as_ref().unwrap();
+    let ca = s.keys.path().join("ca.pem");
+    std::fs::write(&ca, &app.ca_pem).unwrap();
+    std::process::Command::new(env!("CARGO_BIN_EXE_rackboot"))
+        .arg("plugins")
+        .args(args)
+        .args(["--api", &s.app.url(), "--ca", ca.to_str().unwrap(), "--token", &app.admin_token])
+        .output()
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_repository_plugins_build_sign_and_import_as_a_pack() {
+    let Some(s) = setup("").await else { return };
+    let out = tempfile::tempdir().unwrap();
+    let build = std::process::Command::new(concat!(env!("CARGO_MANIFEST_DIR"), "/plugins/build.sh"))
+        .arg(out.path())
+        .output()
         .unwrap();
-    assert_eq!(status, 413);
+    assert!(build.status.success(), "{}", String::from_utf8_lossy(&build.stderr));
+    for script in ["mdadm-raid1/bin/check", "mdadm-raid1/bin/apply", "lab-vendor/bin/check", "lab-vendor/bin/apply"] {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/plugins/").to_string() + script;
+        assert!(std::process::Command::new("sh").arg("-n").arg(&path).status().unwrap().success(), "{script} parses");
+    }
+    let pack = out.path().join("pack");
+    let pack = pack.to_str().unwrap();
+    // Untrusted yet: the import is refused, bundle by bundle, with the reason.
+    let r = cli(&s, &["import", pack]);
+    assert!(!r.status.success());
+    assert!(String::from_utf8_lossy(&r.stderr).contains("not trusted"), "{}", String::from_utf8_lossy(&r.stderr));
+    let public = out.path().join("lab-key/lab.pub");
+    let r = cli(&s, &["trust", "add", "--vendor", "rackboot-lab", public.to_str().unwrap()]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let r = cli(&s, &["import", pack]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let text = String::from_utf8_lossy(&r.stdout);
+    assert!(text.contains("stored lab-vendor 1.0.0") && text.contains("stored mdadm-raid1 1.0.0"), "{text}");
+    let shown = s.app.get("/plugins/mdadm-raid1/versions/1.0.0").await;
+    assert_eq!(shown["manifest"]["apply"]["destructive"], true);
+    assert_eq!(s.app.get("/plugins/lab-vendor").await["active"], "1.0.0");
+    // Importing the same pack again changes nothing.
+    let r = cli(&s, &["import", pack]);
+    assert!(
+        String::from_utf8_lossy(&r.stdout).matches("already stored").count() == 2,
+        "{}",
+        String::from_utf8_lossy(&r.stdout)
+    );
+    // A pack whose index disagrees with a bundle is refused before anything is sent.
+    let index = out.path().join("pack/index.toml");
+    let text = std::fs::read_to_string(&index).unwrap();
+    let first_sha = text.split("sha256 = \"").nth(1).unwrap()[..64].to_string();
+    std::fs::write(&index, text.replace(&first_sha, &"0".repeat(64))).unwrap();
+    let r = cli(&s, &["import", pack]);
+    assert!(!r.status.success());
+    assert!(String::from_utf8_lossy(&r.stderr).contains("index.toml says"), "{}", String::from_utf8_lossy(&r.stderr));
+    stored(&s, 2).await;
+    let r = cli(&s, &["list"]);
+    assert!(String::from_utf8_lossy(&r.stdout).contains("mdadm-raid1"), "{}", String::from_utf8_lossy(&r.stdout));
+}
+
+/// Posts a multipart upload with chunked encoding (no length up front); its status, or `None`
+/// when the connection was closed before an answer.
+async fn upload_chunked(s: &Setup, bundle: &[u8]) -> Option<u16> {
+    let token = &s.app.app.as_ref().unwrap().admin_token;
+    let mut body = b"--XyZ\r\nContent-Disposition: form-data; name=\"bundle\"; filename=\"b\"\r\n\r\n".to_vec();
+    body.extend_from_slice(bundle);
+    body.extend_from_slice(b"\r\n--XyZ--\r\n");
+    let head = format!(
+        "POST /api/v1/plugins HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}\r\nContent-Type: multipart/form-data; boundary=XyZ\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+    );
+    let mut conn = raw::connect(&s.app).await;
+    conn.write_all(head.as_bytes()).await.ok()?;
+    for chunk in body.chunks(64 << 10) {
+        let framed = [format!("{:x}\r\n", chunk.len()).as_bytes(), chunk, b"\r\n"].concat();
+        if conn.write_all(&framed).await.is_err() {
+            break;
+        }
+    }
+    let _ = conn.write_all(b"0\r\n\r\n").await;
+    let mut answer = Vec::new();
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(10), conn.read_to_end(&mut answer)).await;
+    String::from_utf8_lossy(&answer).split(' ').nth(1).and_then(|c| c.parse().ok())
 }

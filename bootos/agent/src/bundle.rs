@@ -84,7 +84,10 @@ pub fn unpack(gz: impl Read, limits: &Limits, dest: Option<&Path>) -> Result<Unp
     for entry in entries {
         let mut entry = entry.or_else(|e| refuse(format!("not a tar.gz: {e}")))?;
         let kind = entry.header().entry_type();
-        if kind == tar::EntryType::XGlobalHeader {
+        // A global pax header, and the root itself (`.` or `./`, as `tar -C dir .` writes it),
+        // are no entries of ours.
+        let is_root = matches!(&entry.path_bytes()[..], b"." | b"./");
+        if kind == tar::EntryType::XGlobalHeader || (kind == tar::EntryType::Directory && is_root) {
             continue;
         }
         if seen.len() >= limits.max_entries {

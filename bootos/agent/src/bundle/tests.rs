@@ -30,10 +30,17 @@ fn refused(bytes: &[u8]) -> String {
 
 #[test]
 fn a_plain_bundle_unpacks_with_hashes_and_modes() {
-    let b = tgz(&[("manifest.toml", F, b"name = \"x\"\n"), ("./bin/check.sh", F, b"exit 0\n")]);
+    let d = tar::EntryType::Directory;
+    let b = tgz(&[
+        ("./", d, b""),
+        ("manifest.toml", F, b"name = \"x\"\n"),
+        ("./bin/", d, b""),
+        ("./bin/check.sh", F, b"exit 0\n"),
+    ]);
     let dir = tempfile::tempdir().unwrap();
     let u = unpack(b.as_slice(), &Limits::default(), Some(dir.path())).unwrap();
     assert_eq!(u.manifest.as_deref(), Some("name = \"x\"\n"));
+    assert_eq!(u.files.len(), 2, "the root and directories are no files: {:?}", u.files);
     assert_eq!(u.files[1].path, "bin/check.sh");
     assert!(u.files[1].executable);
     assert_eq!(u.files[1].sha256, sha256_hex(b"exit 0\n"));

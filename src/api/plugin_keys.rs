@@ -72,7 +72,7 @@ async fn add(
 /// Revokes a key: it verifies no more uploads, and the versions it signed are disabled (not
 /// delivered to agents, not activated).
 #[utoipa::path(post, path = "/plugin-keys/{key_id}/revoke", tag = "plugins",
-    params(("key_id" = String, Path, description = "Key id (16 hex digits)")),
+    params(("key_id" = String, Path, description = "Key id (hex, as minisign prints it)")),
     responses((status = 200, description = "Revoked", body = TrustedKey)))]
 async fn revoke(State(s): State<ApiState>, Path(key_id): Path<String>) -> Result<Json<TrustedKey>, ApiError> {
     let key = s.cmdb.revoke_plugin_key(key_id.to_ascii_uppercase()).await?;

@@ -30,7 +30,7 @@ pub use store::Store;
 /// A vendor's minisign public key that rackboot trusts for that vendor's plugins.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct TrustedKey {
-    /// The key id as `minisign` prints it (16 hex digits).
+    /// The key id as `minisign` prints it (hex, in the `.pub` file's comment).
     pub key_id: String,
     /// The only vendor whose plugins this key may sign.
     pub vendor: String,

@@ -9,7 +9,8 @@ use super::TrustedKey;
 /// Largest signature file read (minisign's are about 300 bytes).
 pub const MAX_SIG_BYTES: usize = 4096;
 
-/// A minisign public key: its id (as `minisign` prints it) and its base64 line.
+/// A minisign public key: its id (as `minisign` prints it in the key file's comment) and its
+/// base64 line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ParsedKey {
     pub key_id: String,
@@ -29,11 +30,11 @@ pub fn parse_public_key(text: &str) -> Result<ParsedKey, String> {
 }
 
 /// The key id in a key's or signature's base64 line (bytes 2..10), as `minisign` prints it
-/// (hex of the little-endian u64).
+/// (uppercase hex of the little-endian u64, no leading zeros).
 fn key_id(b64: &str) -> Result<String, String> {
     let bin = base64::engine::general_purpose::STANDARD.decode(b64.trim()).map_err(|_| "not base64")?;
     let id: [u8; 8] = bin.get(2..10).and_then(|s| s.try_into().ok()).ok_or("too short")?;
-    Ok(format!("{:016X}", u64::from_le_bytes(id)))
+    Ok(format!("{:X}", u64::from_le_bytes(id)))
 }
 
 /// The trusted key that made `sig` over `bundle`; the error says why there is none.

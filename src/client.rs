@@ -53,7 +53,7 @@ impl ApiClient {
         method: Method,
         path: &str,
         headers: &[(&str, &str)],
-        body: String,
+        body: impl Into<Bytes>,
     ) -> anyhow::Result<hyper::Response<hyper::body::Incoming>> {
         let authority = self.base.authority().context("API URL has no host")?.clone();
         // The URL's port, else HTTPS's.
@@ -73,7 +73,7 @@ impl ApiClient {
         for (k, v) in headers {
             req = req.header(*k, *v);
         }
-        Ok(sender.send_request(req.body(Full::new(Bytes::from(body)))?).await?)
+        Ok(sender.send_request(req.body(Full::new(body.into()))?).await?)
     }
 
     /// Opens a server-sent event stream under `/api/v1`, resuming after `last_event_id`.
@@ -90,6 +90,35 @@ impl ApiClient {
             anyhow::bail!("API error {status}: {}", String::from_utf8_lossy(&body));
         }
         Ok(EventStream { body: resp.into_body(), buf: Vec::new() })
+    }
+
+    /// Posts a multipart form (`parts`: field name, file name, bytes) and returns the status and
+    /// parsed JSON body.
+    pub async fn post_form(
+        &self,
+        path: &str,
+        parts: &[(&str, &str, &[u8])],
+    ) -> anyhow::Result<(u16, serde_json::Value)> {
+        let boundary = format!("rackboot-{:016x}", rand_u64());
+        let mut body = Vec::new();
+        for (name, file, bytes) in parts {
+            body.extend_from_slice(
+                format!("--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"; filename=\"{file}\"\r\nContent-Type: application/octet-stream\r\n\r\n").as_bytes(),
+            );
+            body.extend_from_slice(bytes);
+            body.extend_from_slice(b"\r\n");
+        }
+        body.extend_from_slice(format!("--{boundary}--\r\n").as_bytes());
+        let ct = format!("multipart/form-data; boundary={boundary}");
+        let resp = self.send(Method::POST, path, &[("content-type", ct.as_str())], body).await?;
+        let status = resp.status().as_u16();
+        let body = resp.into_body().collect().await?.to_bytes();
+        let json = if body.is_empty() {
+            serde_json::Value::Null
+        } else {
+            serde_json::from_slice(&body).context("API answered non-JSON")?
+        };
+        Ok((status, json))
     }
 
     /// Like [`ApiClient::call`] but turns a non-2xx answer into an error carrying its message.
@@ -169,6 +198,12 @@ fn parse_block(block: &str) -> Option<SseEvent> {
     }
     ev.data = data.join("\n");
     Some(ev)
+}
+
+fn rand_u64() -> u64 {
+    let mut b = [0u8; 8];
+    getrandom::fill(&mut b).expect("the OS has randomness");
+    u64::from_le_bytes(b)
 }
 
 #[cfg(test)]

@@ -203,7 +203,7 @@ mod tests {
     }
 
     fn result(outcome: Outcome, code: Option<i32>) -> JobResult {
-        JobResult { attempt: 1, outcome, exit_code: code, duration_ms: 5, error: None }
+        JobResult { attempt: 1, outcome, exit_code: code, duration_ms: 5, error: None, plugin: None }
     }
 
     #[test]

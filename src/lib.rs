@@ -26,6 +26,7 @@
 //!   through the agent.
 //! - [`racks`]: racks (switch, port -> slot map, hostname pattern, address plan, CSV), where
 //!   machines are placed by option 82, LLDP or CSV, and the flags a person must look at.
+//! - [`plugins`]: signed vendor hardware plugins (manifest, signature, safe unpacking, the store).
 //! - [`api`]: the REST API, health and metrics over axum.
 //! - [`ui`]: the operator's web UI under `/ui/` (server-rendered pages over the same core; its
 //!   changes are REST API calls made in-process).
@@ -52,6 +53,7 @@ pub mod mac;
 pub mod metrics;
 pub mod net;
 pub mod planner;
+pub mod plugins;
 pub mod provision;
 pub mod ra;
 pub mod racks;

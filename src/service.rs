@@ -37,6 +37,8 @@ pub struct Core {
     pub sealer: Arc<crate::secrets::Sealer>,
     /// The HTTPS listener's TLS and the CA nodes pin.
     pub tls: crate::tls::ServerTls,
+    /// Vendor plugins: the blob directory and the upload pipeline.
+    pub plugins: Arc<crate::plugins::Store>,
 }
 
 impl Core {
@@ -59,13 +61,17 @@ impl Core {
             (addrs.https_base.clone(), tls.ca_pem.clone()),
         ));
         let sealer = Arc::new(crate::secrets::Sealer::load_or_create(&cfg.data_dir)?);
+        let plugins = Arc::new(
+            crate::plugins::Store::open(&cfg.data_dir, cmdb.clone(), cfg.plugins)
+                .context("opening the plugin store")?,
+        );
         let metrics = Metrics {
             unclaimed_evicted: cmdb.growth().evicted.clone(),
             cmdb_writer: cmdb.writer_stats().clone(),
             cmdb_storage_ok: cmdb.storage_ok().clone(),
             ..Metrics::default()
         };
-        Ok(Core { cfg: Arc::new(cfg), addrs: Arc::new(addrs), cmdb, metrics, hub, engine, sealer, tls })
+        Ok(Core { cfg: Arc::new(cfg), addrs: Arc::new(addrs), cmdb, metrics, hub, engine, sealer, tls, plugins })
     }
 }
 

@@ -5,7 +5,8 @@ set -euo pipefail
 PKGS=(iproute2 curl isc-dhcp-client udhcpc dhcpcd5 dnsmasq-base atftp tftp-hpa
       qemu-system-x86 ipxe-qemu ipxe ovmf cpio bind9-dnsutils zstd jq bc dpkg-dev
       debian-installer-12-netboot-amd64 ndisc6 openssl sslscan chromium chromium-driver isc-dhcp-relay lldpd
-      python3-venv python3-yaml python3-jsonschema python3-requests python3-configobj python3-jsonpatch)
+      python3-venv python3-yaml python3-jsonschema python3-requests python3-configobj python3-jsonpatch
+      minisign)
 [ "${1:-}" = "--bench" ] && PKGS+=(kea-dhcp4-server kea-admin atftpd nginx-light wrk dnsperf)
 missing=()
 for p in "${PKGS[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done

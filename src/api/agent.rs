@@ -31,6 +31,7 @@ pub fn routes() -> Router<ApiState> {
         .route("/jobs/{id}/output", post(output))
         .route("/jobs/{id}/result", post(result))
         .route("/stats", post(stats))
+        .route("/plugins/{sha256}", get(plugin_blob))
 }
 
 fn bad_json(e: JsonRejection) -> ApiError {
@@ -207,4 +208,34 @@ async fn stats(
         s.hub.cmdb.put_stats(id, st);
     }
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// A plugin bundle by its SHA-256, for the agent about to run it: only a stored version whose
+/// signing key is still trusted and unrevoked is served (the agent checks the hash again).
+async fn plugin_blob(
+    State(s): State<ApiState>,
+    headers: HeaderMap,
+    Path(sha256): Path<String>,
+) -> Result<Response, ApiError> {
+    let id = machine(&s, &headers).await?;
+    let store = s.plugins.as_ref().ok_or_else(|| ApiError::not_found("no plugin store"))?;
+    if sha256.len() != 64 || !sha256.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+        return Err(ApiError::bad("a plugin is fetched by its SHA-256 in lowercase hex"));
+    }
+    let versions = s.cmdb.plugin_versions().await?;
+    let v = versions.iter().find(|v| v.sha256 == sha256).ok_or_else(|| ApiError::not_found("no such plugin bundle"))?;
+    let keys = s.cmdb.plugin_keys().await?;
+    if !keys.iter().any(|k| k.key_id == v.key_id && k.revoked_at.is_none()) {
+        tracing::warn!(machine = id, plugin = %v.name, version = %v.version, "plugin fetch refused: its key is revoked");
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            format!("{} {} is disabled: its signing key {} is revoked", v.name, v.version, v.key_id),
+        ));
+    }
+    let file = tokio::fs::File::open(store.blob_path(&sha256))
+        .await
+        .map_err(|e| ApiError::internal(format!("plugin blob {sha256}: {e}")))?;
+    let body = axum::body::Body::from_stream(tokio_util::io::ReaderStream::new(file));
+    Ok(([(header::CONTENT_TYPE, "application/gzip"), (header::CONTENT_LENGTH, &v.size.to_string())], body)
+        .into_response())
 }

@@ -85,6 +85,23 @@ async fn submit(
             return Err(ApiError::field("action", "a script needs an interpreter and a body"));
         }
     }
+    // A plugin runs only as stored: its version must be stored and enabled, the hash its own,
+    // the parameters valid; what it runs and for how long come from its manifest.
+    let action = match req.action {
+        Action::Plugin { name, version, sha256, params, .. } => {
+            let r = crate::plugins::usage::PluginRef { name, version: Some(version), params };
+            let resolved =
+                crate::plugins::usage::resolve(&s.cmdb, &r).await.map_err(|e| ApiError::field("action", e))?;
+            if resolved.version.sha256 != sha256 {
+                return Err(ApiError::field(
+                    "action",
+                    format!("sha256 {sha256} is not that of {} {}", r.name, resolved.version.version),
+                ));
+            }
+            crate::plugins::usage::action(&resolved, &r.params)
+        }
+        other => other,
+    };
     let timeout_secs = req.timeout_secs.unwrap_or(s.hub.cfg.job_timeout_secs);
     if !(1..=crate::jobs::MAX_TIMEOUT_SECS).contains(&timeout_secs) {
         return Err(ApiError::field(
@@ -93,7 +110,7 @@ async fn submit(
         ));
     }
     let max_attempts = req.max_attempts.unwrap_or(s.hub.cfg.max_attempts).clamp(1, 100);
-    let jobs = s.hub.cmdb.submit_jobs(machines, NewJob { action: req.action, timeout_secs, max_attempts }).await?;
+    let jobs = s.hub.cmdb.submit_jobs(machines, NewJob { action, timeout_secs, max_attempts }).await?;
     for j in &jobs {
         s.hub.wake(j.machine_id);
     }

@@ -14,6 +14,8 @@ mod events;
 mod jobs;
 mod machines;
 pub mod page;
+mod plugin_keys;
+pub mod plugins;
 mod problem;
 pub mod profiles;
 mod quarantine;
@@ -51,6 +53,8 @@ pub struct ApiState {
     pub engine: Option<Arc<crate::provision::engine::Engine>>,
     /// Permits for open event streams (at most [`MAX_STREAMS`]).
     pub streams: Arc<tokio::sync::Semaphore>,
+    /// The plugin store (`/api/v1/plugins`, `/agent/v1/plugins`); `None` serves none.
+    pub plugins: Option<Arc<crate::plugins::Store>>,
 }
 
 /// Event streams open at once; more are refused with 503.
@@ -71,6 +75,8 @@ fn protected_routes() -> OpenApiRouter<ApiState> {
         .merge(audit::routes())
         .merge(backup::routes())
         .merge(quarantine::routes())
+        .merge(plugins::routes())
+        .merge(plugin_keys::routes())
         .merge(doc::routes())
 }
 
@@ -94,8 +100,29 @@ pub fn bounded(router: Router<ApiState>, state: &ApiState) -> Router<ApiState> {
     router
         .layer(middleware::from_fn_with_state(state.clone(), count_requests))
         .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY))
-        .layer(tower_http::limit::RequestBodyLimitLayer::new(MAX_BODY))
+        .layer(middleware::from_fn_with_state(state.clone(), limit_body))
 }
+
+/// The body limit: [`MAX_BODY`] for every route but a plugin upload, which may be as large as
+/// `plugins.max_bundle_bytes` (plus its form's framing). A declared length past it is refused
+/// at once; a body that grows past it fails as it is read (413).
+async fn limit_body(State(s): State<ApiState>, req: Request, next: Next) -> Response {
+    let upload = req.method() == axum::http::Method::POST && req.uri().path() == PLUGIN_UPLOAD;
+    let limit = match (&s.plugins, upload) {
+        (Some(p), true) => usize::try_from(p.limits.max_bundle_bytes).unwrap_or(usize::MAX).saturating_add(64 << 10),
+        _ => MAX_BODY,
+    };
+    let declared = req.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limit as u64) {
+        return ApiError::new(axum::http::StatusCode::PAYLOAD_TOO_LARGE, format!("body larger than {limit} bytes"))
+            .into_response();
+    }
+    let (parts, body) = req.into_parts();
+    next.run(Request::from_parts(parts, axum::body::Body::new(http_body_util::Limited::new(body, limit)))).await
+}
+
+/// The one route whose body may exceed [`MAX_BODY`].
+const PLUGIN_UPLOAD: &str = "/api/v1/plugins";
 
 /// `/metrics`: a viewer's token is needed unless `auth.public_metrics` is set.
 async fn metrics(State(s): State<ApiState>, headers: axum::http::HeaderMap) -> Response {

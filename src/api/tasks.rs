@@ -96,8 +96,12 @@ async fn create(
         _ => return Err(bad("a task needs either an image or an installer")),
     }
     if let Some(p) = &spec.hardware_profile {
-        if !engine.cfg.hardware_profiles.contains_key(p) {
+        let Some(profile) = engine.cfg.hardware_profiles.get(p) else {
             return Err(bad(format!("no hardware profile {p:?} in [[provision.hardware_profiles]]")));
+        };
+        // Its plugins must be stored, enabled, and take the profile's parameters.
+        for r in &profile.plugins {
+            crate::plugins::usage::resolve(&s.cmdb, r).await.map_err(|e| bad(format!("hardware profile {p}: {e}")))?;
         }
     }
     for name in &spec.post_install {

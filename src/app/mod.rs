@@ -95,6 +95,21 @@ pub async fn start(cfg: Config) -> anyhow::Result<Running> {
     if let Some(socket) = tftp {
         services.start("tftp", tftp::serve(socket, core.clone(), token.clone()));
     }
+    // Blobs an upload wrote but never recorded (a crash in between) go away.
+    match core.plugins.sweep().await {
+        Ok(0) => {}
+        Ok(n) => tracing::info!(removed = n, "plugin blobs no version names were removed"),
+        Err(error) => tracing::warn!(%error, "sweeping the plugin blobs"),
+    }
+    // Hardware profiles' plugins are checked against the store (stored, enabled, parameters
+    // valid) now; tasks naming a profile are refused while one fails.
+    for p in core.cfg.provision.hardware_profiles.values() {
+        for r in &p.plugins {
+            if let Err(error) = crate::plugins::usage::resolve(&core.cmdb, r).await {
+                tracing::warn!(profile = %p.name, plugin = %r.name, %error, "hardware profile plugin not usable");
+            }
+        }
+    }
     services.start("jobs", core.hub.clone().sweep(token.clone()));
     services.start("provision", core.engine.clone().run(token.clone()));
     // Flags that come with time (silent slots, failed machines) get their events unasked.

@@ -90,6 +90,16 @@ mod tests {
             (Method::GET, "/tokens", V),
             (Method::POST, "/tokens", V),
             (Method::DELETE, "/tokens/{id}", V),
+            // Plugins: anyone reads; uploads, trust and activation are an admin's.
+            (Method::GET, "/plugins", V),
+            (Method::GET, "/plugins/{name}/versions/{version}", V),
+            (Method::GET, "/plugin-keys", V),
+            (Method::POST, "/plugins", A),
+            (Method::POST, "/plugins/{name}/activate", A),
+            (Method::POST, "/plugins/{name}/rollback", A),
+            (Method::DELETE, "/plugins/{name}/versions/{version}", A),
+            (Method::POST, "/plugin-keys", A),
+            (Method::POST, "/plugin-keys/{key_id}/revoke", A),
             // Changes nobody listed are an admin's, never everyone's.
             (Method::POST, "/settings", A),
             (Method::PUT, "/trust/{key}", A),

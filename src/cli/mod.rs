@@ -14,6 +14,7 @@ mod backup;
 mod ca;
 mod jobs;
 mod machines;
+mod plugins;
 mod racks;
 mod tasks;
 mod users;
@@ -22,6 +23,7 @@ use assets::{assets, AssetsCmd};
 use ca::{ca, CaCmd};
 use jobs::{jobs, JobsCmd};
 use machines::{machines, MachinesCmd};
+use plugins::{plugins, PluginsCmd};
 use racks::{racks, RacksCmd};
 use tasks::{tasks, TasksCmd};
 use users::{audit, tokens, users, AuditArgs, TokensCmd, UsersCmd};
@@ -114,6 +116,20 @@ Examples:
         api: ApiArgs,
         #[command(subcommand)]
         cmd: RacksCmd,
+    },
+    /// Signed vendor hardware plugins: trust vendor keys, upload, import packs, activate.
+    #[command(after_help = "\
+Examples:
+  rackboot plugins trust add --vendor acme acme.pub
+  rackboot plugins upload acme-raid-1.2.0.tar.gz --sig acme-raid-1.2.0.tar.gz.minisig
+  rackboot plugins show acme-raid 1.2.0
+  rackboot plugins rollback acme-raid
+  rackboot plugins import /media/usb/pack")]
+    Plugins {
+        #[command(flatten)]
+        api: ApiArgs,
+        #[command(subcommand)]
+        cmd: PluginsCmd,
     },
     /// Agent jobs: run scripts or actions on machines, follow their output.
     #[command(after_help = "\
@@ -275,6 +291,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Ca { cmd } => ca(cmd),
         Command::Machines { api, cmd } => machines(api.client()?, cmd).await,
         Command::Racks { api, cmd } => racks(api.client()?, cmd).await,
+        Command::Plugins { api, cmd } => plugins(api.client()?, cmd).await,
         Command::Jobs { api, cmd } => jobs(api.client()?, cmd).await,
         Command::Tasks { api, cmd } => tasks(api.client()?, cmd).await,
         Command::Users { api, cmd } => users(api.client()?, cmd).await,

@@ -136,6 +136,10 @@ event_kinds! {
     RackSlotSilent = "rack.slot_silent", fields: "rack, slot, detail";
     /// A placed machine is in the failed state.
     RackMachineFailed = "rack.machine_failed", fields: "rack, slot, detail";
+    /// A vendor plugin job ended: what its check found and its apply did.
+    PluginResult = "plugin.result", fields: "plugin, version, vendor, signer, sha256, job, result (unchanged, applied, applied_reboot, not_applicable, failed), check_exit, apply_exit, error";
+    /// A hardware profile's plugin fits nothing on this machine (its [match]); it was not run.
+    PluginUnmatched = "plugin.unmatched", fields: "plugin, version, profile, vendor, product";
 }
 
 impl std::fmt::Display for EventKind {

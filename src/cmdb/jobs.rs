@@ -136,6 +136,9 @@ impl Cmdb {
             let won = job.finish(&r, now_ms());
             if won {
                 save_job(ctx, &job, EventKind::JobFinished)?;
+                if let Some(detail) = crate::plugins::usage::result_event(&job, &r) {
+                    push_event(ctx, machine_id, EventKind::PluginResult, detail)?;
+                }
             }
             Ok((job, won))
         })

@@ -16,6 +16,7 @@ mod leases;
 mod machines;
 pub mod model;
 mod nonces;
+mod plugins;
 mod profiles;
 mod provision;
 pub mod quarantine;

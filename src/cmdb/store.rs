@@ -57,6 +57,13 @@ pub const AUDIT: TableDefinition<u64, &[u8]> = TableDefinition::new("audit");
 /// Rack name -> JSON `racks::Rack` (schema 8).
 pub const RACKS: TableDefinition<&str, &[u8]> = TableDefinition::new("racks");
 
+/// Key id -> JSON `plugins::TrustedKey`: vendors' minisign keys (schema 9).
+pub const PLUGIN_KEYS: TableDefinition<&str, &[u8]> = TableDefinition::new("plugin_keys");
+/// `name/version` -> JSON `plugins::PluginVersion` (schema 9).
+pub const PLUGINS: TableDefinition<&str, &[u8]> = TableDefinition::new("plugins");
+/// Plugin name -> its active version (schema 9).
+pub const PLUGIN_ACTIVE: TableDefinition<&str, &str> = TableDefinition::new("plugin_active");
+
 pub const KEY_SCHEMA: &str = "schema_version";
 pub const KEY_NEXT_MACHINE: &str = "next_machine_id";
 pub const KEY_NEXT_EVENT: &str = "next_event_seq";
@@ -278,6 +285,12 @@ fn migrate(tx: &WriteTransaction, from: u64) -> Result<(), CmdbError> {
             // 7 -> 8: racks; machines may carry their rack, slot and placement (optional fields).
             7 => {
                 tx.open_table(RACKS)?;
+            }
+            // 8 -> 9: vendor plugins: trusted keys, versions, the active version of each.
+            8 => {
+                tx.open_table(PLUGIN_KEYS)?;
+                tx.open_table(PLUGINS)?;
+                tx.open_table(PLUGIN_ACTIVE)?;
             }
             v => return Err(CmdbError::Storage(format!("no migration from schema {v}"))),
         }

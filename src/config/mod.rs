@@ -14,6 +14,7 @@ mod boot;
 mod dhcp;
 mod dns;
 mod https;
+mod plugins;
 mod provision;
 mod server;
 mod tftp;
@@ -31,6 +32,7 @@ pub use boot::{BootFiles, Profile, WireBoot, WireProfile};
 pub use dhcp::{DhcpConfig, DhcpMode, Subnet, WireDhcp, WireSubnet};
 pub use dns::{DnsConfig, WireDns};
 pub use https::{ConnLimits, HttpsConfig, WireHttps};
+pub use plugins::WirePlugins;
 pub use provision::{HardwareProfile, ProvisionConfig, WireProvision};
 pub use server::{WireHttp, WireServer};
 pub use tftp::{TftpConfig, WireTftp};
@@ -53,6 +55,7 @@ pub struct WireConfig {
     pub agent: WireAgent,
     pub provision: WireProvision,
     pub auth: WireAuth,
+    pub plugins: WirePlugins,
 }
 
 /// Validated runtime configuration.
@@ -85,6 +88,8 @@ pub struct Config {
     pub provision: ProvisionConfig,
     /// Users' sessions, the login rate limit and the audit log's size.
     pub auth: AuthConfig,
+    /// Caps on vendor plugin bundles (`[plugins]`).
+    pub plugins: crate::plugins::store::StoreLimits,
     pub boot: BootFiles,
     /// Directory whose `ipxe/*.ipxe` and `provision/identity.sh` override the embedded templates.
     pub templates: Option<PathBuf>,
@@ -99,7 +104,8 @@ impl TryFrom<WireConfig> for Config {
     type Error = anyhow::Error;
 
     fn try_from(w: WireConfig) -> anyhow::Result<Self> {
-        let WireConfig { server, http, https, dhcp, tftp, boot, dns, agent, provision, auth } = w;
+        let WireConfig { server, http, https, dhcp, tftp, boot, dns, agent, provision, auth, plugins } = w;
+        let plugins = crate::plugins::store::StoreLimits::try_from(plugins)?;
         let WireServer {
             data_dir,
             interface,
@@ -160,6 +166,7 @@ impl TryFrom<WireConfig> for Config {
             agent,
             provision,
             auth,
+            plugins,
             boot,
             templates,
         })
@@ -246,6 +253,8 @@ mod tests {
             ("[auth]\nlogin_window_secs = 0", "auth.login_window_secs"),
             ("[auth]\nbogus = 1", "bogus"),
             ("[provision]\nimages_dir = \"/srv/images\"", "provision.images_dir"),
+            ("[plugins]\nmax_bundle_bytes = 10", "plugins.max_bundle_bytes"),
+            ("[plugins]\nbogus = 1", "bogus"),
         ];
         for (text, want) in cases {
             let err = format!("{:#}", Config::parse(text).unwrap_err());

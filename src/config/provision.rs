@@ -44,6 +44,9 @@ pub struct HardwareProfile {
     /// Script bodies (`/bin/sh`), in order; `$RACKBOOT_DISK` is the target disk.
     #[serde(default)]
     pub scripts: Vec<String>,
+    /// Signed vendor plugins run after the scripts, in order, on machines their `[match]` fits.
+    #[serde(default)]
+    pub plugins: Vec<crate::plugins::usage::PluginRef>,
 }
 
 /// Validated provisioning settings.
@@ -95,6 +98,24 @@ impl ProvisionConfig {
                 "hardware profile name {:?} must be letters, digits and '-'",
                 p.name
             );
+            for r in &p.plugins {
+                anyhow::ensure!(
+                    crate::plugins::manifest::valid_name(&r.name),
+                    "hardware profile {}: plugin name {:?} must be letters, digits and '-'",
+                    p.name,
+                    r.name
+                );
+                if let Some(v) = &r.version {
+                    crate::plugins::manifest::version(v)
+                        .map_err(|e| anyhow::anyhow!("hardware profile {}: plugin {}: {e}", p.name, r.name))?;
+                }
+                anyhow::ensure!(
+                    r.params.is_object(),
+                    "hardware profile {}: plugin {}: params must be a table",
+                    p.name,
+                    r.name
+                );
+            }
             let name = p.name.clone();
             anyhow::ensure!(by_name.insert(name.clone(), p).is_none(), "hardware profile {name} is defined twice");
         }

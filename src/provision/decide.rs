@@ -60,6 +60,8 @@ pub struct Observed {
 
 /// Something the engine does for a decision, in order.
 #[derive(Debug, Clone, PartialEq)]
+// A handful per pass, moved once: the job's size (a plugin action) costs nothing worth a box.
+#[allow(clippy::large_enum_variant)]
 pub enum Effect {
     /// Count the run against its task's concurrency for the rest of this pass.
     TakeSlot,

@@ -200,7 +200,7 @@ impl Engine {
             now_ms: now_ms(),
             stats_secs: self.hub.cfg.stats.as_secs(),
             slots_in_use: in_flight.get(&task.id).copied().unwrap_or(0),
-            configure_scripts: profile.map_or(0, |p| p.scripts.len()),
+            configure_scripts: profile.map_or(0, |p| p.scripts.len() + p.plugins.len()),
             ..Default::default()
         };
         o.machine = match cmdb.machine(mid).await {
@@ -214,7 +214,18 @@ impl Engine {
             .is_none_or(|p| profile_fits(&p.vendors, &p.models, machine.vendor.as_deref(), machine.model.as_deref()));
         if run.step.is_job() {
             match run.job {
-                None => o.action = Some(self.action(run.step, run, task, machine)),
+                None => {
+                    o.action = Some(match (run.step, profile) {
+                        // Past its scripts, a profile's configure steps are its plugins.
+                        (Step::Configure(i), Some(p)) if i >= p.scripts.len() => {
+                            match p.plugins.get(i - p.scripts.len()) {
+                                Some(r) => crate::plugins::usage::step_action(cmdb, &p.name, r, machine).await,
+                                None => Err("the hardware profile has fewer plugins now".into()),
+                            }
+                        }
+                        _ => self.action(run.step, run, task, machine),
+                    })
+                }
                 Some(jid) => {
                     let job = cmdb.job(jid).await?;
                     let deploying = job.state == JobState::Running && run.step == Step::Install;

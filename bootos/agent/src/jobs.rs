@@ -1,20 +1,14 @@
-//! Running one job: a script with its output streamed back in chunks (at most every 200 ms or
-//! 16 KiB), a heartbeat while it is quiet, the timeout, and the operator's cancel; or a built-in
-//! action.
+//! Running one job: a script (supervised by [`crate::process`]: output streamed back, heartbeat,
+//! timeout, cancel), or a built-in action.
 
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use hyper::Method;
-use tokio::io::AsyncReadExt;
 use tokio::process::Command;
 
 use crate::client::Client;
+pub use crate::process::{supervise, Ended};
 use crate::wire::{Action, JobResult, JobSpec, Outcome, OutputAck, OutputChunk, Stream};
-
-const CHUNK: usize = 16 * 1024;
-const FLUSH: Duration = Duration::from_millis(200);
-const DRAIN: Duration = Duration::from_secs(2);
 
 /// Writes the script readable and executable by the agent's user only.
 fn write_script(dir: &std::path::Path, file: &std::path::Path, body: &str) -> std::io::Result<()> {
@@ -111,106 +105,22 @@ pub async fn run_script(
         exit_code,
         duration_ms: start.elapsed().as_millis() as u64,
         error,
+        plugin: None,
     };
     let file = workdir.join(format!("job-{}-{}", spec.id, spec.attempt));
     if let Err(e) = write_script(workdir, &file, body) {
         return result(Outcome::Error, None, Some(format!("writing the script to {}: {e}", file.display())));
     }
     let mut cmd = Command::new(interpreter);
-    cmd.arg(&file)
-        .args(args)
-        .envs(extra_env.iter().cloned())
-        .envs(env)
-        .env("RACKBOOT_JOB_ID", spec.id.to_string())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
-    let mut child = match cmd.spawn() {
-        Ok(c) => c,
+    cmd.arg(&file).args(args).envs(extra_env.iter().cloned()).envs(env).env("RACKBOOT_JOB_ID", spec.id.to_string());
+    let timeout = Duration::from_secs(spec.timeout_secs);
+    let Ended { stopped, status } = match supervise(sink, cmd, None, timeout, heartbeat).await {
+        Ok(e) => e,
         Err(e) => {
             let _ = std::fs::remove_file(&file);
             return result(Outcome::Error, None, Some(format!("starting {interpreter}: {e}")));
         }
     };
-    let pgid = child.id().map(|p| nix::unistd::Pid::from_raw(p as i32));
-    let kill = || {
-        if let Some(p) = pgid {
-            let _ = nix::sys::signal::killpg(p, nix::sys::signal::Signal::SIGKILL);
-        }
-    };
-    let (mut out, mut err) = (child.stdout.take().expect("piped"), child.stderr.take().expect("piped"));
-    let (mut out_buf, mut err_buf) = (vec![0u8; CHUNK], vec![0u8; CHUNK]);
-    let (mut out_text, mut err_text) = (Utf8Carry::default(), Utf8Carry::default());
-    let (mut pending_out, mut pending_err) = (String::new(), String::new());
-    let (mut out_open, mut err_open) = (true, true);
-    let start_at = tokio::time::Instant::now();
-    // A week is the longest the appliance allows; clamp so the arithmetic cannot overflow.
-    let deadline = start_at + Duration::from_secs(spec.timeout_secs.min(7 * 24 * 3600));
-    let mut last_sent = start_at;
-    let mut flush_at = start_at + FLUSH;
-    let mut stopped: Option<Outcome> = None;
-    let mut exited: Option<std::io::Result<std::process::ExitStatus>> = None;
-    // When the script has exited but something it started in the background still holds its
-    // output open, its output is read for a moment more, then the group is killed.
-    let mut drain_until: Option<tokio::time::Instant> = None;
-
-    let status = loop {
-        tokio::select! {
-            n = out.read(&mut out_buf), if out_open => match n {
-                Ok(0) | Err(_) => { out_open = false; pending_out += &out_text.finish(); }
-                Ok(n) => pending_out += &out_text.push(&out_buf[..n]),
-            },
-            n = err.read(&mut err_buf), if err_open => match n {
-                Ok(0) | Err(_) => { err_open = false; pending_err += &err_text.finish(); }
-                Ok(n) => pending_err += &err_text.push(&err_buf[..n]),
-            },
-            status = child.wait(), if exited.is_none() => {
-                exited = Some(status);
-                drain_until = Some(tokio::time::Instant::now() + DRAIN);
-            }
-            _ = tokio::time::sleep_until(flush_at) => {}
-            _ = tokio::time::sleep_until(deadline), if stopped.is_none() && exited.is_none() => {
-                kill();
-                stopped = Some(Outcome::TimedOut);
-            }
-        }
-        if exited.is_some() && (!out_open && !err_open || drain_until.is_some_and(|t| tokio::time::Instant::now() >= t))
-        {
-            if out_open || err_open {
-                kill();
-                pending_out += &out_text.finish();
-                pending_err += &err_text.finish();
-            }
-            break exited.take().expect("set above");
-        }
-        let now = tokio::time::Instant::now();
-        if now >= flush_at || pending_out.len() >= CHUNK || pending_err.len() >= CHUNK {
-            if !pending_out.is_empty() {
-                sink.send(Stream::Stdout, std::mem::take(&mut pending_out)).await;
-                last_sent = now;
-            }
-            if !pending_err.is_empty() {
-                sink.send(Stream::Stderr, std::mem::take(&mut pending_err)).await;
-                last_sent = now;
-            }
-            if now.duration_since(last_sent) >= heartbeat {
-                sink.send(Stream::Stdout, String::new()).await;
-                last_sent = now;
-            }
-            if sink.stop && stopped.is_none() {
-                kill();
-                stopped = Some(Outcome::Cancelled);
-            }
-            flush_at = now + FLUSH;
-        }
-    };
-    for (stream, text) in [(Stream::Stdout, pending_out), (Stream::Stderr, pending_err)] {
-        if !text.is_empty() {
-            sink.send(stream, text).await;
-        }
-    }
     let _ = std::fs::remove_file(&file);
     match (stopped, status) {
         (Some(Outcome::TimedOut), _) => {
@@ -263,6 +173,7 @@ pub async fn deploy_image(sink: &mut Sink<'_>, spec: &JobSpec, url: &str, sha256
         exit_code: None,
         duration_ms: start.elapsed().as_millis() as u64,
         error,
+        plugin: None,
     };
     let mut resp = match crate::client::get_stream(url).await {
         Ok(r) => r,

@@ -9,15 +9,21 @@
 //! - [`stats`]: load, memory, uptime and disk use.
 //! - [`client`]: the HTTPS client with the per-machine credential.
 //! - [`tls`]: whom the agent trusts: the appliance's CA, as a file or as a pinned hash.
+//! - [`bundle`]: plugin bundles unpacked under caps (shared with the appliance).
+//! - [`plugin`]: running a signed vendor plugin: fetch by hash, check, unpack, check/apply.
+//! - [`process`]: one job's child process: output streamed, timeout and cancel kill its group.
 //! - [`jobs`]: running a job (script or built-in action) with streamed output and a timeout.
 //! - [`net`]: network bring-up the G8OS way (kernel command line, else DHCP per interface).
 //! - [`run`]: the agent's main loop.
 
+pub mod bundle;
 pub mod client;
 pub mod inventory;
 pub mod jobs;
 pub mod lldp;
 pub mod net;
+pub mod plugin;
+pub mod process;
 pub mod run;
 pub mod stats;
 pub mod tls;

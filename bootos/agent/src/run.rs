@@ -242,6 +242,7 @@ impl Agent {
             exit_code: None,
             duration_ms: started.elapsed().as_millis() as u64,
             error,
+            plugin: None,
         };
         match &spec.action {
             Action::Script { .. } => {
@@ -264,6 +265,11 @@ impl Agent {
                     let _ = std::fs::remove_file(workdir.join("session.json"));
                 }
                 result
+            }
+            Action::Plugin { .. } => {
+                let workdir = self.opts.workdir.clone();
+                let mut sink = Sink::new(&mut self.client, spec);
+                crate::plugin::run(&mut sink, spec, heartbeat, &workdir).await
             }
             Action::DeployImage { url, sha256, disk } => {
                 let mut sink = Sink::new(&mut self.client, spec);
@@ -303,6 +309,11 @@ impl Agent {
         }
         tracing::info!(job = spec.id, outcome = ?result.outcome, "job reported");
         if self.opts.power_actions {
+            let plugin_reboot = matches!(spec.action, Action::Plugin { reboot: true, .. })
+                && result.plugin.as_ref().is_some_and(|p| p.result == crate::wire::PluginResult::AppliedReboot);
+            if plugin_reboot {
+                power(nix::sys::reboot::RebootMode::RB_AUTOBOOT);
+            }
             match spec.action {
                 Action::Reboot => power(nix::sys::reboot::RebootMode::RB_AUTOBOOT),
                 Action::PowerOff => power(nix::sys::reboot::RebootMode::RB_POWER_OFF),

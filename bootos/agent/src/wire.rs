@@ -188,12 +188,72 @@ pub enum Action {
     /// when the name ends in `.gz`. Its SHA-256 (of the file as served) is checked; progress
     /// lines go to the job output. Fails on a checksum mismatch.
     DeployImage { url: String, sha256: String, disk: String },
+    /// Run a signed vendor plugin: fetch its bundle by hash (`GET /agent/v1/plugins/{sha256}`),
+    /// refuse it unless the bytes hash to `sha256`, unpack it under caps, run `check` (exit 0:
+    /// already as wanted, 1: apply needed, 20: not applicable) and then `apply` (0: done, 10:
+    /// done, reboot needed), each with `params` as JSON on stdin and its own timeout.
+    Plugin {
+        name: String,
+        version: String,
+        /// Filled in by the appliance from the stored version (as are `signer`, `check`,
+        /// `apply` and `reboot`): a submitted job names only the plugin, version, hash and params.
+        #[serde(default)]
+        vendor: String,
+        /// The id of the trusted key that signed it.
+        #[serde(default)]
+        signer: String,
+        sha256: String,
+        #[serde(default)]
+        check: PluginStep,
+        #[serde(default)]
+        apply: PluginStep,
+        /// The plugin may reboot the node after apply exit 10 (the result is reported first).
+        #[serde(default)]
+        reboot: bool,
+        #[serde(default)]
+        #[cfg_attr(feature = "openapi", schema(value_type = Object))]
+        params: serde_json::Value,
+    },
     /// Collect and upload the inventory again.
     RefreshInventory,
     /// Reboot the node (the result is reported first).
     Reboot,
     /// Power the node off (the result is reported first).
     PowerOff,
+}
+
+/// One program of a plugin: a file in its bundle, run directly (no shell), and its timeout.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct PluginStep {
+    pub run: String,
+    pub timeout_secs: u64,
+}
+
+/// What a plugin job found or did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum PluginResult {
+    /// `check` exited 0: already as wanted; nothing applied.
+    Unchanged,
+    /// `apply` exited 0.
+    Applied,
+    /// `apply` exited 10: applied, a reboot is needed.
+    AppliedReboot,
+    /// `check` exited 20: the plugin does not apply to this machine.
+    NotApplicable,
+    /// Fetching, the hash, unpacking, a timeout or an unexpected exit code.
+    Failed,
+}
+
+/// A plugin job's report, carried in its [`JobResult`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct PluginReport {
+    pub result: PluginResult,
+    pub check_exit: Option<i32>,
+    pub apply_exit: Option<i32>,
 }
 
 pub fn default_interpreter() -> String {
@@ -253,6 +313,9 @@ pub struct JobResult {
     pub duration_ms: u64,
     #[serde(default)]
     pub error: Option<String>,
+    /// What a plugin job found or did (plugin jobs only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plugin: Option<PluginReport>,
 }
 
 /// Periodic node stats.

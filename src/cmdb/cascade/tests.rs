@@ -49,7 +49,14 @@ async fn busy_machine(db: &Cmdb, macs: [&str; 2], hostname: &str, ip: u8) -> (u6
     let claimed = claimed.unwrap();
     let chunk = OutputChunk { attempt: 1, seq: 0, stream: Stream::Stdout, data: "hello\n".into() };
     db.job_output(m.id, claimed.id, chunk, 60_000).await.unwrap();
-    let r = JobResult { attempt: 1, outcome: Outcome::Succeeded, exit_code: Some(0), duration_ms: 1, error: None };
+    let r = JobResult {
+        attempt: 1,
+        outcome: Outcome::Succeeded,
+        exit_code: Some(0),
+        duration_ms: 1,
+        error: None,
+        plugin: None,
+    };
     db.finish_job(m.id, claimed.id, r).await.unwrap();
     (m.id, jobs.iter().map(|j| j.id).collect())
 }

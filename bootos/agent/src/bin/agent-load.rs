@@ -134,6 +134,7 @@ async fn agent(
             exit_code: Some(0),
             duration_ms: 0,
             error: None,
+            plugin: None,
         };
         let _ = c
             .call(Method::POST, &format!("/agent/v1/jobs/{}/result", spec.id), Some(&result), Duration::from_secs(30))

@@ -1,0 +1,81 @@
+//! `/api/v1/plugin-keys`: the vendors' minisign keys rackboot trusts (admin to change). A
+//! revoked key verifies nothing more, and the versions it signed are disabled.
+
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::{Extension, Json};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::{ApiError, ApiState};
+use crate::cmdb::Caller;
+use crate::plugins::{manifest::valid_name, verify, TrustedKey};
+
+pub fn routes() -> OpenApiRouter<ApiState> {
+    OpenApiRouter::new().routes(routes!(list, add)).routes(routes!(revoke))
+}
+
+/// A key to trust.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewKey {
+    /// The vendor whose plugins it may sign (letters, digits, '-').
+    pub vendor: String,
+    /// The `minisign.pub` file's text, or its base64 line.
+    pub public_key: String,
+}
+
+/// Every trusted key.
+#[derive(Serialize, ToSchema)]
+pub struct KeyList {
+    pub keys: Vec<TrustedKey>,
+}
+
+/// Every trusted key, revoked ones included.
+#[utoipa::path(get, path = "/plugin-keys", tag = "plugins",
+    responses((status = 200, description = "Every key", body = KeyList)))]
+async fn list(State(s): State<ApiState>) -> Result<Json<KeyList>, ApiError> {
+    Ok(Json(KeyList { keys: s.cmdb.plugin_keys().await? }))
+}
+
+/// Trusts a minisign public key for one vendor.
+#[utoipa::path(post, path = "/plugin-keys", tag = "plugins", request_body = NewKey,
+    responses((status = 201, description = "Trusted", body = TrustedKey),
+        (status = 409, description = "The key is already trusted", body = super::Problem, content_type = "application/problem+json")))]
+async fn add(
+    State(s): State<ApiState>,
+    Extension(caller): Extension<Caller>,
+    body: Result<Json<NewKey>, JsonRejection>,
+) -> Result<(StatusCode, Json<TrustedKey>), ApiError> {
+    let Json(k) = body?;
+    if !valid_name(&k.vendor) {
+        return Err(ApiError::field("vendor", format!("vendor {:?} must be 1-64 letters, digits and '-'", k.vendor)));
+    }
+    if k.public_key.len() > 4096 {
+        return Err(ApiError::field("public_key", "public key text larger than 4096 bytes"));
+    }
+    let parsed = verify::parse_public_key(&k.public_key).map_err(|e| ApiError::field("public_key", e))?;
+    let key = TrustedKey {
+        key_id: parsed.key_id,
+        vendor: k.vendor,
+        public_key: parsed.public_key,
+        added_at: crate::cmdb::now_secs(),
+        added_by: caller.user,
+        revoked_at: None,
+    };
+    Ok((StatusCode::CREATED, Json(s.cmdb.add_plugin_key(key).await?)))
+}
+
+/// Revokes a key: it verifies no more uploads, and the versions it signed are disabled (not
+/// delivered to agents, not activated).
+#[utoipa::path(post, path = "/plugin-keys/{key_id}/revoke", tag = "plugins",
+    params(("key_id" = String, Path, description = "Key id (hex, as minisign prints it)")),
+    responses((status = 200, description = "Revoked", body = TrustedKey)))]
+async fn revoke(State(s): State<ApiState>, Path(key_id): Path<String>) -> Result<Json<TrustedKey>, ApiError> {
+    let key = s.cmdb.revoke_plugin_key(key_id.to_ascii_uppercase()).await?;
+    tracing::warn!(key = %key.key_id, vendor = %key.vendor, "plugin key revoked; its plugins are disabled");
+    Ok(Json(key))
+}

@@ -1,0 +1,203 @@
+//! The upload pipeline and the blob directory (`<data_dir>/plugins/blobs/<sha256>`).
+//!
+//! An upload is verified (signature, then every entry, then the manifest and its vendor) from
+//! memory; only then is its blob written to `tmp/`, synced, and renamed into `blobs/`, and the
+//! version recorded in the CMDB. A refusal writes nothing; a failed record removes the blob it
+//! wrote; a crash in between leaves a blob no record names, which the next start removes.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rackboot_agent::bundle::{sha256_hex, Limits};
+
+use super::{unpack, verify, PluginError, PluginVersion};
+use crate::cmdb::Cmdb;
+
+/// The plugin store's limits (`[plugins]` in the config).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StoreLimits {
+    /// Largest bundle accepted, compressed bytes.
+    pub max_bundle_bytes: u64,
+    /// Caps on the bundle's contents.
+    pub unpack: Limits,
+}
+
+impl Default for StoreLimits {
+    fn default() -> Self {
+        StoreLimits { max_bundle_bytes: 128 << 20, unpack: Limits::default() }
+    }
+}
+
+/// The plugin store: the blob directory and the CMDB records.
+pub struct Store {
+    dir: PathBuf,
+    cmdb: Cmdb,
+    pub limits: StoreLimits,
+    /// Writing a blob and recording it happen one upload at a time, so a failed upload never
+    /// removes a blob another upload of the same bytes has just recorded.
+    commit: tokio::sync::Mutex<()>,
+    /// Uploads held in memory at once.
+    pub uploads: Arc<tokio::sync::Semaphore>,
+}
+
+/// Uploads verified at the same time (each holds its bundle in memory).
+pub const MAX_CONCURRENT_UPLOADS: usize = 2;
+
+/// What an upload did.
+#[derive(Debug, Clone)]
+pub struct Ingested {
+    pub version: PluginVersion,
+    /// False: this exact bundle was already stored (an upload is idempotent).
+    pub created: bool,
+    /// It became the active version.
+    pub activated: bool,
+}
+
+impl Store {
+    /// Opens `<data_dir>/plugins`, emptying its `tmp/` (uploads a crash interrupted).
+    pub fn open(data_dir: &Path, cmdb: Cmdb, limits: StoreLimits) -> Result<Store, PluginError> {
+        let dir = data_dir.join("plugins");
+        let tmp = dir.join("tmp");
+        if tmp.exists() {
+            std::fs::remove_dir_all(&tmp).map_err(|e| io(&tmp, e))?;
+        }
+        for d in [dir.join("blobs"), tmp] {
+            std::fs::create_dir_all(&d).map_err(|e| io(&d, e))?;
+        }
+        Ok(Store {
+            dir,
+            cmdb,
+            limits,
+            commit: tokio::sync::Mutex::new(()),
+            uploads: Arc::new(tokio::sync::Semaphore::new(MAX_CONCURRENT_UPLOADS)),
+        })
+    }
+
+    /// Removes blobs no stored version names (left by a crash between write and record).
+    pub async fn sweep(&self) -> Result<usize, PluginError> {
+        let _g = self.commit.lock().await;
+        let named: std::collections::BTreeSet<String> =
+            self.cmdb.plugin_versions().await?.into_iter().map(|v| v.sha256).collect();
+        let blobs = self.dir.join("blobs");
+        let mut removed = 0;
+        for e in std::fs::read_dir(&blobs).map_err(|e| io(&blobs, e))? {
+            let e = e.map_err(|e| io(&blobs, e))?;
+            if !named.contains(e.file_name().to_string_lossy().as_ref()) {
+                std::fs::remove_file(e.path()).map_err(|err| io(&e.path(), err))?;
+                removed += 1;
+            }
+        }
+        Ok(removed)
+    }
+
+    /// Where the blob of `sha256` (lowercase hex, checked by the caller) lives.
+    pub fn blob_path(&self, sha256: &str) -> PathBuf {
+        self.dir.join("blobs").join(sha256)
+    }
+
+    /// Verifies, checks and stores one bundle with its detached signature.
+    pub async fn ingest(
+        &self,
+        bundle: Vec<u8>,
+        sig: Vec<u8>,
+        allow_downgrade: bool,
+        by: &str,
+    ) -> Result<Ingested, PluginError> {
+        let max = self.limits.max_bundle_bytes;
+        if bundle.len() as u64 > max {
+            return Err(PluginError::TooLarge(format!("bundle larger than {max} bytes (plugins.max_bundle_bytes)")));
+        }
+        let keys = self.cmdb.plugin_keys().await?;
+        let limits = self.limits.unpack;
+        let (bundle, key, checked, sha256) = tokio::task::spawn_blocking(move || {
+            let key = verify::signer(&keys, &bundle, &sig).map_err(PluginError::Refused)?.clone();
+            let checked = unpack::inspect(&bundle, &limits).map_err(PluginError::Refused)?;
+            if checked.manifest.vendor != key.vendor {
+                return Err(PluginError::Refused(format!(
+                    "signed by key {} of vendor {}, but the manifest says vendor {}: a key signs only its own vendor's plugins",
+                    key.key_id, key.vendor, checked.manifest.vendor
+                )));
+            }
+            let sha256 = sha256_hex(&bundle);
+            Ok((bundle, key, checked, sha256))
+        })
+        .await
+        .map_err(|e| PluginError::Io(format!("verifying: {e}")))??;
+        let m = checked.manifest;
+        let version = PluginVersion {
+            name: m.name.clone(),
+            version: m.version.clone(),
+            vendor: m.vendor.clone(),
+            sha256: sha256.clone(),
+            size: bundle.len() as u64,
+            key_id: key.key_id,
+            manifest: m,
+            files: checked.files,
+            uploaded_at: crate::cmdb::now_secs(),
+            uploaded_by: by.to_string(),
+        };
+        let _g = self.commit.lock().await;
+        let (blobs, tmp, sha) = (self.dir.join("blobs"), self.dir.join("tmp"), sha256.clone());
+        let wrote = tokio::task::spawn_blocking(move || write_blob(&blobs, &tmp, &sha, &bundle))
+            .await
+            .map_err(|e| PluginError::Io(format!("writing: {e}")))??;
+        match self.cmdb.put_plugin_version(version, allow_downgrade).await {
+            Ok(done) => Ok(done),
+            Err(e) => {
+                if wrote {
+                    self.drop_unused(&sha256).await;
+                }
+                Err(e.into())
+            }
+        }
+    }
+
+    /// Deletes one version and its blob when no other version has the same bytes.
+    pub async fn delete(&self, name: &str, version: &str) -> Result<PluginVersion, PluginError> {
+        let _g = self.commit.lock().await;
+        let gone = self.cmdb.delete_plugin_version(name.to_string(), version.to_string()).await?;
+        self.drop_unused(&gone.sha256).await;
+        Ok(gone)
+    }
+
+    async fn drop_unused(&self, sha256: &str) {
+        let used = match self.cmdb.plugin_versions().await {
+            Ok(all) => all.iter().any(|v| v.sha256 == sha256),
+            Err(_) => true,
+        };
+        if !used {
+            let path = self.blob_path(sha256);
+            if let Err(e) = std::fs::remove_file(&path) {
+                tracing::warn!(path = %path.display(), error = %e, "removing an unused plugin blob");
+            }
+        }
+    }
+}
+
+/// Writes the blob through `tmp/` (write, fsync, rename, fsync the directory); false when a
+/// blob with these bytes was already there.
+fn write_blob(blobs: &Path, tmp: &Path, sha256: &str, bytes: &[u8]) -> Result<bool, PluginError> {
+    let target = blobs.join(sha256);
+    if target.exists() {
+        return Ok(false);
+    }
+    let nonce = crate::cmdb::now_secs() ^ u64::from(std::process::id());
+    let part = tmp.join(format!("{sha256}.{nonce}.part"));
+    let result = (|| {
+        let mut f = std::fs::OpenOptions::new().write(true).create_new(true).open(&part)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        std::fs::rename(&part, &target)?;
+        std::fs::File::open(blobs)?.sync_all()
+    })();
+    if let Err(e) = result {
+        let _ = std::fs::remove_file(&part);
+        return Err(io(&target, e));
+    }
+    Ok(true)
+}
+
+fn io(path: &Path, e: std::io::Error) -> PluginError {
+    PluginError::Io(format!("{}: {e}", path.display()))
+}

@@ -120,7 +120,14 @@ async fn arbitrary_json_to_every_agent_call_is_answered_and_stores_nothing_bad()
     assert_eq!((status, json_body(&text)["id"].as_u64()), (200, Some(job)), "{text}");
 
     let output = OutputChunk { attempt: 1, seq: 0, stream: Stream::Stdout, data: "hello\n".into() };
-    let result = JobResult { attempt: 1, outcome: Outcome::Succeeded, exit_code: Some(0), duration_ms: 5, error: None };
+    let result = JobResult {
+        attempt: 1,
+        outcome: Outcome::Succeeded,
+        exit_code: Some(0),
+        duration_ms: 5,
+        error: None,
+        plugin: None,
+    };
     let calls: Vec<(&str, String, Option<&str>, Value)> = vec![
         ("PUT", "/agent/v1/inventory".into(), Some(&credential), serde_json::to_value(Inventory::default()).unwrap()),
         ("POST", format!("/agent/v1/jobs/{job}/output"), Some(&credential), serde_json::to_value(&output).unwrap()),

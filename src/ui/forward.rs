@@ -53,7 +53,31 @@ pub async fn call(
         }
         None => Body::empty(),
     };
-    let mut req = req.body(body).expect("a request from valid parts");
+    send(s, req.body(body).expect("a request from valid parts"), peer).await
+}
+
+/// Calls `method path` (under `/api/v1`) as the session's user with a body of `content_type`
+/// (a plugin upload's multipart form).
+pub async fn as_session_raw(
+    s: &UiState,
+    session: &Session,
+    method: Method,
+    path: &str,
+    content_type: &str,
+    body: Vec<u8>,
+) -> Answer {
+    let req = Request::builder()
+        .method(method)
+        .uri(format!("/api/v1{path}"))
+        .header(header::AUTHORIZATION, format!("Bearer {}", session.bearer))
+        .header(header::CONTENT_TYPE, content_type)
+        .header(header::CONTENT_LENGTH, body.len())
+        .body(Body::from(body))
+        .expect("a request from valid parts");
+    send(s, req, session.peer).await
+}
+
+async fn send(s: &UiState, mut req: Request<Body>, peer: SocketAddr) -> Answer {
     req.extensions_mut().insert(ConnectInfo(peer));
     let resp = match s.internal.clone().oneshot(req).await {
         Ok(r) => r,

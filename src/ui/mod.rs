@@ -7,7 +7,8 @@
 //! A page is a module with its routes: [`dashboard`], [`machines`] (list, search, bulk
 //! actions), [`machine`] (one machine, live through [`live`]), [`racks`] (rack bring-up: the
 //! form, the elevation kept live), [`provisioning`] (tasks, runs, leases), [`profiles`] (boot
-//! profiles with a rendered preview), [`admin`] (audit log, users).
+//! profiles with a rendered preview), [`plugins`] (signed plugins, the admin's upload form),
+//! [`admin`] (audit log, users).
 //! A new page (e.g. a rack view) adds a module, merges its `routes()` in [`router`], adds its
 //! template to `view::PAGES` and a link in `templates/ui/base.html`; its live updates follow
 //! [`live`] (one stream per page, fragments rendered from the page's own templates).
@@ -22,6 +23,7 @@ mod live;
 mod login;
 mod machine;
 mod machines;
+mod plugins;
 mod profiles;
 mod provisioning;
 mod racks;
@@ -57,6 +59,7 @@ pub const CSP: &str = "default-src 'self'; frame-ancestors 'none'; form-action '
 /// The UI's routes (`/` redirects to `/ui/`), to merge into the HTTPS router. `api` is the
 /// REST API router (`api::router`) the UI forwards changes to.
 pub fn router(state: ApiState, api: Router) -> anyhow::Result<Router> {
+    let max_bundle = state.plugins.as_ref().map_or(0, |p| p.limits.max_bundle_bytes);
     let ui = UiState { api: state, internal: api, views: Arc::new(view::Views::new()?) };
     Ok(Router::new()
         .route("/", get(|| async { Redirect::to("/ui/") }))
@@ -70,6 +73,7 @@ pub fn router(state: ApiState, api: Router) -> anyhow::Result<Router> {
         .merge(racks::routes())
         .merge(provisioning::routes())
         .merge(profiles::routes())
+        .merge(plugins::routes(max_bundle))
         .merge(admin::routes())
         .route_layer(middleware::from_fn(headers))
         .with_state(ui))

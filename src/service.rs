@@ -37,6 +37,8 @@ pub struct Core {
     pub sealer: Arc<crate::secrets::Sealer>,
     /// The HTTPS listener's TLS and the CA nodes pin.
     pub tls: crate::tls::ServerTls,
+    /// Power through machines' BMCs.
+    pub power: Arc<crate::bmc::Power>,
 }
 
 impl Core {
@@ -65,7 +67,8 @@ impl Core {
             cmdb_storage_ok: cmdb.storage_ok().clone(),
             ..Metrics::default()
         };
-        Ok(Core { cfg: Arc::new(cfg), addrs: Arc::new(addrs), cmdb, metrics, hub, engine, sealer, tls })
+        let power = Arc::new(crate::bmc::Power::new(cfg.bmc.clone(), cmdb.clone(), sealer.clone(), tls.ca_pem.clone()));
+        Ok(Core { cfg: Arc::new(cfg), addrs: Arc::new(addrs), cmdb, metrics, hub, engine, sealer, tls, power })
     }
 }
 

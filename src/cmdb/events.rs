@@ -136,6 +136,14 @@ event_kinds! {
     RackSlotSilent = "rack.slot_silent", fields: "rack, slot, detail";
     /// A placed machine is in the failed state.
     RackMachineFailed = "rack.machine_failed", fields: "rack, slot, detail";
+    /// An operator set the machine's BMC (never its password).
+    BmcSet = "bmc.set", fields: "address, protocol, username, tls";
+    /// An operator removed the machine's BMC.
+    BmcRemoved = "bmc.removed", fields: "(none)";
+    /// A power action through the BMC succeeded and was verified by reading the state back.
+    PowerAction = "power.action", fields: "action, state, uefi, attempts, fallback, ms, by";
+    /// A power action through the BMC failed.
+    PowerFailed = "power.failed", fields: "action, error, kind, ms, by";
 }
 
 impl std::fmt::Display for EventKind {

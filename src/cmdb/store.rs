@@ -57,6 +57,9 @@ pub const AUDIT: TableDefinition<u64, &[u8]> = TableDefinition::new("audit");
 /// Rack name -> JSON `racks::Rack` (schema 8).
 pub const RACKS: TableDefinition<&str, &[u8]> = TableDefinition::new("racks");
 
+/// Machine id -> JSON `bmc::Bmc`: its BMC, the password sealed (schema 10).
+pub const BMCS: TableDefinition<u64, &[u8]> = TableDefinition::new("bmcs");
+
 pub const KEY_SCHEMA: &str = "schema_version";
 pub const KEY_NEXT_MACHINE: &str = "next_machine_id";
 pub const KEY_NEXT_EVENT: &str = "next_event_seq";
@@ -278,6 +281,12 @@ fn migrate(tx: &WriteTransaction, from: u64) -> Result<(), CmdbError> {
             // 7 -> 8: racks; machines may carry their rack, slot and placement (optional fields).
             7 => {
                 tx.open_table(RACKS)?;
+            }
+            // 8 -> 9: reserved (plugins branch)
+            8 => {}
+            // 9 -> 10: machines' BMCs.
+            9 => {
+                tx.open_table(BMCS)?;
             }
             v => return Err(CmdbError::Storage(format!("no migration from schema {v}"))),
         }

@@ -10,6 +10,7 @@
 
 mod agent;
 mod auth;
+mod bmc;
 mod boot;
 mod dhcp;
 mod dns;
@@ -27,6 +28,7 @@ use serde::Deserialize;
 
 pub use agent::{AgentConfig, EnrollPolicy, WireAgent};
 pub use auth::{AuthConfig, WireAuth, MAX_SESSION_SECS};
+pub use bmc::{BmcConfig, WireBmc};
 pub use boot::{BootFiles, Profile, WireBoot, WireProfile};
 pub use dhcp::{DhcpConfig, DhcpMode, Subnet, WireDhcp, WireSubnet};
 pub use dns::{DnsConfig, WireDns};
@@ -53,6 +55,7 @@ pub struct WireConfig {
     pub agent: WireAgent,
     pub provision: WireProvision,
     pub auth: WireAuth,
+    pub bmc: WireBmc,
 }
 
 /// Validated runtime configuration.
@@ -85,6 +88,8 @@ pub struct Config {
     pub provision: ProvisionConfig,
     /// Users' sessions, the login rate limit and the audit log's size.
     pub auth: AuthConfig,
+    /// Power by remote control through machines' BMCs.
+    pub bmc: BmcConfig,
     pub boot: BootFiles,
     /// Directory whose `ipxe/*.ipxe` and `provision/identity.sh` override the embedded templates.
     pub templates: Option<PathBuf>,
@@ -99,7 +104,7 @@ impl TryFrom<WireConfig> for Config {
     type Error = anyhow::Error;
 
     fn try_from(w: WireConfig) -> anyhow::Result<Self> {
-        let WireConfig { server, http, https, dhcp, tftp, boot, dns, agent, provision, auth } = w;
+        let WireConfig { server, http, https, dhcp, tftp, boot, dns, agent, provision, auth, bmc } = w;
         let WireServer {
             data_dir,
             interface,
@@ -130,6 +135,7 @@ impl TryFrom<WireConfig> for Config {
         let dns = DnsConfig::try_from(dns)?;
         let agent = AgentConfig::try_from(agent)?;
         let auth = AuthConfig::try_from(auth)?;
+        let bmc = BmcConfig::try_from(bmc)?;
         let (boot, templates) = BootFiles::from_wire(boot)?;
         let log_json = server::log_json(&log_format)?;
         let dhcp = DhcpConfig::from_wire(dhcp, dns.enabled.then_some(dns.domain.as_str()))?;
@@ -160,6 +166,7 @@ impl TryFrom<WireConfig> for Config {
             agent,
             provision,
             auth,
+            bmc,
             boot,
             templates,
         })

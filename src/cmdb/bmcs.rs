@@ -94,3 +94,53 @@ impl Cmdb {
         .await
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bmc::model::{PowerState, Protocol, TlsPolicy};
+    use crate::cmdb::NewMachine;
+
+    fn bmc(id: u64, sealed: &str) -> Bmc {
+        Bmc {
+            machine_id: id,
+            address: "198.18.1.1".into(),
+            protocol: Protocol::Ipmi,
+            username: "u".into(),
+            password_sealed: sealed.into(),
+            tls: TlsPolicy::Ca,
+            system_id: None,
+            power: None,
+            updated_at: 0,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_bmc_keeps_its_password_and_reading_and_goes_with_its_machine() {
+        let dir = tempfile::tempdir().unwrap();
+        let cmdb = Cmdb::open(&dir.path().join("c.redb"), 8).unwrap();
+        let m = cmdb
+            .create_machine(NewMachine { macs: vec!["52:54:00:00:00:01".parse().unwrap()], ..Default::default() })
+            .await
+            .unwrap();
+        assert!(matches!(cmdb.put_bmc(bmc(m.id, ""), true).await, Err(CmdbError::Invalid(_))), "first needs one");
+        assert!(matches!(cmdb.put_bmc(bmc(99, "s"), false).await, Err(CmdbError::NotFound(_))));
+        cmdb.put_bmc(bmc(m.id, "sealed-1"), false).await.unwrap();
+        let on = PowerReading { state: PowerState::On, at_ms: 5, error: None };
+        cmdb.record_power(m.id, "sealed-1".into(), on.clone(), None).await.unwrap();
+        // A failed read keeps the last known state, with the error.
+        let failed = PowerReading { state: PowerState::Unknown, at_ms: 9, error: Some("timeout".into()) };
+        cmdb.record_power(m.id, "sealed-1".into(), failed, None).await.unwrap();
+        let b = cmdb.bmc(m.id).await.unwrap().unwrap();
+        assert_eq!(b.power, Some(PowerReading { state: PowerState::On, at_ms: 9, error: Some("timeout".into()) }));
+        // A reading for a record changed meanwhile is dropped.
+        cmdb.put_bmc(bmc(m.id, ""), true).await.unwrap();
+        assert_eq!(cmdb.bmc(m.id).await.unwrap().unwrap().password_sealed, "sealed-1", "kept");
+        cmdb.record_power(m.id, "other".into(), on, None).await.unwrap();
+        assert_eq!(cmdb.bmc(m.id).await.unwrap().unwrap().power.unwrap().at_ms, 9);
+
+        cmdb.delete_machine(m.id).await.unwrap();
+        assert_eq!(cmdb.bmc(m.id).await.unwrap(), None);
+        assert!(cmdb.bmcs().await.unwrap().is_empty());
+    }
+}

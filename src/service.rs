@@ -68,6 +68,7 @@ impl Core {
             ..Metrics::default()
         };
         let power = Arc::new(crate::bmc::Power::new(cfg.bmc.clone(), cmdb.clone(), sealer.clone(), tls.ca_pem.clone()));
+        engine.use_power(power.clone());
         Ok(Core { cfg: Arc::new(cfg), addrs: Arc::new(addrs), cmdb, metrics, hub, engine, sealer, tls, power })
     }
 }

@@ -111,6 +111,8 @@ event_kinds! {
     ProvisionQueued = "provision.queued", fields: "task, run";
     /// A provisioning run moved to a step or progressed within it.
     ProvisionStep = "provision.step", fields: "run, step, job, progress";
+    /// The run powers the machine up into BootOS through its BMC (PXE once, then on or cycle).
+    ProvisionPowerOn = "provision.power_on", fields: "task, run, attempt, uefi";
     /// The run rebooted an installed machine into BootOS to reinstall it.
     ProvisionReinstallReboot = "provision.reinstall_reboot", fields: "run, job";
     /// The installer reported back: the machine boots its disk from now on.

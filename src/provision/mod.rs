@@ -233,6 +233,12 @@ pub struct Run {
     /// ended, so a check-in that happened while the appliance was down still counts.
     #[serde(default)]
     pub installed_after_ms: Option<u64>,
+    /// Power-ons through the machine's BMC asked for while waiting for its agent, and when the
+    /// last one was (Unix ms).
+    #[serde(default)]
+    pub power_requests: u32,
+    #[serde(default)]
+    pub power_requested_ms: Option<u64>,
     /// Bumped by every write; a write based on an older read is refused (the engine and an
     /// operator's cancel never overwrite each other).
     #[serde(default)]
@@ -260,6 +266,8 @@ impl Run {
             error: None,
             reboot_requested: false,
             installed_after_ms: None,
+            power_requests: 0,
+            power_requested_ms: None,
             rev: 0,
         }
     }

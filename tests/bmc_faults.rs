@@ -199,3 +199,37 @@ async fn fifty_bmcs_at_once_keep_the_global_cap_and_one_command_per_bmc() {
     }
     eprintln!("150 actions on 50 BMCs in {:?} (max {max} at once)", t.elapsed());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_refresh_stores_every_bmcs_state_with_its_time_and_no_events() {
+    let dir = tempfile::tempdir().unwrap();
+    let cmdb = Cmdb::open(&dir.path().join("cmdb.redb"), 64).unwrap();
+    let sealer = Arc::new(rackboot::secrets::Sealer::from_key(&[9u8; 32]));
+    let cfg = BmcConfig { refresh_interval: Some(Duration::from_millis(200)), ..config(4) };
+    let power = Arc::new(Power::new(cfg, cmdb.clone(), sealer, String::new()));
+    let r = Rig { _dir: dir, cmdb, power: power.clone() };
+    let (up, silent) = (fake(Mode::Good).await, fake(Mode::Silent).await);
+    let (a, b) = (r.machine(1, &up, None).await, r.machine(2, &silent, None).await);
+    let token = tokio_util::sync::CancellationToken::new();
+    let service = tokio::spawn(rackboot::bmc::power::serve(power, token.clone()));
+    let t0 = rackboot::cmdb::now_ms();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let (ra, rb) = (r.cmdb.bmc(a).await.unwrap().unwrap().power, r.cmdb.bmc(b).await.unwrap().unwrap().power);
+        if let (Some(ra), Some(rb)) = (ra, rb) {
+            assert_eq!((ra.state, ra.error), (PowerState::Off, None));
+            assert!(ra.at_ms >= t0);
+            assert!(rb.error.unwrap().contains("did not answer"), "a silent BMC's failure is stored");
+            break;
+        }
+        assert!(Instant::now() < deadline, "not refreshed within 10 s");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let first = r.cmdb.bmc(a).await.unwrap().unwrap().power.unwrap().at_ms;
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert!(r.cmdb.bmc(a).await.unwrap().unwrap().power.unwrap().at_ms > first, "read again");
+    let kinds: Vec<String> = r.cmdb.events(a, 0, 100).await.unwrap().iter().map(|e| e.kind.to_string()).collect();
+    assert!(!kinds.iter().any(|k| k.starts_with("power.")), "the refresh keeps the timeline quiet: {kinds:?}");
+    token.cancel();
+    service.await.unwrap().unwrap();
+}

@@ -229,7 +229,8 @@ impl Power {
 }
 
 /// The power-state refresh: every `bmc.refresh_interval_secs`, reads every BMC's state (under
-/// the same caps as actions) and stores it with its time. Runs until `shutdown`.
+/// the same caps as actions) and stores it with its time. A BMC still being read from the last
+/// round is skipped, so one dead BMC never holds up the others. Runs until `shutdown`.
 pub async fn serve(power: Arc<Power>, shutdown: CancellationToken) -> anyhow::Result<()> {
     let Some(every) = power.cfg.refresh_interval else {
         shutdown.cancelled().await;
@@ -237,11 +238,15 @@ pub async fn serve(power: Arc<Power>, shutdown: CancellationToken) -> anyhow::Re
     };
     let mut tick = tokio::time::interval(every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // Dropped at shutdown, which aborts the reads still running.
+    let mut reads = tokio::task::JoinSet::new();
+    let busy: Arc<Mutex<std::collections::HashSet<u64>>> = Arc::default();
     loop {
         tokio::select! {
             _ = shutdown.cancelled() => return Ok(()),
             _ = tick.tick() => {}
         }
+        while reads.try_join_next().is_some() {}
         let bmcs = match power.cmdb.bmcs().await {
             Ok(b) => b,
             Err(error) => {
@@ -249,19 +254,17 @@ pub async fn serve(power: Arc<Power>, shutdown: CancellationToken) -> anyhow::Re
                 continue;
             }
         };
-        let mut set = tokio::task::JoinSet::new();
         for b in bmcs {
-            let power = power.clone();
-            set.spawn(async move {
-                // Failures are stored on the record (and logged); a held BMC is skipped.
-                if power.held(&b).is_none() {
-                    let _ = power.act(b.machine_id, PowerAction::Status, false, Caller::Refresh).await;
-                }
+            // A held BMC (refused credentials) is skipped; so is one still being read.
+            if power.held(&b).is_some() || !busy.lock().expect("busy lock").insert(b.machine_id) {
+                continue;
+            }
+            let (power, busy) = (power.clone(), busy.clone());
+            reads.spawn(async move {
+                // Failures are stored on the record (and logged).
+                let _ = power.act(b.machine_id, PowerAction::Status, false, Caller::Refresh).await;
+                busy.lock().expect("busy lock").remove(&b.machine_id);
             });
-        }
-        tokio::select! {
-            _ = shutdown.cancelled() => return Ok(()),
-            _ = async { while set.join_next().await.is_some() {} } => {}
         }
     }
 }

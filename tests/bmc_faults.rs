@@ -233,3 +233,19 @@ async fn the_refresh_stores_every_bmcs_state_with_its_time_and_no_events() {
     token.cancel();
     service.await.unwrap().unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn actions_queued_behind_a_refused_one_do_not_try_again() {
+    let r = rig(4).await;
+    let f = fake(Mode::WrongCredentials).await;
+    let id = r.machine(1, &f, None).await;
+    let mut set = tokio::task::JoinSet::new();
+    for _ in 0..10 {
+        let p = r.power.clone();
+        set.spawn(async move { p.act(id, PowerAction::Status, false, Caller::Operator).await });
+    }
+    while let Some(res) = set.join_next().await {
+        assert!(res.unwrap().is_err());
+    }
+    assert!(f.requests() <= 2, "ten queued actions, one refusal: {} requests", f.requests());
+}

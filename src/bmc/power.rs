@@ -103,6 +103,13 @@ impl Power {
 
         let lock = self.lock_for(&bmc.address);
         let guard = lock.lock().await;
+        // An action queued behind one that was just refused does not try again.
+        if let Some(why) = self.held(&bmc) {
+            drop(guard);
+            drop(lock);
+            self.unlock_unused(&bmc.address);
+            return Err(fail(BmcError::Auth(why)));
+        }
         let permit = self.global.acquire().await.expect("the semaphore is never closed");
         let started = Instant::now();
         let result = tokio::time::timeout(self.cfg.action_deadline, self.run(&bmc, &password, action, uefi))

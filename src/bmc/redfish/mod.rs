@@ -197,8 +197,10 @@ async fn login(ep: &Endpoint, user: &str, password: &str) -> Result<Auth, BmcErr
     match ep.send(Method::POST, "/redfish/v1/SessionService/Sessions", &[], Some(&body)).await {
         Ok(a) => {
             let h = |k| a.headers.get(k).and_then(|v: &hyper::header::HeaderValue| v.to_str().ok()).map(str::to_string);
+            // The session's path (a Location may be absolute), to delete it at the end.
+            let location = h("location").and_then(|l| l.parse::<hyper::Uri>().ok()).map(|u| u.path().to_string());
             match h("x-auth-token") {
-                Some(token) => Ok(Auth::Session { token, location: h("location") }),
+                Some(token) => Ok(Auth::Session { token, location }),
                 None => Ok(basic),
             }
         }

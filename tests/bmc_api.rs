@@ -110,3 +110,54 @@ impl Body for Value {
         self
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn cli_bmc_set_show_and_power() {
+    let lab = Lab::start(
+        "[bmc]\nrequest_timeout_secs = 1\nretries = 0\naction_deadline_secs = 10\nsoft_off_timeout_secs = 5\n",
+    )
+    .await;
+    lab.api.ok(Method::POST, "/machines", Some(json!({"macs": ["52:54:00:bb:00:09"]}))).await.unwrap();
+    let (api, dir) = (lab.https_url(), lab.dir.path().to_path_buf());
+    let pw = dir.join("bmc.pw");
+    std::fs::write(&pw, "Cli-secret-42\n").unwrap();
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_rackboot"))
+            .args(args)
+            .arg("--api")
+            .arg(&api)
+            .arg("--ca")
+            .arg(dir.join("tls/ca.pem"))
+            .arg("--token-file")
+            .arg(dir.join("admin.token"))
+            .env_remove("RACKBOOT_TOKEN")
+            .output()
+            .unwrap();
+        (out.status.success(), String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr))
+    };
+    let mac = "52:54:00:bb:00:09";
+    // Nothing listens on port 9 of loopback: the BMC cannot be reached.
+    let (ok, out) = run(&[
+        "bmc",
+        "set",
+        mac,
+        "--address",
+        "127.0.0.1:9",
+        "--protocol",
+        "redfish",
+        "--username",
+        "root",
+        "--password-file",
+        pw.to_str().unwrap(),
+        "--insecure",
+    ]);
+    assert!(ok, "{out}");
+    assert!(out.contains("WARNING") && out.contains("password set") && !out.contains("Cli-secret-42"), "{out}");
+    let (ok, out) = run(&["bmc", "show", mac]);
+    assert!(ok && out.contains("127.0.0.1:9 (redfish)") && out.contains("not read yet"), "{out}");
+    let (ok, out) = run(&["power", "status", mac, "52:54:00:bb:00:0a"]);
+    assert!(!ok, "{out}");
+    assert!(out.contains("cannot reach the BMC") && out.contains("2 of the machines failed"), "{out}");
+    let (ok, out) = run(&["bmc", "show", mac]);
+    assert!(ok && out.contains("last read failed"), "the failure is shown with its age: {out}");
+}

@@ -64,7 +64,7 @@ impl Rig {
         m.id
     }
 
-    async fn act(&self, id: u64, action: PowerAction) -> Result<rackboot::bmc::Outcome, BmcError> {
+    async fn act(&self, id: u64, action: PowerAction) -> Result<rackboot::bmc::PowerOutcome, BmcError> {
         self.power.act(id, action, false, Caller::Operator).await.map_err(|e| match e {
             PowerError::Bmc { error, .. } => error,
             other => panic!("not a BMC error: {other}"),

@@ -80,7 +80,7 @@ impl Rig {
         m.id
     }
 
-    async fn act(&self, id: u64, action: PowerAction, uefi: bool) -> Result<rackboot::bmc::Outcome, BmcError> {
+    async fn act(&self, id: u64, action: PowerAction, uefi: bool) -> Result<rackboot::bmc::PowerOutcome, BmcError> {
         self.power.act(id, action, uefi, Caller::Operator).await.map_err(|e| match e {
             PowerError::Bmc { error, .. } => error,
             other => panic!("{other}"),
@@ -107,7 +107,7 @@ async fn ipmi_power_goes_through_ipmitool_with_the_password_in_a_private_file() 
     assert_eq!(r.act(id, PowerAction::Off, false).await.unwrap().state, PowerState::Off);
 
     let args = r.log("args.log");
-    assert!(args.lines().all(|l| l.starts_with("-I lanplus -C 3 -H 198.18.0.77 -p 6230 -U admin -f ")), "{args}");
+    assert!(args.lines().all(|l| l.starts_with("-v -I lanplus -C 3 -H 198.18.0.77 -p 6230 -U admin -f ")), "{args}");
     assert!(!args.contains("ipmi-Secret-3"), "the password is never in argv");
     assert!(r.log("modes.log").lines().all(|m| m == "600"), "{}", r.log("modes.log"));
     for f in r.log("files.log").lines() {

@@ -14,7 +14,7 @@ use utoipa_axum::routes;
 use super::machines::resolve;
 use super::{ApiError, ApiState};
 use crate::bmc::power::{Caller, PowerError};
-use crate::bmc::{Bmc, BmcError, BmcInput, BmcView, Outcome, Power, PowerAction};
+use crate::bmc::{Bmc, BmcError, BmcInput, BmcView, Power, PowerAction, PowerOutcome};
 use crate::cmdb::{now_ms, now_secs};
 
 pub fn routes() -> OpenApiRouter<ApiState> {
@@ -101,7 +101,7 @@ pub struct PowerRequest {
 /// are not tried again for `bmc.auth_hold_secs` unless the BMC record changes.
 #[utoipa::path(post, path = "/machines/{id}/power", tag = "power", request_body = PowerRequest,
     params(("id" = String, Path, description = "Machine id or one of its MACs", pattern = r"^([0-9]{1,19}|[:-]*([0-9A-Fa-f][:-]*){12})$")),
-    responses((status = 200, description = "Done and verified", body = Outcome),
+    responses((status = 200, description = "Done and verified", body = PowerOutcome),
         (status = 409, description = "The machine has no BMC", body = super::Problem, content_type = "application/problem+json"),
         (status = 502, description = "The BMC refused or failed (the detail says how)", body = super::Problem, content_type = "application/problem+json"),
         (status = 504, description = "The BMC did not answer in time", body = super::Problem, content_type = "application/problem+json")))]
@@ -109,7 +109,7 @@ async fn power(
     State(s): State<ApiState>,
     Path(key): Path<String>,
     body: Result<Json<PowerRequest>, JsonRejection>,
-) -> Result<Json<Outcome>, ApiError> {
+) -> Result<Json<PowerOutcome>, ApiError> {
     let Json(req) = body?;
     let power = service(&s)?;
     let m = resolve(&s, &key).await?;

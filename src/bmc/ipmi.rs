@@ -38,7 +38,9 @@ pub struct Target {
 
 /// ipmitool's arguments for `cmd`; the password is read from `password_file`.
 pub fn args(t: &Target, password_file: &Path, cmd: Command) -> Vec<String> {
-    let mut a: Vec<String> = ["-I", "lanplus", "-C"].map(String::from).to_vec();
+    // -v: only then does ipmitool say why a session failed ("RAKP 2 HMAC is invalid": the
+    // password), which keeps refused credentials apart from an unreachable BMC.
+    let mut a: Vec<String> = ["-v", "-I", "lanplus", "-C"].map(String::from).to_vec();
     a.push(t.cipher_suite.to_string());
     a.extend(["-H".into(), t.host.clone(), "-p".into(), t.port.to_string(), "-U".into(), t.username.clone()]);
     a.extend(["-f".into(), password_file.display().to_string()]);
@@ -72,14 +74,29 @@ pub fn parse_power(stdout: &str) -> Option<PowerState> {
 /// else (an unsupported command: 0xcc) is the BMC refusing.
 pub fn classify(stderr: &str) -> BmcError {
     let s = stderr.trim();
-    let short: String = s.chars().take(300).collect();
+    // -v's chatter left out; what is left, on one line.
+    let lines: Vec<&str> =
+        s.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with("Loading IANA")).collect();
+    let short: String = lines.join("; ").chars().take(300).collect();
     let lower = s.to_ascii_lowercase();
-    if ["rakp 2 hmac is invalid", "unauthorized name", "invalid user name", "insufficient privilege"]
+    // A BMC that answered the session's first messages and then refused or ignored the user
+    // (VirtualBMC does not answer RAKP 1 for an unknown user).
+    if [
+        "rakp 2 hmac is invalid",
+        "unauthorized name",
+        "invalid user name",
+        "insufficient privilege",
+        "no response from rakp 1",
+    ]
+    .iter()
+    .any(|m| lower.contains(m))
+    {
+        BmcError::Auth(short)
+    } else if ["unable to establish", "no response", "timeout", "request match not found"]
         .iter()
         .any(|m| lower.contains(m))
     {
-        BmcError::Auth(short)
-    } else if lower.contains("unable to establish") || lower.contains("no response") || lower.contains("timeout") {
+        // No answer, or one too late for ipmitool to match it (a BMC busy with the change).
         BmcError::Connect(short)
     } else {
         BmcError::Status { status: 0, detail: format!("ipmitool: {short}") }
@@ -143,7 +160,7 @@ mod tests {
         let a = args(&target(), Path::new("/tmp/pw"), Command::BootdevPxe { uefi: true });
         assert_eq!(
             a.join(" "),
-            "-I lanplus -C 3 -H 198.18.0.7 -p 623 -U admin -f /tmp/pw -N 2 -R 1 chassis bootdev pxe options=efiboot"
+            "-v -I lanplus -C 3 -H 198.18.0.7 -p 623 -U admin -f /tmp/pw -N 2 -R 1 chassis bootdev pxe options=efiboot"
         );
         let a = args(&target(), Path::new("/tmp/pw"), Command::PowerSoft);
         assert!(a.ends_with(&["chassis".into(), "power".into(), "soft".into()]));
@@ -157,9 +174,23 @@ mod tests {
         assert_eq!(parse_power("Chassis Power is on\n"), Some(PowerState::On));
         assert_eq!(parse_power("Chassis Power is off\n"), Some(PowerState::Off));
         assert_eq!(parse_power("garbage"), None);
-        assert!(matches!(classify("Error: RAKP 2 HMAC is invalid"), BmcError::Auth(_)));
+        assert!(matches!(
+            classify("> RAKP 2 HMAC is invalid\nError: Unable to establish IPMI v2 / RMCP+ session"),
+            BmcError::Auth(_)
+        ));
+        assert!(matches!(
+            classify("> Error: no response from RAKP 1 message\nError: Unable to establish"),
+            BmcError::Auth(_)
+        ));
         assert!(matches!(classify("Error in open session response message : unauthorized name"), BmcError::Auth(_)));
-        assert!(matches!(classify("Error: Unable to establish IPMI v2 / RMCP+ session"), BmcError::Connect(_)));
+        assert!(matches!(
+            classify("Unable to set Chassis Power Control to Down/Off\nIPMI Request Match NOT FOUND"),
+            BmcError::Connect(_)
+        ));
+        assert!(matches!(
+            classify("Get Auth Capabilities error\nError: Unable to establish IPMI v2 / RMCP+ session"),
+            BmcError::Connect(_)
+        ));
         assert!(matches!(
             classify("Set Chassis Power Control to Cycle failed: Invalid data field in request"),
             BmcError::Status { .. }

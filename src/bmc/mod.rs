@@ -17,7 +17,7 @@ pub mod power;
 pub mod redfish;
 
 pub use model::{Bmc, BmcInput, BmcView, PowerAction, PowerReading, PowerState, Protocol, TlsPolicy};
-pub use power::{Outcome, Power};
+pub use power::{Power, PowerOutcome};
 
 use std::time::Duration;
 

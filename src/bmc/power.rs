@@ -36,7 +36,7 @@ pub enum PowerError {
 
 /// What a verified power action found.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
-pub struct Outcome {
+pub struct PowerOutcome {
     pub machine_id: u64,
     pub action: PowerAction,
     /// The power state read back at the end.
@@ -89,7 +89,7 @@ impl Power {
     }
 
     /// Runs `action` on machine `id`'s BMC and verifies it; records the outcome.
-    pub async fn act(&self, id: u64, action: PowerAction, uefi: bool, by: Caller) -> Result<Outcome, PowerError> {
+    pub async fn act(&self, id: u64, action: PowerAction, uefi: bool, by: Caller) -> Result<PowerOutcome, PowerError> {
         let bmc = self.cmdb.bmc(id).await?.ok_or(PowerError::NoBmc(id))?;
         let fail = |error| PowerError::Bmc { machine: id, action: action.as_str(), error };
         if let Some(why) = self.held(&bmc) {
@@ -136,7 +136,7 @@ impl Power {
                     (EventKind::PowerAction, detail)
                 });
                 self.cmdb.record_power(id, bmc.password_sealed.clone(), reading, event).await?;
-                Ok(Outcome {
+                Ok(PowerOutcome {
                     machine_id: id,
                     action,
                     state,

@@ -113,6 +113,8 @@ event_kinds! {
     ProvisionStep = "provision.step", fields: "run, step, job, progress";
     /// The run powers the machine up into BootOS through its BMC (PXE once, then on or cycle).
     ProvisionPowerOn = "provision.power_on", fields: "task, run, attempt, uefi";
+    /// A step was stuck past its timeout: the run power-cycled the machine through its BMC, once.
+    ProvisionStuckCycle = "provision.stuck_cycle", fields: "task, run, step, uefi";
     /// The run rebooted an installed machine into BootOS to reinstall it.
     ProvisionReinstallReboot = "provision.reinstall_reboot", fields: "run, job";
     /// The installer reported back: the machine boots its disk from now on.

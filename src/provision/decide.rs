@@ -14,10 +14,12 @@
 //! | check | it does not fit | failed | save |
 //! | job step | no job, the action cannot be built / an installer but a pinned boot profile | retry or failed (no retries) | save |
 //! | job step | no job | same step | start the step's job (install with an installer: the machine's installer boot) |
+//! | job step | job queued or running past the step timeout, a BMC, not yet cycled in this step | same step, its clock restarted | power-cycle through the BMC (PXE once + cycle), save |
 //! | job step | job queued or running past the step timeout | retry or failed | cancel the job, save |
 //! | install (image) | job running, 5%+ more of the image written | same step, progress | save |
 //! | job step | job queued or running | - | - |
 //! | install (installer) | job succeeded (the machine rebooted into it), within the timeout | - (the report-back moves it) | - |
+//! | install (installer) | job succeeded, past the timeout, a BMC, not yet cycled in this step | same step, its clock restarted | power-cycle through the BMC, save |
 //! | install (installer) | job succeeded, past the timeout | failed (no retries: it sits in the installer) | save |
 //! | job step | job succeeded | next step (reboot: installed after the job ended) | save |
 //! | job step | job failed, timed out, cancelled, error | retry or failed | save |
@@ -58,7 +60,7 @@ pub struct Observed {
     pub profile_fits: bool,
     /// The agent action for a job step that has no job yet (`Err`: why it cannot be built).
     pub action: Option<Result<Action, String>>,
-    /// wait_agent: the machine has a BMC, and whether it boots UEFI (else legacy BIOS).
+    /// The machine has a BMC, and whether it boots UEFI (else legacy BIOS).
     pub bmc_uefi: Option<bool>,
 }
 
@@ -203,6 +205,18 @@ fn power_up(mut next: Run, task: &Task, uefi: bool, now: u64) -> Decision {
     Decision { run: next, effects: vec![Effect::PowerOn { uefi }, save] }
 }
 
+/// A step stuck past its timeout on a machine with a BMC: power-cycle it once (PXE once, so
+/// rackboot's boot script decides what it boots) and give the step another timeout; the job
+/// stays (a hung agent's job is delivered again once it is back).
+fn stuck_cycle(mut next: Run, task: &Task, o: &Observed) -> Decision {
+    let uefi = o.bmc_uefi.unwrap_or(true);
+    next.stuck_cycled = true;
+    next.step_started_ms = o.now_ms;
+    let detail = json!({"task": task.id, "run": next.id, "step": step_name(next.step), "uefi": uefi});
+    let save = Effect::Save { update: MachineUpdate::default(), event: (EventKind::ProvisionStuckCycle, detail) };
+    Decision { run: next, effects: vec![Effect::PowerOn { uefi }, save] }
+}
+
 /// A job step without a job: start it (or fail it when it cannot start).
 fn start_step(mut next: Run, task: &Task, machine: &Machine, o: &Observed) -> Decision {
     let (spec, step, now) = (&task.spec, next.step, o.now_ms);
@@ -248,6 +262,9 @@ fn follow_job(mut next: Run, task: &Task, job: &Job, o: &Observed, timed_out: bo
     let unchanged = |next: Run| Decision { run: next, effects: vec![] };
     let mut effects = vec![];
     match job.state {
+        JobState::Queued | JobState::Running if timed_out && o.bmc_uefi.is_some() && !next.stuck_cycled => {
+            return stuck_cycle(next, task, o);
+        }
         JobState::Queued | JobState::Running if timed_out => {
             effects.push(Effect::CancelJob(job.id));
             next.step_failed(format!("no result within {} s", spec.step_timeout_secs), spec.retries, now);
@@ -269,6 +286,9 @@ fn follow_job(mut next: Run, task: &Task, job: &Job, o: &Observed, timed_out: bo
         JobState::Succeeded if step == Step::Install && spec.installer.is_some() => {
             if !timed_out {
                 return unchanged(next);
+            }
+            if o.bmc_uefi.is_some() && !next.stuck_cycled {
+                return stuck_cycle(next, task, o);
             }
             let why = format!("the installer did not report back within {} s", spec.step_timeout_secs);
             next.step_failed(why, 0, now);

@@ -235,7 +235,7 @@ impl Engine {
         };
         let machine = o.machine.as_ref().expect("read above");
         o.agent = cmdb.agent(mid).await?;
-        if run.step == Step::WaitAgent && self.power.get().is_some() && cmdb.bmc(mid).await?.is_some() {
+        if self.power.get().is_some() && cmdb.bmc(mid).await?.is_some() {
             // The last architecture DHCP saw; a machine never seen is taken to be UEFI.
             o.bmc_uefi = Some(!machine.last_arch.as_deref().is_some_and(|a| a.starts_with("bios")));
         }

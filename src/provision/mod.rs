@@ -239,6 +239,10 @@ pub struct Run {
     pub power_requests: u32,
     #[serde(default)]
     pub power_requested_ms: Option<u64>,
+    /// The current step, stuck past its timeout, had its machine power-cycled through its BMC
+    /// (once per step).
+    #[serde(default)]
+    pub stuck_cycled: bool,
     /// Bumped by every write; a write based on an older read is refused (the engine and an
     /// operator's cancel never overwrite each other).
     #[serde(default)]
@@ -268,6 +272,7 @@ impl Run {
             installed_after_ms: None,
             power_requests: 0,
             power_requested_ms: None,
+            stuck_cycled: false,
             rev: 0,
         }
     }
@@ -284,6 +289,7 @@ impl Run {
         self.job = None;
         self.failures = 0;
         self.step_started_ms = now_ms;
+        self.stuck_cycled = false;
         if self.step == Step::Done {
             self.state = RunState::Installed;
             self.finished_at_ms = Some(now_ms);

@@ -10,8 +10,10 @@ use crate::cmdb::{AgentRecord, Machine};
 const NOW: u64 = 10_000_000_000;
 
 fn task() -> Task {
-    let spec =
-        serde_json::from_value(json!({"select": {"next": 1}, "image": "lab.img", "step_timeout_secs": 600})).unwrap();
+    let spec = serde_json::from_value(
+        json!({"select": {"next": 1}, "image": "lab.img", "step_timeout_secs": 600, "retries": 0}),
+    )
+    .unwrap();
     Task { v: 1, id: 3, spec, state: super::super::TaskState::Active, created_at_ms: 0, runs: vec![9] }
 }
 
@@ -64,4 +66,38 @@ fn a_live_agent_or_no_bmc_means_no_power_action() {
     let d = decide(&run, &t, &seen(None));
     assert!(d.effects.is_empty(), "without a BMC the run waits as it always did");
     assert_eq!(d.run, run);
+}
+
+#[test]
+fn a_stuck_step_on_a_machine_with_a_bmc_is_power_cycled_once_before_it_fails() {
+    use crate::jobs::{Job, JobState, NewJob};
+    use rackboot_agent::wire::Action;
+    let t = task();
+    let mut run = Run::new(9, 3, 1, Some(7), NOW - 1000);
+    run.enter(Step::Install, NOW - 700_000);
+    run.job = Some(42);
+    let mut job = Job::new(42, 7, NewJob { action: Action::Reboot, timeout_secs: 600, max_attempts: 3 }, NOW - 690_000);
+    job.state = JobState::Running;
+    let o = Observed { job: Some(job.clone()), ..seen(Some(false)) };
+    let d = decide(&run, &t, &o);
+    assert_eq!(d.effects[0], Effect::PowerOn { uefi: false });
+    assert!(matches!(&d.effects[1], Effect::Save { event, .. } if event.0.as_str() == "provision.stuck_cycle"));
+    assert!(
+        !d.effects.iter().any(|e| matches!(e, Effect::CancelJob(_))),
+        "the job stays for the agent that comes back"
+    );
+    assert_eq!((d.run.stuck_cycled, d.run.step_started_ms, d.run.job), (true, NOW, Some(42)));
+
+    // Stuck again a timeout later: now it fails (no retries in this task), without cycling again.
+    let o = Observed { now_ms: NOW + 600_001, job: Some(job.clone()), ..seen(Some(false)) };
+    let d2 = decide(&d.run, &t, &o);
+    assert!(d2.effects.contains(&Effect::CancelJob(42)));
+    assert!(!d2.effects.iter().any(|e| matches!(e, Effect::PowerOn { .. })));
+    assert_eq!(d2.run.state, RunState::Failed);
+
+    // Without a BMC the first timeout fails it, as before.
+    let o = Observed { job: Some(job), ..seen(None) };
+    let d3 = decide(&run, &t, &o);
+    assert_eq!(d3.run.state, RunState::Failed);
+    assert!(d3.effects.contains(&Effect::CancelJob(42)));
 }

@@ -95,6 +95,15 @@ async fn wrong_credentials_fail_at_once_and_are_held_off() {
     assert_eq!(f.requests(), before, "a held-off BMC gets nothing (its account is not locked out by us)");
     let ev = r.cmdb.events(id, 0, 100).await.unwrap();
     assert!(ev.iter().any(|e| e.kind.as_str() == "power.failed" && e.detail["kind"] == "auth"), "{ev:?}");
+    // Any change to the record (here only the user, the password kept) lifts the hold.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let mut b = r.cmdb.bmc(id).await.unwrap().unwrap();
+    b.username = "operator".into();
+    r.cmdb.put_bmc(b, true).await.unwrap();
+    assert!(
+        matches!(r.act(id, PowerAction::Status).await.unwrap_err(), BmcError::Auth(m) if !m.contains("not tried again"))
+    );
+    assert!(f.requests() > before, "tried again after the change");
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -72,7 +72,7 @@ pub struct Power {
     global: Semaphore,
     /// One lock per BMC address, dropped when nobody holds or waits for it.
     locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
-    /// Machines whose BMC refused the credentials: the sealed password then and when.
+    /// Machines whose BMC refused the credentials: the record's version then, and when.
     refused: Mutex<HashMap<u64, (String, Instant)>>,
 }
 
@@ -149,10 +149,7 @@ impl Power {
             }
             Err(error) => {
                 if matches!(error, BmcError::Auth(_)) {
-                    self.refused
-                        .lock()
-                        .expect("refused lock")
-                        .insert(id, (bmc.password_sealed.clone(), Instant::now()));
+                    self.refused.lock().expect("refused lock").insert(id, (version(&bmc), Instant::now()));
                 }
                 tracing::warn!(machine = id, action = action.as_str(), %error, "power action failed");
                 let reading =
@@ -208,7 +205,7 @@ impl Power {
     fn held(&self, bmc: &Bmc) -> Option<String> {
         let mut refused = self.refused.lock().expect("refused lock");
         match refused.get(&bmc.machine_id) {
-            Some((sealed, at)) if *sealed == bmc.password_sealed && at.elapsed() < self.cfg.auth_hold => Some(format!(
+            Some((v, at)) if *v == version(bmc) && at.elapsed() < self.cfg.auth_hold => Some(format!(
                 "refused these credentials {}s ago; not tried again for {}s (bmc.auth_hold_secs) unless the BMC record changes",
                 at.elapsed().as_secs(),
                 self.cfg.auth_hold.saturating_sub(at.elapsed()).as_secs()
@@ -233,6 +230,12 @@ impl Power {
             locks.remove(&key);
         }
     }
+}
+
+/// Which version of a BMC record was refused: any PUT (a new password, user or address) makes
+/// a new one.
+fn version(b: &Bmc) -> String {
+    format!("{}@{}", b.password_sealed, b.updated_at)
 }
 
 /// The power-state refresh: every `bmc.refresh_interval_secs`, reads every BMC's state (under

@@ -14,4 +14,4 @@ cd "$(dirname "$0")/.."
 [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 export BMCS=${1:-200} CAP=${2:-16} LATENCY_MS=${3:-20} ROUNDS=${4:-3}
-cargo test --release --quiet --locked --test bmc_bench -- --ignored --nocapture 2>&1 | grep -E '^(bmc bench|  )'
+cargo test --release --quiet --locked --test bmc_bench -- --nocapture 2>&1 | grep -E '^(bmc bench|  )'

@@ -1,9 +1,10 @@
-//! The BMC benchmark (`bench/bmc.sh` runs it; ignored in normal test runs): power actions on
+//! The BMC benchmark (`bench/bmc.sh` runs it with 200 BMCs; a plain test run makes it a quick
+//! check with 20 BMCs and one round): power actions on
 //! many fake Redfish BMCs (tests/bmc_fake, HTTPS, sessions, a fixed latency per request) through
 //! the power service with its caps on: actions per second and the latency p50/p99 of one action,
 //! and the most sessions the BMCs saw open at once (never above the cap, one per BMC).
 //!
-//!   BMCS=200 CAP=16 ROUNDS=3 LATENCY_MS=20 cargo test --release --test bmc_bench -- --ignored --nocapture
+//!   BMCS=200 CAP=16 ROUNDS=3 LATENCY_MS=20 cargo test --release --test bmc_bench -- --nocapture
 
 mod bmc_fake;
 

@@ -13,5 +13,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
-export BMCS=${1:-200} CAP=${2:-16} LATENCY_MS=${3:-20} ROUNDS=${4:-3}
+export BMCS=${1:-200} CAP=${2:-16} LATENCY_MS=${3:-20} ROUNDS=${4:-3}  # the test alone: 20, 8, 20, 1
 cargo test --release --quiet --locked --test bmc_bench -- --nocapture 2>&1 | grep -E '^(bmc bench|  )'

@@ -1,6 +1,7 @@
 //! The machine list's BMC power actions without a browser: an operator powers two machines on
 //! at once through their (fake, pinned) Redfish BMCs and sees the result; powering off needs the
-//! count typed; a machine without a BMC is reported as failed; a viewer is refused.
+//! count typed; a machine without a BMC is reported as failed; a viewer is refused. The machine
+//! page shows the power state read and its age (and, to operators, where the BMC is).
 
 mod bmc_fake;
 mod common;
@@ -92,4 +93,28 @@ async fn bulk_power_through_bmcs_from_the_machine_list() {
     .await;
     assert_eq!(status, 403);
     assert_eq!(fakes[0].power_state(), "On", "nothing changed");
+
+    // The machine page shows the power state read and its age; where the BMC is, to operators.
+    let page = format!("/ui/machines/{}", ids[0]);
+    let (_, html) = raw(&app, "GET", &page, &[c], "").await;
+    assert!(html.contains("Power (BMC)") && html.contains(">on <span class=\"ago\">(read "), "{html}");
+    assert!(html.contains(&format!("127.0.0.1:{} (redfish)", fakes[0].port)));
+    let (_, html) = raw(&app, "GET", &page, &[("cookie", vcookie.as_str())], "").await;
+    assert!(html.contains("Power (BMC)") && !html.contains("(redfish)"), "a viewer sees the state, not the BMC");
+    let (_, html) = raw(&app, "GET", &format!("/ui/machines/{}", ids[2]), &[c], "").await;
+    assert!(!html.contains("Power (BMC)"), "no BMC, no power line");
+    // One that cannot be reached (nothing on port 9): the failed read is shown.
+    let bmc =
+        json!({"address": "127.0.0.1:9", "protocol": "redfish", "username": "u", "password": "p", "insecure": true});
+    app.api.ok(Method::PUT, &format!("/machines/{}/bmc", ids[2]), Some(bmc)).await.unwrap();
+    let (_, html) = raw(&app, "GET", &format!("/ui/machines/{}", ids[2]), &[c], "").await;
+    assert!(html.contains("not read yet"), "{html}");
+    let (st, _) = app
+        .api
+        .call(Method::POST, &format!("/machines/{}/power", ids[2]), Some(json!({"action": "status"})))
+        .await
+        .unwrap();
+    assert_eq!(st, 502);
+    let (_, html) = raw(&app, "GET", &format!("/ui/machines/{}", ids[2]), &[c], "").await;
+    assert!(html.contains("the last read failed: cannot reach the BMC"), "{html}");
 }

@@ -125,6 +125,16 @@ impl Bmc {
     }
 }
 
+impl BmcView {
+    /// `redfish` or `ipmi`.
+    pub fn protocol_name(&self) -> &'static str {
+        match self.protocol {
+            Protocol::Redfish => "redfish",
+            Protocol::Ipmi => "ipmi",
+        }
+    }
+}
+
 /// A machine's BMC as the API shows it (never the password).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct BmcView {

@@ -12,6 +12,8 @@
 //! - [`assets`]: the boot files a config needs (iPXE, BootOS), the check `/healthz` reports, and
 //!   `rackboot assets install`.
 //! - [`auth`]: roles, API tokens, passwords, the role table and the login rate limiter.
+//! - [`bmc`]: machines' BMCs (Redfish, IPMI) and the power service (caps, retries, read-back,
+//!   the periodic power-state refresh).
 //! - [`cmdb`]: the redb-backed CMDB (machines, leases, events) with a group-commit writer.
 //! - [`planner`]: the one policy seam that decides what a machine boots.
 //! - [`render`]: pure template rendering of boot scripts (minijinja, strict).
@@ -41,6 +43,7 @@ pub mod api;
 pub mod app;
 pub mod assets;
 pub mod auth;
+pub mod bmc;
 pub mod client;
 pub mod cmdb;
 pub mod config;

@@ -39,6 +39,8 @@ pub struct Core {
     pub tls: crate::tls::ServerTls,
     /// Vendor plugins: the blob directory and the upload pipeline.
     pub plugins: Arc<crate::plugins::Store>,
+    /// Power through machines' BMCs.
+    pub power: Arc<crate::bmc::Power>,
 }
 
 impl Core {
@@ -71,7 +73,9 @@ impl Core {
             cmdb_storage_ok: cmdb.storage_ok().clone(),
             ..Metrics::default()
         };
-        Ok(Core { cfg: Arc::new(cfg), addrs: Arc::new(addrs), cmdb, metrics, hub, engine, sealer, tls, plugins })
+        let power = Arc::new(crate::bmc::Power::new(cfg.bmc.clone(), cmdb.clone(), sealer.clone(), tls.ca_pem.clone()));
+        engine.use_power(power.clone());
+        Ok(Core { cfg: Arc::new(cfg), addrs: Arc::new(addrs), cmdb, metrics, hub, engine, sealer, tls, plugins, power })
     }
 }
 

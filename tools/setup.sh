@@ -5,9 +5,13 @@ set -euo pipefail
 PKGS=(iproute2 curl isc-dhcp-client udhcpc dhcpcd5 dnsmasq-base atftp tftp-hpa
       qemu-system-x86 ipxe-qemu ipxe ovmf cpio bind9-dnsutils zstd jq bc dpkg-dev
       debian-installer-12-netboot-amd64 ndisc6 openssl sslscan chromium chromium-driver isc-dhcp-relay lldpd
-      python3-venv python3-yaml python3-jsonschema python3-requests python3-configobj python3-jsonpatch
+      ipmitool python3-venv python3-yaml python3-jsonschema python3-requests python3-configobj python3-jsonpatch
       minisign)
 [ "${1:-}" = "--bench" ] && PKGS+=(kea-dhcp4-server kea-admin atftpd nginx-light wrk dnsperf)
+# --libvirt: libvirt (daemons started by hand, no systemd) and what VirtualBMC's libvirt-python
+# builds with, for tests/bmc_vbmc.rs.
+[ "${1:-}" = "--libvirt" ] && PKGS+=(libvirt-daemon-system libvirt-daemon-driver-qemu libvirt-clients libvirt-dev
+                                     pkg-config python3-dev gcc)
 missing=()
 for p in "${PKGS[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then
@@ -37,6 +41,20 @@ if [ ! -x "$VALIDATORS/st/bin/schemathesis" ]; then
   mkdir -p "$VALIDATORS"
   /usr/bin/python3 -m venv "$VALIDATORS/st"
   "$VALIDATORS/st/bin/pip" install -q schemathesis==4.32.5
+fi
+# sushy-tools, the Redfish BMC emulator (tests/bmc_sushy.rs runs `sushy-emulator --fake`).
+if [ ! -x "$VALIDATORS/sushy/bin/sushy-emulator" ]; then
+  echo "setup: sushy-tools into $VALIDATORS/sushy"
+  mkdir -p "$VALIDATORS"
+  /usr/bin/python3 -m venv "$VALIDATORS/sushy"
+  "$VALIDATORS/sushy/bin/pip" install -q sushy-tools==2.2.0
+fi
+# VirtualBMC, the IPMI BMC emulator in front of libvirt domains (tests/bmc_vbmc.rs).
+if [ "${1:-}" = "--libvirt" ] && [ ! -x "$VALIDATORS/vbmc/bin/vbmc" ]; then
+  echo "setup: virtualbmc into $VALIDATORS/vbmc"
+  mkdir -p "$VALIDATORS"
+  /usr/bin/python3 -m venv "$VALIDATORS/vbmc"
+  "$VALIDATORS/vbmc/bin/pip" install -q virtualbmc==3.3.0 libvirt-python
 fi
 if [ ! -d "$VALIDATORS/cloud-init/usr/lib/python3/dist-packages/cloudinit" ]; then
   echo "setup: cloud-init (unpacked) into $VALIDATORS/cloud-init"

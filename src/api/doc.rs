@@ -39,6 +39,7 @@ use crate::cmdb::EventKind;
         (name = "tasks", description = "Provisioning tasks and their runs"),
         (name = "profiles", description = "Boot profiles"),
         (name = "racks", description = "Racks: where machines are placed by how they are cabled, named and addressed"),
+        (name = "power", description = "Machines' BMCs (Redfish, IPMI) and power actions through them"),
         (name = "auth", description = "Logging in, and who the caller is"),
         (name = "users", description = "Users and their roles (admin)"),
         (name = "tokens", description = "API tokens: one's own, or everyone's (admin)"),

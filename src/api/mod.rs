@@ -8,6 +8,7 @@ pub mod agent;
 mod audit;
 pub mod auth;
 mod backup;
+mod bmc;
 pub mod boot;
 mod doc;
 mod events;
@@ -51,6 +52,8 @@ pub struct ApiState {
     pub hub: Arc<crate::controller::Hub>,
     /// The provisioning engine (`/api/v1/tasks`); `None`: provisioning is off.
     pub engine: Option<Arc<crate::provision::engine::Engine>>,
+    /// Power through machines' BMCs (`/api/v1/machines/{id}/bmc`, `/power`); `None`: off.
+    pub power: Option<Arc<crate::bmc::Power>>,
     /// Permits for open event streams (at most [`MAX_STREAMS`]).
     pub streams: Arc<tokio::sync::Semaphore>,
     /// The plugin store (`/api/v1/plugins`, `/agent/v1/plugins`); `None` serves none.
@@ -70,6 +73,7 @@ fn protected_routes() -> OpenApiRouter<ApiState> {
         .merge(jobs::routes())
         .merge(tasks::routes())
         .merge(racks::routes())
+        .merge(bmc::routes())
         .merge(auth::routes())
         .merge(users::routes())
         .merge(audit::routes())

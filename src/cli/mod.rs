@@ -11,6 +11,7 @@ use serde_json::{json, Value};
 
 mod assets;
 mod backup;
+mod bmc;
 mod ca;
 mod jobs;
 mod machines;
@@ -20,6 +21,7 @@ mod tasks;
 mod users;
 
 use assets::{assets, AssetsCmd};
+use bmc::{bmc, power, BmcCmd, PowerArgs};
 use ca::{ca, CaCmd};
 use jobs::{jobs, JobsCmd};
 use machines::{machines, MachinesCmd};
@@ -103,6 +105,24 @@ Examples:
         api: ApiArgs,
         #[command(subcommand)]
         cmd: MachinesCmd,
+    },
+    /// A machine's BMC (Redfish or IPMI): set, show, remove.
+    Bmc {
+        #[command(flatten)]
+        api: ApiArgs,
+        #[command(subcommand)]
+        cmd: BmcCmd,
+    },
+    /// Power machines on, off (graceful, then forced), cycle them, read their state, or boot
+    /// them from the network once, through their BMCs; each result is read back.
+    #[command(
+        after_help = "Examples:\n  rackboot power on 52:54:00:12:34:56 52:54:00:12:34:57\n  rackboot power pxe-once --uefi node07\n  rackboot power status 7"
+    )]
+    Power {
+        #[command(flatten)]
+        api: ApiArgs,
+        #[command(flatten)]
+        args: PowerArgs,
     },
     /// Racks: bring one up (switch ports -> slots, names, addresses), see its elevation and flags.
     #[command(after_help = "\
@@ -292,6 +312,8 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Machines { api, cmd } => machines(api.client()?, cmd).await,
         Command::Racks { api, cmd } => racks(api.client()?, cmd).await,
         Command::Plugins { api, cmd } => plugins(api.client()?, cmd).await,
+        Command::Bmc { api, cmd } => bmc(api.client()?, cmd).await,
+        Command::Power { api, args } => power(api.client()?, args).await,
         Command::Jobs { api, cmd } => jobs(api.client()?, cmd).await,
         Command::Tasks { api, cmd } => tasks(api.client()?, cmd).await,
         Command::Users { api, cmd } => users(api.client()?, cmd).await,

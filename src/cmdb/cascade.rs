@@ -5,6 +5,7 @@
 //! | `machines`, `macs` | the machine and its MAC rows (its reservation and hostname with it, via the index) |
 //! | `events`, `event_log` | its timeline |
 //! | `agents` | its agent record (the credential dies with the machine) |
+//! | `bmcs` | its BMC (address, user, sealed password) |
 //! | `jobs`, `machine_jobs`, `active_jobs`, `job_output` | every job it ever had, and their output |
 //! | `runs`, `active_runs` | its unfinished run fails ("the machine was deleted") and leaves the active set; the run row stays, as its task's history |
 //! | `leases` | lease rows of its MACs that are over (released or expired); a lease still in force stays, because the client still holds the address and the DHCP server must not hand it out again |
@@ -56,6 +57,7 @@ pub(super) fn delete_machine_rows(ctx: &mut WriteCtx<'_>, id: u64) -> Result<(),
     ctx.delta.push(Delta::Remove(id));
     super::events::drop_events(ctx, id, u64::MAX)?;
     ctx.t.tx.open_table(AGENTS)?.remove(id)?;
+    ctx.t.tx.open_table(super::store::BMCS)?.remove(id)?;
     {
         let mut t = ctx.t.tx.open_table(JOBS)?;
         let mut output = ctx.t.tx.open_table(JOB_OUTPUT)?;

@@ -111,6 +111,10 @@ event_kinds! {
     ProvisionQueued = "provision.queued", fields: "task, run";
     /// A provisioning run moved to a step or progressed within it.
     ProvisionStep = "provision.step", fields: "run, step, job, progress";
+    /// The run powers the machine up into BootOS through its BMC (PXE once, then on or cycle).
+    ProvisionPowerOn = "provision.power_on", fields: "task, run, attempt, uefi";
+    /// A step was stuck past its timeout: the run power-cycled the machine through its BMC, once.
+    ProvisionStuckCycle = "provision.stuck_cycle", fields: "task, run, step, uefi";
     /// The run rebooted an installed machine into BootOS to reinstall it.
     ProvisionReinstallReboot = "provision.reinstall_reboot", fields: "run, job";
     /// The installer reported back: the machine boots its disk from now on.
@@ -140,6 +144,14 @@ event_kinds! {
     PluginResult = "plugin.result", fields: "plugin, version, vendor, signer, sha256, job, result (unchanged, applied, applied_reboot, not_applicable, failed), check_exit, apply_exit, error";
     /// A hardware profile's plugin fits nothing on this machine (its [match]); it was not run.
     PluginUnmatched = "plugin.unmatched", fields: "plugin, version, profile, vendor, product";
+    /// An operator set the machine's BMC (never its password).
+    BmcSet = "bmc.set", fields: "address, protocol, username, tls";
+    /// An operator removed the machine's BMC.
+    BmcRemoved = "bmc.removed", fields: "(none)";
+    /// A power action through the BMC succeeded and was verified by reading the state back.
+    PowerAction = "power.action", fields: "action, state, uefi, attempts, fallback, ms, by";
+    /// A power action through the BMC failed.
+    PowerFailed = "power.failed", fields: "action, error, kind, ms, by";
 }
 
 impl std::fmt::Display for EventKind {

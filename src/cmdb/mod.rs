@@ -7,6 +7,7 @@
 mod agents;
 mod audit;
 pub mod backup;
+mod bmcs;
 mod cascade;
 mod events;
 pub mod health;

@@ -39,6 +39,7 @@ pub fn sweep(db: &Database) -> Result<Vec<Quarantined>, CmdbError> {
     sweep_u64::<crate::jobs::Job>(&tx, JOBS, "jobs", &mut moved)?;
     sweep_u64::<crate::provision::Task>(&tx, TASKS, "tasks", &mut moved)?;
     sweep_u64::<crate::provision::Run>(&tx, RUNS, "runs", &mut moved)?;
+    sweep_u64::<crate::bmc::model::Bmc>(&tx, super::store::BMCS, "bmcs", &mut moved)?;
     {
         let mut leases = tx.open_table(LEASES)?;
         let bad: Vec<(u32, Vec<u8>, String)> = leases

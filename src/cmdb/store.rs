@@ -63,6 +63,8 @@ pub const PLUGIN_KEYS: TableDefinition<&str, &[u8]> = TableDefinition::new("plug
 pub const PLUGINS: TableDefinition<&str, &[u8]> = TableDefinition::new("plugins");
 /// Plugin name -> its active version (schema 9).
 pub const PLUGIN_ACTIVE: TableDefinition<&str, &str> = TableDefinition::new("plugin_active");
+/// Machine id -> JSON `bmc::Bmc`: its BMC, the password sealed (schema 10).
+pub const BMCS: TableDefinition<u64, &[u8]> = TableDefinition::new("bmcs");
 
 pub const KEY_SCHEMA: &str = "schema_version";
 pub const KEY_NEXT_MACHINE: &str = "next_machine_id";
@@ -291,6 +293,10 @@ fn migrate(tx: &WriteTransaction, from: u64) -> Result<(), CmdbError> {
                 tx.open_table(PLUGIN_KEYS)?;
                 tx.open_table(PLUGINS)?;
                 tx.open_table(PLUGIN_ACTIVE)?;
+            }
+            // 9 -> 10: machines' BMCs.
+            9 => {
+                tx.open_table(BMCS)?;
             }
             v => return Err(CmdbError::Storage(format!("no migration from schema {v}"))),
         }

@@ -10,6 +10,7 @@
 
 mod agent;
 mod auth;
+mod bmc;
 mod boot;
 mod dhcp;
 mod dns;
@@ -28,6 +29,7 @@ use serde::Deserialize;
 
 pub use agent::{AgentConfig, EnrollPolicy, WireAgent};
 pub use auth::{AuthConfig, WireAuth, MAX_SESSION_SECS};
+pub use bmc::{BmcConfig, WireBmc};
 pub use boot::{BootFiles, Profile, WireBoot, WireProfile};
 pub use dhcp::{DhcpConfig, DhcpMode, Subnet, WireDhcp, WireSubnet};
 pub use dns::{DnsConfig, WireDns};
@@ -56,6 +58,7 @@ pub struct WireConfig {
     pub provision: WireProvision,
     pub auth: WireAuth,
     pub plugins: WirePlugins,
+    pub bmc: WireBmc,
 }
 
 /// Validated runtime configuration.
@@ -90,6 +93,8 @@ pub struct Config {
     pub auth: AuthConfig,
     /// Caps on vendor plugin bundles (`[plugins]`).
     pub plugins: crate::plugins::store::StoreLimits,
+    /// Power by remote control through machines' BMCs.
+    pub bmc: BmcConfig,
     pub boot: BootFiles,
     /// Directory whose `ipxe/*.ipxe` and `provision/identity.sh` override the embedded templates.
     pub templates: Option<PathBuf>,
@@ -104,7 +109,7 @@ impl TryFrom<WireConfig> for Config {
     type Error = anyhow::Error;
 
     fn try_from(w: WireConfig) -> anyhow::Result<Self> {
-        let WireConfig { server, http, https, dhcp, tftp, boot, dns, agent, provision, auth, plugins } = w;
+        let WireConfig { server, http, https, dhcp, tftp, boot, dns, agent, provision, auth, plugins, bmc } = w;
         let plugins = crate::plugins::store::StoreLimits::try_from(plugins)?;
         let WireServer {
             data_dir,
@@ -136,6 +141,7 @@ impl TryFrom<WireConfig> for Config {
         let dns = DnsConfig::try_from(dns)?;
         let agent = AgentConfig::try_from(agent)?;
         let auth = AuthConfig::try_from(auth)?;
+        let bmc = BmcConfig::try_from(bmc)?;
         let (boot, templates) = BootFiles::from_wire(boot)?;
         let log_json = server::log_json(&log_format)?;
         let dhcp = DhcpConfig::from_wire(dhcp, dns.enabled.then_some(dns.domain.as_str()))?;
@@ -167,6 +173,7 @@ impl TryFrom<WireConfig> for Config {
             provision,
             auth,
             plugins,
+            bmc,
             boot,
             templates,
         })

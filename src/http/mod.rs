@@ -47,7 +47,7 @@ pub async fn serve_https(listener: TcpListener, core: Core, shutdown: Cancellati
 }
 
 fn state(core: &Core) -> anyhow::Result<ApiState> {
-    let Core { cfg, addrs, cmdb, metrics, hub, engine, tls, sealer: _, plugins } = core.clone();
+    let Core { cfg, addrs, cmdb, metrics, hub, engine, tls, sealer: _, plugins, power } = core.clone();
     let boot = BootState {
         renderer: Renderer::new(cfg.templates.as_deref()).context("loading templates")?,
         profiles: cfg.boot.profiles.clone(),
@@ -69,6 +69,7 @@ fn state(core: &Core) -> anyhow::Result<ApiState> {
         boot: Some(Arc::new(boot)),
         hub,
         engine: Some(engine),
+        power: Some(power),
         streams: Arc::new(tokio::sync::Semaphore::new(api::MAX_STREAMS)),
         plugins: Some(plugins),
     })

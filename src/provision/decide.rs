@@ -7,15 +7,19 @@
 //! | any | the machine is gone | failed | save |
 //! | wait_agent | reinstall, installed agent, no reboot asked yet | wait_agent (reboot asked) | start a reboot job |
 //! | wait_agent | live BootOS agent (enrolled after the reboot, if one was asked), inventory, a free slot | check | take a slot, save |
+//! | wait_agent | no live BootOS agent, a BMC, never powered or past the step timeout since, under 2 power-ons | wait_agent | power on through the BMC (PXE once, then on or cycle), save |
+//! | wait_agent | no live BootOS agent, a BMC, 2 power-ons, past the step timeout | failed (no retries) | save |
 //! | wait_agent | otherwise | - | - |
 //! | check | the hardware profile fits (or there is none) | configure[0] / install | save |
 //! | check | it does not fit | failed | save |
 //! | job step | no job, the action cannot be built / an installer but a pinned boot profile | retry or failed (no retries) | save |
 //! | job step | no job | same step | start the step's job (install with an installer: the machine's installer boot) |
+//! | job step | job queued or running past the step timeout, a BMC, not yet cycled in this step | same step, its clock restarted | power-cycle through the BMC (PXE once + cycle), save |
 //! | job step | job queued or running past the step timeout | retry or failed | cancel the job, save |
 //! | install (image) | job running, 5%+ more of the image written | same step, progress | save |
 //! | job step | job queued or running | - | - |
 //! | install (installer) | job succeeded (the machine rebooted into it), within the timeout | - (the report-back moves it) | - |
+//! | install (installer) | job succeeded, past the timeout, a BMC, not yet cycled in this step | same step, its clock restarted | power-cycle through the BMC, save |
 //! | install (installer) | job succeeded, past the timeout | failed (no retries: it sits in the installer) | save |
 //! | job step | job succeeded | next step (reboot: installed after the job ended) | save |
 //! | job step | job failed, timed out, cancelled, error | retry or failed | save |
@@ -56,7 +60,12 @@ pub struct Observed {
     pub profile_fits: bool,
     /// The agent action for a job step that has no job yet (`Err`: why it cannot be built).
     pub action: Option<Result<Action, String>>,
+    /// The machine has a BMC, and whether it boots UEFI (else legacy BIOS).
+    pub bmc_uefi: Option<bool>,
 }
+
+/// Power-ons through a BMC before a run that still has no BootOS agent fails.
+pub const POWER_ATTEMPTS: u32 = 2;
 
 /// Something the engine does for a decision, in order.
 #[derive(Debug, Clone, PartialEq)]
@@ -71,6 +80,8 @@ pub enum Effect {
     StartJob { job: NewJob, event: (EventKind, serde_json::Value), update: MachineUpdate, installer: Option<Installer> },
     /// Store the run with `update` to its machine and the event.
     Save { update: MachineUpdate, event: (EventKind, serde_json::Value) },
+    /// Through the machine's BMC, in the background: PXE once, then power on (cycle if on).
+    PowerOn { uefi: bool },
 }
 
 /// The installer boot an install step sets up: PXE boots `profile` until it reports back.
@@ -126,7 +137,13 @@ pub fn decide(run: &Run, task: &Task, o: &Observed) -> Decision {
                     && live(a)
                     && (!run.reboot_requested || a.enrolled_at >= run.step_started_ms / 1000)
             });
-            if !bootos_agent || machine.inventory.is_none() || o.slots_in_use >= spec.concurrency.max(1) {
+            if !bootos_agent {
+                return match o.bmc_uefi {
+                    Some(uefi) => power_up(next, task, uefi, now),
+                    None => wait(run),
+                };
+            }
+            if machine.inventory.is_none() || o.slots_in_use >= spec.concurrency.max(1) {
                 return wait(run);
             }
             next.advance(n_conf, n_post, now);
@@ -169,6 +186,37 @@ pub fn decide(run: &Run, task: &Task, o: &Observed) -> Decision {
             (Some(_), _) => wait(run),
         },
     }
+}
+
+/// Powers a machine with a BMC up into BootOS: at once, once more after a step timeout without
+/// its agent, then the run fails.
+fn power_up(mut next: Run, task: &Task, uefi: bool, now: u64) -> Decision {
+    let timeout_ms = task.spec.step_timeout_secs.saturating_mul(1000);
+    if next.power_requested_ms.is_some_and(|at| now.saturating_sub(at) <= timeout_ms) {
+        return Decision { run: next, effects: vec![] };
+    }
+    if next.power_requests >= POWER_ATTEMPTS {
+        let why = format!("no BootOS agent after powering the machine on {POWER_ATTEMPTS} times through its BMC");
+        next.step_failed(why, 0, now);
+        return saved(next, task, vec![]);
+    }
+    next.power_requests += 1;
+    next.power_requested_ms = Some(now);
+    let detail = json!({"task": task.id, "run": next.id, "attempt": next.power_requests, "uefi": uefi});
+    let save = Effect::Save { update: MachineUpdate::default(), event: (EventKind::ProvisionPowerOn, detail) };
+    Decision { run: next, effects: vec![Effect::PowerOn { uefi }, save] }
+}
+
+/// A step stuck past its timeout on a machine with a BMC: power-cycle it once (PXE once, so
+/// rackboot's boot script decides what it boots) and give the step another timeout; the job
+/// stays (a hung agent's job is delivered again once it is back).
+fn stuck_cycle(mut next: Run, task: &Task, o: &Observed) -> Decision {
+    let uefi = o.bmc_uefi.unwrap_or(true);
+    next.stuck_cycled = true;
+    next.step_started_ms = o.now_ms;
+    let detail = json!({"task": task.id, "run": next.id, "step": step_name(next.step), "uefi": uefi});
+    let save = Effect::Save { update: MachineUpdate::default(), event: (EventKind::ProvisionStuckCycle, detail) };
+    Decision { run: next, effects: vec![Effect::PowerOn { uefi }, save] }
 }
 
 /// A job step without a job: start it (or fail it when it cannot start).
@@ -216,6 +264,9 @@ fn follow_job(mut next: Run, task: &Task, job: &Job, o: &Observed, timed_out: bo
     let unchanged = |next: Run| Decision { run: next, effects: vec![] };
     let mut effects = vec![];
     match job.state {
+        JobState::Queued | JobState::Running if timed_out && o.bmc_uefi.is_some() && !next.stuck_cycled => {
+            return stuck_cycle(next, task, o);
+        }
         JobState::Queued | JobState::Running if timed_out => {
             effects.push(Effect::CancelJob(job.id));
             next.step_failed(format!("no result within {} s", spec.step_timeout_secs), spec.retries, now);
@@ -237,6 +288,9 @@ fn follow_job(mut next: Run, task: &Task, job: &Job, o: &Observed, timed_out: bo
         JobState::Succeeded if step == Step::Install && spec.installer.is_some() => {
             if !timed_out {
                 return unchanged(next);
+            }
+            if o.bmc_uefi.is_some() && !next.stuck_cycled {
+                return stuck_cycle(next, task, o);
             }
             let why = format!("the installer did not report back within {} s", spec.step_timeout_secs);
             next.step_failed(why, 0, now);
@@ -286,5 +340,7 @@ fn saved(run: Run, task: &Task, mut effects: Vec<Effect>) -> Decision {
     Decision { run, effects }
 }
 
+#[cfg(test)]
+mod power_tests;
 #[cfg(test)]
 mod tests;

@@ -35,6 +35,8 @@ pub struct Engine {
     pub ca_pem: String,
     wake: Notify,
     passes: std::sync::atomic::AtomicU64,
+    /// Powers machines with a BMC up (set once, at start).
+    power: std::sync::OnceLock<Arc<crate::bmc::Power>>,
 }
 
 impl Engine {
@@ -47,7 +49,13 @@ impl Engine {
         (agent_url, ca_pem): (String, String),
     ) -> Engine {
         let passes = Default::default();
-        Engine { hub, cfg, renderer, http_base, domain, agent_url, ca_pem, wake: Notify::new(), passes }
+        let power = std::sync::OnceLock::new();
+        Engine { hub, cfg, renderer, http_base, domain, agent_url, ca_pem, wake: Notify::new(), passes, power }
+    }
+
+    /// Lets runs power machines that have a BMC up through it.
+    pub fn use_power(&self, power: Arc<crate::bmc::Power>) {
+        let _ = self.power.set(power);
     }
 
     /// Runs a step pass now rather than at the next second.
@@ -186,9 +194,26 @@ impl Engine {
                     self.hub.wake(mid);
                 }
                 Effect::Save { update, event } => self.hub.cmdb.save_run(run.clone(), update, Some(event)).await?,
+                Effect::PowerOn { uefi } => self.power_on(mid, uefi),
             }
         }
         Ok(run.state)
+    }
+
+    /// PXE once, then on (or a cycle if it is on), in the background; the power service
+    /// records both on the machine's timeline, and the run sees the agent that boots.
+    fn power_on(&self, mid: u64, uefi: bool) {
+        use crate::bmc::power::Caller;
+        use crate::bmc::PowerAction;
+        let Some(power) = self.power.get().cloned() else { return };
+        tokio::spawn(async move {
+            for action in [PowerAction::PxeOnce, PowerAction::Cycle] {
+                if let Err(error) = power.act(mid, action, uefi, Caller::Provision).await {
+                    warn!(machine = mid, %error, "provisioning could not power the machine up");
+                    return;
+                }
+            }
+        });
     }
 
     /// Reads what a decision about a bound run looks at.
@@ -210,6 +235,10 @@ impl Engine {
         };
         let machine = o.machine.as_ref().expect("read above");
         o.agent = cmdb.agent(mid).await?;
+        if self.power.get().is_some() && cmdb.bmc(mid).await?.is_some() {
+            // The last architecture DHCP saw; a machine never seen is taken to be UEFI.
+            o.bmc_uefi = Some(!machine.last_arch.as_deref().is_some_and(|a| a.starts_with("bios")));
+        }
         o.profile_fits = profile
             .is_none_or(|p| profile_fits(&p.vendors, &p.models, machine.vendor.as_deref(), machine.model.as_deref()));
         if run.step.is_job() {

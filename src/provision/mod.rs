@@ -233,6 +233,16 @@ pub struct Run {
     /// ended, so a check-in that happened while the appliance was down still counts.
     #[serde(default)]
     pub installed_after_ms: Option<u64>,
+    /// Power-ons through the machine's BMC asked for while waiting for its agent, and when the
+    /// last one was (Unix ms).
+    #[serde(default)]
+    pub power_requests: u32,
+    #[serde(default)]
+    pub power_requested_ms: Option<u64>,
+    /// The current step, stuck past its timeout, had its machine power-cycled through its BMC
+    /// (once per step).
+    #[serde(default)]
+    pub stuck_cycled: bool,
     /// Bumped by every write; a write based on an older read is refused (the engine and an
     /// operator's cancel never overwrite each other).
     #[serde(default)]
@@ -260,6 +270,9 @@ impl Run {
             error: None,
             reboot_requested: false,
             installed_after_ms: None,
+            power_requests: 0,
+            power_requested_ms: None,
+            stuck_cycled: false,
             rev: 0,
         }
     }
@@ -276,6 +289,7 @@ impl Run {
         self.job = None;
         self.failures = 0;
         self.step_started_ms = now_ms;
+        self.stuck_cycled = false;
         if self.step == Step::Done {
             self.state = RunState::Installed;
             self.finished_at_ms = Some(now_ms);

@@ -29,6 +29,9 @@ enum Action {
     Script(String),
     Tag(String),
     Delete,
+    /// A power action through each machine's BMC (`on`, `off`, `cycle`, `pxe-once`), all at
+    /// once: the power service caps what is in flight.
+    Power(&'static str),
     /// One provisioning task over the selection (by each machine's first MAC): an image file
     /// name or an installer boot profile, and whether installed machines are taken too.
     Provision {
@@ -54,6 +57,10 @@ impl Action {
                 _ => Err("a tag of 1 to 64 characters is needed".into()),
             },
             "delete" => Ok(Action::Delete),
+            "bmc_on" => Ok(Action::Power("on")),
+            "bmc_off" => Ok(Action::Power("off")),
+            "bmc_cycle" => Ok(Action::Power("cycle")),
+            "bmc_pxe" => Ok(Action::Power("pxe-once")),
             "provision" => {
                 let field = |name| f.get(name).map(str::trim).filter(|v| !v.is_empty()).map(str::to_string);
                 let (image, installer) = (field("image"), field("installer"));
@@ -74,7 +81,11 @@ impl Action {
     fn destructive(&self) -> bool {
         matches!(
             self,
-            Action::Delete | Action::Script(_) | Action::Provision { .. } | Action::Job("reboot" | "power_off")
+            Action::Delete
+                | Action::Script(_)
+                | Action::Provision { .. }
+                | Action::Job("reboot" | "power_off")
+                | Action::Power("off" | "cycle")
         )
     }
 
@@ -84,6 +95,8 @@ impl Action {
             Action::Script(_) => "queued a script job on".into(),
             Action::Tag(t) => format!("tagged {t:?}:"),
             Action::Delete => "deleted".into(),
+            Action::Power("pxe-once") => "set a one-time network boot through the BMC of".into(),
+            Action::Power(a) => format!("powered {a} through the BMC (verified)"),
             Action::Provision { .. } => "queued provisioning of".into(),
         }
     }
@@ -133,8 +146,20 @@ pub async fn run(State(s): State<UiState>, session: Session, headers: HeaderMap,
         return provision(&s, &session, spec, &ids, &f).await;
     }
     let (mut ok, mut failed, mut first_error) = (0usize, 0usize, None);
-    for id in &ids {
-        let answer = apply(&s, &session, &action, *id).await;
+    let answers: Vec<Answer> = match action {
+        // Each waits for its BMC; all at once (the power service caps what is in flight).
+        Action::Power(_) => {
+            futures_util::future::join_all(ids.iter().map(|id| apply(&s, &session, &action, *id))).await
+        }
+        _ => {
+            let mut answers = Vec::new();
+            for id in &ids {
+                answers.push(apply(&s, &session, &action, *id).await);
+            }
+            answers
+        }
+    };
+    for (id, answer) in ids.iter().zip(answers) {
         if answer.status == StatusCode::FORBIDDEN || answer.status == StatusCode::UNAUTHORIZED {
             // The API refused this user; it refuses the rest the same way (and audited it).
             return message(&s.views, answer.status, "Not allowed", &answer.message(), &session);
@@ -210,11 +235,20 @@ async fn apply(s: &UiState, session: &Session, action: &Action, id: u64) -> Answ
                 .await
         }
         Action::Delete => forward::as_session(s, session, Method::DELETE, &format!("/machines/{id}"), None).await,
+        Action::Power(a) => {
+            let body = json!({"action": a, "uefi": machine_uefi(s, id).await});
+            forward::as_session(s, session, Method::POST, &format!("/machines/{id}/power"), Some(body)).await
+        }
         // One task for the whole selection: `provision`, never per machine.
         Action::Provision { .. } => {
             Answer { status: StatusCode::INTERNAL_SERVER_ERROR, body: json!({"detail": "provisioning is one task"}) }
         }
     }
+}
+
+/// Whether a one-time network boot should be UEFI: unless DHCP last saw the machine boot BIOS.
+async fn machine_uefi(s: &UiState, id: u64) -> bool {
+    s.api.cmdb.machine(id).await.map_or(true, |m| !m.last_arch.as_deref().is_some_and(|a| a.starts_with("bios")))
 }
 
 #[cfg(test)]
@@ -255,5 +289,10 @@ mod tests {
         assert!(Action::parse(&form("action=provision").await).is_err(), "neither image nor installer");
         assert!(Action::parse(&form("action=provision&image=a&installer=b").await).is_err(), "both");
         assert!(Action::parse(&form("action=format_disks").await).is_err());
+        let on = Action::parse(&form("action=bmc_on").await).unwrap();
+        assert!(on == Action::Power("on") && confirmed(&on, None, 5), "powering on needs no confirmation");
+        let off = Action::parse(&form("action=bmc_off").await).unwrap();
+        assert!(!confirmed(&off, None, 2) && confirmed(&off, Some("2"), 2));
+        assert!(!confirmed(&Action::Power("cycle"), Some("delete"), 2));
     }
 }

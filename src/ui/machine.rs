@@ -142,11 +142,16 @@ async fn show(
     let runs = cmdb.active_runs().await.unwrap_or_default();
     let run = runs.into_iter().find(|r| r.machine_id == Some(m.id)).map(RunView::from);
     let state = super::view::state_name(&m.state);
+    // The power state is everyone's to see; where the BMC is, an operator's (as in the API).
+    let bmc = cmdb.bmc(m.id).await.unwrap_or_default();
+    let power = bmc.as_ref().map(|b| b.power.clone());
+    let bmc_at = bmc.filter(|_| session.operator()).map(|b| format!("{} ({})", b.address, b.view(0).protocol_name()));
     let ctx = minijinja::context! {
         user, role => session.caller.role.as_str(), csrf => &session.csrf, operator => session.operator(),
         m => V::from(minijinja::value::Serde(&m)), state, notice, timeline => V::from(minijinja::value::Serde(&timeline)), jobs => V::from(minijinja::value::Serde(&job_rows)),
         run => V::from(minijinja::value::Serde(&run)), head,
         seen_ms => m.last_seen_at.map(|t| t * 1000), created_ms => m.created_at * 1000,
+        has_bmc => power.is_some(), power => V::from(minijinja::value::Serde(power.flatten())), bmc_at,
     };
     s.views.page("machine.html", ctx)
 }

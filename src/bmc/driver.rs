@@ -1,0 +1,140 @@
+//! One connected BMC, whichever protocol: the few operations the power service needs, mapped
+//! to Redfish reset types or ipmitool chassis commands.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::ipmi::{self, Command};
+use super::model::{split_address, Bmc, PowerState, Protocol};
+use super::redfish::{BootOverride, Redfish, Reset};
+use super::BmcError;
+
+/// A power operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    On,
+    ForceOff,
+    SoftOff,
+    /// Restart without going through off + on: Redfish ForceRestart (or PowerCycle),
+    /// IPMI `power cycle`.
+    Restart,
+}
+
+/// What a driver needs besides the record.
+pub struct Settings {
+    pub timeout: Duration,
+    pub ca_pem: String,
+    pub ipmitool: PathBuf,
+    pub cipher_suite: u8,
+}
+
+/// A connected BMC.
+pub enum Driver {
+    Redfish(Redfish),
+    Ipmi { bin: PathBuf, target: ipmi::Target, password: String, timeout: Duration },
+}
+
+impl Driver {
+    /// Connects (Redfish: logs in and finds the system; IPMI: nothing until the first command).
+    pub async fn open(b: &Bmc, password: &str, s: &Settings) -> Result<Driver, BmcError> {
+        let default_port = if b.protocol == Protocol::Redfish { 443 } else { 623 };
+        let (host, port) = split_address(&b.address, default_port)
+            .ok_or_else(|| BmcError::Other(format!("bad BMC address {:?}", b.address)))?;
+        Ok(match b.protocol {
+            Protocol::Redfish => Driver::Redfish(
+                Redfish::connect(super::redfish::Target {
+                    host,
+                    port,
+                    username: &b.username,
+                    password,
+                    tls: &b.tls,
+                    ca_pem: &s.ca_pem,
+                    system_id: b.system_id.as_deref(),
+                    timeout: s.timeout,
+                })
+                .await?,
+            ),
+            Protocol::Ipmi => Driver::Ipmi {
+                bin: s.ipmitool.clone(),
+                target: ipmi::Target { host, port, username: b.username.clone(), cipher_suite: s.cipher_suite },
+                password: password.to_string(),
+                timeout: s.timeout,
+            },
+        })
+    }
+
+    async fn ipmi(&self, cmd: Command) -> Result<String, BmcError> {
+        match self {
+            Driver::Ipmi { bin, target, password, timeout } => ipmi::run(bin, target, password, cmd, *timeout).await,
+            Driver::Redfish(_) => unreachable!("ipmi command on a redfish driver"),
+        }
+    }
+
+    /// The power state.
+    pub async fn power_state(&self) -> Result<PowerState, BmcError> {
+        match self {
+            Driver::Redfish(r) => r.power_state().await,
+            Driver::Ipmi { .. } => {
+                let out = self.ipmi(Command::PowerStatus).await?;
+                ipmi::parse_power(&out).ok_or_else(|| BmcError::Protocol(format!("ipmitool said {out:?}")))
+            }
+        }
+    }
+
+    /// Whether the BMC offers `op` (Redfish: among `ResetType@Redfish.AllowableValues`).
+    pub fn offers(&self, op: Op) -> bool {
+        match (self, op) {
+            (Driver::Redfish(r), Op::Restart) => r.supports(Reset::ForceRestart) || r.supports(Reset::PowerCycle),
+            (Driver::Redfish(r), Op::SoftOff) => r.supports(Reset::GracefulShutdown),
+            _ => true,
+        }
+    }
+
+    /// Carries out `op` (without waiting for its effect).
+    pub async fn run(&self, op: Op) -> Result<(), BmcError> {
+        match self {
+            Driver::Redfish(r) => {
+                let reset = match op {
+                    Op::On => Reset::On,
+                    Op::ForceOff => Reset::ForceOff,
+                    Op::SoftOff => Reset::GracefulShutdown,
+                    Op::Restart if r.supports(Reset::ForceRestart) => Reset::ForceRestart,
+                    Op::Restart => Reset::PowerCycle,
+                };
+                r.reset(reset).await
+            }
+            Driver::Ipmi { .. } => {
+                let cmd = match op {
+                    Op::On => Command::PowerOn,
+                    Op::ForceOff => Command::PowerOff,
+                    Op::SoftOff => Command::PowerSoft,
+                    Op::Restart => Command::PowerCycle,
+                };
+                self.ipmi(cmd).await.map(drop)
+            }
+        }
+    }
+
+    /// Network boot at the next start only.
+    pub async fn pxe_once(&self, uefi: bool) -> Result<(), BmcError> {
+        match self {
+            Driver::Redfish(r) => r.set_pxe_once(uefi).await,
+            Driver::Ipmi { .. } => self.ipmi(Command::BootdevPxe { uefi }).await.map(drop),
+        }
+    }
+
+    /// The boot override read back (Redfish; IPMI: `None`, ipmitool's exit status is all).
+    pub async fn boot_override(&self) -> Result<Option<BootOverride>, BmcError> {
+        match self {
+            Driver::Redfish(r) => r.boot_override().await.map(Some),
+            Driver::Ipmi { .. } => Ok(None),
+        }
+    }
+
+    /// Ends a Redfish session.
+    pub async fn close(self) {
+        if let Driver::Redfish(r) = self {
+            r.logout().await;
+        }
+    }
+}

@@ -1,0 +1,216 @@
+//! Small Redfish BMCs for the fault tests, over HTTPS (hyper + tokio-rustls): a well-behaved
+//! one with sessions, and faulty ones (wrong credentials, silence, 500s, a redirect loop, a
+//! restart that is advertised but fails). Each counts its requests and the sessions it had open
+//! at once; a gauge shared by several counts sessions open over all of them.
+#![allow(dead_code)]
+
+use std::convert::Infallible;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use http_body_util::{BodyExt, Full};
+use hyper::body::{Bytes, Incoming};
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use serde_json::{json, Value};
+
+pub const USER: &str = "admin";
+pub const PASSWORD: &str = "fake-Secret-7";
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Mode {
+    Good,
+    /// 401 to everything.
+    WrongCredentials,
+    /// Accepts connections and never answers.
+    Silent,
+    /// 500 to everything.
+    Errors,
+    /// The Systems collection redirects to itself, forever.
+    RedirectLoop,
+    /// Advertises ForceRestart but answers it with 500; On and ForceOff work.
+    RestartFails,
+}
+
+/// Sessions open at once, now and at most.
+#[derive(Default)]
+pub struct Gauge {
+    now: AtomicUsize,
+    pub max: AtomicUsize,
+}
+
+impl Gauge {
+    fn up(&self) {
+        let n = self.now.fetch_add(1, Ordering::SeqCst) + 1;
+        self.max.fetch_max(n, Ordering::SeqCst);
+    }
+    fn down(&self) {
+        self.now.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+pub struct Fake {
+    pub mode: Mode,
+    pub requests: AtomicUsize,
+    pub sessions: Gauge,
+    global: Arc<Gauge>,
+    power: Mutex<&'static str>,
+    boot: Mutex<Value>,
+    pub resets: Mutex<Vec<String>>,
+    /// Added to every answer (so overlapping commands would overlap on the server).
+    delay: Duration,
+    pub port: u16,
+    pub fingerprint: String,
+}
+
+pub struct Cert {
+    pub chain: Vec<rustls::pki_types::CertificateDer<'static>>,
+    pub key: rustls::pki_types::PrivateKeyDer<'static>,
+    pub fingerprint: String,
+}
+
+pub fn cert() -> Cert {
+    let ck = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string()]).unwrap();
+    let der = ck.cert.der().clone();
+    Cert {
+        fingerprint: rackboot::tls::fingerprint(&der),
+        chain: vec![der],
+        key: rustls::pki_types::PrivateKeyDer::try_from(ck.signing_key.serialize_der()).unwrap(),
+    }
+}
+
+/// Starts a fake BMC on a free loopback port; it runs until the runtime ends.
+pub async fn start(mode: Mode, global: Arc<Gauge>, delay: Duration, cert: &Cert) -> Arc<Fake> {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let config = rackboot::tls::server_config(cert.chain.clone(), cert.key.clone_key()).unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let fake = Arc::new(Fake {
+        mode,
+        requests: AtomicUsize::new(0),
+        sessions: Gauge::default(),
+        global,
+        power: Mutex::new("Off"),
+        boot: Mutex::new(json!({"BootSourceOverrideTarget": "None", "BootSourceOverrideEnabled": "Disabled"})),
+        resets: Mutex::default(),
+        delay,
+        port,
+        fingerprint: cert.fingerprint.clone(),
+    });
+    let f = fake.clone();
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        loop {
+            let Ok((tcp, _)) = listener.accept().await else { return };
+            if f.mode == Mode::Silent {
+                f.requests.fetch_add(1, Ordering::SeqCst);
+                held.push(tcp);
+                continue;
+            }
+            let (acceptor, f) = (acceptor.clone(), f.clone());
+            tokio::spawn(async move {
+                let Ok(tls) = acceptor.accept(tcp).await else { return };
+                let svc = hyper::service::service_fn(move |req| {
+                    let f = f.clone();
+                    async move { Ok::<_, Infallible>(f.answer(req).await) }
+                });
+                let _ = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(tls), svc).await;
+            });
+        }
+    });
+    fake
+}
+
+fn reply(status: StatusCode, body: Value) -> Response<Full<Bytes>> {
+    let mut r = Response::new(Full::new(Bytes::from(if body.is_null() { String::new() } else { body.to_string() })));
+    *r.status_mut() = status;
+    r.headers_mut().insert("content-type", "application/json".parse().unwrap());
+    r
+}
+
+impl Fake {
+    pub fn requests(&self) -> usize {
+        self.requests.load(Ordering::SeqCst)
+    }
+
+    pub fn power_state(&self) -> &'static str {
+        *self.power.lock().unwrap()
+    }
+
+    async fn answer(&self, req: Request<Incoming>) -> Response<Full<Bytes>> {
+        self.requests.fetch_add(1, Ordering::SeqCst);
+        tokio::time::sleep(self.delay).await;
+        let (method, path) = (req.method().clone(), req.uri().path().to_string());
+        let token_ok = req.headers().get("x-auth-token").is_some_and(|t| t == "tok");
+        let body: Value =
+            serde_json::from_slice(&req.into_body().collect().await.unwrap().to_bytes()).unwrap_or_default();
+        match self.mode {
+            Mode::WrongCredentials => {
+                return reply(StatusCode::UNAUTHORIZED, json!({"error": {"message": "bad login"}}))
+            }
+            Mode::Errors => return reply(StatusCode::INTERNAL_SERVER_ERROR, json!({"error": {"message": "busy"}})),
+            _ => {}
+        }
+        if method == "POST" && path == "/redfish/v1/SessionService/Sessions" {
+            if body["UserName"] != USER || body["Password"] != PASSWORD {
+                return reply(StatusCode::UNAUTHORIZED, Value::Null);
+            }
+            self.sessions.up();
+            self.global.up();
+            let mut r = reply(StatusCode::CREATED, json!({"Id": "1"}));
+            r.headers_mut().insert("x-auth-token", "tok".parse().unwrap());
+            r.headers_mut().insert("location", "/redfish/v1/SessionService/Sessions/1".parse().unwrap());
+            return r;
+        }
+        if !token_ok {
+            return reply(StatusCode::UNAUTHORIZED, Value::Null);
+        }
+        match (method.as_str(), path.as_str()) {
+            ("DELETE", "/redfish/v1/SessionService/Sessions/1") => {
+                self.sessions.down();
+                self.global.down();
+                reply(StatusCode::NO_CONTENT, Value::Null)
+            }
+            ("GET", "/redfish/v1/Systems") if self.mode == Mode::RedirectLoop => {
+                let mut r = reply(StatusCode::TEMPORARY_REDIRECT, Value::Null);
+                let loc = format!("https://127.0.0.1:{}/redfish/v1/Systems", self.port);
+                r.headers_mut().insert("location", loc.parse().unwrap());
+                r
+            }
+            ("GET", "/redfish/v1/Systems") => {
+                reply(StatusCode::OK, json!({"Members": [{"@odata.id": "/redfish/v1/Systems/1"}]}))
+            }
+            ("GET", "/redfish/v1/Systems/1") => reply(
+                StatusCode::OK,
+                json!({"@odata.id": "/redfish/v1/Systems/1", "PowerState": self.power_state(),
+                    "Boot": *self.boot.lock().unwrap(),
+                    "Actions": {"#ComputerSystem.Reset": {"target": "/redfish/v1/Systems/1/Actions/ComputerSystem.Reset",
+                        "ResetType@Redfish.AllowableValues": ["On", "ForceOff", "GracefulShutdown", "ForceRestart"]}}}),
+            ),
+            ("PATCH", "/redfish/v1/Systems/1") => {
+                *self.boot.lock().unwrap() = body["Boot"].clone();
+                reply(StatusCode::NO_CONTENT, Value::Null)
+            }
+            ("POST", "/redfish/v1/Systems/1/Actions/ComputerSystem.Reset") => {
+                let kind = body["ResetType"].as_str().unwrap_or_default().to_string();
+                self.resets.lock().unwrap().push(kind.clone());
+                let mut p = self.power.lock().unwrap();
+                match kind.as_str() {
+                    "On" => *p = "On",
+                    "ForceOff" | "GracefulShutdown" => *p = "Off",
+                    "ForceRestart" if self.mode == Mode::RestartFails => {
+                        return reply(
+                            StatusCode::INTERNAL_SERVER_ERROR,
+                            json!({"error": {"message": "restart broken"}}),
+                        )
+                    }
+                    "ForceRestart" => *p = "On",
+                    _ => return reply(StatusCode::BAD_REQUEST, Value::Null),
+                }
+                reply(StatusCode::NO_CONTENT, Value::Null)
+            }
+            _ => reply(StatusCode::NOT_FOUND, Value::Null),
+        }
+    }
+}

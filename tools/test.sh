@@ -6,8 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/usr/local/sbin:/usr/sbin:/sbin:$PATH"
 [ "$(id -u)" = 0 ] || { echo "test.sh: run as root (the end-to-end tests create network namespaces)"; exit 1; }
-echo "== setup (tools/setup.sh: Debian packages, validators, cargo-deb; skipped when present)"
-source tools/setup.sh
+echo "== setup (tools/setup.sh --libvirt: Debian packages, libvirt and the BMC emulators, validators, cargo-deb; skipped when present)"
+source tools/setup.sh --libvirt
 echo "== cargo fmt --check"; cargo fmt --all -- --check
 echo "== cargo clippy"; cargo clippy --workspace --all-targets --locked -- -D warnings
 echo "== cargo test (unit, integration, end-to-end; cargo prints each test as it finishes, VM tests take minutes)"

@@ -46,14 +46,7 @@ async fn wait_for(c: &Client, loc: Locator<'_>) -> fantoccini::elements::Element
     }
 }
 
-/// Waits until the page's path is `path`.
-async fn wait_path(c: &Client, path: &str) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while c.current_url().await.unwrap().path() != path {
-        assert!(Instant::now() < deadline, "still on {} after 10 s, not {path}", c.current_url().await.unwrap());
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
+use browser::wait_path;
 
 /// Runs `script` in the page (a returned promise is awaited) and returns its value.
 async fn js(c: &Client, script: &str) -> Value {

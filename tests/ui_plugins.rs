@@ -22,15 +22,7 @@ use serde_json::json;
 const PASSWORD: &str = "correct horse battery";
 
 async fn login(c: &Client, origin: &str, name: &str) {
-    c.goto(&format!("{origin}/ui/login")).await.unwrap();
-    c.find(Locator::Id("username")).await.unwrap().send_keys(name).await.unwrap();
-    c.find(Locator::Id("password")).await.unwrap().send_keys(PASSWORD).await.unwrap();
-    c.find(Locator::Css("form button[type=submit]")).await.unwrap().click().await.unwrap();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while c.current_url().await.unwrap().path() != "/ui/dashboard" {
-        assert!(Instant::now() < deadline, "login did not land on the dashboard");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    browser::login(c, origin, name, PASSWORD).await
 }
 
 /// Fills the form with the two files and sends it; the text of the notice or error that comes.

@@ -22,22 +22,10 @@ use serde_json::json;
 const PASSWORD: &str = "correct horse battery";
 
 async fn login(c: &Client, origin: &str, name: &str) {
-    c.goto(&format!("{origin}/ui/login")).await.unwrap();
-    c.find(Locator::Id("username")).await.unwrap().send_keys(name).await.unwrap();
-    c.find(Locator::Id("password")).await.unwrap().send_keys(PASSWORD).await.unwrap();
-    c.find(Locator::Css("form button[type=submit]")).await.unwrap().click().await.unwrap();
-    wait_path(c, "/ui/dashboard").await;
+    browser::login(c, origin, name, PASSWORD).await
 }
 
-/// Waits until the page's path is `path`.
-async fn wait_path(c: &Client, path: &str) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while c.current_url().await.unwrap().path() != path {
-        let here = c.current_url().await.unwrap();
-        assert!(Instant::now() < deadline, "still on {here}, not {path}: {}", c.source().await.unwrap_or_default());
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
+use browser::wait_path;
 
 async fn fill(c: &Client, id: &str, text: &str) {
     let e = c.find(Locator::Id(id)).await.unwrap();

@@ -1,6 +1,7 @@
 //! Headless Debian Chromium driven over WebDriver (chromedriver + fantoccini) for the UI tests.
 //! The browser trusts the appliance's certificate by pinning its public key (SPKI), not by
 //! ignoring certificate errors. `None` (with a SKIPPED line) where chromium is not installed.
+#![allow(dead_code)]
 
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -137,4 +138,24 @@ async fn ready(port: u16) -> bool {
         }
     }
     false
+}
+
+/// Logs `name` in through the login form and waits for the dashboard.
+pub async fn login(c: &fantoccini::Client, origin: &str, name: &str, password: &str) {
+    use fantoccini::Locator;
+    c.goto(&format!("{origin}/ui/login")).await.unwrap();
+    c.find(Locator::Id("username")).await.unwrap().send_keys(name).await.unwrap();
+    c.find(Locator::Id("password")).await.unwrap().send_keys(password).await.unwrap();
+    c.find(Locator::Css("form button[type=submit]")).await.unwrap().click().await.unwrap();
+    wait_path(c, "/ui/dashboard").await;
+}
+
+/// Waits (up to 10 s) until the page's path is `path`.
+pub async fn wait_path(c: &fantoccini::Client, path: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while c.current_url().await.unwrap().path() != path {
+        let here = c.current_url().await.unwrap();
+        assert!(Instant::now() < deadline, "still on {here}, not {path}: {}", c.source().await.unwrap_or_default());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }

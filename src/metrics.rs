@@ -47,6 +47,8 @@ pub struct Metrics {
     pub dhcp_sent: Family<TypeLabel, Counter>,
     pub dhcp_dropped: Family<ReasonLabel, Counter>,
     pub leases_in_use: Gauge,
+    /// Addresses in the DHCP pools (full mode; 0 otherwise), for the pool use the UI shows.
+    pub pool_addresses: Gauge,
     /// Outstanding offers taken back for a newer client because the pool was exhausted.
     pub dhcp_offers_reclaimed: Counter,
     pub http_requests: Family<HttpLabel, Counter<u64, AtomicU64>>,
@@ -88,6 +90,7 @@ impl Metrics {
         r.register("dhcp_packets_sent", "DHCP packets sent, by message type", self.dhcp_sent.clone());
         r.register("dhcp_packets_dropped", "DHCP packets dropped, by reason", self.dhcp_dropped.clone());
         r.register("dhcp_leases_in_use", "Active (unexpired) DHCP leases", self.leases_in_use.clone());
+        r.register("dhcp_pool_addresses", "Addresses in the DHCP pools (full mode)", self.pool_addresses.clone());
         r.register(
             "dhcp_offers_reclaimed",
             "Outstanding DHCP offers taken back for a newer client because the pool was exhausted",

@@ -223,6 +223,16 @@ async fn a_thousand_clients_get_a_thousand_distinct_addresses() {
         assert!(seen.insert(ack.yiaddr()), "{} given twice", ack.yiaddr());
     }
     assert_eq!(seen.len(), 1000);
+    // The pool use the dashboard shows: 1,000 of the pool's 1,265 addresses (counted every 5 s).
+    let deadline = std::time::Instant::now() + Duration::from_secs(12);
+    loop {
+        let m = lab.metrics().await;
+        if m.contains("rackboot_dhcp_pool_addresses 1265") && m.contains("rackboot_dhcp_leases_in_use 1000") {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "pool size and leases in use: {m}");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
 }
 
 fn fname(m: &dhcproto::v4::Message) -> String {

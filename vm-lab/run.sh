@@ -81,6 +81,13 @@ echo "== appliance CA: $(ip netns exec $LAB "$BIN" ca show --config "$RUN/lab.to
 # The API is HTTPS only, trusting the appliance's CA.
 rb() { ip netns exec $LAB "$BIN" "$1" --api https://198.18.0.1 --ca "$RUN/data/tls/ca.pem" --token-file "$RUN/data/admin.token" "${@:2}"; }
 
+if [ $PROVISION = 1 ]; then
+  echo "== vendor plugins: plugins/build.sh bundles and signs them (a lab key made here), then trust + import"
+  plugins/build.sh "$RUN/plugins" | sed 's/^/    /'
+  rb plugins trust add --vendor rackboot-lab "$RUN/plugins/lab-key/lab.pub" | sed 's/^/    /'
+  rb plugins import "$RUN/plugins/pack" | sed 's/^/    /'
+fi
+
 vm_xml() { # name mac uefi
   local fw="" machine=pc
   if [ "$3" = 1 ]; then
@@ -140,10 +147,16 @@ start_vm() { # name mac uefi port
         -drive "if=pflash,format=raw,file=$RUN/$name.vars.fd")
   fi
   truncate -s 2G "$RUN/$name.disk"
-  ip netns exec $SW qemu-system-x86_64 -accel tcg -m 512 -display none -boot n "${fw[@]}" \
+  # Spare disks for the plugins: vdb and vdc (RAID1 members), vdd (the lab vendor's setting).
+  truncate -s 256M "$RUN/$name.b.disk" "$RUN/$name.c.disk"; truncate -s 16M "$RUN/$name.d.disk"
+  local spare=() smbios=()
+  for d in b c d; do spare+=(-drive "file=$RUN/$name.$d.disk,if=virtio,format=raw"); done
+  # The SeaBIOS VMs say they are made by "rackboot-lab": the lab-vendor plugin fits them only.
+  [ "$uefi" = 1 ] || smbios=(-smbios "type=1,manufacturer=rackboot-lab,product=lab-vm")
+  ip netns exec $SW qemu-system-x86_64 -accel tcg -m 512 -display none -boot n "${fw[@]}" "${smbios[@]}" \
     -serial "file:$RUN/$name.serial" -netdev "tap,id=n0,ifname=$port,script=no,downscript=no" \
     -device "virtio-net-pci,netdev=n0,mac=$mac" -drive "file=$RUN/$name.disk,if=virtio,format=raw" \
-    > "$RUN/$name.qemu.log" 2>&1 &
+    "${spare[@]}" > "$RUN/$name.qemu.log" 2>&1 &
   VMS+=("$name $mac"); PIDS+=($!)
   vm_xml "$name" "$mac" "$uefi"
 }
@@ -215,7 +228,7 @@ if [ $PROVISION = 1 ] && [ ${#VMS[@]} -gt 0 ]; then
   echo; echo "== provisioning every VM from lab.img"
   macs=(); for v in "${VMS[@]}"; do read -r _ m <<< "$v"; macs+=(--mac "$m"); done
   # No hostname pattern or address pool: the rack named and addressed them by their ports.
-  rb tasks create "${macs[@]}" --image lab.img --post-install motd.sh | sed 's/^/    /'
+  rb tasks create "${macs[@]}" --image lab.img --hardware-profile lab --post-install motd.sh | sed 's/^/    /'
   for _ in $(seq 900); do
     [ "$(api /tasks/1 | jq '[.runs[] | select(.state == "active")] | length')" = 0 ] && break
     sleep 2
@@ -231,8 +244,12 @@ if [ $PROVISION = 1 ] && [ ${#VMS[@]} -gt 0 ]; then
     [ -n "$job" ] && api "/jobs/$job/output" | jq -r '.text' | grep "100%" | sed 's/^/      /'
     host=$(api "/machines/$mac" | jq -r .hostname)
     echo "      dig $host.lab.rackboot.test -> $(ip netns exec $LAB dig +short @198.18.0.1 "$host.lab.rackboot.test")"
+    api "/machines/$mac/events?limit=1000" | jq -r '.events[] | select(.kind | startswith("plugin.")) | "      \(.kind): \(.detail.plugin) \(.detail.version // "") \(.detail.result // "") \(.detail.signer // "")"'
     echo "      job on the installed system:"
-    rb jobs run --machine "$mac" -- 'hostname; cat /etc/motd.rackboot; . /etc/os-release; echo "$PRETTY_NAME"' 2>&1 | sed 's/^/        /' || true
+    rb jobs run --machine "$mac" -- 'hostname; cat /etc/motd.rackboot; . /etc/os-release; echo "$PRETTY_NAME"
+      echo "RAID members: $(blkid -o value -s TYPE /dev/vdb) $(blkid -o value -s TYPE /dev/vdc)"
+      s=$(cat /sys/class/block/vdd/size); echo "vdd last sector: $(dd if=/dev/vdd bs=512 skip=$((s - 1)) count=1 2>/dev/null | tr -d "\000" | head -n 1)"' \
+      2>&1 | sed 's/^/        /' || true
   done
 fi
 

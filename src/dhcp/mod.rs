@@ -105,7 +105,10 @@ pub async fn run(
     let mut leases = Leases::new(svc.cfg.offer_hold.as_secs());
     leases.limits = Limits::new(svc.cfg.max_clients_per_port, svc.cfg.max_clients_per_relay);
     if svc.cfg.mode == DhcpMode::Full {
+        let pool: u64 = svc.cfg.subnets.iter().flat_map(|s| &s.pools).map(|p| p.size()).sum();
+        svc.metrics.pool_addresses.set(i64::try_from(pool).unwrap_or(i64::MAX));
         leases.load(svc.cmdb.leases().await?);
+        svc.metrics.leases_in_use.set(leases.active(now_secs()) as i64);
     }
     let mut buf = vec![0u8; 2048];
     let mut pxe_buf = vec![0u8; 2048];

@@ -68,10 +68,15 @@ async fn show(
     let active_jobs = cmdb.active_job_count().await.unwrap_or(0);
     let active_runs = cmdb.active_runs().await.map(|r| r.len()).unwrap_or(0);
     let streams = crate::api::MAX_STREAMS - s.api.streams.available_permits();
+    // DHCP pool use, as the DHCP service last counted it (every 5 s); none outside full mode.
+    let (leased, pool) = (s.api.metrics.leases_in_use.get(), s.api.metrics.pool_addresses.get());
+    let pool_use = (pool > 0).then(|| {
+        format!("{leased} active leases, {pool} pool addresses ({:.0}% in use)", leased as f64 * 100.0 / pool as f64)
+    });
     let ctx = minijinja::context! {
         user => &session.caller.user, role => session.caller.role.as_str(), csrf => &session.csrf,
         operator => session.operator(), total, counts, failed, jobs => V::from(Serde(&jobs)),
-        assets, active_jobs, active_runs, streams, max_streams => crate::api::MAX_STREAMS,
+        assets, active_jobs, active_runs, streams, max_streams => crate::api::MAX_STREAMS, pool_use,
         failed_state => state_name(&MachineState::Failed),
     };
     s.views.page("dashboard.html", ctx)

@@ -46,7 +46,7 @@ async fn wait_for(c: &Client, loc: Locator<'_>) -> fantoccini::elements::Element
     }
 }
 
-use browser::wait_path;
+use browser::{click_to_new_page, wait_path};
 
 /// Runs `script` in the page (a returned promise is awaited) and returns its value.
 async fn js(c: &Client, script: &str) -> Value {
@@ -166,7 +166,7 @@ async fn the_operator_ui_in_chromium() {
         }
         c.find(Locator::Id("b-action")).await.unwrap().select_by_value("delete").await.unwrap();
         c.find(Locator::Id("b-confirm")).await.unwrap().send_keys(confirm).await.unwrap();
-        c.find(Locator::Id("b-submit")).await.unwrap().click().await.unwrap();
+        click_to_new_page(c, Locator::Id("b-submit")).await;
     };
     bulk("1").await;
     let said = wait_for(c, Locator::Css("p.notice.error")).await.text().await.unwrap();
@@ -194,7 +194,7 @@ async fn the_operator_ui_in_chromium() {
     c.find(Locator::Id("b-action")).await.unwrap().select_by_value("provision").await.unwrap();
     c.find(Locator::Id("b-image")).await.unwrap().send_keys("no-such.img").await.unwrap();
     c.find(Locator::Id("b-confirm")).await.unwrap().send_keys("1").await.unwrap();
-    c.find(Locator::Id("b-submit")).await.unwrap().click().await.unwrap();
+    click_to_new_page(c, Locator::Id("b-submit")).await;
     let notice = wait_for(c, Locator::Id("notice")).await.text().await.unwrap();
     assert!(notice.starts_with("nothing was provisioned: 4"), "{notice}");
     assert!(path_and_query(c).await.contains("tag=db"));
@@ -207,7 +207,7 @@ async fn the_operator_ui_in_chromium() {
     c.find(Locator::Id("b-action")).await.unwrap().select_by_value("provision").await.unwrap();
     c.find(Locator::Id("b-image")).await.unwrap().send_keys("lab.img").await.unwrap();
     c.find(Locator::Id("b-confirm")).await.unwrap().send_keys("1").await.unwrap();
-    c.find(Locator::Id("b-submit")).await.unwrap().click().await.unwrap();
+    click_to_new_page(c, Locator::Id("b-submit")).await;
     let notice = wait_for(c, Locator::Id("notice")).await.text().await.unwrap();
     let tasks = app.get("/tasks").await["tasks"].as_array().unwrap().clone();
     assert_eq!(tasks.len(), 1, "{notice}: {tasks:?}");
@@ -292,7 +292,7 @@ async fn the_operator_ui_in_chromium() {
     c.find(Locator::Id("b-action")).await.unwrap().select_by_value("script").await.unwrap();
     c.find(Locator::Id("b-script")).await.unwrap().send_keys("sleep 2; echo hello-from-the-ui").await.unwrap();
     c.find(Locator::Id("b-confirm")).await.unwrap().send_keys("1").await.unwrap();
-    c.find(Locator::Id("b-submit")).await.unwrap().click().await.unwrap();
+    click_to_new_page(c, Locator::Id("b-submit")).await;
     let notice = wait_for(c, Locator::Id("notice")).await.text().await.unwrap();
     assert!(notice.contains("queued a script job on 1 of 1 machines"), "{notice}");
     c.goto(&format!("{origin}/ui/machines/{node}")).await.unwrap();
@@ -313,7 +313,7 @@ async fn the_operator_ui_in_chromium() {
     // The page's own action form acts on this machine and comes back to it.
     c.find(Locator::Id("m-action")).await.unwrap().select_by_value("tag").await.unwrap();
     c.find(Locator::Id("m-tag")).await.unwrap().send_keys("rack-r1").await.unwrap();
-    c.find(Locator::Id("m-submit")).await.unwrap().click().await.unwrap();
+    click_to_new_page(c, Locator::Id("m-submit")).await;
     let notice = wait_for(c, Locator::Id("notice")).await.text().await.unwrap();
     assert!(notice.contains("tagged \"rack-r1\": 1 of 1"), "{notice}");
     assert_eq!(c.current_url().await.unwrap().path(), format!("/ui/machines/{node}"));

@@ -10,7 +10,7 @@ mod common;
 #[path = "plugins/kit.rs"]
 mod kit;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use browser::Browser;
 use common::appliance::Appliance;
@@ -29,14 +29,7 @@ async fn login(c: &Client, origin: &str, name: &str) {
 async fn send(c: &Client, bundle: &std::path::Path, sig: &std::path::Path) -> String {
     c.find(Locator::Id("u-bundle")).await.unwrap().send_keys(&bundle.display().to_string()).await.unwrap();
     c.find(Locator::Id("u-sig")).await.unwrap().send_keys(&sig.display().to_string()).await.unwrap();
-    c.execute("window.rbOldPage = true;", vec![]).await.unwrap();
-    c.find(Locator::Id("u-submit")).await.unwrap().click().await.unwrap();
-    // The answer is a new page: wait until the old one is gone before reading it.
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while c.execute("return window.rbOldPage === true;", vec![]).await.map(|v| v == true).unwrap_or(true) {
-        assert!(Instant::now() < deadline, "the form was not answered");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    browser::click_to_new_page(c, Locator::Id("u-submit")).await;
     let shown = c
         .wait()
         .at_most(Duration::from_secs(20))

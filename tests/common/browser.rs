@@ -159,3 +159,18 @@ pub async fn wait_path(c: &fantoccini::Client, path: &str) {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+/// Clicks the element at `loc` (a form's submit button or a link) and waits (up to 20 s) until
+/// the page it leads to has loaded. Reading right after a click could otherwise find the old
+/// page's element (a notice from the last submit, say) just before it goes stale.
+pub async fn click_to_new_page(c: &fantoccini::Client, loc: fantoccini::Locator<'_>) {
+    c.execute("window.rbOldPage = true; return null;", vec![]).await.unwrap();
+    c.find(loc).await.unwrap().click().await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let loaded = "return window.rbOldPage !== true && document.readyState === 'complete';";
+    // While the browser is between pages the script can fail: that is "not yet".
+    while !c.execute(loaded, vec![]).await.map(|v| v == true).unwrap_or(false) {
+        assert!(Instant::now() < deadline, "{loc:?} did not lead to a new page within 20 s");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}

@@ -118,23 +118,10 @@ async fn cli_bmc_set_show_and_power() {
     )
     .await;
     lab.api.ok(Method::POST, "/machines", Some(json!({"macs": ["52:54:00:bb:00:09"]}))).await.unwrap();
-    let (api, dir) = (lab.https_url(), lab.dir.path().to_path_buf());
+    let dir = lab.dir.path().to_path_buf();
     let pw = dir.join("bmc.pw");
     std::fs::write(&pw, "Cli-secret-42\n").unwrap();
-    let run = |args: &[&str]| {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_rackboot"))
-            .args(args)
-            .arg("--api")
-            .arg(&api)
-            .arg("--ca")
-            .arg(dir.join("tls/ca.pem"))
-            .arg("--token-file")
-            .arg(dir.join("admin.token"))
-            .env_remove("RACKBOOT_TOKEN")
-            .output()
-            .unwrap();
-        (out.status.success(), String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr))
-    };
+    let run = |args: &[&str]| lab.cli(args);
     let mac = "52:54:00:bb:00:09";
     // Nothing listens on port 9 of loopback: the BMC cannot be reached.
     let (ok, out) = run(&[

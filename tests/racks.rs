@@ -237,22 +237,8 @@ async fn auto_provision_queues_a_placed_machine_once_it_is_inventoried() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cli_racks_create_show_import_delete() {
     let lab = Lab::start("").await;
-    let (api, dir) = (lab.https_url(), lab.dir.path().to_path_buf());
-    let run = |args: &[&str]| {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_rackboot"))
-            .arg("racks")
-            .args(args)
-            .arg("--api")
-            .arg(&api)
-            .arg("--ca")
-            .arg(dir.join("tls/ca.pem"))
-            .arg("--token-file")
-            .arg(dir.join("admin.token"))
-            .env_remove("RACKBOOT_TOKEN")
-            .output()
-            .unwrap();
-        (out.status.success(), String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr))
-    };
+    let dir = lab.dir.path().to_path_buf();
+    let run = |args: &[&str]| lab.cli(&[&["racks"], args].concat());
     let (ok, out) = run(&[
         "create",
         "r7",

@@ -93,6 +93,24 @@ impl Lab {
         body
     }
 
+    /// Runs the `rackboot` CLI against this appliance as the admin (`--api`, `--ca`,
+    /// `--token-file` added): whether it succeeded, and its stdout and stderr.
+    pub fn cli(&self, args: &[&str]) -> (bool, String) {
+        let dir = self.dir.path();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_rackboot"))
+            .args(args)
+            .arg("--api")
+            .arg(self.https_url())
+            .arg("--ca")
+            .arg(dir.join("tls/ca.pem"))
+            .arg("--token-file")
+            .arg(dir.join("admin.token"))
+            .env_remove("RACKBOOT_TOKEN")
+            .output()
+            .unwrap();
+        (out.status.success(), String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr))
+    }
+
     /// Stops the appliance cleanly and starts it again on the same data dir.
     pub async fn restart(&mut self) {
         self.stop().await;

@@ -50,6 +50,9 @@ pub struct Client {
     tls: Option<tokio_rustls::TlsConnector>,
     base_path: String,
     pub credential: Option<String>,
+    /// The source address to connect from (the boot-storm simulator's machines each have their
+    /// own); the kernel picks one when `None`.
+    pub local_addr: Option<std::net::IpAddr>,
     conn: Option<SendRequest<Full<Bytes>>>,
 }
 
@@ -90,6 +93,7 @@ impl Client {
             tls,
             base_path: path.to_string(),
             credential: None,
+            local_addr: None,
             conn: None,
         })
     }
@@ -117,7 +121,7 @@ impl Client {
 
     /// A new connection: TCP, then TLS unless this is a loopback-plain client.
     async fn open(&self) -> anyhow::Result<SendRequest<Full<Bytes>>> {
-        let stream = tokio::net::TcpStream::connect(&self.target)
+        let stream = connect(&self.target, self.local_addr)
             .await
             .with_context(|| format!("connecting to {}", self.authority))?;
         let _ = stream.set_nodelay(true);
@@ -182,6 +186,17 @@ impl BodyStream {
             }
         }
     }
+}
+
+/// A TCP connection to `target` (`host:port`), from `local` when given.
+pub async fn connect(target: &str, local: Option<std::net::IpAddr>) -> std::io::Result<tokio::net::TcpStream> {
+    let Some(local) = local else { return tokio::net::TcpStream::connect(target).await };
+    let to = tokio::net::lookup_host(target).await?.find(|a| a.is_ipv4() == local.is_ipv4()).ok_or_else(|| {
+        std::io::Error::new(std::io::ErrorKind::NotFound, format!("{target}: no address of {local}'s family"))
+    })?;
+    let socket = if local.is_ipv4() { tokio::net::TcpSocket::new_v4()? } else { tokio::net::TcpSocket::new_v6()? };
+    socket.bind(std::net::SocketAddr::new(local, 0))?;
+    socket.connect(to).await
 }
 
 /// GETs an `http://` URL on a connection of its own and streams the body (images are large).

@@ -1,8 +1,13 @@
 //! In-memory index of the hot subset of the CMDB (MAC -> machine, reservations, hostnames), kept
 //! in step with redb by the writer thread so the DHCP path never waits on storage for a lookup.
 
+mod facets;
+
 use std::collections::{BTreeSet, HashMap};
 use std::net::Ipv4Addr;
+use std::sync::Arc;
+
+pub use facets::Facet;
 
 use super::model::{Lease, Machine, MachineState};
 use crate::mac::Mac;
@@ -18,6 +23,8 @@ pub struct Brief {
     /// Only seen on the network so far: `discovered`, and nothing an operator set (hostname,
     /// reservation, tags, pinned profile). These count against the unclaimed-machine cap.
     pub unclaimed: bool,
+    /// What the machine list filters and searches on (shared: a Brief is cloned on hot paths).
+    pub facet: Arc<Facet>,
 }
 
 impl From<&Machine> for Brief {
@@ -29,6 +36,7 @@ impl From<&Machine> for Brief {
             reserved_ip: m.reserved_ip,
             state: m.state,
             unclaimed: is_unclaimed(m),
+            facet: Arc::new(Facet::from(m)),
         }
     }
 }
@@ -86,6 +94,8 @@ pub struct Index {
     leased: HashMap<Ipv4Addr, LeaseBrief>,
     /// Ids of unclaimed machines, oldest (lowest id) first.
     unclaimed: BTreeSet<u64>,
+    /// All ids, by state and by tag, for the machine list.
+    sets: facets::Sets,
 }
 
 impl Index {
@@ -216,6 +226,7 @@ impl Index {
                     if b.unclaimed {
                         self.unclaimed.insert(b.id);
                     }
+                    self.sets.insert(&b);
                     self.machines.insert(b.id, b);
                 }
                 Delta::Remove(id) => self.remove(id),
@@ -232,6 +243,7 @@ impl Index {
     fn remove(&mut self, id: u64) {
         self.unclaimed.remove(&id);
         if let Some(old) = self.machines.remove(&id) {
+            self.sets.remove(&old);
             for m in &old.macs {
                 self.by_mac.remove(m);
             }
@@ -271,6 +283,7 @@ mod tests {
                 reserved_ip: Some(Ipv4Addr::new(10, 0, 0, 5)),
                 state: MachineState::Ready,
                 unclaimed: false,
+                facet: Default::default(),
             }),
             Delta::Upsert(Brief {
                 id: 2,
@@ -279,6 +292,7 @@ mod tests {
                 reserved_ip: None,
                 state: MachineState::Discovered,
                 unclaimed: true,
+                facet: Default::default(),
             }),
             // Machine 1's NIC leased under whatever the client said: the CMDB name wins.
             lease([10, 0, 0, 6], 1, Some("client-says"), 200),

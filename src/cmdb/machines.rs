@@ -37,34 +37,6 @@ pub struct MachinePage {
     pub next_after: Option<u64>,
 }
 
-impl MachineFilter {
-    fn matches(&self, m: &Machine, leased: &std::collections::HashMap<Mac, Vec<std::net::Ipv4Addr>>) -> bool {
-        if self.state.is_some_and(|s| s != m.state)
-            || self.tag.as_ref().is_some_and(|t| !m.tags.iter().any(|x| x == t))
-            || self.profile.as_ref().is_some_and(|p| m.boot_profile.as_ref() != Some(p))
-        {
-            return false;
-        }
-        if let Some(v) = &self.vendor {
-            if !m.vendor.as_deref().is_some_and(|x| contains_ci(x, v)) {
-                return false;
-            }
-        }
-        let Some(q) = self.q.as_deref() else { return true };
-        m.macs.iter().any(|mac| contains_ci(&mac.to_string(), q))
-            || [&m.hostname, &m.serial, &m.vendor, &m.model].into_iter().flatten().any(|f| contains_ci(f, q))
-            || m.tags.iter().any(|t| contains_ci(t, q))
-            || m.reserved_ip.is_some_and(|ip| ip.to_string().contains(q))
-            || m.macs.iter().flat_map(|mac| leased.get(mac)).flatten().any(|ip| ip.to_string().contains(q))
-    }
-}
-
-/// ASCII case-insensitive substring test without allocating.
-fn contains_ci(haystack: &str, needle: &str) -> bool {
-    let (h, n) = (haystack.as_bytes(), needle.as_bytes());
-    n.is_empty() || h.windows(n.len()).any(|w| w.eq_ignore_ascii_case(n))
-}
-
 impl Cmdb {
     /// Registers a machine; its MACs, hostname and reserved IP must not belong to another.
     pub async fn create_machine(&self, new: NewMachine) -> Result<Machine, CmdbError> {
@@ -131,33 +103,20 @@ impl Cmdb {
         self.machine(id).await
     }
 
-    /// Machines in id order that match `filter`, one page at a time.
+    /// Machines in id order that match `filter`, one page at a time. The page is chosen from
+    /// the in-memory index; only its machines are read from storage.
     pub async fn list_machines(&self, filter: MachineFilter) -> Result<MachinePage, CmdbError> {
-        let leased = if filter.q.is_some() {
-            self.inner.index.read().expect("index lock").leased_by_mac(now_secs())
-        } else {
-            Default::default()
-        };
+        let sel = self.inner.index.read().expect("index lock").select(&filter, now_secs());
         self.read(move |rtx| {
             let t = rtx.open_table(MACHINES)?;
-            let limit = filter.limit.unwrap_or(1000);
-            let (mut machines, mut total, mut next_after) = (Vec::new(), 0, None);
-            let after = filter.after.unwrap_or(0);
-            // Every record is looked at: `total` counts the matches of all pages.
-            for row in t.iter()? {
-                let m: Machine = decode(row?.1.value())?;
-                if filter.matches(&m, &leased) {
-                    if m.id <= after {
-                        // On an earlier page.
-                    } else if machines.len() < limit {
-                        machines.push(m);
-                    } else if next_after.is_none() {
-                        next_after = machines.last().map(|m: &Machine| m.id);
-                    }
-                    total += 1;
+            let mut machines = Vec::with_capacity(sel.ids.len());
+            for id in &sel.ids {
+                // One deleted since the page was chosen is left out.
+                if let Some(row) = t.get(id)? {
+                    machines.push(decode::<Machine>(row.value())?);
                 }
             }
-            Ok(MachinePage { machines, total, next_after })
+            Ok(MachinePage { machines, total: sel.total, next_after: sel.next_after })
         })
         .await
     }

@@ -93,8 +93,12 @@ pub async fn run(socket: UdpSocket, svc: TftpService, token: CancellationToken) 
                     Err(refusal) => {
                         let reason = crate::metrics::ReasonLabel { reason: refusal.as_str().into() };
                         svc.metrics.tftp_refused.get_or_create(&reason).inc();
-                        let _ =
-                            socket.send_to(&packet::error(packet::ERR_NOT_DEFINED, "server busy, retry"), client).await;
+                        // A client over its share is told; a full server stays silent, so a ROM
+                        // (which gives up on an ERROR) asks again after its timeout.
+                        if refusal == admission::Refusal::PerClient {
+                            let busy = packet::error(packet::ERR_NOT_DEFINED, "server busy, retry");
+                            let _ = socket.send_to(&busy, client).await;
+                        }
                         debug!(%client, reason = refusal.as_str(), "tftp request refused");
                         continue;
                     }
@@ -171,6 +175,7 @@ async fn handle(
     let (n, ack) = request::negotiate(&options, size);
     let oack = (!ack.is_empty()).then(|| packet::oack(&ack));
     svc.metrics.tftp_active.inc();
+    ticket.answered();
     let (outcome, bytes) = transfer::run(&sock, file, size, n, oack, || ticket.proven()).await;
     svc.metrics.tftp_active.dec();
     (svc.on_report)(report(outcome, bytes, size, Some(n)));

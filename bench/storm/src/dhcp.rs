@@ -48,6 +48,12 @@ pub struct Lease {
 impl Relay {
     /// `socket` receives the server's answers (the relay's port); requests go to `server`.
     pub fn start(socket: UdpSocket, server: SocketAddr, giaddr: Ipv4Addr) -> Arc<Relay> {
+        // A thousand OFFERs arrive at once, for as many machines that in life have a NIC each:
+        // the default receive buffer (208 KiB) would drop half of them. Past rmem_max as root.
+        use nix::sys::socket::{setsockopt, sockopt};
+        if setsockopt(&socket, sockopt::RcvBufForce, &(16 << 20)).is_err() {
+            let _ = setsockopt(&socket, sockopt::RcvBuf, &(16 << 20));
+        }
         let relay =
             Arc::new(Relay { socket, server, giaddr, waiting: Mutex::new(HashMap::new()), stray: Default::default() });
         let r = Arc::downgrade(&relay);

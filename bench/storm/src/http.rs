@@ -52,7 +52,8 @@ impl Http {
             if self.conn.is_some() {
                 self.reconnects += 1;
             }
-            let stream = rackboot_agent::client::connect(authority, Some(self.from.into())).await?;
+            let target = if authority.contains(':') { authority.to_string() } else { format!("{authority}:80") };
+            let stream = rackboot_agent::client::connect(&target, Some(self.from.into())).await?;
             let _ = stream.set_nodelay(true);
             let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
             tokio::spawn(conn);

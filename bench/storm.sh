@@ -2,8 +2,8 @@
 # A boot storm: MACHINES simulated machines power on together behind a relay (rackboot-storm,
 # bench/storm) and network-boot a release rackboot over a veth pair: ROM DHCP, TFTP, iPXE DHCP,
 # boot script, kernel, initrd, then the agent's enroll, inventory and first poll. Then the same
-# storm through the initrd only, against rackboot and against dnsmasq (DHCP, TFTP) + nginx
-# (HTTP) serving the same files, side by side. Per-stage p50/p99/max, failures, retries, CPU
+# storm through the initrd only, against rackboot and against dnsmasq (DHCP) + atftpd (TFTP) +
+# nginx (HTTP) serving the same files, side by side. Per-stage p50/p99/max, failures, retries, CPU
 # seconds and peak RSS of each server. A benchmark: prints, never fails.
 #
 #   bench/storm.sh [MACHINES] [SPREAD_SECS]   (as root)
@@ -100,7 +100,12 @@ NGINX
     --dhcp-lease-max=100000 --no-ping --dhcp-userclass=set:ipxe,iPXE --dhcp-match=set:efi,option:client-arch,7 \
     --dhcp-boot=tag:ipxe,http://198.18.0.1/boot/ipxe --dhcp-boot=tag:!ipxe,tag:efi,ipxe.efi,,198.18.0.1 \
     --dhcp-boot=tag:!ipxe,tag:!efi,undionly.kpxe,,198.18.0.1 --dhcp-option=3,198.19.0.1 \
-    --enable-tftp --tftp-root="$BOOT" --tftp-max=65000 > "$WORK/dnsmasq.log" 2>&1 &
+    > "$WORK/dnsmasq.log" 2>&1 &
+  PIDS+=($!)
+  # dnsmasq's TFTP refuses clients that are not on one of its own subnets ("unsupported
+  # request"), which relayed machines never are: atftpd serves TFTP instead.
+  ip netns exec $SRV atftpd --daemon --no-fork --port 69 --bind-address 198.18.0.1 --maxthread 5000 \
+    --logfile /dev/null "$BOOT" &
   PIDS+=($!)
   sleep 1
 }
@@ -120,9 +125,9 @@ echo
 echo "== rackboot: $MACHINES machines, power-on to initrd (what dnsmasq + nginx can serve)"
 start_rackboot; storm initrd "${PIDS[0]}"; stop
 echo
-echo "== dnsmasq (DHCP, TFTP) + nginx (HTTP): $MACHINES machines, power-on to initrd"
+echo "== dnsmasq (DHCP) + atftpd (TFTP) + nginx (HTTP): $MACHINES machines, power-on to initrd"
 start_reference
 workers=$(pgrep -P "${PIDS[0]}" | tr '\n' ' ')
 # shellcheck disable=SC2086
-storm initrd "${PIDS[1]}" $workers
+storm initrd "${PIDS[1]}" "${PIDS[2]}" $workers
 stop

@@ -37,7 +37,9 @@ pub async fn run(
 ) -> (Outcome, u64) {
     let mut proven = Some(proven);
     // Large reads: every tokio file read is a hop to the blocking pool, so never one per block.
-    let mut file = BufReader::with_capacity(256 * 1024, file);
+    // Never more than the file: a thousand ROMs fetching a 70 KB undionly.kpxe at once held
+    // 256 MB of buffers (bench/storm.sh).
+    let mut file = BufReader::with_capacity((size as usize).clamp(4096, 256 * 1024), file);
     let mut buf = vec![0u8; 65536];
     if let Some(oack) = oack {
         match exchange(sock, &[oack], &mut buf, n.timeout, |a| a == 0).await {

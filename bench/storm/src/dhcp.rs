@@ -116,7 +116,7 @@ impl Relay {
                 continue;
             }
             let boot_file = match ack.opts().get(OptionCode::BootfileName) {
-                Some(DhcpOption::BootfileName(f)) => String::from_utf8_lossy(f).into_owned(),
+                Some(DhcpOption::BootfileName(f)) => String::from_utf8_lossy(f).trim_end_matches('\0').to_string(),
                 _ => ack
                     .fname()
                     .map(|f| String::from_utf8_lossy(f).trim_end_matches('\0').to_string())

@@ -163,7 +163,6 @@ async fn cli_machines_add_list_show_rm() {
             .arg(&ca)
             .arg("--token-file")
             .arg(&token_file)
-            .env_remove("RACKBOOT_TOKEN")
             .output()
             .unwrap();
         (out.status.success(), String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr))
@@ -180,6 +179,22 @@ async fn cli_machines_add_list_show_rm() {
     assert!(ok, "{out}");
     let (ok, out) = run(&["show", "52:54:00:bb:00:01"]);
     assert!(!ok && out.contains("404"), "{out}");
+    // A token is taken only from a file: never from an argument or the environment, where every
+    // user on the host could read it (ps, /proc/PID/environ).
+    let token = std::fs::read_to_string(&token_file).unwrap();
+    let out =
+        bin().args(["machines", "list", "--api", &api, "--token", token.trim()]).arg("--ca").arg(&ca).output().unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && said.contains("unexpected argument '--token'"), "{said}");
+    let out = bin()
+        .args(["machines", "list", "--api", &api, "--token-file", "/nonexistent/token"])
+        .arg("--ca")
+        .arg(&ca)
+        .env("RACKBOOT_TOKEN", token.trim())
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && said.contains("/nonexistent/token"), "the environment was used: {said}");
 }
 
 #[test]

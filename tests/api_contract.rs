@@ -255,7 +255,6 @@ async fn rackboot_watch_prints_events_live() {
         .arg(&token_file)
         .arg("--ca")
         .arg(lab.dir.path().join("tls/ca.pem"))
-        .env_remove("RACKBOOT_TOKEN")
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()

@@ -175,7 +175,8 @@ fn cli(s: &Setup, args: &[&str]) -> std::process::Output {
     std::process::Command::new(env!("CARGO_BIN_EXE_rackboot"))
         .arg("plugins")
         .args(args)
-        .args(["--api", &s.app.url(), "--ca", ca.to_str().unwrap(), "--token", &app.admin_token])
+        .args(["--api", &s.app.url(), "--ca", ca.to_str().unwrap(), "--token-file"])
+        .arg(s.app.dir.path().join("admin.token"))
         .output()
         .unwrap()
 }

@@ -322,7 +322,6 @@ fn cli(lab: &Lab, args: &[&str], stdin: &str) -> (bool, String, String) {
         .arg(lab.dir.path().join("tls/ca.pem"))
         .arg("--token-file")
         .arg(lab.dir.path().join("admin.token"))
-        .env_remove("RACKBOOT_TOKEN")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -271,24 +271,19 @@ struct ApiArgs {
     /// The CA certificate (PEM) the server's certificate must chain to (`rackboot ca show`).
     #[arg(long, value_name = "FILE", default_value = "/var/lib/rackboot/tls/ca.pem", global = true)]
     ca: PathBuf,
-    /// Bearer token; default: read from --token-file.
-    #[arg(long, env = "RACKBOOT_TOKEN", global = true, hide_env_values = true)]
-    token: Option<String>,
     /// File holding an API token (`rackboot serve` writes the admin's, admin.token, into its
-    /// data_dir on first start; `rackboot tokens create` makes others).
+    /// data_dir on first start; `rackboot tokens create` makes others). Only from a file: a
+    /// token in an argument or the environment would show in `ps` and /proc to every user.
     #[arg(long, value_name = "FILE", default_value = "/var/lib/rackboot/admin.token", global = true)]
     token_file: PathBuf,
 }
 
 impl ApiArgs {
     fn client(&self) -> anyhow::Result<ApiClient> {
-        let token = match &self.token {
-            Some(t) => t.clone(),
-            None => std::fs::read_to_string(&self.token_file)
-                .with_context(|| format!("no --token given and {} is not readable", self.token_file.display()))?
-                .trim()
-                .to_string(),
-        };
+        let token = std::fs::read_to_string(&self.token_file)
+            .with_context(|| format!("reading the API token from {} (--token-file)", self.token_file.display()))?
+            .trim()
+            .to_string();
         let ca =
             std::fs::read(&self.ca).with_context(|| format!("reading the CA certificate {}", self.ca.display()))?;
         ApiClient::new(&self.api, token, &ca)

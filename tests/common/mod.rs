@@ -105,7 +105,6 @@ impl Lab {
             .arg(dir.join("tls/ca.pem"))
             .arg("--token-file")
             .arg(dir.join("admin.token"))
-            .env_remove("RACKBOOT_TOKEN")
             .output()
             .unwrap();
         (out.status.success(), String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr))

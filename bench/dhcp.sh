@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # DHCP throughput, side by side: rackboot against Kea 2.2 (memfile, leases persisted to its CSV
-# file), same namespaces, same veth, same perfdhcp runs. Prints 4-way exchanges/s, drops, delays
-# and RSS. A benchmark, not a test: it prints figures and never fails on them.
+# file), same namespaces, same veth, same perfdhcp runs. Prints 4-way exchanges/s, drops, delays,
+# RSS and the server's CPU milliseconds per 1,000 exchanges (the server pinned to CPU 0, perfdhcp
+# to CPU 1, so the generator's own CPU is not counted and does not compete). A benchmark, not a
+# test: it prints figures and never fails on them.
 #
 #   bench/dhcp.sh [RATES...]        default rates: 2000 5000 8000 10000 12000 15000   (as root)
 #
@@ -31,7 +33,7 @@ pools = ["198.18.1.0-198.19.255.250"]
 routers = ["198.18.0.1"]
 lease_secs = 4000
 TOML
-  ip netns exec $SRV "$BIN" serve --config "$WORK/rb.toml" > "$WORK/rb.log" 2>&1 &
+  taskset -c 0 ip netns exec $SRV "$BIN" serve --config "$WORK/rb.toml" > "$WORK/rb.log" 2>&1 &
   PID=$!
   for _ in $(seq 50); do ip netns exec $SRV curl -s -o /dev/null http://198.18.0.1:8080/healthz && return; sleep 0.1; done
   echo "rackboot did not start"; cat "$WORK/rb.log"; exit 1
@@ -47,7 +49,7 @@ start_kea() {
               "option-data": [{"name": "routers", "data": "198.18.0.1"}]}],
  "loggers": [{"name": "kea-dhcp4", "output_options": [{"output": "$WORK/kea.log"}], "severity": "WARN"}]}}
 JSON
-  ip netns exec $SRV kea-dhcp4 -c "$WORK/kea.json" > "$WORK/kea.out" 2>&1 &
+  taskset -c 0 ip netns exec $SRV kea-dhcp4 -c "$WORK/kea.json" > "$WORK/kea.out" 2>&1 &
   PID=$!
   sleep 1.5
 }
@@ -56,23 +58,31 @@ stop() { kill "$PID" 2>/dev/null; wait "$PID" 2>/dev/null || true; }
 
 rss_mb() { awk '/VmHWM/ {printf "%.0f", $2/1024}' /proc/"$PID"/status 2>/dev/null || echo "-"; }
 
-# perfdhcp output -> "rate drops% avg_ms max_ms" (drops and delays: the worse of the two phases)
+cpu_ticks() { awk '{print $14+$15}' /proc/"$PID"/stat 2>/dev/null || echo 0; }
+
+# perfdhcp output -> "rate drops% avg_ms max_ms cpu_ms_per_1000" (drops and delays: the worse of
+# the two phases; CPU: the server's user+system time over the run per 1,000 4-way exchanges)
 measure() {
-  { ip netns exec $CLI perfdhcp -4 "$@" 198.18.0.1 2>&1 || true; } | awk '
+  local t0 t1 out
+  t0=$(cpu_ticks)
+  out=$({ taskset -c 1 ip netns exec $CLI perfdhcp -4 "$@" 198.18.0.1 2>&1 || true; } | awk '
     /^Rate:/ {rate=$2}
     /^sent packets/ {sent+=$3} /^received packets/ {recv+=$3}
     /^avg delay/ {if ($3+0>avg) avg=$3+0}
     /^max delay/ {if ($3+0>max) max=$3+0}
-    END {d = sent ? 100*(sent-recv)/sent : 100; printf "%.0f %.2f %.2f %.2f\n", rate, d, avg, max}'
+    END {d = sent ? 100*(sent-recv)/sent : 100; printf "%.0f %.2f %.2f %.2f\n", rate, d, avg, max}')
+  t1=$(cpu_ticks)
+  echo "$out" | awk -v ticks=$((t1 - t0)) -v period="$PERIOD" '{ex = $1 * period; printf "%s %.0f\n", $0, ex ? ticks * 10 * 1000 / ex : 0}'
 }
 
-printf "%-9s | %-44s | %-44s\n" "" "rackboot" "Kea 2.2 memfile"
-printf "%-9s | %8s %7s %8s %8s %7s | %8s %7s %8s %8s %7s\n" "offered/s" "4-way/s" "drops%" "avg ms" "max ms" "RSS MB" "4-way/s" "drops%" "avg ms" "max ms" "RSS MB"
+printf "%-9s | %-53s | %-53s | %s\n" "" "rackboot" "Kea 2.2 memfile" "CPU"
+printf "%-9s | %8s %7s %8s %8s %7s %8s | %8s %7s %8s %8s %7s %8s | %s\n" "offered/s" "4-way/s" "drops%" "avg ms" "max ms" "RSS MB" "CPU ms/k" "4-way/s" "drops%" "avg ms" "max ms" "RSS MB" "CPU ms/k" "rb/Kea"
 for r in "${RATES[@]}"; do
   start_rackboot; a=$(measure -r "$r" -R 1000000 -p "$PERIOD"); ra=$(rss_mb); stop
   start_kea;      b=$(measure -r "$r" -R 1000000 -p "$PERIOD"); rb=$(rss_mb); stop
-  read -r a1 a2 a3 a4 <<< "$a"; read -r b1 b2 b3 b4 <<< "$b"
-  printf "%-9s | %8s %7s %8s %8s %7s | %8s %7s %8s %8s %7s\n" "$r" "$a1" "$a2" "$a3" "$a4" "$ra" "$b1" "$b2" "$b3" "$b4" "$rb"
+  read -r a1 a2 a3 a4 a5 <<< "$a"; read -r b1 b2 b3 b4 b5 <<< "$b"
+  ratio=$(awk -v x="$a5" -v y="$b5" 'BEGIN {printf (y > 0 ? "%.2f" : "-"), (y > 0 ? x / y : 0)}')
+  printf "%-9s | %8s %7s %8s %8s %7s %8s | %8s %7s %8s %8s %7s %8s | %s\n" "$r" "$a1" "$a2" "$a3" "$a4" "$ra" "$a5" "$b1" "$b2" "$b3" "$b4" "$rb" "$b5" "$ratio"
 done
 echo
 echo "burst: 1,000 new clients at once (perfdhcp -R 1000 -n 1000 -r 20000 -W 3000000)"

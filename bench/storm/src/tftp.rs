@@ -24,44 +24,45 @@ pub struct Fetched {
 
 /// Reads `file` from `server` with a socket bound to `from` (the machine's leased address).
 pub async fn fetch(from: Ipv4Addr, server: SocketAddr, file: &str) -> anyhow::Result<Fetched> {
+    // One receive buffer for the whole transfer: a storm moves hundreds of thousands of blocks.
+    let mut buf = vec![0u8; 65_536];
     let socket = UdpSocket::bind(SocketAddr::new(from.into(), 0)).await?;
     let mut retries = 0;
     // The size probe: tsize only, then abort as a ROM does.
     let probe = rrq(file, &[("tsize", "0")]);
-    let (answer, peer, r) = send_until(&socket, &probe, server, |op, _| op == OACK || op == DATA).await?;
+    let (n, peer, r) = send_until(&socket, &probe, server, &mut buf, |op, _| op == OACK || op == DATA).await?;
     retries += r;
-    let size = options(&answer).into_iter().find(|(k, _)| k.eq_ignore_ascii_case("tsize")).map(|(_, v)| v);
+    let size = options(&buf[..n]).into_iter().find(|(k, _)| k.eq_ignore_ascii_case("tsize")).map(|(_, v)| v);
     let _ = socket.send_to(&error(0, "TFTP Aborted"), peer).await;
     // The download, on a new socket (a new transfer id), with the ROM's block size.
     let socket = UdpSocket::bind(SocketAddr::new(from.into(), 0)).await?;
     let request = rrq(file, &[("blksize", "1456"), ("tsize", "0")]);
-    let (mut packet, peer, r) = send_until(&socket, &request, server, |op, _| op == OACK || op == DATA).await?;
+    let (mut n, peer, r) = send_until(&socket, &request, server, &mut buf, |op, _| op == OACK || op == DATA).await?;
     retries += r;
     let mut blksize = 512usize;
-    if opcode(&packet) == OACK {
-        for (k, v) in options(&packet) {
+    if opcode(&buf) == OACK {
+        for (k, v) in options(&buf[..n]) {
             if k.eq_ignore_ascii_case("blksize") {
                 blksize = v.parse().unwrap_or(512);
             }
         }
-        let (p, _, r) = send_until(&socket, &ack(0), peer, |op, b| op == DATA && b == 1).await?;
+        let (got, _, r) = send_until(&socket, &ack(0), peer, &mut buf, |op, b| op == DATA && b == 1).await?;
         retries += r;
-        packet = p;
+        n = got;
     }
     let mut got = 0u64;
     let mut block = 1u16;
     loop {
-        let payload = &packet[4..];
-        got += payload.len() as u64;
-        let last = payload.len() < blksize;
-        if last {
+        let payload = n - 4;
+        got += payload as u64;
+        if payload < blksize {
             let _ = socket.send_to(&ack(block), peer).await;
             break;
         }
         let next = block.wrapping_add(1);
-        let (p, _, r) = send_until(&socket, &ack(block), peer, |op, b| op == DATA && b == next).await?;
+        let (len, _, r) = send_until(&socket, &ack(block), peer, &mut buf, |op, b| op == DATA && b == next).await?;
         retries += r;
-        packet = p;
+        n = len;
         block = next;
     }
     if let Some(size) = size.and_then(|s| s.parse::<u64>().ok()) {
@@ -71,29 +72,30 @@ pub async fn fetch(from: Ipv4Addr, server: SocketAddr, file: &str) -> anyhow::Re
 }
 
 /// Sends `packet` and waits for an answer `accept` takes (opcode, block) from `to`'s host,
-/// resending on each timeout. A TFTP error ends the transfer.
+/// resending on each timeout; the answer is left in `buf` and its length returned. A TFTP error
+/// ends the transfer.
 async fn send_until(
     socket: &UdpSocket,
     packet: &[u8],
     to: SocketAddr,
+    buf: &mut [u8],
     accept: impl Fn(u16, u16) -> bool,
-) -> anyhow::Result<(Vec<u8>, SocketAddr, u32)> {
-    let mut buf = vec![0u8; 65_536];
+) -> anyhow::Result<(usize, SocketAddr, u32)> {
     for (attempt, secs) in TIMEOUTS.iter().enumerate() {
         socket.send_to(packet, to).await?;
         let deadline = tokio::time::Instant::now() + Duration::from_secs(*secs);
-        while let Ok(got) = tokio::time::timeout_at(deadline, socket.recv_from(&mut buf)).await {
+        while let Ok(got) = tokio::time::timeout_at(deadline, socket.recv_from(buf)).await {
             let (n, from) = got?;
             if n < 4 || from.ip() != to.ip() {
                 continue;
             }
-            let (op, block) = (opcode(&buf), u16::from_be_bytes([buf[2], buf[3]]));
+            let (op, block) = (opcode(buf), u16::from_be_bytes([buf[2], buf[3]]));
             if op == ERROR {
                 let text = String::from_utf8_lossy(&buf[4..n]).trim_end_matches('\0').to_string();
                 anyhow::bail!("TFTP error {block}: {text}");
             }
             if accept(op, block) {
-                return Ok((buf[..n].to_vec(), from, attempt as u32));
+                return Ok((n, from, attempt as u32));
             }
         }
     }

@@ -149,7 +149,10 @@ async fn count_requests(State(s): State<ApiState>, req: Request, next: Next) -> 
     let route = req
         .extensions()
         .get::<axum::extract::MatchedPath>()
-        .map_or_else(|| "unmatched".to_string(), |p| p.as_str().to_string());
+        .map(|p| p.as_str().to_string())
+        // Boot files are a nested service, which axum gives no matched path.
+        .or_else(|| req.uri().path().starts_with(boot::FILES_ROUTE).then(|| boot::FILES_ROUTE.to_string()))
+        .unwrap_or_else(|| "unmatched".to_string());
     let resp = next.run(req).await;
     s.metrics.http_requests.get_or_create(&HttpLabel { method, route, status: resp.status().as_u16() }).inc();
     resp

@@ -23,11 +23,10 @@ use tokio_util::task::TaskTracker;
 use tower::ServiceExt;
 use tracing::debug;
 
+use super::files::{self, Files};
+use super::DRAIN;
 use crate::config::ConnLimits;
 use crate::metrics::{ConnRefusedLabel, Metrics};
-
-/// How long open requests may run on after shutdown before their connections are dropped.
-const DRAIN: Duration = Duration::from_secs(5);
 
 /// One listener's settings.
 pub struct Listener {
@@ -36,6 +35,8 @@ pub struct Listener {
     pub limits: ConnLimits,
     /// TLS and its handshake timeout; `None`: plain HTTP.
     pub tls: Option<(TlsAcceptor, Duration)>,
+    /// Boot files answered with sendfile before hyper sees the connection (plain HTTP only).
+    pub files: Option<Files>,
 }
 
 /// Serves `app` on `listener` until `shutdown`, then lets open requests finish (briefly).
@@ -81,7 +82,13 @@ pub async fn serve(
         tracker.spawn(async move {
             let _permit = permit;
             match &settings.tls {
-                None => connection(stream, peer, app, &settings, shutdown).await,
+                None => match &settings.files {
+                    None => connection(stream, peer, app, &settings, shutdown).await,
+                    Some(f) => match files::serve(f, stream, peer, &settings.limits, &shutdown).await {
+                        files::After::Router(rest) => connection(rest, peer, app, &settings, shutdown).await,
+                        files::After::Closed => {}
+                    },
+                },
                 Some((acceptor, timeout)) => match tokio::time::timeout(*timeout, acceptor.accept(stream)).await {
                     Ok(Ok(tls)) => connection(tls, peer, app, &settings, shutdown).await,
                     Ok(Err(error)) => debug!(%peer, %error, "tls handshake failed"),

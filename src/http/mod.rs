@@ -3,9 +3,11 @@
 //! APIs. HTTPS also serves the web UI (`/ui/`, [`crate::ui`]). Both run on the accept loop in [`conn`] until shutdown.
 
 mod conn;
+mod files;
 mod plain;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context;
 use tokio::net::TcpListener;
@@ -14,6 +16,9 @@ use tokio_util::sync::CancellationToken;
 use crate::api::{self, boot::BootState, ApiState};
 use crate::render::Renderer;
 use crate::service::Core;
+
+/// How long open requests may run on after shutdown before their connections are dropped.
+const DRAIN: Duration = Duration::from_secs(5);
 
 /// Serves plain HTTP (`/boot`, `/healthz`; the APIs refused unless `http.loopback_api`) on
 /// `listener` until `shutdown`.
@@ -27,7 +32,9 @@ pub async fn serve(listener: TcpListener, core: Core, shutdown: CancellationToke
         false => plain::router(state, core.addrs.https_base.clone()),
     };
     let app = crate::assets::guard(router, &core.cfg);
-    let settings = conn::Listener { name: "http", limits: core.cfg.http_limits, tls: None };
+    let files =
+        files::Files { root: core.cfg.tftp.root.clone(), cmdb: core.cmdb.clone(), metrics: core.metrics.clone() };
+    let settings = conn::Listener { name: "http", limits: core.cfg.http_limits, tls: None, files: Some(files) };
     conn::serve(listener, app, settings, core.metrics.clone(), shutdown).await
 }
 
@@ -42,6 +49,7 @@ pub async fn serve_https(listener: TcpListener, core: Core, shutdown: Cancellati
         name: "https",
         limits: core.cfg.http_limits,
         tls: Some((acceptor, core.cfg.https.handshake_timeout)),
+        files: None,
     };
     conn::serve(listener, app, settings, core.metrics.clone(), shutdown).await
 }

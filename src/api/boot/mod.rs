@@ -51,6 +51,9 @@ pub struct BootState {
     pub nonce_ttl_secs: u64,
 }
 
+/// The route label of boot files in the request metric.
+pub const FILES_ROUTE: &str = "/boot/files";
+
 pub fn routes(state: &ApiState) -> Router<ApiState> {
     let root = state.boot.as_ref().map(|b| b.root.clone()).unwrap_or_default();
     let files: Router = Router::new()
@@ -159,8 +162,13 @@ fn etag_for(root: &std::path::Path, rel: &str) -> Option<HeaderValue> {
         return None;
     }
     let meta = std::fs::metadata(root.join(rel)).ok().filter(|m| m.is_file())?;
+    HeaderValue::from_str(&etag_of(&meta)?).ok()
+}
+
+/// A boot file's strong ETag: its size and modification time (the same on both HTTP paths).
+pub(crate) fn etag_of(meta: &std::fs::Metadata) -> Option<String> {
     let mtime = meta.modified().ok()?.duration_since(std::time::UNIX_EPOCH).ok()?.as_nanos();
-    HeaderValue::from_str(&format!("\"{:x}-{:x}\"", meta.len(), mtime)).ok()
+    Some(format!("\"{:x}-{:x}\"", meta.len(), mtime))
 }
 
 /// Shared boot state for [`ApiState`].

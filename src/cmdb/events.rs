@@ -60,9 +60,9 @@ event_kinds! {
     /// The machine's lifecycle state changed.
     MachineState = "machine.state", fields: "from, to (machine states)";
     /// An offer was sent to the machine.
-    DhcpOffer = "dhcp.offer", fields: "ip, arch, boot_file, relay";
+    DhcpOffer = "dhcp.offer", fields: "ip, arch, boot_file, relay; repeats, first_ms when folded";
     /// A lease was acknowledged (durable before the ACK left).
-    DhcpAck = "dhcp.ack", fields: "ip, lease_secs, boot_file, hostname";
+    DhcpAck = "dhcp.ack", fields: "ip, lease_secs, boot_file, hostname; repeats, first_ms when folded";
     /// A request was refused with a NAK.
     DhcpNak = "dhcp.nak", fields: "requested, reason";
     /// The client released its lease.
@@ -70,11 +70,11 @@ event_kinds! {
     /// The client declined an address (in use).
     DhcpDecline = "dhcp.decline", fields: "ip";
     /// An INFORM was answered.
-    DhcpInform = "dhcp.inform", fields: "ciaddr";
+    DhcpInform = "dhcp.inform", fields: "ciaddr; repeats, first_ms when folded";
     /// proxyDHCP offered boot options.
-    DhcpProxyOffer = "dhcp.proxy_offer", fields: "arch, boot_file";
+    DhcpProxyOffer = "dhcp.proxy_offer", fields: "arch, boot_file; repeats, first_ms when folded";
     /// The PXE boot server (port 4011) acknowledged.
-    DhcpProxyAck = "dhcp.proxy_ack", fields: "arch, boot_file";
+    DhcpProxyAck = "dhcp.proxy_ack", fields: "arch, boot_file; repeats, first_ms when folded";
     /// A TFTP transfer finished (or failed).
     TftpTransfer = "tftp.transfer", fields: "file, bytes, outcome";
     /// The machine fetched its iPXE script.
@@ -202,6 +202,7 @@ pub(super) fn push_event(
     kind: EventKind,
     detail: serde_json::Value,
 ) -> Result<(), CmdbError> {
+    let detail = super::fold::fold(ctx, machine_id, &kind, detail)?;
     let seq = *ctx.next_event_seq;
     *ctx.next_event_seq += 1;
     let state = state_of(ctx, machine_id);

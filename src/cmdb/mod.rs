@@ -10,6 +10,7 @@ pub mod backup;
 mod bmcs;
 mod cascade;
 mod events;
+mod fold;
 pub mod health;
 mod index;
 mod jobs;

@@ -66,8 +66,8 @@ async fn sightings_create_one_discovered_machine_per_mac_even_in_one_batch() {
         circuit_id: Some("0a0b".into()),
         remote_id: None,
     };
-    for _ in 0..5 {
-        db.record(s.clone(), vec![(EventKind::DhcpOffer, json!({}))]);
+    for i in 0..5 {
+        db.record(s.clone(), vec![(EventKind::DhcpOffer, json!({ "n": i }))]);
     }
     db.flush().await.unwrap();
     let page = db.list_machines(MachineFilter::default()).await.unwrap();
@@ -105,6 +105,29 @@ async fn leases_and_machines_survive_reopen() {
     use std::os::unix::fs::PermissionsExt;
     assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600, "the CMDB is owner-only");
     assert!(db.brief_by_mac(mac("52:54:00:00:00:03")).is_some(), "index rebuilt from disk");
+}
+
+#[tokio::test]
+async fn repeated_dhcp_chatter_folds_into_one_event_per_kind() {
+    let (_d, db) = open();
+    let s = Sighting { mac: Some(mac("52:54:00:00:00:0b")), ..Default::default() };
+    db.record(s.clone(), vec![(EventKind::BootScript, json!({"plan": "profile"}))]);
+    for _ in 0..500 {
+        db.record(s.clone(), vec![(EventKind::DhcpOffer, json!({"ip": "198.18.0.9", "arch": "bios"}))]);
+        db.record(s.clone(), vec![(EventKind::DhcpAck, json!({"ip": "198.18.0.9", "lease_secs": 600}))]);
+    }
+    db.record(s.clone(), vec![(EventKind::DhcpAck, json!({"ip": "198.18.0.10", "lease_secs": 600}))]);
+    db.flush().await.unwrap();
+    let m = db.machine_by_mac(mac("52:54:00:00:00:0b")).await.unwrap();
+    let events = db.events(m.id, 0, 10_000).await.unwrap();
+    let kinds: Vec<&str> = events.iter().map(|e| e.kind.as_str()).collect();
+    assert_eq!(kinds, ["machine.discovered", "boot.script", "dhcp.offer", "dhcp.ack", "dhcp.ack"]);
+    let (offer, ack) = (&events[2], &events[3]);
+    assert_eq!((offer.detail["repeats"].as_u64(), ack.detail["repeats"].as_u64()), (Some(500), Some(500)));
+    assert_eq!(ack.detail["ip"], "198.18.0.9");
+    assert!(offer.detail["first_ms"].as_u64().unwrap() <= offer.at_ms);
+    assert!(events.windows(2).all(|w| w[0].seq < w[1].seq), "the newest repeat keeps a new sequence number");
+    assert_eq!(events[4].detail.get("repeats"), None, "another address is news");
 }
 
 #[tokio::test]

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# TFTP and HTTP boot serving, side by side: rackboot against dnsmasq's TFTP, atftpd and nginx
-# (sendfile) on the same files, over a veth pair between two namespaces. Prints MB/s, parallel
-# transfer failures and times, and rackboot's CPU and RSS. A benchmark: prints, never fails.
+# TFTP boot serving, side by side: rackboot against dnsmasq's TFTP and atftpd on the same files,
+# over a veth pair between two namespaces. Prints MB/s and parallel transfer failures and times.
+# A benchmark: prints, never fails. HTTP is bench/http.sh.
 #
 #   bench/boot.sh   (as root)
 set -euo pipefail
@@ -12,7 +12,6 @@ chmod 755 "$WORK"  # dnsmasq, atftpd and nginx workers drop root and must read t
 mkdir -p "$WORK/boot" "$WORK/data"
 head -c 20000000 /dev/urandom > "$WORK/boot/file20m"
 head -c 1000000 /dev/urandom > "$WORK/boot/file1m"
-head -c 1000000000 /dev/urandom > "$WORK/boot/file1g"
 cat > "$WORK/rb.toml" <<TOML
 [server]
 data_dir = "$WORK/data"
@@ -69,26 +68,4 @@ for srv in rackboot dnsmasq atftpd; do
 done
 
 echo
-echo "HTTP, 1 GB file single stream and 200 clients x 1 MB (wrk, 10 s)"
-cat > "$WORK/nginx.conf" <<NGX
-worker_processes 2;
-pid $WORK/nginx.pid;
-error_log $WORK/nginx.err;
-events { worker_connections 4096; }
-http { sendfile on; tcp_nopush on; access_log off;
-  server { listen 198.18.0.1:8081; root $WORK/boot; location /boot/files/ { alias $WORK/boot/; } } }
-NGX
-start_rackboot
-t0=$(cpu_ticks $PID)
-rb_single=$(ip netns exec $CLI curl -s -o /dev/null -w '%{speed_download}' http://198.18.0.1:8080/boot/files/file1g | awk '{printf "%.0f", $1/1e6}')
-rb_wrk=$(ip netns exec $CLI wrk -t2 -c200 -d10s http://198.18.0.1:8080/boot/files/file1m 2>/dev/null | awk '/Transfer\/sec/ {print $2}')
-t1=$(cpu_ticks $PID); rb_rss=$(awk '/VmHWM/ {printf "%.0f", $2/1024}' /proc/$PID/status)
-stop
-ip netns exec $SRV nginx -c "$WORK/nginx.conf" -g 'daemon off;' & PID=$!; sleep 1
-ng_single=$(ip netns exec $CLI curl -s -o /dev/null -w '%{speed_download}' http://198.18.0.1:8081/boot/files/file1g | awk '{printf "%.0f", $1/1e6}')
-ng_wrk=$(ip netns exec $CLI wrk -t2 -c200 -d10s http://198.18.0.1:8081/boot/files/file1m 2>/dev/null | awk '/Transfer\/sec/ {print $2}')
-stop
-printf "  %-10s %14s %18s\n" server "single MB/s" "200 clients (wrk)"
-printf "  %-10s %14s %18s\n" rackboot "$rb_single" "$rb_wrk/s"
-printf "  %-10s %14s %18s\n" nginx "$ng_single" "$ng_wrk/s"
-echo "  rackboot during the HTTP runs: $(( (t1 - t0) )) CPU ticks (1/100 s), peak RSS ${rb_rss} MB"
+echo "HTTP: see bench/http.sh (rackboot's sendfile path against nginx)"

@@ -22,7 +22,8 @@
 # namespaces take leases with dhclient/udhcpc/dhcpcd. It writes libvirt XML for the same lab to
 # vm-lab/run/libvirt/ (see vm-lab/README.md). --baseline first times the same image written in
 # BootOS by `wget | dd` and `wget | tee | sha256sum` (bench/deploy.sh; about 5 minutes under TCG,
-# so not in the main job). --keep leaves it all running until Ctrl-C.
+# so not in the main job). --keep leaves it all running until Ctrl-C. VM_CPUS (default 1) sets
+# each VM's vCPUs.
 # Everything is torn down on exit, also on failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -153,7 +154,7 @@ start_vm() { # name mac uefi port
   for d in b c d; do spare+=(-drive "file=$RUN/$name.$d.disk,if=virtio,format=raw"); done
   # The SeaBIOS VMs say they are made by "rackboot-lab": the lab-vendor plugin fits them only.
   [ "$uefi" = 1 ] || smbios=(-smbios "type=1,manufacturer=rackboot-lab,product=lab-vm")
-  ip netns exec $SW qemu-system-x86_64 -accel tcg -m 512 -display none -boot n "${fw[@]}" "${smbios[@]}" \
+  ip netns exec $SW qemu-system-x86_64 -accel tcg -smp "${VM_CPUS:-1}" -m 512 -display none -boot n "${fw[@]}" "${smbios[@]}" \
     -serial "file:$RUN/$name.serial" -netdev "tap,id=n0,ifname=$port,script=no,downscript=no" \
     -device "virtio-net-pci,netdev=n0,mac=$mac" -drive "file=$RUN/$name.disk,if=virtio,format=raw" \
     "${spare[@]}" > "$RUN/$name.qemu.log" 2>&1 &

@@ -18,6 +18,7 @@
 
 pub mod bundle;
 pub mod client;
+pub mod deploy;
 pub mod inventory;
 pub mod jobs;
 pub mod lldp;

@@ -273,7 +273,7 @@ impl Agent {
             }
             Action::DeployImage { url, sha256, disk } => {
                 let mut sink = Sink::new(&mut self.client, spec);
-                crate::jobs::deploy_image(&mut sink, spec, url, sha256, disk).await
+                crate::deploy::deploy_image(&mut sink, spec, url, sha256, disk).await
             }
             Action::RefreshInventory => match self.send_inventory().await {
                 Ok(s) if (200..300).contains(&s) => done(Outcome::Succeeded, None),

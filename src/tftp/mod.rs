@@ -164,14 +164,15 @@ async fn handle(
             return (svc.on_report)(report(Outcome::Failed(why.to_string()), 0, 0, None));
         }
     };
-    let file = match tokio::fs::File::open(&path).await {
+    // Opened on the worker (microseconds for a boot file), as the blocks are read (transfer.rs).
+    let file = match std::fs::File::open(&path) {
         Ok(f) => f,
         Err(e) => {
             let _ = sock.send(&packet::error(packet::ERR_NOT_FOUND, "cannot open file")).await;
             return (svc.on_report)(report(Outcome::Failed(format!("open: {e}")), 0, 0, None));
         }
     };
-    let size = file.metadata().await.map(|m| m.len()).unwrap_or(0);
+    let size = file.metadata().map(|m| m.len()).unwrap_or(0);
     let (n, ack) = request::negotiate(&options, size);
     let oack = (!ack.is_empty()).then(|| packet::oack(&ack));
     svc.metrics.tftp_active.inc();

@@ -67,19 +67,10 @@ fn args() -> anyhow::Result<Args> {
     Ok(a)
 }
 
-/// (CPU seconds, peak RSS bytes) of a process.
+/// CPU seconds and peak RSS of `pid`.
 fn usage(pid: u32) -> (f64, u64) {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let after = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or_default();
-    let f: Vec<f64> = after.split_whitespace().map(|v| v.parse().unwrap_or(0.0)).collect();
-    let ticks = f.get(11).copied().unwrap_or(0.0) + f.get(12).copied().unwrap_or(0.0);
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let hwm_kb: u64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0);
-    (ticks / 100.0, hwm_kb * 1024)
+    let u = rackboot_agent::stats::process_usage(pid);
+    (u.cpu_secs, u.peak_rss_bytes)
 }
 
 fn main() -> anyhow::Result<()> {

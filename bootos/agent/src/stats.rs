@@ -66,3 +66,29 @@ mod tests {
         assert_eq!((s.mem_total_bytes, s.mem_available_bytes, s.uptime_secs), (1_024_000, 512_000, 3600));
     }
 }
+
+/// What a process has used, from `/proc/<pid>` (zeros for a process that is gone).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ProcessUsage {
+    /// User and system CPU time.
+    pub cpu_secs: f64,
+    pub rss_bytes: u64,
+    /// The largest the resident set has been.
+    pub peak_rss_bytes: u64,
+}
+
+/// CPU time and memory of process `pid` (the load tools report the servers' cost with it).
+pub fn process_usage(pid: u32) -> ProcessUsage {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name, which may itself hold spaces and parentheses.
+    let after = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or_default();
+    let f: Vec<f64> = after.split_whitespace().map(|v| v.parse().unwrap_or(0.0)).collect();
+    let ticks = f.get(11).copied().unwrap_or(0.0) + f.get(12).copied().unwrap_or(0.0);
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let kb = |key: &str| -> u64 {
+        let line = status.lines().find_map(|l| l.strip_prefix(key));
+        line.and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok()).unwrap_or(0) * 1024
+    };
+    // USER_HZ is 100 on Linux.
+    ProcessUsage { cpu_secs: ticks / 100.0, rss_bytes: kb("VmRSS:"), peak_rss_bytes: kb("VmHWM:") }
+}

@@ -67,22 +67,6 @@ fn client(url: &str, trust: &Option<Trust>) -> anyhow::Result<Client> {
     }
 }
 
-/// (CPU seconds used, RSS bytes) of a process.
-fn proc_usage(pid: u32) -> (f64, u64) {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let after = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or_default();
-    let f: Vec<&str> = after.split_whitespace().collect();
-    let ticks: f64 = f.get(11).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0)
-        + f.get(12).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let rss_kb: u64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0);
-    (ticks / 100.0, rss_kb * 1024)
-}
-
 type Received = Arc<Mutex<HashMap<u64, Instant>>>;
 
 /// One simulated agent. It cannot prove a boot (no boot nonce), so it enrolls held for approval
@@ -217,4 +201,10 @@ fn main() -> anyhow::Result<()> {
         }
         Ok(())
     })
+}
+
+/// CPU seconds and RSS of `pid`.
+fn proc_usage(pid: u32) -> (f64, u64) {
+    let u = rackboot_agent::stats::process_usage(pid);
+    (u.cpu_secs, u.rss_bytes)
 }

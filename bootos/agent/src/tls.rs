@@ -53,21 +53,45 @@ impl Trust {
             }
             Trust::Pin(pin) => builder
                 .dangerous()
-                .with_custom_certificate_verifier(Arc::new(PinVerifier { pin: *pin, provider }))
+                .with_custom_certificate_verifier(Arc::new(pin_verifier(*pin, provider)))
                 .with_no_client_auth(),
         };
         Ok(TlsConnector::from(Arc::new(config)))
     }
 }
 
-/// Accepts a chain that carries the pinned CA and a leaf that verifies against it.
-#[derive(Debug)]
-struct PinVerifier {
-    pin: [u8; 32],
+/// A server certificate check: the end entity, the intermediates, the server name, OCSP, now.
+pub type CertCheckFn = dyn Fn(
+        &CertificateDer<'_>,
+        &[CertificateDer<'_>],
+        &ServerName<'_>,
+        &[u8],
+        UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error>
+    + Send
+    + Sync;
+
+/// A verifier that decides on the server's certificate with its own check and verifies the
+/// handshake signatures with the provider's algorithms, so the peer holds the certificate's
+/// key whatever the check accepts. The agent's pin and the appliance's BMC pins use it.
+pub struct CertCheck {
+    check: Box<CertCheckFn>,
     provider: Arc<CryptoProvider>,
 }
 
-impl ServerCertVerifier for PinVerifier {
+impl CertCheck {
+    pub fn new(provider: Arc<CryptoProvider>, check: Box<CertCheckFn>) -> CertCheck {
+        CertCheck { check, provider }
+    }
+}
+
+impl std::fmt::Debug for CertCheck {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CertCheck")
+    }
+}
+
+impl ServerCertVerifier for CertCheck {
     fn verify_server_cert(
         &self,
         end_entity: &CertificateDer<'_>,
@@ -76,16 +100,7 @@ impl ServerCertVerifier for PinVerifier {
         ocsp_response: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
-        let ca = intermediates
-            .iter()
-            .find(|c| Sha256::digest(c.as_ref()).as_slice() == self.pin)
-            .ok_or(rustls::Error::InvalidCertificate(CertificateError::UnknownIssuer))?;
-        let mut roots = RootCertStore::empty();
-        roots.add(ca.clone().into_owned())?;
-        let verifier = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), self.provider.clone())
-            .build()
-            .map_err(|e| rustls::Error::General(e.to_string()))?;
-        verifier.verify_server_cert(end_entity, &[], server_name, ocsp_response, now)
+        (self.check)(end_entity, intermediates, server_name, ocsp_response, now)
     }
 
     fn verify_tls12_signature(
@@ -109,6 +124,27 @@ impl ServerCertVerifier for PinVerifier {
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
         self.provider.signature_verification_algorithms.supported_schemes()
     }
+}
+
+/// Accepts a chain that carries the CA whose SHA-256 is `pin` and a leaf that verifies
+/// against it.
+fn pin_verifier(pin: [u8; 32], provider: Arc<CryptoProvider>) -> CertCheck {
+    let inner = provider.clone();
+    CertCheck::new(
+        provider,
+        Box::new(move |end_entity, intermediates, server_name, ocsp_response, now| {
+            let ca = intermediates
+                .iter()
+                .find(|c| Sha256::digest(c.as_ref()).as_slice() == pin)
+                .ok_or(rustls::Error::InvalidCertificate(CertificateError::UnknownIssuer))?;
+            let mut roots = RootCertStore::empty();
+            roots.add(ca.clone().into_owned())?;
+            let verifier = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), inner.clone())
+                .build()
+                .map_err(|e| rustls::Error::General(e.to_string()))?;
+            verifier.verify_server_cert(end_entity, &[], server_name, ocsp_response, now)
+        }),
+    )
 }
 
 #[cfg(test)]

@@ -3,9 +3,8 @@
 
 use std::sync::Arc;
 
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-use rustls::{DigitallySignedStruct, SignatureScheme};
+use rackboot_agent::tls::CertCheck;
+use rustls::client::danger::ServerCertVerified;
 
 use crate::bmc::model::TlsPolicy;
 
@@ -17,7 +16,7 @@ pub fn client_config(policy: &TlsPolicy, ca_pem: &str) -> anyhow::Result<rustls:
         TlsPolicy::Insecure => None,
     };
     let provider = crate::tls::provider();
-    let verifier = Arc::new(Pinned { pin, provider: provider.clone() });
+    let verifier = Arc::new(pinned(pin, provider.clone()));
     Ok(rustls::ClientConfig::builder_with_provider(provider)
         .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])?
         .dangerous()
@@ -27,22 +26,10 @@ pub fn client_config(policy: &TlsPolicy, ca_pem: &str) -> anyhow::Result<rustls:
 
 /// Accepts the one certificate whose SHA-256 is `pin` (any certificate without a pin); the
 /// handshake signatures are verified either way, so the peer holds the certificate's key.
-#[derive(Debug)]
-struct Pinned {
-    pin: Option<String>,
-    provider: Arc<rustls::crypto::CryptoProvider>,
-}
-
-impl ServerCertVerifier for Pinned {
-    fn verify_server_cert(
-        &self,
-        end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        match &self.pin {
+fn pinned(pin: Option<String>, provider: Arc<rustls::crypto::CryptoProvider>) -> CertCheck {
+    CertCheck::new(
+        provider,
+        Box::new(move |end_entity, _, _, _, _| match &pin {
             None => Ok(ServerCertVerified::assertion()),
             Some(pin) => {
                 let got = crate::tls::fingerprint(end_entity);
@@ -54,28 +41,6 @@ impl ServerCertVerifier for Pinned {
                     )))
                 }
             }
-        }
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.provider.signature_verification_algorithms)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.provider.signature_verification_algorithms)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.provider.signature_verification_algorithms.supported_schemes()
-    }
+        }),
+    )
 }

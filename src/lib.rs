@@ -63,6 +63,7 @@ pub mod racks;
 pub mod render;
 pub mod secrets;
 pub mod service;
+pub mod templates;
 pub mod tftp;
 pub mod tls;
 pub mod ui;

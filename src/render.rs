@@ -27,7 +27,7 @@ const EMBEDDED: [(&str, &str); 6] = [
 ];
 
 /// The default text of template `name` (e.g. `ipxe/profile.ipxe`): the file of that name under
-/// `dir` (`boot.templates`) if there is one, else the embedded one; `None` for no such template.
+/// `dir` (`boot.templates`) if there is one, else the embedded one; `NotFound` for no such template.
 pub fn default_text(dir: Option<&Path>, name: &str) -> std::io::Result<String> {
     let embedded = EMBEDDED.iter().find(|(n, _)| *n == name).map(|(_, t)| *t);
     let embedded = embedded.ok_or_else(|| std::io::Error::new(std::io::ErrorKind::NotFound, "no such template"))?;

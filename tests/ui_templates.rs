@@ -103,6 +103,14 @@ async fn an_admin_edits_previews_and_saves_a_boot_template() {
         "no form for a viewer"
     );
     b.shot("43-template-viewer").await;
+    // Their own POST, with the page's CSRF token, is refused by the server and saves nothing.
+    let post = "const csrf = document.querySelector('input[name=csrf]').value;
+        return fetch('/ui/templates/profile.ipxe', {method: 'POST',
+            headers: {'Content-Type': 'application/x-www-form-urlencoded'},
+            body: 'csrf=' + encodeURIComponent(csrf) + '&action=save&text=%23!ipxe%0Aexit%0A'}).then(r => r.status);";
+    let status = c.execute(post, vec![]).await.unwrap();
+    assert_eq!(status, json!(403), "a viewer's POST is refused");
+    assert!(boot_script(&app).await.starts_with("#!ipxe\necho edited for"), "and changes nothing");
 
     // Back as the admin: reset to the default.
     c.goto(&format!("{origin}/ui/logout")).await.ok();

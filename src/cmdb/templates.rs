@@ -3,11 +3,11 @@
 
 use std::collections::BTreeMap;
 
-use redb::TableDefinition;
+use redb::{ReadableTable, TableDefinition};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::store::{decode, encode, scan};
+use super::store::{decode, encode};
 use super::{Cmdb, CmdbError};
 
 const TEMPLATES: TableDefinition<&str, &[u8]> = TableDefinition::new("templates");
@@ -24,12 +24,24 @@ pub struct TemplateOverride {
 }
 
 impl Cmdb {
-    /// Every stored override.
+    /// Every stored override; a record that does not decode is skipped with a warning (boots
+    /// then use that template's default) rather than keeping the appliance from starting.
     pub async fn template_override_list(&self) -> Result<Vec<TemplateOverride>, CmdbError> {
-        self.read(|rtx| match rtx.open_table(TEMPLATES) {
-            Ok(t) => scan(&t),
-            Err(redb::TableError::TableDoesNotExist(_)) => Ok(Vec::new()),
-            Err(e) => Err(e.into()),
+        self.read(|rtx| {
+            let t = match rtx.open_table(TEMPLATES) {
+                Ok(t) => t,
+                Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
+                Err(e) => return Err(e.into()),
+            };
+            let mut out = Vec::new();
+            for row in t.iter()? {
+                let (k, v) = row?;
+                match decode::<TemplateOverride>(v.value()) {
+                    Ok(o) => out.push(o),
+                    Err(e) => tracing::warn!(template = k.value(), error = %e, "skipping a template override"),
+                }
+            }
+            Ok(out)
         })
         .await
     }
@@ -61,5 +73,35 @@ impl Cmdb {
     /// Deletes the override of `name`; whether there was one.
     pub async fn delete_template_override(&self, name: String) -> Result<bool, CmdbError> {
         self.write(move |ctx| Ok(ctx.t.tx.open_table(TEMPLATES)?.remove(name.as_str())?.is_some())).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(name: &str, text: &str) -> TemplateOverride {
+        TemplateOverride { name: name.into(), text: text.into(), changed_by: "ada".into(), changed_at: 7 }
+    }
+
+    #[tokio::test]
+    async fn overrides_are_stored_replaced_and_deleted_and_a_corrupt_one_is_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let cmdb = Cmdb::open(&dir.path().join("c.redb"), 8).unwrap();
+        assert!(cmdb.template_overrides().await.unwrap().is_empty(), "no table yet reads as none");
+        assert_eq!(cmdb.template_override("preseed".into()).await.unwrap(), None);
+        cmdb.put_template_override(rec("preseed", "a")).await.unwrap();
+        cmdb.put_template_override(rec("preseed", "b")).await.unwrap();
+        assert_eq!(cmdb.template_override("preseed".into()).await.unwrap(), Some(rec("preseed", "b")));
+        cmdb.write(|ctx| {
+            ctx.t.tx.open_table(TEMPLATES)?.insert("kickstart", b"not json".as_slice())?;
+            Ok(())
+        })
+        .await
+        .unwrap();
+        let all = cmdb.template_overrides().await.unwrap();
+        assert_eq!(all.into_iter().collect::<Vec<_>>(), [("preseed".to_string(), "b".to_string())]);
+        assert!(cmdb.delete_template_override("preseed".into()).await.unwrap());
+        assert!(!cmdb.delete_template_override("preseed".into()).await.unwrap());
     }
 }

@@ -17,6 +17,7 @@
 //! - [`cmdb`]: the redb-backed CMDB (machines, leases, events) with a group-commit writer.
 //! - [`planner`]: the one policy seam that decides what a machine boots.
 //! - [`render`]: pure template rendering of boot scripts (minijinja, strict).
+//! - [`templates`]: the boot templates admins override at run time, and the shared renderer.
 //! - [`secrets`]: sealed secrets (AEAD under the appliance's data key) for BMC passwords and
 //!   plugin keys.
 //! - [`dhcp`]: the DHCP server (full and proxy modes), mechanics only.
@@ -63,6 +64,7 @@ pub mod racks;
 pub mod render;
 pub mod secrets;
 pub mod service;
+pub mod templates;
 pub mod tftp;
 pub mod tls;
 pub mod ui;

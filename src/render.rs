@@ -16,6 +16,27 @@ const KICKSTART: &str = include_str!("../templates/installer/kickstart.cfg");
 const PRESEED: &str = include_str!("../templates/installer/preseed.cfg");
 const AUTOINSTALL: &str = include_str!("../templates/installer/autoinstall.yaml");
 
+/// Every template by file name, with its embedded text.
+const EMBEDDED: [(&str, &str); 6] = [
+    ("ipxe/profile.ipxe", PROFILE_IPXE),
+    ("ipxe/localboot.ipxe", LOCALBOOT_IPXE),
+    ("provision/identity.sh", IDENTITY_SH),
+    ("installer/kickstart.cfg", KICKSTART),
+    ("installer/preseed.cfg", PRESEED),
+    ("installer/autoinstall.yaml", AUTOINSTALL),
+];
+
+/// The default text of template `name` (e.g. `ipxe/profile.ipxe`): the file of that name under
+/// `dir` (`boot.templates`) if there is one, else the embedded one; `NotFound` for no such template.
+pub fn default_text(dir: Option<&Path>, name: &str) -> std::io::Result<String> {
+    let embedded = EMBEDDED.iter().find(|(n, _)| *n == name).map(|(_, t)| *t);
+    let embedded = embedded.ok_or_else(|| std::io::Error::new(std::io::ErrorKind::NotFound, "no such template"))?;
+    match dir.map(|d| d.join(name)).filter(|p| p.is_file()) {
+        Some(p) => std::fs::read_to_string(p),
+        None => Ok(embedded.to_string()),
+    }
+}
+
 /// The installer answer files rackboot renders.
 pub const ANSWER_KINDS: [&str; 3] = ["kickstart", "preseed", "autoinstall"];
 
@@ -99,7 +120,7 @@ struct ProfileVars {
 
 impl ScriptVars {
     /// A made-up machine for checks and previews.
-    fn sample(http_base: &str, agent_url: &str) -> ScriptVars {
+    pub fn sample(http_base: &str, agent_url: &str) -> ScriptVars {
         ScriptVars {
             mac: "52:54:00:00:00:00".into(),
             hostname: Some("sample".into()),
@@ -119,6 +140,8 @@ pub enum RenderError {
     UnknownProfile(String),
     #[error("template: {0:#}")]
     Template(#[from] minijinja::Error),
+    #[error("reading a template: {0}")]
+    Io(String),
     #[error("{0:?} cannot go into a shell script (quotes, $, backquotes, backslashes or control characters)")]
     Unsafe(String),
 }
@@ -135,21 +158,22 @@ pub struct Renderer {
 impl Renderer {
     /// Embedded templates, each overridable by a file of the same name under `dir/ipxe/`.
     pub fn new(dir: Option<&Path>) -> anyhow::Result<Self> {
+        Ok(Self::with_overrides(dir, &std::collections::BTreeMap::new())?)
+    }
+
+    /// Like [`Renderer::new`], with some templates' text (by file name, e.g. `ipxe/profile.ipxe`)
+    /// replaced by `overrides` (the CMDB's, see [`crate::templates`]).
+    pub fn with_overrides(
+        dir: Option<&Path>,
+        overrides: &std::collections::BTreeMap<String, String>,
+    ) -> Result<Self, RenderError> {
         let mut env = Environment::new();
         env.set_undefined_behavior(UndefinedBehavior::Strict);
         env.set_syntax(minijinja::syntax::SyntaxConfig::builder().keep_trailing_newline(true).build()?);
-        for (name, embedded) in [
-            ("ipxe/profile.ipxe", PROFILE_IPXE),
-            ("ipxe/localboot.ipxe", LOCALBOOT_IPXE),
-            ("provision/identity.sh", IDENTITY_SH),
-            ("installer/kickstart.cfg", KICKSTART),
-            ("installer/preseed.cfg", PRESEED),
-            ("installer/autoinstall.yaml", AUTOINSTALL),
-        ] {
-            let own = dir.map(|d| d.join(name)).filter(|p| p.is_file());
-            let source = match own {
-                Some(p) => std::fs::read_to_string(&p)?,
-                None => embedded.to_string(),
+        for (name, _) in EMBEDDED {
+            let source = match overrides.get(name) {
+                Some(text) => text.clone(),
+                None => default_text(dir, name).map_err(|e| RenderError::Io(format!("{name}: {e}")))?,
             };
             env.add_template_owned(name.to_string(), source)?;
         }

@@ -41,6 +41,8 @@ pub struct Core {
     pub plugins: Arc<crate::plugins::Store>,
     /// Power through machines' BMCs.
     pub power: Arc<crate::bmc::Power>,
+    /// The boot templates both web listeners render from (overrides loaded by [`crate::app`]).
+    pub templates: crate::templates::Templates,
 }
 
 impl Core {
@@ -75,7 +77,20 @@ impl Core {
         };
         let power = Arc::new(crate::bmc::Power::new(cfg.bmc.clone(), cmdb.clone(), sealer.clone(), tls.ca_pem.clone()));
         engine.use_power(power.clone());
-        Ok(Core { cfg: Arc::new(cfg), addrs: Arc::new(addrs), cmdb, metrics, hub, engine, sealer, tls, plugins, power })
+        let templates = crate::templates::Templates::new(cfg.templates.as_deref()).context("loading templates")?;
+        Ok(Core {
+            cfg: Arc::new(cfg),
+            addrs: Arc::new(addrs),
+            cmdb,
+            metrics,
+            hub,
+            engine,
+            sealer,
+            tls,
+            plugins,
+            power,
+            templates,
+        })
     }
 }
 

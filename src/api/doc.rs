@@ -38,6 +38,7 @@ use crate::cmdb::EventKind;
         (name = "jobs", description = "Jobs run by node agents"),
         (name = "tasks", description = "Provisioning tasks and their runs"),
         (name = "profiles", description = "Boot profiles"),
+        (name = "templates", description = "Boot templates (iPXE scripts, installer answer files): overrides and previews (admin)"),
         (name = "racks", description = "Racks: where machines are placed by how they are cabled, named and addressed"),
         (name = "power", description = "Machines' BMCs (Redfish, IPMI) and power actions through them"),
         (name = "auth", description = "Logging in, and who the caller is"),

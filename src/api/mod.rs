@@ -22,6 +22,7 @@ pub mod profiles;
 mod quarantine;
 pub mod racks;
 mod tasks;
+mod templates;
 mod users;
 
 use std::sync::Arc;
@@ -70,6 +71,7 @@ fn protected_routes() -> OpenApiRouter<ApiState> {
     machines::routes()
         .merge(events::routes())
         .merge(profiles::routes())
+        .merge(templates::routes())
         .merge(jobs::routes())
         .merge(tasks::routes())
         .merge(racks::routes())

@@ -97,6 +97,7 @@ async fn upsert(
     }
     if let Some(boot) = &s.boot {
         boot.renderer
+            .current()
             .check_cmdline(&p.cmdline, p.answer.is_some())
             .map_err(|e| ApiError::field("cmdline", format!("cmdline: {e}")))?;
     }

@@ -82,6 +82,7 @@ pub async fn start(cfg: Config) -> anyhow::Result<Running> {
 
     let token = CancellationToken::new();
     let core = Core::new(cfg, addrs, cmdb.clone(), tls, token.clone())?;
+    core.templates.reload(&cmdb).await.context("loading the template overrides")?;
     let mut services = Services::new(token.clone());
     if let Some(bound) = dns {
         services.start("dns", dns::serve(bound, core.clone(), token.clone()));

@@ -106,6 +106,12 @@ mod tests {
             (Method::DELETE, "/plugins/{name}/versions/{version}", A),
             (Method::POST, "/plugin-keys", A),
             (Method::POST, "/plugin-keys/{key_id}/revoke", A),
+            // Boot templates: anyone reads; overrides and previews are an admin's.
+            (Method::GET, "/templates", V),
+            (Method::GET, "/templates/{name}", V),
+            (Method::PUT, "/templates/{name}", A),
+            (Method::DELETE, "/templates/{name}", A),
+            (Method::POST, "/templates/{name}/preview", A),
             // Changes nobody listed are an admin's, never everyone's.
             (Method::POST, "/settings", A),
             (Method::PUT, "/trust/{key}", A),

@@ -18,6 +18,7 @@ mod machines;
 mod plugins;
 mod racks;
 mod tasks;
+mod templates;
 mod users;
 
 use assets::{assets, AssetsCmd};
@@ -28,6 +29,7 @@ use machines::{machines, MachinesCmd};
 use plugins::{plugins, PluginsCmd};
 use racks::{racks, RacksCmd};
 use tasks::{tasks, TasksCmd};
+use templates::{templates, TemplatesCmd};
 use users::{audit, tokens, users, AuditArgs, TokensCmd, UsersCmd};
 
 const ABOUT: &str = "Network-boot appliance: DHCP, TFTP, HTTP and DNS in one process";
@@ -105,6 +107,13 @@ Examples:
         api: ApiArgs,
         #[command(subcommand)]
         cmd: MachinesCmd,
+    },
+    /// Boot templates (iPXE scripts, answer files): list, show, set an override, reset.
+    Templates {
+        #[command(flatten)]
+        api: ApiArgs,
+        #[command(subcommand)]
+        cmd: TemplatesCmd,
     },
     /// A machine's BMC (Redfish or IPMI): set, show, remove.
     Bmc {
@@ -306,6 +315,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Ca { cmd } => ca(cmd),
         Command::Machines { api, cmd } => machines(api.client()?, cmd).await,
         Command::Racks { api, cmd } => racks(api.client()?, cmd).await,
+        Command::Templates { api, cmd } => templates(api.client()?, cmd).await,
         Command::Plugins { api, cmd } => plugins(api.client()?, cmd).await,
         Command::Bmc { api, cmd } => bmc(api.client()?, cmd).await,
         Command::Power { api, args } => power(api.client()?, args).await,

@@ -24,6 +24,7 @@ mod provision;
 pub mod quarantine;
 mod racks;
 mod store;
+mod templates;
 mod unclaimed;
 mod users;
 mod whereabouts;
@@ -48,6 +49,7 @@ pub use model::{
 };
 pub use nonces::{nonce_hash, NonceCheck};
 pub use provision::{MachineUpdate, NewRun};
+pub use templates::TemplateOverride;
 pub use unclaimed::{Growth, DEFAULT_CAP as DEFAULT_UNCLAIMED_CAP};
 pub use users::{
     AuthError, Caller, Import, TokenRecord, TokenView, User, UserChange, UserView, MAX_SESSIONS_PER_USER,

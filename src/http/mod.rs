@@ -14,7 +14,6 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::api::{self, boot::BootState, ApiState};
-use crate::render::Renderer;
 use crate::service::Core;
 
 /// How long open requests may run on after shutdown before their connections are dropped.
@@ -55,9 +54,9 @@ pub async fn serve_https(listener: TcpListener, core: Core, shutdown: Cancellati
 }
 
 fn state(core: &Core) -> anyhow::Result<ApiState> {
-    let Core { cfg, addrs, cmdb, metrics, hub, engine, tls, sealer: _, plugins, power } = core.clone();
+    let Core { cfg, addrs, cmdb, metrics, hub, engine, tls, sealer: _, plugins, power, templates } = core.clone();
     let boot = BootState {
-        renderer: Renderer::new(cfg.templates.as_deref()).context("loading templates")?,
+        renderer: templates,
         profiles: cfg.boot.profiles.clone(),
         discovery_profile: cfg.boot.discovery_profile.clone(),
         http_base: addrs.http_base.clone(),

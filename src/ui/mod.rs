@@ -7,7 +7,7 @@
 //! A page is a module with its routes: [`dashboard`], [`machines`] (list, search, bulk
 //! actions), [`machine`] (one machine, live through [`live`]), [`racks`] (rack bring-up: the
 //! form, the elevation kept live), [`provisioning`] (tasks, runs, leases), [`profiles`] (boot
-//! profiles with a rendered preview), [`plugins`] (signed plugins, the admin's upload form),
+//! profiles with a rendered preview), [`templates`] (boot templates: edit, preview, reset), [`plugins`] (signed plugins, the admin's upload form),
 //! [`admin`] (audit log, users).
 //! A new page (e.g. a rack view) adds a module, merges its `routes()` in [`router`], adds its
 //! template to `view::PAGES` and a link in `templates/ui/base.html`; its live updates follow
@@ -28,6 +28,7 @@ mod profiles;
 mod provisioning;
 mod racks;
 mod session;
+mod templates;
 mod view;
 
 use std::sync::Arc;
@@ -73,6 +74,7 @@ pub fn router(state: ApiState, api: Router) -> anyhow::Result<Router> {
         .merge(racks::routes())
         .merge(provisioning::routes())
         .merge(profiles::routes())
+        .merge(templates::routes())
         .merge(plugins::routes(max_bundle))
         .merge(admin::routes())
         .route_layer(middleware::from_fn(headers))

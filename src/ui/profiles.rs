@@ -131,8 +131,11 @@ fn preview(s: &UiState, fields: &Fields) -> Result<String, String> {
     if fields.kernel.is_empty() || fields.initrd.is_empty() {
         return Err("kernel and initrd are required".into());
     }
-    boot.renderer.check_cmdline(&fields.cmdline, !fields.answer.is_empty()).map_err(|e| format!("cmdline: {e}"))?;
-    boot.renderer.preview(&fields.profile(), &boot.http_base, &boot.agent_url).map_err(|e| e.to_string())
+    boot.renderer
+        .current()
+        .check_cmdline(&fields.cmdline, !fields.answer.is_empty())
+        .map_err(|e| format!("cmdline: {e}"))?;
+    boot.renderer.current().preview(&fields.profile(), &boot.http_base, &boot.agent_url).map_err(|e| e.to_string())
 }
 
 async fn post_new(State(s): State<UiState>, session: Session, headers: HeaderMap, body: axum::body::Body) -> Response {

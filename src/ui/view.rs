@@ -8,7 +8,7 @@ use minijinja::{Environment, UndefinedBehavior, Value};
 
 use crate::cmdb::now_ms;
 
-const PAGES: [(&str, &str); 19] = [
+const PAGES: [(&str, &str); 20] = [
     ("base.html", include_str!("../../templates/ui/base.html")),
     ("login.html", include_str!("../../templates/ui/login.html")),
     ("machines.html", include_str!("../../templates/ui/machines.html")),
@@ -27,6 +27,7 @@ const PAGES: [(&str, &str); 19] = [
     ("task.html", include_str!("../../templates/ui/task.html")),
     ("leases.html", include_str!("../../templates/ui/leases.html")),
     ("profiles.html", include_str!("../../templates/ui/profiles.html")),
+    ("templates.html", include_str!("../../templates/ui/templates.html")),
     ("plugins.html", include_str!("../../templates/ui/plugins.html")),
 ];
 

@@ -162,6 +162,7 @@ async fn render_answer(
     };
     let text = boot
         .renderer
+        .current()
         .answer(kind, &vars)
         .map_err(|e| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, e.to_string()))?;
     s.cmdb.record(
@@ -260,8 +261,11 @@ async fn installed(
         ssh_keys: it.ssh_keys(),
         session,
     };
-    let text =
-        boot.renderer.identity(&vars).map_err(|e| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, e.to_string()))?;
+    let text = boot
+        .renderer
+        .current()
+        .identity(&vars)
+        .map_err(|e| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, e.to_string()))?;
     if let (Some(hash), Some(token)) = (secret_hash, token) {
         s.cmdb.installer_finished(id, token, hash).await?;
         s.hub.forget(id);

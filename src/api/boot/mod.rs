@@ -25,11 +25,12 @@ use crate::cmdb::Sighting;
 use crate::config::Profile;
 use crate::mac::Mac;
 use crate::planner::{self, BootPlan};
-use crate::render::{Renderer, ScriptVars};
+use crate::render::ScriptVars;
 
 /// What the boot endpoints need.
 pub struct BootState {
-    pub renderer: Renderer,
+    /// The boot templates, defaults plus the CMDB's overrides; swapped when one changes.
+    pub renderer: crate::templates::Templates,
     pub profiles: BTreeMap<String, Profile>,
     pub discovery_profile: String,
     pub http_base: String,
@@ -112,7 +113,7 @@ async fn ipxe(
         agent_url: boot.agent_url.clone(),
         ca_pin: boot.ca_pin.clone(),
     };
-    let script = boot.renderer.ipxe(&plan, &vars).map_err(|e| {
+    let script = boot.renderer.current().ipxe(&plan, &vars).map_err(|e| {
         tracing::warn!(%mac, error = %e, "cannot render boot script");
         ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string())
     })?;

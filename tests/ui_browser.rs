@@ -133,7 +133,9 @@ async fn the_operator_ui_in_chromium() {
     assert_eq!(headers[1], "nosniff");
     assert_eq!(headers[2], "no-referrer");
 
-    // Search by MAC.
+    // Search by MAC. htmx (hx-boost) swaps the page in place, with the URL kept current: a value
+    // set on this page survives the search, which a full reload would clear.
+    js(c, "window.rackbootKept = 'same page'; return 1;").await;
     let q = c.find(Locator::Id("f-q")).await.unwrap();
     q.send_keys("52:54:00:aa:00:02").await.unwrap();
     c.find(Locator::Id("f-submit")).await.unwrap().click().await.unwrap();
@@ -142,6 +144,7 @@ async fn the_operator_ui_in_chromium() {
     assert_eq!(found.len(), 1, "{found:?}");
     assert!(found[0].contains("web-02"), "{found:?}");
     assert!(path_and_query(c).await.contains("q=52%3A54%3A00%3Aaa%3A00%3A02"), "{}", path_and_query(c).await);
+    assert_eq!(js(c, "return window.rackbootKept || 'reloaded';").await, "same page", "htmx did the search");
     b.shot("04-machines-search").await;
 
     // Filters live in the URL: they survive a reload and the back button.

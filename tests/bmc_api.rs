@@ -43,6 +43,8 @@ async fn the_bmc_api_checks_input_and_roles_and_never_shows_the_password() {
     }
     let (s, p) = lab.api.call(Method::PUT, &path, Some(with("protocol", json!("telnet")))).await.unwrap();
     assert_eq!(s, 400, "{p}");
+    let (s, p) = lab.api.call(Method::PUT, &path, Some(with("boot_mode", json!("bios")))).await.unwrap();
+    assert_eq!(s, 400, "boot_mode is uefi or legacy: {p}");
     let mut no_pw = good();
     no_pw.as_object_mut().unwrap().remove("password");
     let (s, p) = lab.api.call(Method::PUT, &path, Some(no_pw.clone())).await.unwrap();
@@ -66,6 +68,9 @@ async fn the_bmc_api_checks_input_and_roles_and_never_shows_the_password() {
     assert_eq!((v["address"].as_str(), v["password_set"].as_bool()), (Some("198.18.7.10"), Some(true)));
     assert_eq!(v["tls"]["mode"], "ca", "neither pin nor insecure: the appliance CA");
     assert!(v.get("warning").is_none());
+    assert!(v.get("boot_mode").is_none(), "no boot mode set: the one DHCP saw decides");
+    let v = lab.api.ok(Method::PUT, &path, Some(with("boot_mode", json!("legacy")).without_password())).await.unwrap();
+    assert_eq!(v["boot_mode"], "legacy");
     let (s, p) = lab
         .api
         .call(Method::POST, &format!("/machines/{}/power", m["id"]), Some(json!({"action": "dance"})))
@@ -137,11 +142,14 @@ async fn cli_bmc_set_show_and_power() {
         "--password-file",
         pw.to_str().unwrap(),
         "--insecure",
+        "--boot-mode",
+        "legacy",
     ]);
     assert!(ok, "{out}");
     assert!(out.contains("WARNING") && out.contains("password set") && !out.contains("Cli-secret-42"), "{out}");
     let (ok, out) = run(&["bmc", "show", mac]);
     assert!(ok && out.contains("127.0.0.1:9 (redfish)") && out.contains("not read yet"), "{out}");
+    assert!(out.contains("boot      legacy"), "{out}");
     let (ok, out) = run(&["power", "status", mac, "52:54:00:bb:00:0a"]);
     assert!(!ok, "{out}");
     assert!(out.contains("cannot reach the BMC") && out.contains("2 of the machines failed"), "{out}");

@@ -45,6 +45,7 @@ async fn power_actions_on_many_bmcs() {
             password_sealed: power.seal(m.id, PASSWORD).unwrap(),
             tls: TlsPolicy::Fingerprint { sha256: f.fingerprint.clone() },
             system_id: None,
+            boot_mode: None,
             power: None,
             updated_at: 0,
         };

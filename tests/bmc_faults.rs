@@ -57,6 +57,7 @@ impl Rig {
             password_sealed: self.power.seal(m.id, PASSWORD).unwrap(),
             tls: TlsPolicy::Fingerprint { sha256: pin.unwrap_or(&fake.fingerprint).to_string() },
             system_id: None,
+            boot_mode: None,
             power: None,
             updated_at: 0,
         };

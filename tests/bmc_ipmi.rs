@@ -73,6 +73,7 @@ impl Rig {
             password_sealed: self.power.seal(m.id, password).unwrap(),
             tls: TlsPolicy::Ca,
             system_id: None,
+            boot_mode: None,
             power: None,
             updated_at: 0,
         };

@@ -176,6 +176,7 @@ async fn ipmi_through_virtualbmc_and_libvirt() {
             password_sealed: power.seal(m.id, pw).unwrap(),
             tls: TlsPolicy::Ca,
             system_id: None,
+            boot_mode: None,
             power: None,
             updated_at: 0,
         };

@@ -4,7 +4,11 @@
 //! and the agent written in, reboots from its own disk, and its installed agent checks in; the
 //! post-install script runs there. Then the machine is `installed`, its hostname resolves through
 //! rackboot's DNS and a job runs on the installed system. Prints the seconds from power-on to
-//! each step. Needs root, qemu, OVMF, loop devices and a Debian mirror (debootstrap): `#[ignore]`d
+//! each step. Where libvirt and the BMC emulators are installed (CI), the VMs are libvirt domains
+//! that nothing but rackboot powers on: the SeaBIOS one through VirtualBMC (IPMI, legacy PXE
+//! once), the OVMF one through sushy-emulator's libvirt driver (Redfish, pinned certificate, UEFI
+//! PXE once); at the end rackboot powers both off through them. Elsewhere the VMs are started
+//! directly. Needs root, qemu, OVMF, loop devices and a Debian mirror (debootstrap): `#[ignore]`d
 //! like the other end-to-end tests; CI runs it.
 
 mod netns;
@@ -12,6 +16,7 @@ mod netns;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use netns::libvirt::{self, Libvirt};
 use netns::{full_config, require, Net};
 
 struct Vm {
@@ -43,7 +48,7 @@ fn two_vms_bios_and_uefi_are_provisioned_from_an_image_and_check_in_installed() 
     std::fs::copy(concat!(env!("CARGO_MANIFEST_DIR"), "/postinstall/motd.sh"), data.join("postinstall/motd.sh"))
         .unwrap();
     let config = format!(
-        "{}\n[provision]\n[[provision.hardware_profiles]]\nname = \"lab\"\nvendors = [\"QEMU\"]\nscripts = [\n  \"test -b \\\"$RACKBOOT_DISK\\\" && echo \\\"target $RACKBOOT_DISK is a block device\\\"\",\n  \"mdadm --zero-superblock /dev/vdb /dev/vdc 2>/dev/null; mdadm --create /dev/md0 --run --level=1 --raid-devices=2 --metadata=1.2 /dev/vdb /dev/vdc && cat /proc/mdstat\",\n]\n",
+        "{}\n[bmc]\nsoft_off_timeout_secs = 20\n[provision]\n[[provision.hardware_profiles]]\nname = \"lab\"\nvendors = [\"QEMU\", \"rackboot-lab\"]\nscripts = [\n  \"test -b \\\"$RACKBOOT_DISK\\\" && echo \\\"target $RACKBOOT_DISK is a block device\\\"\",\n  \"mdadm --zero-superblock /dev/vdb /dev/vdc 2>/dev/null; mdadm --create /dev/md0 --run --level=1 --raid-devices=2 --metadata=1.2 /dev/vdb /dev/vdc && cat /proc/mdstat\",\n]\n",
         full_config(&data)
     );
     net.start_rackboot(&config);
@@ -51,6 +56,42 @@ fn two_vms_bios_and_uefi_are_provisioned_from_an_image_and_check_in_installed() 
         Vm { name: "bios", mac: "52:54:00:e6:00:01", uefi: false },
         Vm { name: "uefi", mac: "52:54:00:e6:00:02", uefi: true },
     ];
+    // The VMs: libvirt domains behind BMCs, or qemu started directly where libvirt is missing.
+    let lab = match libvirt::missing() {
+        Some(what) => {
+            eprintln!("NOTE: no {what}: the VMs are started directly, not powered on through BMCs");
+            None
+        }
+        None => Some(Libvirt::up(&net)),
+    };
+    let disks = [2 << 30, 256 << 20, 256 << 20];
+    if let Some(lab) = &lab {
+        for vm in &vms {
+            lab.vm(vm.name, vm.mac, vm.uefi, &disks);
+            net.api("POST", "/machines", Some(&format!(r#"{{"macs":["{}"]}}"#, vm.mac)));
+        }
+        let fingerprint = lab.bmcs();
+        lab.ipmi("bios", 6231);
+        let password = lab.password();
+        let bmc = |vm: &Vm| match vm.uefi {
+            // No boot mode: a machine DHCP never saw is taken to be UEFI.
+            true => format!(
+                r#"{{"address":"{}:8000","protocol":"redfish","username":"admin","password":"{password}","fingerprint":"{fingerprint}","system_id":"{}"}}"#,
+                lab.addr,
+                lab.uuid(vm.name)
+            ),
+            false => format!(
+                r#"{{"address":"{}:6231","protocol":"ipmi","username":"admin","password":"{password}","boot_mode":"legacy"}}"#,
+                lab.addr
+            ),
+        };
+        for vm in &vms {
+            let v = net.api("PUT", &format!("/machines/{}/bmc", vm.mac), Some(&bmc(vm)));
+            assert_eq!(v["password_set"], true, "{v}");
+            assert!(!v.to_string().contains(&password), "the password is never shown: {v}");
+            assert_eq!(lab.state_of(vm.name), "shut off", "{}: nothing powered it on yet", vm.name);
+        }
+    }
     let task = net.api(
         "POST",
         "/tasks",
@@ -62,12 +103,16 @@ fn two_vms_bios_and_uefi_are_provisioned_from_an_image_and_check_in_installed() 
     let task_id = task["task"]["id"].as_u64().unwrap();
     let srv = net.srv.clone();
     let powered_on = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64;
-    for vm in &vms {
+    for vm in lab.is_none().then_some(&vms).into_iter().flatten() {
         net.add_tap(&format!("tap-{}", vm.name));
-        let args = net.qemu_args(vm.name, vm.mac, vm.uefi, &[2 << 30, 256 << 20, 256 << 20], false);
+        let args = net.qemu_args(vm.name, vm.mac, vm.uefi, &disks, false);
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         net.spawn(&srv, &args, &format!("{}.qemu.log", vm.name));
     }
+    let serial = |vm: &Vm| match &lab {
+        Some(lab) => lab.serial(vm.name),
+        None => net.log(&format!("{}.serial", vm.name)),
+    };
 
     let deadline = Instant::now() + Duration::from_secs(1200);
     let runs = loop {
@@ -77,7 +122,7 @@ fn two_vms_bios_and_uefi_are_provisioned_from_an_image_and_check_in_installed() 
             break runs;
         }
         if Instant::now() > deadline {
-            let serials: Vec<String> = vms.iter().map(|v| net.log(&format!("{}.serial", v.name))).collect();
+            let serials: Vec<String> = vms.iter().map(serial).collect();
             panic!("runs not finished: {runs:?}\n{}", serials.join("\n-----\n"));
         }
         std::thread::sleep(Duration::from_secs(2));
@@ -85,11 +130,24 @@ fn two_vms_bios_and_uefi_are_provisioned_from_an_image_and_check_in_installed() 
     for (vm, run) in vms.iter().zip(&runs) {
         // Seconds from power-on to each step, from the machine's timeline.
         let ev = net.api("GET", &format!("/machines/{}/events?limit=1000", vm.mac), None);
+        let events = ev["events"].as_array().unwrap();
         let mut line = format!("{} ({}):", vm.name, vm.mac);
-        for e in ev["events"].as_array().unwrap() {
+        let mut powered_on = powered_on;
+        if lab.is_some() {
+            // Powered up by the task through the BMC: PXE once in the machine's mode, then on.
+            let power: Vec<&serde_json::Value> = events.iter().filter(|e| e["kind"] == "power.action").collect();
+            assert!(power.len() >= 2, "{}: no power actions: {ev}", vm.name);
+            let (pxe, on) = (&power[0]["detail"], &power[1]["detail"]);
+            assert_eq!((pxe["action"].as_str(), pxe["by"].as_str()), (Some("pxe-once"), Some("provision")), "{pxe}");
+            assert_eq!(pxe["uefi"], vm.uefi, "{}: PXE once in its boot mode: {pxe}", vm.name);
+            assert_eq!((on["action"].as_str(), on["state"].as_str()), (Some("cycle"), Some("on")), "{on}");
+            powered_on = power[1]["at_ms"].as_u64().unwrap();
+            line += &format!(" powered on through {}", if vm.uefi { "Redfish" } else { "IPMI" });
+        }
+        for e in events {
             let kind = e["kind"].as_str().unwrap();
             let step = e["detail"]["step"].as_str().unwrap_or_default();
-            let at = (e["at_ms"].as_u64().unwrap().saturating_sub(powered_on)) as f64 / 1000.0;
+            let at = (e["at_ms"].as_i64().unwrap() - powered_on as i64) as f64 / 1000.0;
             match kind {
                 "agent.enrolled" => {
                     line += &format!(" enrolled({}) {at:.1}s", e["detail"]["mode"].as_str().unwrap_or("?"))
@@ -118,7 +176,7 @@ fn two_vms_bios_and_uefi_are_provisioned_from_an_image_and_check_in_installed() 
                 eprintln!("job {} {} {}: {}", j["id"], j["state"], j["action"], out["text"]);
             }
         }
-        assert_eq!(run["state"], "installed", "{}: {run}\n{}", vm.name, net.log(&format!("{}.serial", vm.name)));
+        assert_eq!(run["state"], "installed", "{}: {run}\n{}", vm.name, serial(vm));
     }
 
     for (i, vm) in vms.iter().enumerate() {
@@ -169,6 +227,17 @@ fn two_vms_bios_and_uefi_are_provisioned_from_an_image_and_check_in_installed() 
         assert!(text.contains(&format!("inet {ip}/")), "the installed system has its reserved address: {text}");
         // The job's answers (its own hostname, Debian 12, the motd post-install wrote) come from
         // the system on the disk, not from BootOS (whose hostname is "bootos", on a busybox root).
+    }
+
+    // Powered off through the BMCs (graceful, forced after 20 s), read back and seen by libvirt.
+    if let Some(lab) = &lab {
+        for vm in &vms {
+            let out = net.api("POST", &format!("/machines/{}/power", vm.mac), Some(r#"{"action":"off"}"#));
+            assert_eq!(out["state"], "off", "{}: {out}", vm.name);
+            assert_eq!(lab.state_of(vm.name), "shut off", "{}: {out}", vm.name);
+            let bmc = net.api("GET", &format!("/machines/{}/bmc", vm.mac), None);
+            assert_eq!(bmc["power"]["state"], "off", "{bmc}");
+        }
     }
 }
 

@@ -49,12 +49,17 @@ if [ ! -x "$VALIDATORS/sushy/bin/sushy-emulator" ]; then
   /usr/bin/python3 -m venv "$VALIDATORS/sushy"
   "$VALIDATORS/sushy/bin/pip" install -q sushy-tools==2.2.0
 fi
+# Its libvirt driver (vm-lab/libvirt.sh: Redfish for the libvirt lab's VMs) needs libvirt-python.
+if [ "${1:-}" = "--libvirt" ] && ! "$VALIDATORS/sushy/bin/python3" -c 'import libvirt' 2>/dev/null; then
+  echo "setup: libvirt-python into $VALIDATORS/sushy"
+  "$VALIDATORS/sushy/bin/pip" install -q libvirt-python==12.8.0
+fi
 # VirtualBMC, the IPMI BMC emulator in front of libvirt domains (tests/bmc_vbmc.rs).
 if [ "${1:-}" = "--libvirt" ] && [ ! -x "$VALIDATORS/vbmc/bin/vbmc" ]; then
   echo "setup: virtualbmc into $VALIDATORS/vbmc"
   mkdir -p "$VALIDATORS"
   /usr/bin/python3 -m venv "$VALIDATORS/vbmc"
-  "$VALIDATORS/vbmc/bin/pip" install -q virtualbmc==3.3.0 libvirt-python
+  "$VALIDATORS/vbmc/bin/pip" install -q virtualbmc==3.3.0 libvirt-python==12.8.0
 fi
 if [ ! -d "$VALIDATORS/cloud-init/usr/lib/python3/dist-packages/cloudinit" ]; then
   echo "setup: cloud-init (unpacked) into $VALIDATORS/cloud-init"

@@ -2,6 +2,7 @@
 # The main job: rackboot provisioning a lab network of qemu VMs that PXE-boot from it.
 #
 #   vm-lab/run.sh [--bios N]   (as root) [--uefi N] [--clients N] [--no-provision] [--baseline] [--keep]
+#                 [--libvirt]
 #
 # Creates namespace "rblab" with bridge br0 (198.18.0.1/24, no route out), builds the boot
 # directory from Debian packages (vm-lab/assets.sh), starts rackboot in full DHCP mode on the
@@ -19,15 +20,19 @@
 # script. It prints the seconds from power-on to each step, the deploy throughput, DNS answers
 # for the new hostnames, a job's output from each installed system, each VM's timeline, the CMDB
 # and the leases, and powers the VMs off with a power-off job. Serial consoles: vm-lab/run/<vm>.serial. --clients N also lets N
-# namespaces take leases with dhclient/udhcpc/dhcpcd. It writes libvirt XML for the same lab to
-# vm-lab/run/libvirt/ (see vm-lab/README.md). --baseline first times the same image written in
+# namespaces take leases with dhclient/udhcpc/dhcpcd. --libvirt makes the VMs libvirt domains
+# instead (vm-lab/libvirt.sh: libvirtd started here unless running), powered off, behind BMC
+# emulators: VirtualBMC (IPMI) for the SeaBIOS VMs, sushy-emulator (Redfish, libvirt driver) for
+# the OVMF ones. The BMCs are registered with rackboot and nothing else starts a VM: the
+# provisioning task powers each on through its BMC (PXE once, then on), and the run prints
+# power-on -> installed per VM and powers them off through the BMCs. --baseline first times the same image written in
 # BootOS by `wget | dd` and `wget | tee | sha256sum` (bench/deploy.sh; about 5 minutes under TCG,
 # so not in the main job). --keep leaves it all running until Ctrl-C. VM_CPUS (default 1) sets
 # each VM's vCPUs.
 # Everything is torn down on exit, also on failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-BIOS=1 UEFI=1 CLIENTS=0 KEEP=0 PROVISION=1 BASELINE=0
+BIOS=1 UEFI=1 CLIENTS=0 KEEP=0 PROVISION=1 BASELINE=0 LIBVIRT=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --bios) BIOS=$2; shift 2 ;;
@@ -36,13 +41,15 @@ while [ $# -gt 0 ]; do
     --keep) KEEP=1; shift ;;
     --no-provision) PROVISION=0; shift ;;
     --baseline) BASELINE=1; shift ;;
-    *) echo "usage: $0 [--bios N] [--uefi N] [--clients N] [--no-provision] [--baseline] [--keep]"; exit 2 ;;
+    --libvirt) LIBVIRT=1; shift ;;
+    *) echo "usage: $0 [--bios N] [--uefi N] [--clients N] [--no-provision] [--baseline] [--keep] [--libvirt]"; exit 2 ;;
   esac
 done
 export PATH="/usr/local/sbin:/usr/sbin:/sbin:$PATH"
 [ "$(id -u)" = 0 ] || { echo "run.sh: run as root (network namespaces, tap devices)"; exit 1; }
+[ $LIBVIRT = 1 ] && [ $PROVISION = 0 ] && { echo "run.sh: --libvirt powers the VMs on through a task: drop --no-provision"; exit 2; }
 echo "== setup (tools/setup.sh: Debian packages; skipped when present)"
-source tools/setup.sh
+if [ $LIBVIRT = 1 ]; then source tools/setup.sh --libvirt; else source tools/setup.sh; fi
 echo "== building rackboot (release; the first build takes several minutes on 2 cores)"
 cargo build --release --locked
 BIN=${CARGO_TARGET_DIR:-$PWD/target}/release/rackboot
@@ -50,6 +57,7 @@ RUN=$PWD/vm-lab/run
 LAB=rblab
 
 teardown() {
+  [ $LIBVIRT = 1 ] && vm-lab/libvirt.sh down "$RUN/libvirt"
   for ns in $(ip netns list | awk '{print $1}' | grep -E "^$LAB(-|$)" || true); do
     ip netns pids "$ns" | xargs -r kill 2>/dev/null || true
     sleep 0.2
@@ -59,7 +67,7 @@ teardown() {
 }
 trap teardown EXIT
 teardown
-rm -rf "$RUN"; mkdir -p "$RUN/data" "$RUN/libvirt"
+rm -rf "$RUN"; mkdir -p "$RUN/data"
 
 echo "== boot directory"
 vm-lab/assets.sh "$RUN/data/boot"
@@ -89,35 +97,6 @@ if [ $PROVISION = 1 ]; then
   rb plugins import "$RUN/plugins/pack" | sed 's/^/    /'
 fi
 
-vm_xml() { # name mac uefi
-  local fw="" machine=pc
-  if [ "$3" = 1 ]; then
-    machine=q35
-    fw="<loader readonly='yes' type='pflash'>/usr/share/OVMF/OVMF_CODE_4M.fd</loader><nvram template='/usr/share/OVMF/OVMF_VARS_4M.fd'/>"
-  fi
-  cat > "$RUN/libvirt/$1.xml" <<XML
-<domain type='qemu'>
-  <name>$1</name>
-  <memory unit='MiB'>512</memory>
-  <vcpu>1</vcpu>
-  <os><type arch='x86_64' machine='$machine'>hvm</type>$fw<boot dev='network'/></os>
-  <devices>
-    <interface type='network'><source network='rackboot-lab'/><mac address='$2'/><model type='virtio'/></interface>
-    <disk type='file' device='disk'><driver name='qemu' type='raw'/><source file='/var/lib/libvirt/images/$1.img'/><target dev='vda' bus='virtio'/></disk>
-    <serial type='file'><source path='/var/log/libvirt/qemu/$1.serial'/></serial>
-    <graphics type='vnc' listen='127.0.0.1'/>
-  </devices>
-</domain>
-XML
-}
-cat > "$RUN/libvirt/network.xml" <<XML
-<network>
-  <name>rackboot-lab</name>
-  <bridge name='rblab0' stp='off'/>
-  <ip address='198.18.0.1' netmask='255.255.255.0'/>
-</network>
-XML
-
 # The boot as it happens: every timeline event of every machine, printed live (rackboot watch).
 rb watch --all 2>>"$RUN/watch.err" | sed -u 's/^/  watch | /' &
 declare -a VMS=() PIDS=() PORTS=()
@@ -133,8 +112,8 @@ ip -n $SW link add rack0 type bridge; ip -n $SW addr add 198.18.1.1/24 dev rack0
 # A port: a tap on the rack bridge, isolated from the other ports (a broadcast from one VM is not
 # seen on another's port, so dhcrelay relays it once, naming the right port), with the gateway
 # address dhcrelay needs as giaddr.
-add_port() { # port
-  ip -n $SW tuntap add "$1" mode tap
+add_port() { # port (a tap, unless it is there: a libvirt VM's veth)
+  ip -n $SW link show "$1" >/dev/null 2>&1 || ip -n $SW tuntap add "$1" mode tap
   ip -n $SW link set "$1" master rack0 up
   ip netns exec $SW bridge link set dev "$1" isolated on
   ip -n $SW addr add 198.18.1.1/32 dev "$1"
@@ -159,12 +138,21 @@ start_vm() { # name mac uefi port
     -device "virtio-net-pci,netdev=n0,mac=$mac" -drive "file=$RUN/$name.disk,if=virtio,format=raw" \
     "${spare[@]}" > "$RUN/$name.qemu.log" 2>&1 &
   VMS+=("$name $mac"); PIDS+=($!)
-  vm_xml "$name" "$mac" "$uefi"
 }
 declare -a PLAN=()
 n=0
 for i in $(seq 1 "$BIOS"); do n=$((n+1)); PLAN+=("bios$i $(printf '52:54:00:1a:c0:%02x' $n) 0 swp$n"); done
 for i in $(seq 1 "$UEFI"); do n=$((n+1)); PLAN+=("uefi$i $(printf '52:54:00:1a:c0:%02x' $n) 1 swp$n"); done
+if [ $LIBVIRT = 1 ]; then
+  echo "== libvirt: the VMs as domains, powered off (vm-lab/libvirt.sh; disks in /var/lib/libvirt/images)"
+  echo rblab- > "$RUN/libvirt.prefix"; mkdir -p "$RUN/libvirt"; mv "$RUN/libvirt.prefix" "$RUN/libvirt/prefix"
+  vm-lab/libvirt.sh up "$RUN/libvirt"
+  for p in "${PLAN[@]}"; do
+    read -r name mac uefi port <<< "$p"
+    vm-lab/libvirt.sh vm "$RUN/libvirt" "$name" "$mac" "$uefi" $SW "$port" 2G 256M 256M 16M
+    ln -sf "libvirt/$name.serial" "$RUN/$name.serial"
+  done
+fi
 for p in "${PLAN[@]}"; do read -r _ _ _ port <<< "$p"; add_port "$port"; done
 relay_ports=(); for p in "${PORTS[@]}"; do relay_ports+=(-id "$p"); done
 if [ ${#PORTS[@]} -gt 0 ]; then
@@ -180,8 +168,30 @@ if [ ${#PORTS[@]} -gt 0 ]; then
     -H 'content-type: application/json' -d "$rack" https://198.18.0.1/api/v1/racks >/dev/null
   echo "== rack r1: ports swp1-${#PORTS[@]} -> U1-U${#PORTS[@]}, hostnames r1-uNN, addresses from 198.18.1.11"
 fi
-for p in "${PLAN[@]}"; do start_vm $p; done
-echo "== powered on ${#VMS[@]} VM(s); waiting for BootOS and its agent (TCG: about 7-10 s each)"
+if [ $LIBVIRT = 1 ]; then
+  echo "== BMC emulators in $LAB: sushy-emulator (Redfish) on 198.18.0.1:8000, VirtualBMC (IPMI) from port 6231"
+  fp=$(vm-lab/libvirt.sh bmcs "$RUN/libvirt" $LAB 198.18.0.1)
+  k=0
+  for p in "${PLAN[@]}"; do
+    read -r name mac uefi port <<< "$p"
+    k=$((k + 1))
+    rb machines add "$mac" >/dev/null
+    if [ "$uefi" = 1 ]; then
+      rb bmc set "$mac" --address 198.18.0.1:8000 --protocol redfish --username admin \
+        --password-file "$RUN/libvirt/bmc.password" --fingerprint "$fp" \
+        --system-id "$(vm-lab/libvirt.sh uuid "$RUN/libvirt" "$name")" --boot-mode uefi >/dev/null
+    else
+      vm-lab/libvirt.sh ipmi "$RUN/libvirt" "$name" 198.18.0.1 $((6230 + k))
+      rb bmc set "$mac" --address 198.18.0.1:$((6230 + k)) --protocol ipmi --username admin \
+        --password-file "$RUN/libvirt/bmc.password" --boot-mode legacy >/dev/null
+    fi
+    echo "    $name ($mac): $(rb bmc show "$mac" | sed -n 's/^address *//p'), $(rb power status "$mac" 2>&1 | tail -n 1)"
+    VMS+=("$name $mac")
+  done
+else
+  for p in "${PLAN[@]}"; do start_vm $p; done
+  echo "== powered on ${#VMS[@]} VM(s); waiting for BootOS and its agent (TCG: about 7-10 s each)"
+fi
 start=$(date +%s%3N)
 api() { ip netns exec $LAB curl -sf --cacert "$RUN/data/tls/ca.pem" -H "authorization: Bearer $(cat "$RUN/data/admin.token")" "https://198.18.0.1/api/v1$1"; }
 # ms from power-on to the first event of a kind on the machine's timeline
@@ -215,7 +225,7 @@ for k in "${!PIDS[@]}"; do
   fi
   rb machines events "$mac" | sed 's/^/    /'
 done
-if [ $PROVISION = 1 ] && [ $BASELINE = 1 ] && [ ${#VMS[@]} -gt 0 ]; then
+if [ $PROVISION = 1 ] && [ $BASELINE = 1 ] && [ ${#PIDS[@]} -gt 0 ]; then
   read -r name mac <<< "${VMS[0]}"
   img=http://198.18.0.1:8080/boot/files/images/lab.img
   size=$(stat -c %s "$RUN/data/boot/images/lab.img")
@@ -238,7 +248,11 @@ if [ $PROVISION = 1 ] && [ ${#VMS[@]} -gt 0 ]; then
   for v in "${VMS[@]}"; do
     read -r name mac <<< "$v"
     printf "    %s: " "$name"
-    api "/machines/$mac/events?limit=1000" | jq -r --argjson s "$start" '[.events[]
+    # Under --libvirt, from the power-on through the BMC (the task's power action).
+    t0=$(api "/machines/$mac/events?limit=1000" | jq --argjson s "$start" \
+      '[.events[] | select(.kind == "power.action" and .detail.action == "cycle")][0].at_ms // $s')
+    [ "$t0" = "$start" ] || printf "power-on through %s, " "$(rb bmc show "$mac" | sed -n 's/^address .*(\(.*\))$/\1/p')"
+    api "/machines/$mac/events?limit=1000" | jq -r --argjson s "$t0" '[.events[]
       | select((.kind == "provision.step" and .detail.job != null) or .kind == "provision.installed" or .kind == "agent.enrolled")
       | "\(if .kind == "agent.enrolled" then "enrolled(" + .detail.mode + ")" elif .kind == "provision.installed" then "INSTALLED" else .detail.step end) \((.at_ms - $s) / 1000 | floor)s"] | join(", ")'
     job=$(api "/jobs?machine=$mac&limit=1000" | jq -r '[.jobs[] | select(.action.kind == "deploy_image")][0].id // empty')
@@ -273,7 +287,12 @@ for i in $(seq 1 "$CLIENTS"); do
 done
 echo; echo "== rack r1"; rb racks show r1 2>&1 | sed 's/^/    /' || true
 echo; echo "== CMDB"; rb machines list; echo; echo "== leases"; rb leases
-echo; echo "libvirt XML for this lab: $RUN/libvirt/ (vm-lab/README.md)"
+if [ $KEEP = 0 ] && [ $LIBVIRT = 1 ]; then
+  echo; echo "== powering the VMs off through their BMCs (graceful, forced after bmc.soft_off_timeout_secs)"
+  macs=(); for v in "${VMS[@]}"; do read -r _ m <<< "$v"; macs+=("$m"); done
+  rb power off "${macs[@]}" 2>&1 | sed 's/^/    /' || true
+  virsh -c qemu:///system list --all | sed 's/^/    /'
+fi
 if [ $KEEP = 0 ]; then
   echo; echo "== powering the VMs off (a power_off job each)"
   for k in "${!PIDS[@]}"; do

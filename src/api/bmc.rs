@@ -64,6 +64,7 @@ async fn set(
         password_sealed: sealed,
         tls,
         system_id: input.system_id,
+        boot_mode: input.boot_mode,
         power: None,
         updated_at: now_secs(),
     };

@@ -16,7 +16,7 @@ pub mod model;
 pub mod power;
 pub mod redfish;
 
-pub use model::{Bmc, BmcInput, BmcView, PowerAction, PowerReading, PowerState, Protocol, TlsPolicy};
+pub use model::{Bmc, BmcInput, BmcView, BootMode, PowerAction, PowerReading, PowerState, Protocol, TlsPolicy};
 pub use power::{Power, PowerOutcome};
 
 use std::time::Duration;

@@ -29,6 +29,14 @@ pub enum TlsPolicy {
     Insecure,
 }
 
+/// The firmware mode a machine network-boots in, as its BMC's boot override sets it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum BootMode {
+    Uefi,
+    Legacy,
+}
+
 /// A power state read from a BMC.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "kebab-case")]
@@ -94,6 +102,10 @@ pub struct Bmc {
     /// Redfish system id; `None`: the only system in the Systems collection.
     #[serde(default)]
     pub system_id: Option<String>,
+    /// The mode a PXE boot override asks for; `None`: the mode DHCP last saw the machine in,
+    /// UEFI for a machine never seen.
+    #[serde(default)]
+    pub boot_mode: Option<BootMode>,
     #[serde(default)]
     pub power: Option<PowerReading>,
     pub updated_at: u64,
@@ -118,6 +130,7 @@ impl Bmc {
                 "tls insecure: the BMC's certificate is not checked; its password goes to whoever answers".into()
             }),
             system_id: self.system_id.clone(),
+            boot_mode: self.boot_mode,
             power: self.power.clone(),
             power_age_secs: self.power.as_ref().map(|p| now_ms.saturating_sub(p.at_ms) / 1000),
             updated_at: self.updated_at,
@@ -152,6 +165,9 @@ pub struct BmcView {
     pub warning: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub system_id: Option<String>,
+    /// The boot mode set for PXE overrides (absent: the mode DHCP last saw, else UEFI).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub boot_mode: Option<BootMode>,
     /// The last power state read.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub power: Option<PowerReading>,
@@ -182,6 +198,10 @@ pub struct BmcInput {
     /// Redfish system id when the BMC has several systems.
     #[serde(default)]
     pub system_id: Option<String>,
+    /// `uefi` or `legacy`: the mode a PXE boot override asks for. Left out, the mode DHCP last
+    /// saw the machine in (UEFI for a machine never seen).
+    #[serde(default)]
+    pub boot_mode: Option<BootMode>,
 }
 
 impl BmcInput {
@@ -261,6 +281,7 @@ mod tests {
             fingerprint: None,
             insecure: false,
             system_id: None,
+            boot_mode: None,
         }
     }
 
@@ -297,6 +318,7 @@ mod tests {
             password_sealed: "v1.00.secret".into(),
             tls: TlsPolicy::Insecure,
             system_id: None,
+            boot_mode: Some(BootMode::Legacy),
             power: Some(PowerReading { state: PowerState::On, at_ms: 1_000, error: None }),
             updated_at: 1,
         };
@@ -305,5 +327,9 @@ mod tests {
         assert!(!json.contains("secret") && !json.contains("sealed"), "{json}");
         assert!(v.warning.unwrap().contains("insecure"));
         assert_eq!(v.power_age_secs, Some(60));
+        assert!(json.contains(r#""boot_mode":"legacy""#), "{json}");
+        let old: Bmc =
+            serde_json::from_str(&serde_json::to_string(&b).unwrap().replace(r#","boot_mode":"legacy""#, "")).unwrap();
+        assert_eq!(old.boot_mode, None, "a record stored before boot modes reads back without one");
     }
 }

@@ -31,6 +31,10 @@ pub(super) enum BmcCmd {
         /// Redfish system id when the BMC has several.
         #[arg(long)]
         system_id: Option<String>,
+        /// uefi or legacy: the mode a PXE boot override asks for (else the mode DHCP last saw,
+        /// UEFI for a machine never seen).
+        #[arg(long, value_parser = ["uefi", "legacy"])]
+        boot_mode: Option<String>,
     },
     /// Show a machine's BMC (never the password) and its last power state with its age.
     Show {
@@ -46,7 +50,7 @@ pub(super) enum BmcCmd {
 
 pub(super) async fn bmc(c: ApiClient, cmd: BmcCmd) -> anyhow::Result<()> {
     match cmd {
-        BmcCmd::Set { id, address, protocol, username, password_file, fingerprint, insecure, system_id } => {
+        BmcCmd::Set { id, address, protocol, username, password_file, fingerprint, insecure, system_id, boot_mode } => {
             let mut body = json!({"address": address, "protocol": protocol, "username": username,
                 "insecure": insecure});
             if let Some(f) = password_file {
@@ -58,6 +62,9 @@ pub(super) async fn bmc(c: ApiClient, cmd: BmcCmd) -> anyhow::Result<()> {
             }
             if let Some(s) = system_id {
                 body["system_id"] = json!(s);
+            }
+            if let Some(m) = boot_mode {
+                body["boot_mode"] = json!(m);
             }
             let v = c.ok(Method::PUT, &format!("/machines/{}/bmc", enc(&id)), Some(body)).await?;
             print_bmc(&v);
@@ -84,6 +91,9 @@ fn print_bmc(v: &Value) {
     }
     if let Some(w) = v["warning"].as_str() {
         println!("WARNING   {w}");
+    }
+    if let Some(m) = v["boot_mode"].as_str() {
+        println!("boot      {m}");
     }
     match v["power"].is_null() {
         true => println!("power     not read yet"),

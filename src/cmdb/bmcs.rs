@@ -110,6 +110,7 @@ mod tests {
             password_sealed: sealed.into(),
             tls: TlsPolicy::Ca,
             system_id: None,
+            boot_mode: None,
             power: None,
             updated_at: 0,
         }

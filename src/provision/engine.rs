@@ -235,9 +235,12 @@ impl Engine {
         };
         let machine = o.machine.as_ref().expect("read above");
         o.agent = cmdb.agent(mid).await?;
-        if self.power.get().is_some() && cmdb.bmc(mid).await?.is_some() {
-            // The last architecture DHCP saw; a machine never seen is taken to be UEFI.
-            o.bmc_uefi = Some(!machine.last_arch.as_deref().is_some_and(|a| a.starts_with("bios")));
+        if let (Some(_), Some(bmc)) = (self.power.get(), cmdb.bmc(mid).await?) {
+            // The BMC's boot mode, else the last architecture DHCP saw; else UEFI.
+            o.bmc_uefi = Some(match bmc.boot_mode {
+                Some(mode) => mode == crate::bmc::BootMode::Uefi,
+                None => !machine.last_arch.as_deref().is_some_and(|a| a.starts_with("bios")),
+            });
         }
         o.profile_fits = profile
             .is_none_or(|p| profile_fits(&p.vendors, &p.models, machine.vendor.as_deref(), machine.model.as_deref()));

@@ -15,6 +15,7 @@
 
 mod admin;
 pub mod assets;
+mod bmc;
 mod bulk;
 mod dashboard;
 mod form;
@@ -70,6 +71,7 @@ pub fn router(state: ApiState, api: Router) -> anyhow::Result<Router> {
         .merge(login::routes())
         .merge(machines::routes())
         .merge(machine::routes())
+        .merge(bmc::routes())
         .merge(dashboard::routes())
         .merge(racks::routes())
         .merge(provisioning::routes())

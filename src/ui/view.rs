@@ -8,11 +8,12 @@ use minijinja::{Environment, UndefinedBehavior, Value};
 
 use crate::cmdb::now_ms;
 
-const PAGES: [(&str, &str); 20] = [
+const PAGES: [(&str, &str); 21] = [
     ("base.html", include_str!("../../templates/ui/base.html")),
     ("login.html", include_str!("../../templates/ui/login.html")),
     ("machines.html", include_str!("../../templates/ui/machines.html")),
     ("machine.html", include_str!("../../templates/ui/machine.html")),
+    ("bmc.html", include_str!("../../templates/ui/bmc.html")),
     ("event.html", include_str!("../../templates/ui/event.html")),
     ("job.html", include_str!("../../templates/ui/job.html")),
     ("message.html", include_str!("../../templates/ui/message.html")),

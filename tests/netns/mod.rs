@@ -3,6 +3,8 @@
 //! deleted on drop, also when a test fails.
 #![allow(dead_code)]
 
+pub mod libvirt;
+
 use std::fs::File;
 use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};

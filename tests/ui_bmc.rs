@@ -77,7 +77,8 @@ async fn an_operator_sets_changes_and_removes_a_bmc_from_the_ui() {
     assert!(page.contains("Change the BMC") && !page.contains(BMC_PASSWORD));
 
     // A change without a password keeps the stored one.
-    let change = format!("csrf={csrf}&action=save&address=198.18.7.10%3A6231&protocol=ipmi&username=ops-admin&password=");
+    let change =
+        format!("csrf={csrf}&action=save&address=198.18.7.10%3A6231&protocol=ipmi&username=ops-admin&password=");
     let (status, resp) = raw(&app, "POST", &path, &[c, FORM], &change).await;
     assert_eq!(status, 303, "{resp}");
     let v = app.api.ok(Method::GET, &format!("/machines/{id}/bmc"), None).await.unwrap();

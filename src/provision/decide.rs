@@ -124,6 +124,18 @@ pub fn decide(run: &Run, task: &Task, o: &Observed) -> Decision {
                 // Back into BootOS: the machine is `queued`, so PXE boots discovery again.
                 next.reboot_requested = true;
                 next.step_started_ms = now;
+                if let Some(uefi) = o.bmc_uefi {
+                    // Through the BMC: PXE once and a restart, whatever the disk's boot order.
+                    next.power_requests += 1;
+                    next.power_requested_ms = Some(now);
+                    let detail =
+                        json!({"task": task.id, "run": run.id, "step": "wait_agent", "bmc": true, "uefi": uefi});
+                    let save = Effect::Save {
+                        update: MachineUpdate::default(),
+                        event: (EventKind::ProvisionReinstallReboot, detail),
+                    };
+                    return Decision { run: next, effects: vec![Effect::PowerOn { uefi }, save] };
+                }
                 let detail = json!({"task": task.id, "run": run.id, "step": "wait_agent"});
                 let job =
                     NewJob { action: Action::Reboot, timeout_secs: spec.step_timeout_secs, max_attempts: JOB_ATTEMPTS };

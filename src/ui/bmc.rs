@@ -127,8 +127,9 @@ mod tests {
         assert_eq!(shown["address"], "10.9.9.9:8443", "the record wins over the agent's find");
         assert_eq!((shown["fingerprint"].as_str(), shown["boot_mode"].as_str()), (Some("ab"), Some("uefi")));
         assert_eq!(shown["insecure"], false);
-        let typed =
-            Form::read(axum::body::Body::from("address=bmc7&password=pw")).await.unwrap_or_else(|_| panic!("a small form"));
+        let typed = Form::read(axum::body::Body::from("address=bmc7&password=pw"))
+            .await
+            .unwrap_or_else(|_| panic!("a small form"));
         let refill = fields(Some(&typed), &stored, None);
         assert_eq!((refill["address"].as_str(), refill["username"].as_str()), (Some("bmc7"), Some("root")));
         assert!(refill.get("password").is_none(), "never the password");

@@ -195,5 +195,6 @@ mod tests {
         assert!(html.contains("configure 2 (0 %)"), "{html}");
         assert!(html.contains("2026-11-23T15:04:05Z"));
         assert!(html.contains("data-live=\"/ui/machines/7/live?after=0\""));
+        assert!(html.contains("href=\"/ui/machines/7/bmc\" id=\"bmc-link\">Set a BMC"), "an operator can set one");
     }
 }

@@ -1,5 +1,6 @@
 //! wait_agent with a BMC: powered up at once, once more after a step timeout, then failed;
-//! a live agent needs no power; a machine without a BMC keeps waiting as before.
+//! a live agent needs no power; a machine without a BMC keeps waiting as before; a reinstall
+//! goes back into BootOS through the BMC.
 
 use rackboot_agent::wire::Inventory;
 use serde_json::json;
@@ -100,4 +101,25 @@ fn a_stuck_step_on_a_machine_with_a_bmc_is_power_cycled_once_before_it_fails() {
     let d3 = decide(&run, &t, &o);
     assert_eq!(d3.run.state, RunState::Failed);
     assert!(d3.effects.contains(&Effect::CancelJob(42)));
+}
+
+#[test]
+fn a_reinstall_of_a_machine_with_a_bmc_goes_through_the_bmc_not_the_agent() {
+    let t = Task {
+        spec: serde_json::from_value(json!({"select": {"next": 1}, "image": "lab.img", "reinstall": true,
+        "step_timeout_secs": 600}))
+        .unwrap(),
+        ..task()
+    };
+    let run = Run::new(9, 3, 1, Some(7), NOW - 1000);
+    let installed = AgentRecord { mode: AgentMode::Installed, ..live_agent() };
+    let o = Observed { agent: Some(installed.clone()), ..seen(Some(false)) };
+    let d = decide(&run, &t, &o);
+    assert_eq!(d.effects[0], Effect::PowerOn { uefi: false }, "PXE once (legacy) and a restart");
+    assert!(matches!(&d.effects[1], Effect::Save { event, .. } if event.0.as_str() == "provision.reinstall_reboot"));
+    assert!(!d.effects.iter().any(|e| matches!(e, Effect::StartJob { .. })), "no reboot job for the agent");
+    assert!(d.run.reboot_requested);
+    // The installed agent still answers a moment later: no second restart within the timeout.
+    let later = Observed { now_ms: NOW + 60_000, agent: Some(installed), ..seen(Some(false)) };
+    assert!(decide(&d.run, &t, &later).effects.is_empty());
 }

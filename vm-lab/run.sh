@@ -293,7 +293,7 @@ if [ $KEEP = 0 ] && [ $LIBVIRT = 1 ]; then
   rb power off "${macs[@]}" 2>&1 | sed 's/^/    /' || true
   virsh -c qemu:///system list --all | sed 's/^/    /'
 fi
-if [ $KEEP = 0 ]; then
+if [ $KEEP = 0 ] && [ ${#PIDS[@]} -gt 0 ]; then
   echo; echo "== powering the VMs off (a power_off job each)"
   for k in "${!PIDS[@]}"; do
     read -r name mac <<< "${VMS[$k]}"

@@ -196,10 +196,19 @@ impl Cmdb {
                 "disks": inv.disks.iter().map(|d| json!({"name": d.name, "size_bytes": d.size_bytes})).collect::<Vec<_>>(),
                 "nics": inv.nics.len(), "bmc": inv.bmc.as_ref().and_then(|b| b.ip.clone()), "lldp": inv.lldp.len(),
             });
+            let bmc = inv.bmc.clone().filter(|b| b.ip.is_some() || b.mac.is_some());
             m.inventory = Some(inv);
             m.updated_at = now_secs();
             ctx.put(&m)?;
             push_event(ctx, machine_id, EventKind::AgentInventory, summary)?;
+            if let Some(b) = bmc {
+                // A BMC set to DHCP may hold a lease here: matched to its machine by its MAC.
+                let lease = match b.mac.as_deref().and_then(|m| m.parse::<Mac>().ok()) {
+                    Some(mac) => lease_of(ctx, mac)?,
+                    None => None,
+                };
+                push_event(ctx, machine_id, EventKind::BmcFound, json!({"ip": b.ip, "mac": b.mac, "lease": lease}))?;
+            }
             super::racks::place_machine(ctx, &super::racks::cached(&cache), machine_id)
         })
         .await?;
@@ -242,6 +251,19 @@ fn enroll_macs(req: &EnrollRequest) -> Result<(Option<Mac>, Vec<Mac>), CmdbError
         return Err(CmdbError::Invalid("enrollment needs at least one valid MAC".into()));
     }
     Ok((boot_mac, macs))
+}
+
+/// The address of a live lease `mac` holds, if any (a scan of the lease table: inventories are
+/// rare, and only those with a BMC MAC ask).
+fn lease_of(ctx: &mut super::writer::WriteCtx<'_>, mac: Mac) -> Result<Option<std::net::Ipv4Addr>, CmdbError> {
+    let now = now_secs();
+    for row in ctx.t.leases.iter()? {
+        let lease: super::model::Lease = super::store::decode(row?.1.value())?;
+        if lease.mac == mac && lease.state == super::model::LeaseState::Active && lease.expires_at > now {
+            return Ok(Some(lease.ip));
+        }
+    }
+    Ok(None)
 }
 
 #[cfg(test)]

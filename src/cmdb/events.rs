@@ -144,6 +144,9 @@ event_kinds! {
     PluginResult = "plugin.result", fields: "plugin, version, vendor, signer, sha256, job, result (unchanged, applied, applied_reboot, not_applicable, failed), check_exit, apply_exit, error";
     /// A hardware profile's plugin fits nothing on this machine (its [match]); it was not run.
     PluginUnmatched = "plugin.unmatched", fields: "plugin, version, profile, vendor, product";
+    /// The machine's agent found a BMC in band (`ipmitool lan print`): its address and MAC, and
+    /// the address of a DHCP lease that MAC holds on this appliance's VLAN, if any.
+    BmcFound = "bmc.found", fields: "ip, mac, lease";
     /// An operator set the machine's BMC (never its password).
     BmcSet = "bmc.set", fields: "address, protocol, username, tls";
     /// An operator removed the machine's BMC.

@@ -154,3 +154,52 @@ async fn an_enrollment_that_fails_writes_nothing() {
     assert_eq!(m.macs, vec![MAC.parse::<Mac>().unwrap()], "the new MAC was not recorded");
     assert!(db.brief_by_mac("52:54:00:00:00:09".parse().unwrap()).is_none());
 }
+
+#[tokio::test]
+async fn a_bmc_found_in_band_is_recorded_with_the_lease_its_mac_holds() {
+    use rackboot_agent::wire::Bmc;
+    let (_d, db) = open();
+    let new = crate::cmdb::NewMachine { macs: vec![MAC.parse().unwrap()], ..Default::default() };
+    let m = db.create_machine(new).await.unwrap();
+    // The BMC (another MAC) took a DHCP lease on the VLAN; a released one does not count.
+    let lease = |ip: &str, mac: &str, state| super::super::model::Lease {
+        v: super::super::model::SCHEMA_VERSION,
+        ip: ip.parse().unwrap(),
+        mac: mac.parse().unwrap(),
+        hostname: None,
+        client_hostname: None,
+        expires_at: now_secs() + 600,
+        state,
+        updated_at: now_secs(),
+    };
+    for l in [
+        lease("198.18.0.150", "0c:c4:7a:00:00:99", super::super::model::LeaseState::Active),
+        lease("198.18.0.151", "0c:c4:7a:00:00:98", super::super::model::LeaseState::Released),
+    ] {
+        let s = crate::cmdb::Sighting { mac: Some(l.mac), ..Default::default() };
+        db.commit_lease(l, s, vec![]).await.unwrap();
+    }
+    let inventory = |ip: Option<&str>, mac: &str| Inventory {
+        bmc: Some(Bmc { ip: ip.map(String::from), mac: Some(mac.into()) }),
+        ..Default::default()
+    };
+    db.put_inventory(m.id, inventory(None, "0c:c4:7a:00:00:99")).await.unwrap();
+    db.put_inventory(m.id, inventory(Some("10.9.0.7"), "0c:c4:7a:00:00:98")).await.unwrap();
+    db.put_inventory(m.id, Inventory::default()).await.unwrap();
+    let found: Vec<serde_json::Value> = db
+        .events(m.id, 0, 100)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|e| e.kind == EventKind::BmcFound)
+        .map(|e| e.detail)
+        .collect();
+    assert_eq!(
+        found,
+        [
+            json!({"ip": null, "mac": "0c:c4:7a:00:00:99", "lease": "198.18.0.150"}),
+            json!({"ip": "10.9.0.7", "mac": "0c:c4:7a:00:00:98", "lease": null}),
+        ],
+        "no BMC in the third inventory: nothing recorded"
+    );
+}

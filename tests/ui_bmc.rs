@@ -99,3 +99,58 @@ async fn an_operator_sets_changes_and_removes_a_bmc_from_the_ui() {
     assert!(status == 303 && resp.contains("BMC%20removed"), "{resp}");
     assert_eq!(app.api.call(Method::GET, &format!("/machines/{id}/bmc"), None).await.unwrap().0, 404);
 }
+
+/// Form-encodes `pairs`.
+fn form(pairs: &[(&str, &str)]) -> String {
+    form_urlencoded::Serializer::new(String::new()).extend_pairs(pairs).finish()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_rack_form_sets_its_machines_bmcs_and_a_bad_row_stores_nothing() {
+    let app = Appliance::start("").await;
+    let (cookie, csrf) = login(&app, "olga", "operator").await;
+    let c = ("cookie", cookie.as_str());
+    let rack = |name: &'static str, csv: &'static str| {
+        vec![
+            ("csrf", csrf.clone()),
+            ("name", name.to_string()),
+            ("lldp_chassis_name", "leaf-r7".to_string()),
+            ("ports", "swp1-2 -> U1-U2".to_string()),
+            ("hostname_pattern", "{rack}-u{slot:02}".to_string()),
+            ("bmc_csv", csv.to_string()),
+            ("bmc_username", "rack-admin".to_string()),
+            ("bmc_password", BMC_PASSWORD.to_string()),
+        ]
+    };
+    let post = |fields: Vec<(&'static str, String)>| {
+        let pairs: Vec<(&str, &str)> = fields.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        form(&pairs)
+    };
+
+    // A bad row (a URL for an address, line 2): refused with its line; no rack, no machine.
+    let bad = "mac,address,protocol\n52:54:00:9c:00:01,https://10.0.9.1/,redfish\n";
+    let (status, page) = raw(&app, "POST", "/ui/racks", &[c, FORM], &post(rack("r7", bad))).await;
+    assert_eq!(status, 400, "the form again, with the reason");
+    assert!(page.contains("BMC CSV line 2: address"), "{page}");
+    assert!(page.contains("rack-admin") && !page.contains(BMC_PASSWORD), "user kept, password not sent back");
+    assert_eq!(app.api.call(Method::GET, "/racks/r7", None).await.unwrap().0, 404);
+    assert_eq!(app.api.call(Method::GET, "/machines/52:54:00:9c:00:01", None).await.unwrap().0, 404);
+
+    // Good rows: the rack, then each machine registered by MAC and its BMC set.
+    let good = "52:54:00:9c:00:01,10.0.9.1,ipmi,legacy\n52:54:00:9c:00:02,10.0.9.2:8443,redfish,uefi\n";
+    let mut fields = rack("r7", good);
+    fields.push(("bmc_insecure", "1".to_string()));
+    let (status, resp) = raw(&app, "POST", "/ui/racks", &[c, FORM], &post(fields)).await;
+    assert!(status == 303 && resp.contains("location: /ui/racks/r7?notice=BMCs%20set%3A%202%20of%202"), "{resp}");
+    let a = app.api.ok(Method::GET, "/machines/52:54:00:9c:00:01/bmc", None).await.unwrap();
+    assert_eq!(
+        (a["protocol"].as_str(), a["boot_mode"].as_str(), a["username"].as_str()),
+        (Some("ipmi"), Some("legacy"), Some("rack-admin"))
+    );
+    let b = app.api.ok(Method::GET, "/machines/52:54:00:9c:00:02/bmc", None).await.unwrap();
+    assert_eq!((b["tls"]["mode"].as_str(), b["password_set"].as_bool()), (Some("insecure"), Some(true)));
+    let (_, page) = raw(&app, "GET", "/ui/racks/r7?notice=BMCs%20set%3A%202%20of%202", &[c], "").await;
+    assert!(page.contains("BMCs set: 2 of 2") && !page.contains(BMC_PASSWORD), "{page}");
+    let r = app.api.ok(Method::GET, "/racks/r7", None).await.unwrap();
+    assert!(!r.to_string().contains(BMC_PASSWORD), "the password is never kept with the rack: {r}");
+}

@@ -27,6 +27,7 @@ mod machines;
 mod plugins;
 mod profiles;
 mod provisioning;
+mod rack_bmcs;
 mod racks;
 mod session;
 mod templates;

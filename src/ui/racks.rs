@@ -21,7 +21,7 @@ use serde_json::json;
 use super::form::Form;
 use super::session::{self, Session};
 use super::view::message;
-use super::{forward, UiState};
+use super::{forward, rack_bmcs, UiState};
 use crate::racks::flags::RackView;
 use crate::racks::SwitchId;
 
@@ -82,11 +82,12 @@ async fn list(State(s): State<UiState>, session: Session) -> Response {
 fn blank() -> serde_json::Value {
     let mut v: serde_json::Map<String, serde_json::Value> = FIELDS.iter().map(|k| (k.to_string(), json!(""))).collect();
     v.insert("auto_provision".into(), json!(false));
+    v.insert("bmc_insecure".into(), json!(false));
     serde_json::Value::Object(v)
 }
 
 /// The form's text fields.
-const FIELDS: [&str; 12] = [
+const FIELDS: [&str; 14] = [
     "name",
     "location",
     "remote_id",
@@ -99,6 +100,8 @@ const FIELDS: [&str; 12] = [
     "os_profile",
     "silent_after_minutes",
     "machines_csv",
+    "bmc_csv",
+    "bmc_username",
 ];
 
 /// The form as the API's rack spec.
@@ -131,6 +134,7 @@ fn refill(f: &Form) -> serde_json::Value {
     let mut v: serde_json::Map<String, serde_json::Value> =
         FIELDS.iter().map(|k| (k.to_string(), json!(f.get(k).unwrap_or("")))).collect();
     v.insert("auto_provision".into(), json!(f.get("auto_provision").is_some()));
+    v.insert("bmc_insecure".into(), json!(f.get("bmc_insecure").is_some()));
     serde_json::Value::Object(v)
 }
 
@@ -142,10 +146,25 @@ async fn create(State(s): State<UiState>, session: Session, headers: HeaderMap, 
     if let Err(why) = session::check_post(&session, &headers, f.get("csrf")) {
         return session::refuse(why);
     }
+    // The BMC rows are checked first: a bad one refuses the form before anything is stored.
+    let (user, password) = (f.get("bmc_username").unwrap_or("").trim(), f.get("bmc_password").unwrap_or(""));
+    let bmcs = match rack_bmcs::parse(f.get("bmc_csv").unwrap_or(""), user, password, f.get("bmc_insecure").is_some()) {
+        Ok(rows) => rows,
+        Err(why) => return page(&s, &session, refill(&f), Some(format!("The rack was not created: {why}"))).await,
+    };
     let answer = forward::as_session(&s, &session, Method::POST, "/racks", Some(spec(&f))).await;
     if answer.status.is_success() {
         let name = answer.body["rack"]["name"].as_str().unwrap_or_default().to_string();
-        return Redirect::to(&format!("/ui/racks/{}", super::view::urlencode(&name))).into_response();
+        let mut to = format!("/ui/racks/{}", super::view::urlencode(&name));
+        if !bmcs.is_empty() {
+            let (done, failed) = rack_bmcs::apply(&s, &session, &bmcs).await;
+            let mut notice = format!("BMCs set: {done} of {}", bmcs.len());
+            if !failed.is_empty() {
+                notice += &format!("; not set: {}", failed.join("; "));
+            }
+            to += &format!("?notice={}", super::view::urlencode(&notice));
+        }
+        return Redirect::to(&to).into_response();
     }
     if answer.status == StatusCode::FORBIDDEN || answer.status == StatusCode::UNAUTHORIZED {
         return message(&s.views, answer.status, "Racks", &answer.message(), &session);
@@ -161,12 +180,22 @@ fn view_ctx(session: &Session, view: &RackView) -> Value {
     Value::from(Serde(ctx))
 }
 
-async fn show(State(s): State<UiState>, session: Session, Path(name): Path<String>) -> Response {
+async fn show(
+    State(s): State<UiState>,
+    session: Session,
+    Path(name): Path<String>,
+    q: axum::extract::Query<std::collections::HashMap<String, String>>,
+) -> Response {
     if crate::racks::check_name(&name).is_err() {
         return message(&s.views, StatusCode::NOT_FOUND, "Rack", "no such rack", &session);
     }
+    let notice: Option<String> = q.get("notice").map(|n| n.chars().take(2000).collect());
     match s.api.cmdb.rack_view(name).await {
-        Ok(view) => s.views.page("rack.html", view_ctx(&session, &view)),
+        Ok(view) => {
+            let ctx = view_ctx(&session, &view);
+            let ctx = minijinja::context! { notice, ..ctx };
+            s.views.page("rack.html", ctx)
+        }
         Err(crate::cmdb::CmdbError::NotFound(_)) => {
             message(&s.views, StatusCode::NOT_FOUND, "Rack", "no such rack", &session)
         }

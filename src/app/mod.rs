@@ -3,6 +3,7 @@
 //! all when one fails or a shutdown signal arrives.
 
 mod addresses;
+mod fdlimit;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -42,6 +43,7 @@ pub struct Running {
 
 /// Starts every enabled service and returns once all sockets are bound.
 pub async fn start(cfg: Config) -> anyhow::Result<Running> {
+    fdlimit::raise(&cfg);
     std::fs::create_dir_all(&cfg.data_dir).with_context(|| format!("creating data dir {}", cfg.data_dir.display()))?;
     let db_path = cfg.data_dir.join("rackboot.redb");
     let batch = cfg.dhcp.commit_batch;

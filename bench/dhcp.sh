@@ -6,6 +6,8 @@
 # test: it prints figures and never fails on them.
 #
 #   bench/dhcp.sh [RATES...]        default rates: 2000 5000 8000 10000 12000 15000   (as root)
+#   PROFILE=DIR bench/dhcp.sh RATE  also records `perf record -g` of rackboot at each rate into
+#                                   DIR/rackboot-RATE.perf (read it with `perf report -i`)
 #
 # Needs root, perfdhcp (kea-admin), kea-dhcp4-server; builds rackboot in release mode.
 set -euo pipefail
@@ -78,7 +80,12 @@ measure() {
 printf "%-9s | %-53s | %-53s | %s\n" "" "rackboot" "Kea 2.2 memfile" "CPU"
 printf "%-9s | %8s %7s %8s %8s %7s %8s | %8s %7s %8s %8s %7s %8s | %s\n" "offered/s" "4-way/s" "drops%" "avg ms" "max ms" "RSS MB" "CPU ms/k" "4-way/s" "drops%" "avg ms" "max ms" "RSS MB" "CPU ms/k" "rb/Kea"
 for r in "${RATES[@]}"; do
-  start_rackboot; a=$(measure -r "$r" -R 1000000 -p "$PERIOD"); ra=$(rss_mb); stop
+  start_rackboot
+  if [ -n "${PROFILE:-}" ]; then
+    mkdir -p "$PROFILE"
+    (sleep 1; perf record -q -g -p "$PID" -o "$PROFILE/rackboot-$r.perf" -- sleep $((PERIOD - 2)) > /dev/null 2>&1) &
+  fi
+  a=$(measure -r "$r" -R 1000000 -p "$PERIOD"); ra=$(rss_mb); stop
   start_kea;      b=$(measure -r "$r" -R 1000000 -p "$PERIOD"); rb=$(rss_mb); stop
   read -r a1 a2 a3 a4 a5 <<< "$a"; read -r b1 b2 b3 b4 b5 <<< "$b"
   ratio=$(awk -v x="$a5" -v y="$b5" 'BEGIN {printf (y > 0 ? "%.2f" : "-"), (y > 0 ? x / y : 0)}')

@@ -222,13 +222,28 @@ pub(super) fn push_event(
 }
 
 /// The machine's state as this batch has left it so far.
-pub(super) fn state_of(ctx: &WriteCtx<'_>, machine_id: u64) -> Option<MachineState> {
-    let pending = ctx.delta.iter().rev().find_map(|d| match d {
-        Delta::Upsert(b) if b.id == machine_id => Some(Some(b.state)),
-        Delta::Remove(id) if *id == machine_id => Some(None),
-        _ => None,
-    });
-    pending.unwrap_or_else(|| ctx.index.by_id(machine_id).map(|b| b.state))
+pub(super) fn state_of(ctx: &mut WriteCtx<'_>, machine_id: u64) -> Option<MachineState> {
+    let pending = &mut ctx.states;
+    for d in &ctx.delta[pending.seen.min(ctx.delta.len())..] {
+        match d {
+            Delta::Upsert(b) => pending.state.insert(b.id, Some(b.state)),
+            Delta::Remove(id) => pending.state.insert(*id, None),
+            Delta::Lease(..) => None,
+        };
+    }
+    pending.seen = ctx.delta.len();
+    match pending.state.get(&machine_id) {
+        Some(state) => *state,
+        None => ctx.index.by_id(machine_id).map(|b| b.state),
+    }
+}
+
+/// Each machine's state as the batch being written has left it, caught up with the batch's
+/// index changes on demand (a scan of them per event made a large batch quadratic).
+#[derive(Debug, Default)]
+pub struct PendingStates {
+    seen: usize,
+    state: std::collections::HashMap<u64, Option<MachineState>>,
 }
 
 /// Drops all but the newest `keep` events of a machine.
@@ -253,10 +268,19 @@ pub(super) fn drop_events(ctx: &mut WriteCtx<'_>, machine_id: u64, upto: u64) ->
     for seq in seqs {
         ctx.t.events.remove((machine_id, seq))?;
         ctx.t.event_log.remove(seq)?;
+        // An event this batch wrote and just dropped is not published either.
+        unpublish(ctx.published, seq);
     }
-    // Events this batch wrote and just dropped are not published either.
-    ctx.published.retain(|e| e.machine_id != machine_id || e.seq > upto);
     Ok(())
+}
+
+/// Takes the event `seq` out of the batch's events to publish, if it is there. They are in
+/// sequence order, so this is a binary search, not a scan per dropped event (a flood drops
+/// thousands per batch).
+pub(super) fn unpublish(published: &mut Vec<Event>, seq: u64) {
+    if let Ok(pos) = published.binary_search_by_key(&seq, |e| e.seq) {
+        published.remove(pos);
+    }
 }
 
 /// One page of a scan over the log: stops at `limit` matches or `scan` rows looked at.

@@ -58,7 +58,7 @@ pub(super) fn fold(
     let first = old.detail.get(FIRST_MS).and_then(Value::as_u64).unwrap_or(old.at_ms);
     ctx.t.events.remove((machine_id, old.seq))?;
     ctx.t.event_log.remove(old.seq)?;
-    ctx.published.retain(|e| e.seq != old.seq);
+    super::events::unpublish(ctx.published, old.seq);
     if let Value::Object(map) = &mut detail {
         map.insert(REPEATS.into(), repeats.into());
         map.insert(FIRST_MS.into(), first.into());

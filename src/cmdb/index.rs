@@ -128,7 +128,6 @@ impl Index {
         self.by_hostname.get(&h.to_ascii_lowercase()).copied()
     }
 
-    /// How many machines are unclaimed.
     /// Machines per state.
     pub fn count_by_state(&self) -> HashMap<MachineState, usize> {
         let mut out = HashMap::new();
@@ -138,13 +137,14 @@ impl Index {
         out
     }
 
+    /// How many machines are unclaimed.
     pub fn unclaimed_count(&self) -> usize {
         self.unclaimed.len()
     }
 
-    /// Unclaimed machine ids, oldest first.
-    pub fn unclaimed_oldest(&self) -> impl Iterator<Item = u64> + '_ {
-        self.unclaimed.iter().copied()
+    /// Unclaimed machine ids from `from` on, oldest first.
+    pub fn unclaimed_from(&self, from: u64) -> impl Iterator<Item = u64> + '_ {
+        self.unclaimed.range(from..).copied()
     }
 
     /// The MAC holding an unexpired lease on `ip` at `now`.

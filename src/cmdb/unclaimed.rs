@@ -5,6 +5,7 @@
 //! (`rackboot_cmdb_unclaimed_evicted_total`) and announced by a `cmdb.unclaimed_cap` event at
 //! most once a minute.
 
+use std::collections::{BTreeSet, HashSet};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use prometheus_client::metrics::counter::Counter;
@@ -46,41 +47,76 @@ impl Growth {
     }
 }
 
+/// What the batch being written did to the unclaimed count, caught up with the batch's index
+/// changes on each call: a batch holds thousands of new MACs under a flood, and rescanning its
+/// whole change list per new machine made the writer quadratic (it fell behind, its batches
+/// grew, and each grew slower still).
+#[derive(Debug, Default)]
+pub struct BatchGrowth {
+    /// Index changes already folded in.
+    seen: usize,
+    /// Unclaimed machines this batch created (not yet in the index), oldest first.
+    fresh: BTreeSet<u64>,
+    /// Indexed unclaimed machines this batch removed or claimed.
+    gone: HashSet<u64>,
+    /// Where the next look for an eviction candidate starts among the indexed ones.
+    cursor: u64,
+}
+
+impl BatchGrowth {
+    fn catch_up(&mut self, ctx_delta: &[Delta], index: &super::index::Index) {
+        for d in &ctx_delta[self.seen.min(ctx_delta.len())..] {
+            match d {
+                Delta::Upsert(b) => match index.by_id(b.id) {
+                    None if b.unclaimed => {
+                        self.fresh.insert(b.id);
+                    }
+                    None => {
+                        self.fresh.remove(&b.id);
+                    }
+                    Some(old) if old.unclaimed && !b.unclaimed => {
+                        self.gone.insert(b.id);
+                    }
+                    Some(_) => {}
+                },
+                Delta::Remove(id) if !self.fresh.remove(id) && index.by_id(*id).is_some_and(|b| b.unclaimed) => {
+                    self.gone.insert(*id);
+                }
+                _ => {}
+            }
+        }
+        self.seen = ctx_delta.len();
+    }
+
+    fn count(&self, index: &super::index::Index) -> usize {
+        (index.unclaimed_count() + self.fresh.len()).saturating_sub(self.gone.len())
+    }
+}
+
 /// Called before a write creates an unclaimed machine: evicts the oldest one when the cap is
 /// reached.
 pub(super) fn make_room(ctx: &mut WriteCtx<'_>, growth: &Growth) -> Result<(), CmdbError> {
     let cap = growth.cap.load(Ordering::Relaxed);
     // The index is as of the last commit; this batch may have created or removed some already.
-    let mut count = ctx.index.unclaimed_count() as i64;
-    for d in ctx.delta.iter() {
-        match d {
-            Delta::Upsert(b) if b.unclaimed && ctx.index.by_id(b.id).is_none() => count += 1,
-            Delta::Remove(id) if ctx.index.by_id(*id).is_some_and(|b| b.unclaimed) => count -= 1,
-            _ => {}
-        }
-    }
-    if count < cap as i64 {
-        return Ok(());
-    }
-    // Oldest first: those committed before, then those this batch created.
-    let mut fresh: Vec<u64> = ctx
-        .delta
-        .iter()
-        .filter_map(|d| match d {
-            Delta::Upsert(b) if b.unclaimed && ctx.index.by_id(b.id).is_none() => Some(b.id),
-            _ => None,
-        })
-        .collect();
-    fresh.sort_unstable();
-    fresh.dedup();
-    let candidates: Vec<u64> = ctx.index.unclaimed_oldest().take(LOOK_AT + ctx.delta.len()).chain(fresh).collect();
-    let mut looked = 0;
-    for id in candidates {
-        if looked >= LOOK_AT {
-            break;
+    let mut batch = std::mem::take(&mut ctx.growth);
+    batch.catch_up(ctx.delta, ctx.index);
+    let result = if batch.count(ctx.index) < cap { Ok(()) } else { evict_oldest(ctx, growth, cap, &mut batch) };
+    ctx.growth = batch;
+    result
+}
+
+/// Evicts the oldest evictable unclaimed machine: those committed before first, then those this
+/// batch created; at most [`LOOK_AT`] looked at.
+fn evict_oldest(ctx: &mut WriteCtx<'_>, growth: &Growth, cap: usize, batch: &mut BatchGrowth) -> Result<(), CmdbError> {
+    let index = ctx.index;
+    let committed = index.unclaimed_from(batch.cursor).filter(|id| !batch.gone.contains(id));
+    let candidates: Vec<u64> = committed.take(LOOK_AT).chain(batch.fresh.iter().copied().take(LOOK_AT)).collect();
+    for id in candidates.into_iter().take(LOOK_AT) {
+        if index.by_id(id).is_some() {
+            // Looked at once per batch: evicted now, or kept (claimed, jobs, an approved agent).
+            batch.cursor = id + 1;
         }
         let Some(m) = ctx.find::<Machine>(id)? else { continue };
-        looked += 1;
         if !is_unclaimed(&m) || has_jobs(ctx, id)? || ctx.find::<AgentRecord>(id)?.is_some_and(|a| a.approved) {
             continue;
         }
@@ -159,5 +195,23 @@ mod tests {
         assert_eq!(warned.len(), 1, "at most one warning a minute: {warned:?}");
         assert_eq!(warned[0].kind, EventKind::CmdbUnclaimedCap);
         assert_eq!(warned[0].detail["cap"], 100);
+    }
+
+    #[tokio::test]
+    async fn a_machine_written_twice_in_one_batch_counts_once_against_the_cap() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Cmdb::open(&dir.path().join("c.redb"), 4096).unwrap();
+        db.growth().set_cap(100);
+        // DISCOVER then REQUEST: each MAC's record is written twice, mostly in the same batch.
+        for n in 0..500 {
+            for kind in [EventKind::DhcpOffer, EventKind::DhcpAck] {
+                db.record(Sighting { mac: Some(mac(n)), ..Default::default() }, vec![(kind, serde_json::json!({}))]);
+            }
+        }
+        db.flush().await.unwrap();
+        let all = db.list_machines(MachineFilter { limit: Some(10_000), ..Default::default() }).await.unwrap();
+        assert_eq!(all.total, 100, "exactly the cap, not fewer");
+        assert_eq!(db.growth().evicted.get(), 400);
+        assert!(db.brief_by_mac(mac(499)).is_some() && db.brief_by_mac(mac(399)).is_none());
     }
 }

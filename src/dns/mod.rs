@@ -32,6 +32,17 @@ use zone::{ZoneSettings, Zones};
 const TCP_IDLE: Duration = Duration::from_secs(10);
 /// Changes arriving within this window are folded into one rebuild.
 const SETTLE: Duration = Duration::from_millis(50);
+/// A rebuild reads every name and lease, so under heavy churn (a DHCP storm commits many
+/// times a second) the window grows to this many times the last rebuild's duration, keeping
+/// rebuilds near a twentieth of a core...
+const SETTLE_FACTOR: u32 = 19;
+/// ...but never past this: a new name still answers within a couple of seconds.
+const SETTLE_MAX: Duration = Duration::from_secs(2);
+
+/// How long to fold changes before the next rebuild, given how long the last one took.
+fn settle_after(last_rebuild: Duration) -> Duration {
+    (last_rebuild * SETTLE_FACTOR).clamp(SETTLE, SETTLE_MAX)
+}
 
 /// Bound DNS sockets: one UDP socket per core (SO_REUSEPORT spreads queries across them) and
 /// one TCP listener, all on the same address.
@@ -145,6 +156,7 @@ pub async fn run(bound: Bound, svc: DnsService, token: CancellationToken) -> any
 
     let refresh = async {
         let mut changes = svc.cmdb.changes();
+        let mut settle = SETTLE;
         loop {
             // Lease expiry is checked at least every second once one is due within a minute, so
             // a clock step cannot keep an expired name alive for long.
@@ -156,9 +168,12 @@ pub async fn run(bound: Bound, svc: DnsService, token: CancellationToken) -> any
                 r = changes.changed() => if r.is_err() { return },
                 _ = tokio::time::sleep(wake) => {}
             }
-            tokio::time::sleep(SETTLE).await;
+            tokio::time::sleep(settle).await;
             changes.mark_unchanged();
-            if refresher.refresh() {
+            let started = std::time::Instant::now();
+            let rebuilt = refresher.refresh();
+            settle = settle_after(started.elapsed());
+            if rebuilt {
                 *cell.write().expect("zone lock") = refresher.current.clone();
                 debug!(serial = refresher.current.serial(), "dns zones rebuilt");
             }
@@ -242,7 +257,15 @@ fn next_serial(old: u32, now: u32) -> u32 {
 
 #[cfg(test)]
 mod tests {
-    use super::next_serial;
+    use super::{next_serial, settle_after, SETTLE, SETTLE_MAX};
+    use std::time::Duration;
+
+    #[test]
+    fn slow_rebuilds_fold_more_changes_but_never_wait_past_the_cap() {
+        assert_eq!(settle_after(Duration::from_micros(100)), SETTLE);
+        assert_eq!(settle_after(Duration::from_millis(20)), Duration::from_millis(380));
+        assert_eq!(settle_after(Duration::from_secs(1)), SETTLE_MAX);
+    }
 
     #[test]
     fn serial_always_moves_forward() {

@@ -63,12 +63,14 @@ fn run(cmd: &mut Command) {
 
 /// Starts `daemon -d` unless its socket is there; returns its PID from `pid_file`.
 fn daemon(bin: &str, socket: &str, pid_file: &str) -> Option<i32> {
-    if Path::new(socket).exists() {
+    // A socket that answers, not one that exists: a daemon killed earlier leaves its file behind.
+    let answers = || std::os::unix::net::UnixStream::connect(socket).is_ok();
+    if answers() {
         return None;
     }
     run(Command::new(bin).arg("-d"));
     for _ in 0..100 {
-        if Path::new(socket).exists() {
+        if answers() {
             return std::fs::read_to_string(pid_file).ok().and_then(|p| p.trim().parse().ok());
         }
         std::thread::sleep(Duration::from_millis(100));

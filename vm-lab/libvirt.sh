@@ -44,11 +44,13 @@ mkdir -p "$STATE"
 prefix=$(cat "$STATE/prefix" 2>/dev/null || echo rblab-)
 
 # Starts `daemon -d` unless its socket answers; records its PID for `down`.
+# A socket that answers, not one that exists: a daemon killed earlier leaves its file behind.
+answers() { python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX).connect(sys.argv[1])' "$1" 2>/dev/null; }
 daemon() { # binary socket pidfile
-  [ -S "$2" ] && return 0
+  answers "$2" && return 0
   "$1" -d
-  for _ in $(seq 100); do [ -S "$2" ] && break; sleep 0.1; done
-  [ -S "$2" ] || { echo "libvirt.sh: $1 did not come up" >&2; exit 1; }
+  for _ in $(seq 100); do answers "$2" && break; sleep 0.1; done
+  answers "$2" || { echo "libvirt.sh: $1 did not come up" >&2; exit 1; }
   cat "$3" >> "$STATE/daemons"
 }
 

@@ -6,6 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/usr/local/sbin:/usr/sbin:/sbin:$PATH"
 [ "$(id -u)" = 0 ] || { echo "test.sh: run as root (the end-to-end tests create network namespaces)"; exit 1; }
+# One clean build per run: cargo's incremental cache would only add gigabytes to the disk.
+export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 echo "== setup (tools/setup.sh --libvirt: Debian packages, libvirt and the BMC emulators, validators, cargo-deb; skipped when present)"
 source tools/setup.sh --libvirt
 echo "== cargo fmt --check"; cargo fmt --all -- --check

@@ -1,17 +1,32 @@
 #!/usr/bin/env bash
 # Installs what rackboot's tests, lab and benchmarks need on a fresh Debian 12 machine (root).
 # Idempotent: skips apt when everything is present.
+#   tools/setup.sh [--lab] [--libvirt] [--bench]
+#   --lab      only what the main job (vm-lab/run.sh) uses: no test tools, validators or cargo-deb
+#   --libvirt  libvirt and the BMC emulators (sushy-tools, VirtualBMC)
+#   --bench    the reference servers bench/ compares against
 set -euo pipefail
-PKGS=(iproute2 curl isc-dhcp-client udhcpc dhcpcd5 dnsmasq-base atftp tftp-hpa
-      qemu-system-x86 ipxe-qemu ipxe ovmf cpio bind9-dnsutils zstd jq bc dpkg-dev
-      debian-installer-12-netboot-amd64 ndisc6 openssl sslscan chromium chromium-driver isc-dhcp-relay lldpd
-      ipmitool python3-venv python3-yaml python3-jsonschema python3-requests python3-configobj python3-jsonpatch
-      minisign)
-[ "${1:-}" = "--bench" ] && PKGS+=(kea-dhcp4-server kea-admin atftpd nginx-light wrk dnsperf)
+SETUP_LAB=0 SETUP_LIBVIRT=0 SETUP_BENCH=0
+for arg in "$@"; do
+  case $arg in
+    --lab) SETUP_LAB=1 ;;
+    --libvirt) SETUP_LIBVIRT=1 ;;
+    --bench) SETUP_BENCH=1 ;;
+    *) echo "setup: unknown option $arg (use --lab, --libvirt, --bench)"; return 2 2>/dev/null || exit 2 ;;
+  esac
+done
+# The lab: qemu with both firmwares, iPXE, the rack switch's relay and LLDP, plugin signing, and
+# what its report uses. bootos/build.sh and vm-lab/os-image.sh bring their own.
+PKGS=(iproute2 curl qemu-system-x86 ipxe-qemu ipxe ovmf cpio zstd jq bc bind9-dnsutils
+      isc-dhcp-relay lldpd minisign openssl ipmitool python3-venv)
+[ $SETUP_LAB = 1 ] || PKGS+=(isc-dhcp-client udhcpc dhcpcd5 dnsmasq-base atftp tftp-hpa dpkg-dev
+      debian-installer-12-netboot-amd64 ndisc6 sslscan chromium chromium-driver
+      python3-yaml python3-jsonschema python3-requests python3-configobj python3-jsonpatch)
+[ $SETUP_BENCH = 1 ] && PKGS+=(kea-dhcp4-server kea-admin atftpd nginx-light wrk dnsperf)
 # --libvirt: libvirt (daemons started by hand, no systemd) and what VirtualBMC's libvirt-python
-# builds with, for tests/bmc_vbmc.rs.
-[ "${1:-}" = "--libvirt" ] && PKGS+=(libvirt-daemon-system libvirt-daemon-driver-qemu libvirt-clients libvirt-dev
-                                     pkg-config python3-dev gcc)
+# builds with, for tests/bmc_vbmc.rs and `vm-lab/run.sh --libvirt`.
+[ $SETUP_LIBVIRT = 1 ] && PKGS+=(libvirt-daemon-system libvirt-daemon-driver-qemu libvirt-clients libvirt-dev
+                                 pkg-config python3-dev gcc)
 missing=()
 for p in "${PKGS[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then
@@ -29,39 +44,39 @@ fi
 # ksvalidator (on PyPI only) in a venv, and cloud-init's schema check from its Debian package,
 # unpacked rather than installed (installing it would enable its boot-time services here).
 VALIDATORS="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/target/validators"
-if [ ! -x "$VALIDATORS/venv/bin/ksvalidator" ]; then
+if [ $SETUP_LAB = 0 ] && [ ! -x "$VALIDATORS/venv/bin/ksvalidator" ]; then
   echo "setup: pykickstart into $VALIDATORS/venv"
   mkdir -p "$VALIDATORS"
   /usr/bin/python3 -m venv "$VALIDATORS/venv"
   "$VALIDATORS/venv/bin/pip" install -q pykickstart==3.78
 fi
 # schemathesis, the OpenAPI-driven API tester (tests/schemathesis.rs), in a venv of its own.
-if [ ! -x "$VALIDATORS/st/bin/schemathesis" ]; then
+if [ $SETUP_LAB = 0 ] && [ ! -x "$VALIDATORS/st/bin/schemathesis" ]; then
   echo "setup: schemathesis into $VALIDATORS/st"
   mkdir -p "$VALIDATORS"
   /usr/bin/python3 -m venv "$VALIDATORS/st"
   "$VALIDATORS/st/bin/pip" install -q schemathesis==4.32.5
 fi
 # sushy-tools, the Redfish BMC emulator (tests/bmc_sushy.rs runs `sushy-emulator --fake`).
-if [ ! -x "$VALIDATORS/sushy/bin/sushy-emulator" ]; then
+if { [ $SETUP_LAB = 0 ] || [ $SETUP_LIBVIRT = 1 ]; } && [ ! -x "$VALIDATORS/sushy/bin/sushy-emulator" ]; then
   echo "setup: sushy-tools into $VALIDATORS/sushy"
   mkdir -p "$VALIDATORS"
   /usr/bin/python3 -m venv "$VALIDATORS/sushy"
   "$VALIDATORS/sushy/bin/pip" install -q sushy-tools==2.2.0
 fi
 # Its libvirt driver (vm-lab/libvirt.sh: Redfish for the libvirt lab's VMs) needs libvirt-python.
-if [ "${1:-}" = "--libvirt" ] && ! "$VALIDATORS/sushy/bin/python3" -c 'import libvirt' 2>/dev/null; then
+if [ $SETUP_LIBVIRT = 1 ] && ! "$VALIDATORS/sushy/bin/python3" -c 'import libvirt' 2>/dev/null; then
   echo "setup: libvirt-python into $VALIDATORS/sushy"
   "$VALIDATORS/sushy/bin/pip" install -q libvirt-python==12.8.0
 fi
 # VirtualBMC, the IPMI BMC emulator in front of libvirt domains (tests/bmc_vbmc.rs).
-if [ "${1:-}" = "--libvirt" ] && [ ! -x "$VALIDATORS/vbmc/bin/vbmc" ]; then
+if [ $SETUP_LIBVIRT = 1 ] && [ ! -x "$VALIDATORS/vbmc/bin/vbmc" ]; then
   echo "setup: virtualbmc into $VALIDATORS/vbmc"
   mkdir -p "$VALIDATORS"
   /usr/bin/python3 -m venv "$VALIDATORS/vbmc"
   "$VALIDATORS/vbmc/bin/pip" install -q virtualbmc==3.3.0 libvirt-python==12.8.0
 fi
-if [ ! -d "$VALIDATORS/cloud-init/usr/lib/python3/dist-packages/cloudinit" ]; then
+if [ $SETUP_LAB = 0 ] && [ ! -d "$VALIDATORS/cloud-init/usr/lib/python3/dist-packages/cloudinit" ]; then
   echo "setup: cloud-init (unpacked) into $VALIDATORS/cloud-init"
   (cd "$VALIDATORS" && { apt-get download -q cloud-init >/dev/null 2>&1 ||
      { apt-get update -q >/dev/null && apt-get download -q cloud-init >/dev/null 2>&1; }; } &&
@@ -74,7 +89,7 @@ command -v cargo >/dev/null || { echo "setup: cargo not found (install Rust with
 # cargo-deb builds the Debian package (tools/deb.sh). Pinned: tools/deb.sh relies on its
 # behaviour (variants, --profile dev --no-build); cached in ~/.cargo/bin once built (~1-2 min).
 CARGO_DEB_VERSION=3.8.0
-if [ "$(cargo-deb --version 2>/dev/null | awk '{print $2}')" != "$CARGO_DEB_VERSION" ]; then
+if [ $SETUP_LAB = 0 ] && [ "$(cargo-deb --version 2>/dev/null | awk '{print $2}')" != "$CARGO_DEB_VERSION" ]; then
   echo "setup: cargo install cargo-deb $CARGO_DEB_VERSION (once; cargo shows its progress)"
   cargo install cargo-deb --locked --version "$CARGO_DEB_VERSION"
 fi

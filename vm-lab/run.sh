@@ -32,7 +32,7 @@
 # Everything is torn down on exit, also on failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-BIOS=1 UEFI=1 CLIENTS=0 KEEP=0 PROVISION=1 BASELINE=0 LIBVIRT=0
+BIOS=1 UEFI=1 CLIENTS=0 KEEP=0 PROVISION=1 BASELINE=0 LIBVIRT=0 PROFILE=debug
 while [ $# -gt 0 ]; do
   case "$1" in
     --bios) BIOS=$2; shift 2 ;;
@@ -42,18 +42,41 @@ while [ $# -gt 0 ]; do
     --no-provision) PROVISION=0; shift ;;
     --baseline) BASELINE=1; shift ;;
     --libvirt) LIBVIRT=1; shift ;;
-    *) echo "usage: $0 [--bios N] [--uefi N] [--clients N] [--no-provision] [--baseline] [--keep] [--libvirt]"; exit 2 ;;
+    --release) PROFILE=release; shift ;;
+    *) echo "usage: $0 [--bios N] [--uefi N] [--clients N] [--no-provision] [--baseline] [--keep] [--libvirt] [--release]"; exit 2 ;;
   esac
 done
 export PATH="/usr/local/sbin:/usr/sbin:/sbin:$PATH"
 [ "$(id -u)" = 0 ] || { echo "run.sh: run as root (network namespaces, tap devices)"; exit 1; }
 [ $LIBVIRT = 1 ] && [ $PROVISION = 0 ] && { echo "run.sh: --libvirt powers the VMs on through a task: drop --no-provision"; exit 2; }
-echo "== setup (tools/setup.sh: Debian packages; skipped when present)"
-if [ $LIBVIRT = 1 ]; then source tools/setup.sh --libvirt; else source tools/setup.sh; fi
-echo "== building rackboot (release; the first build takes several minutes on 2 cores)"
-cargo build --release --locked
-BIN=${CARGO_TARGET_DIR:-$PWD/target}/release/rackboot
+echo "== setup (tools/setup.sh --lab: the lab's Debian packages; skipped when present)"
+if [ $LIBVIRT = 1 ]; then source tools/setup.sh --lab --libvirt; else source tools/setup.sh --lab; fi
 RUN=$PWD/vm-lab/run
+# BootOS (package downloads, then the agent's build) and the lab image (debootstrap) are made in
+# the background while rackboot compiles: their downloads wait on the network, the build on the
+# CPU. Their output is kept in a log each and shown when they are waited for.
+PREP=$PWD/target/vm-lab-prep
+rm -rf "$PREP"; mkdir -p "$PREP"
+vm-lab/assets.sh "$PREP/boot" > "$PREP/assets.log" 2>&1 & ASSETS_PID=$!
+IMAGE_PID=
+if [ $PROVISION = 1 ]; then vm-lab/os-image.sh "$PREP/lab.img" > "$PREP/os-image.log" 2>&1 & IMAGE_PID=$!; fi
+# Stops what is still running in the background when the run ends early.
+stop_background() {
+  for pid in $ASSETS_PID $IMAGE_PID; do pkill -P "$pid" 2>/dev/null || true; kill "$pid" 2>/dev/null || true; done
+}
+trap stop_background EXIT
+echo "== BootOS and the lab OS image are being made in the background (logs: $PREP/*.log)"
+# Waits for a background step, shows its log, and stops the run if it failed.
+await() {
+  local pid=$1 log=$2
+  if wait "$pid"; then sed 's/^/    /' "$log"; else sed 's/^/    /' "$log"; echo "run.sh: $(basename "$log" .log) failed"; exit 1; fi
+}
+# The dev profile: it compiles in a third of a release build's time, the password hash and the
+# agent (BootOS builds it in release) are optimized anyway, and under TCG the VMs, not the
+# appliance, set the pace. bench/ measures release builds; --release builds one here too.
+echo "== building rackboot ($PROFILE profile; a first build takes a few minutes on 2 cores, cargo shows its progress)"
+if [ "$PROFILE" = release ]; then cargo build --release --locked; else cargo build --locked; fi
+BIN=${CARGO_TARGET_DIR:-$PWD/target}/$PROFILE/rackboot
 LAB=rblab
 
 teardown() {
@@ -65,16 +88,18 @@ teardown() {
     ip netns del "$ns" 2>/dev/null || true
   done
 }
-trap teardown EXIT
+trap 'stop_background; teardown' EXIT
 teardown
 rm -rf "$RUN"; mkdir -p "$RUN/data"
 
-echo "== boot directory"
-vm-lab/assets.sh "$RUN/data/boot"
+echo "== boot directory (vm-lab/assets.sh)"
+await $ASSETS_PID "$PREP/assets.log"
+mv "$PREP/boot" "$RUN/data/boot"
 if [ $PROVISION = 1 ]; then
-  echo "== lab OS image"
+  echo "== lab OS image (vm-lab/os-image.sh)"
+  await $IMAGE_PID "$PREP/os-image.log"
   mkdir -p "$RUN/data/boot/images" "$RUN/data/postinstall"
-  vm-lab/os-image.sh "$RUN/data/boot/images/lab.img"
+  mv "$PREP/lab.img" "$RUN/data/boot/images/lab.img"
   cp postinstall/*.sh "$RUN/data/postinstall/"
 fi
 

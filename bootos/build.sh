@@ -13,16 +13,19 @@
 # with the appliance named by rackboot.url= on the kernel command line and waits for jobs.
 # Downloads are cached in target/bootos-cache; a second run only rebuilds what changed.
 #
-#   bootos/build.sh [--kernel cloud|generic] OUT
+#   bootos/build.sh [--kernel cloud|generic] [--packages-only] OUT
+#
+# --packages-only stops after the downloads (vm-lab/run.sh fetches them while rackboot compiles).
 set -euo pipefail
-KERNEL=cloud
+KERNEL=cloud PACKAGES_ONLY=0
 while [ $# -gt 1 ]; do
   case "$1" in
     --kernel) KERNEL=$2; shift 2 ;;
+    --packages-only) PACKAGES_ONLY=1; shift ;;
     *) break ;;
   esac
 done
-OUT=${1:?usage: $0 [--kernel cloud|generic] OUT}
+OUT=${1:?usage: $0 [--kernel cloud|generic] [--packages-only] OUT}
 case "$KERNEL" in
   cloud) META=linux-image-cloud-amd64 ;;
   generic) META=linux-image-amd64 ;;
@@ -62,6 +65,7 @@ else
   echo "$kpkg" > "$CACHE/kernel-package"
   touch "$CACHE/staging.done"
 fi
+[ $PACKAGES_ONLY = 1 ] && exit 0
 S=$CACHE/staging
 BB=$S/bin/busybox
 KVER=$(ls "$S/lib/modules" | head -1)

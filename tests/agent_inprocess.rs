@@ -95,6 +95,42 @@ async fn agent_enrolls_inventories_and_runs_jobs_by_long_poll() {
 }
 
 #[tokio::test]
+async fn a_neighbour_heard_during_a_long_poll_reaches_the_appliance_at_once() {
+    // The product's poll (25 s), not the tests' 2 s: the neighbour must not wait for it to end.
+    let a = Appliance::start("poll_secs = 25\nlease_secs = 60\nstats_secs = 5").await;
+    let work = tempfile::tempdir().unwrap();
+    let mac = "52:54:00:a0:00:0c";
+    let (agent, heard) = a.agent_with_lldp(mac, work.path()).await;
+    let m = enrolled(&a, mac).await;
+    assert_eq!(m["inventory"]["lldp"], json!([]));
+    // The agent is parked in its long-poll (25 s) now. The switch port it is heard on must show
+    // within the 2 s `eventually` allows, not when the poll ends, and the poll still brings jobs.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    heard(rackboot_agent::wire::LldpNeighbor {
+        interface: "eth0".into(),
+        chassis_id: "leaf-r9".into(),
+        port_id: "swp12".into(),
+        system_name: Some("leaf-r9".into()),
+        ..Default::default()
+    });
+    common::eventually(|| async {
+        let m = a.api.ok(Method::GET, &format!("/machines/{mac}"), None).await?;
+        anyhow::ensure!(
+            m["inventory"]["lldp"][0]["port_id"] == "swp12",
+            "no neighbour yet: {}",
+            m["inventory"]["lldp"]
+        );
+        Ok(())
+    })
+    .await;
+    let job = a.submit(json!({"machine": mac, "action": script("true")})).await[0]["id"].as_u64().unwrap();
+    let done = a.job_in(job, "succeeded", 10).await;
+    let picked_up = done["claimed_at_ms"].as_u64().unwrap() - done["created_at_ms"].as_u64().unwrap();
+    assert!(picked_up < 1000, "the poll kept waiting beside the inventory ({picked_up} ms)");
+    agent.abort();
+}
+
+#[tokio::test]
 async fn forged_missing_and_superseded_credentials_are_refused() {
     let a = Appliance::start("").await;
     let http = |cred: Option<String>| {

@@ -2,8 +2,10 @@
 # The main job: rackboot provisioning a lab network of qemu VMs that PXE-boot from it.
 #
 #   vm-lab/run.sh [--bios N]   (as root) [--uefi N] [--clients N] [--no-provision] [--baseline] [--keep]
-#                 [--libvirt]
+#                 [--libvirt] [--release]
 #
+# rackboot is built in the dev profile unless --release is given (bench/ measures release builds),
+# while BootOS and the lab OS image are made in the background.
 # Creates namespace "rblab" with bridge br0 (198.18.0.1/24, no route out), builds the boot
 # directory from Debian packages (vm-lab/assets.sh), starts rackboot in full DHCP mode on the
 # bridge (vm-lab/lab.toml). The VMs hang off a rack "switch", namespace "rblab-sw" (198.18.0.2 on
@@ -52,12 +54,13 @@ export PATH="/usr/local/sbin:/usr/sbin:/sbin:$PATH"
 echo "== setup (tools/setup.sh --lab: the lab's Debian packages; skipped when present)"
 if [ $LIBVIRT = 1 ]; then source tools/setup.sh --lab --libvirt; else source tools/setup.sh --lab; fi
 RUN=$PWD/vm-lab/run
-# BootOS (package downloads, then the agent's build) and the lab image (debootstrap) are made in
-# the background while rackboot compiles: their downloads wait on the network, the build on the
-# CPU. Their output is kept in a log each and shown when they are waited for.
+# BootOS's packages and the lab OS image (debootstrap) are fetched in the background while
+# rackboot compiles: they wait on the network, the build on the CPU (the agent's build comes after
+# rackboot's: two compiles at once on 2 cores took longer than one after the other). Their output
+# is kept in a log each and shown when they are waited for.
 PREP=$PWD/target/vm-lab-prep
 rm -rf "$PREP"; mkdir -p "$PREP"
-vm-lab/assets.sh "$PREP/boot" > "$PREP/assets.log" 2>&1 & ASSETS_PID=$!
+bootos/build.sh --kernel cloud --packages-only "$PREP/bootos" > "$PREP/bootos-packages.log" 2>&1 & ASSETS_PID=$!
 IMAGE_PID=
 if [ $PROVISION = 1 ]; then vm-lab/os-image.sh "$PREP/lab.img" > "$PREP/os-image.log" 2>&1 & IMAGE_PID=$!; fi
 # Stops what is still running in the background when the run ends early.
@@ -65,7 +68,7 @@ stop_background() {
   for pid in $ASSETS_PID $IMAGE_PID; do pkill -P "$pid" 2>/dev/null || true; kill "$pid" 2>/dev/null || true; done
 }
 trap stop_background EXIT
-echo "== BootOS and the lab OS image are being made in the background (logs: $PREP/*.log)"
+echo "== BootOS packages and the lab OS image are being fetched in the background (logs: $PREP/*.log)"
 # Waits for a background step, shows its log, and stops the run if it failed.
 await() {
   local pid=$1 log=$2
@@ -93,8 +96,8 @@ teardown
 rm -rf "$RUN"; mkdir -p "$RUN/data"
 
 echo "== boot directory (vm-lab/assets.sh)"
-await $ASSETS_PID "$PREP/assets.log"
-mv "$PREP/boot" "$RUN/data/boot"
+await $ASSETS_PID "$PREP/bootos-packages.log"
+vm-lab/assets.sh "$RUN/data/boot"
 if [ $PROVISION = 1 ]; then
   echo "== lab OS image (vm-lab/os-image.sh)"
   await $IMAGE_PID "$PREP/os-image.log"

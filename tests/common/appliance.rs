@@ -44,8 +44,11 @@ impl Appliance {
     }
 
     async fn launch(dir: &Path, port: u16, tls_port: u16, extra: &str) -> (Running, ApiClient) {
+        // Short agent timers unless `extra` sets its own (it starts inside [agent]).
+        let timers =
+            if extra.starts_with("poll_secs") { "" } else { "poll_secs = 2\nlease_secs = 3\nstats_secs = 1\n" };
         let text = format!(
-            "[server]\ndata_dir = \"{}\"\naddress = \"127.0.0.1\"\n[http]\nlisten = \"127.0.0.1:{}\"\n[https]\nlisten = \"127.0.0.1:{tls_port}\"\n[dhcp]\nmode = \"off\"\n[tftp]\nenabled = false\n[dns]\nenabled = false\n[agent]\npoll_secs = 2\nlease_secs = 3\nstats_secs = 1\n{}\n",
+            "[server]\ndata_dir = \"{}\"\naddress = \"127.0.0.1\"\n[http]\nlisten = \"127.0.0.1:{}\"\n[https]\nlisten = \"127.0.0.1:{tls_port}\"\n[dhcp]\nmode = \"off\"\n[tftp]\nenabled = false\n[dns]\nenabled = false\n[agent]\n{timers}{}\n",
             dir.display(),
             port,
             extra
@@ -91,7 +94,40 @@ impl Appliance {
         mode: AgentMode,
         state_dir: Option<&Path>,
     ) -> tokio::task::JoinHandle<()> {
-        let mut opts = Options {
+        let mut opts = self.agent_options(mac, workdir, mode, state_dir);
+        let cmdb = (mode == AgentMode::Bootos).then(|| self.app.as_ref().unwrap().cmdb.clone());
+        let boot_mac = mac.parse().unwrap();
+        tokio::spawn(async move {
+            // The handle is dropped before the agent runs: a restart must be able to reopen the file.
+            if let Some(cmdb) = cmdb {
+                opts.nonce = Some(cmdb.issue_boot_nonce(boot_mac, "127.0.0.1".into(), 1800).await.unwrap());
+            }
+            let _ = Agent::new(opts).unwrap().run().await;
+        })
+    }
+
+    /// Starts a BootOS agent and returns, beside its handle, what its LLDP listener would hand
+    /// a heard neighbour to.
+    pub async fn agent_with_lldp(
+        &self,
+        mac: &str,
+        workdir: &Path,
+    ) -> (tokio::task::JoinHandle<()>, impl Fn(rackboot_agent::wire::LldpNeighbor)) {
+        let mut opts = self.agent_options(mac, workdir, AgentMode::Bootos, None);
+        let cmdb = self.app.as_ref().unwrap().cmdb.clone();
+        opts.nonce = Some(cmdb.issue_boot_nonce(mac.parse().unwrap(), "127.0.0.1".into(), 1800).await.unwrap());
+        let mut agent = Agent::new(opts).unwrap();
+        let feed = agent.lldp_feed();
+        (
+            tokio::spawn(async move {
+                let _ = agent.run().await;
+            }),
+            feed,
+        )
+    }
+
+    fn agent_options(&self, mac: &str, workdir: &Path, mode: AgentMode, state_dir: Option<&Path>) -> Options {
+        Options {
             url: self.url(),
             trust: self.trust(),
             mode,
@@ -103,16 +139,7 @@ impl Appliance {
             macs: Some(vec![mac.into()]),
             lldp: false,
             power_actions: false,
-        };
-        let cmdb = (mode == AgentMode::Bootos).then(|| self.app.as_ref().unwrap().cmdb.clone());
-        let boot_mac = mac.parse().unwrap();
-        tokio::spawn(async move {
-            // The handle is dropped before the agent runs: a restart must be able to reopen the file.
-            if let Some(cmdb) = cmdb {
-                opts.nonce = Some(cmdb.issue_boot_nonce(boot_mac, "127.0.0.1".into(), 1800).await.unwrap());
-            }
-            let _ = Agent::new(opts).unwrap().run().await;
-        })
+        }
     }
 
     /// A boot nonce for `mac`, as its boot script from the appliance would carry it.

@@ -65,20 +65,36 @@ fn text(v: &[u8]) -> String {
 /// Neighbours heard so far, one per interface (the latest frame wins).
 pub type Neighbours = Arc<Mutex<Vec<LldpNeighbor>>>;
 
-/// Listens on every interface in a thread of its own; calls `changed` when the set changes.
+/// Listens on every interface in a thread of its own and hands each neighbour heard to `heard`.
 /// Needs root (CAP_NET_RAW); without it, logs once and returns.
-pub fn spawn_listener(found: Neighbours, changed: impl Fn() + Send + 'static) {
+pub fn spawn_listener(heard: impl Fn(LldpNeighbor) + Send + 'static) {
     std::thread::Builder::new()
         .name("lldp".into())
         .spawn(move || {
-            if let Err(error) = listen(&found, &changed) {
+            if let Err(error) = listen(&heard) {
                 tracing::info!(%error, "lldp listener off");
             }
         })
         .ok();
 }
 
-fn listen(found: &Neighbours, changed: &dyn Fn()) -> anyhow::Result<()> {
+/// Records a neighbour heard on its interface; whether that changed the set.
+pub fn record(found: &Neighbours, neighbour: LldpNeighbor) -> bool {
+    let mut list = found.lock().expect("lldp lock");
+    match list.iter_mut().find(|x| x.interface == neighbour.interface) {
+        Some(old) if *old == neighbour => false,
+        Some(old) => {
+            *old = neighbour;
+            true
+        }
+        None => {
+            list.push(neighbour);
+            true
+        }
+    }
+}
+
+fn listen(heard: &dyn Fn(LldpNeighbor)) -> anyhow::Result<()> {
     use socket2::{Domain, Protocol, Socket, Type};
     let sock = Socket::new(Domain::PACKET, Type::RAW, Some(Protocol::from(i32::from(ETH_P_LLDP.to_be()))))?;
     sock.set_read_timeout(Some(Duration::from_secs(60)))?;
@@ -97,15 +113,9 @@ fn listen(found: &Neighbours, changed: &dyn Fn()) -> anyhow::Result<()> {
         let frame = &buf[..n];
         let ifindex = from.map_or(0, |a| a.ifindex() as u32);
         let name = nix::net::if_::if_indextoname(ifindex).map(|c| c.to_string_lossy().into_owned()).unwrap_or_default();
-        let Some(neighbour) = parse(frame, &name) else { continue };
-        let mut list = found.lock().expect("lldp lock");
-        match list.iter_mut().find(|x| x.interface == neighbour.interface) {
-            Some(old) if *old == neighbour => continue,
-            Some(old) => *old = neighbour,
-            None => list.push(neighbour),
+        if let Some(neighbour) = parse(frame, &name) {
+            heard(neighbour);
         }
-        drop(list);
-        changed();
     }
 }
 

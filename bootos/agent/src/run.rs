@@ -58,6 +58,9 @@ pub struct Agent {
     lldp: lldp::Neighbours,
     /// The inventory should be (re)sent: after enrolling, and when a new LLDP neighbour is heard.
     inventory_due: Arc<AtomicBool>,
+    /// Rung with `inventory_due` by the LLDP listener: a long-poll in progress does not hold a
+    /// new neighbour back until it ends (25 s), the inventory goes on a second connection.
+    inventory_wake: Arc<tokio::sync::Notify>,
     stats_task: Option<tokio::task::JoinHandle<()>>,
 }
 
@@ -66,11 +69,25 @@ impl Agent {
         let client = Client::new(&opts.url, &opts.trust)?;
         let lldp: lldp::Neighbours = Arc::default();
         let inventory_due = Arc::new(AtomicBool::new(false));
-        if opts.lldp {
-            let flag = inventory_due.clone();
-            lldp::spawn_listener(lldp.clone(), move || flag.store(true, Ordering::Relaxed));
+        let inventory_wake = Arc::new(tokio::sync::Notify::new());
+        let agent = Agent { opts, client, session: None, lldp, inventory_due, inventory_wake, stats_task: None };
+        if agent.opts.lldp {
+            lldp::spawn_listener(agent.lldp_feed());
         }
-        Ok(Agent { opts, client, session: None, lldp, inventory_due, stats_task: None })
+        Ok(agent)
+    }
+
+    /// What a heard LLDP frame is given to: it records the neighbour and, when that changes what
+    /// the agent knows, has the inventory sent again at once. The listener thread calls it; a
+    /// test can too.
+    pub fn lldp_feed(&self) -> impl Fn(crate::wire::LldpNeighbor) + Send + Sync + 'static {
+        let (found, due, wake) = (self.lldp.clone(), self.inventory_due.clone(), self.inventory_wake.clone());
+        move |n| {
+            if lldp::record(&found, n) {
+                due.store(true, Ordering::Relaxed);
+                wake.notify_one();
+            }
+        }
     }
 
     /// Runs forever (until the task is dropped).
@@ -162,14 +179,7 @@ impl Agent {
     /// Collects (off the async thread: ipmitool can take seconds) and uploads the inventory.
     /// `Ok(status)` is the appliance's answer.
     async fn send_inventory(&mut self) -> anyhow::Result<u16> {
-        let root = self.opts.root.clone();
-        let mut inv = tokio::task::spawn_blocking(move || inventory::collect(&root)).await?;
-        inv.lldp = self.lldp.lock().expect("lldp lock").clone();
-        let r = self.client.call(Method::PUT, "/agent/v1/inventory", Some(&inv), Duration::from_secs(30)).await?;
-        if !r.ok() && r.status != 401 && r.status != 403 {
-            anyhow::bail!("inventory: HTTP {}: {}", r.status, r.error_text());
-        }
-        Ok(r.status)
+        push_inventory(&self.opts.root, &self.lldp, &mut self.client).await
     }
 
     fn start_stats(&mut self, resp: &EnrollResponse) {
@@ -208,10 +218,14 @@ impl Agent {
             }
         }
         let wait = self.session.as_ref().map_or(25, |s| s.poll_secs);
-        let r = self
-            .client
-            .call::<()>(Method::GET, &format!("/agent/v1/jobs/next?wait={wait}"), None, Duration::from_secs(wait + 15))
-            .await?;
+        let path = format!("/agent/v1/jobs/next?wait={wait}");
+        let r = long_poll(
+            &mut self.client,
+            &path,
+            Duration::from_secs(wait + 15),
+            Beside { opts: &self.opts, lldp: &self.lldp, due: &self.inventory_due, wake: &self.inventory_wake },
+        )
+        .await?;
         match r.status {
             204 => Ok(Next::Continue),
             200 => {
@@ -322,6 +336,59 @@ impl Agent {
         }
         Ok(Next::Continue)
     }
+}
+
+/// What a long-poll needs to send a newly heard LLDP neighbour beside it.
+struct Beside<'a> {
+    opts: &'a Options,
+    lldp: &'a lldp::Neighbours,
+    due: &'a AtomicBool,
+    wake: &'a tokio::sync::Notify,
+}
+
+/// Waits for the poll on `client`. A neighbour heard meanwhile goes out beside it, on a second
+/// connection, not after it: the poll is never dropped, so a job it brings is never lost.
+async fn long_poll(client: &mut Client, path: &str, timeout: Duration, b: Beside<'_>) -> anyhow::Result<Reply> {
+    let credential = client.credential.clone();
+    let poll = client.call::<()>(Method::GET, path, None, timeout);
+    tokio::pin!(poll);
+    loop {
+        tokio::select! {
+            r = &mut poll => return r,
+            () = b.wake.notified() => {
+                if !b.due.swap(false, Ordering::Relaxed) {
+                    continue;
+                }
+                let sent = async {
+                    let mut side = Client::new(&b.opts.url, &b.opts.trust)?;
+                    side.credential = credential.clone();
+                    push_inventory(&b.opts.root, b.lldp, &mut side).await
+                };
+                match sent.await {
+                    Ok(s) if s != 401 && s != 403 => {}
+                    // Sorted out by the poll loop (enroll again, or wait for approval).
+                    Ok(_) => b.due.store(true, Ordering::Relaxed),
+                    Err(error) => {
+                        tracing::debug!(error = format!("{error:#}"), "inventory not sent beside the poll");
+                        b.due.store(true, Ordering::Relaxed);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Collects (off the async thread: ipmitool can take seconds) and uploads the inventory over
+/// `client`. `Ok(status)` is the appliance's answer.
+async fn push_inventory(root: &std::path::Path, lldp: &lldp::Neighbours, client: &mut Client) -> anyhow::Result<u16> {
+    let root = root.to_path_buf();
+    let mut inv = tokio::task::spawn_blocking(move || inventory::collect(&root)).await?;
+    inv.lldp = lldp.lock().expect("lldp lock").clone();
+    let r = client.call(Method::PUT, "/agent/v1/inventory", Some(&inv), Duration::from_secs(30)).await?;
+    if !r.ok() && r.status != 401 && r.status != 403 {
+        anyhow::bail!("inventory: HTTP {}: {}", r.status, r.error_text());
+    }
+    Ok(r.status)
 }
 
 /// Writes the session (with the credential) readable by root only, from the first byte.

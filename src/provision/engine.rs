@@ -1,5 +1,6 @@
-//! The provisioning engine: walks every active run one step at a time, every second and
-//! whenever something happens (a task is created, a job ends). It keeps no state of its own:
+//! The provisioning engine: walks every active run one step at a time, every second, whenever
+//! something happens (a task is created, a job ends), and at once after a pass that moved a run
+//! to a step of its own. It keeps no state of its own:
 //! each decision reads the run, its machine, its agent and its job from the CMDB and writes the
 //! run back, so a restart picks every run up where it was.
 
@@ -21,6 +22,9 @@ use crate::config::{HardwareProfile, ProvisionConfig};
 use crate::controller::Hub;
 use crate::jobs::JobState;
 use crate::render::{IdentityVars, Renderer};
+
+/// How many passes may follow one another at once while runs keep moving.
+const MAX_QUICK_PASSES: u32 = 8;
 
 pub struct Engine {
     pub hub: Arc<Hub>,
@@ -64,10 +68,21 @@ impl Engine {
     }
 
     pub async fn run(self: Arc<Self>, token: CancellationToken) -> anyhow::Result<()> {
+        let mut quick = 0;
         loop {
-            if let Err(error) = self.tick().await {
+            let moved = self.tick().await.unwrap_or_else(|error| {
                 warn!(error = format!("{error:#}"), "provisioning pass failed");
+                false
+            });
+            // A run that moved to a step of its own (no job to wait for) takes that step in the
+            // next pass at once, not a second later; a few in a row at most, so a decision that
+            // kept moving could never spin.
+            if moved && quick < MAX_QUICK_PASSES && !token.is_cancelled() {
+                quick += 1;
+                tokio::task::yield_now().await;
+                continue;
             }
+            quick = 0;
             tokio::select! {
                 _ = token.cancelled() => return Ok(()),
                 _ = tokio::time::sleep(Duration::from_secs(1)) => {}
@@ -76,8 +91,9 @@ impl Engine {
         }
     }
 
-    /// One pass over every active run.
-    pub async fn tick(&self) -> anyhow::Result<()> {
+    /// One pass over every active run; whether one of them moved to a new step without a job
+    /// to wait for.
+    pub async fn tick(&self) -> anyhow::Result<bool> {
         // Now and then (and on the first pass after a start), tasks whose runs all ended while
         // the appliance was going down are marked done.
         if self.passes.fetch_add(1, std::sync::atomic::Ordering::Relaxed).is_multiple_of(60) {
@@ -85,8 +101,9 @@ impl Engine {
         }
         let runs = self.hub.cmdb.active_runs().await?;
         if runs.is_empty() {
-            return Ok(());
+            return Ok(false);
         }
+        let mut moved = false;
         let mut tasks: HashMap<u64, Task> = HashMap::new();
         let mut in_flight: HashMap<u64, u32> = HashMap::new();
         let mut bound: HashSet<u64> = HashSet::new();
@@ -107,7 +124,8 @@ impl Engine {
             }
             let (id, task_id) = (run.id, run.task_id);
             match self.step(run, task, &mut in_flight, &mut bound).await {
-                Ok(RunState::Active) => {
+                Ok((RunState::Active, saved)) => {
+                    moved |= saved;
                     still_active.insert(task_id);
                 }
                 Ok(_) => {}
@@ -132,7 +150,7 @@ impl Engine {
                 self.hub.cmdb.set_task_state(id, TaskState::Done).await?;
             }
         }
-        Ok(())
+        Ok(moved)
     }
 
     async fn finish_tasks(&self) -> anyhow::Result<()> {
@@ -167,13 +185,14 @@ impl Engine {
         task: &Task,
         in_flight: &mut HashMap<u64, u32>,
         bound: &mut HashSet<u64>,
-    ) -> anyhow::Result<RunState> {
+    ) -> anyhow::Result<(RunState, bool)> {
         if run.machine_id.is_none() && !self.bind(&mut run, task, bound).await? {
-            return Ok(RunState::Active);
+            return Ok((RunState::Active, false));
         }
         let observed = self.observe(&run, task, in_flight).await?;
         let Decision { run, effects } = decide(&run, task, &observed);
         let mid = run.machine_id.expect("bound above");
+        let mut saved = false;
         for effect in effects {
             match effect {
                 Effect::TakeSlot => *in_flight.entry(task.id).or_default() += 1,
@@ -193,11 +212,14 @@ impl Engine {
                     self.hub.cmdb.start_step_job(run.clone(), job, event, update).await?;
                     self.hub.wake(mid);
                 }
-                Effect::Save { update, event } => self.hub.cmdb.save_run(run.clone(), update, Some(event)).await?,
+                Effect::Save { update, event } => {
+                    self.hub.cmdb.save_run(run.clone(), update, Some(event)).await?;
+                    saved = true;
+                }
                 Effect::PowerOn { uefi } => self.power_on(mid, uefi),
             }
         }
-        Ok(run.state)
+        Ok((run.state, saved))
     }
 
     /// PXE once, then on (or a cycle if it is on), in the background; the power service

@@ -127,6 +127,24 @@ async fn a_neighbour_heard_during_a_long_poll_reaches_the_appliance_at_once() {
     let done = a.job_in(job, "succeeded", 10).await;
     let picked_up = done["claimed_at_ms"].as_u64().unwrap() - done["created_at_ms"].as_u64().unwrap();
     assert!(picked_up < 1000, "the poll kept waiting beside the inventory ({picked_up} ms)");
+
+    // A neighbour on the VLAN sending ever-changing frames gets one inventory beside the poll,
+    // not one per frame.
+    let inventories =
+        |ev: &Value| ev["events"].as_array().unwrap().iter().filter(|e| e["kind"] == "agent.inventory").count();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let before = inventories(&a.get(&format!("/machines/{mac}/events?limit=1000")).await);
+    for i in 0..50 {
+        heard(rackboot_agent::wire::LldpNeighbor {
+            interface: "eth0".into(),
+            chassis_id: format!("spoof-{i}"),
+            port_id: "swp1".into(),
+            ..Default::default()
+        });
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let after = inventories(&a.get(&format!("/machines/{mac}/events?limit=1000")).await);
+    assert_eq!(after - before, 1, "one inventory beside the poll, the rest wait for its end");
     agent.abort();
 }
 

@@ -5,7 +5,7 @@
 #                 [--libvirt] [--release]
 #
 # rackboot is built in the dev profile unless --release is given (bench/ measures release builds),
-# while BootOS and the lab OS image are made in the background.
+# while BootOS's packages and the lab OS image are fetched in the background.
 # Creates namespace "rblab" with bridge br0 (198.18.0.1/24, no route out), builds the boot
 # directory from Debian packages (vm-lab/assets.sh), starts rackboot in full DHCP mode on the
 # bridge (vm-lab/lab.toml). The VMs hang off a rack "switch", namespace "rblab-sw" (198.18.0.2 on

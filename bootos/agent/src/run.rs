@@ -347,7 +347,8 @@ struct Beside<'a> {
 }
 
 /// Waits for the poll on `client`. A neighbour heard meanwhile goes out beside it, on a second
-/// connection, not after it: the poll is never dropped, so a job it brings is never lost.
+/// connection, not after it (once per poll): the poll is never dropped, so a job it brings is
+/// never lost.
 async fn long_poll(client: &mut Client, path: &str, timeout: Duration, b: Beside<'_>) -> anyhow::Result<Reply> {
     let credential = client.credential.clone();
     let poll = client.call::<()>(Method::GET, path, None, timeout);
@@ -373,6 +374,9 @@ async fn long_poll(client: &mut Client, path: &str, timeout: Duration, b: Beside
                         b.due.store(true, Ordering::Relaxed);
                     }
                 }
+                // One inventory beside each poll at most: a neighbour on the VLAN sending
+                // ever-changing LLDP frames gets the rest folded into the loop's next one.
+                return poll.await;
             }
         }
     }

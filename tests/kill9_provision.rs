@@ -101,13 +101,13 @@ async fn kill_9_in_the_middle_of_provisioning_loses_no_step_and_no_acknowledged_
         task_ids.push(api.ok(Method::POST, "/tasks", Some(spec)).await.unwrap()["task"]["id"].as_u64().unwrap());
     }
 
-    // Kill every 1.5-3 s until every run is installed (or two minutes pass); meanwhile register
+    // Kill every 0.3-1.2 s until every run is installed (or two minutes pass); meanwhile register
     // machines through the API and remember those acknowledged.
     let (mut kills, mut registered, mut n) = (0, Vec::new(), 0u32);
     let deadline = Instant::now() + Duration::from_secs(120);
     let mut rebooted = vec![false; MACS.len()];
     loop {
-        let until = Instant::now() + Duration::from_millis(1500 + 500 * (kills % 4));
+        let until = Instant::now() + Duration::from_millis(300 + 300 * (kills % 4));
         while Instant::now() < until {
             n += 1;
             let mac = format!("52:54:00:ca:{:02x}:{:02x}", n >> 8, n & 0xff);

@@ -117,10 +117,10 @@ want() {
   case "$KERNEL" in
     cloud) (cd "$S/$M" && find kernel/drivers/virtio kernel/drivers/net/virtio_net.ko kernel/drivers/block/virtio_blk.ko \
       kernel/drivers/scsi/virtio_scsi.ko kernel/drivers/scsi/sd_mod.ko kernel/drivers/md kernel/drivers/nvme \
-      kernel/drivers/char/ipmi -name '*.ko' 2>/dev/null || true) ;;
+      kernel/drivers/char/ipmi kernel/fs/efivarfs -name '*.ko' 2>/dev/null || true) ;;
     generic) (cd "$S/$M" && find kernel/drivers/virtio kernel/drivers/net/ethernet kernel/drivers/net/virtio_net.ko \
       kernel/drivers/block kernel/drivers/scsi kernel/drivers/ata kernel/drivers/nvme kernel/drivers/md \
-      kernel/drivers/char/ipmi kernel/drivers/usb/storage -name '*.ko' 2>/dev/null || true) ;;
+      kernel/drivers/char/ipmi kernel/drivers/usb/storage kernel/fs/efivarfs -name '*.ko' 2>/dev/null || true) ;;
   esac
 }
 want | while read -r m; do
@@ -164,6 +164,11 @@ mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev
 mount -t tmpfs run /run
 mount -t tmpfs tmp /tmp
+# UEFI variables (the agent reports Secure Boot from them).
+if [ -d /sys/firmware/efi/efivars ]; then
+  modprobe efivarfs 2>/dev/null
+  mount -t efivarfs -o ro efivarfs /sys/firmware/efi/efivars 2>/dev/null
+fi
 # busybox's applets live in /bin: point the kernel's module autoloader (RAID personalities,
 # file systems, ...) at its modprobe.
 echo /bin/modprobe > /proc/sys/kernel/modprobe

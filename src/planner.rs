@@ -6,7 +6,7 @@
 use std::net::Ipv4Addr;
 
 use crate::cmdb::{Machine, MachineState};
-use crate::config::BootFiles;
+use crate::config::{BootFiles, UefiLoader};
 use crate::mac::Mac;
 
 /// Client architecture from DHCP option 93 (RFC 4578, IANA processor architecture types).
@@ -64,6 +64,8 @@ pub struct DhcpBootRequest {
     pub arch: Option<Arch>,
     /// User class "iPXE" or option 175 present: the client is iPXE already.
     pub is_ipxe: bool,
+    /// The client's subnet's choice of UEFI loader, if it makes one (else `files.uefi_loader`).
+    pub uefi_loader: Option<UefiLoader>,
 }
 
 /// Where the appliance is, for building boot answers.
@@ -99,8 +101,11 @@ pub fn plan_dhcp(req: &DhcpBootRequest, ctx: &BootContext<'_>) -> Option<DhcpBoo
         let vendor_class = if matches!(arch, Arch::HttpX64 | Arch::HttpArm64) { "HTTPClient" } else { "PXEClient" };
         return Some(DhcpBoot { filename, next_server: ctx.next_server, vendor_class });
     }
+    let loader = req.uefi_loader.unwrap_or(ctx.files.uefi_loader);
     match arch {
         Arch::Bios => pxe(&ctx.files.bios),
+        // Signed all the way: shim, then GRUB from beside it (see UefiLoader::Shim).
+        Arch::UefiX64 if loader == UefiLoader::Shim => pxe(&ctx.files.shim),
         Arch::UefiX64 if ctx.files.uefi_x64_snp => pxe("snponly.efi"),
         Arch::UefiX64 => pxe(&ctx.files.uefi_x64),
         Arch::UefiArm64 => pxe(&ctx.files.arm64),
@@ -121,6 +126,8 @@ pub fn plan_dhcp(req: &DhcpBootRequest, ctx: &BootContext<'_>) -> Option<DhcpBoo
 /// What a machine boots when iPXE asks for its script: complete (every URL resolved), so the
 /// renderer only formats it and the HTTP endpoint only reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
+// One plan per boot request, moved not copied: boxing the larger variant would buy nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum BootPlan {
     /// Kernel + initrd of a profile (discovery, an installer, a pinned profile).
     Profile(ProfileBoot),
@@ -136,6 +143,10 @@ pub struct ProfileBoot {
     pub reason: &'static str,
     pub kernel_url: String,
     pub initrd_url: String,
+    /// The kernel's and initrd's paths in the boot directory, for a loader that fetches them
+    /// over TFTP (the signed GRUB); `None` for an `http://` URL served elsewhere.
+    pub kernel_path: Option<String>,
+    pub initrd_path: Option<String>,
     /// The initrd's file name (iPXE's EFI loader needs `initrd=<name>` on the command line).
     pub initrd_name: String,
     /// The profile's kernel command line, a template of the machine's values.
@@ -181,6 +192,10 @@ pub fn plan_boot(mac: Mac, machine: Option<&Machine>, ctx: &PlanContext<'_>) -> 
             format!("{}/boot/files/{}", ctx.http_base, path.trim_start_matches('/'))
         }
     };
+    let local = |path: &str| {
+        let remote = path.starts_with("http://") || path.starts_with("https://");
+        (!remote).then(|| path.trim_start_matches('/').to_string())
+    };
     // Ubuntu's installer reads a cloud-init NoCloud seed: a directory URL.
     let answer_url = p.answer.as_deref().map(|kind| match kind {
         "autoinstall" => format!("{}/boot/nocloud/{mac}/", ctx.http_base),
@@ -191,6 +206,8 @@ pub fn plan_boot(mac: Mac, machine: Option<&Machine>, ctx: &PlanContext<'_>) -> 
         reason,
         kernel_url: url(&p.kernel),
         initrd_url: url(&p.initrd),
+        kernel_path: local(&p.kernel),
+        initrd_path: local(&p.initrd),
         initrd_name: p.initrd.rsplit('/').next().unwrap_or(&p.initrd).to_string(),
         agent: p.cmdline.contains("rackboot.url="),
         cmdline: p.cmdline.clone(),
@@ -209,8 +226,12 @@ mod tests {
     fn plan(arch: Option<u16>, is_ipxe: bool) -> Option<DhcpBoot> {
         let f = files();
         let ctx = BootContext { http_base: "http://198.18.0.1", next_server: "198.18.0.1".parse().unwrap(), files: &f };
-        let req =
-            DhcpBootRequest { mac: "52:54:00:00:00:01".parse().unwrap(), arch: arch.map(Arch::from_code), is_ipxe };
+        let req = DhcpBootRequest {
+            mac: "52:54:00:00:00:01".parse().unwrap(),
+            arch: arch.map(Arch::from_code),
+            is_ipxe,
+            uefi_loader: None,
+        };
         plan_dhcp(&req, &ctx)
     }
 
@@ -300,6 +321,8 @@ mod tests {
             ("http://198.18.0.1:8080/boot/files/bootos/initrd.img", "initrd.img")
         );
         assert_eq!(d.answer_url, None);
+        let paths = (d.kernel_path.as_deref(), d.initrd_path.as_deref());
+        assert_eq!(paths, (Some("bootos/vmlinuz"), Some("bootos/initrd.img")), "TFTP paths for GRUB");
         let mut m = Machine::new(1, vec![mac], 0);
         for (profile, answer) in [
             ("debian12", "http://198.18.0.1:8080/boot/answer/preseed?mac=52:54:00:00:00:01"),
@@ -309,6 +332,7 @@ mod tests {
             let BootPlan::Profile(b) = plan_boot(mac, Some(&m), &ctx).unwrap() else { panic!("{profile}") };
             assert_eq!(b.answer_url.as_deref(), Some(answer));
             assert_eq!(b.kernel_url, "http://mirror.example/linux", "an http:// kernel is used as it is");
+            assert_eq!((b.kernel_path, b.initrd_path.as_deref()), (None, Some("d-i/initrd.gz")));
             assert_eq!(b.initrd_url, "http://198.18.0.1:8080/boot/files/d-i/initrd.gz");
         }
         m.boot_profile = Some("gone".into());
@@ -320,7 +344,27 @@ mod tests {
         let mut f = files();
         f.uefi_x64_snp = true;
         let ctx = BootContext { http_base: "http://x", next_server: Ipv4Addr::LOCALHOST, files: &f };
-        let req = DhcpBootRequest { mac: Mac([0; 6]), arch: Some(Arch::UefiX64), is_ipxe: false };
+        let req = DhcpBootRequest { mac: Mac([0; 6]), arch: Some(Arch::UefiX64), is_ipxe: false, uefi_loader: None };
         assert_eq!(plan_dhcp(&req, &ctx).unwrap().filename, "snponly.efi");
+    }
+
+    #[test]
+    fn the_signed_chain_is_chosen_globally_or_per_subnet_for_uefi_x64_pxe_only() {
+        let mut f = files();
+        let ask = |f: &BootFiles, arch: Arch, is_ipxe: bool, uefi_loader: Option<UefiLoader>| {
+            let c = BootContext { http_base: "http://x", next_server: Ipv4Addr::LOCALHOST, files: f };
+            plan_dhcp(&DhcpBootRequest { mac: Mac([0; 6]), arch: Some(arch), is_ipxe, uefi_loader }, &c).unwrap()
+        };
+        assert_eq!(ask(&f, Arch::UefiX64, false, Some(UefiLoader::Shim)).filename, "shimx64.efi");
+        assert_eq!(ask(&f, Arch::UefiX64, false, None).filename, "ipxe.efi");
+        f.uefi_loader = UefiLoader::Shim;
+        let b = ask(&f, Arch::UefiX64, false, None);
+        assert_eq!((b.filename.as_str(), b.vendor_class), ("shimx64.efi", "PXEClient"));
+        // A subnet may keep iPXE against the global choice.
+        assert_eq!(ask(&f, Arch::UefiX64, false, Some(UefiLoader::Ipxe)).filename, "ipxe.efi");
+        // BIOS, HTTP boot and iPXE itself are not affected.
+        assert_eq!(ask(&f, Arch::Bios, false, None).filename, "undionly.kpxe");
+        assert_eq!(ask(&f, Arch::HttpX64, false, None).filename, "http://x/boot/files/ipxe.efi");
+        assert!(ask(&f, Arch::UefiX64, true, None).filename.starts_with("http://x/boot/ipxe?mac="));
     }
 }

@@ -10,6 +10,8 @@ use crate::planner::BootPlan;
 
 const PROFILE_IPXE: &str = include_str!("../templates/ipxe/profile.ipxe");
 const LOCALBOOT_IPXE: &str = include_str!("../templates/ipxe/localboot.ipxe");
+const PROFILE_GRUB: &str = include_str!("../templates/grub/profile.cfg");
+const LOCALBOOT_GRUB: &str = include_str!("../templates/grub/localboot.cfg");
 const IDENTITY_SH: &str = include_str!("../templates/provision/identity.sh");
 const AGENT_UNIT: &str = include_str!("../bootos/rackboot-agent.service");
 const KICKSTART: &str = include_str!("../templates/installer/kickstart.cfg");
@@ -17,9 +19,11 @@ const PRESEED: &str = include_str!("../templates/installer/preseed.cfg");
 const AUTOINSTALL: &str = include_str!("../templates/installer/autoinstall.yaml");
 
 /// Every template by file name, with its embedded text.
-const EMBEDDED: [(&str, &str); 6] = [
+const EMBEDDED: [(&str, &str); 8] = [
     ("ipxe/profile.ipxe", PROFILE_IPXE),
     ("ipxe/localboot.ipxe", LOCALBOOT_IPXE),
+    ("grub/profile.cfg", PROFILE_GRUB),
+    ("grub/localboot.cfg", LOCALBOOT_GRUB),
     ("provision/identity.sh", IDENTITY_SH),
     ("installer/kickstart.cfg", KICKSTART),
     ("installer/preseed.cfg", PRESEED),
@@ -114,8 +118,45 @@ struct ProfileVars {
     name: String,
     kernel_url: String,
     initrd_url: String,
+    kernel_path: Option<String>,
+    initrd_path: Option<String>,
     initrd_name: String,
     cmdline: String,
+}
+
+/// Which boot loader a script is for: the same plan renders for either.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Loader {
+    /// An iPXE script (`ipxe/*.ipxe`), fetched over HTTP.
+    Ipxe,
+    /// A GRUB config (`grub/*.cfg`) for Debian's signed network GRUB, fetched over TFTP.
+    Grub,
+}
+
+impl Loader {
+    fn templates(self) -> (&'static str, &'static str) {
+        match self {
+            Loader::Ipxe => ("ipxe/profile.ipxe", "ipxe/localboot.ipxe"),
+            Loader::Grub => ("grub/profile.cfg", "grub/localboot.cfg"),
+        }
+    }
+}
+
+/// `cmdline` as GRUB words: each word GRUB would read differently (`$`, quotes, `;`, braces,
+/// backslashes...) goes in single quotes, so the kernel gets exactly the rendered text.
+fn grub_words(cmdline: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "._-:/=,+@%".contains(c);
+    let word = |w: &str| match w.chars().all(plain) {
+        true => w.to_string(),
+        false => format!("'{}'", w.replace('\'', r"'\''")),
+    };
+    cmdline.split_whitespace().map(word).collect::<Vec<_>>().join(" ")
+}
+
+/// Whether a boot-directory path can stand in a GRUB config as it is.
+fn grub_path_safe(path: &str) -> bool {
+    !path.is_empty() && path.chars().all(|c| c.is_ascii_alphanumeric() || "._-/+".contains(c))
 }
 
 impl ScriptVars {
@@ -144,6 +185,8 @@ pub enum RenderError {
     Io(String),
     #[error("{0:?} cannot go into a shell script (quotes, $, backquotes, backslashes or control characters)")]
     Unsafe(String),
+    #[error("{0:?} cannot be a path in a GRUB config (letters, digits and ._-/+ only)")]
+    UnsafePath(String),
 }
 
 fn val<T: Serialize>(v: T) -> minijinja::Value {
@@ -211,8 +254,21 @@ impl Renderer {
     /// The iPXE script of a plan: the profile's command line rendered with the machine's values
     /// (and its answer-file URL), in `ipxe/profile.ipxe`; or `ipxe/localboot.ipxe`.
     pub fn ipxe(&self, plan: &BootPlan, vars: &ScriptVars) -> Result<String, RenderError> {
+        self.script(Loader::Ipxe, plan, vars)
+    }
+
+    /// The same plan as a config for the signed GRUB (`grub/profile.cfg`, `grub/localboot.cfg`):
+    /// kernel and initrd by their boot-directory paths (GRUB fetches them over TFTP), the command
+    /// line quoted for GRUB.
+    pub fn grub(&self, plan: &BootPlan, vars: &ScriptVars) -> Result<String, RenderError> {
+        self.script(Loader::Grub, plan, vars)
+    }
+
+    /// A plan rendered for `loader`.
+    pub fn script(&self, loader: Loader, plan: &BootPlan, vars: &ScriptVars) -> Result<String, RenderError> {
+        let (profile_template, localboot) = loader.templates();
         match plan {
-            BootPlan::LocalDisk => Ok(self.env.get_template("ipxe/localboot.ipxe")?.render(val(vars))?),
+            BootPlan::LocalDisk => Ok(self.env.get_template(localboot)?.render(val(vars))?),
             BootPlan::Profile(p) => {
                 let mut cmdline = match &p.answer_url {
                     Some(answer_url) => {
@@ -224,15 +280,25 @@ impl Renderer {
                     cmdline.push_str(" rackboot.nonce=");
                     cmdline.push_str(nonce);
                 }
+                if loader == Loader::Grub {
+                    cmdline = grub_words(&cmdline);
+                    for path in p.kernel_path.iter().chain(&p.initrd_path) {
+                        if !grub_path_safe(path) {
+                            return Err(RenderError::UnsafePath(path.clone()));
+                        }
+                    }
+                }
                 let profile = ProfileVars {
                     name: p.name.clone(),
                     kernel_url: p.kernel_url.clone(),
                     initrd_url: p.initrd_url.clone(),
+                    kernel_path: p.kernel_path.clone(),
+                    initrd_path: p.initrd_path.clone(),
                     initrd_name: p.initrd_name.clone(),
                     cmdline,
                 };
                 let ctx = minijinja::context! { profile => val(&profile), ..val(vars) };
-                Ok(self.env.get_template("ipxe/profile.ipxe")?.render(ctx)?)
+                Ok(self.env.get_template(profile_template)?.render(ctx)?)
             }
         }
     }
@@ -324,6 +390,32 @@ mod tests {
         let l = BootPlan::LocalDisk;
         assert_eq!(r.ipxe(&l, &vars(false)).unwrap(), include_str!("../tests/golden/bios-localboot.ipxe"));
         assert_eq!(r.ipxe(&l, &vars(true)).unwrap(), include_str!("../tests/golden/uefi-localboot.ipxe"));
+    }
+
+    #[test]
+    fn golden_grub_configs_render_the_same_plans() {
+        let r = Renderer::new(None).unwrap();
+        let d = discovery(&profiles());
+        let with_nonce = ScriptVars { boot_nonce: Some("00ff".into()), ..vars(true) };
+        assert_eq!(r.grub(&d, &with_nonce).unwrap(), include_str!("../tests/golden/grub-discovery.cfg"));
+        let l = BootPlan::LocalDisk;
+        assert_eq!(r.grub(&l, &vars(true)).unwrap(), include_str!("../tests/golden/grub-localboot.cfg"));
+    }
+
+    #[test]
+    fn grub_configs_quote_what_grub_would_expand_and_refuse_odd_paths() {
+        let r = Renderer::new(None).unwrap();
+        let BootPlan::Profile(mut p) = discovery(&profiles()) else { panic!() };
+        p.cmdline = "console=ttyS0 x=$root y='a;b' z={x} ok=1".into();
+        let cfg = r.grub(&BootPlan::Profile(p.clone()), &vars(true)).unwrap();
+        let linux = cfg.lines().find(|l| l.starts_with("linux ")).unwrap();
+        assert_eq!(linux, r#"linux /bootos/vmlinuz console=ttyS0 'x=$root' 'y='\''a;b'\''' 'z={x}' ok=1"#);
+        // A kernel over HTTP cannot be had: the config says so on the console and gives up.
+        let remote = crate::planner::ProfileBoot { kernel_path: None, ..p.clone() };
+        let cfg = r.grub(&BootPlan::Profile(remote), &vars(true)).unwrap();
+        assert!(cfg.contains("signed GRUB cannot") && cfg.contains("exit 1") && !cfg.contains("\nlinux"), "{cfg}");
+        let odd = crate::planner::ProfileBoot { initrd_path: Some("a b/$x".into()), ..p };
+        assert!(matches!(r.grub(&BootPlan::Profile(odd), &vars(true)), Err(RenderError::UnsafePath(_))));
     }
 
     #[test]

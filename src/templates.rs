@@ -13,9 +13,11 @@ use crate::render::{AnswerVars, RenderError, Renderer, ScriptVars};
 pub const MAX_TEMPLATE: usize = 64 << 10;
 
 /// The editable templates: the name operators use, and the renderer's file name.
-pub const NAMES: [(&str, &str); 5] = [
+pub const NAMES: [(&str, &str); 7] = [
     ("profile.ipxe", "ipxe/profile.ipxe"),
     ("localboot.ipxe", "ipxe/localboot.ipxe"),
+    ("profile.grub", "grub/profile.cfg"),
+    ("localboot.grub", "grub/localboot.cfg"),
     ("kickstart", "installer/kickstart.cfg"),
     ("preseed", "installer/preseed.cfg"),
     ("autoinstall", "installer/autoinstall.yaml"),
@@ -29,7 +31,9 @@ pub fn file_of(name: &str) -> Option<&'static str> {
 /// Why a template text is refused.
 #[derive(Debug, thiserror::Error)]
 pub enum TemplateError {
-    #[error("no template {0:?} (one of profile.ipxe, localboot.ipxe, kickstart, preseed, autoinstall)")]
+    #[error(
+        "no template {0:?} (one of profile.ipxe, localboot.ipxe, profile.grub, localboot.grub, kickstart, preseed, autoinstall)"
+    )]
     Unknown(String),
     #[error("the template is {0} bytes, more than the {MAX_TEMPLATE} allowed")]
     TooLarge(usize),
@@ -119,17 +123,29 @@ fn by_file(stored: &BTreeMap<String, String>) -> BTreeMap<String, String> {
     stored.iter().filter_map(|(n, t)| Some((file_of(n)?.to_string(), t.clone()))).collect()
 }
 
-/// Renders template `name` for made-up machines: both firmwares for the iPXE scripts.
+/// The boot loader a boot template is for, `None` for an answer file.
+pub fn loader_of(name: &str) -> Option<crate::render::Loader> {
+    match name.rsplit_once('.')?.1 {
+        "ipxe" => Some(crate::render::Loader::Ipxe),
+        "grub" => Some(crate::render::Loader::Grub),
+        _ => None,
+    }
+}
+
+/// Renders template `name` for made-up machines: both firmwares for the boot scripts.
 fn render_sample(r: &Renderer, name: &str) -> Result<String, RenderError> {
     let (http, agent) = ("http://198.18.0.1", "https://198.18.0.1");
-    match name {
-        "profile.ipxe" | "localboot.ipxe" => {
-            let plan = if name == "localboot.ipxe" { BootPlan::LocalDisk } else { sample_plan(http) };
-            let bios = r.ipxe(&plan, &ScriptVars::sample(http, agent))?;
-            r.ipxe(&plan, &ScriptVars { uefi: true, ..ScriptVars::sample(http, agent) })?;
+    match loader_of(name) {
+        Some(loader) => {
+            let plan = if name.starts_with("localboot.") { BootPlan::LocalDisk } else { sample_plan(http) };
+            let bios = r.script(loader, &plan, &ScriptVars::sample(http, agent))?;
+            r.script(loader, &plan, &ScriptVars { uefi: true, ..ScriptVars::sample(http, agent) })?;
             Ok(bios)
         }
-        kind => r.answer(kind, &sample_answer(http, "52:54:00:00:00:00", "sample")),
+        None => {
+            let kind = name;
+            r.answer(kind, &sample_answer(http, "52:54:00:00:00:00", "sample"))
+        }
     }
 }
 

@@ -54,10 +54,9 @@ async fn pxe_clients_get_boot_files_by_arch_and_ipxe_gets_its_script() {
         let offer = lab.exchange(&pxe(msg(MessageType::Discover, mac, 200 + i as u32), arch)).await.unwrap();
         assert_eq!(fname(&offer), want, "arch {arch}");
         assert_eq!(offer.siaddr(), Ipv4Addr::LOCALHOST, "next-server");
-        assert_eq!(
-            offer.opts().get(OptionCode::ClassIdentifier),
-            Some(&DhcpOption::ClassIdentifier(b"PXEClient".to_vec()))
-        );
+        // No "PXEClient" in a full-mode offer: EDK2's PXE would take it for a BINL offer and
+        // ask again on port 4011 instead of booting the file named here.
+        assert_eq!(offer.opts().get(OptionCode::ClassIdentifier), None, "arch {arch}");
     }
     let mac = [0x52, 0x54, 0, 0, 2, 9];
     let mut m = pxe(msg(MessageType::Discover, mac, 300), 7);

@@ -37,7 +37,10 @@ async fn a_saved_override_is_the_next_boot_script_and_survives_a_restart() {
     let mut lab = Lab::start("").await;
     let list = lab.api.ok(Method::GET, "/templates", None).await.unwrap();
     let names: Vec<&str> = list["templates"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["profile.ipxe", "localboot.ipxe", "kickstart", "preseed", "autoinstall"]);
+    assert_eq!(
+        names,
+        ["profile.ipxe", "localboot.ipxe", "profile.grub", "localboot.grub", "kickstart", "preseed", "autoinstall"]
+    );
     assert!(list["templates"].as_array().unwrap().iter().all(|t| t["source"] == "default"), "{list}");
 
     let before = boot_script(&lab, MAC).await;

@@ -111,13 +111,19 @@ async fn refused_paths_get_an_error_and_no_bytes() {
     let sock = UdpSocket::bind("127.0.0.1:0").await.unwrap();
     for (name, why) in [
         ("../secret", "'..'"),
-        ("/etc/passwd", "absolute"),
+        // A leading slash means the boot directory's root (GRUB asks that way): no /etc here.
+        ("/etc/passwd", "not found"),
+        ("/../secret", "'..'"),
         ("ok\\bin", "backslash"),
         ("missing.bin", "not found"),
         (&"x".repeat(300), "too long"),
     ] {
         let err = fetch(&sock, tftp_addr(&lab), name, &[]).await.unwrap_err();
         assert!(err.contains(why), "{name}: {err}");
+    }
+    for name in ["/ok.bin", "//ok.bin"] {
+        let (got, _) = fetch(&sock, tftp_addr(&lab), name, &[]).await.unwrap();
+        assert_eq!(got.len(), 10, "{name} is the root's ok.bin");
     }
 }
 

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds the lab's boot directory from Debian packages only (cached; run again for nothing):
 #   OUT/undionly.kpxe, ipxe.efi, snponly.efi     from the ipxe package
-#   OUT/bootos/vmlinuz, OUT/bootos/initrd.img     BootOS (bootos/build.sh, cloud kernel)
+#   OUT/bootos/vmlinuz, OUT/bootos/initrd.img     BootOS (bootos/build.sh, cloud kernel; Debian-signed)
+#   OUT/shimx64.efi, OUT/grubx64.efi              the Secure Boot chain (vm-lab/signed.sh), and
+#   OUT/signed.versions                           their packages' versions and checksums
 #
 #   vm-lab/assets.sh OUT
 set -euo pipefail
@@ -13,4 +15,9 @@ echo "assets: iPXE binaries from /usr/lib/ipxe"
 for f in undionly.kpxe ipxe.efi snponly.efi; do
   [ -f "/usr/lib/ipxe/$f" ] && cp "/usr/lib/ipxe/$f" "$OUT/"
 done
+echo "assets: Debian's signed shim and network GRUB (vm-lab/signed.sh)"
+signed=$("$(dirname "$0")/signed.sh")
+cp "$signed/usr/lib/shim/shimx64.efi.signed" "$OUT/shimx64.efi"
+cp "$signed/usr/lib/grub/x86_64-efi-signed/grubnetx64.efi.signed" "$OUT/grubx64.efi"
+cp "$signed/VERSIONS" "$OUT/signed.versions"
 ls -l "$OUT" | awk 'NR>1 && $5 && $1 !~ /^d/ {print "  " $NF ": " $5 " bytes"}'

@@ -108,7 +108,7 @@ async fn list(State(s): State<ApiState>) -> Result<Json<TemplateList>, ApiError>
 
 /// One template: its text in use and its default.
 #[utoipa::path(get, path = "/templates/{name}", tag = "templates",
-    params(("name" = String, Path, description = "profile.ipxe, localboot.ipxe, kickstart, preseed or autoinstall")),
+    params(("name" = String, Path, description = "profile.ipxe, localboot.ipxe, profile.grub, localboot.grub, kickstart, preseed or autoinstall")),
     responses((status = 200, description = "The template", body = TemplateView),
         (status = 404, description = "No such template", body = super::Problem, content_type = "application/problem+json")))]
 async fn show(State(s): State<ApiState>, Path(name): Path<String>) -> Result<Json<TemplateView>, ApiError> {
@@ -179,12 +179,12 @@ async fn preview(
     let renderer = boot.renderer.check(&stored, &name, &text).map_err(refused)?;
     let machine = s.cmdb.machine_by_mac(mac).await.ok();
     let hostname = machine.as_ref().and_then(|m| m.hostname.clone());
-    if !name.ends_with(".ipxe") {
+    let Some(loader) = crate::templates::loader_of(&name) else {
         let vars =
             crate::templates::sample_answer(&boot.http_base, &mac.to_string(), hostname.as_deref().unwrap_or("sample"));
         let output = renderer.answer(&name, &vars).map_err(|e| ApiError::field("text", e.to_string()))?;
         return Ok(Json(PreviewResult { output, plan: None }));
-    }
+    };
     let profiles = super::profiles::all_profiles(&s).await?;
     let ctx = planner::PlanContext {
         http_base: &boot.http_base,
@@ -201,7 +201,7 @@ async fn preview(
         agent_url: boot.agent_url.clone(),
         ca_pin: boot.ca_pin.clone(),
     };
-    let output = renderer.ipxe(&plan, &vars).map_err(|e| ApiError::field("text", e.to_string()))?;
+    let output = renderer.script(loader, &plan, &vars).map_err(|e| ApiError::field("text", e.to_string()))?;
     let plan = match &plan {
         BootPlan::Profile(p) => format!("profile {}", p.name),
         BootPlan::LocalDisk => "local-disk".into(),

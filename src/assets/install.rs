@@ -18,6 +18,8 @@ pub struct Sources {
     pub ipxe_dir: PathBuf,
     /// A BootOS build: `vmlinuz`, `initrd.img`, optionally `rackboot-agent` and its unit.
     pub bootos_dir: PathBuf,
+    /// The root Debian's signed shim and GRUB packages are installed or unpacked in (`/`).
+    pub signed_root: PathBuf,
 }
 
 /// One file copied (or found already up to date).
@@ -45,6 +47,7 @@ pub fn install(cfg: &Config, src: &Sources) -> anyhow::Result<Vec<Installed>> {
     let dir = |o: Origin| match o {
         Origin::Ipxe => &src.ipxe_dir,
         Origin::Bootos => &src.bootos_dir,
+        Origin::Signed => &src.signed_root,
     };
     let mut plan: Vec<Copy> = needed(cfg)
         .into_iter()
@@ -91,6 +94,7 @@ fn how_to_get(origin: Origin, src: &Sources) -> String {
              was built before packaging)",
             src.bootos_dir.display()
         ),
+        Origin::Signed => super::fix(Origin::Signed),
     }
 }
 
@@ -159,7 +163,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
         let cfg = Config::parse(&format!("[server]\ndata_dir = \"{}/data\"", d.display())).unwrap();
-        let src = Sources { ipxe_dir: d.join("ipxe"), bootos_dir: d.join("bootos") };
+        let src = Sources { ipxe_dir: d.join("ipxe"), bootos_dir: d.join("bootos"), signed_root: d.join("signed") };
         for (sub, f) in
             [("ipxe", "undionly.kpxe"), ("ipxe", "ipxe.efi"), ("bootos", "vmlinuz"), ("bootos", "initrd.img")]
         {

@@ -18,10 +18,14 @@ use axum::response::{IntoResponse, Response};
 use axum::{Extension, Router};
 use tracing::{info, warn};
 
-use crate::config::Config;
+use crate::config::{Config, UefiLoader, GRUB_EFI};
 
 /// Where Debian's `ipxe` package puts its binaries.
 pub const IPXE_DIR: &str = "/usr/lib/ipxe";
+/// Where Debian's signed shim and GRUB live, relative to the root they were unpacked into
+/// (`/` when the packages `shim-signed` and `grub-efi-amd64-signed` are installed).
+pub const SIGNED_SHIM: &str = "usr/lib/shim/shimx64.efi.signed";
+pub const SIGNED_GRUB: &str = "usr/lib/grub/x86_64-efi-signed/grubnetx64.efi.signed";
 /// Where the rackboot Debian package puts a BootOS build, when it carries one.
 pub const BOOTOS_DIR: &str = "/usr/share/rackboot/bootos";
 
@@ -32,6 +36,9 @@ pub enum Origin {
     Ipxe,
     /// A BootOS build (`--bootos`, default [`BOOTOS_DIR`]).
     Bootos,
+    /// Debian's `shim-signed` and `grub-efi-amd64-signed` packages, installed or unpacked
+    /// (`--signed-root`, default `/`).
+    Signed,
 }
 
 /// One file the boot directory should hold.
@@ -72,6 +79,22 @@ pub fn needed(cfg: &Config) -> Vec<Asset> {
             purpose: "UEFI x64 PXE clients (boot.uefi_x64_snp)",
         });
     }
+    let shim =
+        b.uefi_loader == UefiLoader::Shim || cfg.dhcp.subnets.iter().any(|s| s.uefi_loader == Some(UefiLoader::Shim));
+    if shim {
+        out.push(Asset {
+            name: b.shim.clone(),
+            source: SIGNED_SHIM,
+            origin: Origin::Signed,
+            purpose: "UEFI x64 PXE clients (signed chain: shim)",
+        });
+        out.push(Asset {
+            name: GRUB_EFI.into(),
+            source: SIGNED_GRUB,
+            origin: Origin::Signed,
+            purpose: "UEFI x64 PXE clients (signed chain: GRUB, loaded by shim)",
+        });
+    }
     // Config validation guarantees the discovery profile exists.
     if let Some(p) = b.profiles.get(&b.discovery_profile) {
         for (path, source, purpose) in [
@@ -107,6 +130,9 @@ pub fn fix(origin: Origin) -> String {
             "rackboot assets install --bootos DIR (with serve's --config; DIR defaults to {BOOTOS_DIR}, \
              which the rackboot .deb fills when built with BootOS; build one with bootos/build.sh --kernel generic DIR)"
         ),
+        Origin::Signed => "apt-get download shim-signed grub-efi-amd64-signed; dpkg-deb -x each into DIR; \
+             rackboot assets install --signed-root DIR (with serve's --config)"
+            .into(),
     }
 }
 
@@ -208,6 +234,19 @@ initrd = "http://mirror.example/initrd"
         assert_eq!(names(&n), ["custom.kpxe", "ipxe.efi", "snponly.efi", "os/k"]);
         assert_eq!(n[0].source, "undionly.kpxe");
         assert_eq!(n[3].source, "vmlinuz");
+    }
+
+    #[test]
+    fn the_signed_chain_needs_shim_and_grub_whether_chosen_globally_or_by_a_subnet() {
+        let signed = ["undionly.kpxe", "ipxe.efi", "shimx64.efi", "grubx64.efi", "bootos/vmlinuz", "bootos/initrd.img"];
+        assert_eq!(names(&needed(&cfg("[boot]\nuefi_loader = \"shim\""))), signed);
+        let subnet = "interface = \"br0\"\n[dhcp]\nmode = \"full\"\n[[dhcp.subnets]]\ncidr = \"198.18.0.0/24\"\npools = [\"198.18.0.10-198.18.0.20\"]\nuefi_loader = \"shim\"";
+        let n = needed(&cfg(subnet));
+        assert_eq!(names(&n), signed);
+        assert_eq!((n[2].origin, n[3].source), (Origin::Signed, SIGNED_GRUB));
+        assert!(fix(Origin::Signed).contains("grub-efi-amd64-signed"));
+        let err = format!("{:#}", Config::parse("[boot]\nuefi_loader = \"grub\"").unwrap_err());
+        assert!(err.contains("uefi_loader"), "{err}");
     }
 
     #[test]

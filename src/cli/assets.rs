@@ -35,6 +35,10 @@ Examples:
         /// Where the iPXE binaries are (undionly.kpxe, ipxe.efi, snponly.efi).
         #[arg(long, value_name = "DIR", default_value = rackboot::assets::IPXE_DIR)]
         ipxe_dir: PathBuf,
+        /// With boot.uefi_loader = "shim": the root Debian's shim-signed and
+        /// grub-efi-amd64-signed packages are installed (/) or unpacked (dpkg-deb -x) in.
+        #[arg(long, value_name = "DIR", default_value = "/")]
+        signed_root: PathBuf,
     },
 }
 pub(super) fn assets(cmd: AssetsCmd) -> anyhow::Result<()> {
@@ -54,9 +58,9 @@ pub(super) fn assets(cmd: AssetsCmd) -> anyhow::Result<()> {
                 std::process::exit(1);
             }
         }
-        AssetsCmd::Install { config, bootos, ipxe_dir } => {
+        AssetsCmd::Install { config, bootos, ipxe_dir, signed_root } => {
             let cfg = Config::load(config.as_deref())?;
-            let src = assets::install::Sources { ipxe_dir, bootos_dir: bootos };
+            let src = assets::install::Sources { ipxe_dir, bootos_dir: bootos, signed_root };
             println!("installing boot assets into {}", cfg.tftp.root.display());
             for i in assets::install::install(&cfg, &src)? {
                 let what = if i.unchanged { "unchanged" } else { "installed" };

@@ -12,7 +12,7 @@ pub(super) enum TemplatesCmd {
     List,
     /// Print a template's text in use.
     Show {
-        /// profile.ipxe, localboot.ipxe, kickstart, preseed or autoinstall.
+        /// profile.ipxe, localboot.ipxe, profile.grub, localboot.grub, kickstart, preseed or autoinstall.
         name: String,
     },
     /// Replace a template with a file's text (checked by the appliance before it is used).

@@ -11,6 +11,8 @@ pub struct WireBoot {
     pub bios: String,
     pub uefi_x64: String,
     pub uefi_x64_snp: bool,
+    pub uefi_loader: UefiLoader,
+    pub shim: String,
     pub arm64: String,
     pub discovery_profile: String,
     pub profiles: Vec<WireProfile>,
@@ -23,6 +25,8 @@ impl Default for WireBoot {
             bios: "undionly.kpxe".into(),
             uefi_x64: "ipxe.efi".into(),
             uefi_x64_snp: false,
+            uefi_loader: UefiLoader::Ipxe,
+            shim: "shimx64.efi".into(),
             arm64: "ipxe-arm64.efi".into(),
             discovery_profile: "discovery".into(),
             profiles: Vec::new(),
@@ -45,12 +49,42 @@ pub struct WireProfile {
     pub answer: Option<String>,
 }
 
+/// What a UEFI x64 PXE client is handed first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum UefiLoader {
+    /// iPXE (`boot.uefi_x64`), which loads kernel and initrd over HTTP. Unsigned: a machine
+    /// with Secure Boot on refuses it.
+    Ipxe,
+    /// The signed chain: Microsoft-signed shim (`boot.shim`), then Debian's signed network
+    /// GRUB (`grubx64.efi`, the name shim asks for) with a config rendered per machine, kernel
+    /// and initrd over TFTP. Boots with Secure Boot on or off.
+    Shim,
+}
+
+impl UefiLoader {
+    /// The name the timeline and the API use.
+    pub fn name(self) -> &'static str {
+        match self {
+            UefiLoader::Ipxe => "ipxe",
+            UefiLoader::Shim => "shim",
+        }
+    }
+}
+
+/// The file shim loads from the directory it came from: Debian's signed network GRUB.
+pub const GRUB_EFI: &str = "grubx64.efi";
+
 /// iPXE binaries handed to PXE ROMs, by client architecture, and the boot profiles.
 #[derive(Debug, Clone)]
 pub struct BootFiles {
     pub bios: String,
     pub uefi_x64: String,
     pub uefi_x64_snp: bool,
+    /// What UEFI x64 PXE clients get unless their subnet says otherwise.
+    pub uefi_loader: UefiLoader,
+    /// The signed shim's name in the boot directory (with [`UefiLoader::Shim`]).
+    pub shim: String,
     pub arm64: String,
     /// Profile that unknown and not yet provisioned machines boot.
     pub discovery_profile: String,
@@ -111,7 +145,12 @@ impl TryFrom<WireProfile> for Profile {
 impl BootFiles {
     /// Validates `[boot]`; returns it with the template directory (`None`: the embedded ones).
     pub fn from_wire(w: WireBoot) -> anyhow::Result<(Self, Option<PathBuf>)> {
-        let WireBoot { bios, uefi_x64, uefi_x64_snp, arm64, discovery_profile, profiles, templates } = w;
+        let WireBoot { bios, uefi_x64, uefi_x64_snp, uefi_loader, shim, arm64, discovery_profile, profiles, templates } =
+            w;
+        anyhow::ensure!(
+            !shim.is_empty() && !shim.contains('/') && shim != GRUB_EFI,
+            "boot.shim {shim:?} must be a file name at the top of the boot directory (shim loads {GRUB_EFI} from beside it)"
+        );
         let templates = (!templates.as_os_str().is_empty()).then_some(templates);
         let mut by_name = BTreeMap::new();
         for p in profiles {
@@ -128,7 +167,8 @@ impl BootFiles {
             by_name.contains_key(&discovery_profile),
             "boot.discovery_profile {discovery_profile:?} is not among [[boot.profiles]]"
         );
-        let files = BootFiles { bios, uefi_x64, uefi_x64_snp, arm64, discovery_profile, profiles: by_name };
+        let files =
+            BootFiles { bios, uefi_x64, uefi_x64_snp, uefi_loader, shim, arm64, discovery_profile, profiles: by_name };
         Ok((files, templates))
     }
 }

@@ -55,6 +55,9 @@ pub struct WireSubnet {
     pub domain: String,
     #[serde(default = "default_lease_secs")]
     pub lease_secs: u32,
+    /// What this subnet's UEFI x64 PXE clients get first; unset: `boot.uefi_loader`.
+    #[serde(default)]
+    pub uefi_loader: Option<super::UefiLoader>,
 }
 
 fn default_lease_secs() -> u32 {
@@ -105,6 +108,8 @@ pub struct Subnet {
     pub dns_servers: Vec<Ipv4Addr>,
     pub domain: String,
     pub lease_secs: u32,
+    /// This subnet's choice of UEFI loader, over `boot.uefi_loader`.
+    pub uefi_loader: Option<super::UefiLoader>,
 }
 
 impl Subnet {
@@ -128,9 +133,9 @@ impl TryFrom<WireSubnet> for Subnet {
     type Error = anyhow::Error;
 
     fn try_from(w: WireSubnet) -> anyhow::Result<Self> {
-        let WireSubnet { cidr, pools, routers, dns_servers, domain, lease_secs } = w;
+        let WireSubnet { cidr, pools, routers, dns_servers, domain, lease_secs, uefi_loader } = w;
         let net = parse_net(&cidr)?;
-        let mut subnet = Subnet { net, pools: Vec::new(), routers, dns_servers, domain, lease_secs };
+        let mut subnet = Subnet { net, pools: Vec::new(), routers, dns_servers, domain, lease_secs, uefi_loader };
         anyhow::ensure!(lease_secs >= 60, "subnet {cidr}: lease_secs must be at least 60");
         anyhow::ensure!(!pools.is_empty(), "subnet {cidr}: at least one pool is needed");
         for p in &pools {
@@ -255,6 +260,7 @@ mod tests {
             dns_servers: vec![],
             domain: String::new(),
             lease_secs: 600,
+            uefi_loader: None,
         })
         .unwrap();
         assert_eq!(s.pools[0].first, Ipv4Addr::new(198, 18, 0, 100));

@@ -30,7 +30,7 @@ use serde::Deserialize;
 pub use agent::{AgentConfig, EnrollPolicy, WireAgent};
 pub use auth::{AuthConfig, WireAuth, MAX_SESSION_SECS};
 pub use bmc::{BmcConfig, WireBmc};
-pub use boot::{BootFiles, Profile, WireBoot, WireProfile};
+pub use boot::{BootFiles, Profile, UefiLoader, WireBoot, WireProfile, GRUB_EFI};
 pub use dhcp::{DhcpConfig, DhcpMode, Subnet, WireDhcp, WireSubnet};
 pub use dns::{DnsConfig, WireDns};
 pub use https::{ConnLimits, HttpsConfig, WireHttps};

@@ -43,12 +43,14 @@ pub struct DhcpService {
 }
 
 impl DhcpService {
-    fn boot_for(&self, req: &Request) -> Option<DhcpBoot> {
+    /// The boot answer for a PXE or iPXE client; `subnet`, when known, may choose its UEFI loader.
+    fn boot_for(&self, req: &Request, subnet: Option<&Subnet>) -> Option<DhcpBoot> {
         if !(req.is_pxe || req.is_ipxe) {
             return None;
         }
         let ctx = BootContext { http_base: &self.http_base, next_server: self.server_ip, files: &self.boot };
-        planner::plan_dhcp(&DhcpBootRequest { mac: req.mac, arch: req.arch, is_ipxe: req.is_ipxe }, &ctx)
+        let uefi_loader = subnet.and_then(|s| s.uefi_loader);
+        planner::plan_dhcp(&DhcpBootRequest { mac: req.mac, arch: req.arch, is_ipxe: req.is_ipxe, uefi_loader }, &ctx)
     }
 
     fn sighting(&self, req: &Request) -> Sighting {
@@ -261,7 +263,7 @@ fn handle_full(svc: &DhcpService, leases: &mut Leases, socket: &Arc<UdpSocket>, 
             if reserved != Some(ip) {
                 leases.limits.hold(&Source::of(&req), req.mac, now + svc.cfg.offer_hold.as_secs());
             }
-            let boot = svc.boot_for(&req);
+            let boot = svc.boot_for(&req, Some(subnet));
             let reply =
                 options::lease_reply(svc, &req, MessageType::Offer, ip, subnet, hostname.as_deref(), boot.as_ref());
             send(svc, socket, &req, reply, MessageType::Offer);
@@ -288,7 +290,7 @@ fn handle_full(svc: &DhcpService, leases: &mut Leases, socket: &Arc<UdpSocket>, 
             }
         }
         MessageType::Inform => {
-            let boot = svc.boot_for(&req);
+            let boot = svc.boot_for(&req, Some(subnet));
             let reply = options::inform_reply(svc, &req, subnet, boot.as_ref());
             send(svc, socket, &req, reply, MessageType::Ack);
             svc.cmdb.record(svc.sighting(&req), vec![(EventKind::DhcpInform, json!({"ciaddr": req.msg.ciaddr()}))]);

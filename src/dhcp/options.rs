@@ -31,9 +31,18 @@ pub fn lease_reply(
         m.opts_mut().insert(DhcpOption::Hostname(h.to_string()));
     }
     if let Some(b) = boot {
-        boot_options(&mut m, b);
+        boot_options(&mut m, b, Mode::Full);
     }
     m
+}
+
+/// Whose answer the boot options go into.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// A full-mode OFFER or ACK, address and boot file together.
+    Full,
+    /// A proxy OFFER or a port-4011 ACK, beside another server's address.
+    Proxy,
 }
 
 /// A DHCPACK to an INFORM: configuration only, no address and no lease time (RFC 2131 3.4).
@@ -42,7 +51,7 @@ pub fn inform_reply(svc: &DhcpService, req: &Request, subnet: &Subnet, boot: Opt
     m.set_ciaddr(req.msg.ciaddr());
     network_options(&mut m, subnet);
     if let Some(b) = boot {
-        boot_options(&mut m, b);
+        boot_options(&mut m, b, Mode::Full);
     }
     m
 }
@@ -62,11 +71,19 @@ fn network_options(m: &mut Message, subnet: &Subnet) {
 }
 
 /// Boot file (header `file` and option 67), next-server (siaddr and option 66), vendor class.
-pub fn boot_options(m: &mut Message, b: &DhcpBoot) {
+///
+/// Option 60 "PXEClient" goes only into proxy answers, where it marks them as PXE offers. In a
+/// full-mode answer it would tell a PXE client (EDK2's, as in OVMF and most UEFI servers) that
+/// this is a BINL offer, whose boot file must be asked for again on port 4011 ("PXE-E16: No valid
+/// offer received" from a server that has no 4011), instead of the boot file it carries; ISC
+/// dhcpd and Kea leave it out too. "HTTPClient" is always sent: UEFI HTTP boot requires it.
+pub fn boot_options(m: &mut Message, b: &DhcpBoot, mode: Mode) {
     m.set_siaddr(b.next_server);
     m.set_fname_str(&b.filename);
     let o = m.opts_mut();
-    o.insert(DhcpOption::ClassIdentifier(b.vendor_class.as_bytes().to_vec()));
+    if mode == Mode::Proxy || b.vendor_class != "PXEClient" {
+        o.insert(DhcpOption::ClassIdentifier(b.vendor_class.as_bytes().to_vec()));
+    }
     o.insert(DhcpOption::TFTPServerName(b.next_server.to_string().into_bytes()));
     o.insert(DhcpOption::BootfileName(b.filename.clone().into_bytes()));
 }

@@ -8,7 +8,7 @@ use serde_json::json;
 use tokio::net::UdpSocket;
 use tracing::{debug, warn};
 
-use super::options::boot_options;
+use super::options::{boot_options, Mode};
 use super::packet::{self, Request};
 use super::DhcpService;
 use crate::cmdb::EventKind;
@@ -18,9 +18,10 @@ use crate::cmdb::EventKind;
 const PXE_VENDOR_OPTIONS: [u8; 4] = [6, 1, 8, 255];
 
 fn pxe_reply(svc: &DhcpService, req: &Request, kind: MessageType) -> Option<dhcproto::v4::Message> {
-    let boot = svc.boot_for(req)?;
+    // A subnet listed in the config may choose its UEFI loader in proxy mode too.
+    let boot = svc.boot_for(req, super::select_subnet(svc, req).map(|(_, s)| s))?;
     let mut m = packet::reply(req, kind, svc.server_ip);
-    boot_options(&mut m, &boot);
+    boot_options(&mut m, &boot, Mode::Proxy);
     m.opts_mut().insert(DhcpOption::VendorExtensions(PXE_VENDOR_OPTIONS.to_vec()));
     Some(m)
 }

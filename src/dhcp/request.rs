@@ -57,7 +57,7 @@ pub(super) fn request(
             if reserved != Some(ip) {
                 leases.limits.hold(&Source::of(&req), req.mac, expires);
             }
-            let boot = svc.boot_for(&req);
+            let boot = svc.boot_for(&req, Some(subnet));
             let reply =
                 options::lease_reply(svc, &req, MessageType::Ack, ip, subnet, hostname.as_deref(), boot.as_ref());
             let lease = lease_record(ip, &req, hostname.clone(), expires, LeaseState::Active);

@@ -53,7 +53,7 @@ pub async fn serve_https(listener: TcpListener, core: Core, shutdown: Cancellati
     conn::serve(listener, app, settings, core.metrics.clone(), shutdown).await
 }
 
-fn state(core: &Core) -> anyhow::Result<ApiState> {
+pub(crate) fn state(core: &Core) -> anyhow::Result<ApiState> {
     let Core { cfg, addrs, cmdb, metrics, hub, engine, tls, sealer: _, plugins, power, templates } = core.clone();
     let boot = BootState {
         renderer: templates,

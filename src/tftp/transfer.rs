@@ -22,6 +22,34 @@ pub enum Outcome {
     Failed(String),
 }
 
+/// What a transfer sends: a file from the boot directory, or bytes made for this request.
+pub enum Body {
+    File(File),
+    Bytes(Vec<u8>),
+}
+
+impl Body {
+    /// Its size in bytes.
+    pub fn size(&self) -> u64 {
+        match self {
+            Body::File(f) => f.metadata().map(|m| m.len()).unwrap_or(0),
+            Body::Bytes(b) => b.len() as u64,
+        }
+    }
+
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+        match self {
+            Body::File(f) => f.read_at(buf, offset),
+            Body::Bytes(b) => {
+                let from = usize::try_from(offset).unwrap_or(usize::MAX).min(b.len());
+                let n = buf.len().min(b.len() - from);
+                buf[..n].copy_from_slice(&b[from..from + n]);
+                Ok(n)
+            }
+        }
+    }
+}
+
 /// Retransmits of one window (or of the OACK) before giving up.
 const MAX_RETRIES: u32 = 5;
 
@@ -29,7 +57,7 @@ const MAX_RETRIES: u32 = 5;
 /// acknowledged. `proven` is called once, at the client's first acknowledgement.
 pub async fn run(
     sock: &UdpSocket,
-    file: File,
+    file: Body,
     size: u64,
     n: Negotiated,
     oack: Option<Vec<u8>>,
@@ -138,7 +166,7 @@ fn acked_bytes(blocks: u64, size: u64, n: Negotiated) -> u64 {
 }
 
 /// Reads the block at `offset`: a full buffer, or less at the end of the file.
-fn read_block(file: &File, offset: u64, buf: &mut [u8]) -> std::io::Result<usize> {
+fn read_block(file: &Body, offset: u64, buf: &mut [u8]) -> std::io::Result<usize> {
     let mut got = 0;
     while got < buf.len() {
         let r = file.read_at(&mut buf[got..], offset + got as u64)?;

@@ -158,7 +158,7 @@ async fn show(
 
 #[cfg(test)]
 mod tests {
-    use rackboot_agent::wire::{Inventory, LldpNeighbor, Nic};
+    use rackboot_agent::wire::{Firmware, Inventory, LldpNeighbor, Nic};
 
     use super::*;
     use crate::cmdb::Machine;
@@ -179,6 +179,7 @@ mod tests {
             system_name: Some("tor-r1".into()),
             port_description: Some("<b>u7</b>".into()),
         });
+        inv.firmware = Firmware { uefi: true, secure_boot: Some(true) };
         m.inventory = Some(inv);
         let mut run = Run::new(3, 2, 1, Some(7), 1_795_446_245_000);
         run.step = Step::Configure(1);
@@ -193,6 +194,7 @@ mod tests {
         let html = views.render("machine.html", ctx).unwrap();
         assert!(html.contains("<td>tor-r1</td><td>Ethernet7 (&lt;b&gt;u7&lt;&#x2f;b&gt;)</td>"), "{html}");
         assert!(html.contains("configure 2 (0 %)"), "{html}");
+        assert!(html.contains("<dt>Firmware</dt><dd>UEFI, Secure Boot on</dd>"), "{html}");
         assert!(html.contains("2026-11-23T15:04:05Z"));
         assert!(html.contains("data-live=\"/ui/machines/7/live?after=0\""));
         assert!(html.contains("href=\"/ui/machines/7/bmc\" id=\"bmc-link\">Set a BMC"), "an operator can set one");

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use std::fs;
 use std::path::Path;
 
-use crate::wire::{Bmc, Cpu, Disk, Dmi, Inventory, Nic, PciDevice};
+use crate::wire::{Bmc, Cpu, Disk, Dmi, Firmware, Inventory, Nic, PciDevice};
 
 /// Collects everything (LLDP neighbours are added by the caller).
 pub fn collect(root: &Path) -> Inventory {
@@ -24,7 +24,23 @@ pub fn collect(root: &Path) -> Inventory {
         bmc: bmc(),
         lldp: Vec::new(),
         kernel: read(root, "proc/sys/kernel/osrelease").unwrap_or_default(),
+        firmware: firmware(root),
     }
+}
+
+/// The global variable GUID of the UEFI specification (`SecureBoot` lives under it).
+const EFI_GLOBAL: &str = "8be4df61-93ca-11d2-aa0d-00e098032b8c";
+
+/// UEFI or BIOS, and Secure Boot: efivarfs gives a variable as 4 bytes of attributes, then its
+/// value (one byte for `SecureBoot`: 1 enforcing, 0 not).
+pub fn firmware(root: &Path) -> Firmware {
+    let uefi = root.join("sys/firmware/efi").is_dir();
+    let var = format!("sys/firmware/efi/efivars/SecureBoot-{EFI_GLOBAL}");
+    let secure_boot = match uefi {
+        true => fs::read(root.join(var)).ok().and_then(|v| v.get(4).copied()).map(|b| b == 1),
+        false => None,
+    };
+    Firmware { uefi, secure_boot }
 }
 
 fn read(root: &Path, rel: &str) -> Option<String> {

@@ -80,6 +80,20 @@ pub struct Inventory {
     pub lldp: Vec<LldpNeighbor>,
     #[serde(default)]
     pub kernel: String,
+    /// How the node booted (absent from agents older than this field).
+    #[serde(default)]
+    pub firmware: Firmware,
+}
+
+/// The firmware the node booted through, from `/sys/firmware/efi`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Firmware {
+    /// Booted through UEFI (else legacy BIOS).
+    pub uefi: bool,
+    /// UEFI Secure Boot was enforcing at boot (the `SecureBoot` variable); `None` on BIOS or
+    /// when the variable cannot be read.
+    pub secure_boot: Option<bool>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]

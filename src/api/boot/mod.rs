@@ -2,10 +2,11 @@
 //! initrds, images, iPXE binaries) from the boot directory with HEAD, Range and ETag; the
 //! installers' answer files and report-back are in [`installer`].
 
+pub mod grub;
 mod installer;
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -25,7 +26,7 @@ use crate::cmdb::Sighting;
 use crate::config::Profile;
 use crate::mac::Mac;
 use crate::planner::{self, BootPlan};
-use crate::render::ScriptVars;
+use crate::render::{Loader, ScriptVars};
 
 /// What the boot endpoints need.
 pub struct BootState {
@@ -72,19 +73,35 @@ struct ScriptQuery {
     platform: Option<String>,
 }
 
-/// `GET /boot/ipxe?mac=`: the machine's iPXE script from the planner's decision. A boot of an
-/// agent profile (BootOS) carries a fresh one-time enrollment nonce, but only when the request
-/// comes from the machine's own address (see [`crate::cmdb::Cmdb::is_address_of`]).
+/// `GET /boot/ipxe?mac=`: the machine's iPXE script from the planner's decision (see
+/// [`script_for`]).
 async fn ipxe(
     State(s): State<ApiState>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     Query(q): Query<ScriptQuery>,
 ) -> Result<Response, ApiError> {
-    let boot = s.boot.as_ref().ok_or_else(|| ApiError::new(StatusCode::NOT_FOUND, "boot endpoints are off"))?;
     let mac: Mac =
         q.mac.parse().map_err(|e: crate::mac::ParseMacError| ApiError::new(StatusCode::BAD_REQUEST, e.to_string()))?;
+    let uefi = q.platform.as_deref().map(|p| p == "efi");
+    let script = script_for(&s, mac, peer.ip(), Loader::Ipxe, uefi).await?;
+    Ok(([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], script).into_response())
+}
+
+/// The boot script of `mac` for `loader`, from the planner's decision; recorded on the
+/// machine's timeline with the loader. A boot of an agent profile (BootOS) carries a fresh
+/// one-time enrollment nonce, but only when the request comes from the machine's own address
+/// (see [`crate::cmdb::Cmdb::is_address_of`]). `uefi`: the firmware, when the client said; else
+/// the arch DHCP last saw.
+pub async fn script_for(
+    s: &ApiState,
+    mac: Mac,
+    peer: IpAddr,
+    loader: Loader,
+    uefi: Option<bool>,
+) -> Result<String, ApiError> {
+    let boot = s.boot.as_ref().ok_or_else(|| ApiError::new(StatusCode::NOT_FOUND, "boot endpoints are off"))?;
     let machine = s.cmdb.machine_by_mac(mac).await.ok();
-    let profiles = super::profiles::all_profiles(&s).await?;
+    let profiles = super::profiles::all_profiles(s).await?;
     let ctx = planner::PlanContext {
         http_base: &boot.http_base,
         discovery_profile: &boot.discovery_profile,
@@ -94,13 +111,11 @@ async fn ipxe(
         tracing::warn!(%mac, error = %e, "cannot plan a boot");
         ApiError::internal(e.to_string())
     })?;
-    let uefi = match q.platform.as_deref() {
-        Some(p) => p == "efi",
-        None => machine.as_ref().and_then(|m| m.last_arch.as_deref()).is_some_and(|a| a != "bios"),
-    };
+    let uefi =
+        uefi.unwrap_or_else(|| machine.as_ref().and_then(|m| m.last_arch.as_deref()).is_some_and(|a| a != "bios"));
     let boot_nonce = match &plan {
-        BootPlan::Profile(p) if p.agent && s.cmdb.is_address_of(peer.ip(), mac, machine.as_ref()).await => {
-            Some(s.cmdb.issue_boot_nonce(mac, peer.ip().to_string(), boot.nonce_ttl_secs).await?)
+        BootPlan::Profile(p) if p.agent && s.cmdb.is_address_of(peer, mac, machine.as_ref()).await => {
+            Some(s.cmdb.issue_boot_nonce(mac, peer.to_string(), boot.nonce_ttl_secs).await?)
         }
         _ => None,
     };
@@ -113,18 +128,18 @@ async fn ipxe(
         agent_url: boot.agent_url.clone(),
         ca_pin: boot.ca_pin.clone(),
     };
-    let script = boot.renderer.current().ipxe(&plan, &vars).map_err(|e| {
+    let script = boot.renderer.current().script(loader, &plan, &vars).map_err(|e| {
         tracing::warn!(%mac, error = %e, "cannot render boot script");
         ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string())
     })?;
     let detail = match &plan {
         BootPlan::Profile(p) => {
-            json!({"plan": "profile", "profile": p.name, "reason": p.reason, "uefi": uefi, "nonce": vars.boot_nonce.is_some(), "from": peer.ip().to_string()})
+            json!({"plan": "profile", "profile": p.name, "reason": p.reason, "uefi": uefi, "loader": loader, "nonce": vars.boot_nonce.is_some(), "from": peer.to_string()})
         }
-        BootPlan::LocalDisk => json!({"plan": "local-disk", "uefi": uefi}),
+        BootPlan::LocalDisk => json!({"plan": "local-disk", "uefi": uefi, "loader": loader}),
     };
     s.cmdb.record(Sighting { mac: Some(mac), ..Default::default() }, vec![(EventKind::BootScript, detail)]);
-    Ok(([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], script).into_response())
+    Ok(script)
 }
 
 /// Adds a strong ETag (size and mtime) to boot assets, answers If-None-Match with 304, and

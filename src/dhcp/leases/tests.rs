@@ -9,6 +9,7 @@ fn subnet() -> Subnet {
         dns_servers: vec![],
         domain: String::new(),
         lease_secs: 600,
+        uefi_loader: None,
     }
 }
 

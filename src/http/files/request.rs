@@ -68,10 +68,17 @@ pub fn classify(req: &httparse::Request) -> Option<FileRequest> {
     let path = req.path?;
     let path = path.split_once('?').map_or(path, |(p, _)| p);
     let encoded = path.strip_prefix(PREFIX)?;
-    let rel_str = percent_decode_str(encoded).decode_utf8().ok()?.into_owned();
-    if rel_str.split('/').any(|c| c.is_empty() || c == "." || c == ".." || c.contains(['\\', '\0'])) {
+    let decoded = percent_decode_str(encoded).decode_utf8().ok()?;
+    // Doubled slashes are one (shim over HTTP asks for `<dir>//grubx64.efi`); a directory (a
+    // trailing slash) and anything that could climb out are the router's.
+    if decoded.is_empty() || decoded.ends_with('/') {
         return None;
     }
+    let parts: Vec<&str> = decoded.split('/').filter(|c| !c.is_empty()).collect();
+    if parts.iter().any(|c| *c == "." || *c == ".." || c.contains(['\\', '\0'])) {
+        return None;
+    }
+    let rel_str = parts.join("/");
     let mut out = FileRequest {
         get,
         http11,
@@ -174,6 +181,14 @@ mod tests {
     }
 
     #[test]
+    fn doubled_slashes_are_one() {
+        for raw in ["GET /boot/files//a/b HTTP/1.1\r\n\r\n", "GET /boot/files/a//b HTTP/1.1\r\n\r\n"] {
+            let r = classify_raw(raw).unwrap();
+            assert_eq!((r.rel_str.as_str(), r.rel.as_path()), ("a/b", std::path::Path::new("a/b")), "{raw}");
+        }
+    }
+
+    #[test]
     fn anything_unusual_goes_to_the_router() {
         for raw in [
             "POST /boot/files/k HTTP/1.1\r\n\r\n",
@@ -182,7 +197,6 @@ mod tests {
             "GET /boot/files/dir/ HTTP/1.1\r\n\r\n",
             "GET /boot/files/../secret HTTP/1.1\r\n\r\n",
             "GET /boot/files/a/%2e%2e/%2e%2e/secret HTTP/1.1\r\n\r\n",
-            "GET /boot/files/a//b HTTP/1.1\r\n\r\n",
             "GET /boot/files/a%5c..%5csecret HTTP/1.1\r\n\r\n",
             "GET /boot/files/a%00 HTTP/1.1\r\n\r\n",
             "GET /boot/files/%ff HTTP/1.1\r\n\r\n",

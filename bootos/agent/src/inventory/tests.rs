@@ -112,3 +112,20 @@ fn ipmitool_lan_print_is_parsed() {
     );
     assert_eq!(parse_ipmitool_lan("IP Address : 0.0.0.0\n"), None);
 }
+
+#[test]
+fn firmware_says_bios_uefi_and_secure_boot_from_efivars() {
+    let d = tempfile::tempdir().unwrap();
+    let r = d.path();
+    assert_eq!(firmware(r), Firmware { uefi: false, secure_boot: None });
+    fs::create_dir_all(r.join("sys/firmware/efi/efivars")).unwrap();
+    assert_eq!(firmware(r), Firmware { uefi: true, secure_boot: None }, "UEFI, variable unreadable");
+    let var = r.join(format!("sys/firmware/efi/efivars/SecureBoot-{EFI_GLOBAL}"));
+    // 4 bytes of attributes (NV+BS+RT = 6), then the value.
+    fs::write(&var, [6, 0, 0, 0, 1]).unwrap();
+    assert_eq!(firmware(r), Firmware { uefi: true, secure_boot: Some(true) });
+    fs::write(&var, [6, 0, 0, 0, 0]).unwrap();
+    assert_eq!(firmware(r).secure_boot, Some(false));
+    fs::write(&var, [6, 0, 0, 0]).unwrap();
+    assert_eq!(firmware(r).secure_boot, None, "a short variable is not a yes or a no");
+}

@@ -163,3 +163,71 @@ fn a_secure_boot_vm_boots_bootos_through_the_signed_chain_and_unsigned_links_are
         eprintln!("{what}: {message:?}");
     }
 }
+
+#[test]
+#[ignore = "e2e: needs root, ip netns, qemu, ovmf (secboot), dnsmasq, apt-get for the signed shim and GRUB, and bootos/build.sh"]
+fn in_proxy_mode_beside_another_dhcp_server_the_signed_chain_boots_bootos() {
+    require(&["ip", "curl", "qemu-system-x86_64", "cpio", "zstd", "apt-get", "dpkg-deb", "dnsmasq"]);
+    let mut net = Net::new("sp");
+    let data = net.path("data");
+    let assets = std::process::Command::new(concat!(env!("CARGO_MANIFEST_DIR"), "/vm-lab/assets.sh"))
+        .arg(data.join("boot"))
+        .output()
+        .unwrap();
+    assert!(assets.status.success(), "assets: {}", String::from_utf8_lossy(&assets.stderr));
+    // The VLAN's own DHCP server, on another address: addresses only, no boot file. Its next
+    // server (siaddr) must be rackboot's address: Debian 12's GRUB takes its TFTP server from the
+    // DHCP ACK and ignores the proxy offer (with dnsmasq's default, its own address, GRUB stopped
+    // at "Welcome to GRUB!" asking 198.18.0.2 for its config). README: "UEFI Secure Boot".
+    let dhcp = net.add_client("dhcp", "52:54:00:e5:02:fe");
+    net.run(&dhcp, "ip addr add 198.18.0.2/24 dev eth0");
+    let leases = net.path("dnsmasq.leases");
+    net.spawn(
+        &dhcp,
+        &[
+            "dnsmasq",
+            "--keep-in-foreground",
+            "--no-daemon",
+            "--port=0",
+            "--bind-interfaces",
+            "--interface=eth0",
+            "--dhcp-range=198.18.0.150,198.18.0.199,600",
+            "--dhcp-option=3,198.18.0.1",
+            "--dhcp-boot=,,198.18.0.1",
+            "--no-ping",
+            "--log-dhcp",
+            "--conf-file=/dev/null",
+            &format!("--pid-file={}", net.path("dnsmasq.pid").display()),
+            &format!("--dhcp-leasefile={}", leases.display()),
+        ],
+        "dnsmasq.log",
+    );
+    let cfg = format!(
+        "[server]\ndata_dir = \"{}\"\ninterface = \"br0\"\n[http]\nlisten = \"198.18.0.1:8080\"\n[dhcp]\nmode = \"proxy\"\n[boot]\nuefi_loader = \"shim\"\n",
+        data.display()
+    );
+    net.start_rackboot(&cfg);
+    let dir = net.dir.path().to_path_buf();
+    let serial =
+        move || String::from_utf8_lossy(&std::fs::read(dir.join("px.serial")).unwrap_or_default()).into_owned();
+    let srv = net.srv.clone();
+    net.add_tap("tap-px");
+    let mac = "52:54:00:e5:02:01";
+    let args = net.qemu_args_secure_boot("px", mac, &[]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let started = Instant::now();
+    net.spawn(&srv, &args, "px.qemu.log");
+    let m = wait_for(
+        400,
+        || format!("no inventory in proxy mode:\n{}\ndnsmasq:\n{}", serial(), net.log("dnsmasq.log")),
+        || {
+            let m = net.try_api("GET", &format!("/machines/{mac}"))?;
+            (!m["inventory"].is_null()).then_some(m)
+        },
+    );
+    eprintln!("secure boot VM, proxy mode: power-on to inventory in {} s", started.elapsed().as_secs());
+    assert_eq!(m["inventory"]["firmware"]["secure_boot"], true, "{}", m["inventory"]);
+    assert_eq!(m["inventory"]["nics"][0]["mac"], mac);
+    let leased = std::fs::read_to_string(&leases).unwrap();
+    assert!(leased.contains(mac), "the address came from dnsmasq: {leased}");
+}

@@ -83,6 +83,32 @@ async fn pxe_clients_get_boot_files_by_arch_and_ipxe_gets_its_script() {
 }
 
 #[tokio::test]
+async fn a_machine_can_take_the_signed_chain_whatever_the_config_says() {
+    let lab = Lab::start("").await;
+    let (signed, other) = ([0x52, 0x54, 0, 0, 2, 0x31], [0x52, 0x54, 0, 0, 2, 0x32]);
+    let m = lab.api.ok(Method::POST, "/machines", Some(json!({"macs": ["52:54:00:00:02:31"]}))).await.unwrap();
+    let id = m["id"].as_u64().unwrap();
+    let patch = |v: serde_json::Value| {
+        let lab = &lab;
+        async move {
+            lab.api.call(Method::PATCH, &format!("/machines/{id}"), Some(json!({"uefi_loader": v}))).await.unwrap()
+        }
+    };
+    let (status, body) = patch(json!("grub")).await;
+    assert_eq!(status, 400, "only ipxe or shim: {body}");
+    assert_eq!(patch(json!("shim")).await.0, 200);
+    let offer = |mac, xid, arch| {
+        let lab = &lab;
+        async move { fname(&lab.exchange(&pxe(msg(MessageType::Discover, mac, xid), arch)).await.unwrap()) }
+    };
+    assert_eq!(offer(signed, 350, 7).await, "shimx64.efi", "this machine has Secure Boot on");
+    assert_eq!(offer(other, 351, 7).await, "ipxe.efi", "the config's default for everyone else");
+    assert_eq!(offer(signed, 352, 0).await, "undionly.kpxe", "BIOS is not affected");
+    assert_eq!(patch(serde_json::Value::Null).await.0, 200);
+    assert_eq!(offer(signed, 353, 7).await, "ipxe.efi", "cleared: the default again");
+}
+
+#[tokio::test]
 async fn reservation_wins_and_hostname_is_sent() {
     let lab = Lab::start("").await;
     lab.api

@@ -53,8 +53,13 @@ pub fn install(cfg: &Config, src: &Sources) -> anyhow::Result<Vec<Installed>> {
         .into_iter()
         .map(|a| Copy { from: dir(a.origin).join(a.source), name: a.name, required: true, origin: a.origin })
         .collect();
+    // Extras, copied when their source is there: the signed chain too, so that a machine set
+    // to it (`uefi_loader` on the machine) finds it even while the config's default is iPXE.
+    let shim = cfg.boot.shim.as_str();
     for (origin, source, name) in [
         (Origin::Ipxe, "snponly.efi", "snponly.efi"),
+        (Origin::Signed, super::SIGNED_SHIM, shim),
+        (Origin::Signed, super::SIGNED_GRUB, crate::config::GRUB_EFI),
         (Origin::Bootos, "rackboot-agent", "bootos/rackboot-agent"),
         (Origin::Bootos, "rackboot-agent.service", "bootos/rackboot-agent.service"),
     ] {
@@ -198,6 +203,25 @@ mod tests {
         let changed: Vec<_> = again.iter().filter(|i| !i.unchanged).map(|i| i.to.clone()).collect();
         assert_eq!(changed, [f.cfg.tftp.root.join("bootos/initrd.img")]);
         assert_eq!(std::fs::read(f.cfg.tftp.root.join("bootos/initrd.img")).unwrap(), b"a newer initrd");
+    }
+
+    #[test]
+    fn the_signed_chain_is_copied_when_at_hand_and_required_when_configured() {
+        let mut f = fixture();
+        // At hand, not configured: copied anyway (a machine may be set to it).
+        for (rel, bytes) in [(crate::assets::SIGNED_SHIM, "shim"), (crate::assets::SIGNED_GRUB, "grub")] {
+            let p = f.src.signed_root.join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, bytes).unwrap();
+        }
+        install(&f.cfg, &f.src).unwrap();
+        assert_eq!(std::fs::read(f.cfg.tftp.root.join("shimx64.efi")).unwrap(), b"shim");
+        assert_eq!(std::fs::read(f.cfg.tftp.root.join("grubx64.efi")).unwrap(), b"grub");
+        // Configured and missing: refused, naming the packages.
+        f.cfg.boot.uefi_loader = crate::config::UefiLoader::Shim;
+        std::fs::remove_file(f.src.signed_root.join(crate::assets::SIGNED_GRUB)).unwrap();
+        let err = format!("{:#}", install(&f.cfg, &f.src).unwrap_err());
+        assert!(err.contains("(for grubx64.efi)") && err.contains("grub-efi-amd64-signed"), "{err}");
     }
 
     #[test]

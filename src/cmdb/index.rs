@@ -25,6 +25,8 @@ pub struct Brief {
     pub unclaimed: bool,
     /// What the machine list filters and searches on (shared: a Brief is cloned on hot paths).
     pub facet: Arc<Facet>,
+    /// Its own choice of UEFI loader, for DHCP (see [`Machine::uefi_loader`]).
+    pub uefi_loader: Option<crate::config::UefiLoader>,
 }
 
 impl From<&Machine> for Brief {
@@ -37,6 +39,7 @@ impl From<&Machine> for Brief {
             state: m.state,
             unclaimed: is_unclaimed(m),
             facet: Arc::new(Facet::from(m)),
+            uefi_loader: m.uefi_loader,
         }
     }
 }
@@ -48,6 +51,7 @@ pub fn is_unclaimed(m: &Machine) -> bool {
         && m.reserved_ip.is_none()
         && m.tags.is_empty()
         && m.boot_profile.is_none()
+        && m.uefi_loader.is_none()
 }
 
 /// A change to apply once the transaction that made it has committed.
@@ -284,6 +288,7 @@ mod tests {
                 state: MachineState::Ready,
                 unclaimed: false,
                 facet: Default::default(),
+                uefi_loader: None,
             }),
             Delta::Upsert(Brief {
                 id: 2,
@@ -293,6 +298,7 @@ mod tests {
                 state: MachineState::Discovered,
                 unclaimed: true,
                 facet: Default::default(),
+                uefi_loader: None,
             }),
             // Machine 1's NIC leased under whatever the client said: the CMDB name wins.
             lease([10, 0, 0, 6], 1, Some("client-says"), 200),

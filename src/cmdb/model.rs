@@ -75,6 +75,10 @@ pub struct Machine {
     /// Its slot (rack unit) there.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slot: Option<u32>,
+    /// What it gets first when it PXE-boots as UEFI x64, over its subnet's and the global
+    /// choice (`boot.uefi_loader`): `shim` for a machine with Secure Boot on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uefi_loader: Option<crate::config::UefiLoader>,
     /// What placed it, and what each kind of evidence says.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub placement: Option<crate::racks::place::Placement>,
@@ -131,6 +135,7 @@ impl Machine {
             rack: None,
             slot: None,
             placement: None,
+            uefi_loader: None,
         }
     }
 }
@@ -215,12 +220,15 @@ pub struct MachinePatch {
     pub state: Option<MachineState>,
     #[serde(default, with = "double_option")]
     pub boot_profile: Option<Option<String>>,
+    /// `"ipxe"` or `"shim"`; `null` follows the subnet and the config again.
+    #[serde(default, with = "double_option")]
+    pub uefi_loader: Option<Option<crate::config::UefiLoader>>,
 }
 
 impl MachinePatch {
     /// Sets every field the patch names on `m`.
     pub fn apply_to(self, m: &mut Machine) {
-        let MachinePatch { hostname, reserved_ip, serial, tags, macs, state, boot_profile } = self;
+        let MachinePatch { hostname, reserved_ip, serial, tags, macs, state, boot_profile, uefi_loader } = self;
         if let Some(v) = hostname {
             m.hostname = v;
         }
@@ -241,6 +249,9 @@ impl MachinePatch {
         }
         if let Some(v) = boot_profile {
             m.boot_profile = v;
+        }
+        if let Some(v) = uefi_loader {
+            m.uefi_loader = v;
         }
     }
 }

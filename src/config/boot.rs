@@ -50,7 +50,7 @@ pub struct WireProfile {
 }
 
 /// What a UEFI x64 PXE client is handed first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum UefiLoader {
     /// iPXE (`boot.uefi_x64`), which loads kernel and initrd over HTTP. Unsigned: a machine

@@ -43,13 +43,19 @@ pub struct DhcpService {
 }
 
 impl DhcpService {
-    /// The boot answer for a PXE or iPXE client; `subnet`, when known, may choose its UEFI loader.
+    /// The boot answer for a PXE or iPXE client. The UEFI loader is the machine's choice, else
+    /// its subnet's (when known), else the config's.
     fn boot_for(&self, req: &Request, subnet: Option<&Subnet>) -> Option<DhcpBoot> {
         if !(req.is_pxe || req.is_ipxe) {
             return None;
         }
         let ctx = BootContext { http_base: &self.http_base, next_server: self.server_ip, files: &self.boot };
-        let uefi_loader = subnet.and_then(|s| s.uefi_loader);
+        // Only a UEFI x64 PXE answer depends on it: no index lookup for anyone else.
+        let machine = match (req.arch, req.is_ipxe) {
+            (Some(planner::Arch::UefiX64), false) => self.cmdb.brief_by_mac(req.mac).and_then(|b| b.uefi_loader),
+            _ => None,
+        };
+        let uefi_loader = machine.or(subnet.and_then(|s| s.uefi_loader));
         planner::plan_dhcp(&DhcpBootRequest { mac: req.mac, arch: req.arch, is_ipxe: req.is_ipxe, uefi_loader }, &ctx)
     }
 

@@ -181,6 +181,7 @@ mod tests {
         });
         inv.firmware = Firmware { uefi: true, secure_boot: Some(true) };
         m.inventory = Some(inv);
+        m.uefi_loader = Some(crate::config::UefiLoader::Shim);
         let mut run = Run::new(3, 2, 1, Some(7), 1_795_446_245_000);
         run.step = Step::Configure(1);
         let ctx = minijinja::context! {
@@ -195,6 +196,7 @@ mod tests {
         assert!(html.contains("<td>tor-r1</td><td>Ethernet7 (&lt;b&gt;u7&lt;&#x2f;b&gt;)</td>"), "{html}");
         assert!(html.contains("configure 2 (0 %)"), "{html}");
         assert!(html.contains("<dt>Firmware</dt><dd>UEFI, Secure Boot on</dd>"), "{html}");
+        assert!(html.contains("<dt>UEFI loader</dt><dd>shim</dd>"), "{html}");
         assert!(html.contains("2026-11-23T15:04:05Z"));
         assert!(html.contains("data-live=\"/ui/machines/7/live?after=0\""));
         assert!(html.contains("href=\"/ui/machines/7/bmc\" id=\"bmc-link\">Set a BMC"), "an operator can set one");

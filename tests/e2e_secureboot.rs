@@ -6,8 +6,11 @@
 //! on. Then the three refusals the chain relies on are each produced on the same firmware, so
 //! the check cannot pass by accident: an unsigned boot file (the firmware says "Access Denied"),
 //! an unsigned GRUB (shim: "Security Violation") and an unsigned kernel (GRUB: "bad shim
-//! signature"). Needs root, qemu, OVMF's secboot build and Debian's signed packages (fetched by
-//! vm-lab/signed.sh): `#[ignore]`d like the other end-to-end tests; CI runs it.
+//! signature"). Last, the lab OS image that provisioning writes boots from its own disk on the
+//! same firmware (shim and the signed GRUB on its ESP) and its kernel reports Secure Boot on.
+//! Needs root, qemu, OVMF's secboot build, Debian's signed packages (fetched by
+//! vm-lab/signed.sh) and a Debian mirror (the image): `#[ignore]`d like the other end-to-end
+//! tests; CI runs it.
 
 mod netns;
 
@@ -162,6 +165,38 @@ fn a_secure_boot_vm_boots_bootos_through_the_signed_chain_and_unsigned_links_are
         std::fs::rename(original(file), &path).unwrap();
         eprintln!("{what}: {message:?}");
     }
+
+    // 3. The lab OS image, as a provisioning run writes it, boots from its own disk with Secure
+    //    Boot on: shim and the signed GRUB on its ESP, its Debian-signed kernel.
+    let image = net.path("lab.img");
+    let out = std::process::Command::new(concat!(env!("CARGO_MANIFEST_DIR"), "/vm-lab/os-image.sh"))
+        .arg(&image)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "os-image: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    net.add_tap("tap-os");
+    let mut args = net.qemu_args_secure_boot("os", "52:54:00:e5:03:01", &[]);
+    let boot_n = args.iter().position(|a| a == "-boot").unwrap();
+    args.drain(boot_n..boot_n + 2);
+    args.extend(["-drive".into(), format!("file={},if=none,id=d0,format=raw", image.display())]);
+    args.extend(["-device".into(), "virtio-blk-pci,drive=d0,bootindex=0".into()]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let started = Instant::now();
+    let vm = net.spawn(&srv, &args, "os.qemu.log");
+    wait_for(
+        300,
+        || format!("the lab image did not boot under Secure Boot:\n{}", serial("os")),
+        || serial("os").contains("login:").then_some(()),
+    );
+    let s = serial("os");
+    assert!(s.contains("secureboot: Secure boot enabled"), "the kernel saw Secure Boot on:\n{s}");
+    eprintln!("the lab image under Secure Boot: power-on to login prompt in {} s", started.elapsed().as_secs());
+    net.stop(vm);
 }
 
 #[test]

@@ -2,7 +2,8 @@
 # Builds the lab OS image: a small bootable Debian 12 disk (raw, 1 GiB, GPT with a BIOS boot
 # partition, an EFI system partition and an ext4 root), from Debian packages (debootstrap
 # minbase with the cloud kernel, systemd, and GRUB for both BIOS and UEFI, installed into the
-# image's own boot records). The network comes up by DHCP (systemd-networkd); the provisioning
+# image's own boot records; UEFI boots through Debian's signed shim and GRUB, so the image boots
+# with Secure Boot on). The network comes up by DHCP (systemd-networkd); the provisioning
 # identity step adds the hostname, SSH keys and the rackboot agent with its service. Cached in
 # target/vm-lab-cache; needs root (loop devices, mounts) and a Debian mirror.
 #
@@ -83,17 +84,22 @@ mkdir -p /dev/disk/by-uuid && ln -sf "${LOOP}p3" "/dev/disk/by-uuid/$uuid"
 chroot "$MNT" update-grub 2>&1 | tail -1
 rm -f "/dev/disk/by-uuid/$uuid"
 grep -q "root=UUID=$uuid" "$MNT/boot/grub/grub.cfg" || { echo "os-image: grub.cfg does not name the root by UUID" >&2; exit 1; }
-# UEFI: a standalone GRUB at the removable-media path that finds the root file system by UUID
-# and reads the same grub.cfg (no probing of the build host's devices needed).
-printf 'search --no-floppy --fs-uuid --set=root %s\nset prefix=($root)/boot/grub\nconfigfile $prefix/grub.cfg\n' "$uuid" > "$MNT/tmp/embed.cfg"
-chroot "$MNT" grub-mkstandalone -O x86_64-efi -o /tmp/BOOTX64.EFI \
-  --modules="part_gpt ext2 search search_fs_uuid configfile normal linux gzio serial terminal" \
-  "boot/grub/grub.cfg=/tmp/embed.cfg"
+# UEFI, Secure Boot or not: Debian's signed chain at the removable-media path, as on a
+# Debian installed with Secure Boot: shim (Microsoft-signed) as BOOTX64.EFI, the signed GRUB
+# beside it (shim loads grubx64.efi from its own directory; without fbx64.efi there it does so
+# at once), and at the signed GRUB's prefix (/EFI/debian) a config that finds the root file
+# system by UUID and reads the same grub.cfg. The kernel is Debian-signed.
+signed=$("$(dirname "$0")/signed.sh")
+printf 'search --no-floppy --fs-uuid --set=root %s\nset prefix=($root)/boot/grub\nconfigfile $prefix/grub.cfg\n' "$uuid" > "$MNT/tmp/esp-grub.cfg"
 export MTOOLS_SKIP_CHECK=1
-mmd -i "${LOOP}p2" ::/EFI ::/EFI/BOOT 2>/dev/null
-mcopy -i "${LOOP}p2" "$MNT/tmp/BOOTX64.EFI" ::/EFI/BOOT/BOOTX64.EFI 2>/dev/null
-mdir -i "${LOOP}p2" ::/EFI/BOOT/BOOTX64.EFI >/dev/null 2>&1 || { echo "os-image: the ESP has no BOOTX64.EFI" >&2; exit 1; }
-rm -f "$MNT/tmp/BOOTX64.EFI" "$MNT/tmp/embed.cfg"
+mmd -i "${LOOP}p2" ::/EFI ::/EFI/BOOT ::/EFI/debian 2>/dev/null
+mcopy -i "${LOOP}p2" "$signed/usr/lib/shim/shimx64.efi.signed" ::/EFI/BOOT/BOOTX64.EFI 2>/dev/null
+mcopy -i "${LOOP}p2" "$signed/usr/lib/grub/x86_64-efi-signed/grubx64.efi.signed" ::/EFI/BOOT/grubx64.efi 2>/dev/null
+mcopy -i "${LOOP}p2" "$MNT/tmp/esp-grub.cfg" ::/EFI/debian/grub.cfg 2>/dev/null
+for f in BOOT/BOOTX64.EFI BOOT/grubx64.efi debian/grub.cfg; do
+  mdir -i "${LOOP}p2" "::/EFI/$f" >/dev/null 2>&1 || { echo "os-image: the ESP has no EFI/$f" >&2; exit 1; }
+done
+rm -f "$MNT/tmp/esp-grub.cfg"
 chroot "$MNT" apt-get clean
 rm -rf "$MNT"/var/lib/apt/lists/*
 cleanup; trap - EXIT

@@ -3,12 +3,11 @@
 //! setting changed on the machine: Microsoft-signed shim -> Debian-signed network GRUB -> the
 //! GRUB config rackboot renders from the machine's boot plan -> the Debian-signed BootOS kernel
 //! and initrd over TFTP. BootOS's agent enrolls with its one-time nonce and reports Secure Boot
-//! on. Then the three refusals the chain relies on are each produced on the same firmware, so
-//! the check cannot pass by accident: an unsigned boot file (the firmware says "Access Denied"),
+//! on; a provisioning task writes the lab OS image (shim and the signed GRUB on its ESP) and the
+//! machine reboots into it, still under Secure Boot, to `installed`. Then the three refusals the
+//! chain relies on are each produced on the same firmware, so the check cannot pass by accident: an unsigned boot file (the firmware says "Access Denied"),
 //! an unsigned GRUB (shim: "Security Violation") and an unsigned kernel (GRUB: "bad shim
-//! signature"). Last, the lab OS image that provisioning writes boots from its own disk on the
-//! same firmware (shim and the signed GRUB on its ESP) and its kernel reports Secure Boot on.
-//! Needs root, qemu, OVMF's secboot build, Debian's signed packages (fetched by
+//! signature"). Needs root, qemu, OVMF's secboot build, Debian's signed packages (fetched by
 //! vm-lab/signed.sh) and a Debian mirror (the image): `#[ignore]`d like the other end-to-end
 //! tests; CI runs it.
 
@@ -59,6 +58,14 @@ fn a_secure_boot_vm_boots_bootos_through_the_signed_chain_and_unsigned_links_are
         .output()
         .unwrap();
     assert!(assets.status.success(), "assets: {}", String::from_utf8_lossy(&assets.stderr));
+    // The lab OS image a provisioning run writes (shim and the signed GRUB on its ESP).
+    std::fs::create_dir_all(boot.join("images")).unwrap();
+    let out = std::process::Command::new(concat!(env!("CARGO_MANIFEST_DIR"), "/vm-lab/os-image.sh"))
+        .arg(boot.join("images/lab.img"))
+        .output()
+        .unwrap();
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    assert!(out.status.success(), "os-image: {}{}", text(&out.stdout), text(&out.stderr));
     net.start_rackboot(&format!("{}\n[boot]\nuefi_loader = \"shim\"\n", full_config(&data)));
     let dir = net.dir.path().to_path_buf();
     // Lossy: shim's error box is drawn with bytes that are not UTF-8.
@@ -69,7 +76,8 @@ fn a_secure_boot_vm_boots_bootos_through_the_signed_chain_and_unsigned_links_are
 
     // 1. The signed chain to BootOS, Secure Boot enforcing throughout.
     net.add_tap("tap-sb");
-    let args = net.qemu_args_secure_boot("sb", MAC, &[1 << 30]);
+    // It reboots from its disk after the install: no -no-reboot.
+    let args = net.qemu_args_secure_boot("sb", MAC, &[2 << 30], false);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let started = Instant::now();
     let vm = net.spawn(&srv, &args, "sb.qemu.log");
@@ -132,9 +140,51 @@ fn a_secure_boot_vm_boots_bootos_through_the_signed_chain_and_unsigned_links_are
             e["detail"]["blksize"]
         );
     }
+
+    // 2. Provisioned to installed, Secure Boot on throughout: the image is written, the machine
+    //    reboots, and the installed system (shim and the signed GRUB on its ESP, a Debian-signed
+    //    kernel) checks in.
+    let task = net.api(
+        "POST",
+        "/tasks",
+        Some(&format!(
+            r#"{{"select":{{"macs":["{MAC}"]}},"image":"lab.img","hostname_pattern":"sb-{{n:02}}","step_timeout_secs":600}}"#
+        )),
+    );
+    let task_id = task["task"]["id"].as_u64().unwrap();
+    let run = wait_for(
+        900,
+        || format!("the Secure Boot VM was not installed:\n{}", serial("sb")),
+        || {
+            let t = net.api("GET", &format!("/tasks/{task_id}"), None);
+            let run = t["runs"][0].clone();
+            (run["state"] != "active").then_some(run)
+        },
+    );
+    assert_eq!(run["state"], "installed", "{run}\n{}", serial("sb"));
+    eprintln!("secure boot VM: power-on to installed in {} s", started.elapsed().as_secs());
+    let job = net.api(
+        "POST",
+        "/jobs",
+        Some(&format!(
+            r#"{{"machine":"{MAC}","action":{{"kind":"script","body":"dmesg | grep -o Secure.boot.enabled; cat /proc/cmdline"}}}}"#
+        )),
+    );
+    let id = job["jobs"][0]["id"].as_u64().unwrap();
+    wait_for(
+        120,
+        || format!("job {id} on the installed system did not finish"),
+        || {
+            let j = net.api("GET", &format!("/jobs/{id}"), None);
+            j["state"].as_str().is_some_and(|s| s != "queued" && s != "running").then_some(())
+        },
+    );
+    let out = net.api("GET", &format!("/jobs/{id}/output"), None)["text"].as_str().unwrap().to_string();
+    assert!(out.contains("Secure boot enabled"), "the installed kernel runs with Secure Boot on: {out}");
+    assert!(out.contains("root=UUID=") && !out.contains("rackboot.url="), "the installed system, not BootOS: {out}");
     net.stop(vm);
 
-    // 2. Each link unsigned in turn, on the same firmware: each is refused where it should be.
+    // 3. Each link unsigned in turn, on the same firmware: each is refused where it should be.
     let original = |name: &str| boot.join(format!("{name}.signed-original"));
     let cases = [
         ("shimx64.efi", "the firmware refuses an unsigned boot file", "Access Denied"),
@@ -152,7 +202,7 @@ fn a_secure_boot_vm_boots_bootos_through_the_signed_chain_and_unsigned_links_are
         let name = format!("no{i}");
         let mac = format!("52:54:00:e5:01:0{i}");
         net.add_tap(&format!("tap-{name}"));
-        let args = net.qemu_args_secure_boot(&name, &mac, &[]);
+        let args = net.qemu_args_secure_boot(&name, &mac, &[], true);
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let vm = net.spawn(&srv, &args, &format!("{name}.qemu.log"));
         wait_for(
@@ -165,38 +215,6 @@ fn a_secure_boot_vm_boots_bootos_through_the_signed_chain_and_unsigned_links_are
         std::fs::rename(original(file), &path).unwrap();
         eprintln!("{what}: {message:?}");
     }
-
-    // 3. The lab OS image, as a provisioning run writes it, boots from its own disk with Secure
-    //    Boot on: shim and the signed GRUB on its ESP, its Debian-signed kernel.
-    let image = net.path("lab.img");
-    let out = std::process::Command::new(concat!(env!("CARGO_MANIFEST_DIR"), "/vm-lab/os-image.sh"))
-        .arg(&image)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "os-image: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    net.add_tap("tap-os");
-    let mut args = net.qemu_args_secure_boot("os", "52:54:00:e5:03:01", &[]);
-    let boot_n = args.iter().position(|a| a == "-boot").unwrap();
-    args.drain(boot_n..boot_n + 2);
-    args.extend(["-drive".into(), format!("file={},if=none,id=d0,format=raw", image.display())]);
-    args.extend(["-device".into(), "virtio-blk-pci,drive=d0,bootindex=0".into()]);
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let started = Instant::now();
-    let vm = net.spawn(&srv, &args, "os.qemu.log");
-    wait_for(
-        300,
-        || format!("the lab image did not boot under Secure Boot:\n{}", serial("os")),
-        || serial("os").contains("login:").then_some(()),
-    );
-    let s = serial("os");
-    assert!(s.contains("secureboot: Secure boot enabled"), "the kernel saw Secure Boot on:\n{s}");
-    eprintln!("the lab image under Secure Boot: power-on to login prompt in {} s", started.elapsed().as_secs());
-    net.stop(vm);
 }
 
 #[test]
@@ -248,7 +266,7 @@ fn in_proxy_mode_beside_another_dhcp_server_the_signed_chain_boots_bootos() {
     let srv = net.srv.clone();
     net.add_tap("tap-px");
     let mac = "52:54:00:e5:02:01";
-    let args = net.qemu_args_secure_boot("px", mac, &[]);
+    let args = net.qemu_args_secure_boot("px", mac, &[], true);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let started = Instant::now();
     net.spawn(&srv, &args, "px.qemu.log");

@@ -230,8 +230,8 @@ impl Net {
     /// Arguments for an OVMF VM with Secure Boot on and enforcing: SMM, the secure-boot firmware
     /// build, a copy of the variable store with Microsoft's keys enrolled, and no option ROM on
     /// the NIC (qemu's unsigned iPXE ROM would take over PXE, and shim hangs behind it).
-    pub fn qemu_args_secure_boot(&self, name: &str, mac: &str, disks: &[u64]) -> Vec<String> {
-        let mut a = self.qemu_args(name, mac, false, disks, true);
+    pub fn qemu_args_secure_boot(&self, name: &str, mac: &str, disks: &[u64], no_reboot: bool) -> Vec<String> {
+        let mut a = self.qemu_args(name, mac, false, disks, no_reboot);
         for arg in a.iter_mut().filter(|a| a.starts_with("virtio-net-pci,")) {
             arg.push_str(",romfile=");
         }

@@ -76,8 +76,9 @@ pub struct Machine {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slot: Option<u32>,
     /// What it gets first when it PXE-boots as UEFI x64, over its subnet's and the global
-    /// choice (`boot.uefi_loader`): `shim` for a machine with Secure Boot on.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// choice (`boot.uefi_loader`): `shim` for a machine with Secure Boot on. Always shown
+    /// (`null`: the default), so pages and clients can read it.
+    #[serde(default)]
     pub uefi_loader: Option<crate::config::UefiLoader>,
     /// What placed it, and what each kind of evidence says.
     #[serde(default, skip_serializing_if = "Option::is_none")]

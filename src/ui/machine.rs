@@ -164,6 +164,24 @@ mod tests {
     use crate::cmdb::Machine;
     use crate::provision::{Run, Step};
 
+    /// The page of a machine only DHCP has seen: nothing optional set (strict templates fail on
+    /// a missing field, so every optional one must be there as null).
+    #[test]
+    fn a_bare_machine_page_renders() {
+        let views = super::super::view::Views::new().unwrap();
+        let m = Machine::new(8, vec!["52:54:00:00:00:08".parse().unwrap()], 1_795_446_245);
+        let ctx = minijinja::context! {
+            user => "alice", role => "viewer", csrf => "x", operator => false,
+            m => V::from(minijinja::value::Serde(&m)), state => "discovered", notice => "",
+            timeline => V::from(minijinja::value::Serde(Vec::<EventRow>::new())),
+            jobs => V::from(minijinja::value::Serde(Vec::<JobRow>::new())),
+            run => V::from(minijinja::value::Serde(None::<RunView>)), head => 0,
+            seen_ms => None::<u64>, created_ms => 1_795_446_245_000_u64,
+        };
+        let html = views.render("machine.html", ctx).unwrap();
+        assert!(html.contains("<dt>UEFI loader</dt><dd>default</dd>"), "{html}");
+    }
+
     /// The page with everything on it: inventory with an LLDP neighbour, a run, a job.
     #[test]
     fn a_full_machine_page_renders() {

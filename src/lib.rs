@@ -69,3 +69,4 @@ pub mod tftp;
 pub mod tls;
 pub mod ui;
 pub mod watch;
+pub mod windows;

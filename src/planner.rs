@@ -66,6 +66,8 @@ pub struct DhcpBootRequest {
     pub is_ipxe: bool,
     /// The client's subnet's choice of UEFI loader, if it makes one (else `files.uefi_loader`).
     pub uefi_loader: Option<UefiLoader>,
+    /// The imported Windows media of the machine's pinned profile, if it is a Windows one.
+    pub windows: Option<String>,
 }
 
 /// Where the appliance is, for building boot answers.
@@ -105,6 +107,8 @@ pub fn plan_dhcp(req: &DhcpBootRequest, ctx: &BootContext<'_>) -> Option<DhcpBoo
     match arch {
         Arch::Bios => pxe(&ctx.files.bios),
         // Signed all the way: shim, then GRUB from beside it (see UefiLoader::Shim).
+        // Microsoft's signed boot manager of the media: Secure Boot stays on.
+        Arch::UefiX64 if req.windows.is_some() => pxe(&crate::windows::boot_file(req.windows.as_deref().unwrap_or(""))),
         Arch::UefiX64 if loader == UefiLoader::Shim => pxe(&ctx.files.shim),
         Arch::UefiX64 if ctx.files.uefi_x64_snp => pxe("snponly.efi"),
         Arch::UefiX64 => pxe(&ctx.files.uefi_x64),
@@ -133,6 +137,9 @@ pub enum BootPlan {
     Profile(ProfileBoot),
     /// The machine is installed: boot its own disk.
     LocalDisk,
+    /// A Windows profile: only UEFI PXE can start it (DHCP names the media's boot manager), so a
+    /// loader asking for a script gets one that says so.
+    Windows { profile: String, media: String },
 }
 
 /// A profile boot with everything resolved for one machine.
@@ -185,6 +192,9 @@ pub fn plan_boot(mac: Mac, machine: Option<&Machine>, ctx: &PlanContext<'_>) -> 
         _ => (ctx.discovery_profile.to_string(), "discovery"),
     };
     let p = ctx.profiles.get(&name).ok_or_else(|| UnknownProfile(name.clone()))?;
+    if let Some(media) = &p.windows {
+        return Ok(BootPlan::Windows { profile: name, media: media.clone() });
+    }
     let url = |path: &str| {
         if path.starts_with("http://") || path.starts_with("https://") {
             path.to_string()
@@ -231,6 +241,7 @@ mod tests {
             arch: arch.map(Arch::from_code),
             is_ipxe,
             uefi_loader: None,
+            windows: None,
         };
         plan_dhcp(&req, &ctx)
     }
@@ -270,6 +281,7 @@ mod tests {
             initrd: "d-i/initrd.gz".into(),
             cmdline: "auto url={{ answer_url }}".into(),
             answer: Some(answer.into()),
+            windows: None,
         };
         p.insert("debian12".into(), installer("debian12", "preseed"));
         p.insert("ubuntu".into(), installer("ubuntu", "autoinstall"));
@@ -285,6 +297,7 @@ mod tests {
         match plan_boot(Mac([0x52, 0x54, 0, 0, 0, 1]), m, &ctx).unwrap() {
             BootPlan::Profile(b) => (b.name, b.reason),
             BootPlan::LocalDisk => ("disk".into(), "installed"),
+            BootPlan::Windows { profile, .. } => (profile, "windows"),
         }
     }
 
@@ -344,7 +357,13 @@ mod tests {
         let mut f = files();
         f.uefi_x64_snp = true;
         let ctx = BootContext { http_base: "http://x", next_server: Ipv4Addr::LOCALHOST, files: &f };
-        let req = DhcpBootRequest { mac: Mac([0; 6]), arch: Some(Arch::UefiX64), is_ipxe: false, uefi_loader: None };
+        let req = DhcpBootRequest {
+            mac: Mac([0; 6]),
+            arch: Some(Arch::UefiX64),
+            is_ipxe: false,
+            uefi_loader: None,
+            windows: None,
+        };
         assert_eq!(plan_dhcp(&req, &ctx).unwrap().filename, "snponly.efi");
     }
 
@@ -353,7 +372,8 @@ mod tests {
         let mut f = files();
         let ask = |f: &BootFiles, arch: Arch, is_ipxe: bool, uefi_loader: Option<UefiLoader>| {
             let c = BootContext { http_base: "http://x", next_server: Ipv4Addr::LOCALHOST, files: f };
-            plan_dhcp(&DhcpBootRequest { mac: Mac([0; 6]), arch: Some(arch), is_ipxe, uefi_loader }, &c).unwrap()
+            plan_dhcp(&DhcpBootRequest { mac: Mac([0; 6]), arch: Some(arch), is_ipxe, uefi_loader, windows: None }, &c)
+                .unwrap()
         };
         assert_eq!(ask(&f, Arch::UefiX64, false, Some(UefiLoader::Shim)).filename, "shimx64.efi");
         assert_eq!(ask(&f, Arch::UefiX64, false, None).filename, "ipxe.efi");
@@ -366,5 +386,35 @@ mod tests {
         assert_eq!(ask(&f, Arch::Bios, false, None).filename, "undionly.kpxe");
         assert_eq!(ask(&f, Arch::HttpX64, false, None).filename, "http://x/boot/files/ipxe.efi");
         assert!(ask(&f, Arch::UefiX64, true, None).filename.starts_with("http://x/boot/ipxe?mac="));
+    }
+
+    #[test]
+    fn a_windows_profile_starts_its_media_boot_manager_from_uefi_pxe_only() {
+        let f = files();
+        let ctx = BootContext { http_base: "http://x", next_server: Ipv4Addr::LOCALHOST, files: &f };
+        let ask = |arch: Arch, is_ipxe: bool| {
+            let req = DhcpBootRequest {
+                mac: Mac([0; 6]),
+                arch: Some(arch),
+                is_ipxe,
+                uefi_loader: Some(UefiLoader::Shim),
+                windows: Some("w2022".into()),
+            };
+            plan_dhcp(&req, &ctx).unwrap().filename
+        };
+        // Over the machine's loader choice too: the boot manager is signed by Microsoft.
+        assert_eq!(ask(Arch::UefiX64, false), "windows/w2022/bootmgfw.efi");
+        assert_eq!(ask(Arch::Bios, false), "undionly.kpxe");
+        assert!(ask(Arch::UefiX64, true).starts_with("http://x/boot/ipxe?mac="));
+        // The script iPXE then asks for says what the plan is instead of booting a kernel.
+        let mut profiles = profiles();
+        let win =
+            crate::config::Profile { name: "win".into(), windows: Some("w2022".into()), ..profiles["rescue"].clone() };
+        profiles.insert("win".into(), win);
+        let pctx = PlanContext { http_base: "http://x", discovery_profile: "discovery", profiles: &profiles };
+        let mut m = Machine::new(1, vec![Mac([0; 6])], 0);
+        m.boot_profile = Some("win".into());
+        let want = BootPlan::Windows { profile: "win".into(), media: "w2022".into() };
+        assert_eq!(plan_boot(Mac([0; 6]), Some(&m), &pctx), Ok(want));
     }
 }

@@ -13,7 +13,7 @@ use crate::render::{AnswerVars, RenderError, Renderer, ScriptVars};
 pub const MAX_TEMPLATE: usize = 64 << 10;
 
 /// The editable templates: the name operators use, and the renderer's file name.
-pub const NAMES: [(&str, &str); 7] = [
+pub const NAMES: [(&str, &str); 8] = [
     ("profile.ipxe", "ipxe/profile.ipxe"),
     ("localboot.ipxe", "ipxe/localboot.ipxe"),
     ("profile.grub", "grub/profile.cfg"),
@@ -21,6 +21,7 @@ pub const NAMES: [(&str, &str); 7] = [
     ("kickstart", "installer/kickstart.cfg"),
     ("preseed", "installer/preseed.cfg"),
     ("autoinstall", "installer/autoinstall.yaml"),
+    ("unattend", "windows/unattend.xml"),
 ];
 
 /// The renderer's file name of editable template `name`; `None`: no such template.
@@ -32,7 +33,7 @@ pub fn file_of(name: &str) -> Option<&'static str> {
 #[derive(Debug, thiserror::Error)]
 pub enum TemplateError {
     #[error(
-        "no template {0:?} (one of profile.ipxe, localboot.ipxe, profile.grub, localboot.grub, kickstart, preseed, autoinstall)"
+        "no template {0:?} (one of profile.ipxe, localboot.ipxe, profile.grub, localboot.grub, kickstart, preseed, autoinstall, unattend)"
     )]
     Unknown(String),
     #[error("the template is {0} bytes, more than the {MAX_TEMPLATE} allowed")]
@@ -142,6 +143,7 @@ fn render_sample(r: &Renderer, name: &str) -> Result<String, RenderError> {
             r.script(loader, &plan, &ScriptVars { uefi: true, ..ScriptVars::sample(http, agent) })?;
             Ok(bios)
         }
+        None if name == "unattend" => r.unattend(&crate::render::UnattendVars::sample()),
         None => {
             let kind = name;
             r.answer(kind, &sample_answer(http, "52:54:00:00:00:00", "sample"))
@@ -157,6 +159,7 @@ fn sample_plan(http_base: &str) -> BootPlan {
         initrd: "sample/initrd.img".into(),
         cmdline: "console=ttyS0".into(),
         answer: None,
+        windows: None,
     };
     let profiles = BTreeMap::from([(profile.name.clone(), profile)]);
     let ctx = PlanContext { http_base, discovery_profile: "sample", profiles: &profiles };

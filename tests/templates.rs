@@ -39,7 +39,16 @@ async fn a_saved_override_is_the_next_boot_script_and_survives_a_restart() {
     let names: Vec<&str> = list["templates"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
     assert_eq!(
         names,
-        ["profile.ipxe", "localboot.ipxe", "profile.grub", "localboot.grub", "kickstart", "preseed", "autoinstall"]
+        [
+            "profile.ipxe",
+            "localboot.ipxe",
+            "profile.grub",
+            "localboot.grub",
+            "kickstart",
+            "preseed",
+            "autoinstall",
+            "unattend"
+        ]
     );
     assert!(list["templates"].as_array().unwrap().iter().all(|t| t["source"] == "default"), "{list}");
 
@@ -160,6 +169,11 @@ async fn an_answer_file_preview_uses_the_machines_name_and_the_cli_round_trips()
         .await
         .unwrap();
     assert_eq!(p["output"], format!("# host web-07 mac {MAC}\n"));
+    // The Windows answer file previews the same way, escaped for XML.
+    let xml = "<ComputerName>{{ computer_name }}</ComputerName><X>{{ mac }} {{ media }} {{ share_address }}</X>\n";
+    let p =
+        lab.api.ok(Method::POST, "/templates/unattend/preview", Some(json!({"text": xml, "mac": MAC}))).await.unwrap();
+    assert_eq!(p["output"], format!("<ComputerName>web-07</ComputerName><X>{MAC} sample 127.0.0.1</X>\n"), "{p}");
 
     let file = lab.dir.path().join("ks.cfg");
     std::fs::write(&file, text).unwrap();

@@ -29,6 +29,8 @@ pub struct ProfileView {
     pub cmdline: String,
     /// The installer answer file it reads: kickstart, preseed or autoinstall.
     pub answer: Option<String>,
+    /// A Windows profile's imported media (config-defined profiles only).
+    pub windows: Option<String>,
     /// `config` (read-only) or `api`.
     pub source: String,
 }
@@ -44,7 +46,7 @@ pub async fn all_profiles(s: &ApiState) -> Result<BTreeMap<String, Profile>, Api
     let mut out = s.boot.as_ref().map(|b| b.profiles.clone()).unwrap_or_default();
     for p in s.cmdb.profiles().await? {
         let StoredProfile { name, kernel, initrd, cmdline, answer } = p;
-        out.entry(name.clone()).or_insert(Profile { name, kernel, initrd, cmdline, answer });
+        out.entry(name.clone()).or_insert(Profile { name, kernel, initrd, cmdline, answer, windows: None });
     }
     Ok(out)
 }
@@ -62,8 +64,8 @@ async fn list(State(s): State<ApiState>) -> Result<Json<ProfileList>, ApiError> 
         .into_values()
         .map(|p| {
             let source = if is_config(&s, &p.name) { "config" } else { "api" };
-            let Profile { name, kernel, initrd, cmdline, answer } = p;
-            ProfileView { name, kernel, initrd, cmdline, answer, source: source.into() }
+            let Profile { name, kernel, initrd, cmdline, answer, windows } = p;
+            ProfileView { name, kernel, initrd, cmdline, answer, windows, source: source.into() }
         })
         .collect();
     Ok(Json(ProfileList { profiles }))

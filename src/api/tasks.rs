@@ -3,7 +3,6 @@
 //! `installed`.
 
 use std::collections::HashSet;
-use std::path::Path;
 
 use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{Path as UrlPath, Query, State};
@@ -54,7 +53,7 @@ async fn image_checksum(engine: &crate::provision::engine::Engine, spec: &mut Ta
         }
         Some(_) => Ok(()),
         None => {
-            let sum = tokio::task::spawn_blocking(move || sha256_file(&image))
+            let sum = tokio::task::spawn_blocking(move || crate::provision::sha256_file(&image))
                 .await
                 .map_err(|e| ApiError::internal(e.to_string()))?
                 .map_err(|e| ApiError::internal(format!("reading the image: {e}")))?;
@@ -220,22 +219,6 @@ async fn create(
     let (task, runs) = cmdb.create_task(spec, runs).await?;
     engine.wake();
     Ok((StatusCode::CREATED, Json(TaskRuns { task, runs })))
-}
-
-fn sha256_file(path: &Path) -> std::io::Result<String> {
-    use sha2::{Digest, Sha256};
-    use std::io::Read;
-    let mut f = std::fs::File::open(path)?;
-    let mut h = Sha256::new();
-    let mut buf = vec![0u8; 1 << 20];
-    loop {
-        let n = f.read(&mut buf)?;
-        if n == 0 {
-            break;
-        }
-        h.update(&buf[..n]);
-    }
-    Ok(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
 }
 
 /// Page of the task list.

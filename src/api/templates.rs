@@ -179,6 +179,16 @@ async fn preview(
     let renderer = boot.renderer.check(&stored, &name, &text).map_err(refused)?;
     let machine = s.cmdb.machine_by_mac(mac).await.ok();
     let hostname = machine.as_ref().and_then(|m| m.hostname.clone());
+    if name == "unattend" {
+        let profiles = super::profiles::all_profiles(&s).await?;
+        let pinned = machine.as_ref().and_then(|m| profiles.get(m.boot_profile.as_ref()?)?.windows.clone());
+        // The share's address is the one firmware reaches the appliance at.
+        let host = boot.http_base.trim_start_matches("http://").split([':', '/']).next().unwrap_or("");
+        let media = pinned.as_deref().unwrap_or("sample");
+        let vars = crate::windows::unattend::vars(mac, hostname.as_deref(), media, host.parse().ok());
+        let output = renderer.unattend(&vars).map_err(|e| ApiError::field("text", e.to_string()))?;
+        return Ok(Json(PreviewResult { output, plan: None }));
+    }
     let Some(loader) = crate::templates::loader_of(&name) else {
         let vars =
             crate::templates::sample_answer(&boot.http_base, &mac.to_string(), hostname.as_deref().unwrap_or("sample"));
@@ -205,6 +215,7 @@ async fn preview(
     let plan = match &plan {
         BootPlan::Profile(p) => format!("profile {}", p.name),
         BootPlan::LocalDisk => "local-disk".into(),
+        BootPlan::Windows { profile, .. } => format!("windows profile {profile}"),
     };
     Ok(Json(PreviewResult { output, plan: Some(plan) }))
 }

@@ -41,6 +41,12 @@ pub struct Running {
     services: Services,
 }
 
+/// The appliance's provisioning address as `rackboot serve` would find it: `server.address`,
+/// else the address of `server.interface` (or the interface found); `None` when neither is.
+pub fn provisioning_address(cfg: &Config) -> Option<std::net::Ipv4Addr> {
+    cfg.address.or_else(|| lookup_interface(cfg).ok().map(|(_, ip)| ip))
+}
+
 /// Starts every enabled service and returns once all sockets are bound.
 pub async fn start(cfg: Config) -> anyhow::Result<Running> {
     fdlimit::raise(&cfg);
@@ -97,6 +103,10 @@ pub async fn start(cfg: Config) -> anyhow::Result<Running> {
     }
     if let Some(socket) = tftp {
         services.start("tftp", tftp::serve(socket, core.clone(), token.clone()));
+    }
+    if core.cfg.windows.share {
+        let (smbd, conf) = crate::windows::share::start(&core.cfg, core.addrs.server_ip)?;
+        services.start("smbd", crate::windows::share::supervise(smbd, conf, token.clone()));
     }
     // Blobs an upload wrote but never recorded (a crash in between) go away.
     match core.plugins.sweep().await {

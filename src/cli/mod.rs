@@ -20,6 +20,7 @@ mod racks;
 mod tasks;
 mod templates;
 mod users;
+mod windows;
 
 use assets::{assets, AssetsCmd};
 use bmc::{bmc, power, BmcCmd, PowerArgs};
@@ -31,6 +32,7 @@ use racks::{racks, RacksCmd};
 use tasks::{tasks, TasksCmd};
 use templates::{templates, TemplatesCmd};
 use users::{audit, tokens, users, AuditArgs, TokensCmd, UsersCmd};
+use windows::{windows, WindowsCmd};
 
 const ABOUT: &str = "Network-boot appliance: DHCP, TFTP, HTTP and DNS in one process";
 
@@ -95,6 +97,11 @@ Examples:
     Assets {
         #[command(subcommand)]
         cmd: AssetsCmd,
+    },
+    /// Windows media: import the operator's own install media for Windows profiles, list it.
+    Windows {
+        #[command(subcommand)]
+        cmd: WindowsCmd,
     },
     /// The appliance's CA: `ca show` prints its file and SHA-256 fingerprint.
     Ca {
@@ -312,6 +319,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Assets { cmd } => assets(cmd),
+        Command::Windows { cmd } => windows(cmd),
         Command::Ca { cmd } => ca(cmd),
         Command::Machines { api, cmd } => machines(api.client()?, cmd).await,
         Command::Racks { api, cmd } => racks(api.client()?, cmd).await,

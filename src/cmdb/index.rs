@@ -27,6 +27,8 @@ pub struct Brief {
     pub facet: Arc<Facet>,
     /// Its own choice of UEFI loader, for DHCP (see [`Machine::uefi_loader`]).
     pub uefi_loader: Option<crate::config::UefiLoader>,
+    /// The profile an operator pinned, for DHCP (a Windows profile starts its boot manager).
+    pub boot_profile: Option<String>,
 }
 
 impl From<&Machine> for Brief {
@@ -40,6 +42,7 @@ impl From<&Machine> for Brief {
             unclaimed: is_unclaimed(m),
             facet: Arc::new(Facet::from(m)),
             uefi_loader: m.uefi_loader,
+            boot_profile: m.boot_profile.clone(),
         }
     }
 }
@@ -289,6 +292,7 @@ mod tests {
                 unclaimed: false,
                 facet: Default::default(),
                 uefi_loader: None,
+                boot_profile: None,
             }),
             Delta::Upsert(Brief {
                 id: 2,
@@ -299,6 +303,7 @@ mod tests {
                 unclaimed: true,
                 facet: Default::default(),
                 uefi_loader: None,
+                boot_profile: None,
             }),
             // Machine 1's NIC leased under whatever the client said: the CMDB name wins.
             lease([10, 0, 0, 6], 1, Some("client-says"), 200),

@@ -82,6 +82,11 @@ impl Cmdb {
         Ok(async move { done_rx.await.map_err(|_| this.dropped())?.map_err(|e| this.explained(e)) })
     }
 
+    /// The MAC holding an unexpired lease on `ip`, from the in-memory index.
+    pub fn lease_holder(&self, ip: Ipv4Addr) -> Option<crate::mac::Mac> {
+        self.inner.index.read().expect("index lock").active_lease_to(ip, super::now_secs())
+    }
+
     /// Records an event for whichever machine holds a lease on `ip`; returns whether one did.
     pub fn record_for_ip(&self, ip: Ipv4Addr, kind: EventKind, detail: serde_json::Value) -> bool {
         let mac = self.inner.index.read().expect("index lock").leased_to(ip);

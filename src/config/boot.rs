@@ -39,7 +39,9 @@ impl Default for WireBoot {
 #[serde(deny_unknown_fields)]
 pub struct WireProfile {
     pub name: String,
+    #[serde(default)]
     pub kernel: String,
+    #[serde(default)]
     pub initrd: String,
     #[serde(default)]
     pub cmdline: String,
@@ -47,6 +49,10 @@ pub struct WireProfile {
     /// command line then has `{{ answer_url }}`, the file's URL for the booting machine.
     #[serde(default)]
     pub answer: Option<String>,
+    /// A Windows profile: the imported media it boots (`rackboot windows import NAME DIR`),
+    /// instead of a kernel and initrd.
+    #[serde(default)]
+    pub windows: Option<String>,
 }
 
 /// What a UEFI x64 PXE client is handed first.
@@ -103,6 +109,10 @@ pub struct Profile {
     pub cmdline: String,
     /// The answer file an installer profile reads: one of [`crate::render::ANSWER_KINDS`].
     pub answer: Option<String>,
+    /// A Windows profile boots this imported media (`<tftp root>/windows/<name>/`) through its
+    /// own Microsoft-signed `bootmgfw.efi`, from UEFI PXE only; kernel, initrd, command line and
+    /// answer are then empty.
+    pub windows: Option<String>,
 }
 
 /// The discovery profile used when the config names none: BootOS from the boot directory.
@@ -115,6 +125,7 @@ fn builtin_discovery() -> Profile {
             "console=tty0 console=ttyS0 rackboot.url={{ agent_url }} rackboot.ca={{ ca_pin }} rackboot.mac={{ mac }}"
                 .into(),
         answer: None,
+        windows: None,
     }
 }
 
@@ -122,11 +133,22 @@ impl TryFrom<WireProfile> for Profile {
     type Error = anyhow::Error;
 
     fn try_from(w: WireProfile) -> anyhow::Result<Self> {
-        let WireProfile { name, kernel, initrd, cmdline, answer } = w;
+        let WireProfile { name, kernel, initrd, cmdline, answer, windows } = w;
         anyhow::ensure!(
             crate::cmdb::model::valid_hostname(&name),
             "boot profile name {name:?} must be letters, digits and '-'"
         );
+        if let Some(media) = &windows {
+            anyhow::ensure!(
+                crate::windows::valid_media_name(media),
+                "boot profile {name}: windows media name {media:?} must be letters, digits and '-' (not \"unattend\")"
+            );
+            anyhow::ensure!(
+                kernel.is_empty() && initrd.is_empty() && cmdline.is_empty() && answer.is_none(),
+                "boot profile {name}: a windows profile boots its media's bootmgfw.efi; kernel, initrd, cmdline and answer must be left out"
+            );
+            return Ok(Profile { name, kernel, initrd, cmdline, answer, windows });
+        }
         anyhow::ensure!(
             !kernel.is_empty() && !initrd.is_empty(),
             "boot profile {name}: kernel and initrd are required"
@@ -138,7 +160,7 @@ impl TryFrom<WireProfile> for Profile {
                 crate::render::ANSWER_KINDS
             );
         }
-        Ok(Profile { name, kernel, initrd, cmdline, answer })
+        Ok(Profile { name, kernel, initrd, cmdline, answer, windows })
     }
 }
 
@@ -181,11 +203,16 @@ mod tests {
     fn profiles_are_checked_and_discovery_is_built_in() {
         let cfg = Config::load(None).unwrap();
         assert_eq!(cfg.boot.profiles["discovery"].kernel, "bootos/vmlinuz");
+        let win = Config::parse("[[boot.profiles]]\nname=\"win\"\nwindows=\"w2022\"").unwrap();
+        assert_eq!(win.boot.profiles["win"].windows.as_deref(), Some("w2022"));
         let cases = [
             ("[[boot.profiles]]\nname=\"a b\"\nkernel=\"k\"\ninitrd=\"i\"", "letters, digits"),
             ("[[boot.profiles]]\nname=\"x\"\nkernel=\"\"\ninitrd=\"i\"", "required"),
             ("[[boot.profiles]]\nname=\"x\"\nkernel=\"k\"\ninitrd=\"i\"\nanswer=\"msi\"", "answer"),
             ("[boot]\ndiscovery_profile = \"nope\"", "discovery_profile"),
+            ("[[boot.profiles]]\nname=\"w\"\nwindows=\"a/b\"", "windows media name"),
+            ("[[boot.profiles]]\nname=\"w\"\nwindows=\"unattend\"", "windows media name"),
+            ("[[boot.profiles]]\nname=\"w\"\nwindows=\"w2022\"\nkernel=\"k\"", "left out"),
         ];
         for (text, want) in cases {
             let err = format!("{:#}", Config::parse(text).unwrap_err());

@@ -20,6 +20,7 @@ mod provision;
 mod server;
 mod tftp;
 pub mod value;
+mod windows;
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
@@ -39,6 +40,7 @@ pub use provision::{HardwareProfile, ProvisionConfig, WireProvision};
 pub use server::{WireHttp, WireServer};
 pub use tftp::{TftpConfig, WireTftp};
 pub use value::{Ipv4Net, Pool};
+pub use windows::{WindowsConfig, WireWindows};
 
 /// The embedded default configuration: what `rackboot serve` runs with no `--config`.
 pub const EMBEDDED_DEFAULT: &str = include_str!("../../rackboot.example.toml");
@@ -59,6 +61,7 @@ pub struct WireConfig {
     pub auth: WireAuth,
     pub plugins: WirePlugins,
     pub bmc: WireBmc,
+    pub windows: WireWindows,
 }
 
 /// Validated runtime configuration.
@@ -95,6 +98,8 @@ pub struct Config {
     pub plugins: crate::plugins::store::StoreLimits,
     /// Power by remote control through machines' BMCs.
     pub bmc: BmcConfig,
+    /// Windows media and its SMB share.
+    pub windows: WindowsConfig,
     pub boot: BootFiles,
     /// Directory whose `ipxe/*.ipxe` and `provision/identity.sh` override the embedded templates.
     pub templates: Option<PathBuf>,
@@ -109,7 +114,8 @@ impl TryFrom<WireConfig> for Config {
     type Error = anyhow::Error;
 
     fn try_from(w: WireConfig) -> anyhow::Result<Self> {
-        let WireConfig { server, http, https, dhcp, tftp, boot, dns, agent, provision, auth, plugins, bmc } = w;
+        let WireConfig { server, http, https, dhcp, tftp, boot, dns, agent, provision, auth, plugins, bmc, windows } =
+            w;
         let plugins = crate::plugins::store::StoreLimits::try_from(plugins)?;
         let WireServer {
             data_dir,
@@ -142,6 +148,7 @@ impl TryFrom<WireConfig> for Config {
         let agent = AgentConfig::try_from(agent)?;
         let auth = AuthConfig::try_from(auth)?;
         let bmc = BmcConfig::try_from(bmc)?;
+        let windows = WindowsConfig::try_from(windows)?;
         let (boot, templates) = BootFiles::from_wire(boot)?;
         let log_json = server::log_json(&log_format)?;
         let dhcp = DhcpConfig::from_wire(dhcp, dns.enabled.then_some(dns.domain.as_str()))?;
@@ -174,6 +181,7 @@ impl TryFrom<WireConfig> for Config {
             auth,
             plugins,
             bmc,
+            windows,
             boot,
             templates,
         })

@@ -51,12 +51,15 @@ impl DhcpService {
         }
         let ctx = BootContext { http_base: &self.http_base, next_server: self.server_ip, files: &self.boot };
         // Only a UEFI x64 PXE answer depends on it: no index lookup for anyone else.
-        let machine = match (req.arch, req.is_ipxe) {
-            (Some(planner::Arch::UefiX64), false) => self.cmdb.brief_by_mac(req.mac).and_then(|b| b.uefi_loader),
+        let brief = match (req.arch, req.is_ipxe) {
+            (Some(planner::Arch::UefiX64), false) => self.cmdb.brief_by_mac(req.mac),
             _ => None,
         };
-        let uefi_loader = machine.or(subnet.and_then(|s| s.uefi_loader));
-        planner::plan_dhcp(&DhcpBootRequest { mac: req.mac, arch: req.arch, is_ipxe: req.is_ipxe, uefi_loader }, &ctx)
+        let uefi_loader = brief.as_ref().and_then(|b| b.uefi_loader).or(subnet.and_then(|s| s.uefi_loader));
+        // A machine pinned to a Windows profile starts its media's boot manager.
+        let windows = brief.and_then(|b| b.boot_profile).and_then(|p| self.boot.profiles.get(&p)?.windows.clone());
+        let req = DhcpBootRequest { mac: req.mac, arch: req.arch, is_ipxe: req.is_ipxe, uefi_loader, windows };
+        planner::plan_dhcp(&req, &ctx)
     }
 
     fn sighting(&self, req: &Request) -> Sighting {

@@ -390,3 +390,12 @@ pub fn profile_fits(vendors: &[String], models: &[String], vendor: Option<&str>,
 
 #[cfg(test)]
 mod tests;
+
+/// A file's SHA-256 in lowercase hex (images named by tasks, imported Windows media).
+pub fn sha256_file(path: &std::path::Path) -> std::io::Result<String> {
+    use sha2::{Digest, Sha256};
+    let mut f = std::fs::File::open(path)?;
+    let mut h = Sha256::new();
+    std::io::copy(&mut f, &mut h)?;
+    Ok(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
+}

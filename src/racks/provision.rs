@@ -24,7 +24,7 @@ pub async fn queue_if_due(cmdb: &Cmdb, engine: Option<&Engine>, machine_id: u64)
     let image = engine.cfg.images_dir.join(&os);
     let mut spec = json!({"select": {"macs": [mac]}, "hardware_profile": rack.hardware_profile});
     if image.is_file() {
-        let sum = tokio::task::spawn_blocking(move || sha256_file(&image))
+        let sum = tokio::task::spawn_blocking(move || crate::provision::sha256_file(&image))
             .await
             .map_err(|e| CmdbError::Storage(e.to_string()))?
             .map_err(|e| CmdbError::Invalid(format!("reading image {os}: {e}")))?;
@@ -48,12 +48,4 @@ pub async fn queue_if_due(cmdb: &Cmdb, engine: Option<&Engine>, machine_id: u64)
         }
         Err(e) => Err(e),
     }
-}
-
-fn sha256_file(path: &std::path::Path) -> std::io::Result<String> {
-    use sha2::{Digest, Sha256};
-    let mut f = std::fs::File::open(path)?;
-    let mut h = Sha256::new();
-    std::io::copy(&mut f, &mut h)?;
-    Ok(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
 }

@@ -44,12 +44,27 @@ pub struct Report {
 /// Receives every finished (or refused) transfer.
 pub type OnReport = Arc<dyn Fn(Report) + Send + Sync>;
 
-/// Files made on request rather than read from the boot directory (the signed GRUB's configs):
-/// given the client and the name asked for (without a leading `/`), `None` when the name is
-/// not one of them; else the bytes, or why there are none (sent as "file not found").
+/// Files made or named on request rather than read by the asked name (the signed GRUB's
+/// configs, Windows' backslash paths): given the client and the name asked for (without a
+/// leading `/`), `None` when the name is not the hook's; else what to send, or why nothing is
+/// (sent as "file not found").
 pub type Generate = Arc<
-    dyn Fn(SocketAddr, &str) -> Option<futures_util::future::BoxFuture<'static, Result<Vec<u8>, String>>> + Send + Sync,
+    dyn Fn(SocketAddr, &str) -> Option<futures_util::future::BoxFuture<'static, Result<Made, String>>> + Send + Sync,
 >;
+
+/// What a [`Generate`] hook answers with.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Made {
+    /// These bytes.
+    Bytes(Vec<u8>),
+    /// This file of the boot directory instead, confined like any asked-for name.
+    File(String),
+}
+
+/// The first of `hooks` that takes a name.
+pub fn chain(hooks: Vec<Generate>) -> Generate {
+    Arc::new(move |client, name| hooks.iter().find_map(|h| h(client, name)))
+}
 
 /// The server's settings.
 #[derive(Clone)]
@@ -75,7 +90,7 @@ pub async fn serve(socket: UdpSocket, core: Core, shutdown: CancellationToken) -
         on_report: report::reporter(&core),
         admission: Admission::new(core.cfg.tftp.max_transfers, core.cfg.tftp.max_transfers_per_client),
         metrics: core.metrics.clone(),
-        generate: Some(crate::api::boot::grub::tftp_files(&core)?),
+        generate: Some(chain(vec![crate::api::boot::grub::tftp_files(&core)?, crate::windows::tftp::files(&core)])),
     };
     run(socket, svc, shutdown).await
 }
@@ -172,7 +187,14 @@ async fn handle(
     let generated = svc.generate.as_ref().and_then(|g| g(client, name));
     let body = match generated {
         Some(making) => match making.await {
-            Ok(bytes) => Body::Bytes(bytes),
+            Ok(Made::Bytes(bytes)) => Body::Bytes(bytes),
+            Ok(Made::File(rel)) => match open(&svc.root, &rel) {
+                Ok(file) => Body::File(file),
+                Err((code, why)) => {
+                    let _ = sock.send(&packet::error(code, &why)).await;
+                    return (svc.on_report)(report(Outcome::Failed(why), 0, 0, None));
+                }
+            },
             Err(why) => {
                 let _ = sock.send(&packet::error(packet::ERR_NOT_FOUND, &why)).await;
                 return (svc.on_report)(report(Outcome::Failed(why), 0, 0, None));

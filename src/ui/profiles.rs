@@ -34,6 +34,8 @@ struct Fields {
     initrd: String,
     cmdline: String,
     answer: String,
+    /// A Windows profile's media (config-defined only); empty otherwise.
+    windows: String,
     /// Defined in the config file: shown, never edited here.
     config: bool,
 }
@@ -46,6 +48,7 @@ impl Fields {
             initrd: p.initrd.clone(),
             cmdline: p.cmdline.clone(),
             answer: p.answer.clone().unwrap_or_default(),
+            windows: p.windows.clone().unwrap_or_default(),
             config,
         }
     }
@@ -58,6 +61,7 @@ impl Fields {
             initrd: text("initrd"),
             cmdline: text("cmdline"),
             answer: text("answer"),
+            windows: String::new(),
             config: false,
         }
     }
@@ -69,6 +73,7 @@ impl Fields {
             initrd: self.initrd.clone(),
             cmdline: self.cmdline.clone(),
             answer: (!self.answer.is_empty()).then(|| self.answer.clone()),
+            windows: None,
         }
     }
 }

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use crate::mac::Mac;
 use crate::render::Loader;
 use crate::service::Core;
-use crate::tftp::Generate;
+use crate::tftp::{Generate, Made};
 
 /// The name the signed GRUB reads first.
 pub const FIRST: &str = "grub/grub.cfg";
@@ -32,7 +32,7 @@ pub fn tftp_files(core: &Core) -> anyhow::Result<Generate> {
     let state = crate::http::state(core)?;
     Ok(Arc::new(move |client: SocketAddr, name: &str| {
         if name == FIRST {
-            return Some(Box::pin(std::future::ready(Ok(FIRST_CFG.as_bytes().to_vec()))));
+            return Some(Box::pin(std::future::ready(Ok(Made::Bytes(FIRST_CFG.as_bytes().to_vec())))));
         }
         let mac = name.strip_prefix(PER_MAC)?.to_string();
         let state = state.clone();
@@ -40,7 +40,7 @@ pub fn tftp_files(core: &Core) -> anyhow::Result<Generate> {
             let mac: Mac = mac.parse().map_err(|e: crate::mac::ParseMacError| format!("no such config: {e}"))?;
             // The signed GRUB runs only on UEFI.
             let cfg = super::script_for(&state, mac, client.ip(), Loader::Grub, Some(true)).await;
-            cfg.map(String::into_bytes).map_err(|e| e.detail)
+            cfg.map(|c| Made::Bytes(c.into_bytes())).map_err(|e| e.detail)
         }))
     }))
 }

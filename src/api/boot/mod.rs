@@ -137,6 +137,9 @@ pub async fn script_for(
             json!({"plan": "profile", "profile": p.name, "reason": p.reason, "uefi": uefi, "loader": loader, "nonce": vars.boot_nonce.is_some(), "from": peer.to_string()})
         }
         BootPlan::LocalDisk => json!({"plan": "local-disk", "uefi": uefi, "loader": loader}),
+        BootPlan::Windows { profile, media } => {
+            json!({"plan": "windows", "profile": profile, "media": media, "uefi": uefi, "loader": loader})
+        }
     };
     s.cmdb.record(Sighting { mac: Some(mac), ..Default::default() }, vec![(EventKind::BootScript, detail)]);
     Ok(script)

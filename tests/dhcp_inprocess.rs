@@ -109,6 +109,30 @@ async fn a_machine_can_take_the_signed_chain_whatever_the_config_says() {
 }
 
 #[tokio::test]
+async fn a_rack_chooses_the_loader_of_its_machines_and_a_machines_own_choice_wins() {
+    let lab = Lab::start("").await;
+    let (placed, own, loose) = ([0x52, 0x54, 0, 0, 2, 0x41], [0x52, 0x54, 0, 0, 2, 0x42], [0x52, 0x54, 0, 0, 2, 0x43]);
+    for mac in ["52:54:00:00:02:41", "52:54:00:00:02:42", "52:54:00:00:02:43"] {
+        lab.api.ok(Method::POST, "/machines", Some(json!({"macs": [mac]}))).await.unwrap();
+    }
+    let bad = json!({"name": "r9", "machines_csv": "52:54:00:00:02:41,r9-u01,,1", "uefi_loader": "grub"});
+    assert_eq!(lab.api.call(Method::POST, "/racks", Some(bad)).await.unwrap().0, 400, "only ipxe or shim");
+    let csv = "52:54:00:00:02:41,r9-u01,,1\n52:54:00:00:02:42,r9-u02,,2";
+    let rack = json!({"name": "r9", "machines_csv": csv, "uefi_loader": "shim"});
+    let r = lab.api.ok(Method::POST, "/racks", Some(rack)).await.unwrap();
+    assert_eq!(r["rack"]["uefi_loader"], "shim", "{r}");
+    lab.api.ok(Method::PATCH, "/machines/52:54:00:00:02:42", Some(json!({"uefi_loader": "ipxe"}))).await.unwrap();
+    let offer = |mac, xid, arch| {
+        let lab = &lab;
+        async move { fname(&lab.exchange(&pxe(msg(MessageType::Discover, mac, xid), arch)).await.unwrap()) }
+    };
+    assert_eq!(offer(placed, 360, 7).await, "shimx64.efi", "the rack's choice");
+    assert_eq!(offer(own, 361, 7).await, "ipxe.efi", "the machine's own choice over its rack's");
+    assert_eq!(offer(loose, 362, 7).await, "ipxe.efi", "in no rack: the config's default");
+    assert_eq!(offer(placed, 363, 0).await, "undionly.kpxe", "BIOS is not affected");
+}
+
+#[tokio::test]
 async fn reservation_wins_and_hostname_is_sent() {
     let lab = Lab::start("").await;
     lab.api

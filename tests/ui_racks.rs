@@ -71,12 +71,16 @@ async fn a_rack_is_brought_up_from_the_form_and_fills_in_live() {
     fill(c, "r-ports", "Ethernet1-4 -> U1-U3").await;
     fill(c, "r-plan", "127.0.9.1-127.0.9.8").await;
     fill(c, "r-silent", "0").await;
+    // Its UEFI machines have Secure Boot on: the signed chain.
+    c.find(Locator::Css("#r-loader option[value=shim]")).await.unwrap().click().await.unwrap();
     c.find(Locator::Id("r-submit")).await.unwrap().click().await.unwrap();
     let err = c.wait().at_most(Duration::from_secs(10)).for_element(Locator::Id("rack-error")).await.unwrap();
     let err = err.text().await.unwrap();
     assert!(err.contains("not created"), "{err}");
     let kept = c.find(Locator::Id("r-ports")).await.unwrap().prop("value").await.unwrap().unwrap_or_default();
     assert_eq!(kept, "Ethernet1-4 -> U1-U3");
+    let loader = c.find(Locator::Id("r-loader")).await.unwrap().prop("value").await.unwrap().unwrap_or_default();
+    assert_eq!(loader, "shim", "the loader choice is kept too");
     assert!(lab.api.ok(Method::GET, "/racks", None).await.unwrap().to_string().contains("\"racks\":[]"));
     b.shot("20-rack-form-refused").await;
 
@@ -84,6 +88,8 @@ async fn a_rack_is_brought_up_from_the_form_and_fills_in_live() {
     fill(c, "r-ports", "Ethernet1-4 -> U1-U4").await;
     c.find(Locator::Id("r-submit")).await.unwrap().click().await.unwrap();
     wait_path(c, "/ui/racks/r1").await;
+    let rack = lab.api.ok(Method::GET, "/racks/r1", None).await.unwrap();
+    assert_eq!(rack["rack"]["uefi_loader"], "shim", "{rack}");
     let flags = text_until(c, "flags", |t| t.contains("slot silent")).await;
     assert!(flags.contains("U2"), "{flags}");
     c.execute("window.rackMarker = 'still the same page';", vec![]).await.unwrap();

@@ -67,6 +67,9 @@ Examples:
         /// A CSV file of mac-or-serial,hostname,ip,slot rows (racks without managed switches).
         #[arg(long, value_name = "FILE")]
         machines_csv: Option<PathBuf>,
+        /// What its UEFI machines boot first: ipxe, or shim (the signed chain, for Secure Boot).
+        #[arg(long, value_name = "LOADER")]
+        uefi_loader: Option<String>,
     },
     /// Replace a rack's machine list from a CSV file of mac-or-serial,hostname,ip,slot rows
     /// ('-' reads standard input).
@@ -142,12 +145,13 @@ pub(super) async fn racks(c: ApiClient, cmd: RacksCmd) -> anyhow::Result<()> {
             auto_provision,
             silent_after_minutes,
             machines_csv,
+            uefi_loader,
         } => {
             let mut body = json!({
                 "name": name, "location": location, "ports": ports,
                 "switch": {"remote_id": remote_id, "lldp_chassis_name": lldp_name, "lldp_chassis_id": lldp_chassis_id},
                 "address_plan": address_plan, "hardware_profile": hardware_profile, "os_profile": os_profile,
-                "auto_provision": auto_provision,
+                "auto_provision": auto_provision, "uefi_loader": uefi_loader,
             });
             if let Some(p) = hostname_pattern {
                 body["hostname_pattern"] = json!(p);

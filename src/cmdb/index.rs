@@ -29,6 +29,8 @@ pub struct Brief {
     pub uefi_loader: Option<crate::config::UefiLoader>,
     /// The profile an operator pinned, for DHCP (a Windows profile starts its boot manager).
     pub boot_profile: Option<String>,
+    /// The rack it is placed in, for DHCP (the rack's UEFI loader).
+    pub rack: Option<String>,
 }
 
 impl From<&Machine> for Brief {
@@ -43,6 +45,7 @@ impl From<&Machine> for Brief {
             facet: Arc::new(Facet::from(m)),
             uefi_loader: m.uefi_loader,
             boot_profile: m.boot_profile.clone(),
+            rack: m.rack.clone(),
         }
     }
 }
@@ -293,6 +296,7 @@ mod tests {
                 facet: Default::default(),
                 uefi_loader: None,
                 boot_profile: None,
+                rack: None,
             }),
             Delta::Upsert(Brief {
                 id: 2,
@@ -304,6 +308,7 @@ mod tests {
                 facet: Default::default(),
                 uefi_loader: None,
                 boot_profile: None,
+                rack: None,
             }),
             // Machine 1's NIC leased under whatever the client said: the CMDB name wins.
             lease([10, 0, 0, 6], 1, Some("client-says"), 200),

@@ -156,6 +156,12 @@ impl Cmdb {
         self.inner.networks.read().expect("networks lock").clone()
     }
 
+    /// The UEFI loader rack `name` chooses for its machines, from the in-memory rack list.
+    pub fn rack_uefi_loader(&self, name: &str) -> Option<crate::config::UefiLoader> {
+        let racks = self.inner.racks.read().expect("rack cache lock").clone();
+        racks.iter().find(|r| r.name == name)?.uefi_loader
+    }
+
     /// Every rack, by name.
     pub async fn racks(&self) -> Result<Vec<Rack>, CmdbError> {
         self.read(|rtx| scan(&rtx.open_table(RACKS)?)).await

@@ -44,7 +44,7 @@ pub struct DhcpService {
 
 impl DhcpService {
     /// The boot answer for a PXE or iPXE client. The UEFI loader is the machine's choice, else
-    /// its subnet's (when known), else the config's.
+    /// its rack's, else its subnet's (when known), else the config's.
     fn boot_for(&self, req: &Request, subnet: Option<&Subnet>) -> Option<DhcpBoot> {
         if !(req.is_pxe || req.is_ipxe) {
             return None;
@@ -55,7 +55,10 @@ impl DhcpService {
             (Some(planner::Arch::UefiX64), false) => self.cmdb.brief_by_mac(req.mac),
             _ => None,
         };
-        let uefi_loader = brief.as_ref().and_then(|b| b.uefi_loader).or(subnet.and_then(|s| s.uefi_loader));
+        // The machine's own choice, its rack's, its subnet's (else the config's, in the planner).
+        let rack = || brief.as_ref()?.rack.as_deref().and_then(|r| self.cmdb.rack_uefi_loader(r));
+        let uefi_loader =
+            brief.as_ref().and_then(|b| b.uefi_loader).or_else(rack).or(subnet.and_then(|s| s.uefi_loader));
         // A machine pinned to a Windows profile starts its media's boot manager.
         let windows = brief.and_then(|b| b.boot_profile).and_then(|p| self.boot.profiles.get(&p)?.windows.clone());
         let req = DhcpBootRequest { mac: req.mac, arch: req.arch, is_ipxe: req.is_ipxe, uefi_loader, windows };

@@ -36,6 +36,7 @@ pub fn validate(spec: RackSpec, catalog: &Catalog, now: u64) -> Result<Rack, Str
         auto_provision,
         silent_after_minutes,
         machines_csv,
+        uefi_loader,
     } = spec;
     check_name(&name)?;
     if hostname_pattern.chars().count() > 63 {
@@ -70,6 +71,7 @@ pub fn validate(spec: RackSpec, catalog: &Catalog, now: u64) -> Result<Rack, Str
         os_profile: bounded("os_profile", &os_profile)?,
         auto_provision,
         silent_after_minutes,
+        uefi_loader,
         machines,
         created_at: now,
         updated_at: now,

@@ -100,6 +100,10 @@ pub struct RackSpec {
     /// switches); also `POST /racks/{name}/csv`.
     #[serde(default)]
     pub machines_csv: Option<String>,
+    /// What this rack's UEFI x64 PXE machines get first (`ipxe` or `shim`), over their subnet's
+    /// and the config's choice; a machine's own choice wins over it. Unset: not the rack's call.
+    #[serde(default)]
+    pub uefi_loader: Option<crate::config::UefiLoader>,
 }
 
 fn default_pattern() -> String {
@@ -148,6 +152,9 @@ pub struct Rack {
     pub os_profile: Option<String>,
     pub auto_provision: bool,
     pub silent_after_minutes: u32,
+    /// Its machines' UEFI loader (see [`RackSpec::uefi_loader`]).
+    #[serde(default)]
+    pub uefi_loader: Option<crate::config::UefiLoader>,
     /// The machines its CSV lists (by MAC or serial, with their slots).
     pub machines: Vec<CsvMachine>,
     /// Unix seconds.

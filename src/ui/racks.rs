@@ -87,7 +87,7 @@ fn blank() -> serde_json::Value {
 }
 
 /// The form's text fields.
-const FIELDS: [&str; 14] = [
+const FIELDS: [&str; 15] = [
     "name",
     "location",
     "remote_id",
@@ -100,6 +100,7 @@ const FIELDS: [&str; 14] = [
     "os_profile",
     "silent_after_minutes",
     "machines_csv",
+    "uefi_loader",
     "bmc_csv",
     "bmc_username",
 ];
@@ -126,6 +127,7 @@ fn spec(f: &Form) -> serde_json::Value {
         "silent_after_minutes": text("silent_after_minutes").and_then(|v| v.parse::<u32>().ok())
             .unwrap_or(crate::racks::DEFAULT_SILENT_MINUTES),
         "machines_csv": text("machines_csv"),
+        "uefi_loader": text("uefi_loader"),
     })
 }
 

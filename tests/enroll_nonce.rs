@@ -3,7 +3,8 @@
 //! fetched from that leased address, and only that nonce lets an agent take the machine over.
 //! The hostile cases: a script fetched from a foreign address, an enroll without a nonce, a
 //! replayed nonce, another machine's nonce, an expired nonce. Each is refused (409, recorded
-//! with its source) and the genuine agent keeps working.
+//! with its source) and the genuine agent keeps working. The signed GRUB's per-MAC config over
+//! TFTP follows the same rule.
 
 mod common;
 
@@ -35,6 +36,29 @@ async fn script_nonce(lab: &Lab, from: Ipv4Addr, mac: [u8; 6]) -> Option<String>
     assert!(out.starts_with("HTTP/1.0 200") || out.starts_with("HTTP/1.1 200"), "{out}");
     assert!(out.contains("rackboot.mac="), "a BootOS script: {out}");
     out.split_whitespace().find_map(|w| w.strip_prefix("rackboot.nonce=")).map(String::from)
+}
+
+/// The signed GRUB's config for `mac` (`grub/grub.cfg-<mac>`) over TFTP from source address
+/// `from`, as the shim chain fetches it; returns the nonce it carries.
+async fn grub_nonce(lab: &Lab, from: Ipv4Addr, mac: [u8; 6]) -> Option<String> {
+    let server = lab.app.as_ref().unwrap().tftp_addr.expect("TFTP runs");
+    let sock = tokio::net::UdpSocket::bind(SocketAddr::from((from, 0))).await.unwrap();
+    let mut rrq = vec![0, 1];
+    rrq.extend_from_slice(format!("grub/grub.cfg-{}\0octet\0", mac_text(mac)).as_bytes());
+    sock.send_to(&rrq, server).await.unwrap();
+    let (mut cfg, mut buf) = (Vec::new(), vec![0u8; 600]);
+    loop {
+        let (n, peer) = tokio::time::timeout(Duration::from_secs(5), sock.recv_from(&mut buf)).await.unwrap().unwrap();
+        assert_eq!(&buf[..2], [0, 3], "a DATA block: {:?}", String::from_utf8_lossy(&buf[..n]));
+        cfg.extend_from_slice(&buf[4..n]);
+        sock.send_to(&[0, 4, buf[2], buf[3]], peer).await.unwrap();
+        if n - 4 < 512 {
+            break;
+        }
+    }
+    let cfg = String::from_utf8(cfg).unwrap();
+    assert!(cfg.contains("rackboot.mac="), "a BootOS config: {cfg}");
+    cfg.split_whitespace().find_map(|w| w.strip_prefix("rackboot.nonce=")).map(|n| n.trim_matches('\'').to_string())
 }
 
 /// An agent-API client over HTTPS, trusting the lab's CA.
@@ -103,6 +127,20 @@ async fn only_the_boot_rackboot_served_to_the_machines_address_can_enroll_it() {
     let (status, renewed) = enroll(&lab, VICTIM, Some(&again)).await;
     assert_eq!((status, renewed["approved"].as_bool()), (200, Some(true)), "{renewed}");
     assert_eq!(poll(&lab, &credential).await, 401, "the old boot's credential is superseded");
+}
+
+#[tokio::test]
+async fn the_signed_grubs_config_over_tftp_carries_a_nonce_only_to_the_machines_own_address() {
+    let lab = Lab::start("").await;
+    let victim_ip = four_way(&lab, VICTIM, 7300).await.yiaddr();
+    let neighbour_ip = four_way(&lab, NEIGHBOUR, 7400).await.yiaddr();
+    // TFTP has no Host header or URL to trust: the source address is what is checked.
+    assert_eq!(grub_nonce(&lab, Ipv4Addr::LOCALHOST, VICTIM).await, None, "an address rackboot never leased");
+    assert_eq!(grub_nonce(&lab, neighbour_ip, VICTIM).await, None, "a neighbour asking for the victim's config");
+    let nonce = grub_nonce(&lab, victim_ip, VICTIM).await.expect("the machine's own boot gets a nonce");
+    assert_eq!(nonce.len(), 32, "{nonce}");
+    let (status, body) = enroll(&lab, VICTIM, Some(&nonce)).await;
+    assert_eq!((status, body["approved"].as_bool()), (200, Some(true)), "{body}");
 }
 
 #[tokio::test]

@@ -9,7 +9,7 @@ mod netns;
 
 use std::time::{Duration, Instant};
 
-use netns::{full_config, require, Net};
+use netns::{full_config, require, vm_lab, Net};
 
 const MAC: &str = "52:54:00:e6:10:01";
 
@@ -19,11 +19,7 @@ fn an_ovmf_vm_http_boots_bootos_with_no_tftp_at_all() {
     require(&["ip", "curl", "qemu-system-x86_64", "cpio", "zstd", "apt-get"]);
     let mut net = Net::new("hb");
     let data = net.path("data");
-    let assets = std::process::Command::new(concat!(env!("CARGO_MANIFEST_DIR"), "/vm-lab/assets.sh"))
-        .arg(data.join("boot"))
-        .output()
-        .unwrap();
-    assert!(assets.status.success(), "assets: {}", String::from_utf8_lossy(&assets.stderr));
+    vm_lab("assets.sh", &data.join("boot"));
     net.start_rackboot(&format!("{}\n[tftp]\nenabled = false\n", full_config(&data)));
     let port69 = net.run(&net.srv, "ss -uln 'sport = :69' | tail -n +2");
     assert!(String::from_utf8_lossy(&port69.stdout).trim().is_empty(), "nothing may listen on port 69");

@@ -13,26 +13,15 @@
 
 mod netns;
 
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use netns::libvirt::{self, Libvirt};
-use netns::{full_config, require, Net};
+use netns::{full_config, require, vm_lab, Net};
 
 struct Vm {
     name: &'static str,
     mac: &'static str,
     uefi: bool,
-}
-
-fn run_script(script: &str, arg: &std::path::Path) {
-    let out = Command::new(format!("{}/vm-lab/{script}", env!("CARGO_MANIFEST_DIR"))).arg(arg).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{script}: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
 }
 
 #[test]
@@ -41,9 +30,9 @@ fn two_vms_bios_and_uefi_are_provisioned_from_an_image_and_check_in_installed() 
     require(&["ip", "curl", "qemu-system-x86_64", "dig", "losetup", "apt-get"]);
     let mut net = Net::new("pv");
     let data = net.path("data");
-    run_script("assets.sh", &data.join("boot"));
+    vm_lab("assets.sh", &data.join("boot"));
     std::fs::create_dir_all(data.join("boot/images")).unwrap();
-    run_script("os-image.sh", &data.join("boot/images/lab.img"));
+    vm_lab("os-image.sh", &data.join("boot/images/lab.img"));
     std::fs::create_dir_all(data.join("postinstall")).unwrap();
     std::fs::copy(concat!(env!("CARGO_MANIFEST_DIR"), "/postinstall/motd.sh"), data.join("postinstall/motd.sh"))
         .unwrap();
@@ -254,7 +243,7 @@ fn a_task_boots_the_debian_installer_which_follows_its_preseed_to_the_mirror() {
     assert!(di.join("linux").exists(), "needs the debian-installer-12-netboot-amd64 package (tools/setup.sh)");
     let mut net = Net::new("di");
     let data = net.path("data");
-    run_script("assets.sh", &data.join("boot"));
+    vm_lab("assets.sh", &data.join("boot"));
     std::fs::create_dir_all(data.join("boot/d-i")).unwrap();
     for f in ["linux", "initrd.gz"] {
         std::fs::copy(di.join(f), data.join("boot/d-i").join(f)).unwrap();

@@ -14,23 +14,11 @@
 mod netns;
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use netns::{full_config, require, Net};
+use netns::{full_config, require, vm_lab, wait_for, Net};
 
 const MAC: &str = "52:54:00:e5:00:01";
-
-/// Polls `f` every half second until it returns `Some`, or panics with `what` after `secs`.
-fn wait_for<T>(secs: u64, what: impl Fn() -> String, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "{}", what());
-        std::thread::sleep(Duration::from_millis(500));
-    }
-}
 
 /// A copy of PE image `from` without its signature: the certificate table's data directory
 /// entry (PE32+ optional header, entry 4) zeroed, as `sbattach --remove` does.
@@ -53,19 +41,10 @@ fn a_secure_boot_vm_boots_bootos_through_the_signed_chain_and_unsigned_links_are
     let mut net = Net::new("sb");
     let data = net.path("data");
     let boot = data.join("boot");
-    let assets = std::process::Command::new(concat!(env!("CARGO_MANIFEST_DIR"), "/vm-lab/assets.sh"))
-        .arg(&boot)
-        .output()
-        .unwrap();
-    assert!(assets.status.success(), "assets: {}", String::from_utf8_lossy(&assets.stderr));
+    vm_lab("assets.sh", &boot);
     // The lab OS image a provisioning run writes (shim and the signed GRUB on its ESP).
     std::fs::create_dir_all(boot.join("images")).unwrap();
-    let out = std::process::Command::new(concat!(env!("CARGO_MANIFEST_DIR"), "/vm-lab/os-image.sh"))
-        .arg(boot.join("images/lab.img"))
-        .output()
-        .unwrap();
-    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
-    assert!(out.status.success(), "os-image: {}{}", text(&out.stdout), text(&out.stderr));
+    vm_lab("os-image.sh", &boot.join("images/lab.img"));
     net.start_rackboot(&format!("{}\n[boot]\nuefi_loader = \"shim\"\n", full_config(&data)));
     let dir = net.dir.path().to_path_buf();
     // Lossy: shim's error box is drawn with bytes that are not UTF-8.
@@ -223,11 +202,7 @@ fn in_proxy_mode_beside_another_dhcp_server_the_signed_chain_boots_bootos() {
     require(&["ip", "curl", "qemu-system-x86_64", "cpio", "zstd", "apt-get", "dpkg-deb", "dnsmasq"]);
     let mut net = Net::new("sp");
     let data = net.path("data");
-    let assets = std::process::Command::new(concat!(env!("CARGO_MANIFEST_DIR"), "/vm-lab/assets.sh"))
-        .arg(data.join("boot"))
-        .output()
-        .unwrap();
-    assert!(assets.status.success(), "assets: {}", String::from_utf8_lossy(&assets.stderr));
+    vm_lab("assets.sh", &data.join("boot"));
     // The VLAN's own DHCP server, on another address: addresses only, no boot file. Its next
     // server (siaddr) must be rackboot's address: Debian 12's GRUB takes its TFTP server from the
     // DHCP ACK and ignores the proxy offer (with dnsmasq's default, its own address, GRUB stopped

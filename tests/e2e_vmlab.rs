@@ -9,9 +9,8 @@
 mod netns;
 
 use std::process::Command;
-use std::time::{Duration, Instant};
 
-use netns::{full_config, require, Net};
+use netns::{full_config, require, wait_for, Net};
 
 struct Vm {
     name: &'static str,
@@ -20,18 +19,6 @@ struct Vm {
 }
 
 const DISK_BYTES: u64 = 2 << 30;
-
-/// Polls `f` every half second until it returns `Some`, or panics with `what` after `secs`.
-fn wait_for<T>(secs: u64, what: impl Fn() -> String, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "{}", what());
-        std::thread::sleep(Duration::from_millis(500));
-    }
-}
 
 #[test]
 #[ignore = "e2e: needs root, ip netns, qemu-system-x86, ipxe-qemu, ovmf, curl and bootos/build.sh"]

@@ -16,7 +16,7 @@
 
 mod netns;
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use netns::{full_config, require, sh, Net};
 
@@ -63,12 +63,8 @@ fn standin_media(net: &Net, src: &std::path::Path) -> Vec<u8> {
     standin
 }
 
-fn wait_for(secs: u64, what: &str, mut f: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    while !f() {
-        assert!(Instant::now() < deadline, "{what} within {secs} s");
-        std::thread::sleep(Duration::from_millis(500));
-    }
+fn wait_until(secs: u64, what: &str, mut f: impl FnMut() -> bool) {
+    netns::wait_for(secs, || format!("{what} within {secs} s"), || f().then_some(()))
 }
 
 #[test]
@@ -159,7 +155,7 @@ fn a_windows_profile_boots_its_media_boot_manager_and_the_share_serves_the_media
 
     // The share: read-only, byte for byte, the answer file under getmac's name.
     let smb = |cmd: &str| net.run(&cli, &format!("timeout 30 smbclient -N //198.18.0.1/rackboot -c '{cmd}'"));
-    wait_for(20, "smbd answers", || smb("ls").status.success());
+    wait_until(20, "smbd answers", || smb("ls").status.success());
     let copy = net.path("setup.copy");
     let r = smb(&format!(r"get {MEDIA}\SETUP.EXE {}", copy.display()));
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stdout));
@@ -185,7 +181,7 @@ fn a_windows_profile_boots_its_media_boot_manager_and_the_share_serves_the_media
     // The VM: DHCP named the media's boot manager, the firmware ran it, its backslash request
     // was answered from its media.
     let serial = || String::from_utf8_lossy(&std::fs::read(net.path("win.serial")).unwrap_or_default()).into_owned();
-    wait_for(400, "the stand-in boot manager printed the BCD", || serial().contains("STANDIN-BOOTMGFW done"));
+    wait_until(400, "the stand-in boot manager printed the BCD", || serial().contains("STANDIN-BOOTMGFW done"));
     eprintln!("Windows stand-in: power-on to its BCD in {} s", started.elapsed().as_secs());
     let s = serial();
     assert!(s.contains("STANDIN-BOOTMGFW running") && s.contains("STANDIN-BCD-UEFI"), "{s}");
@@ -202,7 +198,7 @@ fn a_windows_profile_boots_its_media_boot_manager_and_the_share_serves_the_media
     let conf = data.join("smb/smb.conf");
     assert!(smbd_running(&conf), "smbd runs");
     net.stop(rackboot);
-    wait_for(10, "smbd stops with rackboot", || !smbd_running(&conf));
+    wait_until(10, "smbd stops with rackboot", || !smbd_running(&conf));
 }
 
 /// Whether an smbd with config `conf` runs (read from /proc: a `pgrep -f` would find its own shell).

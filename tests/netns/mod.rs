@@ -29,6 +29,29 @@ pub fn require(tools: &[&str]) {
     }
 }
 
+/// Runs `vm-lab/<script> <arg>` (assets.sh, os-image.sh: cached after the first run).
+pub fn vm_lab(script: &str, arg: &Path) {
+    let out = Command::new(format!("{}/vm-lab/{script}", env!("CARGO_MANIFEST_DIR"))).arg(arg).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{script}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Polls `f` every half second until it gives a value; fails with `what()` after `secs`.
+pub fn wait_for<T>(secs: u64, what: impl Fn() -> String, mut f: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "{}", what());
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
 pub fn sh(cmd: &str) -> Output {
     let out = Command::new("sh").arg("-c").arg(cmd).output().expect("sh runs");
     assert!(out.status.success(), "`{cmd}` failed: {}", String::from_utf8_lossy(&out.stderr));

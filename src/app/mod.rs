@@ -104,6 +104,12 @@ pub async fn start(cfg: Config) -> anyhow::Result<Running> {
     if let Some(socket) = tftp {
         services.start("tftp", tftp::serve(socket, core.clone(), token.clone()));
     }
+    for p in core.cfg.boot.profiles.values() {
+        let Some(media) = &p.windows else { continue };
+        if !core.cfg.tftp.root.join(crate::windows::boot_file(media)).is_file() {
+            tracing::warn!(profile = %p.name, %media, "Windows media not imported: rackboot windows import {media} DIR");
+        }
+    }
     if core.cfg.windows.share {
         let (smbd, conf) = crate::windows::share::start(&core.cfg, core.addrs.server_ip)?;
         services.start("smbd", crate::windows::share::supervise(smbd, conf, token.clone()));

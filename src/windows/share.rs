@@ -193,9 +193,9 @@ async fn run_once(
         tokio::spawn(async move {
             let mut lines = BufReader::new(out).lines();
             while let Ok(Some(line)) = lines.next_line().await {
-                let line = line.trim();
+                let line: String = line.trim().chars().take(512).collect();
                 if !line.is_empty() {
-                    tracing::debug!(target: "rackboot::smbd", "{}", &line[..line.len().min(512)]);
+                    tracing::debug!(target: "rackboot::smbd", "{line}");
                 }
             }
         });

@@ -2,11 +2,13 @@
 //! exists here; a real Windows install was not run):
 //!
 //! - media: a tree shaped like an install ISO (mixed-case names, both BCDs, boot.sdi, setup.exe)
-//!   whose `boot.wim` is a real WIM made by `wimcapture`, holding WinPE's `startnet.cmd` and, as
+//!   whose `boot.wim` is a real two-image WIM made by `wimcapture` and `wimappend`, whose bootable
+//!   image holds WinPE's `startnet.cmd` and, as
 //!   `Windows/Boot/EFI/bootmgfw.efi`, a stand-in EFI program (GRUB built by grub-mkstandalone
 //!   that fetches `\Boot\BCD` over TFTP the way the boot manager does and prints it);
 //! - `rackboot windows import` (the CLI) takes the boot manager out of the WIM and puts a
-//!   `startnet.cmd` mapping the share into it (read back with wimextract);
+//!   `startnet.cmd` mapping the share and a `winpeshl.ini` running it into that image (read
+//!   back with wimextract);
 //! - a UEFI VM pinned to the Windows profile is handed the media's boot manager by DHCP, the
 //!   firmware runs it, and its backslash request is answered from that VM's media;
 //! - a second machine (a udhcpc client) fetches its boot manager and BCD with atftp, which
@@ -50,11 +52,16 @@ fn standin_media(net: &Net, src: &std::path::Path) -> Vec<u8> {
         cfg.display()
     ));
     let standin = std::fs::read(&efi).unwrap();
-    let pe = net.path("pe");
+    // Two images, as on install media: plain WinPE (1) and Setup (2, the bootable one).
+    let (pe, setup) = (net.path("pe"), net.path("pe-setup"));
     write(&pe.join("Windows/System32/startnet.cmd"), b"wpeinit\r\n");
-    write(&pe.join("Windows/Boot/EFI/bootmgfw.efi"), &standin);
+    write(&setup.join("Windows/System32/startnet.cmd"), b"wpeinit\r\n");
+    write(&setup.join("Windows/Boot/EFI/bootmgfw.efi"), &standin);
+    write(&setup.join("setup.exe"), b"MZ interactive setup");
     std::fs::create_dir_all(src.join("sources")).unwrap();
-    sh(&format!("wimcapture {} {}/sources/boot.wim WinPE --boot >/dev/null", pe.display(), src.display()));
+    let wim = src.join("sources/boot.wim");
+    sh(&format!("wimcapture {} {} WinPE >/dev/null", pe.display(), wim.display()));
+    sh(&format!("wimappend {} {} Setup --boot >/dev/null", setup.display(), wim.display()));
     write(&src.join("EFI/Microsoft/Boot/BCD"), b"STANDIN-BCD-UEFI");
     write(&src.join("Boot/BCD"), b"STANDIN-BCD-BIOS");
     write(&src.join("Boot/boot.sdi"), b"STANDIN-SDI");
@@ -100,14 +107,24 @@ fn a_windows_profile_boots_its_media_boot_manager_and_the_share_serves_the_media
         net.run(&net.srv, &format!("{bin} windows import {MEDIA} {} --config {}", src.display(), cfg.display()));
     let said = String::from_utf8_lossy(&import.stdout).into_owned();
     assert!(import.status.success(), "import: {said}{}", String::from_utf8_lossy(&import.stderr));
-    assert!(said.contains("bootmgfw.efi from boot.wim image 1"), "{said}");
+    assert!(said.contains("bootmgfw.efi from boot.wim image 2"), "{said}");
     let media = data.join("boot/windows").join(MEDIA);
     assert_eq!(std::fs::read(media.join("bootmgfw.efi")).unwrap(), standin, "the boot manager out of the WIM");
-    let startnet =
-        sh(&format!("wimextract {}/sources/boot.wim 1 /Windows/System32/startnet.cmd --to-stdout", media.display()));
-    let startnet = String::from_utf8_lossy(&startnet.stdout).into_owned();
+    let extract = |image: u32, file: &str| {
+        let wim = media.join("sources/boot.wim");
+        let out = sh(&format!("wimextract {} {image} /Windows/System32/{file} --to-stdout", wim.display()));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let startnet = extract(2, "startnet.cmd");
     assert!(startnet.contains(r"net use R: \\198.18.0.1\rackboot"), "{startnet}");
     assert!(startnet.contains(&format!(r"R:\{MEDIA}\setup.exe /unattend:R:\unattend\%MAC%.xml")), "{startnet}");
+    // WinPE's launcher runs it rather than Setup's own interactive start.
+    assert!(extract(2, "winpeshl.ini").contains(r"cmd.exe, /c %SYSTEMROOT%\System32\startnet.cmd"));
+    assert_eq!(extract(1, "startnet.cmd"), "wpeinit\r\n", "the image that does not boot is left alone");
+    // The smbd config, for an operator who shares with the host's own Samba instead.
+    let conf = net.run(&net.srv, &format!("{bin} windows smb-conf --config {}", cfg.display()));
+    let conf = String::from_utf8_lossy(&conf.stdout).into_owned();
+    assert!(conf.contains("interfaces = 198.18.0.1") && conf.contains("read only = yes"), "{conf}");
     // A second import under the same name is refused and changes nothing.
     let again =
         net.run(&net.srv, &format!("{bin} windows import {MEDIA} {} --config {}", src.display(), cfg.display()));

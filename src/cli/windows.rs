@@ -30,6 +30,11 @@ Examples:
         #[arg(long, short, value_name = "FILE")]
         config: Option<PathBuf>,
     },
+    /// Print the smbd config `[windows] share = true` runs with (for a host's own Samba).
+    SmbConf {
+        #[arg(long, short, value_name = "FILE")]
+        config: Option<PathBuf>,
+    },
     /// List the imported media.
     List {
         #[arg(long, short, value_name = "FILE")]
@@ -60,6 +65,12 @@ pub(super) fn windows(cmd: WindowsCmd) -> anyhow::Result<()> {
             for (path, sum) in &m.sha256 {
                 println!("  sha256 {sum}  {path}");
             }
+        }
+        WindowsCmd::SmbConf { config } => {
+            let cfg = Config::load(config.as_deref())?;
+            let address = rackboot::app::provisioning_address(&cfg)
+                .context("no provisioning address: set server.address or server.interface")?;
+            print!("{}", rackboot::windows::share::config(&rackboot::windows::share::spec(&cfg, address)));
         }
         WindowsCmd::List { config } => {
             let cfg = Config::load(config.as_deref())?;

@@ -194,7 +194,7 @@ fn the_windows_answer_file_is_well_formed_xml_in_the_unattend_namespace() {
     // Values are escaped for XML; names Windows would refuse are refused here.
     let odd = UnattendVars { media: "a&b<c".into(), ..vars.clone() };
     roxmltree::Document::parse(&r.unattend(&odd).unwrap()).unwrap();
-    for bad in ["", "a-name-longer-than15", "a b"] {
+    for bad in ["", "a-name-longer-than15", "a b", "1234"] {
         let v = UnattendVars { computer_name: bad.into(), ..vars.clone() };
         assert!(matches!(r.unattend(&v), Err(RenderError::Unsafe(_))), "{bad:?}");
     }

@@ -37,9 +37,11 @@ impl Renderer {
     /// here rather than a Setup that stops half-way.
     pub fn unattend(&self, vars: &UnattendVars) -> Result<String, RenderError> {
         let name = &vars.computer_name;
-        if name.is_empty() || name.len() > MAX_COMPUTER_NAME || !crate::cmdb::model::valid_hostname(name) {
+        let digits_only = name.bytes().all(|b| b.is_ascii_digit());
+        if name.is_empty() || name.len() > MAX_COMPUTER_NAME || !crate::cmdb::model::valid_hostname(name) || digits_only
+        {
             return Err(RenderError::Unsafe(format!(
-                "computer name {name}: Windows takes 1-{MAX_COMPUTER_NAME} letters, digits and '-'"
+                "computer name {name}: Windows takes 1-{MAX_COMPUTER_NAME} letters, digits and '-', not digits only"
             )));
         }
         Ok(self.env.get_template("windows/unattend.xml")?.render(val(vars))?)

@@ -4,13 +4,12 @@
 
 use std::net::Ipv4Addr;
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
-use super::{valid_media_name, BOOTMGR, DIR};
+use super::{valid_media_name, wim, BOOTMGR, DIR};
 
 /// The manifest written beside the media.
 pub const MANIFEST: &str = "rackboot-media.json";
@@ -18,8 +17,6 @@ pub const MANIFEST: &str = "rackboot-media.json";
 pub const BCDS: [&str; 2] = ["efi/microsoft/boot/bcd", "boot/bcd"];
 const SDI: &str = "boot/boot.sdi";
 const WIM: &str = "sources/boot.wim";
-/// Where WinPE keeps its boot manager, inside `boot.wim`.
-const WIM_BOOTMGR: &str = "/Windows/Boot/EFI/bootmgfw.efi";
 /// Most files one media may hold (an install ISO has about 1,000).
 const MAX_FILES: usize = 100_000;
 
@@ -59,10 +56,18 @@ pub fn import(root: &Path, name: &str, from: &Path, opts: &ImportOptions) -> any
     );
     let base = root.join(DIR);
     let dest = base.join(name);
-    anyhow::ensure!(opts.replace || !dest.exists(), "media {name} is imported already (--replace replaces it)");
     std::fs::create_dir_all(&base).with_context(|| format!("creating {}", base.display()))?;
+    // One import of a name at a time; what an import killed half-way left is swept under it.
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(base.join(format!(".{name}.lock")))?;
+    let _lock = nix::fcntl::Flock::lock(lock, nix::fcntl::FlockArg::LockExclusiveNonblock)
+        .map_err(|(_, e)| anyhow::anyhow!("another import of {name} is running ({e})"))?;
+    sweep(&base, name);
+    anyhow::ensure!(opts.replace || !dest.exists(), "media {name} is imported already (--replace replaces it)");
     let tmp = base.join(format!(".import-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&tmp);
     let built = build(&tmp, name, from, opts);
     let manifest = match built {
         Ok(m) => m,
@@ -97,10 +102,10 @@ fn build(tmp: &Path, name: &str, from: &Path, opts: &ImportOptions) -> anyhow::R
         .into_iter()
         .find(|p| tmp.join(p).is_file())
         .with_context(|| format!("the media has no BCD ({})", BCDS.join(" or ")))?;
-    let bootmgr_from = place_bootmgr(tmp)?;
+    let bootmgr_from = wim::place_bootmgr(tmp, &tmp.join(WIM))?;
     let startnet = match opts.share_address {
-        Some(addr) if have("wimupdate") => {
-            inject_startnet(&tmp.join(WIM), &startnet_cmd(addr, name))?;
+        Some(addr) if wim::have("wimupdate") => {
+            wim::inject_startup(&tmp.join(WIM), &wim::startnet_cmd(addr, name))?;
             true
         }
         _ => false,
@@ -149,81 +154,18 @@ fn copy_lowercased(from: &Path, to: &Path, files: &mut usize, bytes: &mut u64) -
     Ok(())
 }
 
-/// Puts the boot manager at the media's top: the one already there, else WinPE's own from
-/// `boot.wim`, else the media's removable-boot copy (`efi/boot/bootx64.efi`, also bootmgfw).
-fn place_bootmgr(tmp: &Path) -> anyhow::Result<String> {
-    let target = tmp.join(BOOTMGR);
-    if target.is_file() {
-        return Ok("the media's top".into());
-    }
-    if have("wimextract") {
-        let index = boot_index(&tmp.join(WIM)).unwrap_or(1).to_string();
-        let out = Command::new("wimextract")
-            .arg(tmp.join(WIM))
-            .args([index.as_str(), WIM_BOOTMGR, "--no-acls", "--dest-dir"])
-            .arg(tmp)
-            .output()
-            .context("running wimextract")?;
-        if out.status.success() && target.is_file() {
-            return Ok(format!("boot.wim image {index}"));
+/// Removes the half-built and set-aside copies of `name` earlier imports left (killed ones).
+fn sweep(base: &Path, name: &str) {
+    let Ok(dir) = std::fs::read_dir(base) else { return };
+    let prefixes = [format!(".import-{name}-"), format!(".replaced-{name}-")];
+    for e in dir.flatten() {
+        let file = e.file_name();
+        let Some(file) = file.to_str() else { continue };
+        let rest = prefixes.iter().find_map(|p| file.strip_prefix(p.as_str()));
+        if rest.is_some_and(|pid| pid.bytes().all(|b| b.is_ascii_digit())) {
+            let _ = std::fs::remove_dir_all(e.path());
         }
     }
-    let removable = tmp.join("efi/boot/bootx64.efi");
-    anyhow::ensure!(
-        removable.is_file(),
-        "the media has no {BOOTMGR}: not at its top, not in boot.wim ({WIM_BOOTMGR}), no efi/boot/bootx64.efi"
-    );
-    std::fs::copy(&removable, &target)?;
-    Ok("efi/boot/bootx64.efi".into())
-}
-
-/// The WIM's bootable image (`Boot Index` in `wiminfo`), when it names one.
-fn boot_index(wim: &Path) -> Option<u32> {
-    let out = Command::new("wiminfo").arg(wim).arg("--header").output().ok()?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    let line = text.lines().find(|l| l.trim_start().starts_with("Boot Index"))?;
-    line.split_whitespace().last()?.parse().ok().filter(|&n| n > 0)
-}
-
-/// WinPE's start-up script: networking up, the share mapped, Setup run with this machine's
-/// answer file (by the MAC `getmac` reports, as the share names them).
-pub fn startnet_cmd(addr: Ipv4Addr, name: &str) -> String {
-    format!(
-        "@echo off\r\n\
-         rem rackboot: put here by `rackboot windows import {name}`.\r\n\
-         wpeinit\r\n\
-         net use R: \\\\{addr}\\rackboot\r\n\
-         for /f \"tokens=1 delims=,\" %%m in ('getmac /nh /fo csv') do (set MAC=%%~m& goto mapped)\r\n\
-         :mapped\r\n\
-         R:\\{name}\\setup.exe /unattend:R:\\unattend\\%MAC%.xml\r\n"
-    )
-}
-
-fn inject_startnet(wim: &Path, script: &str) -> anyhow::Result<()> {
-    let index = boot_index(wim).unwrap_or(1).to_string();
-    let dir = tempfile_dir(wim)?;
-    let file = dir.join("startnet.cmd");
-    std::fs::write(&file, script)?;
-    let cmd = format!("add '{}' /Windows/System32/startnet.cmd", file.display());
-    let out = Command::new("wimupdate").arg(wim).arg(&index).arg(format!("--command={cmd}")).output();
-    let _ = std::fs::remove_dir_all(&dir);
-    let out = out.context("running wimupdate")?;
-    anyhow::ensure!(
-        out.status.success(),
-        "wimupdate could not add startnet.cmd to boot.wim: {}",
-        String::from_utf8_lossy(&out.stderr).trim()
-    );
-    Ok(())
-}
-
-fn tempfile_dir(beside: &Path) -> anyhow::Result<PathBuf> {
-    let dir = beside.with_extension(format!("startnet-{}", std::process::id()));
-    std::fs::create_dir_all(&dir)?;
-    Ok(dir)
-}
-
-fn have(tool: &str) -> bool {
-    std::env::var_os("PATH").is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join(tool).is_file()))
 }
 
 /// The media imported so far, by their manifests.
@@ -231,6 +173,7 @@ pub fn list(root: &Path) -> Vec<Manifest> {
     let Ok(dir) = std::fs::read_dir(root.join(DIR)) else { return Vec::new() };
     let mut out: Vec<Manifest> = dir
         .flatten()
+        .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
         .filter_map(|e| std::fs::read(e.path().join(MANIFEST)).ok())
         .filter_map(|b| serde_json::from_slice(&b).ok())
         .collect();

@@ -21,9 +21,11 @@ fn media(dir: &Path) {
 
 const PLAIN: ImportOptions = ImportOptions { replace: false, share_address: None };
 
+/// Hidden directories left in the media directory (the per-name lock files are expected).
 fn leftovers(root: &Path) -> Vec<String> {
     let Ok(dir) = std::fs::read_dir(root.join(DIR)) else { return Vec::new() };
-    dir.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).filter(|n| n.starts_with('.')).collect()
+    let names = dir.flatten().map(|e| e.file_name().to_string_lossy().into_owned());
+    names.filter(|n| n.starts_with('.') && !n.ends_with(".lock")).collect()
 }
 
 #[test]
@@ -104,11 +106,36 @@ fn backslash_paths_map_into_the_clients_media_and_stay_confined() {
 }
 
 #[test]
+fn a_killed_import_is_swept_by_the_next_and_a_running_one_is_not_raced() {
+    let (src, root) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    media(src.path());
+    let base = root.path().join(DIR);
+    for stale in [".import-w-4242", ".replaced-w-4243"] {
+        std::fs::create_dir_all(base.join(stale).join("sources")).unwrap();
+    }
+    std::fs::create_dir_all(base.join(".import-other-1")).unwrap();
+    import(root.path(), "w", src.path(), &PLAIN).unwrap();
+    assert!(!base.join(".import-w-4242").exists() && !base.join(".replaced-w-4243").exists());
+    assert!(base.join(".import-other-1").exists(), "another name's import is not this one's to sweep");
+    assert_eq!(list(root.path()).len(), 1, "hidden directories are not media");
+    // An import of the same name while one holds the lock is refused at once.
+    let lock = std::fs::OpenOptions::new().write(true).open(base.join(".w.lock")).unwrap();
+    let _held = nix::fcntl::Flock::lock(lock, nix::fcntl::FlockArg::LockExclusiveNonblock).unwrap();
+    let opts = ImportOptions { replace: true, share_address: None };
+    let err = import(root.path(), "w", src.path(), &opts).unwrap_err().to_string();
+    assert!(err.contains("another import of w is running"), "{err}");
+}
+
+#[test]
 fn startnet_maps_the_share_and_runs_setup_with_the_machines_answer_file() {
+    use crate::windows::wim::{startnet_cmd, WINPESHL_INI};
     let s = startnet_cmd("198.18.0.1".parse().unwrap(), "w2022");
     assert!(s.contains("\r\nwpeinit\r\n"), "{s}");
     assert!(s.contains(r"net use R: \\198.18.0.1\rackboot"), "{s}");
+    // Every MAC getmac lists is tried: the first with an answer file is this machine's.
+    assert!(s.contains(r"if exist R:\unattend\%%~m.xml (set MAC=%%~m& goto mapped)"), "{s}");
     assert!(s.contains(r"R:\w2022\setup.exe /unattend:R:\unattend\%MAC%.xml"), "{s}");
+    assert!(WINPESHL_INI.starts_with("[LaunchApps]\r\n") && WINPESHL_INI.contains("startnet.cmd"));
     // getmac's dashes are the answer files' names on the share.
     assert_eq!(
         crate::windows::unattend::share_path("52:54:00:ab:cd:ef".parse().unwrap()),

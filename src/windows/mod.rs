@@ -20,6 +20,7 @@ pub mod media;
 pub mod share;
 pub mod tftp;
 pub mod unattend;
+pub mod wim;
 
 /// The directory under the TFTP root holding every imported media (also the share's root).
 pub const DIR: &str = "windows";

@@ -91,18 +91,23 @@ pub fn prepare(spec: &ShareSpec) -> anyhow::Result<PathBuf> {
     Ok(conf)
 }
 
+/// The share of `cfg` on `address`.
+pub fn spec(cfg: &crate::config::Config, address: Ipv4Addr) -> ShareSpec {
+    ShareSpec {
+        path: cfg.tftp.root.join(super::DIR),
+        address,
+        allow: cfg.dhcp.subnets.iter().map(|s| s.net).collect(),
+        state: cfg.data_dir.join("smb"),
+    }
+}
+
 /// Checks `[windows]` and writes smbd's config for it: the smbd binary and the config's path.
 pub fn start(cfg: &crate::config::Config, address: Option<Ipv4Addr>) -> anyhow::Result<(PathBuf, PathBuf)> {
     let address =
         address.context("windows.share needs the provisioning address (server.address or server.interface)")?;
     let smbd = cfg.windows.smbd.clone();
     anyhow::ensure!(smbd.is_file(), "windows.share: {} not found (apt-get install samba)", smbd.display());
-    let spec = ShareSpec {
-        path: cfg.tftp.root.join(super::DIR),
-        address,
-        allow: cfg.dhcp.subnets.iter().map(|s| s.net).collect(),
-        state: cfg.data_dir.join("smb"),
-    };
+    let spec = spec(cfg, address);
     let conf = prepare(&spec)?;
     reachable_by_guests(&spec.path)?;
     Ok((smbd, conf))
@@ -149,12 +154,17 @@ pub async fn supervise(smbd: PathBuf, conf: PathBuf, shutdown: CancellationToken
     let mut backoff = Duration::from_secs(1);
     loop {
         let started = Instant::now();
-        let status = run_once(&smbd, &conf, &shutdown).await?;
+        // A failure to start or watch smbd is retried like an exit: the share must not take
+        // DHCP, TFTP and HTTP down with it.
+        let status = run_once(&smbd, &conf, &shutdown).await;
         if shutdown.is_cancelled() {
             return Ok(());
         }
         backoff = if started.elapsed() > Duration::from_secs(60) { Duration::from_secs(1) } else { backoff };
-        tracing::warn!(?status, retry_in = ?backoff, "smbd exited; restarting it");
+        match status {
+            Ok(status) => tracing::warn!(?status, retry_in = ?backoff, "smbd exited; restarting it"),
+            Err(error) => tracing::warn!(%error, retry_in = ?backoff, "smbd could not be run; trying again"),
+        }
         tokio::select! {
             _ = shutdown.cancelled() => return Ok(()),
             _ = tokio::time::sleep(backoff) => {}
@@ -191,12 +201,14 @@ async fn run_once(
     .flatten()
     {
         tokio::spawn(async move {
-            let mut lines = BufReader::new(out).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
-                let line: String = line.trim().chars().take(512).collect();
+            let (mut reader, mut buf) = (BufReader::new(out), Vec::new());
+            // Bytes, not lines of text: one line that is not UTF-8 must not end the logging.
+            while reader.read_until(b'\n', &mut buf).await.is_ok_and(|n| n > 0) {
+                let line: String = String::from_utf8_lossy(&buf).trim().chars().take(512).collect();
                 if !line.is_empty() {
-                    tracing::debug!(target: "rackboot::smbd", "{line}");
+                    tracing::info!(target: "rackboot::smbd", "{line}");
                 }
+                buf.clear();
             }
         });
     }

@@ -35,9 +35,17 @@ pub async fn write(root: &Path, renderer: &Renderer, vars: &UnattendVars) -> any
     let rel = share_path(mac);
     let (dir, file) = (root.join(DIR).join(UNATTEND_DIR), root.join(DIR).join(&rel));
     tokio::task::spawn_blocking(move || -> std::io::Result<()> {
+        use std::os::unix::fs::PermissionsExt;
+        // Each fetch of the boot manager renders it again; the same text is not rewritten.
+        if std::fs::read(&file).is_ok_and(|old| old == xml.as_bytes()) {
+            return Ok(());
+        }
         std::fs::create_dir_all(&dir)?;
+        // Readable by the share's guest account whatever the service's umask.
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755))?;
         let tmp = file.with_extension("xml.tmp");
         std::fs::write(&tmp, xml)?;
+        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o644))?;
         std::fs::rename(&tmp, &file)
     })
     .await??;

@@ -14,7 +14,7 @@
 //! - a second machine (a udhcpc client) fetches its boot manager and BCD with atftp, which
 //!   renders its answer file onto the share; smbclient reads the share byte for byte, finds the
 //!   answer file by the name WinPE's getmac gives, and cannot write;
-//! - stopping rackboot stops smbd.
+//! - smbd killed is started again, and stopping rackboot stops smbd.
 
 mod netns;
 
@@ -211,19 +211,30 @@ fn a_windows_profile_boots_its_media_boot_manager_and_the_share_serves_the_media
         .any(|e| e["kind"] == "boot.script" && e["detail"]["unattend"] == "unattend/52-54-00-e7-00-01.xml"));
     assert!(data.join("boot/windows/unattend/52-54-00-e7-00-01.xml").is_file());
 
-    // smbd goes with rackboot.
+    // smbd killed is started again; smbd goes with rackboot.
     let conf = data.join("smb/smb.conf");
-    assert!(smbd_running(&conf), "smbd runs");
+    let first = smbd_pids(&conf);
+    assert!(!first.is_empty(), "smbd runs");
+    sh(&format!("kill -9 {}", first.iter().map(u32::to_string).collect::<Vec<_>>().join(" ")));
+    wait_until(20, "a new smbd after the old one was killed", || {
+        let now = smbd_pids(&conf);
+        !now.is_empty() && now.iter().all(|p| !first.contains(p))
+    });
+    wait_until(20, "the restarted smbd serves the share", || smb("ls").status.success());
     net.stop(rackboot);
-    wait_until(10, "smbd stops with rackboot", || !smbd_running(&conf));
+    wait_until(10, "smbd stops with rackboot", || smbd_pids(&conf).is_empty());
 }
 
-/// Whether an smbd with config `conf` runs (read from /proc: a `pgrep -f` would find its own shell).
-fn smbd_running(conf: &std::path::Path) -> bool {
+/// The smbd processes with config `conf` (from /proc: a `pgrep -f` would find its own shell).
+fn smbd_pids(conf: &std::path::Path) -> Vec<u32> {
     let conf = conf.as_os_str().as_encoded_bytes();
-    std::fs::read_dir("/proc").unwrap().flatten().any(|p| {
-        let cmdline = std::fs::read(p.path().join("cmdline")).unwrap_or_default();
-        let mut args = cmdline.split(|b| *b == 0);
-        args.next().is_some_and(|a| a.ends_with(b"smbd")) && args.any(|a| a == conf)
-    })
+    let procs = std::fs::read_dir("/proc").unwrap().flatten();
+    procs
+        .filter(|p| {
+            let cmdline = std::fs::read(p.path().join("cmdline")).unwrap_or_default();
+            let mut args = cmdline.split(|b| *b == 0);
+            args.next().is_some_and(|a| a.ends_with(b"smbd")) && args.any(|a| a == conf)
+        })
+        .filter_map(|p| p.file_name().to_str()?.parse().ok())
+        .collect()
 }

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The main job: rackboot provisioning a lab network of qemu VMs that PXE-boot from it.
 #
-#   vm-lab/run.sh [--bios N]   (as root) [--uefi N] [--clients N] [--no-provision] [--baseline] [--keep]
-#                 [--libvirt] [--release]
+#   vm-lab/run.sh [--bios N]   (as root) [--uefi N] [--secure-boot N] [--clients N] [--no-provision]
+#                 [--baseline] [--keep] [--libvirt] [--release]
 #
 # rackboot is built in the dev profile unless --release is given (bench/ measures release builds),
 # while BootOS's packages and the lab OS image are fetched in the background.
@@ -15,7 +15,9 @@
 # the API before power-on (ports swp1-N -> U1-UN, hostnames r1-uNN, addresses 198.18.1.11 up),
 # so each VM is placed, named and addressed by the port it is plugged into, and its BootOS
 # agent's LLDP neighbour confirms the placement. N SeaBIOS and N OVMF (UEFI) VMs (qemu -accel
-# tcg; KVM hangs on these machines; 512 MiB, a 2 GiB disk) with qemu's iPXE option ROM. Each VM goes
+# tcg; KVM hangs on these machines; 512 MiB, a 2 GiB disk) with qemu's iPXE option ROM, and N
+# OVMF VMs with Secure Boot enforcing (--secure-boot; Microsoft's keys enrolled, no option ROM)
+# whose machines are set to the signed chain (shim, Debian's signed GRUB) before they boot. Each VM goes
 # DHCP -> iPXE script -> BootOS kernel + initrd (bootos/build.sh) -> the agent enrolls and sends
 # its inventory; the run then has each agent run `uname -a` as a job and provisions every VM
 # from the lab OS image (vm-lab/os-image.sh) with a task: image deploy, identity, reboot from disk, the installed agent checking in, a post-install
@@ -34,22 +36,24 @@
 # Everything is torn down on exit, also on failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-BIOS=1 UEFI=1 CLIENTS=0 KEEP=0 PROVISION=1 BASELINE=0 LIBVIRT=0 PROFILE=debug
+BIOS=1 UEFI=1 SECURE=0 CLIENTS=0 KEEP=0 PROVISION=1 BASELINE=0 LIBVIRT=0 PROFILE=debug
 while [ $# -gt 0 ]; do
   case "$1" in
     --bios) BIOS=$2; shift 2 ;;
     --uefi) UEFI=$2; shift 2 ;;
+    --secure-boot) SECURE=$2; shift 2 ;;
     --clients) CLIENTS=$2; shift 2 ;;
     --keep) KEEP=1; shift ;;
     --no-provision) PROVISION=0; shift ;;
     --baseline) BASELINE=1; shift ;;
     --libvirt) LIBVIRT=1; shift ;;
     --release) PROFILE=release; shift ;;
-    *) echo "usage: $0 [--bios N] [--uefi N] [--clients N] [--no-provision] [--baseline] [--keep] [--libvirt] [--release]"; exit 2 ;;
+    *) echo "usage: $0 [--bios N] [--uefi N] [--secure-boot N] [--clients N] [--no-provision] [--baseline] [--keep] [--libvirt] [--release]"; exit 2 ;;
   esac
 done
 export PATH="/usr/local/sbin:/usr/sbin:/sbin:$PATH"
 [ "$(id -u)" = 0 ] || { echo "run.sh: run as root (network namespaces, tap devices)"; exit 1; }
+[ $LIBVIRT = 1 ] && [ "$SECURE" != 0 ] && { echo "run.sh: --secure-boot VMs are plain qemu: drop --libvirt"; exit 2; }
 [ $LIBVIRT = 1 ] && [ $PROVISION = 0 ] && { echo "run.sh: --libvirt powers the VMs on through a task: drop --no-provision"; exit 2; }
 echo "== setup (tools/setup.sh --lab: the lab's Debian packages; skipped when present)"
 if [ $LIBVIRT = 1 ]; then source tools/setup.sh --lab --libvirt; else source tools/setup.sh --lab; fi
@@ -147,12 +151,20 @@ add_port() { # port (a tap, unless it is there: a libvirt VM's veth)
   ip -n $SW addr add 198.18.1.1/32 dev "$1"
   PORTS+=("$1")
 }
-start_vm() { # name mac uefi port
-  local name=$1 mac=$2 uefi=$3 port=$4 fw=()
+start_vm() { # name mac uefi port (uefi: 0 SeaBIOS, 1 OVMF, 2 OVMF with Secure Boot enforcing)
+  local name=$1 mac=$2 uefi=$3 port=$4 fw=() rom=""
   if [ "$uefi" = 1 ]; then
     cp /usr/share/OVMF/OVMF_VARS_4M.fd "$RUN/$name.vars.fd"
     fw=(-machine q35 -drive "if=pflash,format=raw,readonly=on,file=/usr/share/OVMF/OVMF_CODE_4M.fd"
         -drive "if=pflash,format=raw,file=$RUN/$name.vars.fd")
+  elif [ "$uefi" = 2 ]; then
+    # SMM and the secure-boot build, Microsoft's keys enrolled; no option ROM (qemu's iPXE ROM
+    # is unsigned and would take PXE over): the firmware's own PXE loads shim.
+    cp /usr/share/OVMF/OVMF_VARS_4M.ms.fd "$RUN/$name.vars.fd"
+    fw=(-machine q35,smm=on -global driver=cfi.pflash01,property=secure,value=on
+        -drive "if=pflash,format=raw,readonly=on,file=/usr/share/OVMF/OVMF_CODE_4M.secboot.fd"
+        -drive "if=pflash,format=raw,file=$RUN/$name.vars.fd")
+    rom=",romfile="
   fi
   truncate -s 2G "$RUN/$name.disk"
   # Spare disks for the plugins: vdb and vdc (RAID1 members), vdd (the lab vendor's setting).
@@ -160,10 +172,10 @@ start_vm() { # name mac uefi port
   local spare=() smbios=()
   for d in b c d; do spare+=(-drive "file=$RUN/$name.$d.disk,if=virtio,format=raw"); done
   # The SeaBIOS VMs say they are made by "rackboot-lab": the lab-vendor plugin fits them only.
-  [ "$uefi" = 1 ] || smbios=(-smbios "type=1,manufacturer=rackboot-lab,product=lab-vm")
+  [ "$uefi" = 0 ] && smbios=(-smbios "type=1,manufacturer=rackboot-lab,product=lab-vm")
   ip netns exec $SW qemu-system-x86_64 -accel tcg -smp "${VM_CPUS:-1}" -m 512 -display none -boot n "${fw[@]}" "${smbios[@]}" \
     -serial "file:$RUN/$name.serial" -netdev "tap,id=n0,ifname=$port,script=no,downscript=no" \
-    -device "virtio-net-pci,netdev=n0,mac=$mac" -drive "file=$RUN/$name.disk,if=virtio,format=raw" \
+    -device "virtio-net-pci,netdev=n0,mac=$mac$rom" -drive "file=$RUN/$name.disk,if=virtio,format=raw" \
     "${spare[@]}" > "$RUN/$name.qemu.log" 2>&1 &
   VMS+=("$name $mac"); PIDS+=($!)
 }
@@ -171,6 +183,7 @@ declare -a PLAN=()
 n=0
 for i in $(seq 1 "$BIOS"); do n=$((n+1)); PLAN+=("bios$i $(printf '52:54:00:1a:c0:%02x' $n) 0 swp$n"); done
 for i in $(seq 1 "$UEFI"); do n=$((n+1)); PLAN+=("uefi$i $(printf '52:54:00:1a:c0:%02x' $n) 1 swp$n"); done
+for i in $(seq 1 "$SECURE"); do n=$((n+1)); PLAN+=("sb$i $(printf '52:54:00:1a:c0:%02x' $n) 2 swp$n"); done
 if [ $LIBVIRT = 1 ]; then
   echo "== libvirt: the VMs as domains, powered off (vm-lab/libvirt.sh; disks in /var/lib/libvirt/images)"
   echo rblab- > "$RUN/libvirt.prefix"; mkdir -p "$RUN/libvirt"; mv "$RUN/libvirt.prefix" "$RUN/libvirt/prefix"
@@ -217,7 +230,15 @@ if [ $LIBVIRT = 1 ]; then
     VMS+=("$name $mac")
   done
 else
-  for p in "${PLAN[@]}"; do start_vm $p; done
+  for p in "${PLAN[@]}"; do
+    read -r name mac uefi port <<< "$p"
+    if [ "$uefi" = 2 ]; then # the signed chain for this machine, before it first boots
+      rb machines add "$mac" >/dev/null
+      ip netns exec $LAB curl -sf -X PATCH --cacert "$RUN/data/tls/ca.pem" -H "authorization: Bearer $(cat "$RUN/data/admin.token")" \
+        -H 'content-type: application/json' -d '{"uefi_loader": "shim"}' "https://198.18.0.1/api/v1/machines/$mac" >/dev/null
+    fi
+    start_vm $p
+  done
   echo "== powered on ${#VMS[@]} VM(s); waiting for BootOS and its agent (TCG: about 7-10 s each)"
 fi
 start=$(date +%s%3N)
@@ -238,6 +259,7 @@ for k in "${!PIDS[@]}"; do
       "$(echo "$(at "$mac" dhcp.ack) / 1000" | bc -l)" "$(echo "$(at "$mac" agent.enrolled) / 1000" | bc -l)" \
       "$(echo "$(at "$mac" agent.inventory) / 1000" | bc -l)"
     api "/machines/$mac" | jq -r '.inventory | "    \(.dmi.vendor) \(.dmi.model), \(.cpu.threads) CPU(s) \(.cpu.model), \(.memory_bytes / 1048576) MiB, disks: \([.disks[] | "\(.name) \(.size_bytes / 1073741824) GiB"] | join(", ")), NICs: \([.nics[] | "\(.name) \(.mac) \(.driver)"] | join(", "))"'
+    api "/machines/$mac" | jq -r '"    firmware: \(if .inventory.firmware.uefi then "UEFI" else "BIOS" end), Secure Boot \(.inventory.firmware.secure_boot | if . == true then "on" elif . == false then "off" else "unknown" end), booted through \(.uefi_loader // "the default loader")"'
     # Where it is plugged in: placed by option 82, confirmed by its agent's LLDP neighbour.
     for _ in $(seq 30); do
       [ "$(api "/machines/$mac/events?limit=1000" | jq '[.events[] | select(.kind == "rack.confirmed")] | length')" -gt 0 ] && break

@@ -181,7 +181,7 @@ async fn preview(
     let hostname = machine.as_ref().and_then(|m| m.hostname.clone());
     if name == "unattend" {
         let profiles = super::profiles::all_profiles(&s).await?;
-        let pinned = machine.as_ref().and_then(|m| profiles.get(m.boot_profile.as_ref()?)?.windows.clone());
+        let pinned = crate::windows::pinned_media(&profiles, machine.as_ref().and_then(|m| m.boot_profile.as_deref()));
         // The share's address is the one firmware reaches the appliance at.
         let host = boot.http_base.trim_start_matches("http://").split([':', '/']).next().unwrap_or("");
         let media = pinned.as_deref().unwrap_or("sample");

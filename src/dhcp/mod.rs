@@ -60,7 +60,7 @@ impl DhcpService {
         let uefi_loader =
             brief.as_ref().and_then(|b| b.uefi_loader).or_else(rack).or(subnet.and_then(|s| s.uefi_loader));
         // A machine pinned to a Windows profile starts its media's boot manager.
-        let windows = brief.and_then(|b| b.boot_profile).and_then(|p| self.boot.profiles.get(&p)?.windows.clone());
+        let windows = crate::windows::pinned_media(&self.boot.profiles, brief.and_then(|b| b.boot_profile).as_deref());
         let req = DhcpBootRequest { mac: req.mac, arch: req.arch, is_ipxe: req.is_ipxe, uefi_loader, windows };
         planner::plan_dhcp(&req, &ctx)
     }

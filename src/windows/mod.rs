@@ -34,6 +34,15 @@ pub fn valid_media_name(name: &str) -> bool {
     crate::cmdb::model::valid_hostname(name) && name != UNATTEND_DIR
 }
 
+/// The media a machine pinned to profile `pinned` boots, when that is a Windows profile (DHCP,
+/// TFTP and the answer file's preview all ask this).
+pub fn pinned_media(
+    profiles: &std::collections::BTreeMap<String, crate::config::Profile>,
+    pinned: Option<&str>,
+) -> Option<String> {
+    profiles.get(pinned?)?.windows.clone()
+}
+
 /// The file a UEFI x64 PXE client booting `media` is handed first, relative to the TFTP root.
 pub fn boot_file(media: &str) -> String {
     format!("{DIR}/{media}/{BOOTMGR}")

@@ -36,7 +36,7 @@ pub fn files(core: &Core) -> Generate {
             };
             let brief = mac.and_then(|m| cmdb.brief_by_mac(m));
             let profile = brief.as_ref().and_then(|b| b.boot_profile.clone());
-            let media = profile.as_ref().and_then(|p| cfg.boot.profiles.get(p)?.windows.clone());
+            let media = super::pinned_media(&cfg.boot.profiles, profile.as_deref());
             let Some(asked) = bootmgr else {
                 return Ok(Made::File(media::tftp_path(&cfg.tftp.root, media.as_deref(), &name)));
             };

@@ -99,7 +99,11 @@ async fn forged_requests_cannot_lock_a_real_client_out() {
             }
         })
     };
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // Until the flood has filled the slots (waited for, not timed: a loaded machine sends slower).
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while sent.load(std::sync::atomic::Ordering::Relaxed) < 64 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     let before = sent.load(std::sync::atomic::Ordering::Relaxed);
     let got = fetch(Ipv4Addr::new(127, 0, 0, 201), server, "ipxe.efi").await.expect("served during the flood");
     assert!(got == file);

@@ -76,7 +76,7 @@ async fn pxe_clients_get_boot_files_by_arch_and_ipxe_gets_its_script() {
     // Non-PXE clients get no boot file.
     let plain = lab.exchange(&msg(MessageType::Discover, [0x52, 0x54, 0, 0, 2, 11], 302)).await.unwrap();
     assert!(plain.fname().is_none_or(|f| f.is_empty()));
-    // The OFFER path records without waiting for the commit; it lands within one batch.
+    // An OFFER whose REQUEST does not come is written on its own once its hold has passed.
     let m = eventually(|| lab.api.ok(Method::GET, "/machines/52:54:00:00:02:01", None)).await;
     lab.app.as_ref().unwrap().cmdb.flush().await.unwrap();
     assert_eq!(m["last_arch"], "uefi-x64");
@@ -230,6 +230,13 @@ async fn malformed_burst_is_dropped_counted_and_server_keeps_answering() {
         lab.exchange(&msg(MessageType::Discover, [0x52, 0x54, 0, 0, 6, 1], 701)).await.is_some(),
         "still answering"
     );
+    // The good DISCOVER's OFFER is written once its hold for a REQUEST has passed.
+    eventually(|| async {
+        let (_, list) = lab.api.call(Method::GET, "/machines", None).await?;
+        anyhow::ensure!(list["total"] == 1, "{list}");
+        Ok(())
+    })
+    .await;
     lab.app.as_ref().unwrap().cmdb.flush().await.unwrap();
     let (_, list) = lab.api.call(Method::GET, "/machines", None).await.unwrap();
     assert_eq!(list["total"], 1, "nothing was written for the bad packets");

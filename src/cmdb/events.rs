@@ -205,11 +205,31 @@ pub(super) fn push_event(
     kind: EventKind,
     detail: serde_json::Value,
 ) -> Result<(), CmdbError> {
+    push_event_at(ctx, machine_id, kind, detail, now_ms())
+}
+
+/// An event written later than it happened (DHCP holds an OFFER until its REQUEST, to write
+/// both in one job), with the time it happened.
+#[derive(Debug, Clone)]
+pub struct Noted {
+    pub kind: EventKind,
+    pub detail: serde_json::Value,
+    pub at_ms: u64,
+}
+
+/// [`push_event`] for an event that happened at `at_ms`.
+pub(super) fn push_event_at(
+    ctx: &mut WriteCtx<'_>,
+    machine_id: u64,
+    kind: EventKind,
+    detail: serde_json::Value,
+    at_ms: u64,
+) -> Result<(), CmdbError> {
     let detail = super::fold::fold(ctx, machine_id, &kind, detail)?;
     let seq = *ctx.next_event_seq;
     *ctx.next_event_seq += 1;
     let state = state_of(ctx, machine_id);
-    let e = Event { seq, machine_id, at_ms: now_ms(), kind, detail, state };
+    let e = Event { seq, machine_id, at_ms, kind, detail, state };
     ctx.t.events.insert((machine_id, seq), encode(&e).as_slice())?;
     ctx.t.event_log.insert(seq, machine_id)?;
     ctx.published.push(e);

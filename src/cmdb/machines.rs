@@ -3,12 +3,12 @@
 use redb::ReadableTable;
 use serde_json::json;
 
-use super::events::{push_event, state_of, EventKind};
+use super::events::{push_event, push_event_at, state_of, EventKind, Noted};
 use super::index::{Brief, Delta, LeaseBrief};
 use super::model::{valid_hostname, Lease, Machine, MachinePatch, MachineState, NewMachine, Sighting};
 use super::store::{self, decode, encode, MACHINES};
 use super::writer::WriteCtx;
-use super::{now_secs, Cmdb, CmdbError};
+use super::{now_ms, now_secs, Cmdb, CmdbError};
 use crate::mac::Mac;
 
 /// Which machines a listing wants, and where its page starts.
@@ -215,6 +215,7 @@ pub(super) fn put_lease(ctx: &mut WriteCtx<'_>, lease: &Lease) -> Result<(), Cmd
 pub(super) fn observe(
     ctx: &mut WriteCtx<'_>,
     s: &Sighting,
+    earlier: Vec<Noted>,
     events: Vec<(EventKind, serde_json::Value)>,
     growth: &super::Growth,
 ) -> Result<(), CmdbError> {
@@ -248,7 +249,11 @@ pub(super) fn observe(
         put_machine(ctx, &m)?;
     }
     if existing.is_none() {
-        push_event(ctx, m.id, EventKind::MachineDiscovered, json!({"mac": mac, "arch": s.arch}))?;
+        let at = earlier.first().map_or_else(now_ms, |n| n.at_ms);
+        push_event_at(ctx, m.id, EventKind::MachineDiscovered, json!({"mac": mac, "arch": s.arch}), at)?;
+    }
+    for n in earlier {
+        push_event_at(ctx, m.id, n.kind, n.detail, n.at_ms)?;
     }
     for (kind, detail) in events {
         push_event(ctx, m.id, kind, detail)?;

@@ -69,6 +69,8 @@ pub struct Leases {
     pub reclaimed: u64,
     /// How many clients one switch port or relay may have holding pool addresses.
     pub limits: super::limits::Limits,
+    /// OFFERs waiting to be written with their ACK.
+    pub held: super::held::HeldOffers,
 }
 
 impl Leases {
@@ -82,6 +84,7 @@ impl Leases {
             offers: HashMap::new(),
             reclaimed: 0,
             limits: super::limits::Limits::default(),
+            held: Default::default(),
         }
     }
 

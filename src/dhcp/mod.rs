@@ -1,6 +1,7 @@
 //! The DHCP server: full mode (leases from pools and reservations, RFC 2131) and proxy mode (PXE
 //! boot options only, ports 67 and 4011). Mechanics only: the boot file comes from the planner.
 
+mod held;
 mod leases;
 mod limits;
 mod options;
@@ -20,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn};
 
 use crate::cmdb::EventKind;
-use crate::cmdb::{model::SCHEMA_VERSION, now_secs, Cmdb, Lease, LeaseState, Sighting};
+use crate::cmdb::{model::SCHEMA_VERSION, now_ms, now_secs, Cmdb, Lease, LeaseState, Sighting};
 use crate::config::{BootFiles, DhcpConfig, DhcpMode, Subnet};
 use crate::metrics::{Metrics, TypeLabel};
 use crate::planner::{self, BootContext, DhcpBoot, DhcpBootRequest};
@@ -127,6 +128,7 @@ pub async fn run(
     let mut buf = vec![0u8; 2048];
     let mut pxe_buf = vec![0u8; 2048];
     let mut tick = tokio::time::interval(Duration::from_secs(5));
+    let mut held_tick = tokio::time::interval(held::HOLD / 4);
     tracing::info!(mode = ?svc.cfg.mode, server_ip = %svc.server_ip, "dhcp serving");
     loop {
         tokio::select! {
@@ -134,6 +136,11 @@ pub async fn run(
             _ = tick.tick() => {
                 svc.metrics.leases_in_use.set(leases.active(now_secs()) as i64);
                 leases.limits.prune(now_secs());
+            }
+            _ = held_tick.tick() => {
+                for h in leases.held.due(std::time::Instant::now()) {
+                    write_held(&svc, h);
+                }
             }
             r = socket.recv_from(&mut buf) => {
                 let Some((n, from)) = received(r).await else { continue };
@@ -157,8 +164,24 @@ pub async fn run(
             }
         }
     }
+    for h in leases.held.drain() {
+        write_held(&svc, h);
+    }
     svc.cmdb.flush().await?;
     Ok(())
+}
+
+/// Writes an OFFER that was held for its REQUEST on its own.
+fn write_held(svc: &DhcpService, h: held::Held) {
+    svc.cmdb.record_after(h.sighting, vec![h.event], Vec::new());
+}
+
+/// Writes the OFFER held for `mac`, if any, before another event of that client is queued, so
+/// its timeline stays in the order things happened.
+fn flush_held(svc: &DhcpService, leases: &mut Leases, mac: crate::mac::Mac) {
+    if let Some(h) = leases.held.take(mac) {
+        write_held(svc, h);
+    }
 }
 
 /// A datagram received, or `None` after a receive error: ICMP errors from earlier sends and
@@ -280,10 +303,14 @@ fn handle_full(svc: &DhcpService, leases: &mut Leases, socket: &Arc<UdpSocket>, 
                 options::lease_reply(svc, &req, MessageType::Offer, ip, subnet, hostname.as_deref(), boot.as_ref());
             send(svc, socket, &req, reply, MessageType::Offer);
             let detail = json!({"ip": ip, "arch": req.arch.map(|a| a.name()), "boot_file": boot.map(|b| b.filename)});
-            svc.cmdb.record(svc.sighting(&req), vec![(EventKind::DhcpOffer, detail)]);
+            // Held for the REQUEST, to be written with the ACK (see `held`).
+            if let Some(now_due) = leases.held.hold(req.mac, svc.sighting(&req), detail, now_ms()) {
+                write_held(svc, now_due);
+            }
         }
         MessageType::Request => request::request(svc, leases, socket, req, subnet, reserved, &for_other, hostname),
         MessageType::Release => {
+            flush_held(svc, leases, req.mac);
             let ip = req.msg.ciaddr();
             leases.limits.release(&Source::of(&req), req.mac);
             if leases.release(req.mac, ip) {
@@ -292,6 +319,7 @@ fn handle_full(svc: &DhcpService, leases: &mut Leases, socket: &Arc<UdpSocket>, 
             }
         }
         MessageType::Decline => {
+            flush_held(svc, leases, req.mac);
             let Some(ip) = req.requested_ip else { return };
             let until = now + u64::from(subnet.lease_secs);
             leases.limits.release(&Source::of(&req), req.mac);
@@ -302,6 +330,7 @@ fn handle_full(svc: &DhcpService, leases: &mut Leases, socket: &Arc<UdpSocket>, 
             }
         }
         MessageType::Inform => {
+            flush_held(svc, leases, req.mac);
             let boot = svc.boot_for(&req, Some(subnet));
             let reply = options::inform_reply(svc, &req, subnet, boot.as_ref());
             send(svc, socket, &req, reply, MessageType::Ack);

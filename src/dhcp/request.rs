@@ -12,7 +12,7 @@ use tracing::{debug, warn};
 use super::leases::Leases;
 use super::limits::Source;
 use super::packet::{self, Request};
-use super::{admitted, lease_record, options, send, DhcpService};
+use super::{admitted, flush_held, lease_record, options, send, DhcpService};
 use crate::cmdb::{now_secs, EventKind, LeaseState};
 use crate::config::Subnet;
 
@@ -33,6 +33,7 @@ pub(super) fn request(
     let ip = match (req.server_id, req.requested_ip) {
         (Some(sid), _) if sid != svc.server_ip => {
             leases.withdraw_offer(req.mac);
+            flush_held(svc, leases, req.mac);
             return;
         }
         (Some(_), Some(ip)) => ip,
@@ -63,9 +64,12 @@ pub(super) fn request(
             let lease = lease_record(ip, &req, hostname.clone(), expires, LeaseState::Active);
             let detail = json!({"ip": ip, "lease_secs": subnet.lease_secs, "hostname": hostname, "boot_file": boot.map(|b| b.filename)});
             let (svc, socket, sighting) = (svc.clone(), socket.clone(), svc.sighting(&req));
+            // The OFFER held for this REQUEST is written in the same job (see `held`).
+            let offered = leases.held.take(req.mac).map(|h| h.event).into_iter().collect();
+            let ack = vec![(EventKind::DhcpAck, detail)];
             // The ACK goes out only once its lease is durable (group-committed with others). The
             // write is queued here, in packet order; only the wait for it runs on its own.
-            let committed = match svc.cmdb.queue_lease(lease, sighting, vec![(EventKind::DhcpAck, detail)]) {
+            let committed = match svc.cmdb.queue_lease_after(lease, sighting, offered, ack) {
                 Ok(c) => c,
                 Err(error) => {
                     svc.metrics.dhcp_drop("store_busy");
@@ -88,6 +92,7 @@ pub(super) fn request(
             reply.opts_mut().insert(dhcproto::v4::DhcpOption::Message(refusal.to_string()));
             send(svc, socket, &req, reply, MessageType::Nak);
             debug!(mac = %req.mac, %ip, %refusal, "nak");
+            flush_held(svc, leases, req.mac);
             svc.cmdb.record(
                 svc.sighting(&req),
                 vec![(EventKind::DhcpNak, json!({"ip": ip, "reason": refusal.to_string()}))],

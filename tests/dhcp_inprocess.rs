@@ -133,6 +133,26 @@ async fn a_rack_chooses_the_loader_of_its_machines_and_a_machines_own_choice_win
 }
 
 #[tokio::test]
+async fn a_new_machine_a_rack_lists_is_placed_by_its_offer_before_its_request() {
+    let lab = Lab::start("").await;
+    let rack = json!({"name": "r8", "machines_csv": "52:54:00:00:02:51,r8-u01,,1", "uefi_loader": "shim"});
+    lab.api.ok(Method::POST, "/racks", Some(rack)).await.unwrap();
+    // Never seen before: its OFFER's sighting places it. With racks defined that sighting is
+    // written at once (not held for the REQUEST), so the REQUEST finds the machine in its slot.
+    let mac = [0x52, 0x54, 0, 0, 2, 0x51];
+    let offer = lab.exchange(&pxe(msg(MessageType::Discover, mac, 370), 7)).await.unwrap();
+    lab.app.as_ref().unwrap().cmdb.flush().await.unwrap();
+    let m = lab.api.ok(Method::GET, "/machines/52:54:00:00:02:51", None).await.unwrap();
+    assert_eq!((m["rack"].as_str(), m["hostname"].as_str()), (Some("r8"), Some("r8-u01")), "{m}");
+    let ack = lab.exchange(&pxe(request_for(&offer, mac, 371), 7)).await.unwrap();
+    assert_eq!(ack.opts().get(OptionCode::Hostname), Some(&DhcpOption::Hostname("r8-u01".into())));
+    assert_eq!(fname(&ack), "shimx64.efi", "the rack's loader on the first ACK");
+    let ev = lab.api.ok(Method::GET, "/machines/52:54:00:00:02:51/events", None).await.unwrap();
+    let kinds: Vec<&str> = ev["events"].as_array().unwrap().iter().map(|e| e["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["machine.discovered", "dhcp.offer", "rack.placed", "dhcp.ack"]);
+}
+
+#[tokio::test]
 async fn reservation_wins_and_hostname_is_sent() {
     let lab = Lab::start("").await;
     lab.api

@@ -205,27 +205,28 @@ pub(super) fn push_event(
     kind: EventKind,
     detail: serde_json::Value,
 ) -> Result<(), CmdbError> {
-    push_event_at(ctx, machine_id, kind, detail, now_ms())
+    let detail = super::fold::fold(ctx, machine_id, &kind, detail)?;
+    append_event(ctx, machine_id, kind, detail, now_ms())
 }
 
-/// An event written later than it happened (DHCP holds an OFFER until its REQUEST, to write
-/// both in one job), with the time it happened.
+/// An event noted before the one it is written with (DHCP holds an OFFER until its REQUEST, to
+/// write both in one job). Like every event it is stamped when written, so times follow sequence
+/// numbers and `since` readers miss nothing.
 #[derive(Debug, Clone)]
 pub struct Noted {
     pub kind: EventKind,
     pub detail: serde_json::Value,
-    pub at_ms: u64,
 }
 
-/// [`push_event`] for an event that happened at `at_ms`.
-pub(super) fn push_event_at(
+/// [`push_event`] without folding: for a machine this job created, which has no earlier events
+/// to fold into (folding's look-back would read and decode what was just written).
+pub(super) fn append_event(
     ctx: &mut WriteCtx<'_>,
     machine_id: u64,
     kind: EventKind,
     detail: serde_json::Value,
     at_ms: u64,
 ) -> Result<(), CmdbError> {
-    let detail = super::fold::fold(ctx, machine_id, &kind, detail)?;
     let seq = *ctx.next_event_seq;
     *ctx.next_event_seq += 1;
     let state = state_of(ctx, machine_id);

@@ -3,7 +3,7 @@
 use redb::ReadableTable;
 use serde_json::json;
 
-use super::events::{push_event, push_event_at, state_of, EventKind, Noted};
+use super::events::{append_event, push_event, state_of, EventKind, Noted};
 use super::index::{Brief, Delta, LeaseBrief};
 use super::model::{valid_hostname, Lease, Machine, MachinePatch, MachineState, NewMachine, Sighting};
 use super::store::{self, decode, encode, MACHINES};
@@ -249,11 +249,18 @@ pub(super) fn observe(
         put_machine(ctx, &m)?;
     }
     if existing.is_none() {
-        let at = earlier.first().map_or_else(now_ms, |n| n.at_ms);
-        push_event_at(ctx, m.id, EventKind::MachineDiscovered, json!({"mac": mac, "arch": s.arch}), at)?;
+        // A machine new in this job has no earlier events for these to fold into.
+        append_event(ctx, m.id, EventKind::MachineDiscovered, json!({"mac": mac, "arch": s.arch}), now_ms())?;
+        for n in earlier {
+            append_event(ctx, m.id, n.kind, n.detail, now_ms())?;
+        }
+        for (kind, detail) in events {
+            append_event(ctx, m.id, kind, detail, now_ms())?;
+        }
+        return Ok(());
     }
     for n in earlier {
-        push_event_at(ctx, m.id, n.kind, n.detail, n.at_ms)?;
+        push_event(ctx, m.id, n.kind, n.detail)?;
     }
     for (kind, detail) in events {
         push_event(ctx, m.id, kind, detail)?;

@@ -162,6 +162,11 @@ impl Cmdb {
         racks.iter().find(|r| r.name == name)?.uefi_loader
     }
 
+    /// Whether any rack is defined (a sighting may place a machine), from memory.
+    pub fn has_racks(&self) -> bool {
+        !self.inner.racks.read().expect("rack cache lock").is_empty()
+    }
+
     /// Every rack, by name.
     pub async fn racks(&self) -> Result<Vec<Rack>, CmdbError> {
         self.read(|rtx| scan(&rtx.open_table(RACKS)?)).await

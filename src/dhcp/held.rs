@@ -1,10 +1,14 @@
 //! OFFERs held until their REQUEST. Most clients answer an OFFER within milliseconds, so the
 //! OFFER's sighting and timeline event wait in memory and are written in the same job as the
-//! ACK's lease: one machine lookup, one job and one commit per exchange instead of two. An OFFER
-//! whose REQUEST does not come (the client took another server's offer, or gave up) is written on
-//! its own after [`HOLD`], with the time it happened; so is one displaced by a newer OFFER to the
-//! same MAC, or one that finds the table full. Nothing is lost at shutdown: [`HeldOffers::drain`]
-//! hands back everything still held.
+//! ACK's lease: one machine lookup and one writer job per exchange instead of two. An OFFER whose
+//! REQUEST does not come (the client took another server's offer, or gave up) is written on its
+//! own once [`HOLD`] has passed (the DHCP loop looks every quarter of it); so is one displaced by
+//! a newer OFFER to the same MAC, or one that finds the table full. Nothing is lost at shutdown:
+//! [`HeldOffers::drain`] hands back everything still held.
+//!
+//! Only OFFERs whose sighting cannot change where the machine stands are held: with racks defined,
+//! a new machine's first sighting may place it in a slot (hostname, address, the rack's UEFI
+//! loader), and its REQUEST must find it placed, so that OFFER is written at once as before.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -37,8 +41,8 @@ pub struct HeldOffers {
 impl HeldOffers {
     /// Holds an OFFER made to `mac`. Returns what must be written now instead: the OFFER it
     /// displaced (an earlier one to the same MAC), or this one when the table is full.
-    pub fn hold(&mut self, mac: Mac, sighting: Sighting, detail: serde_json::Value, at_ms: u64) -> Option<Held> {
-        let held = Held { sighting, event: Noted { kind: EventKind::DhcpOffer, detail, at_ms }, since: Instant::now() };
+    pub fn hold(&mut self, mac: Mac, sighting: Sighting, detail: serde_json::Value) -> Option<Held> {
+        let held = Held { sighting, event: Noted { kind: EventKind::DhcpOffer, detail }, since: Instant::now() };
         if self.held.len() >= CAP && !self.held.contains_key(&mac) {
             return Some(held);
         }
@@ -61,15 +65,20 @@ impl HeldOffers {
             }
             keep
         });
-        out.sort_by_key(|h| h.event.at_ms);
+        out.sort_by_key(|h| h.since);
         out
     }
 
     /// Everything held, taken (at shutdown), oldest first.
     pub fn drain(&mut self) -> Vec<Held> {
         let mut out: Vec<Held> = self.held.drain().map(|(_, h)| h).collect();
-        out.sort_by_key(|h| h.event.at_ms);
+        out.sort_by_key(|h| h.since);
         out
+    }
+
+    /// Puts back an OFFER taken for an ACK that could not be queued, to be written on its own.
+    pub fn put_back(&mut self, mac: Mac, held: Held) {
+        self.held.entry(mac).or_insert(held);
     }
 
     pub fn len(&self) -> usize {
@@ -93,18 +102,21 @@ mod tests {
     #[test]
     fn an_offer_waits_for_its_request_and_is_taken_once() {
         let mut h = HeldOffers::default();
-        assert!(h.hold(mac(1), sighting(1), json!({"ip": "198.18.0.10"}), 100).is_none());
+        assert!(h.hold(mac(1), sighting(1), json!({"ip": "198.18.0.10"})).is_none());
         let taken = h.take(mac(1)).expect("held");
-        assert_eq!((taken.event.kind, taken.event.at_ms), (EventKind::DhcpOffer, 100));
+        assert_eq!(taken.event.kind, EventKind::DhcpOffer);
         assert_eq!(taken.event.detail["ip"], "198.18.0.10");
         assert!(h.take(mac(1)).is_none());
+        // An ACK that could not be queued puts it back, to be written on its own.
+        h.put_back(mac(1), taken);
+        assert_eq!(h.due(Instant::now() + HOLD).len(), 1);
     }
 
     #[test]
     fn a_second_offer_to_the_same_mac_hands_back_the_first() {
         let mut h = HeldOffers::default();
-        h.hold(mac(1), sighting(1), json!({"n": 1}), 100);
-        let displaced = h.hold(mac(1), sighting(1), json!({"n": 2}), 200).expect("the first offer");
+        h.hold(mac(1), sighting(1), json!({"n": 1}));
+        let displaced = h.hold(mac(1), sighting(1), json!({"n": 2})).expect("the first offer");
         assert_eq!(displaced.event.detail["n"], 1);
         assert_eq!(h.take(mac(1)).unwrap().event.detail["n"], 2);
     }
@@ -112,12 +124,12 @@ mod tests {
     #[test]
     fn offers_without_a_request_fall_due_after_the_hold_oldest_first() {
         let mut h = HeldOffers::default();
-        h.hold(mac(2), sighting(2), json!({}), 200);
-        h.hold(mac(1), sighting(1), json!({}), 100);
+        h.hold(mac(2), sighting(2), json!({}));
+        std::thread::sleep(Duration::from_millis(2));
+        h.hold(mac(1), sighting(1), json!({}));
         assert!(h.due(Instant::now()).is_empty(), "nothing is due before the hold has passed");
         let due = h.due(Instant::now() + HOLD);
-        assert_eq!(due.iter().map(|d| d.event.at_ms).collect::<Vec<_>>(), [100, 200]);
-        assert_eq!(due[0].sighting.mac, Some(mac(1)));
+        assert_eq!(due.iter().map(|d| d.sighting.mac).collect::<Vec<_>>(), [Some(mac(2)), Some(mac(1))]);
         assert_eq!(h.len(), 0);
     }
 
@@ -126,11 +138,11 @@ mod tests {
         let mut h = HeldOffers::default();
         for i in 0..CAP {
             let m = Mac([2, 0, 0, (i >> 16) as u8, (i >> 8) as u8, i as u8]);
-            assert!(h.hold(m, Sighting { mac: Some(m), ..Default::default() }, json!({}), 1).is_none());
+            assert!(h.hold(m, Sighting { mac: Some(m), ..Default::default() }, json!({})).is_none());
         }
         let over = Mac([2, 9, 9, 9, 9, 9]);
-        let back = h.hold(over, Sighting { mac: Some(over), ..Default::default() }, json!({}), 2);
-        assert_eq!(back.expect("written at once").event.at_ms, 2);
+        let back = h.hold(over, Sighting { mac: Some(over), ..Default::default() }, json!({"over": true}));
+        assert_eq!(back.expect("written at once").event.detail["over"], true);
         assert_eq!(h.len(), CAP);
         assert_eq!(h.drain().len(), CAP);
         assert_eq!(h.len(), 0);

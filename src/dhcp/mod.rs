@@ -21,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn};
 
 use crate::cmdb::EventKind;
-use crate::cmdb::{model::SCHEMA_VERSION, now_ms, now_secs, Cmdb, Lease, LeaseState, Sighting};
+use crate::cmdb::{model::SCHEMA_VERSION, now_secs, Cmdb, Lease, LeaseState, Sighting};
 use crate::config::{BootFiles, DhcpConfig, DhcpMode, Subnet};
 use crate::metrics::{Metrics, TypeLabel};
 use crate::planner::{self, BootContext, DhcpBoot, DhcpBootRequest};
@@ -303,9 +303,16 @@ fn handle_full(svc: &DhcpService, leases: &mut Leases, socket: &Arc<UdpSocket>, 
                 options::lease_reply(svc, &req, MessageType::Offer, ip, subnet, hostname.as_deref(), boot.as_ref());
             send(svc, socket, &req, reply, MessageType::Offer);
             let detail = json!({"ip": ip, "arch": req.arch.map(|a| a.name()), "boot_file": boot.map(|b| b.filename)});
-            // Held for the REQUEST, to be written with the ACK (see `held`).
-            if let Some(now_due) = leases.held.hold(req.mac, svc.sighting(&req), detail, now_ms()) {
-                write_held(svc, now_due);
+            // Held for the REQUEST, to be written with the ACK, unless this sighting may place a
+            // new machine in a rack, which its REQUEST must find done (see `held`).
+            let placed_already = brief.as_ref().is_some_and(|b| b.rack.is_some());
+            if placed_already || !svc.cmdb.has_racks() {
+                if let Some(now_due) = leases.held.hold(req.mac, svc.sighting(&req), detail) {
+                    write_held(svc, now_due);
+                }
+            } else {
+                flush_held(svc, leases, req.mac);
+                svc.cmdb.record(svc.sighting(&req), vec![(EventKind::DhcpOffer, detail)]);
             }
         }
         MessageType::Request => request::request(svc, leases, socket, req, subnet, reserved, &for_other, hostname),

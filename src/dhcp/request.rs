@@ -65,13 +65,17 @@ pub(super) fn request(
             let detail = json!({"ip": ip, "lease_secs": subnet.lease_secs, "hostname": hostname, "boot_file": boot.map(|b| b.filename)});
             let (svc, socket, sighting) = (svc.clone(), socket.clone(), svc.sighting(&req));
             // The OFFER held for this REQUEST is written in the same job (see `held`).
-            let offered = leases.held.take(req.mac).map(|h| h.event).into_iter().collect();
+            let held = leases.held.take(req.mac);
+            let offered = held.as_ref().map(|h| h.event.clone()).into_iter().collect();
             let ack = vec![(EventKind::DhcpAck, detail)];
             // The ACK goes out only once its lease is durable (group-committed with others). The
             // write is queued here, in packet order; only the wait for it runs on its own.
             let committed = match svc.cmdb.queue_lease_after(lease, sighting, offered, ack) {
                 Ok(c) => c,
                 Err(error) => {
+                    if let Some(h) = held {
+                        leases.held.put_back(req.mac, h);
+                    }
                     svc.metrics.dhcp_drop("store_busy");
                     warn!(mac = %req.mac, %ip, %error, "lease not queued; ack withheld");
                     return;

@@ -206,16 +206,7 @@ pub(super) fn push_event(
     detail: serde_json::Value,
 ) -> Result<(), CmdbError> {
     let detail = super::fold::fold(ctx, machine_id, &kind, detail)?;
-    append_event(ctx, machine_id, kind, detail, now_ms())
-}
-
-/// An event noted before the one it is written with (DHCP holds an OFFER until its REQUEST, to
-/// write both in one job). Like every event it is stamped when written, so times follow sequence
-/// numbers and `since` readers miss nothing.
-#[derive(Debug, Clone)]
-pub struct Noted {
-    pub kind: EventKind,
-    pub detail: serde_json::Value,
+    append_event(ctx, machine_id, kind, detail)
 }
 
 /// [`push_event`] without folding: for a machine this job created, which has no earlier events
@@ -225,12 +216,11 @@ pub(super) fn append_event(
     machine_id: u64,
     kind: EventKind,
     detail: serde_json::Value,
-    at_ms: u64,
 ) -> Result<(), CmdbError> {
     let seq = *ctx.next_event_seq;
     *ctx.next_event_seq += 1;
     let state = state_of(ctx, machine_id);
-    let e = Event { seq, machine_id, at_ms, kind, detail, state };
+    let e = Event { seq, machine_id, at_ms: now_ms(), kind, detail, state };
     ctx.t.events.insert((machine_id, seq), encode(&e).as_slice())?;
     ctx.t.event_log.insert(seq, machine_id)?;
     ctx.published.push(e);

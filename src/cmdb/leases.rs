@@ -5,7 +5,7 @@ use std::net::Ipv4Addr;
 
 use tokio::sync::oneshot;
 
-use super::events::{EventKind, Noted};
+use super::events::EventKind;
 use super::model::Lease;
 use super::writer::Job;
 use super::{machines, racks, store, Cmdb, CmdbError, Sighting};
@@ -58,18 +58,6 @@ impl Cmdb {
         sighting: Sighting,
         events: Vec<(EventKind, serde_json::Value)>,
     ) -> Result<impl std::future::Future<Output = Result<(), CmdbError>> + Send + 'static, CmdbError> {
-        self.queue_lease_after(lease, sighting, Vec::new(), events)
-    }
-
-    /// [`Cmdb::queue_lease`] with events that happened earlier written first, in the same job
-    /// (the OFFER DHCP held until this ACK).
-    pub fn queue_lease_after(
-        &self,
-        lease: Lease,
-        sighting: Sighting,
-        earlier: Vec<Noted>,
-        events: Vec<(EventKind, serde_json::Value)>,
-    ) -> Result<impl std::future::Future<Output = Result<(), CmdbError>> + Send + 'static, CmdbError> {
         if let Some(refused) = self.inner.storage.refusal() {
             return Err(refused);
         }
@@ -78,7 +66,7 @@ impl Cmdb {
         let job: Job = Box::new(move |ctx| {
             // observe can fail on a bad record; put_lease only on storage errors, which fail the
             // whole batch anyway. In this order a refused ACK never leaves a committed lease.
-            let out = machines::observe(ctx, &sighting, earlier, events, &growth)
+            let out = machines::observe(ctx, &sighting, events, &growth)
                 .and_then(|()| racks::place_sighted(ctx, &cache, &sighting))
                 .and_then(|()| machines::put_lease(ctx, &lease));
             Box::new(move |committed: Result<(), CmdbError>| {
@@ -110,15 +98,9 @@ impl Cmdb {
 
     /// Records a sighting and timeline events without waiting.
     pub fn record(&self, sighting: Sighting, events: Vec<(EventKind, serde_json::Value)>) {
-        self.record_after(sighting, Vec::new(), events);
-    }
-
-    /// [`Cmdb::record`] with events that happened earlier written first (a held OFFER whose
-    /// REQUEST never came).
-    pub fn record_after(&self, sighting: Sighting, earlier: Vec<Noted>, events: Vec<(EventKind, serde_json::Value)>) {
         let (growth, cache) = (self.inner.growth.clone(), self.inner.racks.clone());
         self.write_detached(move |ctx| {
-            machines::observe(ctx, &sighting, earlier, events, &growth)?;
+            machines::observe(ctx, &sighting, events, &growth)?;
             racks::place_sighted(ctx, &cache, &sighting)
         });
     }

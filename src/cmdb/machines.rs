@@ -3,12 +3,12 @@
 use redb::ReadableTable;
 use serde_json::json;
 
-use super::events::{append_event, push_event, state_of, EventKind, Noted};
+use super::events::{append_event, push_event, state_of, EventKind};
 use super::index::{Brief, Delta, LeaseBrief};
 use super::model::{valid_hostname, Lease, Machine, MachinePatch, MachineState, NewMachine, Sighting};
 use super::store::{self, decode, encode, MACHINES};
 use super::writer::WriteCtx;
-use super::{now_ms, now_secs, Cmdb, CmdbError};
+use super::{now_secs, Cmdb, CmdbError};
 use crate::mac::Mac;
 
 /// Which machines a listing wants, and where its page starts.
@@ -215,7 +215,6 @@ pub(super) fn put_lease(ctx: &mut WriteCtx<'_>, lease: &Lease) -> Result<(), Cmd
 pub(super) fn observe(
     ctx: &mut WriteCtx<'_>,
     s: &Sighting,
-    earlier: Vec<Noted>,
     events: Vec<(EventKind, serde_json::Value)>,
     growth: &super::Growth,
 ) -> Result<(), CmdbError> {
@@ -248,22 +247,17 @@ pub(super) fn observe(
     {
         put_machine(ctx, &m)?;
     }
-    if existing.is_none() {
-        // A machine new in this job has no earlier events for these to fold into.
-        append_event(ctx, m.id, EventKind::MachineDiscovered, json!({"mac": mac, "arch": s.arch}), now_ms())?;
-        for n in earlier {
-            append_event(ctx, m.id, n.kind, n.detail, now_ms())?;
-        }
-        for (kind, detail) in events {
-            append_event(ctx, m.id, kind, detail, now_ms())?;
-        }
-        return Ok(());
-    }
-    for n in earlier {
-        push_event(ctx, m.id, n.kind, n.detail)?;
+    // A machine new in this job has no earlier events for these to fold into.
+    let fresh = existing.is_none();
+    if fresh {
+        append_event(ctx, m.id, EventKind::MachineDiscovered, json!({"mac": mac, "arch": s.arch}))?;
     }
     for (kind, detail) in events {
-        push_event(ctx, m.id, kind, detail)?;
+        if fresh {
+            append_event(ctx, m.id, kind, detail)?;
+        } else {
+            push_event(ctx, m.id, kind, detail)?;
+        }
     }
     Ok(())
 }

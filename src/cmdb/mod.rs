@@ -39,7 +39,7 @@ use tokio::sync::oneshot;
 
 pub use agents::{Admission, EnrollOutcome, Enrolled};
 pub use audit::{AuditEntry, AuditFilter, Outcome};
-pub use events::{EventFilter, EventKind, Noted, EVENTS_KEPT_PER_MACHINE};
+pub use events::{EventFilter, EventKind, EVENTS_KEPT_PER_MACHINE};
 pub use index::{Brief, DnsHosts};
 pub use jobs::{JobFilter, StoredChunk};
 pub use machines::{MachineFilter, MachinePage};

@@ -13,7 +13,7 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use crate::cmdb::{EventKind, Noted, Sighting};
+use crate::cmdb::{EventKind, Sighting};
 use crate::mac::Mac;
 
 /// How long an OFFER waits for its REQUEST before it is written on its own. Short, so a client
@@ -24,12 +24,19 @@ pub const HOLD: Duration = Duration::from_millis(500);
 /// MACs costs no more memory than this).
 pub const CAP: usize = 16_384;
 
-/// An OFFER not yet written: what the packet showed, and the event with its time.
+/// An OFFER not yet written: what the packet showed, and its event's detail.
 #[derive(Debug)]
 pub struct Held {
     pub sighting: Sighting,
-    pub event: Noted,
+    pub detail: serde_json::Value,
     since: Instant,
+}
+
+impl Held {
+    /// The sighting and the OFFER's timeline event, to be written.
+    pub fn into_record(self) -> (Sighting, (EventKind, serde_json::Value)) {
+        (self.sighting, (EventKind::DhcpOffer, self.detail))
+    }
 }
 
 /// The OFFERs waiting for their REQUEST, by client MAC.
@@ -42,7 +49,7 @@ impl HeldOffers {
     /// Holds an OFFER made to `mac`. Returns what must be written now instead: the OFFER it
     /// displaced (an earlier one to the same MAC), or this one when the table is full.
     pub fn hold(&mut self, mac: Mac, sighting: Sighting, detail: serde_json::Value) -> Option<Held> {
-        let held = Held { sighting, event: Noted { kind: EventKind::DhcpOffer, detail }, since: Instant::now() };
+        let held = Held { sighting, detail, since: Instant::now() };
         if self.held.len() >= CAP && !self.held.contains_key(&mac) {
             return Some(held);
         }
@@ -57,14 +64,8 @@ impl HeldOffers {
 
     /// The OFFERs held for at least [`HOLD`] as of `now`, taken.
     pub fn due(&mut self, now: Instant) -> Vec<Held> {
-        let mut out = Vec::new();
-        self.held.retain(|_, h| {
-            let keep = now.duration_since(h.since) < HOLD;
-            if !keep {
-                out.push(Held { sighting: std::mem::take(&mut h.sighting), event: h.event.clone(), since: h.since });
-            }
-            keep
-        });
+        let mut out: Vec<Held> =
+            self.held.extract_if(|_, h| now.duration_since(h.since) >= HOLD).map(|(_, h)| h).collect();
         out.sort_by_key(|h| h.since);
         out
     }
@@ -104,8 +105,7 @@ mod tests {
         let mut h = HeldOffers::default();
         assert!(h.hold(mac(1), sighting(1), json!({"ip": "198.18.0.10"})).is_none());
         let taken = h.take(mac(1)).expect("held");
-        assert_eq!(taken.event.kind, EventKind::DhcpOffer);
-        assert_eq!(taken.event.detail["ip"], "198.18.0.10");
+        assert_eq!(taken.detail["ip"], "198.18.0.10");
         assert!(h.take(mac(1)).is_none());
         // An ACK that could not be queued puts it back, to be written on its own.
         h.put_back(mac(1), taken);
@@ -117,8 +117,8 @@ mod tests {
         let mut h = HeldOffers::default();
         h.hold(mac(1), sighting(1), json!({"n": 1}));
         let displaced = h.hold(mac(1), sighting(1), json!({"n": 2})).expect("the first offer");
-        assert_eq!(displaced.event.detail["n"], 1);
-        assert_eq!(h.take(mac(1)).unwrap().event.detail["n"], 2);
+        assert_eq!(displaced.detail["n"], 1);
+        assert_eq!(h.take(mac(1)).unwrap().detail["n"], 2);
     }
 
     #[test]
@@ -142,7 +142,7 @@ mod tests {
         }
         let over = Mac([2, 9, 9, 9, 9, 9]);
         let back = h.hold(over, Sighting { mac: Some(over), ..Default::default() }, json!({"over": true}));
-        assert_eq!(back.expect("written at once").event.detail["over"], true);
+        assert_eq!(back.expect("written at once").detail["over"], true);
         assert_eq!(h.len(), CAP);
         assert_eq!(h.drain().len(), CAP);
         assert_eq!(h.len(), 0);

@@ -173,7 +173,8 @@ pub async fn run(
 
 /// Writes an OFFER that was held for its REQUEST on its own.
 fn write_held(svc: &DhcpService, h: held::Held) {
-    svc.cmdb.record_after(h.sighting, vec![h.event], Vec::new());
+    let (sighting, offer) = h.into_record();
+    svc.cmdb.record(sighting, vec![offer]);
 }
 
 /// Writes the OFFER held for `mac`, if any, before another event of that client is queued, so

@@ -66,11 +66,11 @@ pub(super) fn request(
             let (svc, socket, sighting) = (svc.clone(), socket.clone(), svc.sighting(&req));
             // The OFFER held for this REQUEST is written in the same job (see `held`).
             let held = leases.held.take(req.mac);
-            let offered = held.as_ref().map(|h| h.event.clone()).into_iter().collect();
-            let ack = vec![(EventKind::DhcpAck, detail)];
+            let offer = held.as_ref().map(|h| (EventKind::DhcpOffer, h.detail.clone()));
+            let events = offer.into_iter().chain([(EventKind::DhcpAck, detail)]).collect();
             // The ACK goes out only once its lease is durable (group-committed with others). The
             // write is queued here, in packet order; only the wait for it runs on its own.
-            let committed = match svc.cmdb.queue_lease_after(lease, sighting, offered, ack) {
+            let committed = match svc.cmdb.queue_lease(lease, sighting, events) {
                 Ok(c) => c,
                 Err(error) => {
                     if let Some(h) = held {

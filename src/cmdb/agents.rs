@@ -4,7 +4,6 @@
 use std::net::IpAddr;
 
 use rackboot_agent::wire::{EnrollRequest, Inventory, Stats};
-use redb::ReadableTable;
 use serde_json::json;
 
 use super::events::{push_event, EventKind};

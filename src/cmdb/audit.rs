@@ -4,7 +4,6 @@
 
 use std::collections::BTreeMap;
 
-use redb::{ReadableTable, ReadableTableMetadata};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -130,6 +129,6 @@ impl Cmdb {
 
     /// Audit entries stored now.
     pub async fn audit_len(&self) -> Result<u64, CmdbError> {
-        self.read(|rtx| Ok(rtx.open_table(AUDIT)?.len()?)).await
+        self.read(|rtx| rtx.open_table(AUDIT)?.len()).await
     }
 }

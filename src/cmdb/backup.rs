@@ -167,13 +167,12 @@ fn copy_new(src: &Path, dest: &Path) -> Result<(), CmdbError> {
 /// Opens the CMDB file at `path` (migrating an older schema; refusing a newer one or a file
 /// that is not a CMDB) and counts what it holds; it is closed cleanly afterwards.
 pub fn inspect(path: &Path) -> Result<Contents, CmdbError> {
-    use redb::{ReadableDatabase, ReadableTableMetadata};
     if !path.is_file() {
         return Err(CmdbError::NotFound(format!("{}: no such file", path.display())));
     }
-    let db = store::open(path)?;
+    let db = super::kv::Db::Redb(std::sync::Arc::new(store::open(path)?));
     let rtx = db.begin_read()?;
-    let count = |n: Result<u64, redb::StorageError>| n.map_err(CmdbError::from);
+    let count = |n: Result<u64, CmdbError>| n;
     let schema = rtx.open_table(store::META)?.get(store::KEY_SCHEMA)?.map(|v| v.value()).unwrap_or(0);
     let mut contents = Contents {
         bytes: 0,

@@ -5,13 +5,14 @@
 use serde_json::json;
 
 use super::events::{push_event, EventKind};
+use super::kv::Def;
 use super::model::Machine;
 use super::store::{scan, Record, BMCS};
 use super::{now_secs, Cmdb, CmdbError};
 use crate::bmc::model::{Bmc, PowerReading};
 
 impl Record for Bmc {
-    const TABLE: redb::TableDefinition<'static, u64, &'static [u8]> = BMCS;
+    const TABLE: Def<u64, &'static [u8]> = BMCS;
     const NAME: &'static str = "bmc of machine";
     fn key(&self) -> u64 {
         self.machine_id
@@ -119,7 +120,7 @@ mod tests {
     #[tokio::test]
     async fn a_bmc_keeps_its_password_and_reading_and_goes_with_its_machine() {
         let dir = tempfile::tempdir().unwrap();
-        let cmdb = Cmdb::open(&dir.path().join("c.redb"), 8).unwrap();
+        let cmdb = Cmdb::open_for_test(&dir.path().join("c.redb"), 8).unwrap();
         let m = cmdb
             .create_machine(NewMachine { macs: vec!["52:54:00:00:00:01".parse().unwrap()], ..Default::default() })
             .await

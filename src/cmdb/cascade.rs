@@ -10,8 +10,6 @@
 //! | `runs`, `active_runs` | its unfinished run fails ("the machine was deleted") and leaves the active set; the run row stays, as its task's history |
 //! | `leases` | lease rows of its MACs that are over (released or expired); a lease still in force stays, because the client still holds the address and the DHCP server must not hand it out again |
 
-use redb::ReadableTable;
-
 use super::index::Delta;
 use super::model::{Lease, LeaseState, Machine};
 use super::store::{scan, ACTIVE_JOBS, ACTIVE_RUNS, AGENTS, JOBS, JOB_OUTPUT, MACHINE_JOBS, RUNS};

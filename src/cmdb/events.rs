@@ -4,7 +4,6 @@
 
 use std::sync::Arc;
 
-use redb::ReadableTable;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -399,7 +398,8 @@ impl Cmdb {
     pub async fn event_head(&self) -> Result<u64, CmdbError> {
         self.read(|rtx| {
             let meta = rtx.open_table(super::store::META)?;
-            Ok(meta.get(super::store::KEY_NEXT_EVENT)?.map_or(1, |v| v.value()).saturating_sub(1))
+            let newest = meta.get(super::store::KEY_NEXT_EVENT)?.map_or(1, |v| v.value()).saturating_sub(1);
+            Ok(newest)
         })
         .await
     }

@@ -6,7 +6,6 @@
 //! `repeats` (how many in a row, this one included) and `first_ms` (when the first was
 //! recorded); the new event gets a new sequence number so the stream still delivers it.
 
-use redb::ReadableTable;
 use serde_json::Value;
 
 use super::events::EventKind;

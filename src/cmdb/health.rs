@@ -11,6 +11,8 @@ use std::time::{Duration, Instant};
 
 use redb::Database;
 
+use super::kv::Db;
+
 use super::CmdbError;
 
 /// Free space the data dir needs before the file is reopened (redb grows the file in steps).
@@ -22,7 +24,9 @@ const RETRY_EVERY: Duration = Duration::from_secs(1);
 pub struct Storage {
     path: PathBuf,
     /// `None` only while the file is being reopened.
-    db: RwLock<Option<Arc<Database>>>,
+    db: RwLock<Option<Db>>,
+    /// A shared store's name (PostgreSQL host and database), for messages.
+    remote: Option<String>,
     fault: Mutex<Option<Fault>>,
     /// Whether `fault` is set: every write asks, and while healthy it takes no lock.
     faulted: AtomicBool,
@@ -36,11 +40,15 @@ struct Fault {
 }
 
 impl Storage {
-    pub fn new(path: &Path, db: Arc<Database>) -> Arc<Storage> {
+    pub fn new(path: &Path, db: Db) -> Arc<Storage> {
         let ok = prometheus_client::metrics::gauge::Gauge::default();
         ok.set(1);
         Arc::new(Storage {
             path: path.to_path_buf(),
+            remote: match &db {
+                Db::Pg(pg) => Some(pg.label.clone()),
+                Db::Redb(_) => None,
+            },
             db: RwLock::new(Some(db)),
             fault: Mutex::new(None),
             faulted: AtomicBool::new(false),
@@ -49,7 +57,7 @@ impl Storage {
     }
 
     /// The open database.
-    pub fn db(&self) -> Result<Arc<Database>, CmdbError> {
+    pub fn db(&self) -> Result<Db, CmdbError> {
         self.db.read().expect("storage lock").clone().ok_or_else(|| self.unavailable("it is being reopened"))
     }
 
@@ -67,6 +75,11 @@ impl Storage {
     }
 
     fn unavailable(&self, why: &str) -> CmdbError {
+        if let Some(store) = &self.remote {
+            return CmdbError::Unavailable(format!(
+                "changes cannot be stored: {why} ({store}); writes resume by themselves once it answers"
+            ));
+        }
         let dir = self.path.parent().unwrap_or(Path::new(".")).display().to_string();
         CmdbError::Unavailable(format!(
             "changes cannot be stored: {why} (data dir {dir}); reads still work, writes resume by themselves once there is room"
@@ -98,6 +111,18 @@ impl Storage {
             }
             f.last_try = Instant::now();
         }
+        if let Ok(Db::Pg(pg)) = self.db() {
+            return match pg.ping() {
+                Ok(()) => {
+                    self.cleared();
+                    true
+                }
+                Err(error) => {
+                    tracing::warn!(store = %pg.label, %error, "cmdb store still unreachable");
+                    false
+                }
+            };
+        }
         let dir = self.path.parent().unwrap_or(Path::new("."));
         let room = nix::sys::statvfs::statvfs(dir).map(|s| s.blocks_available() * s.fragment_size());
         if !room.is_ok_and(|r| r >= ROOM_NEEDED) {
@@ -105,10 +130,7 @@ impl Storage {
         }
         match self.reopen() {
             Ok(()) => {
-                *self.fault.lock().expect("fault lock") = None;
-                self.faulted.store(false, Ordering::Release);
-                self.ok.set(1);
-                tracing::info!(file = %self.path.display(), "cmdb storage recovered; writes resume");
+                self.cleared();
                 true
             }
             Err(error) => {
@@ -118,27 +140,34 @@ impl Storage {
         }
     }
 
+    fn cleared(&self) {
+        *self.fault.lock().expect("fault lock") = None;
+        self.faulted.store(false, Ordering::Release);
+        self.ok.set(1);
+        tracing::info!(file = %self.path.display(), "cmdb storage recovered; writes resume");
+    }
+
     /// Closes the file (once no read holds it) and opens it again.
     fn reopen(&self) -> Result<(), CmdbError> {
         let mut slot = self.db.write().expect("storage lock");
-        let Some(old) = slot.take() else { return Err(self.unavailable("no open file")) };
+        let Some(Db::Redb(old)) = slot.take() else { return Err(self.unavailable("no open file")) };
         // Reads in flight hold the old handle a moment longer; redb allows one handle per file.
         match wait_unshared(old) {
             Ok(db) => drop(db),
             Err(still_shared) => {
-                *slot = Some(still_shared);
+                *slot = Some(Db::Redb(still_shared));
                 return Err(self.unavailable("reads keep the file open"));
             }
         }
         match super::store::open(&self.path) {
             Ok(db) => {
-                *slot = Some(Arc::new(db));
+                *slot = Some(Db::Redb(Arc::new(db)));
                 Ok(())
             }
             Err(e) => {
                 // Back to something readers can use, so a failed reopen costs them nothing.
                 if let Ok(db) = super::store::open(&self.path) {
-                    *slot = Some(Arc::new(db));
+                    *slot = Some(Db::Redb(Arc::new(db)));
                 }
                 Err(e)
             }

@@ -2,7 +2,6 @@
 //! expiry, and job output. The job's own state machine is `crate::jobs`; this is its storage.
 
 use rackboot_agent::wire::{JobResult, OutputChunk, Stream};
-use redb::{ReadableTable, ReadableTableMetadata};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -61,7 +60,8 @@ impl Cmdb {
         self.read(move |rtx| {
             let t = rtx.open_table(ACTIVE_JOBS)?;
             let mut range = t.range((machine_id, 0)..=(machine_id, u64::MAX))?;
-            Ok(range.next().is_some())
+            let any = range.next().is_some();
+            Ok(any)
         })
         .await
     }
@@ -197,13 +197,11 @@ impl Cmdb {
         let before = f.before.unwrap_or(u64::MAX);
         self.read(move |rtx| {
             let jobs = rtx.open_table(JOBS)?;
-            let ids: Box<dyn Iterator<Item = Result<u64, redb::StorageError>>> = match f.machine {
-                Some(m) => Box::new(
-                    rtx.open_table(MACHINE_JOBS)?
-                        .range((m, 0)..(m, before))?
-                        .rev()
-                        .map(|r| r.map(|(k, _)| k.value().1)),
-                ),
+            let machine_jobs = rtx.open_table(MACHINE_JOBS)?;
+            let ids: Box<dyn Iterator<Item = Result<u64, CmdbError>>> = match f.machine {
+                Some(m) => {
+                    Box::new(machine_jobs.range((m, 0)..(m, before))?.rev().map(|r| r.map(|(k, _)| k.value().1)))
+                }
                 None => Box::new(jobs.range(..before)?.rev().map(|r| r.map(|(k, _)| k.value()))),
             };
             let (mut out, mut next) = (Vec::new(), None);
@@ -255,7 +253,7 @@ impl Cmdb {
 
     /// Count of unfinished jobs (a gauge for metrics and tests).
     pub async fn active_job_count(&self) -> Result<u64, CmdbError> {
-        self.read(|rtx| Ok(rtx.open_table(ACTIVE_JOBS)?.len()?)).await
+        self.read(|rtx| rtx.open_table(ACTIVE_JOBS)?.len()).await
     }
 
     /// Machines carrying `tag` (where a job submitted by tag goes).
@@ -316,7 +314,9 @@ fn machine_job(ctx: &WriteCtx<'_>, machine_id: u64, job_id: u64) -> Result<Job, 
 /// Stores a chunk of output; returns whether it was new (a re-sent chunk overwrites itself).
 fn put_chunk(ctx: &mut WriteCtx<'_>, job_id: u64, c: &StoredChunk) -> Result<bool, CmdbError> {
     let mut out = ctx.t.tx.open_table(JOB_OUTPUT)?;
-    let new = out.insert((job_id, output_key(c.attempt, c.seq)), encode(c).as_slice())?.is_none();
+    let key = (job_id, output_key(c.attempt, c.seq));
+    let new = out.get(key)?.is_none();
+    out.insert(key, encode(c).as_slice())?;
     Ok(new)
 }
 
@@ -341,7 +341,7 @@ mod tests {
     #[tokio::test]
     async fn last_output_is_the_newest_chunks_in_order() {
         let dir = tempfile::tempdir().unwrap();
-        let db = Cmdb::open(&dir.path().join("c.redb"), 64).unwrap();
+        let db = Cmdb::open_for_test(&dir.path().join("c.redb"), 64).unwrap();
         let m = db
             .create_machine(super::super::NewMachine {
                 macs: vec!["52:54:00:00:00:01".parse().unwrap()],

@@ -1,6 +1,5 @@
 //! Machine and lease writes and queries on the CMDB handle.
 
-use redb::ReadableTable;
 use serde_json::json;
 
 use super::events::{append_event, push_event, state_of, EventKind};

@@ -14,6 +14,7 @@ mod fold;
 pub mod health;
 mod index;
 mod jobs;
+pub mod kv;
 mod leases;
 mod machines;
 pub mod model;
@@ -34,7 +35,6 @@ use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 
-use redb::ReadableDatabase;
 use tokio::sync::oneshot;
 
 pub use agents::{Admission, EnrollOutcome, Enrolled};
@@ -126,7 +126,35 @@ impl Drop for Inner {
 impl Cmdb {
     /// Opens (creating or migrating) the CMDB file and starts its writer thread.
     pub fn open(path: &Path, commit_batch: usize) -> Result<Cmdb, CmdbError> {
-        let db = Arc::new(store::open(path)?);
+        Self::open_on(path, None, commit_batch)
+    }
+
+    /// Opens the CMDB on PostgreSQL when `pg` is given (connecting, migrating its schema),
+    /// else the file at `path`, and starts the writer thread.
+    pub fn open_on(path: &Path, pg: Option<&kv::PgConfig>, commit_batch: usize) -> Result<Cmdb, CmdbError> {
+        let Some(cfg) = pg else {
+            return Self::start(path, kv::Db::Redb(Arc::new(store::open(path)?)), commit_batch);
+        };
+        // The PostgreSQL driver is waited on synchronously, which an async context forbids:
+        // the opening runs on a thread of its own.
+        std::thread::scope(|s| {
+            s.spawn(|| Self::start(path, kv::Db::Pg(kv::pg::Pg::connect(cfg)?), commit_batch))
+                .join()
+                .unwrap_or_else(|_| Err(CmdbError::Storage("opening the PostgreSQL store panicked".into())))
+        })
+    }
+
+    /// A CMDB for a unit test: on the PostgreSQL named by `RACKBOOT_TEST_POSTGRES` (a fresh
+    /// schema each time) when it is set, so the same tests run against both stores.
+    #[cfg(test)]
+    pub fn open_for_test(path: &Path, commit_batch: usize) -> Result<Cmdb, CmdbError> {
+        match kv::pg::test_config() {
+            Some(cfg) => Self::open_on(path, Some(&cfg), commit_batch),
+            None => Self::open(path, commit_batch),
+        }
+    }
+
+    fn start(path: &Path, db: kv::Db, commit_batch: usize) -> Result<Cmdb, CmdbError> {
         // Undecodable records go to the quarantine rather than stop the start.
         let moved = quarantine::sweep(&db)?;
         for q in &moved {
@@ -137,11 +165,13 @@ impl Cmdb {
         let index = Arc::new(RwLock::new(Index::default()));
         let all: Vec<Machine> = {
             let rtx = db.begin_read()?;
-            store::scan(&rtx.open_table(store::MACHINES)?)?
+            let all = store::scan(&rtx.open_table(store::MACHINES)?)?;
+            all
         };
         let leases: Vec<Lease> = {
             let rtx = db.begin_read()?;
-            store::scan(&rtx.open_table(store::LEASES)?)?
+            let leases = store::scan(&rtx.open_table(store::LEASES)?)?;
+            leases
         };
         let now = now_secs();
         let mut start: Vec<_> = all.iter().map(|m| index::Delta::Upsert(Brief::from(m))).collect();
@@ -281,7 +311,7 @@ impl Cmdb {
     /// Runs a read on the blocking pool.
     async fn read<T: Send + 'static>(
         &self,
-        f: impl FnOnce(&redb::ReadTransaction) -> Result<T, CmdbError> + Send + 'static,
+        f: impl FnOnce(&kv::ReadTx) -> Result<T, CmdbError> + Send + 'static,
     ) -> Result<T, CmdbError> {
         let db = self.inner.storage.db()?;
         tokio::task::spawn_blocking(move || f(&db.begin_read()?))

@@ -2,7 +2,7 @@
 //! (`rackboot.nonce=`), which its agent must present to enroll. Only a hash is stored, one per
 //! boot MAC (a new boot replaces the last one's), until it is used or expires.
 
-use redb::TableDefinition;
+use super::kv::Def;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -13,7 +13,7 @@ use crate::mac::Mac;
 
 /// Boot MAC (packed in a u64) -> JSON `BootNonce`. Created on first use (no schema change:
 /// older files simply have no nonces).
-pub const BOOT_NONCES: TableDefinition<u64, &[u8]> = TableDefinition::new("boot_nonces");
+pub const BOOT_NONCES: Def<u64, &[u8]> = Def::new("boot_nonces");
 
 /// Nonces kept before expired ones are swept on the next issue.
 const SWEEP_ABOVE: u64 = 4096;
@@ -31,7 +31,7 @@ pub struct BootNonce {
 }
 
 impl Record for BootNonce {
-    const TABLE: TableDefinition<'static, u64, &'static [u8]> = BOOT_NONCES;
+    const TABLE: Def<u64, &'static [u8]> = BOOT_NONCES;
     const NAME: &'static str = "boot nonce of";
     fn key(&self) -> u64 {
         self.mac.to_u64()
@@ -114,7 +114,6 @@ impl Cmdb {
 
 /// Removes expired nonces once there are many (a boot that never enrolled leaves one behind).
 fn sweep_expired(ctx: &mut WriteCtx<'_>, now: u64) -> Result<(), CmdbError> {
-    use redb::ReadableTableMetadata;
     let mut t = ctx.t.tx.open_table(BOOT_NONCES)?;
     if t.len()? <= SWEEP_ABOVE {
         return Ok(());

@@ -4,8 +4,6 @@
 
 use std::collections::BTreeMap;
 
-use redb::ReadableTable;
-
 use super::store::{decode, encode, scan, PLUGINS, PLUGIN_ACTIVE, PLUGIN_KEYS};
 use super::{now_secs, Cmdb, CmdbError};
 use crate::plugins::store::Ingested;

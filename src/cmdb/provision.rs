@@ -3,7 +3,6 @@
 
 use std::net::Ipv4Addr;
 
-use redb::ReadableTable;
 use serde_json::json;
 
 use super::events::{push_event, EventKind};

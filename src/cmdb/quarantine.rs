@@ -5,7 +5,7 @@
 //! the rest of the appliance starts. An admin reads the quarantine through the API and clears
 //! it once dealt with.
 
-use redb::{Database, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition, WriteTransaction};
+use super::kv::{Db, Def, WriteTx};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -14,7 +14,7 @@ use super::store::{decode, AGENTS, JOBS, LEASES, MACHINES, RUNS, TASKS};
 use super::{Cmdb, CmdbError};
 
 /// (table, key) -> the record's bytes as they were.
-pub const QUARANTINE: TableDefinition<(&str, u64), &[u8]> = TableDefinition::new("quarantine");
+pub const QUARANTINE: Def<(&str, u64), &[u8]> = Def::new("quarantine");
 
 /// A record taken out of its table because it did not decode.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
@@ -31,7 +31,7 @@ pub struct Quarantined {
 
 /// Moves every undecodable record of the checked tables to the quarantine, in one transaction;
 /// returns what it moved now.
-pub fn sweep(db: &Database) -> Result<Vec<Quarantined>, CmdbError> {
+pub fn sweep(db: &Db) -> Result<Vec<Quarantined>, CmdbError> {
     let tx = db.begin_write()?;
     let mut moved = Vec::new();
     sweep_u64::<Machine>(&tx, MACHINES, "machines", &mut moved)?;
@@ -58,17 +58,15 @@ pub fn sweep(db: &Database) -> Result<Vec<Quarantined>, CmdbError> {
         }
     }
     // Nothing found: nothing to commit (a clean start writes nothing).
-    if moved.is_empty() {
-        tx.abort()?;
-    } else {
+    if !moved.is_empty() {
         tx.commit()?;
     }
     Ok(moved)
 }
 
 fn sweep_u64<T: serde::de::DeserializeOwned>(
-    tx: &WriteTransaction,
-    def: TableDefinition<u64, &[u8]>,
+    tx: &WriteTx,
+    def: Def<u64, &'static [u8]>,
     name: &'static str,
     moved: &mut Vec<Quarantined>,
 ) -> Result<(), CmdbError> {
@@ -91,13 +89,13 @@ fn sweep_u64<T: serde::de::DeserializeOwned>(
 }
 
 /// Records in the quarantine.
-pub fn count(db: &Database) -> Result<u64, CmdbError> {
+pub fn count(db: &Db) -> Result<u64, CmdbError> {
     let rtx = db.begin_read()?;
-    match rtx.open_table(QUARANTINE) {
-        Ok(t) => Ok(t.len()?),
-        Err(redb::TableError::TableDoesNotExist(_)) => Ok(0),
-        Err(e) => Err(e.into()),
-    }
+    let n = match rtx.open_table_if_any(QUARANTINE)? {
+        Some(t) => t.len()?,
+        None => 0,
+    };
+    Ok(n)
 }
 
 impl Cmdb {
@@ -109,11 +107,7 @@ impl Cmdb {
     /// The quarantine's records (at most 1,000).
     pub async fn quarantine(&self) -> Result<Vec<Quarantined>, CmdbError> {
         self.read(|rtx| {
-            let t = match rtx.open_table(QUARANTINE) {
-                Ok(t) => t,
-                Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
-                Err(e) => return Err(e.into()),
-            };
+            let Some(t) = rtx.open_table_if_any(QUARANTINE)? else { return Ok(Vec::new()) };
             let mut out = Vec::new();
             for row in t.iter()?.take(1000) {
                 let (k, v) = row?;

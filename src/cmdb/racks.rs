@@ -5,7 +5,6 @@
 
 use std::sync::{Arc, RwLock};
 
-use redb::ReadableTable;
 use serde_json::json;
 
 use super::events::{push_event, EventKind};
@@ -27,8 +26,7 @@ fn all_in(ctx: &WriteCtx<'_>) -> Result<Vec<Rack>, CmdbError> {
 }
 
 /// Loads the cache from the file (at open).
-pub(super) fn load(db: &redb::Database) -> Result<RackCache, CmdbError> {
-    use redb::ReadableDatabase;
+pub(super) fn load(db: &super::kv::Db) -> Result<RackCache, CmdbError> {
     let rtx = db.begin_read()?;
     let racks: Vec<Rack> = scan(&rtx.open_table(RACKS)?)?;
     Ok(Arc::new(RwLock::new(Arc::new(racks))))

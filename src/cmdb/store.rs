@@ -2,7 +2,10 @@
 
 use std::path::Path;
 
-use redb::{Database, ReadableDatabase, ReadableTable, Table, TableDefinition, WriteTransaction};
+use redb::{Database, ReadableDatabase, ReadableTable, WriteTransaction};
+
+pub use super::kv::Def;
+use super::kv::Table;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
@@ -13,58 +16,58 @@ use crate::jobs::Job;
 use crate::provision::{Run, Task};
 
 /// Counters and the schema version.
-pub const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
+pub const META: Def<&str, u64> = Def::new("meta");
 /// Machine id -> JSON `Machine`.
-pub const MACHINES: TableDefinition<u64, &[u8]> = TableDefinition::new("machines");
+pub const MACHINES: Def<u64, &[u8]> = Def::new("machines");
 /// MAC (packed in a u64) -> machine id.
-pub const MACS: TableDefinition<u64, u64> = TableDefinition::new("macs");
+pub const MACS: Def<u64, u64> = Def::new("macs");
 /// IPv4 (u32) -> JSON `Lease`.
-pub const LEASES: TableDefinition<u32, &[u8]> = TableDefinition::new("leases");
+pub const LEASES: Def<u32, &[u8]> = Def::new("leases");
 /// (machine id, event seq) -> JSON `Event`.
-pub const EVENTS: TableDefinition<(u64, u64), &[u8]> = TableDefinition::new("events");
+pub const EVENTS: Def<(u64, u64), &[u8]> = Def::new("events");
 /// Boot profile name -> JSON `StoredProfile` (profiles defined through the API; schema 2).
-pub const PROFILES: TableDefinition<&str, &[u8]> = TableDefinition::new("profiles");
+pub const PROFILES: Def<&str, &[u8]> = Def::new("profiles");
 
 /// Machine id -> JSON `AgentRecord` (schema 3).
-pub const AGENTS: TableDefinition<u64, &[u8]> = TableDefinition::new("agents");
+pub const AGENTS: Def<u64, &[u8]> = Def::new("agents");
 /// Job id -> JSON `Job` (schema 3).
-pub const JOBS: TableDefinition<u64, &[u8]> = TableDefinition::new("jobs");
+pub const JOBS: Def<u64, &[u8]> = Def::new("jobs");
 /// (machine id, job id) for every job, for a machine's job history.
-pub const MACHINE_JOBS: TableDefinition<(u64, u64), ()> = TableDefinition::new("machine_jobs");
+pub const MACHINE_JOBS: Def<(u64, u64), ()> = Def::new("machine_jobs");
 /// (machine id, job id) for jobs not yet finished: what polls and the lease sweeper look at.
-pub const ACTIVE_JOBS: TableDefinition<(u64, u64), ()> = TableDefinition::new("active_jobs");
+pub const ACTIVE_JOBS: Def<(u64, u64), ()> = Def::new("active_jobs");
 /// (job id, attempt << 32 | chunk seq) -> JSON output chunk.
-pub const JOB_OUTPUT: TableDefinition<(u64, u64), &[u8]> = TableDefinition::new("job_output");
+pub const JOB_OUTPUT: Def<(u64, u64), &[u8]> = Def::new("job_output");
 
 /// Task id -> JSON `Task` (schema 4).
-pub const TASKS: TableDefinition<u64, &[u8]> = TableDefinition::new("tasks");
+pub const TASKS: Def<u64, &[u8]> = Def::new("tasks");
 /// Run id -> JSON `Run` (schema 4).
-pub const RUNS: TableDefinition<u64, &[u8]> = TableDefinition::new("runs");
+pub const RUNS: Def<u64, &[u8]> = Def::new("runs");
 /// Run ids not yet finished: what the provisioning engine walks.
-pub const ACTIVE_RUNS: TableDefinition<u64, ()> = TableDefinition::new("active_runs");
+pub const ACTIVE_RUNS: Def<u64, ()> = Def::new("active_runs");
 
 /// The global event log: sequence -> machine id, so the event stream can resume from a sequence
 /// across every machine (schema 6). The event itself lives in `events`.
-pub const EVENT_LOG: TableDefinition<u64, u64> = TableDefinition::new("event_log");
+pub const EVENT_LOG: Def<u64, u64> = Def::new("event_log");
 
 /// Username -> JSON `User` (schema 7).
-pub const USERS: TableDefinition<&str, &[u8]> = TableDefinition::new("users");
+pub const USERS: Def<&str, &[u8]> = Def::new("users");
 /// Token id -> JSON `TokenRecord`: API tokens and login sessions, stored hashed (schema 7).
-pub const TOKENS: TableDefinition<&str, &[u8]> = TableDefinition::new("tokens");
+pub const TOKENS: Def<&str, &[u8]> = Def::new("tokens");
 /// Sequence -> JSON `AuditEntry`, the newest `auth.audit_max_entries` kept (schema 7).
-pub const AUDIT: TableDefinition<u64, &[u8]> = TableDefinition::new("audit");
+pub const AUDIT: Def<u64, &[u8]> = Def::new("audit");
 
 /// Rack name -> JSON `racks::Rack` (schema 8).
-pub const RACKS: TableDefinition<&str, &[u8]> = TableDefinition::new("racks");
+pub const RACKS: Def<&str, &[u8]> = Def::new("racks");
 
 /// Key id -> JSON `plugins::TrustedKey`: vendors' minisign keys (schema 9).
-pub const PLUGIN_KEYS: TableDefinition<&str, &[u8]> = TableDefinition::new("plugin_keys");
+pub const PLUGIN_KEYS: Def<&str, &[u8]> = Def::new("plugin_keys");
 /// `name/version` -> JSON `plugins::PluginVersion` (schema 9).
-pub const PLUGINS: TableDefinition<&str, &[u8]> = TableDefinition::new("plugins");
+pub const PLUGINS: Def<&str, &[u8]> = Def::new("plugins");
 /// Plugin name -> its active version (schema 9).
-pub const PLUGIN_ACTIVE: TableDefinition<&str, &str> = TableDefinition::new("plugin_active");
+pub const PLUGIN_ACTIVE: Def<&str, &str> = Def::new("plugin_active");
 /// Machine id -> JSON `bmc::Bmc`: its BMC, the password sealed (schema 10).
-pub const BMCS: TableDefinition<u64, &[u8]> = TableDefinition::new("bmcs");
+pub const BMCS: Def<u64, &[u8]> = Def::new("bmcs");
 
 pub const KEY_SCHEMA: &str = "schema_version";
 pub const KEY_NEXT_MACHINE: &str = "next_machine_id";
@@ -88,7 +91,7 @@ pub fn decode<T: DeserializeOwned>(b: &[u8]) -> Result<T, CmdbError> {
 /// through [`find`], [`get`] and [`put`] (or the `WriteCtx` methods built on them), so each
 /// table holds one type and a missing row reads the same everywhere.
 pub trait Record: Serialize + DeserializeOwned {
-    const TABLE: TableDefinition<'static, u64, &'static [u8]>;
+    const TABLE: Def<u64, &'static [u8]>;
     /// What a `NotFound` calls it ("machine 7").
     const NAME: &'static str;
     fn key(&self) -> u64;
@@ -106,7 +109,7 @@ pub trait Record: Serialize + DeserializeOwned {
 
 /// Machines use the batch's open table, and a write also keeps the MAC rows and the index.
 impl Record for Machine {
-    const TABLE: TableDefinition<'static, u64, &'static [u8]> = MACHINES;
+    const TABLE: Def<u64, &'static [u8]> = MACHINES;
     const NAME: &'static str = "machine";
     fn key(&self) -> u64 {
         self.id
@@ -120,7 +123,7 @@ impl Record for Machine {
 }
 
 impl Record for AgentRecord {
-    const TABLE: TableDefinition<'static, u64, &'static [u8]> = AGENTS;
+    const TABLE: Def<u64, &'static [u8]> = AGENTS;
     const NAME: &'static str = "agent of machine";
     fn key(&self) -> u64 {
         self.machine_id
@@ -128,7 +131,7 @@ impl Record for AgentRecord {
 }
 
 impl Record for Job {
-    const TABLE: TableDefinition<'static, u64, &'static [u8]> = JOBS;
+    const TABLE: Def<u64, &'static [u8]> = JOBS;
     const NAME: &'static str = "job";
     fn key(&self) -> u64 {
         self.id
@@ -136,7 +139,7 @@ impl Record for Job {
 }
 
 impl Record for Task {
-    const TABLE: TableDefinition<'static, u64, &'static [u8]> = TASKS;
+    const TABLE: Def<u64, &'static [u8]> = TASKS;
     const NAME: &'static str = "task";
     fn key(&self) -> u64 {
         self.id
@@ -144,7 +147,7 @@ impl Record for Task {
 }
 
 impl Record for Run {
-    const TABLE: TableDefinition<'static, u64, &'static [u8]> = RUNS;
+    const TABLE: Def<u64, &'static [u8]> = RUNS;
     const NAME: &'static str = "run";
     fn key(&self) -> u64 {
         self.id
@@ -152,7 +155,7 @@ impl Record for Run {
 }
 
 /// The record stored under `id`, if any.
-pub fn find<T: Record>(t: &impl ReadableTable<u64, &'static [u8]>, id: u64) -> Result<Option<T>, CmdbError> {
+pub fn find<T: Record>(t: &Table<'_, u64, &'static [u8]>, id: u64) -> Result<Option<T>, CmdbError> {
     match t.get(id)? {
         Some(v) => Ok(Some(decode(v.value())?)),
         None => Ok(None),
@@ -160,7 +163,7 @@ pub fn find<T: Record>(t: &impl ReadableTable<u64, &'static [u8]>, id: u64) -> R
 }
 
 /// The record stored under `id`; `NotFound` without one.
-pub fn get<T: Record>(t: &impl ReadableTable<u64, &'static [u8]>, id: u64) -> Result<T, CmdbError> {
+pub fn get<T: Record>(t: &Table<'_, u64, &'static [u8]>, id: u64) -> Result<T, CmdbError> {
     find(t, id)?.ok_or_else(|| CmdbError::NotFound(format!("{} {id}", T::NAME)))
 }
 
@@ -172,7 +175,7 @@ pub fn put<T: Record>(t: &mut Table<'_, u64, &'static [u8]>, rec: &T) -> Result<
 
 /// The records stored under `ids`, in that order, skipping ids without one.
 pub fn find_all<T: Record>(
-    t: &impl ReadableTable<u64, &'static [u8]>,
+    t: &Table<'_, u64, &'static [u8]>,
     ids: impl IntoIterator<Item = u64>,
 ) -> Result<Vec<T>, CmdbError> {
     let mut out = Vec::new();
@@ -183,8 +186,8 @@ pub fn find_all<T: Record>(
 }
 
 /// Reads all rows of a table as decoded records; used to rebuild in-memory state at start.
-pub fn scan<K: redb::Key + 'static, T: serde::de::DeserializeOwned>(
-    table: &impl ReadableTable<K, &'static [u8]>,
+pub fn scan<K: super::kv::PgCols + redb::Key, T: serde::de::DeserializeOwned>(
+    table: &Table<'_, K, &'static [u8]>,
 ) -> Result<Vec<T>, CmdbError> {
     let mut out = Vec::new();
     for row in table.iter()? {
@@ -211,7 +214,7 @@ pub fn open(path: &Path) -> Result<Database, CmdbError> {
     }
     let found = {
         let rtx = db.begin_read()?;
-        match rtx.open_table(META) {
+        match rtx.open_table(META.redb) {
             Ok(t) => t.get(KEY_SCHEMA)?.map(|v| v.value()).unwrap_or(0),
             Err(redb::TableError::TableDoesNotExist(_)) => 0,
             Err(e) => return Err(e.into()),
@@ -240,39 +243,39 @@ fn migrate(tx: &WriteTransaction, from: u64) -> Result<(), CmdbError> {
         match version {
             // 0 -> 1: an empty (new) file gets its tables and counters.
             0 => {
-                let mut meta = tx.open_table(META)?;
+                let mut meta = tx.open_table(META.redb)?;
                 meta.insert(KEY_NEXT_MACHINE, 1)?;
                 meta.insert(KEY_NEXT_EVENT, 1)?;
-                tx.open_table(MACHINES)?;
-                tx.open_table(MACS)?;
-                tx.open_table(LEASES)?;
-                tx.open_table(EVENTS)?;
+                tx.open_table(MACHINES.redb)?;
+                tx.open_table(MACS.redb)?;
+                tx.open_table(LEASES.redb)?;
+                tx.open_table(EVENTS.redb)?;
             }
             // 1 -> 2: boot profiles can be defined through the API.
             1 => {
-                tx.open_table(PROFILES)?;
+                tx.open_table(PROFILES.redb)?;
             }
             // 2 -> 3: the agent controller (agents, jobs, their output); machines may carry an
             // inventory (an optional field, so their records need no rewrite).
             2 => {
-                tx.open_table(AGENTS)?;
-                tx.open_table(JOBS)?;
-                tx.open_table(MACHINE_JOBS)?;
-                tx.open_table(ACTIVE_JOBS)?;
-                tx.open_table(JOB_OUTPUT)?;
+                tx.open_table(AGENTS.redb)?;
+                tx.open_table(JOBS.redb)?;
+                tx.open_table(MACHINE_JOBS.redb)?;
+                tx.open_table(ACTIVE_JOBS.redb)?;
+                tx.open_table(JOB_OUTPUT.redb)?;
             }
             // 3 -> 4: provisioning tasks and their runs.
             3 => {
-                tx.open_table(TASKS)?;
-                tx.open_table(RUNS)?;
-                tx.open_table(ACTIVE_RUNS)?;
+                tx.open_table(TASKS.redb)?;
+                tx.open_table(RUNS.redb)?;
+                tx.open_table(ACTIVE_RUNS.redb)?;
             }
             // 4 -> 5: a machine may carry the installer boot of its run (an optional field).
             4 => {}
             // 5 -> 6: the global event log, built from every stored event.
             5 => {
-                let events = tx.open_table(EVENTS)?;
-                let mut log = tx.open_table(EVENT_LOG)?;
+                let events = tx.open_table(EVENTS.redb)?;
+                let mut log = tx.open_table(EVENT_LOG.redb)?;
                 for row in events.iter()? {
                     let (machine, seq) = row?.0.value();
                     log.insert(seq, machine)?;
@@ -280,29 +283,29 @@ fn migrate(tx: &WriteTransaction, from: u64) -> Result<(), CmdbError> {
             }
             // 6 -> 7: users, their API tokens and the audit log.
             6 => {
-                tx.open_table(USERS)?;
-                tx.open_table(TOKENS)?;
-                tx.open_table(AUDIT)?;
+                tx.open_table(USERS.redb)?;
+                tx.open_table(TOKENS.redb)?;
+                tx.open_table(AUDIT.redb)?;
             }
             // 7 -> 8: racks; machines may carry their rack, slot and placement (optional fields).
             7 => {
-                tx.open_table(RACKS)?;
+                tx.open_table(RACKS.redb)?;
             }
             // 8 -> 9: vendor plugins: trusted keys, versions, the active version of each.
             8 => {
-                tx.open_table(PLUGIN_KEYS)?;
-                tx.open_table(PLUGINS)?;
-                tx.open_table(PLUGIN_ACTIVE)?;
+                tx.open_table(PLUGIN_KEYS.redb)?;
+                tx.open_table(PLUGINS.redb)?;
+                tx.open_table(PLUGIN_ACTIVE.redb)?;
             }
             // 9 -> 10: machines' BMCs.
             9 => {
-                tx.open_table(BMCS)?;
+                tx.open_table(BMCS.redb)?;
             }
             v => return Err(CmdbError::Storage(format!("no migration from schema {v}"))),
         }
         version += 1;
     }
-    tx.open_table(META)?.insert(KEY_SCHEMA, SCHEMA_VERSION)?;
+    tx.open_table(META.redb)?.insert(KEY_SCHEMA, SCHEMA_VERSION)?;
     Ok(())
 }
 
@@ -340,7 +343,7 @@ mod tests {
         drop(open(&path).unwrap());
         let db = open(&path).unwrap();
         let rtx = db.begin_read().unwrap();
-        let meta = rtx.open_table(META).unwrap();
+        let meta = rtx.open_table(META.redb).unwrap();
         assert_eq!(meta.get(KEY_SCHEMA).unwrap().unwrap().value(), SCHEMA_VERSION);
         assert_eq!(meta.get(KEY_NEXT_MACHINE).unwrap().unwrap().value(), 1);
     }
@@ -353,16 +356,16 @@ mod tests {
             // Make a schema-1 file: current tables minus what 1 -> 2 adds, version 1.
             let db = open(&path).unwrap();
             let tx = db.begin_write().unwrap();
-            tx.delete_table(PROFILES).unwrap();
-            tx.open_table(MACS).unwrap().insert(7, 42).unwrap();
-            tx.open_table(META).unwrap().insert(KEY_SCHEMA, 1).unwrap();
+            tx.delete_table(PROFILES.redb).unwrap();
+            tx.open_table(MACS.redb).unwrap().insert(7, 42).unwrap();
+            tx.open_table(META.redb).unwrap().insert(KEY_SCHEMA, 1).unwrap();
             tx.commit().unwrap();
         }
         let db = open(&path).unwrap();
         let rtx = db.begin_read().unwrap();
-        assert_eq!(rtx.open_table(META).unwrap().get(KEY_SCHEMA).unwrap().unwrap().value(), SCHEMA_VERSION);
-        assert!(rtx.open_table(PROFILES).is_ok(), "migration created the profiles table");
-        assert_eq!(rtx.open_table(MACS).unwrap().get(7).unwrap().unwrap().value(), 42);
+        assert_eq!(rtx.open_table(META.redb).unwrap().get(KEY_SCHEMA).unwrap().unwrap().value(), SCHEMA_VERSION);
+        assert!(rtx.open_table(PROFILES.redb).is_ok(), "migration created the profiles table");
+        assert_eq!(rtx.open_table(MACS.redb).unwrap().get(7).unwrap().unwrap().value(), 42);
     }
 
     #[test]
@@ -372,7 +375,7 @@ mod tests {
         {
             let db = open(&path).unwrap();
             let tx = db.begin_write().unwrap();
-            tx.open_table(META).unwrap().insert(KEY_SCHEMA, SCHEMA_VERSION + 1).unwrap();
+            tx.open_table(META.redb).unwrap().insert(KEY_SCHEMA, SCHEMA_VERSION + 1).unwrap();
             tx.commit().unwrap();
         }
         let err = open(&path).unwrap_err().to_string();

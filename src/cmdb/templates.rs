@@ -3,14 +3,14 @@
 
 use std::collections::BTreeMap;
 
-use redb::{ReadableTable, TableDefinition};
+use super::kv::Def;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::store::{decode, encode};
 use super::{Cmdb, CmdbError};
 
-const TEMPLATES: TableDefinition<&str, &[u8]> = TableDefinition::new("templates");
+const TEMPLATES: Def<&str, &[u8]> = Def::new("templates");
 
 /// An operator's text for one boot template.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -28,11 +28,7 @@ impl Cmdb {
     /// then use that template's default) rather than keeping the appliance from starting.
     pub async fn template_override_list(&self) -> Result<Vec<TemplateOverride>, CmdbError> {
         self.read(|rtx| {
-            let t = match rtx.open_table(TEMPLATES) {
-                Ok(t) => t,
-                Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
-                Err(e) => return Err(e.into()),
-            };
+            let Some(t) = rtx.open_table_if_any(TEMPLATES)? else { return Ok(Vec::new()) };
             let mut out = Vec::new();
             for row in t.iter()? {
                 let (k, v) = row?;
@@ -53,10 +49,9 @@ impl Cmdb {
 
     /// The override of template `name`, if there is one.
     pub async fn template_override(&self, name: String) -> Result<Option<TemplateOverride>, CmdbError> {
-        self.read(move |rtx| match rtx.open_table(TEMPLATES) {
-            Ok(t) => t.get(name.as_str())?.map(|v| decode(v.value())).transpose(),
-            Err(redb::TableError::TableDoesNotExist(_)) => Ok(None),
-            Err(e) => Err(e.into()),
+        self.read(move |rtx| match rtx.open_table_if_any(TEMPLATES)? {
+            Some(t) => t.get(name.as_str())?.map(|v| decode(v.value())).transpose(),
+            None => Ok(None),
         })
         .await
     }
@@ -87,14 +82,14 @@ mod tests {
     #[tokio::test]
     async fn overrides_are_stored_replaced_and_deleted_and_a_corrupt_one_is_skipped() {
         let dir = tempfile::tempdir().unwrap();
-        let cmdb = Cmdb::open(&dir.path().join("c.redb"), 8).unwrap();
+        let cmdb = Cmdb::open_for_test(&dir.path().join("c.redb"), 8).unwrap();
         assert!(cmdb.template_overrides().await.unwrap().is_empty(), "no table yet reads as none");
         assert_eq!(cmdb.template_override("preseed".into()).await.unwrap(), None);
         cmdb.put_template_override(rec("preseed", "a")).await.unwrap();
         cmdb.put_template_override(rec("preseed", "b")).await.unwrap();
         assert_eq!(cmdb.template_override("preseed".into()).await.unwrap(), Some(rec("preseed", "b")));
         cmdb.write(|ctx| {
-            ctx.t.tx.open_table(TEMPLATES)?.insert("kickstart", b"not json".as_slice())?;
+            ctx.t.tx.open_table(TEMPLATES)?.insert("kickstart", b"[\"not a record\"]".as_slice())?;
             Ok(())
         })
         .await

@@ -9,7 +9,6 @@ use std::collections::{BTreeSet, HashSet};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use prometheus_client::metrics::counter::Counter;
-use redb::ReadableTable;
 use serde_json::json;
 
 use super::events::{drop_events, push_event, EventKind};
@@ -170,7 +169,7 @@ mod tests {
     #[tokio::test]
     async fn a_flood_of_unknown_macs_keeps_the_newest_unclaimed_and_every_claimed_machine() {
         let dir = tempfile::tempdir().unwrap();
-        let db = Cmdb::open(&dir.path().join("c.redb"), 64).unwrap();
+        let db = Cmdb::open_for_test(&dir.path().join("c.redb"), 64).unwrap();
         db.growth().set_cap(100);
         // Claimed before the flood: a machine an operator named, and one the flood saw first but
         // an operator then tagged.
@@ -200,7 +199,7 @@ mod tests {
     #[tokio::test]
     async fn a_machine_written_twice_in_one_batch_counts_once_against_the_cap() {
         let dir = tempfile::tempdir().unwrap();
-        let db = Cmdb::open(&dir.path().join("c.redb"), 4096).unwrap();
+        let db = Cmdb::open_for_test(&dir.path().join("c.redb"), 4096).unwrap();
         db.growth().set_cap(100);
         // DISCOVER then REQUEST: each MAC's record is written twice, mostly in the same batch.
         for n in 0..500 {

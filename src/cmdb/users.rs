@@ -3,7 +3,6 @@
 //! span records (the last admin, a token's role under its user's, caps) run in the write's
 //! transaction.
 
-use redb::{ReadableTable, ReadableTableMetadata};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 

@@ -7,7 +7,7 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 
-use redb::{Database, Table, WriteTransaction};
+use super::kv::{Db, Table, WriteTx};
 
 use super::index::{Delta, Index};
 use super::model::Event;
@@ -18,7 +18,7 @@ use super::CmdbError;
 /// more than the write).
 pub struct Tables<'a> {
     /// The batch's transaction, for tables off the hot path.
-    pub tx: &'a WriteTransaction,
+    pub tx: &'a WriteTx,
     pub machines: Table<'a, u64, &'static [u8]>,
     pub macs: Table<'a, u64, u64>,
     pub leases: Table<'a, u32, &'static [u8]>,
@@ -27,7 +27,7 @@ pub struct Tables<'a> {
 }
 
 impl<'a> Tables<'a> {
-    fn open(tx: &'a WriteTransaction) -> Result<Self, CmdbError> {
+    fn open(tx: &'a WriteTx) -> Result<Self, CmdbError> {
         Ok(Tables {
             tx,
             machines: tx.open_table(MACHINES)?,
@@ -241,8 +241,13 @@ impl Writer {
         delta: &mut Vec<Delta>,
         published: &mut Vec<Event>,
     ) -> Result<(), CmdbError> {
-        let (ids_before, seq_before) = (*next_machine_id, *next_event_seq);
         let tx = self.storage.db()?.begin_write()?;
+        // On a shared store the counters are the ones other appliances' batches left.
+        tx.serialize()?;
+        if tx.shared() {
+            (*next_machine_id, *next_event_seq) = counters_in(&tx)?;
+        }
+        let (ids_before, seq_before) = (*next_machine_id, *next_event_seq);
         {
             let snapshot = self.index.read().expect("index lock poisoned");
             let mut ctx = WriteCtx {
@@ -270,10 +275,16 @@ impl Writer {
 }
 
 /// The next machine id and event sequence, as stored.
-pub fn read_counters(db: &Database) -> Result<(u64, u64), CmdbError> {
-    use redb::ReadableDatabase;
+pub fn read_counters(db: &Db) -> Result<(u64, u64), CmdbError> {
     let rtx = db.begin_read()?;
     let meta = rtx.open_table(META)?;
+    let get = |k| -> Result<u64, CmdbError> { Ok(meta.get(k)?.map(|v| v.value()).unwrap_or(1)) };
+    Ok((get(KEY_NEXT_MACHINE)?, get(KEY_NEXT_EVENT)?))
+}
+
+/// The counters as a write batch finds them.
+fn counters_in(tx: &WriteTx) -> Result<(u64, u64), CmdbError> {
+    let meta = tx.open_table(META)?;
     let get = |k| -> Result<u64, CmdbError> { Ok(meta.get(k)?.map(|v| v.value()).unwrap_or(1)) };
     Ok((get(KEY_NEXT_MACHINE)?, get(KEY_NEXT_EVENT)?))
 }

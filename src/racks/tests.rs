@@ -92,7 +92,7 @@ fn racks_may_not_share_addresses_switch_ports_or_machines() {
 #[tokio::test]
 async fn the_sweeper_raises_a_silent_slot_without_anyone_looking() {
     let dir = tempfile::tempdir().unwrap();
-    let db = crate::cmdb::Cmdb::open(&dir.path().join("c.redb"), 64).unwrap();
+    let db = crate::cmdb::Cmdb::open_for_test(&dir.path().join("c.redb"), 64).unwrap();
     let mut v = base();
     v["silent_after_minutes"] = json!(0);
     let rack = validate(spec(v), &catalog(), 0).unwrap();

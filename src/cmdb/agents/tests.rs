@@ -6,7 +6,7 @@ const MAC: &str = "52:54:00:00:00:01";
 
 fn open() -> (tempfile::TempDir, Cmdb) {
     let dir = tempfile::tempdir().unwrap();
-    let db = Cmdb::open(&dir.path().join("c.redb"), 64).unwrap();
+    let db = Cmdb::open_for_test(&dir.path().join("c.redb"), 64).unwrap();
     (dir, db)
 }
 
@@ -141,11 +141,14 @@ async fn an_enrollment_that_fails_writes_nothing() {
     let (_d, db) = open();
     let (_, h1) = Hub::new_secret().unwrap();
     let first = enrolled(db.enroll_agent(req(&[MAC]), h1, booted(&db, MAC, true).await, None).await.unwrap());
-    {
-        let tx = db.inner.storage.db().unwrap().begin_write().unwrap();
-        tx.open_table(AGENTS).unwrap().insert(first.machine_id, b"not json".as_slice()).unwrap();
+    let store = db.inner.storage.db().unwrap();
+    tokio::task::spawn_blocking(move || {
+        let tx = store.begin_write().unwrap();
+        tx.open_table(AGENTS).unwrap().insert(first.machine_id, b"[\"not a record\"]".as_slice()).unwrap();
         tx.commit().unwrap();
-    }
+    })
+    .await
+    .unwrap();
     let (_, h2) = Hub::new_secret().unwrap();
     let err =
         db.enroll_agent(req(&[MAC, "52:54:00:00:00:09"]), h2, booted(&db, MAC, true).await, None).await.unwrap_err();

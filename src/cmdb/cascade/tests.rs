@@ -1,7 +1,6 @@
 use std::net::Ipv4Addr;
 
 use rackboot_agent::wire::{Action, EnrollRequest, JobResult, Outcome, OutputChunk, Stream};
-use redb::{ReadableDatabase, ReadableTable};
 
 use super::*;
 use crate::cmdb::model::Sighting;
@@ -64,7 +63,7 @@ async fn busy_machine(db: &Cmdb, macs: [&str; 2], hostname: &str, ip: u8) -> (u6
 #[tokio::test]
 async fn deleting_a_machine_leaves_no_orphan_rows() {
     let dir = tempfile::tempdir().unwrap();
-    let db = Cmdb::open(&dir.path().join("c.redb"), 64).unwrap();
+    let db = Cmdb::open_for_test(&dir.path().join("c.redb"), 64).unwrap();
     let (gone, gone_jobs) = busy_machine(&db, ["52:54:00:00:00:01", "52:54:00:00:00:02"], "gone", 50).await;
     let (kept, kept_jobs) = busy_machine(&db, ["52:54:00:00:00:11", "52:54:00:00:00:12"], "kept", 51).await;
     let spec = serde_json::from_value(serde_json::json!({"select": {"next": 2}, "image": "x.img"})).unwrap();
@@ -87,36 +86,42 @@ async fn deleting_a_machine_leaves_no_orphan_rows() {
 
     db.delete_machine(gone).await.unwrap();
 
-    let rtx = db.inner.storage.db().unwrap().begin_read().unwrap();
-    let pairs = |def: redb::TableDefinition<(u64, u64), ()>| -> Vec<(u64, u64)> {
-        rtx.open_table(def).unwrap().iter().unwrap().map(|r| r.unwrap().0.value()).collect()
-    };
-    assert!(rtx.open_table(MACHINES).unwrap().get(gone).unwrap().is_none());
-    let macs: Vec<u64> = rtx.open_table(MACS).unwrap().iter().unwrap().map(|r| r.unwrap().1.value()).collect();
-    assert_eq!(macs, [kept, kept], "only the kept machine's MACs are left");
-    let events: Vec<(u64, u64)> =
-        rtx.open_table(EVENTS).unwrap().iter().unwrap().map(|r| r.unwrap().0.value()).collect();
-    assert!(!events.is_empty() && events.iter().all(|(m, _)| *m == kept), "{events:?}");
-    assert!(rtx.open_table(AGENTS).unwrap().get(gone).unwrap().is_none());
-    assert!(rtx.open_table(AGENTS).unwrap().get(kept).unwrap().is_some());
-    let jobs: Vec<Job> =
-        rtx.open_table(JOBS).unwrap().iter().unwrap().map(|r| decode(r.unwrap().1.value()).unwrap()).collect();
-    assert_eq!(jobs.iter().map(|j| j.id).collect::<Vec<_>>(), kept_jobs);
-    assert!(pairs(MACHINE_JOBS).iter().all(|(m, _)| *m == kept));
-    assert!(pairs(ACTIVE_JOBS).iter().all(|(m, _)| *m == kept));
-    assert_eq!(pairs(ACTIVE_JOBS).len(), 1, "the kept machine's queued job is still queued");
-    let output: Vec<u64> =
-        rtx.open_table(JOB_OUTPUT).unwrap().iter().unwrap().map(|r| r.unwrap().0.value().0).collect();
-    assert!(!output.is_empty() && output.iter().all(|j| kept_jobs.contains(j) && !gone_jobs.contains(j)));
-    let active: Vec<u64> = rtx.open_table(ACTIVE_RUNS).unwrap().iter().unwrap().map(|r| r.unwrap().0.value()).collect();
-    assert_eq!(active, [runs[1].id], "the deleted machine's run left the active set");
-    let failed: Run = crate::cmdb::store::get(&rtx.open_table(RUNS).unwrap(), runs[0].id).unwrap();
-    assert_eq!(failed.state, RunState::Failed);
-    assert!(failed.error.as_deref().unwrap().contains("the machine was deleted"), "{:?}", failed.error);
-    let leased: Vec<u32> = rtx.open_table(LEASES).unwrap().iter().unwrap().map(|r| r.unwrap().0.value()).collect();
-    let ip = |last: u8| u32::from(Ipv4Addr::new(198, 18, 0, last));
-    assert_eq!(leased, [ip(102), ip(103)], "ended leases of its MACs go; one in force and others' stay");
-    drop(rtx);
+    // The driver of a PostgreSQL store is waited on synchronously: off the async threads.
+    let store = db.inner.storage.db().unwrap();
+    tokio::task::spawn_blocking(move || {
+        let rtx = store.begin_read().unwrap();
+        let pairs = |def: crate::cmdb::kv::Def<(u64, u64), ()>| -> Vec<(u64, u64)> {
+            rtx.open_table(def).unwrap().iter().unwrap().map(|r| r.unwrap().0.value()).collect()
+        };
+        assert!(rtx.open_table(MACHINES).unwrap().get(gone).unwrap().is_none());
+        let macs: Vec<u64> = rtx.open_table(MACS).unwrap().iter().unwrap().map(|r| r.unwrap().1.value()).collect();
+        assert_eq!(macs, [kept, kept], "only the kept machine's MACs are left");
+        let events: Vec<(u64, u64)> =
+            rtx.open_table(EVENTS).unwrap().iter().unwrap().map(|r| r.unwrap().0.value()).collect();
+        assert!(!events.is_empty() && events.iter().all(|(m, _)| *m == kept), "{events:?}");
+        assert!(rtx.open_table(AGENTS).unwrap().get(gone).unwrap().is_none());
+        assert!(rtx.open_table(AGENTS).unwrap().get(kept).unwrap().is_some());
+        let jobs: Vec<Job> =
+            rtx.open_table(JOBS).unwrap().iter().unwrap().map(|r| decode(r.unwrap().1.value()).unwrap()).collect();
+        assert_eq!(jobs.iter().map(|j| j.id).collect::<Vec<_>>(), kept_jobs);
+        assert!(pairs(MACHINE_JOBS).iter().all(|(m, _)| *m == kept));
+        assert!(pairs(ACTIVE_JOBS).iter().all(|(m, _)| *m == kept));
+        assert_eq!(pairs(ACTIVE_JOBS).len(), 1, "the kept machine's queued job is still queued");
+        let output: Vec<u64> =
+            rtx.open_table(JOB_OUTPUT).unwrap().iter().unwrap().map(|r| r.unwrap().0.value().0).collect();
+        assert!(!output.is_empty() && output.iter().all(|j| kept_jobs.contains(j) && !gone_jobs.contains(j)));
+        let active: Vec<u64> =
+            rtx.open_table(ACTIVE_RUNS).unwrap().iter().unwrap().map(|r| r.unwrap().0.value()).collect();
+        assert_eq!(active, [runs[1].id], "the deleted machine's run left the active set");
+        let failed: Run = crate::cmdb::store::get(&rtx.open_table(RUNS).unwrap(), runs[0].id).unwrap();
+        assert_eq!(failed.state, RunState::Failed);
+        assert!(failed.error.as_deref().unwrap().contains("the machine was deleted"), "{:?}", failed.error);
+        let leased: Vec<u32> = rtx.open_table(LEASES).unwrap().iter().unwrap().map(|r| r.unwrap().0.value()).collect();
+        let ip = |last: u8| u32::from(Ipv4Addr::new(198, 18, 0, last));
+        assert_eq!(leased, [ip(102), ip(103)], "ended leases of its MACs go; one in force and others' stay");
+    })
+    .await
+    .unwrap();
 
     assert!(db.brief_by_mac(mac("52:54:00:00:00:02")).is_none());
     assert_eq!(db.dns_hosts(now_secs()).hosts.iter().filter(|(h, _)| h == "gone").count(), 0);

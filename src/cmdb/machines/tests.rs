@@ -8,7 +8,7 @@ fn mac(s: &str) -> Mac {
 
 fn open() -> (tempfile::TempDir, Cmdb) {
     let dir = tempfile::tempdir().unwrap();
-    let db = Cmdb::open(&dir.path().join("c.redb"), 64).unwrap();
+    let db = Cmdb::open_for_test(&dir.path().join("c.redb"), 64).unwrap();
     (dir, db)
 }
 

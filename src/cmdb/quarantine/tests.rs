@@ -18,7 +18,7 @@ async fn an_undecodable_record_is_quarantined_and_the_rest_opens() {
     {
         let raw = redb::Database::create(&path).unwrap();
         let tx = raw.begin_write().unwrap();
-        tx.open_table(MACHINES).unwrap().insert(2, b"{\"v\":1,\"id\":2,\"macs\":[\x00".as_slice()).unwrap();
+        tx.open_table(MACHINES.redb).unwrap().insert(2, b"{\"v\":1,\"id\":2,\"macs\":[\x00".as_slice()).unwrap();
         tx.commit().unwrap();
     }
     let db = Cmdb::open(&path, 64).expect("the CMDB opens despite the bad record");

@@ -3,7 +3,7 @@ use crate::cmdb::{Cmdb, CmdbError, Sighting};
 #[tokio::test]
 async fn a_panicking_write_rolls_back_its_batch_and_the_writer_goes_on() {
     let dir = tempfile::tempdir().unwrap();
-    let db = Cmdb::open(&dir.path().join("c.redb"), 64).unwrap();
+    let db = Cmdb::open_for_test(&dir.path().join("c.redb"), 64).unwrap();
     let err = db.write(|_| -> Result<(), CmdbError> { panic!("a bug in one write") }).await.unwrap_err();
     assert!(err.to_string().contains("writer") || err.to_string().contains("panicked"), "{err}");
     // The next writes commit as usual.
@@ -30,7 +30,7 @@ async fn lease_changes_to_one_address_land_in_the_order_they_were_queued() {
     use crate::cmdb::model::SCHEMA_VERSION;
     use crate::cmdb::{now_secs, Lease, LeaseState};
     let dir = tempfile::tempdir().unwrap();
-    let db = Cmdb::open(&dir.path().join("c.redb"), 64).unwrap();
+    let db = Cmdb::open_for_test(&dir.path().join("c.redb"), 64).unwrap();
     let lease = |state, n: u64| Lease {
         v: SCHEMA_VERSION,
         ip: "198.18.0.100".parse().unwrap(),

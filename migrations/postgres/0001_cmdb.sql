@@ -1,0 +1,51 @@
+-- rackboot CMDB on PostgreSQL, schema 1 (the embedded store's schema 10).
+--
+-- Each table mirrors one table of the embedded redb store: key columns k (or k1, k2), value
+-- column v. Records are JSON documents (`json`: stored as written, readable with ->> in psql);
+-- counters and ids are bigint. Text keys sort bytewise (COLLATE "C"), as the embedded store's.
+-- Applied once, in one transaction, by the first appliance to start (schema_migrations).
+
+-- Counters: next_machine_id, next_event_seq, next_job_id, next_audit_seq, markers.
+-- The next_event_seq row is the writers' lock: every appliance's write batch takes it first.
+CREATE TABLE meta (k text COLLATE "C" PRIMARY KEY, v bigint NOT NULL);
+INSERT INTO meta (k, v) VALUES ('next_machine_id', 1), ('next_event_seq', 1), ('schema_version', 10);
+
+CREATE TABLE machines (k bigint PRIMARY KEY, v json NOT NULL);
+-- MAC (48 bits in a bigint) -> machine id.
+CREATE TABLE macs (k bigint PRIMARY KEY, v bigint NOT NULL);
+-- IPv4 address (as a number) -> its lease. The key is the address: one lease per address,
+-- whichever appliance writes it.
+CREATE TABLE leases (k bigint PRIMARY KEY CHECK (k BETWEEN 0 AND 4294967295), v json NOT NULL);
+-- (machine id, event sequence) -> event; event_log: sequence -> machine id, for the stream.
+CREATE TABLE events (k1 bigint, k2 bigint, v json NOT NULL, PRIMARY KEY (k1, k2));
+CREATE TABLE event_log (k bigint PRIMARY KEY, v bigint NOT NULL);
+CREATE TABLE profiles (k text COLLATE "C" PRIMARY KEY, v json NOT NULL);
+CREATE TABLE templates (k text COLLATE "C" PRIMARY KEY, v json NOT NULL);
+
+CREATE TABLE agents (k bigint PRIMARY KEY, v json NOT NULL);
+CREATE TABLE boot_nonces (k bigint PRIMARY KEY, v json NOT NULL);
+CREATE TABLE jobs (k bigint PRIMARY KEY, v json NOT NULL);
+-- (machine id, job id): every job, and the jobs not yet finished.
+CREATE TABLE machine_jobs (k1 bigint, k2 bigint, PRIMARY KEY (k1, k2));
+CREATE TABLE active_jobs (k1 bigint, k2 bigint, PRIMARY KEY (k1, k2));
+-- (job id, attempt << 32 | chunk) -> output chunk.
+CREATE TABLE job_output (k1 bigint, k2 bigint, v json NOT NULL, PRIMARY KEY (k1, k2));
+
+CREATE TABLE tasks (k bigint PRIMARY KEY, v json NOT NULL);
+CREATE TABLE runs (k bigint PRIMARY KEY, v json NOT NULL);
+CREATE TABLE active_runs (k bigint PRIMARY KEY);
+
+CREATE TABLE users (k text COLLATE "C" PRIMARY KEY, v json NOT NULL);
+-- Token id -> token record (the secret is stored hashed).
+CREATE TABLE tokens (k text COLLATE "C" PRIMARY KEY, v json NOT NULL);
+CREATE TABLE audit (k bigint PRIMARY KEY, v json NOT NULL);
+
+CREATE TABLE racks (k text COLLATE "C" PRIMARY KEY, v json NOT NULL);
+CREATE TABLE plugin_keys (k text COLLATE "C" PRIMARY KEY, v json NOT NULL);
+-- "name/version" -> plugin version; plugin_active: name -> active version.
+CREATE TABLE plugins (k text COLLATE "C" PRIMARY KEY, v json NOT NULL);
+CREATE TABLE plugin_active (k text COLLATE "C" PRIMARY KEY, v text NOT NULL);
+-- Machine id -> its BMC (the password sealed with the appliance key).
+CREATE TABLE bmcs (k bigint PRIMARY KEY, v json NOT NULL);
+-- Records that did not decode: (table, key) -> the bytes as found.
+CREATE TABLE quarantine (k1 text COLLATE "C", k2 bigint, v bytea NOT NULL, PRIMARY KEY (k1, k2));

@@ -215,6 +215,24 @@ impl Hub {
     }
 }
 
+impl Hub {
+    /// On a store other appliances share, wakes this appliance's long-polls for jobs queued
+    /// through any of them (their `job.queued` events come through the change log).
+    pub async fn wake_on_queued(self: Arc<Self>, token: CancellationToken) -> anyhow::Result<()> {
+        let mut events = self.cmdb.subscribe_events();
+        loop {
+            tokio::select! {
+                _ = token.cancelled() => return Ok(()),
+                e = events.recv() => match e {
+                    Ok(e) if e.kind == crate::cmdb::EventKind::JobQueued => self.wake(e.machine_id),
+                    Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(broadcast::error::RecvError::Closed) => return Ok(()),
+                },
+            }
+        }
+    }
+}
+
 /// Chunks a slow follower may fall behind by before it is told it lagged.
 const FOLLOW_BUFFER: usize = 64;
 

@@ -16,6 +16,22 @@ CREATE TABLE macs (k bigint PRIMARY KEY, v bigint NOT NULL);
 -- IPv4 address (as a number) -> its lease. The key is the address: one lease per address,
 -- whichever appliance writes it.
 CREATE TABLE leases (k bigint PRIMARY KEY CHECK (k BETWEEN 0 AND 4294967295), v json NOT NULL);
+-- ...and an active, unexpired lease is never handed to another client, whichever appliance
+-- asks: the change fails (as a unique violation) and no ACK goes out for it. It has to be
+-- released, declined or expired first.
+CREATE FUNCTION leases_one_client() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF OLD.v->>'state' = 'active'
+       AND (OLD.v->>'expires_at')::bigint > extract(epoch FROM now())
+       AND OLD.v->>'mac' IS DISTINCT FROM NEW.v->>'mac' THEN
+        RAISE EXCEPTION 'address % is leased to % until %, not to %',
+            (OLD.k >> 24) || '.' || ((OLD.k >> 16) & 255) || '.' || ((OLD.k >> 8) & 255) || '.' || (OLD.k & 255),
+            OLD.v->>'mac', to_timestamp((OLD.v->>'expires_at')::bigint), NEW.v->>'mac'
+            USING ERRCODE = 'unique_violation';
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER leases_one_client BEFORE UPDATE ON leases FOR EACH ROW EXECUTE FUNCTION leases_one_client();
 -- (machine id, event sequence) -> event; event_log: sequence -> machine id, for the stream.
 CREATE TABLE events (k1 bigint, k2 bigint, v json NOT NULL, PRIMARY KEY (k1, k2));
 CREATE TABLE event_log (k bigint PRIMARY KEY, v bigint NOT NULL);
@@ -49,3 +65,18 @@ CREATE TABLE plugin_active (k text COLLATE "C" PRIMARY KEY, v text NOT NULL);
 CREATE TABLE bmcs (k bigint PRIMARY KEY, v json NOT NULL);
 -- Records that did not decode: (table, key) -> the bytes as found.
 CREATE TABLE quarantine (k1 text COLLATE "C", k2 bigint, v bytea NOT NULL, PRIMARY KEY (k1, k2));
+
+-- What each write batch changed, in commit order (batches hold the writers' lock, so seq order
+-- is commit order): the machines and leases other appliances re-read into their memory, and the
+-- batch's events they publish to their event streams. Each commit also notifies channel
+-- rackboot_cmdb with its seq. Kept for an hour; an appliance that falls further behind reloads.
+CREATE TABLE changes (
+    seq bigserial PRIMARY KEY,
+    appliance text NOT NULL,
+    machines bigint[] NOT NULL,
+    leases bigint[] NOT NULL,
+    racks boolean NOT NULL,
+    events_from bigint,
+    events_to bigint,
+    at timestamptz NOT NULL DEFAULT now()
+);

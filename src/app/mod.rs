@@ -53,11 +53,16 @@ pub async fn start(cfg: Config) -> anyhow::Result<Running> {
     std::fs::create_dir_all(&cfg.data_dir).with_context(|| format!("creating data dir {}", cfg.data_dir.display()))?;
     let db_path = cfg.data_dir.join("rackboot.redb");
     let batch = cfg.dhcp.commit_batch;
+    let postgres = cfg.store.postgres()?;
     let opened = {
         let db_path = db_path.clone();
-        tokio::task::spawn_blocking(move || Cmdb::open(&db_path, batch)).await?
+        let postgres = postgres.clone();
+        tokio::task::spawn_blocking(move || Cmdb::open_on(&db_path, postgres.as_ref(), batch)).await?
     };
     let cmdb = opened.map_err(|e| {
+        if postgres.is_some() {
+            return anyhow::anyhow!("opening the CMDB on PostgreSQL: {e}");
+        }
         let latest = crate::cmdb::backup::latest_backup(&cfg.data_dir.join("backups"));
         let hint = match latest {
             Some(b) => format!("the latest backup is {} (rackboot restore FILE)", b.display()),
@@ -130,6 +135,9 @@ pub async fn start(cfg: Config) -> anyhow::Result<Running> {
         }
     }
     services.start("jobs", core.hub.clone().sweep(token.clone()));
+    if core.cmdb.shared() {
+        services.start("remote-jobs", core.hub.clone().wake_on_queued(token.clone()));
+    }
     services.start("provision", core.engine.clone().run(token.clone()));
     services.start("bmc", crate::bmc::power::serve(core.power.clone(), token.clone()));
     // Flags that come with time (silent slots, failed machines) get their events unasked.

@@ -17,6 +17,7 @@ mod jobs;
 mod machines;
 mod plugins;
 mod racks;
+mod store;
 mod tasks;
 mod templates;
 mod users;
@@ -245,6 +246,11 @@ Example:
         #[arg(value_name = "BACKUP")]
         file: PathBuf,
     },
+    /// The CMDB's store: `store migrate` copies it into another store, verified.
+    Store {
+        #[command(subcommand)]
+        cmd: StoreCmd,
+    },
     /// DHCP leases (address, MAC, state, expiry).
     Leases {
         #[command(flatten)]
@@ -276,6 +282,36 @@ Example:
         /// Exit after this many events.
         #[arg(long)]
         count: Option<usize>,
+    },
+}
+
+#[derive(Subcommand)]
+enum StoreCmd {
+    /// Copy the configured CMDB (the data dir's file, or the [store] PostgreSQL) into another
+    /// store: a PostgreSQL database (a URL or `host=... dbname=...`) or a new file. Every table is
+    /// read back and compared by row count and SHA-256. The target must be empty; the source is
+    /// left as it was. Stop rackboot first when copying its file.
+    #[command(after_help = "\
+Examples:
+  systemctl stop rackboot
+  rackboot store migrate --config /etc/rackboot/rackboot.toml \\
+      --to postgres://rackboot@db.example/rackboot --password-file /etc/rackboot/pg.password
+  # then in rackboot.toml: [store] backend = \"postgres\", url = ..., password_file = ...
+  rackboot store migrate --config /etc/rackboot/rackboot.toml --to /root/cmdb-from-postgres.redb")]
+    Migrate {
+        /// TOML config file (its data_dir or [store]). Default: the embedded one.
+        #[arg(long, short, value_name = "FILE")]
+        config: Option<PathBuf>,
+        /// The target: postgres://user@host/db, "host=/run/postgresql dbname=rackboot", or a
+        /// file path that does not exist yet.
+        #[arg(long, value_name = "STORE")]
+        to: String,
+        /// The PostgreSQL password, from an owner-only file (never in the URL).
+        #[arg(long, value_name = "FILE")]
+        password_file: Option<PathBuf>,
+        /// A PostgreSQL schema other than public.
+        #[arg(long)]
+        schema: Option<String>,
     },
 }
 
@@ -334,6 +370,9 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Audit { api, filter } => audit(api.client()?, filter).await,
         Command::Backup { api, file } => backup::backup(api.client()?, &file).await,
         Command::Restore { config, file } => backup::restore(config.as_deref(), &file),
+        Command::Store { cmd: StoreCmd::Migrate { config, to, password_file, schema } } => {
+            store::migrate(config.as_deref(), &to, password_file.as_deref(), schema).await
+        }
         Command::Watch { api, machine, all: _, kind, state, after, count } => {
             let w = rackboot::watch::Watch { machine, kind, state, after, count };
             rackboot::watch::run(&api.client()?, w, &mut std::io::stdout()).await

@@ -40,6 +40,9 @@ impl Cmdb {
     /// Writes a consistent copy of the CMDB to `dest` (created 0600; it must not exist) while
     /// the appliance serves. On error nothing is left at `dest`.
     pub async fn snapshot(&self, dest: &Path) -> Result<Contents, CmdbError> {
+        if let db @ super::kv::Db::Pg(_) = self.inner.storage.db()? {
+            return snapshot_of_postgres(db, dest).await;
+        }
         let (done_tx, done_rx) = oneshot::channel();
         let (src, to) = (self.inner.path.clone(), dest.to_path_buf());
         // The job writes nothing; its completion runs on the writer thread after the batch has
@@ -144,6 +147,34 @@ fn utc_stamp(t: std::time::SystemTime) -> String {
 }
 
 /// Copies `src` to a new file `dest` (0600) and makes it durable.
+/// A snapshot of a PostgreSQL store: its tables copied into a new CMDB file (one read snapshot,
+/// verified table by table), which `rackboot restore` or `store migrate` take like any other.
+async fn snapshot_of_postgres(db: super::kv::Db, dest: &Path) -> Result<Contents, CmdbError> {
+    // The file is claimed first (0600, never over an existing one), then filled.
+    drop(
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(dest)
+            .map_err(|e| CmdbError::Storage(format!("creating {}: {e}", dest.display())))?,
+    );
+    let to = dest.to_path_buf();
+    let made = tokio::task::spawn_blocking(move || {
+        let file = super::kv::Db::open_file(&to)?;
+        super::copy::copy_store(&db, &file)?;
+        drop(file);
+        inspect(&to)
+    })
+    .await
+    .map_err(|e| CmdbError::Storage(format!("snapshot task: {e}")))
+    .and_then(|r| r);
+    if made.is_err() {
+        let _ = std::fs::remove_file(dest);
+    }
+    made
+}
+
 fn copy_new(src: &Path, dest: &Path) -> Result<(), CmdbError> {
     let fail = |what: &str, e: std::io::Error| CmdbError::Storage(format!("{what} {}: {e}", dest.display()));
     let mut out = std::fs::OpenOptions::new()

@@ -56,6 +56,11 @@ impl Storage {
         })
     }
 
+    /// Whether other appliances share the store (PostgreSQL).
+    pub fn shared(&self) -> bool {
+        self.remote.is_some()
+    }
+
     /// The open database.
     pub fn db(&self) -> Result<Db, CmdbError> {
         self.db.read().expect("storage lock").clone().ok_or_else(|| self.unavailable("it is being reopened"))

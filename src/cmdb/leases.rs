@@ -64,9 +64,11 @@ impl Cmdb {
         let (growth, cache) = (self.inner.growth.clone(), self.inner.racks.clone());
         let (done_tx, done_rx) = oneshot::channel();
         let job: Job = Box::new(move |ctx| {
+            // The address is checked first (a shared store: another appliance may hold it);
             // observe can fail on a bad record; put_lease only on storage errors, which fail the
             // whole batch anyway. In this order a refused ACK never leaves a committed lease.
-            let out = machines::observe(ctx, &sighting, events, &growth)
+            let out = machines::check_lease_free(ctx, &lease)
+                .and_then(|()| machines::observe(ctx, &sighting, events, &growth))
                 .and_then(|()| racks::place_sighted(ctx, &cache, &sighting))
                 .and_then(|()| machines::put_lease(ctx, &lease));
             Box::new(move |committed: Result<(), CmdbError>| {

@@ -202,6 +202,24 @@ pub(super) fn put_machine(ctx: &mut WriteCtx<'_>, m: &Machine) -> Result<(), Cmd
 }
 
 /// Stores a lease record.
+/// On a shared store, refuses a lease on an address another client holds (active, unexpired):
+/// another appliance may have leased it since this one's memory was brought up to date. The
+/// embedded store has one DHCP server, whose own lease map already decides this.
+pub(super) fn check_lease_free(ctx: &WriteCtx<'_>, lease: &Lease) -> Result<(), CmdbError> {
+    if !ctx.t.tx.shared() || lease.state != super::LeaseState::Active {
+        return Ok(());
+    }
+    let Some(held) = ctx.t.leases.get(u32::from(lease.ip))? else { return Ok(()) };
+    let held: Lease = decode(held.value())?;
+    if held.state == super::LeaseState::Active && held.expires_at > now_secs() && held.mac != lease.mac {
+        return Err(CmdbError::Conflict(format!(
+            "{} is leased to {} (through another appliance) until {}",
+            lease.ip, held.mac, held.expires_at
+        )));
+    }
+    Ok(())
+}
+
 pub(super) fn put_lease(ctx: &mut WriteCtx<'_>, lease: &Lease) -> Result<(), CmdbError> {
     ctx.t.leases.insert(u32::from(lease.ip), encode(lease).as_slice())?;
     let holder = (lease.state == super::LeaseState::Active).then(|| LeaseBrief::from(lease));

@@ -9,8 +9,10 @@ mod audit;
 pub mod backup;
 mod bmcs;
 mod cascade;
+pub mod copy;
 mod events;
 mod fold;
+mod follow;
 pub mod health;
 mod index;
 mod jobs;
@@ -101,6 +103,9 @@ struct Inner {
     /// Committed events, for the event stream.
     events: tokio::sync::broadcast::Sender<Arc<Event>>,
     writer: Option<std::thread::JoinHandle<()>>,
+    /// On a shared store: follows the other appliances' changes (see `follow`).
+    follower: Option<std::thread::JoinHandle<()>>,
+    stop: Arc<std::sync::atomic::AtomicBool>,
     /// Addresses seen in DHCP requests another server answers (see `whereabouts`).
     seen: std::sync::Mutex<whereabouts::Seen>,
     /// The cap on unclaimed machines and its evictions.
@@ -119,6 +124,10 @@ impl Drop for Inner {
         drop(self.tx.take());
         if let Some(w) = self.writer.take() {
             let _ = w.join();
+        }
+        self.stop.store(true, std::sync::atomic::Ordering::Release);
+        if let Some(f) = self.follower.take() {
+            let _ = f.join();
         }
     }
 }
@@ -162,6 +171,12 @@ impl Cmdb {
                 "cmdb record does not decode: moved to the quarantine (GET /api/v1/quarantine)");
         }
         let quarantined = quarantine::count(&db)?;
+        // Sharing the store: the change log is followed from here, so nothing another appliance
+        // commits while this one loads is missed (re-applying what it already read is harmless).
+        let followed = match &db {
+            kv::Db::Pg(pg) => Some(pg.newest_change()?),
+            kv::Db::Redb(_) => None,
+        };
         let index = Arc::new(RwLock::new(Index::default()));
         let all: Vec<Machine> = {
             let rtx = db.begin_read()?;
@@ -184,14 +199,36 @@ impl Cmdb {
         index.write().expect("fresh lock").apply(start);
         let rack_cache = racks::load(&db)?;
         let (tx, rx) = tokio::sync::mpsc::channel(writer::QUEUE_CAP);
-        let (changed_tx, changed) = tokio::sync::watch::channel(0);
         let (events, _) = tokio::sync::broadcast::channel(EVENT_BACKLOG);
+        let (changed_tx, changed) = tokio::sync::watch::channel(0);
+        let changed_tx = Arc::new(changed_tx);
+        let appliance = format!("{}-{:08x}", hostname(), getrandom::u32().unwrap_or_default());
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let follower = match (&db, followed) {
+            (kv::Db::Pg(pg), Some(last)) => Some(
+                follow::Follower {
+                    pg: pg.clone(),
+                    db: db.clone(),
+                    appliance: appliance.clone(),
+                    index: index.clone(),
+                    racks: rack_cache.clone(),
+                    changed: changed_tx.clone(),
+                    events: events.clone(),
+                    last,
+                    stop: stop.clone(),
+                }
+                .start()
+                .map_err(|e| CmdbError::Storage(format!("spawning the follower: {e}")))?,
+            ),
+            _ => None,
+        };
         let counters = writer::read_counters(&db)?;
         let stats = writer::WriterStats::default();
         let storage = health::Storage::new(path, db);
         let writer = {
             let (storage, index, events, stats) = (storage.clone(), index.clone(), events.clone(), stats.clone());
-            let w = writer::Writer { storage, index, changed: changed_tx, events, stats, batch: commit_batch.max(1) };
+            let batch = commit_batch.max(1);
+            let w = writer::Writer { storage, index, changed: changed_tx, events, stats, batch, appliance };
             std::thread::Builder::new()
                 .name("cmdb-writer".into())
                 .spawn(move || w.run(rx, counters))
@@ -208,6 +245,8 @@ impl Cmdb {
                 changed,
                 events,
                 writer: Some(writer),
+                follower,
+                stop,
                 seen: Default::default(),
                 growth: Arc::default(),
                 racks: rack_cache,
@@ -293,6 +332,11 @@ impl Cmdb {
         tx.send(job).await.map_err(|_| CmdbError::Storage("cmdb writer stopped".into()))
     }
 
+    /// Whether other appliances may share this CMDB (it is on PostgreSQL).
+    pub fn shared(&self) -> bool {
+        self.inner.storage.shared()
+    }
+
     /// Why changes cannot be stored right now (the data disk is full, an I/O error), if so.
     pub fn storage_fault(&self) -> Option<String> {
         self.inner.storage.fault()
@@ -353,6 +397,13 @@ impl Cmdb {
     pub fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
         self.inner.changed.clone()
     }
+}
+
+/// This machine's name, for the change log of a shared store.
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_else(|_| "rackboot".into())
 }
 
 /// Seconds since the Unix epoch.

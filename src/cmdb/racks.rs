@@ -264,6 +264,7 @@ impl Cmdb {
                 drop(t);
                 place_all(ctx, &before, &racks)?;
                 *cache.write().expect("rack cache lock") = Arc::new(racks);
+                ctx.racks_changed = true;
                 Ok(out)
             })
             .await;
@@ -346,6 +347,7 @@ impl Cmdb {
                 r.raised = rack.raised.clone();
             }
             *cache.write().expect("rack cache lock") = Arc::new(racks);
+            ctx.racks_changed = true;
             Ok(())
         })
         .await

@@ -10,7 +10,7 @@ use utoipa::ToSchema;
 use super::store::{decode, encode};
 use super::{Cmdb, CmdbError};
 
-const TEMPLATES: Def<&str, &[u8]> = Def::new("templates");
+pub(super) const TEMPLATES: Def<&str, &[u8]> = Def::new("templates");
 
 /// An operator's text for one boot template.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]

@@ -52,6 +52,8 @@ pub struct WriteCtx<'a> {
     pub growth: super::unclaimed::BatchGrowth,
     /// Machines' states as this batch has left them (see [`super::events::state_of`]).
     pub states: super::events::PendingStates,
+    /// Whether the batch changed the racks (other appliances sharing the store reload theirs).
+    pub racks_changed: bool,
 }
 
 impl WriteCtx<'_> {
@@ -118,7 +120,9 @@ pub struct Writer {
     pub storage: Arc<super::health::Storage>,
     pub index: Arc<RwLock<Index>>,
     /// Bumped after each commit that changed the index, so watchers (DNS) can refresh.
-    pub changed: tokio::sync::watch::Sender<u64>,
+    pub changed: Arc<tokio::sync::watch::Sender<u64>>,
+    /// This appliance's name in the change log of a shared store.
+    pub appliance: String,
     pub events: tokio::sync::broadcast::Sender<Arc<Event>>,
     pub stats: WriterStats,
     pub batch: usize,
@@ -204,7 +208,9 @@ impl Writer {
                 }
             }
             self.stats.commit_seconds.observe(started.elapsed().as_secs_f64());
-            if result.is_ok() {
+            // On a shared store every appliance's events reach the stream through the follower,
+            // in commit order (see `follow`).
+            if result.is_ok() && !self.storage.shared() {
                 // In sequence order, after the commit and the index update: a subscriber never
                 // sees an event that a read of the CMDB (or a lookup by MAC) could not find.
                 for e in published.drain(..) {
@@ -248,6 +254,7 @@ impl Writer {
             (*next_machine_id, *next_event_seq) = counters_in(&tx)?;
         }
         let (ids_before, seq_before) = (*next_machine_id, *next_event_seq);
+        let racks_changed;
         {
             let snapshot = self.index.read().expect("index lock poisoned");
             let mut ctx = WriteCtx {
@@ -259,10 +266,15 @@ impl Writer {
                 published,
                 growth: Default::default(),
                 states: Default::default(),
+                racks_changed: false,
             };
             for job in jobs.drain(..) {
                 completions.push(job(&mut ctx));
             }
+            racks_changed = ctx.racks_changed;
+        }
+        if tx.shared() && (!delta.is_empty() || !published.is_empty() || racks_changed) {
+            tx.log_change(&super::follow::change_of(&self.appliance, delta, published, racks_changed))?;
         }
         if *next_machine_id != ids_before || *next_event_seq != seq_before {
             let mut meta = tx.open_table(META)?;

@@ -18,6 +18,7 @@ mod https;
 mod plugins;
 mod provision;
 mod server;
+mod store;
 mod tftp;
 pub mod value;
 mod windows;
@@ -38,6 +39,7 @@ pub use https::{ConnLimits, HttpsConfig, WireHttps};
 pub use plugins::WirePlugins;
 pub use provision::{HardwareProfile, ProvisionConfig, WireProvision};
 pub use server::{WireHttp, WireServer};
+pub use store::{StoreConfig, WireStore};
 pub use tftp::{TftpConfig, WireTftp};
 pub use value::{Ipv4Net, Pool};
 pub use windows::{WindowsConfig, WireWindows};
@@ -62,6 +64,7 @@ pub struct WireConfig {
     pub plugins: WirePlugins,
     pub bmc: WireBmc,
     pub windows: WireWindows,
+    pub store: WireStore,
 }
 
 /// Validated runtime configuration.
@@ -100,6 +103,8 @@ pub struct Config {
     pub bmc: BmcConfig,
     /// Windows media and its SMB share.
     pub windows: WindowsConfig,
+    /// Where the CMDB lives.
+    pub store: StoreConfig,
     pub boot: BootFiles,
     /// Directory whose `ipxe/*.ipxe` and `provision/identity.sh` override the embedded templates.
     pub templates: Option<PathBuf>,
@@ -114,8 +119,22 @@ impl TryFrom<WireConfig> for Config {
     type Error = anyhow::Error;
 
     fn try_from(w: WireConfig) -> anyhow::Result<Self> {
-        let WireConfig { server, http, https, dhcp, tftp, boot, dns, agent, provision, auth, plugins, bmc, windows } =
-            w;
+        let WireConfig {
+            server,
+            http,
+            https,
+            dhcp,
+            tftp,
+            boot,
+            dns,
+            agent,
+            provision,
+            auth,
+            plugins,
+            bmc,
+            windows,
+            store,
+        } = w;
         let plugins = crate::plugins::store::StoreLimits::try_from(plugins)?;
         let WireServer {
             data_dir,
@@ -149,6 +168,7 @@ impl TryFrom<WireConfig> for Config {
         let auth = AuthConfig::try_from(auth)?;
         let bmc = BmcConfig::try_from(bmc)?;
         let windows = WindowsConfig::try_from(windows)?;
+        let store = StoreConfig::try_from(store)?;
         let (boot, templates) = BootFiles::from_wire(boot)?;
         let log_json = server::log_json(&log_format)?;
         let dhcp = DhcpConfig::from_wire(dhcp, dns.enabled.then_some(dns.domain.as_str()))?;
@@ -182,6 +202,7 @@ impl TryFrom<WireConfig> for Config {
             plugins,
             bmc,
             windows,
+            store,
             boot,
             templates,
         })
@@ -242,6 +263,12 @@ mod tests {
             ("[agent]\nenroll = \"anyone\"", "agent.enroll"),
             ("[agent]\nnetworks = [\"10.0.0.0/33\"]", "agent.networks"),
             ("[dns]\nupstreams = [\"resolver\"]", "dns.upstreams"),
+            ("[store]\nbackend = \"mysql\"", "store.backend"),
+            ("[store]\nbackend = \"postgres\"", "needs store.url"),
+            ("[store]\nbackend = \"postgres\"\nurl = \"postgres://u:hunter2@db/x\"", "must not carry the password"),
+            ("[store]\nbackend = \"postgres\"\nurl = \"host=db password=hunter2\"", "must not carry the password"),
+            ("[store]\nbackend = \"postgres\"\nurl = \"postgres://db/x\"\nschema = \"a;drop\"", "store.schema"),
+            ("[store]\nurl = \"postgres://db/x\"", "for backend = \"postgres\""),
             ("[dns]\nreverse_zones = [\"10.0.0.0/7\"]", "wider than a /8"),
             ("[dns]\nallow_transfer = [\"198.18.0.0\"]", "dns.allow_transfer"),
             (

@@ -48,10 +48,11 @@ impl Appliance {
         let timers =
             if extra.starts_with("poll_secs") { "" } else { "poll_secs = 2\nlease_secs = 3\nstats_secs = 1\n" };
         let text = format!(
-            "[server]\ndata_dir = \"{}\"\naddress = \"127.0.0.1\"\n[http]\nlisten = \"127.0.0.1:{}\"\n[https]\nlisten = \"127.0.0.1:{tls_port}\"\n[dhcp]\nmode = \"off\"\n[tftp]\nenabled = false\n[dns]\nenabled = false\n[agent]\n{timers}{}\n",
+            "[server]\ndata_dir = \"{}\"\naddress = \"127.0.0.1\"\n[http]\nlisten = \"127.0.0.1:{}\"\n[https]\nlisten = \"127.0.0.1:{tls_port}\"\n[dhcp]\nmode = \"off\"\n[tftp]\nenabled = false\n[dns]\nenabled = false\n[agent]\n{timers}{}\n{}",
             dir.display(),
             port,
-            extra
+            extra,
+            super::store_section(dir)
         );
         let running = app::start(Config::parse(&text).unwrap()).await.unwrap();
         let url = format!("https://127.0.0.1:{tls_port}");

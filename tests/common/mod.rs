@@ -25,8 +25,27 @@ pub struct Lab {
     extra: String,
 }
 
+/// `[store]` for an appliance on `data_dir`: the PostgreSQL `RACKBOOT_TEST_POSTGRES` names
+/// (a schema per data dir, so a restarted appliance finds its CMDB), so the in-process tests
+/// run against both stores; nothing (the embedded file) without it.
+#[allow(dead_code)]
+pub fn store_section(data_dir: &std::path::Path) -> String {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    data_dir.hash(&mut h);
+    match rackboot::cmdb::kv::pg::test_config_named(&format!("d{:016x}", h.finish())) {
+        Some(pg) => format!(
+            "\n[store]\nbackend = \"postgres\"\nurl = \"{}\"\nschema = \"{}\"\n",
+            pg.url,
+            pg.schema.unwrap_or_default()
+        ),
+        None => String::new(),
+    }
+}
+
 /// The lab's config; `extra` continues the `[dns]` table (or starts new tables).
 pub fn config_text(data_dir: &std::path::Path, relay_port: u16, extra: &str) -> String {
+    let store = store_section(data_dir);
     format!(
         r#"
 [server]
@@ -55,6 +74,7 @@ lease_secs = 600
 port = 0
 domain = "lab.rackboot.test"
 {extra}
+{store}
 "#,
         data_dir.display(),
         data_dir.display()

@@ -45,6 +45,16 @@ pub enum Db {
 }
 
 impl Db {
+    /// The CMDB file at `path` (created or migrated to the current schema).
+    pub fn open_file(path: &std::path::Path) -> Result<Db, CmdbError> {
+        Ok(Db::Redb(Arc::new(super::store::open(path)?)))
+    }
+
+    /// The PostgreSQL store (its schema brought up to date). Not from an async context.
+    pub fn open_postgres(cfg: &PgConfig) -> Result<Db, CmdbError> {
+        Ok(Db::Pg(pg::Pg::connect(cfg)?))
+    }
+
     /// A snapshot to read from.
     pub fn begin_read(&self) -> Result<ReadTx, CmdbError> {
         Ok(match self {
@@ -125,6 +135,14 @@ impl WriteTx {
     /// Whether other appliances may write the same store (PostgreSQL).
     pub fn shared(&self) -> bool {
         matches!(self, WriteTx::Pg(_))
+    }
+
+    /// On a shared store, logs what the batch changed for the other appliances.
+    pub fn log_change(&self, change: &pg::Change) -> Result<(), CmdbError> {
+        match self {
+            WriteTx::Redb(_) => Ok(()),
+            WriteTx::Pg(tx) => tx.log_change(change),
+        }
     }
 
     pub fn commit(self) -> Result<(), CmdbError> {

@@ -25,7 +25,7 @@ const MIGRATIONS: &[(i64, &str)] = &[(1, include_str!("../../../migrations/postg
 const CHUNK: i64 = 512;
 
 /// Where the store is and how to log in.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct PgConfig {
     /// `postgres://user@host/db` or `host=/run/postgresql dbname=...`; no password in it.
     pub url: String,
@@ -36,9 +36,23 @@ pub struct PgConfig {
     pub pool_size: usize,
 }
 
+/// Everything but the password.
+impl std::fmt::Debug for PgConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgConfig")
+            .field("url", &self.url)
+            .field("password", &self.password.as_ref().map(|_| "(from password_file)"))
+            .field("schema", &self.schema)
+            .field("pool_size", &self.pool_size)
+            .finish()
+    }
+}
+
 /// An open PostgreSQL store.
 pub struct Pg {
     pool: deadpool_postgres::Pool,
+    /// For the follower's own connection (LISTEN).
+    config: tokio_postgres::Config,
     handle: tokio::runtime::Handle,
     rt: Option<tokio::runtime::Runtime>,
     /// Host and database, for messages (never the password).
@@ -94,7 +108,7 @@ impl Pg {
             .build()
             .map_err(|e| CmdbError::Storage(format!("starting the PostgreSQL runtime: {e}")))?;
         let mgr = deadpool_postgres::Manager::from_config(
-            pg_cfg,
+            pg_cfg.clone(),
             tokio_postgres::NoTls,
             deadpool_postgres::ManagerConfig { recycling_method: deadpool_postgres::RecyclingMethod::Fast },
         );
@@ -108,7 +122,7 @@ impl Pg {
                 .build()
                 .map_err(|e| CmdbError::Storage(format!("PostgreSQL pool: {e}")))?
         };
-        let pg = Arc::new(Pg { pool, handle: rt.handle().clone(), rt: Some(rt), label });
+        let pg = Arc::new(Pg { pool, config: pg_cfg, handle: rt.handle().clone(), rt: Some(rt), label });
         pg.migrate()?;
         Ok(pg)
     }
@@ -160,26 +174,65 @@ impl Pg {
         let client = self.client()?;
         let begin = if read_only { "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY" } else { "BEGIN" };
         self.block(client.batch_execute(begin)).map_err(|e| self.error(e))?;
-        Ok(PgTx { pg: self.clone(), client: Some(client), open: true })
+        Ok(PgTx { pg: self.clone(), client: Some(client), open: true, failed: Default::default() })
     }
 
     /// A driver error as the CMDB reports it: a lost or refused connection makes the store
     /// unavailable (writes refused until it answers again), a duplicate key is a conflict.
     pub fn error(&self, e: tokio_postgres::Error) -> CmdbError {
-        match e.code() {
-            Some(c) if *c == tokio_postgres::error::SqlState::UNIQUE_VIOLATION => {
-                CmdbError::Conflict(format!("{}: {e}", self.label))
+        let text = match e.as_db_error() {
+            Some(db) => format!("{}: {}", self.label, db.message()),
+            None => format!("{}: {e}", self.label),
+        };
+        match e.code().map(|c| c.code()) {
+            Some("23505") => CmdbError::Conflict(text),
+            Some(c) if c.starts_with("08") || c.starts_with("57P") || c.starts_with("53") => {
+                CmdbError::Unavailable(text)
             }
-            Some(c) if c.code().starts_with("08") || c.code().starts_with("57P") || c.code().starts_with("53") => {
-                CmdbError::Unavailable(format!("{}: {e}", self.label))
-            }
-            Some(_) => CmdbError::Storage(format!(
-                "{}: {}",
-                self.label,
-                e.as_db_error().map(|d| d.to_string()).unwrap_or(e.to_string())
-            )),
-            None => CmdbError::Unavailable(format!("{}: {e}", self.label)),
+            Some(_) => CmdbError::Storage(text),
+            None => CmdbError::Unavailable(text),
         }
+    }
+
+    /// Runs `f` on the store's runtime without waiting for it.
+    pub fn spawn<F: Future<Output = ()> + Send + 'static>(&self, f: F) {
+        self.handle.spawn(f);
+    }
+
+    /// A connection of its own (not from the pool), e.g. to LISTEN on; its driver runs on the
+    /// store's runtime and hands asynchronous messages to `messages`.
+    pub async fn dedicated(
+        &self,
+        messages: tokio::sync::mpsc::UnboundedSender<tokio_postgres::AsyncMessage>,
+    ) -> Result<tokio_postgres::Client, CmdbError> {
+        let (client, mut conn) = self.config.connect(tokio_postgres::NoTls).await.map_err(|e| self.error(e))?;
+        tokio::spawn(async move {
+            while let Some(m) = std::future::poll_fn(|cx| conn.poll_message(cx)).await {
+                let Ok(m) = m else { break };
+                if messages.send(m).is_err() {
+                    break;
+                }
+            }
+        });
+        Ok(client)
+    }
+
+    /// The newest entry of the change log (0 for none).
+    pub fn newest_change(&self) -> Result<i64, CmdbError> {
+        let client = self.client()?;
+        let row = self
+            .block(client.query_one("SELECT coalesce(max(seq), 0) FROM changes", &[]))
+            .map_err(|e| self.error(e))?;
+        Ok(row.get(0))
+    }
+
+    /// Drops change-log entries older than `secs`.
+    pub fn trim_changes(&self, secs: i64) -> Result<u64, CmdbError> {
+        let client = self.client()?;
+        self.block(
+            client.execute("DELETE FROM changes WHERE at < now() - make_interval(secs => $1)", &[&(secs as f64)]),
+        )
+        .map_err(|e| self.error(e))
     }
 
     /// Whether the store answers (the writer asks while faulted).
@@ -189,11 +242,25 @@ impl Pg {
     }
 }
 
+/// What one write batch changed, for the other appliances sharing the store.
+#[derive(Debug, Clone, Default)]
+pub struct Change {
+    pub appliance: String,
+    pub machines: Vec<u64>,
+    pub leases: Vec<u64>,
+    pub racks: bool,
+    /// The batch's events, first and last sequence.
+    pub events: Option<(u64, u64)>,
+}
+
 /// One transaction on one pooled connection; rolled back if dropped before [`PgTx::commit`].
 pub struct PgTx {
     pg: Arc<Pg>,
     client: Option<deadpool_postgres::Object>,
     open: bool,
+    /// The first statement that failed: PostgreSQL aborts the whole transaction then, and its
+    /// COMMIT would quietly roll back, so commit reports this instead.
+    failed: std::sync::Mutex<Option<CmdbError>>,
 }
 
 impl Drop for PgTx {
@@ -228,19 +295,92 @@ impl PgTx {
 
     fn query(&self, sql: &str, params: &[Param]) -> Result<Vec<Row>, CmdbError> {
         let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p as &(dyn ToSql + Sync)).collect();
-        self.pg
+        let out = self
+            .pg
             .block(async {
                 let stmt = self.client().prepare_cached(sql).await?;
                 self.client().query(&stmt, &refs).await
             })
-            .map_err(|e| self.pg.error(e))
+            .map_err(|e| self.pg.error(e));
+        if let Err(e) = &out {
+            self.failed.lock().expect("failed lock").get_or_insert_with(|| e.clone());
+        }
+        out
+    }
+
+    /// Change-log entries after `seq`, oldest first, at most `limit`.
+    pub fn changes_after(&self, seq: i64, limit: i64) -> Result<Vec<(i64, Change)>, CmdbError> {
+        let rows = self
+            .pg
+            .block(async {
+                let stmt = self
+                    .client()
+                    .prepare_cached(
+                        "SELECT seq, appliance, machines, leases, racks, events_from, events_to FROM changes
+                         WHERE seq > $1 ORDER BY seq LIMIT $2",
+                    )
+                    .await?;
+                self.client().query(&stmt, &[&seq, &limit]).await
+            })
+            .map_err(|e| self.pg.error(e))?;
+        let ids = |v: Vec<i64>| v.into_iter().map(|i| i as u64).collect();
+        rows.into_iter()
+            .map(|r| {
+                let events = match (r.try_get::<_, Option<i64>>(5), r.try_get::<_, Option<i64>>(6)) {
+                    (Ok(Some(a)), Ok(Some(b))) => Some((a as u64, b as u64)),
+                    _ => None,
+                };
+                Ok((
+                    r.try_get(0).map_err(|e| CmdbError::Storage(format!("changes: {e}")))?,
+                    Change {
+                        appliance: r.try_get(1).map_err(|e| CmdbError::Storage(format!("changes: {e}")))?,
+                        machines: ids(r.try_get(2).map_err(|e| CmdbError::Storage(format!("changes: {e}")))?),
+                        leases: ids(r.try_get(3).map_err(|e| CmdbError::Storage(format!("changes: {e}")))?),
+                        racks: r.try_get(4).map_err(|e| CmdbError::Storage(format!("changes: {e}")))?,
+                        events,
+                    },
+                ))
+            })
+            .collect()
     }
 
     pub fn lock_writers(&self) -> Result<(), CmdbError> {
         self.query("SELECT v FROM meta WHERE k = 'next_event_seq' FOR UPDATE", &[]).map(|_| ())
     }
 
+    /// Logs what this batch changed for the other appliances and wakes them at commit.
+    pub fn log_change(&self, change: &Change) -> Result<(), CmdbError> {
+        let ids = |v: &[u64]| v.iter().map(|&i| i as i64).collect::<Vec<i64>>();
+        let (machines, leases) = (ids(&change.machines), ids(&change.leases));
+        let (from, to) = match change.events {
+            Some((a, b)) => (Some(a as i64), Some(b as i64)),
+            None => (None, None),
+        };
+        let params: [&(dyn ToSql + Sync); 6] = [&change.appliance, &machines, &leases, &change.racks, &from, &to];
+        self.pg
+            .block(async {
+                let stmt = self
+                    .client()
+                    .prepare_cached(
+                        "WITH c AS (INSERT INTO changes (appliance, machines, leases, racks, events_from, events_to)
+                                    VALUES ($1, $2, $3, $4, $5, $6) RETURNING seq)
+                         SELECT pg_notify('rackboot_cmdb', seq::text) FROM c",
+                    )
+                    .await?;
+                self.client().query(&stmt, &params).await
+            })
+            .map(|_| ())
+            .map_err(|e| {
+                let e = self.pg.error(e);
+                self.failed.lock().expect("failed lock").get_or_insert_with(|| e.clone());
+                e
+            })
+    }
+
     pub fn commit(mut self) -> Result<(), CmdbError> {
+        if let Some(e) = self.failed.lock().expect("failed lock").clone() {
+            return Err(e); // dropped: rolled back
+        }
         self.open = false;
         let client = self.client.take().expect("client lives until the transaction ends");
         self.pg.block(client.batch_execute("COMMIT")).map_err(|e| self.pg.error(e))
@@ -576,15 +716,19 @@ impl PgCols for (&'static str, u64) {
 
 /// The store a test runs on when `RACKBOOT_TEST_POSTGRES` names a PostgreSQL (a `host=...`
 /// connection string for a throwaway cluster): a schema of its own, created here.
+#[doc(hidden)]
 pub fn test_config() -> Option<PgConfig> {
-    let url = std::env::var("RACKBOOT_TEST_POSTGRES").ok().filter(|u| !u.is_empty())?;
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let schema = format!(
-        "t{}_{}_{}",
-        std::process::id(),
-        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
-        crate::cmdb::now_ms() % 1_000_000
-    );
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    test_config_named(&format!("t{}_{n}_{}", std::process::id(), crate::cmdb::now_ms() % 1_000_000))
+}
+
+/// Like [`test_config`], in the schema `schema` (created if missing): an appliance a test
+/// restarts on the same data dir finds its CMDB again.
+#[doc(hidden)]
+pub fn test_config_named(schema: &str) -> Option<PgConfig> {
+    let url = std::env::var("RACKBOOT_TEST_POSTGRES").ok().filter(|u| !u.is_empty())?;
+    let schema = schema.to_string();
     let cfg = PgConfig { url, password: None, schema: Some(schema.clone()), pool_size: 4 };
     std::thread::spawn(move || {
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
@@ -592,10 +736,14 @@ pub fn test_config() -> Option<PgConfig> {
             let (client, conn) =
                 tokio_postgres::connect(&cfg.url, tokio_postgres::NoTls).await.expect("test PostgreSQL");
             tokio::spawn(conn);
-            client.batch_execute(&format!("CREATE SCHEMA {schema}")).await.expect("creating the test schema");
+            client
+                .batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS {schema}"))
+                .await
+                .expect("creating the test schema");
         });
         cfg
     })
     .join()
-    .ok()
+    .map(Some)
+    .expect("RACKBOOT_TEST_POSTGRES is set: the tests run on that PostgreSQL or fail")
 }

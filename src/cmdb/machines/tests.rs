@@ -172,3 +172,69 @@ async fn only_a_machines_known_address_is_its_own() {
     assert!(!db.is_address_of(ip("198.18.0.77"), m41, Some(&with)).await, "another MAC's");
     assert!(!db.is_address_of(ip("198.18.0.78"), m42, Some(&without)).await);
 }
+
+/// On PostgreSQL the store itself refuses to hand an address someone holds to another client
+/// (a trigger on `leases`), whichever appliance asks and whatever its memory says.
+#[tokio::test]
+async fn the_postgres_store_refuses_a_second_client_on_a_leased_address() {
+    let Some(cfg) = crate::cmdb::kv::pg::test_config() else {
+        eprintln!("skipped: RACKBOOT_TEST_POSTGRES does not name a PostgreSQL");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let db = Cmdb::open_on(&dir.path().join("c.redb"), Some(&cfg), 64).unwrap();
+    let lease = |m: &str, state| Lease {
+        v: SCHEMA_VERSION,
+        ip: "198.18.0.77".parse().unwrap(),
+        mac: mac(m),
+        hostname: None,
+        client_hostname: None,
+        expires_at: now_secs() + 600,
+        state,
+        updated_at: now_secs(),
+    };
+    let sighting = |m: &str| Sighting { mac: Some(mac(m)), ..Default::default() };
+    let first = lease("52:54:00:00:07:01", super::super::LeaseState::Active);
+    db.commit_lease(first.clone(), sighting("52:54:00:00:07:01"), vec![]).await.unwrap();
+    let err = db
+        .commit_lease(
+            lease("52:54:00:00:07:02", super::super::LeaseState::Active),
+            sighting("52:54:00:00:07:02"),
+            vec![],
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, CmdbError::Conflict(m) if m.contains("198.18.0.77 is leased to 52:54:00:00:07:01")),
+        "{err}"
+    );
+    assert_eq!(db.leases().await.unwrap(), vec![first.clone()], "the holder keeps it");
+    // Past rackboot's own check, the table's trigger refuses it too, and the transaction it
+    // aborted reports the refusal at commit rather than rolling back quietly.
+    let (store, other) = (db.inner.storage.db().unwrap(), lease("52:54:00:00:07:03", super::super::LeaseState::Active));
+    let raw = tokio::task::spawn_blocking(move || {
+        let tx = store.begin_write()?;
+        let _ = tx.open_table(crate::cmdb::store::LEASES)?.insert(u32::from(other.ip), encode(&other).as_slice());
+        tx.commit()
+    })
+    .await
+    .unwrap()
+    .unwrap_err();
+    assert!(matches!(&raw, CmdbError::Conflict(m) if m.contains("is leased to")), "{raw}");
+    assert_eq!(db.leases().await.unwrap(), vec![first.clone()]);
+    // Released, it can go to the other client.
+    db.commit_lease(
+        lease("52:54:00:00:07:01", super::super::LeaseState::Released),
+        sighting("52:54:00:00:07:01"),
+        vec![],
+    )
+    .await
+    .unwrap();
+    db.commit_lease(
+        lease("52:54:00:00:07:02", super::super::LeaseState::Active),
+        sighting("52:54:00:00:07:02"),
+        vec![],
+    )
+    .await
+    .unwrap();
+}

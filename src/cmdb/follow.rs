@@ -1,0 +1,176 @@
+//! Several appliances on one PostgreSQL store. Each keeps the in-memory index (DHCP lookups,
+//! DNS, machine lists), the rack cache and the event stream of the whole estate by following
+//! the `changes` log: every write batch logs the machines and leases it changed and its events,
+//! and notifies `rackboot_cmdb` at commit. The follower thread wakes on the notification (or
+//! once a second, should one be lost), re-reads what the other appliances changed, and
+//! publishes every appliance's events, its own included, in commit order, so a stream's
+//! resume-by-sequence holds across the estate.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+use super::index::{Brief, Delta, Index, LeaseBrief};
+use super::kv::pg::{Change, Pg};
+use super::kv::Db;
+use super::model::{Event, Lease, LeaseState, Machine};
+use super::store::{decode, EVENTS, EVENT_LOG, LEASES, MACHINES};
+use super::CmdbError;
+
+/// How often the follower looks without a notification.
+const POLL: Duration = Duration::from_secs(1);
+/// Change-log entries read per round.
+const ROUND: i64 = 1000;
+/// How long the change log keeps an entry.
+const KEEP_SECS: i64 = 3600;
+
+/// The change-log entry of a batch: ids of the machines and addresses its delta touched.
+pub fn change_of(appliance: &str, delta: &[Delta], published: &[Event], racks: bool) -> Change {
+    let mut change = Change { appliance: appliance.to_string(), racks, ..Default::default() };
+    for d in delta {
+        match d {
+            Delta::Upsert(b) => change.machines.push(b.id),
+            Delta::Remove(id) => change.machines.push(*id),
+            Delta::Lease(ip, _) => change.leases.push(u64::from(u32::from(*ip))),
+        }
+    }
+    change.machines.sort_unstable();
+    change.machines.dedup();
+    change.leases.sort_unstable();
+    change.leases.dedup();
+    change.events = published.first().zip(published.last()).map(|(a, b)| (a.seq, b.seq));
+    change
+}
+
+/// What the follower keeps up to date.
+pub(super) struct Follower {
+    pub pg: Arc<Pg>,
+    pub db: Db,
+    pub appliance: String,
+    pub index: Arc<RwLock<Index>>,
+    pub racks: super::racks::RackCache,
+    pub changed: Arc<tokio::sync::watch::Sender<u64>>,
+    pub events: tokio::sync::broadcast::Sender<Arc<Event>>,
+    /// The newest change-log entry already reflected here.
+    pub last: i64,
+    pub stop: Arc<AtomicBool>,
+}
+
+impl Follower {
+    /// Starts the listener (on the store's runtime) and the follower thread.
+    pub fn start(mut self) -> std::io::Result<std::thread::JoinHandle<()>> {
+        let (wake_tx, wake) = std::sync::mpsc::channel::<()>();
+        let (pg, stop) = (self.pg.clone(), self.stop.clone());
+        self.pg.spawn(listen(pg, wake_tx, stop));
+        std::thread::Builder::new().name("cmdb-follow".into()).spawn(move || {
+            let mut trimmed = Instant::now();
+            while !self.stop.load(Ordering::Acquire) {
+                let _ = wake.recv_timeout(POLL);
+                while wake.try_recv().is_ok() {}
+                if let Err(error) = self.round() {
+                    tracing::warn!(%error, "following the other appliances' changes failed; retrying");
+                }
+                if trimmed.elapsed() > Duration::from_secs(60) {
+                    trimmed = Instant::now();
+                    if let Err(error) = self.pg.trim_changes(KEEP_SECS) {
+                        tracing::warn!(%error, "trimming the change log failed");
+                    }
+                }
+            }
+        })
+    }
+
+    /// Applies what the log holds after `last`; returns once it is read to the end.
+    fn round(&mut self) -> Result<(), CmdbError> {
+        loop {
+            let (n, events, remote) = self.step()?;
+            for e in events {
+                let _ = self.events.send(Arc::new(e));
+            }
+            if remote {
+                self.changed.send_modify(|generation| *generation += 1);
+            }
+            if n < ROUND as usize {
+                return Ok(());
+            }
+        }
+    }
+
+    /// One read of the log: the index brought up to date under its lock (so a batch this
+    /// appliance commits meanwhile is applied after, never overwritten by an older read), and
+    /// the events of the entries read.
+    fn step(&mut self) -> Result<(usize, Vec<Event>, bool), CmdbError> {
+        let mut index = self.index.write().expect("index lock poisoned");
+        let rtx = self.db.begin_read()?;
+        let super::kv::ReadTx::Pg(tx) = &rtx else { return Ok((0, Vec::new(), false)) };
+        let entries = tx.changes_after(self.last, ROUND)?;
+        let (machines, leases) = (rtx.open_table(MACHINES)?, rtx.open_table(LEASES)?);
+        let (log, stored) = (rtx.open_table(EVENT_LOG)?, rtx.open_table(EVENTS)?);
+        let (mut delta, mut events, mut racks) = (Vec::new(), Vec::new(), false);
+        let now = super::now_secs();
+        for (seq, c) in &entries {
+            if c.appliance != self.appliance {
+                for &id in &c.machines {
+                    delta.push(match machines.get(id)? {
+                        Some(v) => Delta::Upsert(Brief::from(&decode::<Machine>(v.value())?)),
+                        None => Delta::Remove(id),
+                    });
+                }
+                for &ip in &c.leases {
+                    let ip32 = ip as u32;
+                    let held = match leases.get(ip32)? {
+                        Some(v) => Some(decode::<Lease>(v.value())?),
+                        None => None,
+                    };
+                    let brief = held
+                        .filter(|l| l.state == LeaseState::Active && l.expires_at > now)
+                        .map(|l| LeaseBrief::from(&l));
+                    delta.push(Delta::Lease(std::net::Ipv4Addr::from(ip32), brief));
+                }
+                racks |= c.racks;
+            }
+            if let Some((from, to)) = c.events {
+                for row in log.range(from..=to)? {
+                    let (seq, machine) = row?;
+                    // Pruned or deleted since: nothing to publish.
+                    if let Some(v) = stored.get((machine.value(), seq.value()))? {
+                        events.push(decode::<Event>(v.value())?);
+                    }
+                }
+            }
+            self.last = *seq;
+        }
+        let remote = !delta.is_empty() || racks;
+        index.apply(delta);
+        drop(index);
+        if racks {
+            let fresh: Vec<crate::racks::Rack> = super::store::scan(&rtx.open_table(super::store::RACKS)?)?;
+            *self.racks.write().expect("rack cache lock") = Arc::new(fresh);
+        }
+        Ok((entries.len(), events, remote))
+    }
+}
+
+/// Keeps a connection LISTENing on `rackboot_cmdb` and wakes the follower for each
+/// notification, and once after each (re)connect so nothing from the gap is missed.
+async fn listen(pg: Arc<Pg>, wake: std::sync::mpsc::Sender<()>, stop: Arc<AtomicBool>) {
+    while !stop.load(Ordering::Acquire) {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        match pg.dedicated(tx).await {
+            Ok(client) => match client.batch_execute("LISTEN rackboot_cmdb").await {
+                Ok(()) => {
+                    let _ = wake.send(());
+                    while let Some(m) = rx.recv().await {
+                        if matches!(m, tokio_postgres::AsyncMessage::Notification(_)) && wake.send(()).is_err() {
+                            return;
+                        }
+                    }
+                    tracing::warn!(store = %pg.label, "lost the change notifications connection; reconnecting");
+                }
+                Err(error) => tracing::warn!(store = %pg.label, %error, "LISTEN rackboot_cmdb failed"),
+            },
+            Err(error) => tracing::warn!(store = %pg.label, %error, "connecting for change notifications failed"),
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}

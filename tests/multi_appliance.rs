@@ -1,0 +1,143 @@
+//! Several appliances on one CMDB in PostgreSQL (a throwaway cluster from Debian's package, on
+//! a Unix socket, started and stopped here): each sees what the others write (machines, racks,
+//! events in its live stream, in sequence order), and a job queued through one appliance is run
+//! exactly once by an agent that polls another. Skips where PostgreSQL is not installed.
+
+mod common;
+
+use std::time::Duration;
+
+use common::appliance::Appliance;
+use hyper::Method;
+use serde_json::{json, Value};
+
+/// A throwaway PostgreSQL cluster, stopped and removed when dropped.
+struct Cluster {
+    dir: tempfile::TempDir,
+    url: String,
+}
+
+impl Cluster {
+    fn start() -> Option<Cluster> {
+        let dir = tempfile::Builder::new().prefix("rackboot-pg").tempdir_in("/tmp").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let out = std::process::Command::new("tests/pg/cluster.sh").arg("start").arg(dir.path()).output().unwrap();
+        match out.status.code() {
+            Some(0) => {
+                let url = String::from_utf8(out.stdout).unwrap().trim().to_string();
+                Some(Cluster { dir, url })
+            }
+            Some(3) => None,
+            _ => panic!("starting PostgreSQL: {}", String::from_utf8_lossy(&out.stderr)),
+        }
+    }
+
+    /// `[store]` for an appliance on this cluster (it goes after the harness's `[agent]` keys).
+    fn store(&self) -> String {
+        format!("\n[store]\nbackend = \"postgres\"\nurl = \"{}\"\n", self.url)
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("tests/pg/cluster.sh").arg("stop").arg(self.dir.path()).status();
+    }
+}
+
+fn script(body: &str) -> Value {
+    json!({"kind": "script", "interpreter": "/bin/sh", "body": body})
+}
+
+/// Waits up to `secs` for `f` to succeed.
+async fn within<T, F: std::future::Future<Output = anyhow::Result<T>>>(secs: u64, mut f: impl FnMut() -> F) -> T {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(secs);
+    loop {
+        match f().await {
+            Ok(v) => return v,
+            Err(e) if tokio::time::Instant::now() > deadline => panic!("still failing after {secs} s: {e:#}"),
+            Err(_) => tokio::time::sleep(Duration::from_millis(25)).await,
+        }
+    }
+}
+
+#[tokio::test]
+async fn two_appliances_share_one_cmdb_and_a_job_queued_through_one_runs_once_through_the_other() {
+    let Some(pg) = Cluster::start() else {
+        eprintln!("skipped: PostgreSQL server binaries not found (apt-get install postgresql)");
+        return;
+    };
+    let a = Appliance::start(&pg.store()).await;
+    let b = Appliance::start(&pg.store()).await;
+    let mut live_on_a = a.app.as_ref().unwrap().cmdb.subscribe_events();
+
+    // A machine enrolls through B; A knows it (its index, its API) and its timeline.
+    const MAC: &str = "52:54:00:b0:00:01";
+    let work = tempfile::tempdir().unwrap();
+    let agent = b.agent(MAC, work.path());
+    let m = within(10, || async {
+        let m = a.api.ok(Method::GET, &format!("/machines/{MAC}"), None).await?;
+        anyhow::ensure!(!m["inventory"].is_null(), "no inventory yet");
+        Ok(m)
+    })
+    .await;
+    let id = m["id"].as_u64().unwrap();
+    assert_eq!(m["state"], "ready");
+    assert!(a.app.as_ref().unwrap().cmdb.brief_by_mac(MAC.parse().unwrap()).is_some(), "in A's index");
+
+    // A job queued through A reaches the agent long-polling B at once, and runs once.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let job = a.submit(json!({"machine": MAC, "action": script("echo ran-once")})).await[0]["id"].as_u64().unwrap();
+    let done = within(20, || async {
+        let j = b.api.ok(Method::GET, &format!("/jobs/{job}"), None).await?;
+        anyhow::ensure!(j["state"] == "succeeded", "job {job}: {j}");
+        Ok(j)
+    })
+    .await;
+    assert_eq!(done["attempt"], 1);
+    let picked_up = done["claimed_at_ms"].as_u64().unwrap() - done["created_at_ms"].as_u64().unwrap();
+    assert!(picked_up < 1500, "the job queued through A woke B's long-poll ({picked_up} ms)");
+    let out = a.get(&format!("/jobs/{job}/output")).await;
+    assert_eq!(out["text"].as_str().unwrap().matches("ran-once").count(), 1, "{out}");
+    let ev = a.get(&format!("/machines/{id}/events?limit=500")).await;
+    let started = ev["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "job.started" && e["detail"]["job"] == json!(job))
+        .count();
+    assert_eq!(started, 1, "claimed exactly once");
+
+    // A's live stream carried B's events, in sequence order with A's own.
+    let mut seen = Vec::new();
+    within(5, || {
+        while let Ok(e) = live_on_a.try_recv() {
+            seen.push(e);
+        }
+        let done = seen.iter().any(|e| e.kind.as_str() == "job.finished");
+        async move {
+            if done {
+                Ok(())
+            } else {
+                anyhow::bail!("no job.finished in A's stream yet")
+            }
+        }
+    })
+    .await;
+    let kinds: Vec<&str> = seen.iter().map(|e| e.kind.as_str()).collect();
+    for k in ["agent.enrolled", "agent.inventory", "job.queued", "job.started", "job.finished"] {
+        assert!(kinds.contains(&k), "{k} missing from A's stream: {kinds:?}");
+    }
+    assert!(seen.windows(2).all(|w| w[0].seq < w[1].seq), "in sequence order");
+
+    // A rack made through B is in A's cache (rack lookups never read storage).
+    let spec = json!({"name": "r9", "switch": {"remote_id": "leaf-r9"}, "ports": ["Ethernet1-2 -> U1-U2"]});
+    let (status, body) = b.api.call(Method::POST, "/racks", Some(spec)).await.unwrap();
+    assert_eq!(status, 201, "{body}");
+    within(5, || async {
+        anyhow::ensure!(a.app.as_ref().unwrap().cmdb.has_racks(), "A does not know the rack yet");
+        Ok(())
+    })
+    .await;
+    agent.abort();
+}

@@ -47,6 +47,8 @@ pub struct Metrics {
     pub dhcp_sent: Family<TypeLabel, Counter>,
     pub dhcp_dropped: Family<ReasonLabel, Counter>,
     pub leases_in_use: Gauge,
+    /// 1 while this appliance answers DHCP (always, outside a pair; see `dhcp::pair`).
+    pub dhcp_pair_active: Gauge,
     /// Addresses in the DHCP pools (full mode; 0 otherwise), for the pool use the UI shows.
     pub pool_addresses: Gauge,
     /// Outstanding offers taken back for a newer client because the pool was exhausted.
@@ -90,6 +92,11 @@ impl Metrics {
         r.register("dhcp_packets_sent", "DHCP packets sent, by message type", self.dhcp_sent.clone());
         r.register("dhcp_packets_dropped", "DHCP packets dropped, by reason", self.dhcp_dropped.clone());
         r.register("dhcp_leases_in_use", "Active (unexpired) DHCP leases", self.leases_in_use.clone());
+        r.register(
+            "dhcp_pair_active",
+            "1 while this appliance answers DHCP (always outside a pair; in a pair, the primary, or the standby while the primary is silent)",
+            self.dhcp_pair_active.clone(),
+        );
         r.register("dhcp_pool_addresses", "Addresses in the DHCP pools (full mode)", self.pool_addresses.clone());
         r.register(
             "dhcp_offers_reclaimed",

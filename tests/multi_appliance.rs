@@ -4,46 +4,14 @@
 //! exactly once by an agent that polls another. Skips where PostgreSQL is not installed.
 
 mod common;
+#[path = "pg/mod.rs"]
+mod pg;
 
 use std::time::Duration;
 
 use common::appliance::Appliance;
 use hyper::Method;
 use serde_json::{json, Value};
-
-/// A throwaway PostgreSQL cluster, stopped and removed when dropped.
-struct Cluster {
-    dir: tempfile::TempDir,
-    url: String,
-}
-
-impl Cluster {
-    fn start() -> Option<Cluster> {
-        let dir = tempfile::Builder::new().prefix("rackboot-pg").tempdir_in("/tmp").unwrap();
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-        let out = std::process::Command::new("tests/pg/cluster.sh").arg("start").arg(dir.path()).output().unwrap();
-        match out.status.code() {
-            Some(0) => {
-                let url = String::from_utf8(out.stdout).unwrap().trim().to_string();
-                Some(Cluster { dir, url })
-            }
-            Some(3) => None,
-            _ => panic!("starting PostgreSQL: {}", String::from_utf8_lossy(&out.stderr)),
-        }
-    }
-
-    /// `[store]` for an appliance on this cluster (it goes after the harness's `[agent]` keys).
-    fn store(&self) -> String {
-        format!("\n[store]\nbackend = \"postgres\"\nurl = \"{}\"\n", self.url)
-    }
-}
-
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("tests/pg/cluster.sh").arg("stop").arg(self.dir.path()).status();
-    }
-}
 
 fn script(body: &str) -> Value {
     json!({"kind": "script", "interpreter": "/bin/sh", "body": body})
@@ -63,7 +31,7 @@ async fn within<T, F: std::future::Future<Output = anyhow::Result<T>>>(secs: u64
 
 #[tokio::test]
 async fn two_appliances_share_one_cmdb_and_a_job_queued_through_one_runs_once_through_the_other() {
-    let Some(pg) = Cluster::start() else {
+    let Some(pg) = pg::Cluster::start() else {
         eprintln!("skipped: PostgreSQL server binaries not found (apt-get install postgresql)");
         return;
     };

@@ -80,3 +80,15 @@ CREATE TABLE changes (
     events_to bigint,
     at timestamptz NOT NULL DEFAULT now()
 );
+
+-- DHCP pairs (hot-standby, one per VLAN): each member beats here every second, on the
+-- database's clock (so the appliances' clocks need not agree); the standby answers while the
+-- primary's last beat is older than its takeover time.
+CREATE TABLE dhcp_pairs (
+    pair text COLLATE "C",
+    role text COLLATE "C" CHECK (role IN ('primary', 'standby')),
+    appliance text NOT NULL,
+    active boolean NOT NULL,
+    beat_at timestamptz NOT NULL,
+    PRIMARY KEY (pair, role)
+);

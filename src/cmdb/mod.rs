@@ -106,6 +106,8 @@ struct Inner {
     /// On a shared store: follows the other appliances' changes (see `follow`).
     follower: Option<std::thread::JoinHandle<()>>,
     stop: Arc<std::sync::atomic::AtomicBool>,
+    /// This appliance's name in the change log and DHCP pairs: host name and a random suffix.
+    appliance: String,
     /// Addresses seen in DHCP requests another server answers (see `whereabouts`).
     seen: std::sync::Mutex<whereabouts::Seen>,
     /// The cap on unclaimed machines and its evictions.
@@ -228,6 +230,7 @@ impl Cmdb {
         let writer = {
             let (storage, index, events, stats) = (storage.clone(), index.clone(), events.clone(), stats.clone());
             let batch = commit_batch.max(1);
+            let appliance = appliance.clone();
             let w = writer::Writer { storage, index, changed: changed_tx, events, stats, batch, appliance };
             std::thread::Builder::new()
                 .name("cmdb-writer".into())
@@ -247,6 +250,7 @@ impl Cmdb {
                 writer: Some(writer),
                 follower,
                 stop,
+                appliance,
                 seen: Default::default(),
                 growth: Arc::default(),
                 racks: rack_cache,
@@ -330,6 +334,25 @@ impl Cmdb {
     async fn send(&self, job: Job) -> Result<(), CmdbError> {
         let tx = self.inner.tx.as_ref().expect("sender lives as long as the handle");
         tx.send(job).await.map_err(|_| CmdbError::Storage("cmdb writer stopped".into()))
+    }
+
+    /// A beat of this appliance as `role` of DHCP pair `pair` (see `dhcp::pair`): how long ago
+    /// the other member beat, and another appliance that beat in this role within
+    /// `fresh_secs`, if one did (a misconfigured pair).
+    pub async fn dhcp_pair_beat(
+        &self,
+        pair: &str,
+        role: &str,
+        active: bool,
+        fresh_secs: f64,
+    ) -> Result<(Option<f64>, Option<String>), CmdbError> {
+        let kv::Db::Pg(pg) = self.inner.storage.db()? else {
+            return Err(CmdbError::Invalid("a DHCP pair needs the CMDB on PostgreSQL".into()));
+        };
+        let (pair, role, me) = (pair.to_string(), role.to_string(), self.inner.appliance.clone());
+        tokio::task::spawn_blocking(move || pg.pair_beat(&pair, &role, &me, active, fresh_secs))
+            .await
+            .map_err(|e| CmdbError::Storage(format!("pair beat: {e}")))?
     }
 
     /// Whether other appliances may share this CMDB (it is on PostgreSQL).

@@ -22,6 +22,7 @@ pub struct WireDhcp {
     pub commit_batch: usize,
     pub router_advertisements: bool,
     pub subnets: Vec<WireSubnet>,
+    pub pair: super::pair::WirePair,
 }
 
 impl Default for WireDhcp {
@@ -38,6 +39,7 @@ impl Default for WireDhcp {
             commit_batch: 4096,
             router_advertisements: true,
             subnets: Vec::new(),
+            pair: Default::default(),
         }
     }
 }
@@ -96,6 +98,8 @@ pub struct DhcpConfig {
     /// iPXE stops waiting for one (see [`crate::ra`]).
     pub router_advertisements: bool,
     pub subnets: Vec<Subnet>,
+    /// A hot-standby pair with another appliance on this VLAN (`[dhcp.pair]`).
+    pub pair: Option<super::pair::PairConfig>,
 }
 
 /// One IPv4 subnet served in full mode.
@@ -170,7 +174,10 @@ impl DhcpConfig {
             commit_batch,
             router_advertisements,
             subnets,
+            pair,
         } = w;
+        let pair = super::pair::PairConfig::from_wire(pair)?;
+        anyhow::ensure!(pair.is_none() || mode == "full", "dhcp.pair is for dhcp.mode = \"full\"");
         let mode = match mode.as_str() {
             "full" => DhcpMode::Full,
             "proxy" => DhcpMode::Proxy,
@@ -214,6 +221,7 @@ impl DhcpConfig {
             commit_batch,
             router_advertisements,
             subnets,
+            pair,
         })
     }
 

@@ -15,6 +15,7 @@ mod boot;
 mod dhcp;
 mod dns;
 mod https;
+mod pair;
 mod plugins;
 mod provision;
 mod server;
@@ -36,6 +37,7 @@ pub use boot::{BootFiles, Profile, UefiLoader, WireBoot, WireProfile, GRUB_EFI};
 pub use dhcp::{DhcpConfig, DhcpMode, Subnet, WireDhcp, WireSubnet};
 pub use dns::{DnsConfig, WireDns};
 pub use https::{ConnLimits, HttpsConfig, WireHttps};
+pub use pair::{PairConfig, PairRole, WirePair};
 pub use plugins::WirePlugins;
 pub use provision::{HardwareProfile, ProvisionConfig, WireProvision};
 pub use server::{WireHttp, WireServer};
@@ -172,6 +174,10 @@ impl TryFrom<WireConfig> for Config {
         let (boot, templates) = BootFiles::from_wire(boot)?;
         let log_json = server::log_json(&log_format)?;
         let dhcp = DhcpConfig::from_wire(dhcp, dns.enabled.then_some(dns.domain.as_str()))?;
+        anyhow::ensure!(
+            dhcp.pair.is_none() || matches!(store, StoreConfig::Postgres { .. }),
+            "dhcp.pair needs the CMDB both appliances share: [store] backend = \"postgres\""
+        );
         if dhcp.mode == DhcpMode::Full {
             anyhow::ensure!(
                 !interface.is_empty() || address.is_some(),

@@ -89,6 +89,15 @@ impl Leases {
     }
 
     /// Loads persisted leases (at start).
+    /// Forgets what it knew and loads `leases` (a pair member that starts answering takes what
+    /// its peer leased meanwhile from the shared store).
+    pub fn reload(&mut self, leases: impl IntoIterator<Item = Lease>) {
+        self.by_ip.clear();
+        self.by_mac.clear();
+        self.offers.clear();
+        self.load(leases);
+    }
+
     pub fn load(&mut self, leases: impl IntoIterator<Item = Lease>) {
         for l in leases {
             let hold = match l.state {

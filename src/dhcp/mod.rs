@@ -6,6 +6,7 @@ mod leases;
 mod limits;
 mod options;
 pub mod packet;
+pub mod pair;
 mod proxy;
 mod request;
 
@@ -41,6 +42,9 @@ pub struct DhcpService {
     /// Base URL of the HTTP server, e.g. `http://198.18.0.1`.
     pub http_base: String,
     pub boot: BootFiles,
+    /// Told when the store refused a lease (another appliance holds the address): the lease
+    /// map is reloaded from the store.
+    pub resync: Option<tokio::sync::mpsc::UnboundedSender<Ipv4Addr>>,
 }
 
 impl DhcpService {
@@ -104,6 +108,7 @@ pub async fn serve(bound: Bound, core: Core, shutdown: CancellationToken) -> any
         server_ip,
         http_base: core.addrs.http_base.clone(),
         boot: core.cfg.boot.clone(),
+        resync: None,
     };
     run(bound.socket, bound.pxe, svc, shutdown).await
 }
@@ -113,10 +118,18 @@ pub async fn serve(bound: Bound, core: Core, shutdown: CancellationToken) -> any
 pub async fn run(
     socket: UdpSocket,
     pxe_socket: Option<UdpSocket>,
-    svc: DhcpService,
+    mut svc: DhcpService,
     token: CancellationToken,
 ) -> anyhow::Result<()> {
     let socket = Arc::new(socket);
+    // A pair member answers only while `active` says so (see `pair`).
+    let (active_tx, mut active) = tokio::sync::watch::channel(svc.cfg.pair.is_none());
+    if let (Some(pair), DhcpMode::Full) = (svc.cfg.pair.clone(), svc.cfg.mode) {
+        tokio::spawn(pair::run(svc.cmdb.clone(), pair, active_tx, token.clone()));
+    }
+    svc.metrics.dhcp_pair_active.set(i64::from(*active.borrow()));
+    let (resync_tx, mut resync) = tokio::sync::mpsc::unbounded_channel();
+    svc.resync = Some(resync_tx);
     let mut leases = Leases::new(svc.cfg.offer_hold.as_secs());
     leases.limits = Limits::new(svc.cfg.max_clients_per_port, svc.cfg.max_clients_per_relay);
     if svc.cfg.mode == DhcpMode::Full {
@@ -142,8 +155,24 @@ pub async fn run(
                     write_held(&svc, h);
                 }
             }
+            Ok(()) = active.changed() => {
+                let answering = *active.borrow_and_update();
+                svc.metrics.dhcp_pair_active.set(i64::from(answering));
+                if answering {
+                    leases.reload(svc.cmdb.leases().await?);
+                }
+            }
+            Some(ip) = resync.recv() => {
+                while resync.try_recv().is_ok() {}
+                tracing::info!(%ip, "another appliance holds this address; lease map reloaded from the store");
+                leases.reload(svc.cmdb.leases().await?);
+            }
             r = socket.recv_from(&mut buf) => {
                 let Some((n, from)) = received(r).await else { continue };
+                if !*active.borrow() {
+                    svc.metrics.dhcp_drop("pair_standby");
+                    continue;
+                }
                 if let Some(req) = accept(&svc, &buf[..n], from) {
                     match svc.cfg.mode {
                         DhcpMode::Full => {

@@ -84,6 +84,18 @@ pub(super) fn request(
             tokio::spawn(async move {
                 match committed.await {
                     Ok(()) => send(&svc, &socket, &req, reply, MessageType::Ack),
+                    Err(crate::cmdb::CmdbError::Conflict(why)) => {
+                        // Another appliance sharing the store leased it first: the client starts
+                        // over, and this server's lease map learns what the store holds.
+                        svc.metrics.dhcp_drop("held_elsewhere");
+                        warn!(mac = %req.mac, %ip, %why, "address held through another appliance; nak");
+                        let mut nak = packet::reply(&req, MessageType::Nak, svc.server_ip);
+                        nak.opts_mut().insert(dhcproto::v4::DhcpOption::Message("address in use".into()));
+                        send(&svc, &socket, &req, nak, MessageType::Nak);
+                        if let Some(r) = &svc.resync {
+                            let _ = r.send(ip);
+                        }
+                    }
                     Err(error) => {
                         svc.metrics.dhcp_drop("commit_failed");
                         warn!(mac = %req.mac, %ip, %error, "lease not committed; ack withheld");

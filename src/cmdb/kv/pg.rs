@@ -235,6 +235,47 @@ impl Pg {
         .map_err(|e| self.error(e))
     }
 
+    /// Records a beat of `appliance` as `role` of DHCP pair `pair` and returns how long ago the
+    /// other member last beat (`None`: never), both on the database's clock. Also says which
+    /// appliance held this role until now, if another one beat as it within `fresh_secs`.
+    pub fn pair_beat(
+        &self,
+        pair: &str,
+        role: &str,
+        appliance: &str,
+        active: bool,
+        fresh_secs: f64,
+    ) -> Result<(Option<f64>, Option<String>), CmdbError> {
+        let client = self.client()?;
+        self.block(async {
+            let clash = client
+                .query_opt(
+                    "SELECT appliance FROM dhcp_pairs WHERE pair = $1 AND role = $2 AND appliance <> $3
+                     AND beat_at > now() - make_interval(secs => $4)",
+                    &[&pair, &role, &appliance, &fresh_secs],
+                )
+                .await?
+                .map(|r| r.get::<_, String>(0));
+            client
+                .execute(
+                    "INSERT INTO dhcp_pairs (pair, role, appliance, active, beat_at) VALUES ($1, $2, $3, $4, now())
+                     ON CONFLICT (pair, role) DO UPDATE SET appliance = excluded.appliance, active = excluded.active,
+                         beat_at = excluded.beat_at",
+                    &[&pair, &role, &appliance, &active],
+                )
+                .await?;
+            let other = client
+                .query_opt(
+                    "SELECT extract(epoch FROM now() - beat_at)::float8 FROM dhcp_pairs WHERE pair = $1 AND role <> $2",
+                    &[&pair, &role],
+                )
+                .await?
+                .map(|r| r.get::<_, f64>(0));
+            Ok((other, clash))
+        })
+        .map_err(|e| self.error(e))
+    }
+
     /// Whether the store answers (the writer asks while faulted).
     pub fn ping(&self) -> Result<(), CmdbError> {
         let client = self.client()?;

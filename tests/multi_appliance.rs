@@ -109,3 +109,63 @@ async fn two_appliances_share_one_cmdb_and_a_job_queued_through_one_runs_once_th
     .await;
     agent.abort();
 }
+
+/// `rackboot store migrate` with the real binary: an embedded CMDB into PostgreSQL (verified,
+/// refused the second time), an appliance on PostgreSQL seeing the same machines, and back into
+/// a new file that an appliance opens with them all.
+#[tokio::test]
+async fn store_migrate_copies_into_postgres_and_back_verified() {
+    let Some(pg) = pg::Cluster::start() else {
+        eprintln!("skipped: PostgreSQL server binaries not found (apt-get install postgresql)");
+        return;
+    };
+    let mut first = Appliance::start("").await;
+    for i in 1..=3 {
+        let body = json!({"macs": [format!("52:54:00:c0:00:0{i}")], "hostname": format!("web{i}")});
+        assert_eq!(first.api.call(Method::POST, "/machines", Some(body)).await.unwrap().0, 201);
+    }
+    let listed = |v: &Value| -> Vec<String> {
+        let mut names: Vec<String> =
+            v["machines"].as_array().unwrap().iter().map(|m| m["hostname"].as_str().unwrap().to_string()).collect();
+        names.sort();
+        names
+    };
+    let before = listed(&first.get("/machines").await);
+    first.stop().await;
+
+    let migrate = |config: &std::path::Path, to: &str| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_rackboot"))
+            .args(["store", "migrate", "--config"])
+            .arg(config)
+            .args(["--to", to])
+            .output()
+            .unwrap();
+        (out.status.success(), String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr))
+    };
+    let embedded = first.dir.path().join("embedded.toml");
+    std::fs::write(&embedded, format!("[server]\ndata_dir = \"{}\"\n", first.dir.path().display())).unwrap();
+    let (ok, out) = migrate(&embedded, &pg.url);
+    assert!(ok && out.contains("count and checksum the same"), "{out}");
+    assert!(out.contains("machines") && out.contains("        3 rows"), "{out}");
+    let (ok, out) = migrate(&embedded, &pg.url);
+    assert!(!ok && out.contains("not empty"), "a second copy is refused: {out}");
+
+    let on_pg = Appliance::start(&pg.store()).await;
+    assert_eq!(listed(&on_pg.get("/machines").await), before, "the appliance on PostgreSQL has them");
+
+    let back = tempfile::tempdir().unwrap();
+    let postgres = back.path().join("postgres.toml");
+    std::fs::write(
+        &postgres,
+        format!("[server]\ndata_dir = \"{}\"\n{}", back.path().join("unused").display(), pg.store()),
+    )
+    .unwrap();
+    let file = back.path().join("back.redb");
+    let (ok, out) = migrate(&postgres, file.to_str().unwrap());
+    assert!(ok, "{out}");
+    let db = rackboot::cmdb::Cmdb::open(&file, 8).unwrap();
+    let page = db.list_machines(Default::default()).await.unwrap();
+    let mut names: Vec<String> = page.machines.iter().filter_map(|m| m.hostname.clone()).collect();
+    names.sort();
+    assert_eq!(names, before, "the file made from PostgreSQL holds them");
+}

@@ -42,8 +42,13 @@ pub fn change_of(appliance: &str, delta: &[Delta], published: &[Event], racks: b
     change
 }
 
+/// Events of this appliance's own committed batches, by their first sequence, left by the
+/// writer for the follower to publish in turn (saving it a read of what it just wrote).
+pub type OwnEvents = Arc<std::sync::Mutex<std::collections::BTreeMap<u64, Vec<Event>>>>;
+
 /// What the follower keeps up to date.
 pub(super) struct Follower {
+    pub own: OwnEvents,
     pub pg: Arc<Pg>,
     pub db: Db,
     pub appliance: String,
@@ -96,20 +101,26 @@ impl Follower {
         }
     }
 
-    /// One read of the log: the index brought up to date under its lock (so a batch this
-    /// appliance commits meanwhile is applied after, never overwritten by an older read), and
-    /// the events of the entries read.
+    /// One read of the log: what other appliances changed brought into the index under its
+    /// lock (so a batch this appliance commits meanwhile is applied after, never overwritten by
+    /// an older read), and the events of the entries read, in order.
     fn step(&mut self) -> Result<(usize, Vec<Event>, bool), CmdbError> {
-        let mut index = self.index.write().expect("index lock poisoned");
+        let entries = {
+            let rtx = self.db.begin_read()?;
+            let super::kv::ReadTx::Pg(tx) = &rtx else { return Ok((0, Vec::new(), false)) };
+            tx.changes_after(self.last, ROUND)?
+        };
+        let remote = entries.iter().any(|(_, c)| c.appliance != self.appliance);
+        // Only another appliance's change needs the index lock (and a read under it).
+        let mut index = remote.then(|| self.index.write().expect("index lock poisoned"));
         let rtx = self.db.begin_read()?;
-        let super::kv::ReadTx::Pg(tx) = &rtx else { return Ok((0, Vec::new(), false)) };
-        let entries = tx.changes_after(self.last, ROUND)?;
         let (machines, leases) = (rtx.open_table(MACHINES)?, rtx.open_table(LEASES)?);
         let (log, stored) = (rtx.open_table(EVENT_LOG)?, rtx.open_table(EVENTS)?);
         let (mut delta, mut events, mut racks) = (Vec::new(), Vec::new(), false);
         let now = super::now_secs();
         for (seq, c) in &entries {
-            if c.appliance != self.appliance {
+            let own = c.appliance == self.appliance;
+            if !own {
                 for &id in &c.machines {
                     delta.push(match machines.get(id)? {
                         Some(v) => Delta::Upsert(Brief::from(&decode::<Machine>(v.value())?)),
@@ -130,6 +141,12 @@ impl Follower {
                 racks |= c.racks;
             }
             if let Some((from, to)) = c.events {
+                let mine = if own { self.own.lock().expect("own events lock").remove(&from) } else { None };
+                if let Some(mine) = mine {
+                    events.extend(mine);
+                    self.last = *seq;
+                    continue;
+                }
                 for row in log.range(from..=to)? {
                     let (seq, machine) = row?;
                     // Pruned or deleted since: nothing to publish.
@@ -141,7 +158,9 @@ impl Follower {
             self.last = *seq;
         }
         let remote = !delta.is_empty() || racks;
-        index.apply(delta);
+        if let Some(index) = index.as_mut() {
+            index.apply(delta);
+        }
         drop(index);
         if racks {
             let fresh: Vec<crate::racks::Rack> = super::store::scan(&rtx.open_table(super::store::RACKS)?)?;

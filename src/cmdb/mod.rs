@@ -206,9 +206,11 @@ impl Cmdb {
         let changed_tx = Arc::new(changed_tx);
         let appliance = format!("{}-{:08x}", hostname(), getrandom::u32().unwrap_or_default());
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let own = follow::OwnEvents::default();
         let follower = match (&db, followed) {
             (kv::Db::Pg(pg), Some(last)) => Some(
                 follow::Follower {
+                    own: own.clone(),
                     pg: pg.clone(),
                     db: db.clone(),
                     appliance: appliance.clone(),
@@ -231,7 +233,8 @@ impl Cmdb {
             let (storage, index, events, stats) = (storage.clone(), index.clone(), events.clone(), stats.clone());
             let batch = commit_batch.max(1);
             let appliance = appliance.clone();
-            let w = writer::Writer { storage, index, changed: changed_tx, events, stats, batch, appliance };
+            let own = own.clone();
+            let w = writer::Writer { storage, index, changed: changed_tx, events, stats, batch, appliance, own };
             std::thread::Builder::new()
                 .name("cmdb-writer".into())
                 .spawn(move || w.run(rx, counters))

@@ -123,6 +123,8 @@ pub struct Writer {
     pub changed: Arc<tokio::sync::watch::Sender<u64>>,
     /// This appliance's name in the change log of a shared store.
     pub appliance: String,
+    /// Its committed batches' events, for the follower (shared store only).
+    pub own: super::follow::OwnEvents,
     pub events: tokio::sync::broadcast::Sender<Arc<Event>>,
     pub stats: WriterStats,
     pub batch: usize,
@@ -209,8 +211,18 @@ impl Writer {
             }
             self.stats.commit_seconds.observe(started.elapsed().as_secs_f64());
             // On a shared store every appliance's events reach the stream through the follower,
-            // in commit order (see `follow`).
-            if result.is_ok() && !self.storage.shared() {
+            // in commit order (see `follow`); it takes this appliance's own from here.
+            if result.is_ok() && self.storage.shared() {
+                if let Some(first) = published.first().map(|e| e.seq) {
+                    let mut own = self.own.lock().expect("own events lock");
+                    own.insert(first, std::mem::take(&mut published));
+                    // A follower that is gone or far behind does not make this grow unbounded:
+                    // what it does not find here it reads from the store.
+                    while own.len() > 4096 {
+                        own.pop_first();
+                    }
+                }
+            } else if result.is_ok() {
                 // In sequence order, after the commit and the index update: a subscriber never
                 // sees an event that a read of the CMDB (or a lookup by MAC) could not find.
                 for e in published.drain(..) {

@@ -275,6 +275,14 @@ mod tests {
             ("[store]\nbackend = \"postgres\"\nurl = \"host=db password=hunter2\"", "must not carry the password"),
             ("[store]\nbackend = \"postgres\"\nurl = \"postgres://db/x\"\nschema = \"a;drop\"", "store.schema"),
             ("[store]\nurl = \"postgres://db/x\"", "for backend = \"postgres\""),
+            ("[dhcp.pair]\nname = \"vlan10\"", "dhcp.pair is for dhcp.mode = \"full\""),
+            (
+                "[dhcp]\nmode=\"full\"\n[[dhcp.subnets]]\ncidr=\"198.18.0.0/24\"\npools=[\"198.18.0.5-198.18.0.9\"]\n[dhcp.pair]\nname = \"vlan10\"",
+                "dhcp.pair needs the CMDB both appliances share",
+            ),
+            ("[dhcp.pair]\nname = \"vlan 10\"", "dhcp.pair.name"),
+            ("[dhcp.pair]\nname = \"v\"\nrole = \"backup\"", "dhcp.pair.role"),
+            ("[dhcp.pair]\nname = \"v\"\ntakeover_secs = 1", "takeover_secs"),
             ("[dns]\nreverse_zones = [\"10.0.0.0/7\"]", "wider than a /8"),
             ("[dns]\nallow_transfer = [\"198.18.0.0\"]", "dns.allow_transfer"),
             (

@@ -6,6 +6,7 @@
 //! The API follows redb's, so the CMDB's modules read the same whichever backend is open:
 //! `tx.open_table(DEF)?`, then `get`, `insert`, `remove`, `range`, `iter`, `retain`, ...
 
+pub mod pending;
 pub mod pg;
 
 use std::borrow::Borrow;

@@ -21,8 +21,10 @@ use crate::cmdb::CmdbError;
 /// The migrations, in order: (version, SQL). A version is applied once, in one transaction.
 const MIGRATIONS: &[(i64, &str)] = &[(1, include_str!("../../../migrations/postgres/0001_cmdb.sql"))];
 
-/// Rows a range reads per round trip.
+/// Rows a range reads per round trip, at most; the first read of each end asks for
+/// `FIRST_CHUNK`.
 const CHUNK: i64 = 512;
+const FIRST_CHUNK: i64 = 8;
 
 /// Where the store is and how to log in.
 #[derive(Clone)]
@@ -53,6 +55,8 @@ pub struct Pg {
     pool: deadpool_postgres::Pool,
     /// For the follower's own connection (LISTEN).
     config: tokio_postgres::Config,
+    /// "table.column" -> its type's name (int8, text, json, bytea), for array casts.
+    columns: std::sync::RwLock<std::collections::HashMap<String, String>>,
     handle: tokio::runtime::Handle,
     rt: Option<tokio::runtime::Runtime>,
     /// Host and database, for messages (never the password).
@@ -122,9 +126,44 @@ impl Pg {
                 .build()
                 .map_err(|e| CmdbError::Storage(format!("PostgreSQL pool: {e}")))?
         };
-        let pg = Arc::new(Pg { pool, config: pg_cfg, handle: rt.handle().clone(), rt: Some(rt), label });
+        let pg = Arc::new(Pg {
+            pool,
+            config: pg_cfg,
+            columns: Default::default(),
+            handle: rt.handle().clone(),
+            rt: Some(rt),
+            label,
+        });
         pg.migrate()?;
+        pg.read_columns()?;
         Ok(pg)
+    }
+
+    /// Learns the column types of this schema's tables.
+    fn read_columns(&self) -> Result<(), CmdbError> {
+        let client = self.client()?;
+        let rows = self
+            .block(client.query(
+                "SELECT table_name::text, column_name::text, udt_name::text FROM information_schema.columns
+                 WHERE table_schema = current_schema()",
+                &[],
+            ))
+            .map_err(|e| self.error(e))?;
+        let mut columns = self.columns.write().expect("columns lock");
+        for r in rows {
+            columns.insert(format!("{}.{}", r.get::<_, String>(0), r.get::<_, String>(1)), r.get(2));
+        }
+        Ok(())
+    }
+
+    /// The type name of `table`.`column` (as `pg_type` names it).
+    pub fn column_type(&self, table: &str, column: &str) -> String {
+        self.columns
+            .read()
+            .expect("columns lock")
+            .get(&format!("{table}.{column}"))
+            .cloned()
+            .unwrap_or_else(|| "text".into())
     }
 
     /// Runs `f` on the store's runtime and waits for it.
@@ -174,7 +213,13 @@ impl Pg {
         let client = self.client()?;
         let begin = if read_only { "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY" } else { "BEGIN" };
         self.block(client.batch_execute(begin)).map_err(|e| self.error(e))?;
-        Ok(PgTx { pg: self.clone(), client: Some(client), open: true, failed: Default::default() })
+        Ok(PgTx {
+            pg: self.clone(),
+            client: Some(client),
+            open: true,
+            failed: Default::default(),
+            pending: Default::default(),
+        })
     }
 
     /// A driver error as the CMDB reports it: a lost or refused connection makes the store
@@ -302,6 +347,8 @@ pub struct PgTx {
     /// The first statement that failed: PostgreSQL aborts the whole transaction then, and its
     /// COMMIT would quietly roll back, so commit reports this instead.
     failed: std::sync::Mutex<Option<CmdbError>>,
+    /// Inserts not sent yet (see `pending`).
+    pending: std::sync::Mutex<super::pending::Pending>,
 }
 
 impl Drop for PgTx {
@@ -336,11 +383,16 @@ impl PgTx {
 
     fn query(&self, sql: &str, params: &[Param]) -> Result<Vec<Row>, CmdbError> {
         let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p as &(dyn ToSql + Sync)).collect();
+        self.run(sql, &refs)
+    }
+
+    /// Runs a statement of this transaction; a failure poisons it (see `failed`).
+    fn run(&self, sql: &str, refs: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>, CmdbError> {
         let out = self
             .pg
             .block(async {
                 let stmt = self.client().prepare_cached(sql).await?;
-                self.client().query(&stmt, &refs).await
+                self.client().query(&stmt, refs).await
             })
             .map_err(|e| self.pg.error(e));
         if let Err(e) = &out {
@@ -418,7 +470,26 @@ impl PgTx {
             })
     }
 
+    /// Sends the rows held for `table` (all tables: `None`).
+    fn flush(&self, table: Option<&str>) -> Result<(), CmdbError> {
+        let held: Vec<(&str, super::pending::Held)> = {
+            let mut p = self.pending.lock().expect("pending lock");
+            match table {
+                Some(t) => p.drain(t).map(|h| (t, h)).into_iter().collect(),
+                None => p.drain_all().into_iter().map(|(t, h)| (t as &str, h)).collect(),
+            }
+        };
+        for (table, rows) in held {
+            let (sql, arrays) = super::pending::upsert(table, rows, |col| self.pg.column_type(table, col));
+            let params: Vec<&(dyn ToSql + Sync)> = arrays.iter().map(|a| a as &(dyn ToSql + Sync)).collect();
+            self.run(&sql, &params)?;
+        }
+        Ok(())
+    }
+
     pub fn commit(mut self) -> Result<(), CmdbError> {
+        // A failed flush is in `failed` too.
+        let _ = self.flush(None);
         if let Some(e) = self.failed.lock().expect("failed lock").clone() {
             return Err(e); // dropped: rolled back
         }
@@ -428,6 +499,10 @@ impl PgTx {
     }
 
     pub fn get<K: PgCols, V: PgCols>(&self, table: &str, key: &K::SelfType<'_>) -> Result<Option<Vec<u8>>, CmdbError> {
+        let key_bytes = K::as_bytes(key).as_ref().to_vec();
+        if let Some(v) = self.pending.lock().expect("pending lock").get(table, &key_bytes) {
+            return Ok(Some(v.to_vec()));
+        }
         let mut params = Vec::new();
         K::params(key, false, &mut params)?;
         let v = if V::WIDTH == 0 { "1" } else { "v" };
@@ -435,25 +510,27 @@ impl PgTx {
         self.query(&sql, &params)?.first().map(|row| V::bytes(row, 0)).transpose()
     }
 
+    /// Holds the row until the table is read by range, flushed or committed.
     pub fn insert<K: PgCols, V: PgCols>(
         &self,
-        table: &str,
+        table: &'static str,
         key: &K::SelfType<'_>,
         value: &V::SelfType<'_>,
     ) -> Result<(), CmdbError> {
-        let mut params = Vec::new();
-        K::params(key, false, &mut params)?;
-        V::params(value, false, &mut params)?;
-        let kc = key_cols(K::WIDTH);
-        let sql = if V::WIDTH == 0 {
-            format!("INSERT INTO {table} ({kc}) VALUES ({}) ON CONFLICT DO NOTHING", placeholders(1, K::WIDTH))
-        } else {
-            format!(
-                "INSERT INTO {table} ({kc}, v) VALUES ({}) ON CONFLICT ({kc}) DO UPDATE SET v = excluded.v",
-                placeholders(1, K::WIDTH + 1)
-            )
-        };
-        self.query(&sql, &params).map(|_| ())
+        let (mut kp, mut vp) = (Vec::new(), Vec::new());
+        K::params(key, false, &mut kp)?;
+        V::params(value, false, &mut vp)?;
+        let row = super::pending::Row { key: kp, value_bytes: V::as_bytes(value).as_ref().to_vec(), value: vp };
+        let full = self.pending.lock().expect("pending lock").put(
+            table,
+            (K::WIDTH, V::WIDTH),
+            K::as_bytes(key).as_ref().to_vec(),
+            row,
+        );
+        if full {
+            self.flush(Some(table))?;
+        }
+        Ok(())
     }
 
     pub fn remove<K: PgCols, V: PgCols>(
@@ -461,9 +538,16 @@ impl PgTx {
         table: &str,
         key: &K::SelfType<'_>,
     ) -> Result<Option<Vec<u8>>, CmdbError> {
+        let held = self.pending.lock().expect("pending lock").take(table, K::as_bytes(key).as_ref());
         let mut params = Vec::new();
         K::params(key, false, &mut params)?;
         let v = if V::WIDTH == 0 { "1" } else { "v" };
+        if let Some(row) = held {
+            // The held row never reached the server; an older stored one goes too.
+            let sql = format!("DELETE FROM {table} WHERE ({}) = ({})", key_cols(K::WIDTH), placeholders(1, K::WIDTH));
+            self.query(&sql, &params)?;
+            return Ok(Some(row.value_bytes));
+        }
         let sql = format!(
             "DELETE FROM {table} WHERE ({}) = ({}) RETURNING {v}",
             key_cols(K::WIDTH),
@@ -473,18 +557,20 @@ impl PgTx {
     }
 
     pub fn count(&self, table: &str) -> Result<u64, CmdbError> {
+        self.flush(Some(table))?;
         let rows = self.query(&format!("SELECT count(*) FROM {table}"), &[])?;
         Ok(rows[0].get::<_, i64>(0) as u64)
     }
 
-    /// Up to [`CHUNK`] rows between the bounds, from the low end or (`desc`) the high end.
+    /// Up to `limit` rows between the bounds, from the low end or (`desc`) the high end.
     fn chunk<K: PgCols, V: PgCols>(
         &self,
         table: &str,
-        lo: &Bound<Vec<u8>>,
-        hi: &Bound<Vec<u8>>,
+        (lo, hi): (&Bound<Vec<u8>>, &Bound<Vec<u8>>),
         desc: bool,
+        limit: i64,
     ) -> Result<Vec<RawRow>, CmdbError> {
+        self.flush(Some(table))?;
         let kc = key_cols(K::WIDTH);
         let mut params = Vec::new();
         let mut clauses = Vec::new();
@@ -500,7 +586,7 @@ impl PgTx {
         let filter = if clauses.is_empty() { String::new() } else { format!("WHERE {}", clauses.join(" AND ")) };
         let order = kc.split(", ").map(|c| if desc { format!("{c} DESC") } else { c.to_string() }).collect::<Vec<_>>();
         let v = if V::WIDTH == 0 { "" } else { ", v" };
-        let sql = format!("SELECT {kc}{v} FROM {table} {filter} ORDER BY {} LIMIT {CHUNK}", order.join(", "));
+        let sql = format!("SELECT {kc}{v} FROM {table} {filter} ORDER BY {} LIMIT {limit}", order.join(", "));
         self.query(&sql, &params)?.iter().map(|row| Ok((K::bytes(row, 0)?, V::bytes(row, K::WIDTH)?))).collect()
     }
 }
@@ -518,6 +604,10 @@ pub struct PgRange<'a, K, V> {
     back: VecDeque<RawRow>,
     front_done: bool,
     back_done: bool,
+    /// Rows the next read from each end asks for: few at first (most ranges are read for
+    /// their first row or few), growing to [`CHUNK`].
+    front_n: i64,
+    back_n: i64,
     _types: PhantomData<(K, V)>,
 }
 
@@ -534,6 +624,8 @@ impl<'a, K: PgCols + Key, V: PgCols> PgRange<'a, K, V> {
             back: VecDeque::new(),
             front_done: false,
             back_done: false,
+            front_n: FIRST_CHUNK,
+            back_n: FIRST_CHUNK,
             _types: PhantomData,
         }
     }
@@ -572,9 +664,12 @@ impl<'a, K: PgCols + Key, V: PgCols> PgRange<'a, K, V> {
             if (back && self.back_done) || (!back && self.front_done) {
                 return None;
             }
-            match self.tx.chunk::<K, V>(self.table, &self.lo, &self.hi, back) {
+            let n = if back { &mut self.back_n } else { &mut self.front_n };
+            let limit = *n;
+            *n = (*n * 8).min(CHUNK);
+            match self.tx.chunk::<K, V>(self.table, (&self.lo, &self.hi), back, limit) {
                 Ok(rows) => {
-                    let last = (rows.len() as i64) < CHUNK;
+                    let last = (rows.len() as i64) < limit;
                     if back {
                         self.back_done = last;
                         self.back.extend(rows);
@@ -609,7 +704,7 @@ impl<K: PgCols + Key, V: PgCols> DoubleEndedIterator for PgRange<'_, K, V> {
 }
 
 /// A statement parameter.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub enum Param {
     Int(i64),
     Text(String),

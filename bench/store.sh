@@ -30,6 +30,9 @@ rb_config() {  # $1: extra [store] text
 [server]
 data_dir = "$WORK/rb"
 interface = "eth0"
+# Every perfdhcp client is a new MAC: no eviction of unclaimed machines during the run, so the
+# figures are DHCP's and the store's, not the eviction's (each eviction is a delete cascade).
+max_unclaimed_machines = 1000000
 [http]
 listen = "198.18.0.1:8080"
 [dhcp]

@@ -169,3 +169,47 @@ async fn store_migrate_copies_into_postgres_and_back_verified() {
     names.sort();
     assert_eq!(names, before, "the file made from PostgreSQL holds them");
 }
+
+/// With `store.tls_ca_file` the connection to PostgreSQL is TLS, checked against that CA, or
+/// nothing: a server whose certificate another CA signed is refused, and so is a plain
+/// connection to a server that takes TLS only.
+#[tokio::test]
+async fn tls_to_postgres_is_checked_against_the_configured_ca() {
+    let Some(pg) = pg::Cluster::start_tls() else {
+        eprintln!("skipped: PostgreSQL server binaries not found (apt-get install postgresql)");
+        return;
+    };
+    let store = |ca: Option<&std::path::Path>| {
+        let ca = ca.map(|c| format!("tls_ca_file = \"{}\"\n", c.display())).unwrap_or_default();
+        format!("\n[store]\nbackend = \"postgres\"\nurl = \"{}\"\n{ca}", pg.url)
+    };
+    let a = Appliance::start(&store(Some(&pg.ca()))).await;
+    let body = json!({"macs": ["52:54:00:d0:00:01"], "hostname": "tls1"});
+    assert_eq!(a.api.call(Method::POST, "/machines", Some(body)).await.unwrap().0, 201);
+
+    // Another CA: the server's certificate does not chain to it.
+    let other = tempfile::tempdir().unwrap();
+    let made = std::process::Command::new("openssl")
+        .args(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "1"])
+        .args(["-subj", "/CN=other-ca", "-keyout"])
+        .arg(other.path().join("k.pem"))
+        .arg("-out")
+        .arg(other.path().join("ca.pem"))
+        .output()
+        .unwrap();
+    assert!(made.status.success());
+    for (ca, why) in [(Some(other.path().join("ca.pem")), "another CA"), (None, "no TLS")] {
+        let dir = tempfile::tempdir().unwrap();
+        let text = format!(
+            "[server]\ndata_dir = \"{}\"\naddress = \"127.0.0.1\"\n[http]\nlisten = \"127.0.0.1:0\"\n[https]\nlisten = \"127.0.0.1:0\"\n[dhcp]\nmode = \"off\"\n[tftp]\nenabled = false\n[dns]\nenabled = false\n{}",
+            dir.path().display(),
+            store(ca.as_deref())
+        );
+        let cfg = rackboot::config::Config::parse(&text).unwrap();
+        let err = match rackboot::app::start(cfg).await {
+            Ok(_) => panic!("started with {why}"),
+            Err(e) => format!("{e:#}"),
+        };
+        assert!(err.contains("opening the CMDB on PostgreSQL"), "{why}: {err}");
+    }
+}

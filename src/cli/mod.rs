@@ -312,6 +312,9 @@ Examples:
         /// A PostgreSQL schema other than public.
         #[arg(long)]
         schema: Option<String>,
+        /// CA certificates (PEM) the PostgreSQL server's certificate must chain to (TLS or nothing).
+        #[arg(long, value_name = "FILE")]
+        tls_ca_file: Option<PathBuf>,
     },
 }
 
@@ -370,8 +373,8 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Audit { api, filter } => audit(api.client()?, filter).await,
         Command::Backup { api, file } => backup::backup(api.client()?, &file).await,
         Command::Restore { config, file } => backup::restore(config.as_deref(), &file),
-        Command::Store { cmd: StoreCmd::Migrate { config, to, password_file, schema } } => {
-            store::migrate(config.as_deref(), &to, password_file.as_deref(), schema).await
+        Command::Store { cmd: StoreCmd::Migrate { config, to, password_file, schema, tls_ca_file } } => {
+            store::migrate(config.as_deref(), &to, password_file.as_deref(), schema, tls_ca_file.as_deref()).await
         }
         Command::Watch { api, machine, all: _, kind, state, after, count } => {
             let w = rackboot::watch::Watch { machine, kind, state, after, count };

@@ -23,6 +23,7 @@ pub async fn migrate(
     to: &str,
     password_file: Option<&Path>,
     schema: Option<String>,
+    tls_ca_file: Option<&Path>,
 ) -> anyhow::Result<()> {
     let cfg = Config::load(config)?;
     let target = if is_postgres(to) {
@@ -31,14 +32,15 @@ pub async fn migrate(
             url: to.into(),
             password_file: password_file.map(|p| p.display().to_string()).unwrap_or_default(),
             schema: schema.unwrap_or_default(),
+            tls_ca_file: tls_ca_file.map(|p| p.display().to_string()).unwrap_or_default(),
             ..Default::default()
         };
         let store = rackboot::config::StoreConfig::try_from(wire).context("--to")?;
         Target::Postgres(store.postgres()?.expect("a postgres store"))
     } else {
         anyhow::ensure!(
-            password_file.is_none() && schema.is_none(),
-            "--password-file and --schema are for a PostgreSQL target"
+            password_file.is_none() && schema.is_none() && tls_ca_file.is_none(),
+            "--password-file, --schema and --tls-ca-file are for a PostgreSQL target"
         );
         let path = PathBuf::from(to);
         anyhow::ensure!(!path.exists(), "{}: exists; the copy goes into a new file", path.display());

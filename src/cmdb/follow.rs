@@ -101,16 +101,32 @@ impl Follower {
         }
     }
 
+    /// The events of this appliance's own `entries`, in order, if every one is still in memory
+    /// (else nothing is taken).
+    fn take_own(&self, entries: &[(i64, Change)]) -> Option<Vec<Event>> {
+        let mut own = self.own.lock().expect("own events lock");
+        let firsts: Vec<u64> = entries.iter().filter_map(|(_, c)| c.events.map(|e| e.0)).collect();
+        if !firsts.iter().all(|f| own.contains_key(f)) {
+            return None;
+        }
+        Some(firsts.iter().flat_map(|f| own.remove(f).unwrap_or_default()).collect())
+    }
+
     /// One read of the log: what other appliances changed brought into the index under its
     /// lock (so a batch this appliance commits meanwhile is applied after, never overwritten by
     /// an older read), and the events of the entries read, in order.
     fn step(&mut self) -> Result<(usize, Vec<Event>, bool), CmdbError> {
-        let entries = {
-            let rtx = self.db.begin_read()?;
-            let super::kv::ReadTx::Pg(tx) = &rtx else { return Ok((0, Vec::new(), false)) };
-            tx.changes_after(self.last, ROUND)?
-        };
+        let entries = self.pg.changes_after(self.last, ROUND)?;
         let remote = entries.iter().any(|(_, c)| c.appliance != self.appliance);
+        if !remote {
+            // Only this appliance's batches: their events are in memory (most often); no lock,
+            // no read of the store unless one is missing there.
+            let own = self.take_own(&entries);
+            if let Some(events) = own {
+                self.last = entries.last().map_or(self.last, |(seq, _)| *seq);
+                return Ok((entries.len(), events, false));
+            }
+        }
         // Only another appliance's change needs the index lock (and a read under it).
         let mut index = remote.then(|| self.index.write().expect("index lock poisoned"));
         let rtx = self.db.begin_read()?;

@@ -13,6 +13,7 @@ pub struct WireStore {
     pub password_file: String,
     pub schema: String,
     pub pool_size: usize,
+    pub tls_ca_file: String,
 }
 
 impl Default for WireStore {
@@ -23,6 +24,7 @@ impl Default for WireStore {
             password_file: String::new(),
             schema: String::new(),
             pool_size: 16,
+            tls_ca_file: String::new(),
         }
     }
 }
@@ -39,6 +41,8 @@ pub enum StoreConfig {
         password_file: Option<PathBuf>,
         schema: Option<String>,
         pool_size: usize,
+        /// CA certificates the server's certificate must chain to: TLS or nothing.
+        tls_ca_file: Option<PathBuf>,
     },
 }
 
@@ -46,12 +50,12 @@ impl TryFrom<WireStore> for StoreConfig {
     type Error = anyhow::Error;
 
     fn try_from(w: WireStore) -> anyhow::Result<Self> {
-        let WireStore { backend, url, password_file, schema, pool_size } = w;
+        let WireStore { backend, url, password_file, schema, pool_size, tls_ca_file } = w;
         match backend.as_str() {
             "embedded" => {
                 anyhow::ensure!(
-                    url.is_empty() && password_file.is_empty() && schema.is_empty(),
-                    "store.url, store.password_file and store.schema are for backend = \"postgres\""
+                    url.is_empty() && password_file.is_empty() && schema.is_empty() && tls_ca_file.is_empty(),
+                    "store.url, store.password_file, store.schema and store.tls_ca_file are for backend = \"postgres\""
                 );
                 Ok(StoreConfig::Embedded)
             }
@@ -76,6 +80,7 @@ impl TryFrom<WireStore> for StoreConfig {
                     password_file: (!password_file.is_empty()).then(|| PathBuf::from(password_file)),
                     schema: (!schema.is_empty()).then_some(schema),
                     pool_size,
+                    tls_ca_file: (!tls_ca_file.is_empty()).then(|| PathBuf::from(tls_ca_file)),
                 })
             }
             other => anyhow::bail!("store.backend {other:?}: \"embedded\" or \"postgres\""),
@@ -87,7 +92,13 @@ impl StoreConfig {
     /// The PostgreSQL connection settings, the password read from its file; `None` for the
     /// embedded store.
     pub fn postgres(&self) -> anyhow::Result<Option<crate::cmdb::kv::PgConfig>> {
-        let StoreConfig::Postgres { url, password_file, schema, pool_size } = self else { return Ok(None) };
+        let StoreConfig::Postgres { url, password_file, schema, pool_size, tls_ca_file } = self else {
+            return Ok(None);
+        };
+        let tls_ca = match tls_ca_file {
+            Some(p) => Some(std::fs::read(p).map_err(|e| anyhow::anyhow!("store.tls_ca_file {}: {e}", p.display()))?),
+            None => None,
+        };
         let password = match password_file {
             None => None,
             Some(p) => {
@@ -112,6 +123,7 @@ impl StoreConfig {
             password,
             schema: schema.clone(),
             pool_size: *pool_size,
+            tls_ca,
         }))
     }
 }

@@ -1,5 +1,6 @@
 //! A throwaway PostgreSQL cluster for tests (tests/pg/cluster.sh), stopped and removed when
 //! dropped; `None` where PostgreSQL is not installed.
+#![allow(dead_code)] // each test crate uses part of it
 
 /// A running cluster on a Unix socket.
 pub struct Cluster {
@@ -9,10 +10,25 @@ pub struct Cluster {
 
 impl Cluster {
     pub fn start() -> Option<Cluster> {
+        Self::start_with(&[])
+    }
+
+    /// A cluster on 127.0.0.1 that takes TLS connections only; its CA is [`Cluster::ca`].
+    pub fn start_tls() -> Option<Cluster> {
+        Self::start_with(&["--tls"])
+    }
+
+    /// The CA of a TLS cluster's server certificate.
+    pub fn ca(&self) -> std::path::PathBuf {
+        self.dir.path().join("ca.pem")
+    }
+
+    fn start_with(args: &[&str]) -> Option<Cluster> {
         let dir = tempfile::Builder::new().prefix("rackboot-pg").tempdir_in("/tmp").unwrap();
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-        let out = std::process::Command::new("tests/pg/cluster.sh").arg("start").arg(dir.path()).output().unwrap();
+        let out =
+            std::process::Command::new("tests/pg/cluster.sh").arg("start").arg(dir.path()).args(args).output().unwrap();
         match out.status.code() {
             Some(0) => {
                 let url = String::from_utf8(out.stdout).unwrap().trim().to_string();

@@ -36,6 +36,9 @@ pub struct PgConfig {
     /// A schema other than `public`, for several CMDBs in one database.
     pub schema: Option<String>,
     pub pool_size: usize,
+    /// CA certificates (PEM) the server's certificate must chain to: with them the connection
+    /// is TLS or nothing; without, plain (a Unix socket or a trusted network).
+    pub tls_ca: Option<Vec<u8>>,
 }
 
 /// Everything but the password.
@@ -46,6 +49,7 @@ impl std::fmt::Debug for PgConfig {
             .field("password", &self.password.as_ref().map(|_| "(from password_file)"))
             .field("schema", &self.schema)
             .field("pool_size", &self.pool_size)
+            .field("tls", &self.tls_ca.is_some())
             .finish()
     }
 }
@@ -53,6 +57,8 @@ impl std::fmt::Debug for PgConfig {
 /// An open PostgreSQL store.
 pub struct Pg {
     pool: deadpool_postgres::Pool,
+    /// TLS to the server, when `[store] tls_ca_file` is set.
+    tls: Option<tokio_postgres_rustls::MakeRustlsConnect>,
     /// For the follower's own connection (LISTEN).
     config: tokio_postgres::Config,
     /// "table.column" -> its type's name (int8, text, json, bytea), for array casts.
@@ -90,6 +96,25 @@ impl Pg {
             }
             pg_cfg.options(format!("-c search_path={schema}"));
         }
+        let tls = match &cfg.tls_ca {
+            Some(pem) => {
+                let config = crate::tls::client_config(pem)
+                    .map_err(|e| CmdbError::Invalid(format!("[store] tls_ca_file: {e:#}")))?;
+                // With a CA to check against, the connection is TLS or nothing.
+                pg_cfg.ssl_mode(tokio_postgres::config::SslMode::Require);
+                Some(tokio_postgres_rustls::MakeRustlsConnect::new(config))
+            }
+            None => {
+                let remote = pg_cfg.get_hosts().iter().any(|h| match h {
+                    tokio_postgres::config::Host::Tcp(h) => !matches!(h.as_str(), "localhost" | "127.0.0.1" | "::1"),
+                    tokio_postgres::config::Host::Unix(_) => false,
+                });
+                if remote {
+                    tracing::warn!("[store] reaches PostgreSQL over the network without TLS: set store.tls_ca_file");
+                }
+                None
+            }
+        };
         pg_cfg.application_name("rackboot");
         pg_cfg.connect_timeout(std::time::Duration::from_secs(10));
         let label = format!(
@@ -111,11 +136,11 @@ impl Pg {
             .enable_all()
             .build()
             .map_err(|e| CmdbError::Storage(format!("starting the PostgreSQL runtime: {e}")))?;
-        let mgr = deadpool_postgres::Manager::from_config(
-            pg_cfg.clone(),
-            tokio_postgres::NoTls,
-            deadpool_postgres::ManagerConfig { recycling_method: deadpool_postgres::RecyclingMethod::Fast },
-        );
+        let mgr_cfg = deadpool_postgres::ManagerConfig { recycling_method: deadpool_postgres::RecyclingMethod::Fast };
+        let mgr = match &tls {
+            Some(tls) => deadpool_postgres::Manager::from_config(pg_cfg.clone(), tls.clone(), mgr_cfg),
+            None => deadpool_postgres::Manager::from_config(pg_cfg.clone(), tokio_postgres::NoTls, mgr_cfg),
+        };
         let pool = {
             let _in_rt = rt.enter();
             deadpool_postgres::Pool::builder(mgr)
@@ -128,6 +153,7 @@ impl Pg {
         };
         let pg = Arc::new(Pg {
             pool,
+            tls,
             config: pg_cfg,
             columns: Default::default(),
             handle: rt.handle().clone(),
@@ -250,16 +276,67 @@ impl Pg {
         &self,
         messages: tokio::sync::mpsc::UnboundedSender<tokio_postgres::AsyncMessage>,
     ) -> Result<tokio_postgres::Client, CmdbError> {
-        let (client, mut conn) = self.config.connect(tokio_postgres::NoTls).await.map_err(|e| self.error(e))?;
-        tokio::spawn(async move {
-            while let Some(m) = std::future::poll_fn(|cx| conn.poll_message(cx)).await {
-                let Ok(m) = m else { break };
-                if messages.send(m).is_err() {
-                    break;
-                }
-            }
-        });
+        let Some(tls) = &self.tls else {
+            let (client, conn) = self.config.connect(tokio_postgres::NoTls).await.map_err(|e| self.error(e))?;
+            tokio::spawn(forward(conn, messages));
+            return Ok(client);
+        };
+        let (client, conn) = self.config.connect(tls.clone()).await.map_err(|e| self.error(e))?;
+        tokio::spawn(forward(conn, messages));
         Ok(client)
+    }
+}
+
+/// Drives a connection, handing its asynchronous messages (notifications) to `messages`.
+async fn forward<S, T>(
+    mut conn: tokio_postgres::Connection<S, T>,
+    messages: tokio::sync::mpsc::UnboundedSender<tokio_postgres::AsyncMessage>,
+) where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+    T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    while let Some(m) = std::future::poll_fn(|cx| conn.poll_message(cx)).await {
+        let Ok(m) = m else { break };
+        if messages.send(m).is_err() {
+            break;
+        }
+    }
+}
+
+impl Pg {
+    /// Change-log entries after `seq`, oldest first, at most `limit`.
+    pub fn changes_after(&self, seq: i64, limit: i64) -> Result<Vec<(i64, Change)>, CmdbError> {
+        let client = self.client()?;
+        let rows = self
+            .block(async {
+                let stmt = client
+                    .prepare_cached(
+                        "SELECT seq, appliance, machines, leases, racks, events_from, events_to FROM changes
+                         WHERE seq > $1 ORDER BY seq LIMIT $2",
+                    )
+                    .await?;
+                client.query(&stmt, &[&seq, &limit]).await
+            })
+            .map_err(|e| self.error(e))?;
+        let ids = |v: Vec<i64>| v.into_iter().map(|i| i as u64).collect();
+        rows.into_iter()
+            .map(|r| {
+                let events = match (r.try_get::<_, Option<i64>>(5), r.try_get::<_, Option<i64>>(6)) {
+                    (Ok(Some(a)), Ok(Some(b))) => Some((a as u64, b as u64)),
+                    _ => None,
+                };
+                Ok((
+                    r.try_get(0).map_err(|e| CmdbError::Storage(format!("changes: {e}")))?,
+                    Change {
+                        appliance: r.try_get(1).map_err(|e| CmdbError::Storage(format!("changes: {e}")))?,
+                        machines: ids(r.try_get(2).map_err(|e| CmdbError::Storage(format!("changes: {e}")))?),
+                        leases: ids(r.try_get(3).map_err(|e| CmdbError::Storage(format!("changes: {e}")))?),
+                        racks: r.try_get(4).map_err(|e| CmdbError::Storage(format!("changes: {e}")))?,
+                        events,
+                    },
+                ))
+            })
+            .collect()
     }
 
     /// The newest entry of the change log (0 for none).
@@ -399,42 +476,6 @@ impl PgTx {
             self.failed.lock().expect("failed lock").get_or_insert_with(|| e.clone());
         }
         out
-    }
-
-    /// Change-log entries after `seq`, oldest first, at most `limit`.
-    pub fn changes_after(&self, seq: i64, limit: i64) -> Result<Vec<(i64, Change)>, CmdbError> {
-        let rows = self
-            .pg
-            .block(async {
-                let stmt = self
-                    .client()
-                    .prepare_cached(
-                        "SELECT seq, appliance, machines, leases, racks, events_from, events_to FROM changes
-                         WHERE seq > $1 ORDER BY seq LIMIT $2",
-                    )
-                    .await?;
-                self.client().query(&stmt, &[&seq, &limit]).await
-            })
-            .map_err(|e| self.pg.error(e))?;
-        let ids = |v: Vec<i64>| v.into_iter().map(|i| i as u64).collect();
-        rows.into_iter()
-            .map(|r| {
-                let events = match (r.try_get::<_, Option<i64>>(5), r.try_get::<_, Option<i64>>(6)) {
-                    (Ok(Some(a)), Ok(Some(b))) => Some((a as u64, b as u64)),
-                    _ => None,
-                };
-                Ok((
-                    r.try_get(0).map_err(|e| CmdbError::Storage(format!("changes: {e}")))?,
-                    Change {
-                        appliance: r.try_get(1).map_err(|e| CmdbError::Storage(format!("changes: {e}")))?,
-                        machines: ids(r.try_get(2).map_err(|e| CmdbError::Storage(format!("changes: {e}")))?),
-                        leases: ids(r.try_get(3).map_err(|e| CmdbError::Storage(format!("changes: {e}")))?),
-                        racks: r.try_get(4).map_err(|e| CmdbError::Storage(format!("changes: {e}")))?,
-                        events,
-                    },
-                ))
-            })
-            .collect()
     }
 
     pub fn lock_writers(&self) -> Result<(), CmdbError> {
@@ -865,7 +906,7 @@ pub fn test_config() -> Option<PgConfig> {
 pub fn test_config_named(schema: &str) -> Option<PgConfig> {
     let url = std::env::var("RACKBOOT_TEST_POSTGRES").ok().filter(|u| !u.is_empty())?;
     let schema = schema.to_string();
-    let cfg = PgConfig { url, password: None, schema: Some(schema.clone()), pool_size: 4 };
+    let cfg = PgConfig { url, password: None, schema: Some(schema.clone()), pool_size: 4, tls_ca: None };
     std::thread::spawn(move || {
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
         rt.block_on(async {

@@ -10,6 +10,7 @@
 #      (tests/dhcp_pair.rs, takeover_secs = 2), three runs.
 #
 #   bench/store.sh [MACHINES] [RATES...]     default 100000, rates 1000 2000 5000   (as root)
+#   ONLY=dhcp bench/store.sh 0 [RATES...]    part 1 alone
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MACHINES=${1:-100000}; shift || true
@@ -100,6 +101,7 @@ for r in "${RATES[@]}"; do
   printf "%-9s |%s |%s |%s\n" "$r" "$a" "$b" "$c"
 done
 rows=$(psql -c "SELECT count(*) FROM bench.leases"); echo "(leases in the PostgreSQL store after the last rackboot run: $rows)"
+[ "${ONLY:-}" = dhcp ] && exit 0
 
 echo
 echo "== 2. API with $MACHINES machines, 10 events each: embedded store, then PostgreSQL"

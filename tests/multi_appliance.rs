@@ -213,3 +213,43 @@ async fn tls_to_postgres_is_checked_against_the_configured_ca() {
         assert!(err.contains("opening the CMDB on PostgreSQL"), "{why}: {err}");
     }
 }
+
+/// PostgreSQL unreachable: a change is refused at once with 503 naming the store (nothing is
+/// half-written, nothing hangs), what is in memory still answers, and writes resume by
+/// themselves once the server is back, with everything acknowledged before still there.
+#[tokio::test]
+async fn an_unreachable_postgres_refuses_changes_and_writes_resume_when_it_is_back() {
+    let Some(pg) = pg::Cluster::start() else {
+        eprintln!("skipped: PostgreSQL server binaries not found (apt-get install postgresql)");
+        return;
+    };
+    let a = Appliance::start(&pg.store()).await;
+    let machine = |i: u32| json!({"macs": [format!("52:54:00:e0:00:{i:02x}")], "hostname": format!("db{i}")});
+    assert_eq!(a.api.call(Method::POST, "/machines", Some(machine(1))).await.unwrap().0, 201);
+
+    pg.set("down");
+    let t = std::time::Instant::now();
+    let (status, body) = a.api.call(Method::POST, "/machines", Some(machine(2))).await.unwrap();
+    assert_eq!(status, 503, "{body}");
+    assert!(body.to_string().contains("PostgreSQL"), "the refusal names the store: {body}");
+    assert!(t.elapsed() < Duration::from_secs(15), "refused, not hung ({:?})", t.elapsed());
+    let cmdb = &a.app.as_ref().unwrap().cmdb;
+    assert!(cmdb.brief_by_mac("52:54:00:e0:00:01".parse().unwrap()).is_some(), "memory still answers");
+    assert!(cmdb.storage_fault().is_some());
+
+    pg.set("up");
+    within(20, || async {
+        let (status, body) = a.api.call(Method::POST, "/machines", Some(machine(3))).await?;
+        anyhow::ensure!(status == 201, "{status}: {body}");
+        Ok(())
+    })
+    .await;
+    let names: Vec<String> = a.get("/machines").await["machines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["hostname"].as_str().unwrap().to_string())
+        .collect();
+    assert!(names.contains(&"db1".to_string()) && names.contains(&"db3".to_string()), "{names:?}");
+    assert!(!names.contains(&"db2".to_string()), "the refused change left nothing: {names:?}");
+}

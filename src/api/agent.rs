@@ -49,7 +49,7 @@ async fn machine(s: &ApiState, headers: &HeaderMap) -> Result<u64, ApiError> {
         AuthError::NotApproved => {
             ApiError::new(StatusCode::FORBIDDEN, "enrolled; waiting for an operator to approve this machine")
         }
-        AuthError::Storage(e) => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e),
+        AuthError::Storage(e) => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, e),
     })
 }
 

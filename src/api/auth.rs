@@ -66,7 +66,7 @@ pub async fn guard(State(s): State<ApiState>, mut req: Request, next: Next) -> R
     let resp = match policy::required(&method, &route, s.auth.cfg.public_openapi) {
         Access::Public => next.run(req).await,
         Access::Role(need) => match authenticate(&s, req.headers()).await {
-            Err(e) => ApiError::new(StatusCode::UNAUTHORIZED, e.to_string()).into_response(),
+            Err(e) => refusal(e).into_response(),
             Ok(c) if c.role < need => {
                 let detail =
                     format!("{method} {route} needs role {}; this token acts as {}", need.as_str(), c.role.as_str());
@@ -106,13 +106,22 @@ pub async fn guard(State(s): State<ApiState>, mut req: Request, next: Next) -> R
 /// refusal (401 or 403) as the API answers it.
 pub async fn require(s: &ApiState, headers: &HeaderMap, need: crate::auth::Role) -> Result<Caller, Response> {
     match authenticate(s, headers).await {
-        Err(e) => Err(ApiError::new(StatusCode::UNAUTHORIZED, e.to_string()).into_response()),
+        Err(e) => Err(refusal(e).into_response()),
         Ok(c) if c.role < need => Err(ApiError::new(
             StatusCode::FORBIDDEN,
             format!("this needs role {}; this token acts as {}", need.as_str(), c.role.as_str()),
         )
         .into_response()),
         Ok(c) => Ok(c),
+    }
+}
+
+/// A failed authentication as the API answers it: 401, or 503 when the store could not be read
+/// (the token may be good; the caller should retry, not log in again).
+fn refusal(e: AuthError) -> ApiError {
+    match e {
+        AuthError::Storage(why) => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, why),
+        e => ApiError::new(StatusCode::UNAUTHORIZED, e.to_string()),
     }
 }
 

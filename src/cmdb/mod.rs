@@ -60,6 +60,9 @@ pub use users::{
 pub use whereabouts::peer_v4;
 use writer::{Completion, Job, WriteCtx};
 
+/// Jobs in one write batch at most on a shared (PostgreSQL) store.
+const SHARED_BATCH: usize = 256;
+
 /// Committed events a slow stream subscriber may fall behind by before it must re-read them
 /// from the CMDB.
 const EVENT_BACKLOG: usize = 4096;
@@ -231,7 +234,9 @@ impl Cmdb {
         let storage = health::Storage::new(path, db);
         let writer = {
             let (storage, index, events, stats) = (storage.clone(), index.clone(), events.clone(), stats.clone());
-            let batch = commit_batch.max(1);
+            // A PostgreSQL batch costs round trips per job: a smaller one keeps its ACKs' wait
+            // for the commit under client timeouts when the writer is saturated.
+            let batch = if storage.shared() { commit_batch.clamp(1, SHARED_BATCH) } else { commit_batch.max(1) };
             let appliance = appliance.clone();
             let own = own.clone();
             let w = writer::Writer { storage, index, changed: changed_tx, events, stats, batch, appliance, own };
@@ -371,6 +376,11 @@ impl Cmdb {
     /// 1 while the CMDB file takes writes, 0 while it is faulted.
     pub fn storage_ok(&self) -> &prometheus_client::metrics::gauge::Gauge {
         &self.inner.storage.ok
+    }
+
+    /// Writes queued for the writer and not yet taken.
+    pub fn write_backlog(&self) -> usize {
+        self.inner.tx.as_ref().map_or(0, |tx| tx.max_capacity() - tx.capacity())
     }
 
     /// The writer's metrics (registered by [`crate::metrics::Metrics`]).

@@ -31,6 +31,10 @@ pub use leases::{Leases, Refusal};
 use limits::{Limits, Source};
 use packet::Request;
 
+/// Writes queued for the CMDB past which DISCOVERs are dropped (about a second of work for a
+/// PostgreSQL store on a small machine; the embedded store drains it in a fraction of that).
+const DISCOVER_BACKLOG: usize = 4096;
+
 /// Everything the DHCP server needs besides its sockets.
 #[derive(Clone)]
 pub struct DhcpService {
@@ -313,6 +317,13 @@ fn handle_full(svc: &DhcpService, leases: &mut Leases, socket: &Arc<UdpSocket>, 
     let hostname = brief.as_ref().and_then(|b| b.hostname.clone());
     match req.kind {
         MessageType::Discover => {
+            // Overloaded (the store takes writes slower than clients come): new clients wait,
+            // exchanges under way finish. Offering more would only queue ACKs their clients
+            // give up on before they are sent.
+            if svc.cmdb.write_backlog() > DISCOVER_BACKLOG {
+                svc.metrics.dhcp_drop("store_backlog");
+                return;
+            }
             if !admitted(svc, leases, &req, reserved, now) {
                 return;
             }

@@ -3,6 +3,7 @@
 #   tests/pg/cluster.sh start DIR        -> a connection string on a Unix socket (DIR/sock)
 #   tests/pg/cluster.sh start DIR --tls  -> on 127.0.0.1 (a free port), TLS only, with a server
 #                                           certificate from a CA made here: DIR/ca.pem
+#   tests/pg/cluster.sh down DIR / up DIR   -> the server stopped hard / started again
 #   tests/pg/cluster.sh stop DIR
 # Runs the server as the postgres user when started as root (initdb refuses root).
 set -euo pipefail
@@ -31,6 +32,7 @@ start)
         printf 'local all all trust\nhostssl all all 127.0.0.1/32 trust\nhost all all 127.0.0.1/32 reject\n' > "$dir/data/pg_hba.conf"
         opts="-k $dir/sock -c listen_addresses=127.0.0.1 -p $port -c ssl=on -c max_connections=300"
     fi
+    echo "$opts" > "$dir/opts"
     as "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 -o "$opts" start >/dev/null \
         || { cat "$dir/server.log" >&2; exit 1; }
     if [ "$tls" = --tls ]; then
@@ -40,6 +42,13 @@ start)
         as "$bin/createdb" -h "$dir/sock" -U rackboot rackboot
         echo "host=$dir/sock user=rackboot dbname=rackboot"
     fi
+    ;;
+down)
+    as "$bin/pg_ctl" -D "$dir/data" -m immediate -w stop >/dev/null
+    ;;
+up)
+    as "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 -o "$(cat "$dir/opts")" start >/dev/null \
+        || { cat "$dir/server.log" >&2; exit 1; }
     ;;
 stop)
     [ -d "$dir/data" ] && as "$bin/pg_ctl" -D "$dir/data" -m immediate -w stop >/dev/null 2>&1 || true

@@ -39,6 +39,12 @@ impl Cluster {
         }
     }
 
+    /// Stops the server hard (`down`) or starts it again (`up`).
+    pub fn set(&self, state: &str) {
+        let ok = std::process::Command::new("tests/pg/cluster.sh").arg(state).arg(self.dir.path()).status().unwrap();
+        assert!(ok.success(), "cluster.sh {state}");
+    }
+
     /// A `[store]` table for an appliance on this cluster.
     pub fn store(&self) -> String {
         format!("\n[store]\nbackend = \"postgres\"\nurl = \"{}\"\n", self.url)

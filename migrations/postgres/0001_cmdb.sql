@@ -17,8 +17,9 @@ CREATE TABLE macs (k bigint PRIMARY KEY, v bigint NOT NULL);
 -- whichever appliance writes it.
 CREATE TABLE leases (k bigint PRIMARY KEY CHECK (k BETWEEN 0 AND 4294967295), v json NOT NULL);
 -- ...and an active, unexpired lease is never handed to another client, whichever appliance
--- asks: the change fails (as a unique violation) and no ACK goes out for it. It has to be
--- released, declined or expired first.
+-- asks: the batch fails (check_violation) and no ACK of it goes out. It has to be released,
+-- declined or expired first. rackboot checks the same in the batch first (with a margin for
+-- clock differences), so this is the backstop, not the rule clients meet.
 CREATE FUNCTION leases_one_client() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF OLD.v->>'state' = 'active'
@@ -27,7 +28,7 @@ BEGIN
         RAISE EXCEPTION 'address % is leased to % until %, not to %',
             (OLD.k >> 24) || '.' || ((OLD.k >> 16) & 255) || '.' || ((OLD.k >> 8) & 255) || '.' || (OLD.k & 255),
             OLD.v->>'mac', to_timestamp((OLD.v->>'expires_at')::bigint), NEW.v->>'mac'
-            USING ERRCODE = 'unique_violation';
+            USING ERRCODE = 'check_violation';
     END IF;
     RETURN NEW;
 END $$;

@@ -112,41 +112,50 @@ impl Follower {
         Some(firsts.iter().flat_map(|f| own.remove(f).unwrap_or_default()).collect())
     }
 
-    /// One read of the log: what other appliances changed brought into the index under its
-    /// lock (so a batch this appliance commits meanwhile is applied after, never overwritten by
-    /// an older read), and the events of the entries read, in order.
+    /// One read of the log: what other appliances changed, read from the store and then applied
+    /// to the index at each entry's sequence (a batch of this appliance applied meanwhile, newer,
+    /// is not overwritten; see `Index::apply_at`), and the events of every entry read, in
+    /// order. The index lock is held only to apply, never across a read of the store. Nothing
+    /// moves on unless the whole round succeeds; a record that does not decode is skipped
+    /// (logged), not retried forever.
     fn step(&mut self) -> Result<(usize, Vec<Event>, bool), CmdbError> {
         let entries = self.pg.changes_after(self.last, ROUND)?;
+        let Some(newest) = entries.last().map(|(seq, _)| *seq) else { return Ok((0, Vec::new(), false)) };
         let remote = entries.iter().any(|(_, c)| c.appliance != self.appliance);
         if !remote {
-            // Only this appliance's batches: their events are in memory (most often); no lock,
-            // no read of the store unless one is missing there.
-            let own = self.take_own(&entries);
-            if let Some(events) = own {
-                self.last = entries.last().map_or(self.last, |(seq, _)| *seq);
+            // Only this appliance's batches: their events are in memory (most often).
+            if let Some(events) = self.take_own(&entries) {
+                if let Some(passed) = events.last().map(|e| e.seq) {
+                    self.own.lock().expect("own events lock").retain(|first, _| *first > passed);
+                }
+                self.last = newest;
                 return Ok((entries.len(), events, false));
             }
         }
-        // Only another appliance's change needs the index lock (and a read under it).
-        let mut index = remote.then(|| self.index.write().expect("index lock poisoned"));
         let rtx = self.db.begin_read()?;
         let (machines, leases) = (rtx.open_table(MACHINES)?, rtx.open_table(LEASES)?);
         let (log, stored) = (rtx.open_table(EVENT_LOG)?, rtx.open_table(EVENTS)?);
-        let (mut delta, mut events, mut racks) = (Vec::new(), Vec::new(), false);
+        let (mut deltas, mut events, mut racks, mut used) = (Vec::new(), Vec::new(), false, Vec::new());
         let now = super::now_secs();
         for (seq, c) in &entries {
             let own = c.appliance == self.appliance;
             if !own {
+                let mut delta = Vec::new();
                 for &id in &c.machines {
-                    delta.push(match machines.get(id)? {
-                        Some(v) => Delta::Upsert(Brief::from(&decode::<Machine>(v.value())?)),
-                        None => Delta::Remove(id),
-                    });
+                    match machines.get(id)? {
+                        None => delta.push(Delta::Remove(id)),
+                        Some(v) => match decode::<Machine>(v.value()) {
+                            Ok(m) => delta.push(Delta::Upsert(Brief::from(&m))),
+                            Err(error) => {
+                                tracing::warn!(machine = id, %error, "another appliance's machine does not decode; not indexed")
+                            }
+                        },
+                    }
                 }
                 for &ip in &c.leases {
                     let ip32 = ip as u32;
                     let held = match leases.get(ip32)? {
-                        Some(v) => Some(decode::<Lease>(v.value())?),
+                        Some(v) => decode::<Lease>(v.value()).ok(),
                         None => None,
                     };
                     let brief = held
@@ -154,35 +163,53 @@ impl Follower {
                         .map(|l| LeaseBrief::from(&l));
                     delta.push(Delta::Lease(std::net::Ipv4Addr::from(ip32), brief));
                 }
+                deltas.push((*seq as u64, delta));
                 racks |= c.racks;
             }
-            if let Some((from, to)) = c.events {
-                let mine = if own { self.own.lock().expect("own events lock").remove(&from) } else { None };
-                if let Some(mine) = mine {
-                    events.extend(mine);
-                    self.last = *seq;
-                    continue;
-                }
-                for row in log.range(from..=to)? {
-                    let (seq, machine) = row?;
-                    // Pruned or deleted since: nothing to publish.
-                    if let Some(v) = stored.get((machine.value(), seq.value()))? {
-                        events.push(decode::<Event>(v.value())?);
+            let Some((from, to)) = c.events else { continue };
+            let mine = if own { self.own.lock().expect("own events lock").get(&from).cloned() } else { None };
+            if let Some(mine) = mine {
+                events.extend(mine);
+                used.push(from);
+                continue;
+            }
+            for row in log.range(from..=to)? {
+                let (seq, machine) = row?;
+                // Pruned or deleted since: nothing to publish.
+                if let Some(v) = stored.get((machine.value(), seq.value()))? {
+                    match decode::<Event>(v.value()) {
+                        Ok(e) => events.push(e),
+                        Err(error) => {
+                            tracing::warn!(seq = seq.value(), %error, "an event does not decode; not published")
+                        }
                     }
                 }
             }
-            self.last = *seq;
         }
-        let remote = !delta.is_empty() || racks;
-        if let Some(index) = index.as_mut() {
-            index.apply(delta);
+        let fresh_racks: Option<Vec<crate::racks::Rack>> =
+            if racks { Some(super::store::scan(&rtx.open_table(super::store::RACKS)?)?) } else { None };
+        drop((machines, leases, log, stored));
+        drop(rtx);
+        let changed = deltas.iter().any(|(_, d)| !d.is_empty()) || racks;
+        {
+            let mut index = self.index.write().expect("index lock poisoned");
+            for (seq, delta) in deltas {
+                index.apply_at(delta, seq);
+            }
         }
-        drop(index);
-        if racks {
-            let fresh: Vec<crate::racks::Rack> = super::store::scan(&rtx.open_table(super::store::RACKS)?)?;
+        if let Some(fresh) = fresh_racks {
             *self.racks.write().expect("rack cache lock") = Arc::new(fresh);
         }
-        Ok((entries.len(), events, remote))
+        let mut own = self.own.lock().expect("own events lock");
+        for from in used {
+            own.remove(&from);
+        }
+        // Batches the log has passed that were read from the store instead: not needed any more.
+        if let Some(passed) = entries.iter().filter_map(|(_, c)| c.events.map(|e| e.1)).max() {
+            own.retain(|first, _| *first > passed);
+        }
+        self.last = newest;
+        Ok((entries.len(), events, changed))
     }
 }
 

@@ -106,6 +106,26 @@ pub struct Index {
     unclaimed: BTreeSet<u64>,
     /// All ids, by state and by tag, for the machine list.
     sets: facets::Sets,
+    /// On a shared store: the change-log sequence each machine's and address's entry was last
+    /// applied at, so an older read never overwrites a newer one (see [`Index::apply_at`]).
+    versions: HashMap<Key, u64>,
+}
+
+/// What a delta is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Key {
+    Machine(u64),
+    Address(Ipv4Addr),
+}
+
+impl Delta {
+    fn key(&self) -> Key {
+        match self {
+            Delta::Upsert(b) => Key::Machine(b.id),
+            Delta::Remove(id) => Key::Machine(*id),
+            Delta::Lease(ip, _) => Key::Address(*ip),
+        }
+    }
 }
 
 impl Index {
@@ -219,6 +239,25 @@ impl Index {
     }
 
     /// Applies committed changes in order.
+    /// Applies deltas read at change-log sequence `seq` (a shared store): each one only if
+    /// nothing newer was applied for its machine or address. The writer (its own batch, at that
+    /// batch's sequence) and the follower (another appliance's, read from the store) may get
+    /// here in either order; the newer wins.
+    pub fn apply_at(&mut self, delta: Vec<Delta>, seq: u64) {
+        let newer: Vec<Delta> = delta
+            .into_iter()
+            .filter(|d| {
+                let v = self.versions.entry(d.key()).or_insert(0);
+                if *v > seq {
+                    return false;
+                }
+                *v = seq;
+                true
+            })
+            .collect();
+        self.apply(newer);
+    }
+
     pub fn apply(&mut self, delta: Vec<Delta>) {
         for d in delta {
             match d {

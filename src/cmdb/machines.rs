@@ -202,16 +202,23 @@ pub(super) fn put_machine(ctx: &mut WriteCtx<'_>, m: &Machine) -> Result<(), Cmd
 }
 
 /// Stores a lease record.
+/// How far an appliance's clock may be from the database's before a lease it thinks expired is
+/// one the store still holds.
+const CLOCK_MARGIN_SECS: u64 = 5;
+
 /// On a shared store, refuses a lease on an address another client holds (active, unexpired):
 /// another appliance may have leased it since this one's memory was brought up to date. The
 /// embedded store has one DHCP server, whose own lease map already decides this.
 pub(super) fn check_lease_free(ctx: &WriteCtx<'_>, lease: &Lease) -> Result<(), CmdbError> {
-    if !ctx.t.tx.shared() || lease.state != super::LeaseState::Active {
+    if !ctx.t.tx.shared() {
         return Ok(());
     }
     let Some(held) = ctx.t.leases.get(u32::from(lease.ip))? else { return Ok(()) };
     let held: Lease = decode(held.value())?;
-    if held.state == super::LeaseState::Active && held.expires_at > now_secs() && held.mac != lease.mac {
+    // Any change (a release or decline from a stale map too), with a few seconds of margin for the
+    // appliances' clocks against the database's, which the table's trigger goes by.
+    let in_force = held.expires_at + CLOCK_MARGIN_SECS > now_secs();
+    if held.state == super::LeaseState::Active && in_force && held.mac != lease.mac {
         return Err(CmdbError::Conflict(format!(
             "{} is leased to {} (through another appliance) until {}",
             lease.ip, held.mac, held.expires_at

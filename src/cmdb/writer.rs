@@ -178,6 +178,7 @@ impl Writer {
             let (ids_before, seq_before) = (next_machine_id, next_event_seq);
             let mut delta = Vec::new();
             let mut published = Vec::new();
+            let mut change_seq = None;
             let mut completions = Vec::with_capacity(jobs.len());
             let attempt = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 self.batch_tx(
@@ -187,6 +188,7 @@ impl Writer {
                     &mut next_event_seq,
                     &mut delta,
                     &mut published,
+                    &mut change_seq,
                 )
             }));
             let result = attempt.unwrap_or_else(|_| {
@@ -198,7 +200,13 @@ impl Writer {
             match &result {
                 Ok(()) if delta.is_empty() => {}
                 Ok(()) => {
-                    self.index.write().expect("index lock poisoned").apply(delta);
+                    let mut index = self.index.write().expect("index lock poisoned");
+                    // On a shared store, the follower may have applied a newer read already.
+                    match change_seq {
+                        Some(seq) => index.apply_at(delta, seq),
+                        None => index.apply(delta),
+                    }
+                    drop(index);
                     self.changed.send_modify(|generation| *generation += 1);
                 }
                 Err(error) => {
@@ -218,7 +226,7 @@ impl Writer {
                     own.insert(first, std::mem::take(&mut published));
                     // A follower that is gone or far behind does not make this grow unbounded:
                     // what it does not find here it reads from the store.
-                    while own.len() > 4096 {
+                    while own.len() > 1024 {
                         own.pop_first();
                     }
                 }
@@ -258,6 +266,7 @@ impl Writer {
         next_event_seq: &mut u64,
         delta: &mut Vec<Delta>,
         published: &mut Vec<Event>,
+        change_seq: &mut Option<u64>,
     ) -> Result<(), CmdbError> {
         let tx = self.storage.db()?.begin_write()?;
         // On a shared store the counters are the ones other appliances' batches left.
@@ -286,7 +295,7 @@ impl Writer {
             racks_changed = ctx.racks_changed;
         }
         if tx.shared() && (!delta.is_empty() || !published.is_empty() || racks_changed) {
-            tx.log_change(&super::follow::change_of(&self.appliance, delta, published, racks_changed))?;
+            *change_seq = tx.log_change(&super::follow::change_of(&self.appliance, delta, published, racks_changed))?;
         }
         if *next_machine_id != ids_before || *next_event_seq != seq_before {
             let mut meta = tx.open_table(META)?;

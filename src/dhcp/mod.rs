@@ -163,13 +163,13 @@ pub async fn run(
                 let answering = *active.borrow_and_update();
                 svc.metrics.dhcp_pair_active.set(i64::from(answering));
                 if answering {
-                    leases.reload(svc.cmdb.leases().await?);
+                    reload(&svc, &mut leases).await;
                 }
             }
             Some(ip) = resync.recv() => {
                 while resync.try_recv().is_ok() {}
                 tracing::info!(%ip, "another appliance holds this address; lease map reloaded from the store");
-                leases.reload(svc.cmdb.leases().await?);
+                reload(&svc, &mut leases).await;
             }
             r = socket.recv_from(&mut buf) => {
                 let Some((n, from)) = received(r).await else { continue };
@@ -202,6 +202,16 @@ pub async fn run(
     }
     svc.cmdb.flush().await?;
     Ok(())
+}
+
+/// Replaces the lease map with what the store holds (a pair member starting to answer, a lease
+/// another appliance holds). A store that cannot be read now leaves the map as it is: the
+/// store still refuses an address another client holds.
+async fn reload(svc: &DhcpService, leases: &mut Leases) {
+    match svc.cmdb.leases().await {
+        Ok(all) => leases.reload(all),
+        Err(error) => warn!(%error, "lease map not reloaded from the store"),
+    }
 }
 
 /// Writes an OFFER that was held for its REQUEST on its own.

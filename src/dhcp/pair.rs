@@ -30,7 +30,13 @@ pub async fn run(cmdb: Cmdb, cfg: PairConfig, active: watch::Sender<bool>, token
             _ = beat.tick() => {}
         }
         let was = *active.borrow();
-        let now = match cmdb.dhcp_pair_beat(&cfg.name, cfg.role.as_str(), was, BEAT.as_secs_f64() * 3.0).await {
+        let beat = cmdb.dhcp_pair_beat(&cfg.name, cfg.role.as_str(), was, BEAT.as_secs_f64() * 3.0);
+        // A beat that does not come back in time counts as failed: a member that cannot beat
+        // stops answering rather than answer beside a standby that took over.
+        let beat = tokio::time::timeout(BEAT * 2, beat)
+            .await
+            .unwrap_or_else(|_| Err(crate::cmdb::CmdbError::Unavailable("the beat timed out".into())));
+        let now = match beat {
             Err(error) => {
                 // Without the store no lease can be committed, so no ACK could go out anyway.
                 warn!(pair = %cfg.name, %error, "dhcp pair: cannot beat in the store; not answering");

@@ -138,11 +138,12 @@ impl WriteTx {
         matches!(self, WriteTx::Pg(_))
     }
 
-    /// On a shared store, logs what the batch changed for the other appliances.
-    pub fn log_change(&self, change: &pg::Change) -> Result<(), CmdbError> {
+    /// On a shared store, logs what the batch changed for the other appliances; the entry's
+    /// sequence.
+    pub fn log_change(&self, change: &pg::Change) -> Result<Option<u64>, CmdbError> {
         match self {
-            WriteTx::Redb(_) => Ok(()),
-            WriteTx::Pg(tx) => tx.log_change(change),
+            WriteTx::Redb(_) => Ok(None),
+            WriteTx::Pg(tx) => tx.log_change(change).map(Some),
         }
     }
 

@@ -90,12 +90,20 @@ impl Pg {
         if let Some(p) = &cfg.password {
             pg_cfg.password(p.as_bytes());
         }
+        // A statement, a lock wait or an open transaction of a vanished appliance ends on its own
+        // (the writers' lock with it), and a dead peer is noticed by keepalives.
+        let mut options =
+            "-c statement_timeout=60000 -c lock_timeout=60000 -c idle_in_transaction_session_timeout=120000"
+                .to_string();
         if let Some(schema) = &cfg.schema {
             if schema.is_empty() || !schema.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
                 return Err(CmdbError::Invalid(format!("[store] schema {schema:?}: letters, digits and _ only")));
             }
-            pg_cfg.options(format!("-c search_path={schema}"));
+            options.push_str(&format!(" -c search_path={schema}"));
         }
+        pg_cfg.options(options);
+        pg_cfg.keepalives(true);
+        pg_cfg.keepalives_idle(std::time::Duration::from_secs(30));
         let tls = match &cfg.tls_ca {
             Some(pem) => {
                 let config = crate::tls::client_config(pem)
@@ -482,8 +490,9 @@ impl PgTx {
         self.query("SELECT v FROM meta WHERE k = 'next_event_seq' FOR UPDATE", &[]).map(|_| ())
     }
 
-    /// Logs what this batch changed for the other appliances and wakes them at commit.
-    pub fn log_change(&self, change: &Change) -> Result<(), CmdbError> {
+    /// Logs what this batch changed for the other appliances and wakes them at commit; returns
+    /// the entry's sequence.
+    pub fn log_change(&self, change: &Change) -> Result<u64, CmdbError> {
         let ids = |v: &[u64]| v.iter().map(|&i| i as i64).collect::<Vec<i64>>();
         let (machines, leases) = (ids(&change.machines), ids(&change.leases));
         let (from, to) = match change.events {
@@ -498,12 +507,12 @@ impl PgTx {
                     .prepare_cached(
                         "WITH c AS (INSERT INTO changes (appliance, machines, leases, racks, events_from, events_to)
                                     VALUES ($1, $2, $3, $4, $5, $6) RETURNING seq)
-                         SELECT pg_notify('rackboot_cmdb', seq::text) FROM c",
+                         SELECT seq, pg_notify('rackboot_cmdb', seq::text) FROM c",
                     )
                     .await?;
-                self.client().query(&stmt, &params).await
+                self.client().query_one(&stmt, &params).await
             })
-            .map(|_| ())
+            .map(|row| row.get::<_, i64>(0) as u64)
             .map_err(|e| {
                 let e = self.pg.error(e);
                 self.failed.lock().expect("failed lock").get_or_insert_with(|| e.clone());

@@ -209,8 +209,9 @@ async fn the_postgres_store_refuses_a_second_client_on_a_leased_address() {
         "{err}"
     );
     assert_eq!(db.leases().await.unwrap(), vec![first.clone()], "the holder keeps it");
-    // Past rackboot's own check, the table's trigger refuses it too, and the transaction it
-    // aborted reports the refusal at commit rather than rolling back quietly.
+    // Past rackboot's own check, the table's trigger refuses it too (the whole batch: a storage
+    // error, no NAK for anyone), and the transaction it aborted reports the refusal at commit
+    // rather than rolling back quietly.
     let (store, other) = (db.inner.storage.db().unwrap(), lease("52:54:00:00:07:03", super::super::LeaseState::Active));
     let raw = tokio::task::spawn_blocking(move || {
         let tx = store.begin_write()?;
@@ -220,7 +221,7 @@ async fn the_postgres_store_refuses_a_second_client_on_a_leased_address() {
     .await
     .unwrap()
     .unwrap_err();
-    assert!(matches!(&raw, CmdbError::Conflict(m) if m.contains("is leased to")), "{raw}");
+    assert!(matches!(&raw, CmdbError::Storage(m) if m.contains("is leased to")), "{raw}");
     assert_eq!(db.leases().await.unwrap(), vec![first.clone()]);
     // Released, it can go to the other client.
     db.commit_lease(

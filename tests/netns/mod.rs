@@ -88,14 +88,20 @@ impl Net {
 
     /// A client namespace with `eth0` (MAC `mac`) plugged into the bridge.
     pub fn add_client(&mut self, name: &str, mac: &str) -> String {
+        let srv = self.srv.clone();
+        self.add_client_on(name, mac, &srv, "br0")
+    }
+
+    /// A client namespace with `eth0` (MAC `mac`) plugged into `bridge` in namespace `at` (a
+    /// second segment behind a router namespace, say).
+    pub fn add_client_on(&mut self, name: &str, mac: &str, at: &str, bridge: &str) -> String {
         let ns = format!("{}-{name}", self.prefix);
         self.add_ns(&ns);
         let host_end = format!("v{name}");
         sh(&format!(
-            "ip -n {srv} link add {host_end} type veth peer name eth0 netns {ns} && \
-             ip -n {srv} link set {host_end} master br0 up && \
-             ip -n {ns} link set eth0 address {mac} && ip -n {ns} link set eth0 up",
-            srv = self.srv
+            "ip -n {at} link add {host_end} type veth peer name eth0 netns {ns} && \
+             ip -n {at} link set {host_end} master {bridge} up && \
+             ip -n {ns} link set eth0 address {mac} && ip -n {ns} link set eth0 up"
         ));
         ns
     }
@@ -140,6 +146,13 @@ impl Net {
             assert!(Instant::now() < deadline, "process did not stop within 10 s of SIGTERM");
             std::thread::sleep(Duration::from_millis(50));
         }
+    }
+
+    /// Kills a spawned program with SIGKILL (no chance to clean up) and reaps it.
+    pub fn kill9(&mut self, idx: usize) {
+        let child = &mut self.children[idx];
+        child.kill().unwrap();
+        child.wait().unwrap();
     }
 
     /// Runs a command to completion inside `ns`.

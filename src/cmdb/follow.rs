@@ -119,7 +119,11 @@ impl Follower {
     /// moves on unless the whole round succeeds; a record that does not decode is skipped
     /// (logged), not retried forever.
     fn step(&mut self) -> Result<(usize, Vec<Event>, bool), CmdbError> {
-        let entries = self.pg.changes_after(self.last, ROUND)?;
+        let (trimmed, entries) = self.pg.changes_after(self.last, ROUND)?;
+        if trimmed > self.last {
+            self.reload()?;
+            return Ok((0, Vec::new(), true));
+        }
         let Some(newest) = entries.last().map(|(seq, _)| *seq) else { return Ok((0, Vec::new(), false)) };
         let remote = entries.iter().any(|(_, c)| c.appliance != self.appliance);
         if !remote {
@@ -213,6 +217,50 @@ impl Follower {
     }
 }
 
+impl Follower {
+    /// After the log was trimmed past what this appliance had read (cut off from the store for
+    /// longer than the log keeps): the index and the rack cache reloaded from the tables, as at
+    /// start. The events of the missed stretch are not published live (they are in the store,
+    /// for `GET /api/v1/events`). The index takes the reload at the log's head, so a batch of
+    /// this appliance committed meanwhile, newer, is not overwritten.
+    fn reload(&mut self) -> Result<(), CmdbError> {
+        let head = self.pg.newest_change()?;
+        tracing::warn!(
+            read_to = self.last,
+            head,
+            "the change log was trimmed past what this appliance had read; reloading from the store"
+        );
+        let whole = everything(&self.db, super::now_secs())?;
+        let racks = super::racks::load(&self.db)?;
+        {
+            let mut index = self.index.write().expect("index lock poisoned");
+            let delta = index.replace_with(whole);
+            index.apply_at(delta, head as u64);
+        }
+        let fresh = racks.read().expect("rack cache lock").clone();
+        *self.racks.write().expect("rack cache lock") = fresh;
+        self.own.lock().expect("own events lock").clear();
+        self.last = head;
+        Ok(())
+    }
+}
+
+/// Every machine and every held (active, unexpired at `now`) address in the store, as deltas
+/// for the index, from one read snapshot.
+pub(super) fn everything(db: &Db, now: u64) -> Result<Vec<Delta>, CmdbError> {
+    let rtx = db.begin_read()?;
+    let machines: Vec<Machine> = super::store::scan(&rtx.open_table(MACHINES)?)?;
+    let leases: Vec<Lease> = super::store::scan(&rtx.open_table(LEASES)?)?;
+    let mut all: Vec<Delta> = machines.iter().map(|m| Delta::Upsert(Brief::from(m))).collect();
+    all.extend(
+        leases
+            .iter()
+            .filter(|l| l.state == LeaseState::Active && l.expires_at > now)
+            .map(|l| Delta::Lease(l.ip, Some(LeaseBrief::from(l)))),
+    );
+    Ok(all)
+}
+
 /// Keeps a connection LISTENing on `rackboot_cmdb` and wakes the follower for each
 /// notification, and once after each (re)connect so nothing from the gap is missed.
 async fn listen(pg: Arc<Pg>, wake: std::sync::mpsc::Sender<()>, stop: Arc<AtomicBool>) {
@@ -234,5 +282,61 @@ async fn listen(pg: Arc<Pg>, wake: std::sync::mpsc::Sender<()>, stop: Arc<Atomic
             Err(error) => tracing::warn!(store = %pg.label, %error, "connecting for change notifications failed"),
         }
         tokio::time::sleep(POLL).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cmdb::model::NewMachine;
+    use crate::cmdb::Cmdb;
+
+    /// An appliance cut off from the store for longer than the log keeps: the entries it had
+    /// not read are trimmed, and its follower reloads the index from the tables rather than
+    /// miss a machine created or deleted meanwhile. PostgreSQL only.
+    #[tokio::test]
+    async fn a_follower_the_log_was_trimmed_past_reloads_from_the_store() {
+        let Some(cfg) = crate::cmdb::kv::pg::test_config() else {
+            eprintln!("skipped: RACKBOOT_TEST_POSTGRES does not name a PostgreSQL");
+            return;
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let a = Cmdb::open_on(&dir.path().join("a.redb"), Some(&cfg), 64).unwrap();
+        let new = |m: &str| NewMachine { macs: vec![m.parse().unwrap()], ..Default::default() };
+        let kept = a.create_machine(new("52:54:00:00:0f:01")).await.unwrap();
+        let gone = a.create_machine(new("52:54:00:00:0f:02")).await.unwrap();
+        a.delete_machine(gone.id).await.unwrap();
+        let db = a.inner.storage.db().unwrap();
+        let Db::Pg(pg) = db.clone() else { panic!("the test store is PostgreSQL") };
+
+        // Another appliance's index, which last read the log before all of that and still
+        // holds the deleted machine.
+        let index = Arc::new(RwLock::new(Index::default()));
+        index.write().unwrap().apply(vec![Delta::Upsert(Brief::from(&gone))]);
+        let follower = tokio::task::spawn_blocking({
+            let index = index.clone();
+            move || {
+                assert!(pg.trim_changes(0).unwrap() >= 3, "the three batches' entries are trimmed");
+                let mut f = Follower {
+                    own: OwnEvents::default(),
+                    pg: pg.clone(),
+                    db: db.clone(),
+                    appliance: "cut-off".into(),
+                    index,
+                    racks: super::super::racks::load(&db).unwrap(),
+                    changed: Arc::new(tokio::sync::watch::channel(0).0),
+                    events: tokio::sync::broadcast::channel(16).0,
+                    last: 0,
+                    stop: Arc::new(AtomicBool::new(false)),
+                };
+                f.round().unwrap();
+                (f.last, pg.newest_change().unwrap())
+            }
+        });
+        let (last, head) = follower.await.unwrap();
+        assert_eq!(last, head, "the follower moved to the log's head");
+        let index = index.read().unwrap();
+        assert_eq!(index.by_mac("52:54:00:00:0f:01".parse().unwrap()).map(|b| b.id), Some(kept.id));
+        assert!(index.by_id(gone.id).is_none(), "the machine deleted meanwhile is gone");
     }
 }

@@ -243,6 +243,23 @@ impl Index {
     /// nothing newer was applied for its machine or address. The writer (its own batch, at that
     /// batch's sequence) and the follower (another appliance's, read from the store) may get
     /// here in either order; the newer wins.
+    /// `whole` (every machine and held address in the store) plus the removals that make this
+    /// index hold nothing else: what takes a follower that missed changes back to the store.
+    pub fn replace_with(&self, mut whole: Vec<Delta>) -> Vec<Delta> {
+        let mut machines: std::collections::HashSet<u64> = std::collections::HashSet::new();
+        let mut addresses: std::collections::HashSet<Ipv4Addr> = std::collections::HashSet::new();
+        for d in &whole {
+            match d {
+                Delta::Upsert(b) => machines.insert(b.id),
+                Delta::Lease(ip, Some(_)) => addresses.insert(*ip),
+                Delta::Remove(_) | Delta::Lease(_, None) => false,
+            };
+        }
+        whole.extend(self.machines.keys().filter(|id| !machines.contains(id)).map(|id| Delta::Remove(*id)));
+        whole.extend(self.leased.keys().filter(|ip| !addresses.contains(ip)).map(|ip| Delta::Lease(*ip, None)));
+        whole
+    }
+
     pub fn apply_at(&mut self, delta: Vec<Delta>, seq: u64) {
         let newer: Vec<Delta> = delta
             .into_iter()

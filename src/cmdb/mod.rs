@@ -185,25 +185,7 @@ impl Cmdb {
             kv::Db::Redb(_) => None,
         };
         let index = Arc::new(RwLock::new(Index::default()));
-        let all: Vec<Machine> = {
-            let rtx = db.begin_read()?;
-            let all = store::scan(&rtx.open_table(store::MACHINES)?)?;
-            all
-        };
-        let leases: Vec<Lease> = {
-            let rtx = db.begin_read()?;
-            let leases = store::scan(&rtx.open_table(store::LEASES)?)?;
-            leases
-        };
-        let now = now_secs();
-        let mut start: Vec<_> = all.iter().map(|m| index::Delta::Upsert(Brief::from(m))).collect();
-        start.extend(
-            leases
-                .iter()
-                .filter(|l| l.state == LeaseState::Active && l.expires_at > now)
-                .map(|l| index::Delta::Lease(l.ip, Some(index::LeaseBrief::from(l)))),
-        );
-        index.write().expect("fresh lock").apply(start);
+        index.write().expect("fresh lock").apply(follow::everything(&db, now_secs())?);
         let rack_cache = racks::load(&db)?;
         let (tx, rx) = tokio::sync::mpsc::channel(writer::QUEUE_CAP);
         let (events, _) = tokio::sync::broadcast::channel(EVENT_BACKLOG);

@@ -112,11 +112,9 @@ impl Cmdb {
             let sel = index.read().expect("index lock").select(&filter, now_secs());
             let t = rtx.open_table(MACHINES)?;
             let mut machines = Vec::with_capacity(sel.ids.len());
-            for id in &sel.ids {
-                // One deleted since the page was chosen is left out.
-                if let Some(row) = t.get(id)? {
-                    machines.push(decode::<Machine>(row.value())?);
-                }
+            // One deleted since the page was chosen is left out.
+            for row in t.get_many(&sel.ids)?.into_iter().flatten() {
+                machines.push(decode::<Machine>(row.value())?);
             }
             Ok(MachinePage { machines, total: sel.total, next_after: sel.next_after })
         })

@@ -204,6 +204,19 @@ fn owned_bound<'k, K: Key + 'static, KR: Borrow<K::SelfType<'k>>>(b: std::ops::B
     }
 }
 
+impl<'t, V: PgCols> Table<'t, u64, V> {
+    /// The values under `keys`, in their order (`None` for a key not there): on PostgreSQL one
+    /// statement for all of them, on the embedded store a point read each.
+    pub fn get_many(&self, keys: &[u64]) -> Result<Vec<Option<Guard<'_, V>>>, CmdbError> {
+        match &self.0 {
+            Inner::Pg(tx, name, _) => {
+                Ok(tx.get_many::<V>(name, keys)?.into_iter().map(|v| v.map(|v| Guard::Owned(v, PhantomData))).collect())
+            }
+            _ => keys.iter().map(|k| self.get(k)).collect(),
+        }
+    }
+}
+
 impl<'t, K: PgCols + Key, V: PgCols> Table<'t, K, V> {
     pub fn get<'k>(&self, key: impl Borrow<K::SelfType<'k>>) -> Result<Option<Guard<'_, V>>, CmdbError> {
         redb_read!(self, t => Ok(t.get(key)?.map(Guard::Redb)),

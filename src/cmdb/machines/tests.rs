@@ -239,3 +239,42 @@ async fn the_postgres_store_refuses_a_second_client_on_a_leased_address() {
     .await
     .unwrap();
 }
+
+/// A page is read from the store in one go (one statement on PostgreSQL) and comes back in id
+/// order, whole records, without the machines deleted meanwhile, page after page.
+#[tokio::test]
+async fn list_pages_come_back_in_id_order_with_whole_records() {
+    let (_d, db) = open();
+    let mut ids = Vec::new();
+    for i in 0..7u8 {
+        let m = db
+            .create_machine(NewMachine {
+                macs: vec![mac(&format!("52:54:00:00:0e:{i:02x}"))],
+                hostname: Some(format!("page-{i}")),
+                tags: vec![format!("t{}", i % 2)],
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        ids.push(m.id);
+    }
+    db.delete_machine(ids[2]).await.unwrap();
+    let (mut seen, mut after) = (Vec::new(), None);
+    loop {
+        let page = db.list_machines(MachineFilter { after, limit: Some(2), ..Default::default() }).await.unwrap();
+        assert_eq!(page.total, 6);
+        for m in &page.machines {
+            let i = ids.iter().position(|id| *id == m.id).unwrap();
+            assert_eq!(m.hostname.as_deref(), Some(format!("page-{i}").as_str()), "the record of {}", m.id);
+        }
+        seen.extend(page.machines.iter().map(|m| m.id));
+        match page.next_after {
+            Some(next) => after = Some(next),
+            None => break,
+        }
+    }
+    let want: Vec<u64> = ids.iter().copied().filter(|id| *id != ids[2]).collect();
+    assert_eq!(seen, want);
+    let odd = db.list_machines(MachineFilter { tag: Some("t1".into()), ..Default::default() }).await.unwrap();
+    assert_eq!(odd.machines.iter().map(|m| m.id).collect::<Vec<_>>(), vec![ids[1], ids[3], ids[5]]);
+}

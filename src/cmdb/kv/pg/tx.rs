@@ -157,6 +157,22 @@ impl PgTx {
         self.query(&sql, &params)?.first().map(|row| V::bytes(row, 0)).transpose()
     }
 
+    /// The values under `keys` of a table keyed by one integer column, in the keys' order, read
+    /// with one statement (a page of a list: one round trip, not one per row).
+    pub fn get_many<V: PgCols>(&self, table: &str, keys: &[u64]) -> Result<Vec<Option<Vec<u8>>>, CmdbError> {
+        self.flush(Some(table))?;
+        // A key past what a bigint holds cannot be stored, so it is not found.
+        let wanted: Vec<i64> = keys.iter().filter_map(|k| i64::try_from(*k).ok()).collect();
+        let v = if V::WIDTH == 0 { "1" } else { "v" };
+        let sql = format!("SELECT k, {v} FROM {table} WHERE k = ANY($1)");
+        let mut found = std::collections::HashMap::with_capacity(wanted.len());
+        for row in self.run(&sql, &[&wanted])? {
+            let k: i64 = row.try_get(0).map_err(|e| CmdbError::Storage(format!("{table}: {e}")))?;
+            found.insert(k as u64, V::bytes(&row, 1)?);
+        }
+        Ok(keys.iter().map(|k| found.remove(k)).collect())
+    }
+
     /// Holds the row until the table is read by range, flushed or committed.
     pub fn insert<K: PgCols, V: PgCols>(
         &self,

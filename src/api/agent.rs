@@ -232,9 +232,9 @@ async fn plugin_blob(
             format!("{} {} is disabled: its signing key {} is revoked", v.name, v.version, v.key_id),
         ));
     }
-    let file = tokio::fs::File::open(store.blob_path(&sha256))
-        .await
-        .map_err(|e| ApiError::internal(format!("plugin blob {sha256}: {e}")))?;
+    let path = store.local_blob(&sha256).await.map_err(|e| ApiError::internal(format!("plugin blob: {e}")))?;
+    let file =
+        tokio::fs::File::open(path).await.map_err(|e| ApiError::internal(format!("plugin blob {sha256}: {e}")))?;
     let body = axum::body::Body::from_stream(tokio_util::io::ReaderStream::new(file));
     Ok(([(header::CONTENT_TYPE, "application/gzip"), (header::CONTENT_LENGTH, &v.size.to_string())], body)
         .into_response())

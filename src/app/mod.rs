@@ -125,6 +125,12 @@ pub async fn start(cfg: Config) -> anyhow::Result<Running> {
         Ok(n) => tracing::info!(removed = n, "plugin blobs no version names were removed"),
         Err(error) => tracing::warn!(%error, "sweeping the plugin blobs"),
     }
+    // On a shared store: bundles this appliance holds that the store lacks are shared.
+    match core.plugins.publish().await {
+        Ok(0) => {}
+        Ok(n) => tracing::info!(shared = n, "plugin bundles copied into the shared store"),
+        Err(error) => tracing::warn!(%error, "copying plugin bundles into the shared store"),
+    }
     // Hardware profiles' plugins are checked against the store (stored, enabled, parameters
     // valid) now; tasks naming a profile are refused while one fails.
     for p in core.cfg.provision.hardware_profiles.values() {

@@ -7,6 +7,7 @@
 mod agents;
 mod audit;
 pub mod backup;
+mod blobs;
 mod bmcs;
 mod cascade;
 pub mod copy;

@@ -3,7 +3,9 @@
 //! An upload is verified (signature, then every entry, then the manifest and its vendor) from
 //! memory; only then is its blob written to `tmp/`, synced, and renamed into `blobs/`, and the
 //! version recorded in the CMDB. A refusal writes nothing; a failed record removes the blob it
-//! wrote; a crash in between leaves a blob no record names, which the next start removes.
+//! wrote; a crash in between leaves a blob no record names, which the next start removes. On a
+//! shared (PostgreSQL) store the bytes are also kept in the store before the record is written,
+//! and an appliance serving a version uploaded through another fetches them from there.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -91,6 +93,49 @@ impl Store {
         Ok(removed)
     }
 
+    /// The blob of a stored version, on this appliance's disk: fetched first from the shared
+    /// store when it was uploaded through another appliance (checked against its hash).
+    pub async fn local_blob(&self, sha256: &str) -> Result<PathBuf, PluginError> {
+        let path = self.blob_path(sha256);
+        if tokio::fs::try_exists(&path).await.unwrap_or(false) {
+            return Ok(path);
+        }
+        let Some(bytes) = self.cmdb.shared_blob(sha256).await? else {
+            return Err(PluginError::Io(format!("the bundle {sha256} is not in {}", path.display())));
+        };
+        let got = sha256_hex(&bytes);
+        if got != sha256 {
+            return Err(PluginError::Io(format!("the shared store's copy of {sha256} has the hash {got}")));
+        }
+        let _g = self.commit.lock().await;
+        let (blobs, tmp, sha) = (self.dir.join("blobs"), self.dir.join("tmp"), sha256.to_string());
+        tokio::task::spawn_blocking(move || write_blob(&blobs, &tmp, &sha, &bytes))
+            .await
+            .map_err(|e| PluginError::Io(format!("writing: {e}")))??;
+        tracing::info!(sha256, "plugin bundle fetched from the shared store");
+        Ok(path)
+    }
+
+    /// Puts every stored version's blob this appliance holds and the shared store lacks into
+    /// the store (a store migrated from an embedded one, or blobs from before sharing).
+    pub async fn publish(&self) -> Result<usize, PluginError> {
+        let Some(shared) = self.cmdb.shared_blob_names().await? else { return Ok(0) };
+        let named: std::collections::BTreeSet<String> =
+            self.cmdb.plugin_versions().await?.into_iter().map(|v| v.sha256).collect();
+        let mut published = 0;
+        for sha in named.iter().filter(|s| !shared.contains(*s)) {
+            let path = self.blob_path(sha);
+            let Ok(bytes) = tokio::fs::read(&path).await else { continue };
+            if sha256_hex(&bytes) != *sha {
+                tracing::warn!(path = %path.display(), "a plugin blob does not match its hash; not shared");
+                continue;
+            }
+            self.cmdb.share_blob(sha, Arc::new(bytes)).await?;
+            published += 1;
+        }
+        Ok(published)
+    }
+
     /// Where the blob of `sha256` (lowercase hex, checked by the caller) lives.
     pub fn blob_path(&self, sha256: &str) -> PathBuf {
         self.dir.join("blobs").join(sha256)
@@ -138,10 +183,19 @@ impl Store {
             uploaded_by: by.to_string(),
         };
         let _g = self.commit.lock().await;
-        let (blobs, tmp, sha) = (self.dir.join("blobs"), self.dir.join("tmp"), sha256.clone());
-        let wrote = tokio::task::spawn_blocking(move || write_blob(&blobs, &tmp, &sha, &bundle))
+        let bundle = Arc::new(bundle);
+        let (blobs, tmp, sha, bytes) = (self.dir.join("blobs"), self.dir.join("tmp"), sha256.clone(), bundle.clone());
+        let wrote = tokio::task::spawn_blocking(move || write_blob(&blobs, &tmp, &sha, &bytes))
             .await
             .map_err(|e| PluginError::Io(format!("writing: {e}")))??;
+        // On a shared store the other appliances serve this version from the store's copy: the
+        // bytes go there before the record names them.
+        if let Err(e) = self.cmdb.share_blob(&sha256, bundle).await {
+            if wrote {
+                self.drop_unused(&sha256).await;
+            }
+            return Err(e.into());
+        }
         match self.cmdb.put_plugin_version(version, allow_downgrade).await {
             Ok(done) => Ok(done),
             Err(e) => {
@@ -170,6 +224,9 @@ impl Store {
             let path = self.blob_path(sha256);
             if let Err(e) = std::fs::remove_file(&path) {
                 tracing::warn!(path = %path.display(), error = %e, "removing an unused plugin blob");
+            }
+            if let Err(e) = self.cmdb.unshare_blob(sha256).await {
+                tracing::warn!(sha256, error = %e, "removing an unused plugin blob from the shared store");
             }
         }
     }

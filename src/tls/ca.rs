@@ -179,4 +179,46 @@ mod tests {
         let chain = String::from_utf8(std::fs::read(tls.join(SERVER_PEM)).unwrap()).unwrap();
         assert!(chain.ends_with(&String::from_utf8(ca).unwrap()), "leaf, then the CA");
     }
+
+    /// A second appliance given the first one's CA (`ca.pem` and `ca.key` copied into its data
+    /// dir before its first start) issues its own server certificate from that CA, which a
+    /// client trusting the first appliance's CA accepts, and one trusting another CA refuses.
+    #[test]
+    fn a_copied_ca_issues_the_second_appliances_certificate() {
+        let (a, b, c) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let (a, b, c) = (a.path().join("tls"), b.path().join("tls"), c.path().join("tls"));
+        ensure(&a, &names(&["198.18.0.1"])).unwrap();
+        std::fs::create_dir_all(&b).unwrap();
+        for f in [CA_PEM, CA_KEY] {
+            std::fs::copy(a.join(f), b.join(f)).unwrap();
+        }
+        ensure(&b, &names(&["198.18.0.2"])).unwrap();
+        ensure(&c, &names(&["198.18.0.3"])).unwrap();
+        assert_eq!(std::fs::read(b.join(CA_PEM)).unwrap(), std::fs::read(a.join(CA_PEM)).unwrap(), "kept, not made");
+
+        let verify = |ca: &Path, chain: &Path, name: &str| {
+            let mut roots = rustls::RootCertStore::empty();
+            for cert in super::super::read_certs(&ca.join(CA_PEM)).unwrap() {
+                roots.add(cert).unwrap();
+            }
+            let verifier =
+                rustls::client::WebPkiServerVerifier::builder_with_provider(roots.into(), super::super::provider())
+                    .build()
+                    .unwrap();
+            let chain = super::super::read_certs(&chain.join(SERVER_PEM)).unwrap();
+            let name = rustls::pki_types::ServerName::try_from(name.to_string()).unwrap();
+            rustls::client::danger::ServerCertVerifier::verify_server_cert(
+                verifier.as_ref(),
+                &chain[0],
+                &chain[1..],
+                &name,
+                &[],
+                rustls::pki_types::UnixTime::now(),
+            )
+            .map(|_| ())
+        };
+        verify(&a, &b, "198.18.0.2").expect("B's certificate chains to A's CA");
+        verify(&a, &a, "198.18.0.1").expect("and A's own still does");
+        assert!(verify(&a, &c, "198.18.0.3").is_err(), "an appliance with a CA of its own is not trusted");
+    }
 }

@@ -4,6 +4,7 @@
 //! of the same name: key columns `k` (or `k1`, `k2`), value column `v` (JSON documents as
 //! `json`, counters as `bigint`). The schema is `migrations/postgres/*.sql`, applied in order.
 
+mod blobs;
 mod cols;
 mod estate;
 mod tx;
@@ -21,6 +22,7 @@ use crate::cmdb::CmdbError;
 const MIGRATIONS: &[(i64, &str)] = &[
     (1, include_str!("../../../../migrations/postgres/0001_cmdb.sql")),
     (2, include_str!("../../../../migrations/postgres/0002_changes_trimmed.sql")),
+    (3, include_str!("../../../../migrations/postgres/0003_plugin_blobs.sql")),
 ];
 
 /// Rows a range reads per round trip, at most; the first read of each end asks for

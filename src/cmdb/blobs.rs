@@ -1,0 +1,53 @@
+//! Plugin bundles in a shared store: on PostgreSQL each bundle's bytes are kept in the store
+//! beside its version record, so any appliance can serve any stored version. On the embedded
+//! store there is one appliance and its blob directory is the only copy: every call here is a
+//! no-op there.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use super::kv::{pg::Pg, Db};
+use super::{Cmdb, CmdbError};
+
+impl Cmdb {
+    fn shared_pg(&self) -> Result<Option<Arc<Pg>>, CmdbError> {
+        Ok(match self.inner.storage.db()? {
+            Db::Pg(pg) => Some(pg),
+            Db::Redb(_) => None,
+        })
+    }
+
+    /// Runs `f` on the store's connection from the blocking pool (the driver is waited on
+    /// synchronously); `None` on the embedded store.
+    async fn on_pg<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Pg) -> Result<T, CmdbError> + Send + 'static,
+    ) -> Result<Option<T>, CmdbError> {
+        let Some(pg) = self.shared_pg()? else { return Ok(None) };
+        tokio::task::spawn_blocking(move || f(&pg).map(Some))
+            .await
+            .map_err(|e| CmdbError::Storage(format!("plugin blob: {e}")))?
+    }
+
+    /// Keeps a bundle's bytes in the shared store for the other appliances.
+    pub async fn share_blob(&self, sha256: &str, bytes: Arc<Vec<u8>>) -> Result<(), CmdbError> {
+        let sha = sha256.to_string();
+        self.on_pg(move |pg| pg.put_blob(&sha, &bytes)).await.map(|_| ())
+    }
+
+    /// A bundle's bytes from the shared store (`None`: not shared, or not there).
+    pub async fn shared_blob(&self, sha256: &str) -> Result<Option<Vec<u8>>, CmdbError> {
+        let sha = sha256.to_string();
+        Ok(self.on_pg(move |pg| pg.blob(&sha)).await?.flatten())
+    }
+
+    /// The hashes of the bundles in the shared store (`None` on the embedded store).
+    pub async fn shared_blob_names(&self) -> Result<Option<HashSet<String>>, CmdbError> {
+        Ok(self.on_pg(|pg| pg.blob_names()).await?.map(|v| v.into_iter().collect()))
+    }
+
+    pub async fn unshare_blob(&self, sha256: &str) -> Result<(), CmdbError> {
+        let sha = sha256.to_string();
+        self.on_pg(move |pg| pg.delete_blob(&sha)).await.map(|_| ())
+    }
+}

@@ -324,14 +324,20 @@ fn a_dhcp_pair_behind_a_relay_survives_kill_9_of_the_primary_under_load() {
             replies.iter().filter(|r| r.kind == MessageType::Nak).count()
         );
         assert!(took <= Duration::from_secs(TAKEOVER_SECS + 2), "takeover took {took:?}");
-        // Each client's latest ACK: one address per client, one client per address.
-        let latest: HashMap<&str, &Reply> = acks.iter().map(|r| (r.mac.as_str(), *r)).collect();
-        let mut holder: HashMap<Ipv4Addr, &str> = HashMap::new();
-        for (mac, r) in &latest {
-            if let Some(other) = holder.insert(r.ip, mac) {
-                panic!("{} ACKed to both {other} and {mac}", r.ip);
+        // Every ACK in wire order: the address was not held by another client at that moment
+        // (ACKed to it within the lease time, and that client not moved on to another address).
+        let mut holder: HashMap<Ipv4Addr, (&str, SystemTime)> = HashMap::new();
+        let mut holds: HashMap<&str, Ipv4Addr> = HashMap::new();
+        for r in &acks {
+            if let Some((other, until)) = holder.get(&r.ip) {
+                assert!(*other == r.mac || r.at >= *until, "{} ACKed to {} while {other} held it", r.ip, r.mac);
             }
+            if let Some(old) = holds.insert(r.mac.as_str(), r.ip).filter(|old| *old != r.ip) {
+                holder.remove(&old);
+            }
+            holder.insert(r.ip, (r.mac.as_str(), r.at + Duration::from_secs(LEASE_SECS)));
         }
+        let latest: HashMap<&str, &Reply> = acks.iter().map(|r| (r.mac.as_str(), *r)).collect();
         latest.into_iter().map(|(m, r)| (m.to_string(), r.ip)).collect::<HashMap<String, Ipv4Addr>>()
     };
     let replies_now = {

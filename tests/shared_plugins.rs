@@ -1,7 +1,8 @@
 //! Plugins across appliances on one PostgreSQL CMDB (a throwaway cluster): a bundle uploaded
 //! through one appliance runs on a machine whose agent polls another, which serves it from the
-//! store's copy (checked by hash) and keeps it on its disk; deleting the version through the
-//! other appliance removes the store's copy too. Skips without PostgreSQL or minisign.
+//! store's copy (checked by hash: an altered copy is refused) and keeps it on its disk; deleting
+//! the version through the other appliance removes the store's copy too. Skips without
+//! PostgreSQL or minisign.
 
 mod common;
 #[path = "plugins/kit.rs"]
@@ -31,14 +32,16 @@ timeout = 10
 type = "object"
 "#;
 
-/// Rows in the store's `plugin_blobs` (psql from Debian's postgresql-client).
-fn shared_blobs(pg: &pg::Cluster) -> String {
-    let out = std::process::Command::new("psql")
-        .args([&pg.url, "-qAtX", "-c", "SELECT string_agg(sha256, ',') FROM plugin_blobs"])
-        .output()
-        .unwrap();
+/// Runs `query` on the store with psql (Debian's postgresql-client); its output.
+fn sql(pg: &pg::Cluster, query: &str) -> String {
+    let out = std::process::Command::new("psql").args([&pg.url, "-qAtX", "-c", query]).output().unwrap();
     assert!(out.status.success(), "psql: {}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// The hashes in the store's `plugin_blobs`.
+fn shared_blobs(pg: &pg::Cluster) -> String {
+    sql(pg, "SELECT string_agg(sha256, ',') FROM plugin_blobs")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -84,7 +87,17 @@ async fn a_plugin_uploaded_through_one_appliance_runs_on_a_machine_polling_anoth
     })
     .await;
     let action = json!({"kind": "plugin", "name": "shared", "version": "1.0.0", "sha256": sha, "params": {}});
-    let id = b.submit(json!({"machine": MAC, "action": action, "timeout_secs": 60})).await[0]["id"].as_u64().unwrap();
+    let job = json!({"machine": MAC, "action": action, "timeout_secs": 60});
+
+    // A store copy that no longer matches its hash is not served (nor kept on B's disk).
+    sql(&pg, "UPDATE plugin_blobs SET bytes = bytes || '\\x00'::bytea");
+    let id = b.submit(job.clone()).await[0]["id"].as_u64().unwrap();
+    let refused = b.job_in(id, "error", 30).await;
+    assert!(refused["error"].as_str().unwrap_or_default().contains("fetching the bundle"), "{refused}");
+    assert!(!on_b.exists(), "the altered copy was not kept");
+    sql(&pg, "UPDATE plugin_blobs SET bytes = substring(bytes from 1 for length(bytes) - 1)");
+
+    let id = b.submit(job).await[0]["id"].as_u64().unwrap();
     let done = b.job_in(id, "succeeded", 30).await;
     let out = b.get(&format!("/jobs/{id}/output")).await;
     assert!(out["text"].as_str().unwrap_or_default().contains("applied-through-b"), "{done} {out}");

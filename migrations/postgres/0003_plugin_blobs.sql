@@ -5,5 +5,8 @@
 -- without the blob in <data_dir>/plugins/blobs fetches it from here (checking the hash) first.
 CREATE TABLE plugin_blobs (
     sha256 text COLLATE "C" PRIMARY KEY CHECK (sha256 ~ '^[0-9a-f]{64}$'),
-    bytes bytea NOT NULL
+    bytes bytea NOT NULL,
+    -- Bytes no version names (a crash between the copy and the record) are removed by a
+    -- later start once they are this old.
+    added_at timestamptz NOT NULL DEFAULT now()
 );

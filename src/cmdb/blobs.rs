@@ -46,6 +46,12 @@ impl Cmdb {
         Ok(self.on_pg(|pg| pg.blob_names()).await?.map(|v| v.into_iter().collect()))
     }
 
+    /// Removes shared bytes no version names that are older than `secs`; how many.
+    pub async fn sweep_shared_blobs(&self, secs: f64) -> Result<u64, CmdbError> {
+        Ok(self.on_pg(move |pg| pg.sweep_blobs(secs)).await?.unwrap_or(0))
+    }
+
+    /// Removes the shared bytes of `sha256` unless a version names them.
     pub async fn unshare_blob(&self, sha256: &str) -> Result<(), CmdbError> {
         let sha = sha256.to_string();
         self.on_pg(move |pg| pg.delete_blob(&sha)).await.map(|_| ())

@@ -224,23 +224,29 @@ impl Follower {
     /// for `GET /api/v1/events`). The index takes the reload at the log's head, so a batch of
     /// this appliance committed meanwhile, newer, is not overwritten.
     fn reload(&mut self) -> Result<(), CmdbError> {
-        let head = self.pg.newest_change()?;
         tracing::warn!(
             read_to = self.last,
-            head,
             "the change log was trimmed past what this appliance had read; reloading from the store"
         );
-        let whole = everything(&self.db, super::now_secs())?;
-        let racks = super::racks::load(&self.db)?;
-        {
-            let mut index = self.index.write().expect("index lock poisoned");
-            let delta = index.replace_with(whole);
-            index.apply_at(delta, head as u64);
+        // The rack cache carries no sequence: should anything commit while it is read, it is
+        // read again, so a rack this appliance changed meanwhile is not overwritten.
+        for _ in 0..5 {
+            let head = self.pg.newest_change()?;
+            let whole = everything(&self.db, super::now_secs())?;
+            let racks = super::racks::load(&self.db)?;
+            {
+                let mut index = self.index.write().expect("index lock poisoned");
+                let delta = index.replace_with(whole);
+                index.apply_at(delta, head as u64);
+            }
+            let fresh = racks.read().expect("rack cache lock").clone();
+            *self.racks.write().expect("rack cache lock") = fresh;
+            self.own.lock().expect("own events lock").clear();
+            self.last = head;
+            if self.pg.newest_change()? == head {
+                break;
+            }
         }
-        let fresh = racks.read().expect("rack cache lock").clone();
-        *self.racks.write().expect("rack cache lock") = fresh;
-        self.own.lock().expect("own events lock").clear();
-        self.last = head;
         Ok(())
     }
 }

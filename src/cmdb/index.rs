@@ -239,10 +239,6 @@ impl Index {
     }
 
     /// Applies committed changes in order.
-    /// Applies deltas read at change-log sequence `seq` (a shared store): each one only if
-    /// nothing newer was applied for its machine or address. The writer (its own batch, at that
-    /// batch's sequence) and the follower (another appliance's, read from the store) may get
-    /// here in either order; the newer wins.
     /// `whole` (every machine and held address in the store) plus the removals that make this
     /// index hold nothing else: what takes a follower that missed changes back to the store.
     pub fn replace_with(&self, mut whole: Vec<Delta>) -> Vec<Delta> {
@@ -260,6 +256,10 @@ impl Index {
         whole
     }
 
+    /// Applies deltas read at change-log sequence `seq` (a shared store): each one only if
+    /// nothing newer was applied for its machine or address. The writer (its own batch, at that
+    /// batch's sequence) and the follower (another appliance's, read from the store) may get
+    /// here in either order; the newer wins.
     pub fn apply_at(&mut self, delta: Vec<Delta>, seq: u64) {
         let newer: Vec<Delta> = delta
             .into_iter()

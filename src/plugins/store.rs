@@ -4,8 +4,9 @@
 //! memory; only then is its blob written to `tmp/`, synced, and renamed into `blobs/`, and the
 //! version recorded in the CMDB. A refusal writes nothing; a failed record removes the blob it
 //! wrote; a crash in between leaves a blob no record names, which the next start removes. On a
-//! shared (PostgreSQL) store the bytes are also kept in the store before the record is written,
-//! and an appliance serving a version uploaded through another fetches them from there.
+//! shared (PostgreSQL) store the bytes are also kept in the store before the record is written
+//! (and again after it), an appliance serving a version uploaded through another fetches them
+//! from there, and bytes no version names are removed from the store an hour after they came.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -81,6 +82,13 @@ impl Store {
         let _g = self.commit.lock().await;
         let named: std::collections::BTreeSet<String> =
             self.cmdb.plugin_versions().await?.into_iter().map(|v| v.sha256).collect();
+        // On a shared store: bytes no version names, left there by a crash between the copy
+        // and the record, once they are older than any upload still in progress.
+        match self.cmdb.sweep_shared_blobs(3600.0).await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(removed = n, "plugin bundles no version names were removed from the shared store"),
+            Err(error) => tracing::warn!(%error, "sweeping the shared store's plugin bundles"),
+        }
         let blobs = self.dir.join("blobs");
         let mut removed = 0;
         for e in std::fs::read_dir(&blobs).map_err(|e| io(&blobs, e))? {
@@ -100,6 +108,12 @@ impl Store {
         if tokio::fs::try_exists(&path).await.unwrap_or(false) {
             return Ok(path);
         }
+        // One fetch at a time: agents asking for the same bundle together wait for the first
+        // fetch and then find it on disk, and memory holds one bundle, not one per agent.
+        let _g = self.commit.lock().await;
+        if tokio::fs::try_exists(&path).await.unwrap_or(false) {
+            return Ok(path);
+        }
         let Some(bytes) = self.cmdb.shared_blob(sha256).await? else {
             return Err(PluginError::Io(format!("the bundle {sha256} is not in {}", path.display())));
         };
@@ -107,7 +121,6 @@ impl Store {
         if got != sha256 {
             return Err(PluginError::Io(format!("the shared store's copy of {sha256} has the hash {got}")));
         }
-        let _g = self.commit.lock().await;
         let (blobs, tmp, sha) = (self.dir.join("blobs"), self.dir.join("tmp"), sha256.to_string());
         tokio::task::spawn_blocking(move || write_blob(&blobs, &tmp, &sha, &bytes))
             .await
@@ -190,6 +203,7 @@ impl Store {
             .map_err(|e| PluginError::Io(format!("writing: {e}")))??;
         // On a shared store the other appliances serve this version from the store's copy: the
         // bytes go there before the record names them.
+        let bytes_again = bundle.clone();
         if let Err(e) = self.cmdb.share_blob(&sha256, bundle).await {
             if wrote {
                 self.drop_unused(&sha256).await;
@@ -197,7 +211,14 @@ impl Store {
             return Err(e.into());
         }
         match self.cmdb.put_plugin_version(version, allow_downgrade).await {
-            Ok(done) => Ok(done),
+            Ok(done) => {
+                // Shared again now that the record names them: a delete of the same bytes
+                // through another appliance between the copy and the record took them away.
+                if let Err(error) = self.cmdb.share_blob(&sha256, bytes_again).await {
+                    tracing::warn!(%error, sha256, "sharing a plugin bundle after its record; the next start retries");
+                }
+                Ok(done)
+            }
             Err(e) => {
                 if wrote {
                     self.drop_unused(&sha256).await;

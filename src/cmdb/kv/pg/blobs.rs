@@ -32,10 +32,28 @@ impl Pg {
         Ok(rows.iter().map(|r| r.get(0)).collect())
     }
 
+    /// Removes the bytes under `sha256` unless a stored version names them, in one statement
+    /// (an upload of the same bytes through another appliance shares them again after its
+    /// record, so the two cannot leave a version without its bytes).
     pub fn delete_blob(&self, sha256: &str) -> Result<(), CmdbError> {
         let client = self.client()?;
-        self.block(client.execute("DELETE FROM plugin_blobs WHERE sha256 = $1", &[&sha256]))
-            .map(|_| ())
-            .map_err(|e| self.error(e))
+        self.block(client.execute(
+            "DELETE FROM plugin_blobs WHERE sha256 = $1 AND NOT EXISTS (SELECT 1 FROM plugins WHERE v->>'sha256' = $1)",
+            &[&sha256],
+        ))
+        .map(|_| ())
+        .map_err(|e| self.error(e))
+    }
+
+    /// Removes bytes no stored version names that were added more than `secs` ago (an upload
+    /// in progress elsewhere has its record written within that time); how many.
+    pub fn sweep_blobs(&self, secs: f64) -> Result<u64, CmdbError> {
+        let client = self.client()?;
+        self.block(client.execute(
+            "DELETE FROM plugin_blobs b WHERE added_at < now() - make_interval(secs => $1)
+             AND NOT EXISTS (SELECT 1 FROM plugins WHERE v->>'sha256' = b.sha256)",
+            &[&secs],
+        ))
+        .map_err(|e| self.error(e))
     }
 }

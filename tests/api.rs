@@ -117,9 +117,18 @@ async fn openapi_health_and_metrics_are_served() {
         "/tasks",
         "/tasks/{id}",
         "/tasks/{id}/cancel",
+        "/appliances",
     ] {
         assert!(paths.contains_key(p), "openapi lacks {p}");
     }
+    // One appliance (on either store): this one, alive, at its HTTPS address.
+    let list = lab.api.ok(Method::GET, "/appliances", None).await.unwrap();
+    let all = list["appliances"].as_array().unwrap();
+    assert_eq!(all.len(), 1, "{list}");
+    assert_eq!((&all[0]["this"], &all[0]["alive"]), (&serde_json::json!(true), &serde_json::json!(true)), "{list}");
+    let https = lab.app.as_ref().unwrap().https_addr;
+    assert_eq!(all[0]["https_base"], format!("https://{https}"), "{list}");
+    assert_eq!(all[0]["version"], env!("CARGO_PKG_VERSION"));
     let addr = lab.app.as_ref().unwrap().http_addr;
     // The lab's boot directory is empty: /healthz says what is missing (tests/assets.rs has more).
     let health = http_get(addr, "/healthz").await;

@@ -56,6 +56,19 @@ async fn the_standby_takes_over_within_its_time_keeps_renewals_and_hands_back() 
         }
     }
 
+    // The estate lists both with their roles, the primary answering.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let roles = loop {
+        let all = primary.app.as_ref().unwrap().cmdb.appliances().await.unwrap();
+        let roles: Vec<_> = all.iter().filter_map(|a| a.pair.as_ref().map(|p| (p.role.clone(), p.active))).collect();
+        let settled = roles.contains(&("primary".into(), true)) && roles.contains(&("standby".into(), false));
+        if settled || Instant::now() > deadline {
+            break roles;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert!(roles.contains(&("primary".into(), true)) && roles.contains(&("standby".into(), false)), "{roles:?}");
+
     // The primary leases; the standby stays silent.
     let c1 = [0x52, 0x54, 0x00, 0xaa, 0x00, 0x01];
     let ip1 = four_way(&primary, c1, 100).await.yiaddr();

@@ -39,6 +39,22 @@ async fn two_appliances_share_one_cmdb_and_a_job_queued_through_one_runs_once_th
     let b = Appliance::start(&pg.store()).await;
     let mut live_on_a = a.app.as_ref().unwrap().cmdb.subscribe_events();
 
+    // Each lists both appliances, alive, itself marked, with where each answers.
+    for (me, other) in [(&a, &b), (&b, &a)] {
+        let list = within(10, || async {
+            let l = me.api.ok(Method::GET, "/appliances", None).await?;
+            anyhow::ensure!(l["appliances"].as_array().map_or(0, |v| v.len()) == 2, "{l}");
+            Ok(l)
+        })
+        .await;
+        let all = list["appliances"].as_array().unwrap();
+        assert!(all.iter().all(|x| x["alive"] == true), "{list}");
+        let this: Vec<&Value> = all.iter().filter(|x| x["this"] == true).collect();
+        assert_eq!(this.len(), 1, "{list}");
+        assert_eq!(this[0]["https_base"], me.url().trim_end_matches('/'), "{list}");
+        assert!(all.iter().any(|x| x["https_base"] == other.url().trim_end_matches('/')), "{list}");
+    }
+
     // A machine enrolls through B; A knows it (its index, its API) and its timeline.
     const MAC: &str = "52:54:00:b0:00:01";
     let work = tempfile::tempdir().unwrap();

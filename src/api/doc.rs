@@ -47,6 +47,7 @@ use crate::cmdb::EventKind;
         (name = "audit", description = "The audit log of every change (admin)"),
         (name = "backup", description = "Consistent snapshots of the CMDB (admin)"),
         (name = "quarantine", description = "Records that did not decode at a start, moved aside (admin)"),
+        (name = "appliances", description = "The appliances sharing this CMDB: where each answers, its version, when it last beat, its DHCP pair role"),
         (name = "meta", description = "This document")
     )
 )]

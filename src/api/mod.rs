@@ -5,6 +5,7 @@
 //! errors to one problem+json shape.
 
 pub mod agent;
+mod appliances;
 mod audit;
 pub mod auth;
 mod backup;
@@ -81,6 +82,7 @@ fn protected_routes() -> OpenApiRouter<ApiState> {
         .merge(audit::routes())
         .merge(backup::routes())
         .merge(quarantine::routes())
+        .merge(appliances::routes())
         .merge(plugins::routes())
         .merge(plugin_keys::routes())
         .merge(doc::routes())

@@ -125,6 +125,12 @@ pub async fn start(cfg: Config) -> anyhow::Result<Running> {
         Ok(n) => tracing::info!(removed = n, "plugin blobs no version names were removed"),
         Err(error) => tracing::warn!(%error, "sweeping the plugin blobs"),
     }
+    // The appliances of the estate (GET /api/v1/appliances): where this one answers, and on a
+    // shared store a beat so the others list it.
+    cmdb.set_https_base(&core.addrs.https_base);
+    if cmdb.shared() {
+        services.start("appliance-beat", crate::cmdb::appliance_beats(cmdb.clone(), token.clone()));
+    }
     // On a shared store: bundles this appliance holds that the store lacks are shared.
     match core.plugins.publish().await {
         Ok(0) => {}

@@ -91,6 +91,7 @@ mod tests {
             (Method::DELETE, "/users/{name}", A),
             (Method::GET, "/audit", A),
             (Method::GET, "/backup", A),
+            (Method::GET, "/appliances", V),
             (Method::GET, "/quarantine", A),
             (Method::DELETE, "/quarantine", A),
             (Method::GET, "/tokens", V),

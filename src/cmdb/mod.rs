@@ -11,6 +11,7 @@ mod blobs;
 mod bmcs;
 mod cascade;
 pub mod copy;
+mod estate;
 mod events;
 mod fold;
 mod follow;
@@ -34,6 +35,8 @@ mod unclaimed;
 mod users;
 mod whereabouts;
 pub mod writer;
+
+pub use estate::{beat as appliance_beats, ApplianceView, PairView, APPLIANCE_BEAT};
 
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
@@ -113,6 +116,10 @@ struct Inner {
     stop: Arc<std::sync::atomic::AtomicBool>,
     /// This appliance's name in the change log and DHCP pairs: host name and a random suffix.
     appliance: String,
+    /// When this appliance opened its CMDB (Unix seconds).
+    started_at: u64,
+    /// Where this appliance's API answers (set once it knows, see `estate`).
+    https_base: RwLock<String>,
     /// Addresses seen in DHCP requests another server answers (see `whereabouts`).
     seen: std::sync::Mutex<whereabouts::Seen>,
     /// The cap on unclaimed machines and its evictions.

@@ -112,6 +112,8 @@ impl Cmdb {
                 follower,
                 stop,
                 appliance,
+                started_at: now_secs(),
+                https_base: RwLock::default(),
                 seen: Default::default(),
                 growth: Arc::default(),
                 racks: rack_cache,
@@ -133,7 +135,7 @@ impl Cmdb {
 }
 
 /// This machine's name, for the change log of a shared store.
-fn hostname() -> String {
+pub(super) fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|h| h.trim().to_string())
         .unwrap_or_else(|_| "rackboot".into())

@@ -137,3 +137,82 @@ pub struct Change {
     /// The batch's events, first and last sequence.
     pub events: Option<(u64, u64)>,
 }
+
+/// One appliance as the store knows it.
+#[derive(Debug, Clone)]
+pub struct ApplianceRow {
+    pub id: String,
+    pub hostname: String,
+    pub https_base: String,
+    pub version: String,
+    pub started_at: i64,
+    /// Seconds since its last beat, on the database's clock.
+    pub age_secs: f64,
+    /// The DHCP pair it beats in, if any: (pair, role, answering).
+    pub pair: Option<(String, String, bool)>,
+}
+
+impl Pg {
+    /// Records that appliance `id` is up and where it answers; drops appliances not seen for a
+    /// week.
+    pub fn appliance_beat(
+        &self,
+        id: &str,
+        hostname: &str,
+        https_base: &str,
+        version: &str,
+        started_at: i64,
+    ) -> Result<(), CmdbError> {
+        let client = self.client()?;
+        self.block(client.batch_execute("DELETE FROM appliances WHERE beat_at < now() - interval '7 days'"))
+            .map_err(|e| self.error(e))?;
+        self.block(client.execute(
+            "INSERT INTO appliances (id, hostname, https_base, version, started_at, beat_at)
+             VALUES ($1, $2, $3, $4, to_timestamp($5::float8), now())
+             ON CONFLICT (id) DO UPDATE SET hostname = excluded.hostname, https_base = excluded.https_base,
+                 version = excluded.version, started_at = excluded.started_at, beat_at = excluded.beat_at",
+            &[&id, &hostname, &https_base, &version, &(started_at as f64)],
+        ))
+        .map(|_| ())
+        .map_err(|e| self.error(e))
+    }
+
+    /// Every appliance that beat in the last week, most recently started first.
+    pub fn appliances(&self) -> Result<Vec<ApplianceRow>, CmdbError> {
+        let client = self.client()?;
+        let rows = self
+            .block(client.query(
+                "SELECT a.id, a.hostname, a.https_base, a.version, extract(epoch FROM a.started_at)::int8,
+                        extract(epoch FROM now() - a.beat_at)::float8, p.pair, p.role, p.active
+                 FROM appliances a LEFT JOIN LATERAL
+                     (SELECT pair, role, active FROM dhcp_pairs WHERE appliance = a.id ORDER BY beat_at DESC LIMIT 1) p
+                     ON true
+                 ORDER BY a.started_at DESC, a.id",
+                &[],
+            ))
+            .map_err(|e| self.error(e))?;
+        let col = |e: tokio_postgres::Error| CmdbError::Storage(format!("appliances: {e}"));
+        rows.iter()
+            .map(|r| {
+                let pair = match (
+                    r.try_get::<_, Option<String>>(6).map_err(col)?,
+                    r.try_get::<_, Option<String>>(7).map_err(col)?,
+                ) {
+                    (Some(name), Some(role)) => {
+                        Some((name, role, r.try_get::<_, Option<bool>>(8).map_err(col)?.unwrap_or(false)))
+                    }
+                    _ => None,
+                };
+                Ok(ApplianceRow {
+                    id: r.try_get(0).map_err(col)?,
+                    hostname: r.try_get(1).map_err(col)?,
+                    https_base: r.try_get(2).map_err(col)?,
+                    version: r.try_get(3).map_err(col)?,
+                    started_at: r.try_get(4).map_err(col)?,
+                    age_secs: r.try_get(5).map_err(col)?,
+                    pair,
+                })
+            })
+            .collect()
+    }
+}

@@ -13,7 +13,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 pub use cols::{Param, PgCols};
-pub use estate::Change;
+pub use estate::{ApplianceRow, Change};
 pub use tx::{PgRange, PgTx};
 
 use crate::cmdb::CmdbError;
@@ -23,6 +23,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (1, include_str!("../../../../migrations/postgres/0001_cmdb.sql")),
     (2, include_str!("../../../../migrations/postgres/0002_changes_trimmed.sql")),
     (3, include_str!("../../../../migrations/postgres/0003_plugin_blobs.sql")),
+    (4, include_str!("../../../../migrations/postgres/0004_appliances.sql")),
 ];
 
 /// Rows a range reads per round trip, at most; the first read of each end asks for

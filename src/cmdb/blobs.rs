@@ -6,29 +6,9 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use super::kv::{pg::Pg, Db};
 use super::{Cmdb, CmdbError};
 
 impl Cmdb {
-    fn shared_pg(&self) -> Result<Option<Arc<Pg>>, CmdbError> {
-        Ok(match self.inner.storage.db()? {
-            Db::Pg(pg) => Some(pg),
-            Db::Redb(_) => None,
-        })
-    }
-
-    /// Runs `f` on the store's connection from the blocking pool (the driver is waited on
-    /// synchronously); `None` on the embedded store.
-    async fn on_pg<T: Send + 'static>(
-        &self,
-        f: impl FnOnce(&Pg) -> Result<T, CmdbError> + Send + 'static,
-    ) -> Result<Option<T>, CmdbError> {
-        let Some(pg) = self.shared_pg()? else { return Ok(None) };
-        tokio::task::spawn_blocking(move || f(&pg).map(Some))
-            .await
-            .map_err(|e| CmdbError::Storage(format!("plugin blob: {e}")))?
-    }
-
     /// Keeps a bundle's bytes in the shared store for the other appliances.
     pub async fn share_blob(&self, sha256: &str, bytes: Arc<Vec<u8>>) -> Result<(), CmdbError> {
         let sha = sha256.to_string();

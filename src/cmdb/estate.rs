@@ -8,7 +8,6 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::kv::Db;
 use super::{Cmdb, CmdbError};
 
 /// How often an appliance beats.
@@ -67,13 +66,12 @@ impl Cmdb {
     /// Records in a shared store that this appliance is up and where it answers (a no-op on
     /// the embedded store).
     pub async fn appliance_beat(&self) -> Result<(), CmdbError> {
-        let Db::Pg(pg) = self.inner.storage.db()? else { return Ok(()) };
         let (id, base, started) = (self.inner.appliance.clone(), self.https_base(), self.inner.started_at);
-        tokio::task::spawn_blocking(move || {
+        self.on_pg(move |pg| {
             pg.appliance_beat(&id, &super::open::hostname(), &base, env!("CARGO_PKG_VERSION"), started as i64)
         })
         .await
-        .map_err(|e| CmdbError::Storage(format!("appliance beat: {e}")))?
+        .map(|_| ())
     }
 
     /// Every appliance of the estate (on the embedded store, this one).
@@ -90,10 +88,7 @@ impl Cmdb {
             this: true,
             pair: None,
         };
-        let Db::Pg(pg) = self.inner.storage.db()? else { return Ok(vec![this]) };
-        let rows = tokio::task::spawn_blocking(move || pg.appliances())
-            .await
-            .map_err(|e| CmdbError::Storage(format!("appliances: {e}")))??;
+        let Some(rows) = self.on_pg(|pg| pg.appliances()).await? else { return Ok(vec![this]) };
         // Before its first beat, the appliance answering is listed all the same.
         let missing = !rows.iter().any(|r| r.id == me);
         let mut all: Vec<ApplianceView> = rows

@@ -238,7 +238,6 @@ impl Index {
         DnsHosts { hosts, next_expiry }
     }
 
-    /// Applies committed changes in order.
     /// `whole` (every machine and held address in the store) plus the removals that make this
     /// index hold nothing else: what takes a follower that missed changes back to the store.
     pub fn replace_with(&self, mut whole: Vec<Delta>) -> Vec<Delta> {
@@ -275,6 +274,7 @@ impl Index {
         self.apply(newer);
     }
 
+    /// Applies committed changes in order.
     pub fn apply(&mut self, delta: Vec<Delta>) {
         for d in delta {
             match d {

@@ -199,7 +199,6 @@ pub(super) fn put_machine(ctx: &mut WriteCtx<'_>, m: &Machine) -> Result<(), Cmd
     Ok(())
 }
 
-/// Stores a lease record.
 /// How far an appliance's clock may be from the database's before a lease it thinks expired is
 /// one the store still holds.
 const CLOCK_MARGIN_SECS: u64 = 5;
@@ -225,6 +224,7 @@ pub(super) fn check_lease_free(ctx: &WriteCtx<'_>, lease: &Lease) -> Result<(), 
     Ok(())
 }
 
+/// Stores a lease record.
 pub(super) fn put_lease(ctx: &mut WriteCtx<'_>, lease: &Lease) -> Result<(), CmdbError> {
     ctx.t.leases.insert(u32::from(lease.ip), encode(lease).as_slice())?;
     let holder = (lease.state == super::LeaseState::Active).then(|| LeaseBrief::from(lease));

@@ -213,6 +213,18 @@ impl Cmdb {
         tx.send(job).await.map_err(|_| CmdbError::Storage("cmdb writer stopped".into()))
     }
 
+    /// Runs `f` on the PostgreSQL store from the blocking pool (its driver is waited on
+    /// synchronously); `None` on the embedded store.
+    async fn on_pg<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&kv::pg::Pg) -> Result<T, CmdbError> + Send + 'static,
+    ) -> Result<Option<T>, CmdbError> {
+        let kv::Db::Pg(pg) = self.inner.storage.db()? else { return Ok(None) };
+        tokio::task::spawn_blocking(move || f(&pg).map(Some))
+            .await
+            .map_err(|e| CmdbError::Storage(format!("PostgreSQL call: {e}")))?
+    }
+
     /// A beat of this appliance as `role` of DHCP pair `pair` (see `dhcp::pair`): how long ago
     /// the other member beat, and another appliance that beat in this role within
     /// `fresh_secs`, if one did (a misconfigured pair).
@@ -223,13 +235,10 @@ impl Cmdb {
         active: bool,
         fresh_secs: f64,
     ) -> Result<(Option<f64>, Option<String>), CmdbError> {
-        let kv::Db::Pg(pg) = self.inner.storage.db()? else {
-            return Err(CmdbError::Invalid("a DHCP pair needs the CMDB on PostgreSQL".into()));
-        };
         let (pair, role, me) = (pair.to_string(), role.to_string(), self.inner.appliance.clone());
-        tokio::task::spawn_blocking(move || pg.pair_beat(&pair, &role, &me, active, fresh_secs))
-            .await
-            .map_err(|e| CmdbError::Storage(format!("pair beat: {e}")))?
+        self.on_pg(move |pg| pg.pair_beat(&pair, &role, &me, active, fresh_secs))
+            .await?
+            .ok_or_else(|| CmdbError::Invalid("a DHCP pair needs the CMDB on PostgreSQL".into()))
     }
 
     /// Whether other appliances may share this CMDB (it is on PostgreSQL).

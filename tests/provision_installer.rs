@@ -222,10 +222,14 @@ async fn an_installer_that_never_reports_back_fails_its_run_and_the_machine_boot
     let spec = json!({"select": {"macs": [mac]}, "installer": "debian12", "disk": "/dev/vda", "step_timeout_secs": 8});
     let task = a.api.ok(Method::POST, "/tasks", Some(spec)).await.unwrap()["task"]["id"].as_u64().unwrap();
     let addr: std::net::SocketAddr = ([127, 0, 0, 1], a.port).into();
-    run_where(&a, task, 30, "the installer", |r| r["step"]["step"] == "install" && r["job"].is_u64()).await;
+    let run = run_where(&a, task, 30, "the installer", |r| r["step"]["step"] == "install" && r["job"].is_u64()).await;
+    let job = run["job"].as_u64().unwrap();
     common::eventually(|| async {
         let m = a.api.ok(Method::GET, &format!("/machines/{mac}"), None).await?;
         anyhow::ensure!(m["installer"]["profile"] == "debian12", "{m}");
+        // The agent has reported the hand-over to the installer before it goes away.
+        let j = a.api.ok(Method::GET, &format!("/jobs/{job}"), None).await?;
+        anyhow::ensure!(j["state"] == "succeeded", "{j}");
         // The token is for the machine alone: the API does not show it.
         anyhow::ensure!(m["installer"].get("token").is_none() && !m.to_string().contains("token"), "{m}");
         Ok(())

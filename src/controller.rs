@@ -42,7 +42,15 @@ struct Cred {
     approved: bool,
     /// A newer enrollment awaiting approval.
     pending: Option<[u8; 32]>,
+    /// When it was read from the CMDB.
+    loaded: std::time::Instant,
 }
+
+/// How long a cached credential is trusted on a store other appliances share before it is read
+/// again: an enrollment, approval, hand-over or delete through another appliance reaches this
+/// one's cache within it. (On the embedded store every change goes through this appliance,
+/// which forgets the credential as it commits.)
+pub const SHARED_CRED_TTL: Duration = Duration::from_millis(500);
 
 /// Shared controller state.
 pub struct Hub {
@@ -125,7 +133,9 @@ impl Hub {
     pub async fn authenticate(&self, bearer: Option<&str>) -> Result<u64, AuthError> {
         let (id, secret) = bearer.and_then(|b| b.split_once('.')).ok_or(AuthError::Unauthorized)?;
         let id: u64 = id.parse().map_err(|_| AuthError::Unauthorized)?;
+        let shared = self.cmdb.shared();
         let cached = self.creds.read().expect("creds lock").get(&id).copied();
+        let cached = cached.filter(|c| !shared || c.loaded.elapsed() < SHARED_CRED_TTL);
         let cred = match cached {
             Some(c) => c,
             None => {
@@ -135,6 +145,7 @@ impl Hub {
                     sha256: unhex(&rec.secret_sha256).ok_or(AuthError::Unauthorized)?,
                     approved: rec.approved,
                     pending: rec.pending_sha256.as_deref().and_then(unhex),
+                    loaded: std::time::Instant::now(),
                 };
                 self.creds.write().expect("creds lock").insert(id, c);
                 c

@@ -66,7 +66,7 @@ impl Core {
         ));
         let sealer = Arc::new(crate::secrets::Sealer::load_or_create(&cfg.data_dir)?);
         let plugins = Arc::new(
-            crate::plugins::Store::open(&cfg.data_dir, cmdb.clone(), cfg.plugins)
+            crate::plugins::Store::open(&cfg.data_dir, cmdb.clone(), cfg.plugins.clone())
                 .context("opening the plugin store")?,
         );
         let metrics = Metrics {

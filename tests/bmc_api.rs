@@ -1,6 +1,6 @@
 //! The BMC and power API against the whole appliance, without a BMC to reach: bad input gets a
 //! 400 naming the field and stores nothing; a password is needed the first time and kept when
-//! left out later; `insecure` is shown as a warning; a machine without a BMC cannot be powered;
+//! left out later only for the same address, protocol and TLS policy; `insecure` is shown as a warning; a machine without a BMC cannot be powered;
 //! a viewer can neither read a BMC record nor power a machine; changes are audited without the
 //! password.
 
@@ -58,19 +58,36 @@ async fn the_bmc_api_checks_input_and_roles_and_never_shows_the_password() {
     assert_eq!(s, 409, "no BMC: {p}");
     assert_eq!(lab.api.call(Method::PUT, "/machines/99/bmc", Some(good())).await.unwrap().0, 404);
 
-    // Stored: shown without the password; insecure is a warning; a change without the password
-    // keeps it.
+    // Stored: shown without the password; insecure is a warning.
     let v = lab.api.ok(Method::PUT, &path, Some(with("insecure", json!(true)))).await.unwrap();
     assert_eq!((v["password_set"].as_bool(), v["tls"]["mode"].as_str()), (Some(true), Some("insecure")));
     assert!(v["warning"].as_str().unwrap().contains("not checked"), "{v}");
-    let v =
-        lab.api.ok(Method::PUT, &path, Some(with("address", json!("198.18.7.10")).without_password())).await.unwrap();
+    // The stored password goes only to the BMC it was given for: a new address, protocol or TLS
+    // policy without it is refused and changes nothing.
+    for change in [
+        with("address", json!("198.18.7.10")).with_field("insecure", json!(true)),
+        with("protocol", json!("ipmi")).with_field("insecure", json!(true)),
+        good(),
+    ] {
+        let (s, p) = lab.api.call(Method::PUT, &path, Some(change.without_password())).await.unwrap();
+        assert_eq!((s, p["field"].as_str()), (400, Some("password")), "{p}");
+        assert!(p["detail"].as_str().unwrap().contains("required again"), "{p}");
+    }
+    let v = lab.api.ok(Method::GET, &path, None).await.unwrap();
+    assert_eq!((v["address"].as_str(), v["tls"]["mode"].as_str()), (Some("198.18.7.9:8443"), Some("insecure")));
+    // With the password, the BMC moves; then a change that keeps where it goes keeps the password.
+    let moved = with("address", json!("198.18.7.10"));
+    let v = lab.api.ok(Method::PUT, &path, Some(moved.clone())).await.unwrap();
     assert_eq!((v["address"].as_str(), v["password_set"].as_bool()), (Some("198.18.7.10"), Some(true)));
     assert_eq!(v["tls"]["mode"], "ca", "neither pin nor insecure: the appliance CA");
     assert!(v.get("warning").is_none());
     assert!(v.get("boot_mode").is_none(), "no boot mode set: the one DHCP saw decides");
-    let v = lab.api.ok(Method::PUT, &path, Some(with("boot_mode", json!("legacy")).without_password())).await.unwrap();
-    assert_eq!(v["boot_mode"], "legacy");
+    let v = lab
+        .api
+        .ok(Method::PUT, &path, Some(moved.with_field("boot_mode", json!("legacy")).without_password()))
+        .await
+        .unwrap();
+    assert_eq!((v["boot_mode"].as_str(), v["password_set"].as_bool()), (Some("legacy"), Some(true)));
     let (s, p) = lab
         .api
         .call(Method::POST, &format!("/machines/{}/power", m["id"]), Some(json!({"action": "dance"})))
@@ -103,6 +120,7 @@ async fn the_bmc_api_checks_input_and_roles_and_never_shows_the_password() {
 trait Body {
     fn tap_fingerprint(self) -> Self;
     fn without_password(self) -> Self;
+    fn with_field(self, key: &str, value: Value) -> Self;
 }
 
 impl Body for Value {
@@ -112,6 +130,10 @@ impl Body for Value {
     }
     fn without_password(mut self) -> Self {
         self.as_object_mut().unwrap().remove("password");
+        self
+    }
+    fn with_field(mut self, key: &str, value: Value) -> Self {
+        self[key] = value;
         self
     }
 }

@@ -23,11 +23,15 @@ trap 'tests/pg/cluster.sh stop "$PGLAB"' EXIT
 PGURL=$(tests/pg/cluster.sh start "$PGLAB")
 RACKBOOT_TEST_POSTGRES=$PGURL cargo test --locked --lib \
     --test api --test api_contract --test dhcp_inprocess --test agent_inprocess --test agent_json --test racks \
-    --test users --test audit --test templates --test enroll_nonce --test bmc_api --test plugins --test tls \
+    --test users --test audit --test templates --test bmc_api --test plugins --test tls \
     --test dns_inprocess --test kill9 --test kill9_provision --test provision_image --test provision_installer \
-    --test plugin_agent --test boot_http --test conn_limits \
+    --test plugin_agent --test boot_http \
     -- --skip the_admin_files_work_and_an_old_token_file_survives_the_upgrade \
        --skip no_secret_reaches_the_log_or_any_answer --skip quarantine --skip store::tests
+# The hostile-VLAN attacks that run in-process, on PostgreSQL too (the namespace, flood and
+# two-appliance ones already ran above, the last on a cluster of their own).
+RACKBOOT_TEST_POSTGRES=$PGURL cargo test --locked --test hostile -- enroll_nonce:: conn_limits:: operator:: \
+    sightings::a_flood_of_boot_script
 tests/pg/cluster.sh stop "$PGLAB"; trap - EXIT
 # The Debian package from the debug build the tests just made (no release build: see tools/deb.sh),
 # carrying the BootOS the end-to-end tests built (from bootos/build.sh's cache: seconds).

@@ -17,7 +17,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::{ApiError, ApiState};
-use crate::cmdb::{Admission, EnrollOutcome};
+use crate::cmdb::{Admission, EnrollOutcome, NonceCheck};
 use crate::controller::{AuthError, Hub, JobEvent};
 
 /// Largest output chunk accepted; agents send at most 16 KiB at a time.
@@ -49,7 +49,10 @@ async fn machine(s: &ApiState, headers: &HeaderMap) -> Result<u64, ApiError> {
         AuthError::NotApproved => {
             ApiError::new(StatusCode::FORBIDDEN, "enrolled; waiting for an operator to approve this machine")
         }
-        AuthError::Storage(e) => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, e),
+        AuthError::Storage(why) => {
+            tracing::warn!(%why, "an agent credential could not be checked");
+            ApiError::new(StatusCode::SERVICE_UNAVAILABLE, super::STORE_UNREACHABLE)
+        }
     })
 }
 
@@ -83,9 +86,13 @@ async fn enroll(
     let enrolled = match s.hub.cmdb.enroll_agent(req, hash, admission, Some(peer.ip())).await? {
         EnrollOutcome::Enrolled(e) => e,
         EnrollOutcome::Conflict { machine_id, reason } => {
-            tracing::warn!(machine = machine_id, from = %peer.ip(), reason, "enrollment refused: the machine's agent holds a live credential");
-            return Err(ApiError::conflict(format!("machine {machine_id} has an enrolled agent and this enrollment proves neither its credential nor a boot rackboot served ({reason}); boot the machine again to re-enroll it"
-            )));
+            tracing::warn!(machine = ?machine_id, from = %peer.ip(), reason, "enrollment refused");
+            let what = match machine_id {
+                Some(id) if reason == NonceCheck::Foreign.reason() => format!("machine {id} is not the machine this boot nonce was issued for"),
+                Some(id) => format!("machine {id} has an enrolled agent and this enrollment proves neither its credential nor a boot rackboot served"),
+                None => "this boot nonce was issued for another MAC than the enrolling machine's".to_string(),
+            };
+            return Err(ApiError::conflict(format!("{what} ({reason}); boot the machine again to re-enroll it")));
         }
     };
     s.hub.forget(enrolled.machine_id);
@@ -129,11 +136,18 @@ async fn next_job(State(s): State<ApiState>, headers: HeaderMap, Query(w): Query
     let deadline = tokio::time::Instant::now() + wait;
     let notify = hub.waiter(id);
     let lease_ms = hub.cfg.lease.as_millis() as u64;
+    let mut woken = false;
     loop {
         // Register for a wake-up before looking, so a job queued in between is not missed.
         let notified = notify.notified();
         tokio::pin!(notified);
         notified.as_mut().enable();
+        // A job goes only to the machine's credential as it is now: one superseded or revoked
+        // while this poll waited gets 401, not the job.
+        if woken {
+            machine(&s, &headers).await?;
+        }
+        woken = true;
         if hub.cmdb.has_active_jobs(id).await? {
             let (claimed, finished) = hub.cmdb.claim_job(id, lease_ms).await?;
             for job in finished {
@@ -224,15 +238,24 @@ async fn plugin_blob(
     }
     let versions = s.cmdb.plugin_versions().await?;
     let v = versions.iter().find(|v| v.sha256 == sha256).ok_or_else(|| ApiError::not_found("no such plugin bundle"))?;
-    let keys = s.cmdb.plugin_keys().await?;
+    let keys = store.trusted_keys().await.map_err(|e| ApiError::internal(e.to_string()))?;
     if !keys.iter().any(|k| k.key_id == v.key_id && k.revoked_at.is_none()) {
-        tracing::warn!(machine = id, plugin = %v.name, version = %v.version, "plugin fetch refused: its key is revoked");
+        tracing::warn!(machine = id, plugin = %v.name, version = %v.version, "plugin fetch refused: its key is revoked or not trusted here");
         return Err(ApiError::new(
             StatusCode::FORBIDDEN,
-            format!("{} {} is disabled: its signing key {} is revoked", v.name, v.version, v.key_id),
+            format!(
+                "{} {} is disabled: its signing key {} is revoked or not trusted by this appliance",
+                v.name, v.version, v.key_id
+            ),
         ));
     }
-    let path = store.local_blob(&sha256).await.map_err(|e| ApiError::internal(format!("plugin blob: {e}")))?;
+    let path = store.local_blob(v).await.map_err(|e| {
+        tracing::warn!(machine = id, plugin = %v.name, version = %v.version, error = %e, "plugin fetch refused");
+        match e {
+            crate::plugins::PluginError::Refused(why) => ApiError::new(StatusCode::FORBIDDEN, why),
+            e => ApiError::internal(format!("plugin blob: {e}")),
+        }
+    })?;
     let file =
         tokio::fs::File::open(path).await.map_err(|e| ApiError::internal(format!("plugin blob {sha256}: {e}")))?;
     let body = axum::body::Body::from_stream(tokio_util::io::ReaderStream::new(file));

@@ -120,7 +120,12 @@ pub async fn require(s: &ApiState, headers: &HeaderMap, need: crate::auth::Role)
 /// (the token may be good; the caller should retry, not log in again).
 fn refusal(e: AuthError) -> ApiError {
     match e {
-        AuthError::Storage(why) => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, why),
+        AuthError::Storage(why) => {
+            // The reason names the store (host, database): logged, not told to a caller who
+            // has not proven who it is.
+            tracing::warn!(%why, "a credential could not be checked");
+            ApiError::new(StatusCode::SERVICE_UNAVAILABLE, super::STORE_UNREACHABLE)
+        }
         e => ApiError::new(StatusCode::UNAUTHORIZED, e.to_string()),
     }
 }
@@ -231,7 +236,11 @@ async fn try_login(s: &ApiState, peer: IpAddr, req: LoginRequest) -> Result<Json
         Some(found) => match found.await {
             Ok(u) => Some(u),
             Err(CmdbError::NotFound(_)) => None,
-            Err(e) => return Err(ApiError::from(e).into_response()),
+            Err(why) => {
+                // Not yet anybody: the reason (naming the store) goes to the log only.
+                tracing::warn!(%why, "a login could not be checked");
+                return Err(ApiError::new(StatusCode::SERVICE_UNAVAILABLE, super::STORE_UNREACHABLE).into_response());
+            }
         },
     };
     let phc = user.as_ref().map(|u| u.password_hash.clone());

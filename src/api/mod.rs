@@ -88,6 +88,10 @@ fn protected_routes() -> OpenApiRouter<ApiState> {
         .merge(doc::routes())
 }
 
+/// What a caller who has not proven who it is hears when the CMDB cannot be read: the reason
+/// (which names the store's host and database) goes to the log only.
+pub const STORE_UNREACHABLE: &str = "the appliance cannot read its CMDB right now; try again shortly";
+
 /// Builds the whole HTTP router.
 pub fn router(state: ApiState) -> Router {
     let (api, _) =

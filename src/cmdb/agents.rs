@@ -27,9 +27,10 @@ pub struct Enrolled {
 #[derive(Debug, Clone)]
 pub enum EnrollOutcome {
     Enrolled(Enrolled),
-    /// Nothing was written but an `agent.enroll_conflict` event on the machine.
+    /// Nothing was written but an `agent.enroll_conflict` event on the machine (when the
+    /// enrollment matched one).
     Conflict {
-        machine_id: u64,
+        machine_id: Option<u64>,
         reason: &'static str,
     },
 }
@@ -82,37 +83,51 @@ impl Cmdb {
                     break;
                 }
             }
-            let (mut m, old) = match found {
-                Some(id) => (ctx.get::<Machine>(id)?, ctx.find::<AgentRecord>(id)?),
-                None => {
-                    super::unclaimed::make_room(ctx, &growth)?;
-                    let first = boot_mac.or(macs.first().copied()).expect("checked by enroll_macs");
-                    (Machine::new(take_id(ctx), vec![first], now_secs()), None)
-                }
+            let first = boot_mac.or(macs.first().copied()).expect("checked by enroll_macs");
+            let (existing, old) = match found {
+                Some(id) => (Some(ctx.get::<Machine>(id)?), ctx.find::<AgentRecord>(id)?),
+                None => (None, None),
             };
+            // The MACs the machine has (a new machine: its boot MAC).
+            let known: Vec<Mac> = existing.as_ref().map_or_else(|| vec![first], |m| m.macs.clone());
             let mut new_macs = Vec::new();
             for mac in boot_mac.iter().chain(macs.iter()) {
-                if ctx.t.macs.get(mac.to_u64())?.is_none() && !m.macs.contains(mac) && !new_macs.contains(mac) {
+                if ctx.t.macs.get(mac.to_u64())?.is_none() && !known.contains(mac) && !new_macs.contains(mac) {
                     new_macs.push(*mac);
                 }
             }
             let holds_current = match (&admission.presented, &old) {
                 (Some((id, hash)), Some(rec)) => {
-                    *id == m.id && rec.approved && crate::controller::same_secret(&rec.secret_sha256, hash)
+                    Some(*id) == found && rec.approved && crate::controller::same_secret(&rec.secret_sha256, hash)
                 }
                 _ => false,
             };
+            // A nonce proves only a boot of this machine: one issued for a MAC it already has
+            // (a new machine: its boot MAC), never one of another MAC listed beside it.
             let all_macs: Vec<Mac> = boot_mac.iter().chain(macs.iter()).copied().collect();
-            let nonce = nonces::take(ctx, &all_macs, admission.nonce.as_deref())?;
+            let nonce = nonces::take(ctx, &all_macs, admission.nonce.as_deref(), |mac| known.contains(&mac))?;
             let live = old.as_ref().is_some_and(|r| r.approved);
             let from_text = from.map(|ip| ip.to_string());
-            if live && !holds_current && nonce != NonceCheck::Valid {
+            if nonce == NonceCheck::Foreign || (live && !holds_current && nonce != NonceCheck::Valid) {
                 let reason = nonce.reason();
-                let detail = json!({"from": from_text, "reason": reason, "boot_mac": boot_mac, "macs": req.macs.len()});
-                push_event(ctx, m.id, EventKind::AgentEnrollConflict, detail)?;
-                return Ok(EnrollOutcome::Conflict { machine_id: m.id, reason });
+                let machine_id = found.map(|id| {
+                    let detail = json!({"from": from_text, "reason": reason, "boot_mac": boot_mac, "macs": req.macs.len()});
+                    push_event(ctx, id, EventKind::AgentEnrollConflict, detail).map(|()| id)
+                });
+                return Ok(EnrollOutcome::Conflict { machine_id: machine_id.transpose()?, reason });
             }
+            let proven = holds_current || nonce == NonceCheck::Valid;
             let accepted = holds_current || (admission.auto && nonce == NonceCheck::Valid);
+            // MACs join the machine only with a proven enrollment; otherwise they wait on the
+            // agent record for the operator's approval.
+            let pending_macs = if proven { Vec::new() } else { std::mem::take(&mut new_macs) };
+            let mut m = match existing {
+                Some(m) => m,
+                None => {
+                    super::unclaimed::make_room(ctx, &growth)?;
+                    Machine::new(take_id(ctx), vec![first], now_secs())
+                }
+            };
 
             let now = now_secs();
             let created = found.is_none();
@@ -137,10 +152,13 @@ impl Cmdb {
                 version: req.version.clone(),
                 stats: None,
                 stats_at: None,
+                pending_macs: pending_macs.clone(),
             };
             // A proven boot under manual approval: the new credential waits beside the live one.
             let rec = match old {
-                Some(old) if !accepted && old.approved => AgentRecord { pending_sha256: Some(secret_sha256), ..old },
+                Some(old) if !accepted && old.approved => {
+                    AgentRecord { pending_sha256: Some(secret_sha256), pending_macs, ..old }
+                }
                 _ => fresh,
             };
             ctx.put(&rec)?;
@@ -169,8 +187,24 @@ impl Cmdb {
                 rec.secret_sha256 = pending;
             }
             rec.approved = true;
+            // The operator's approval admits the MACs the enrollment brought, where no machine
+            // has taken them meanwhile.
+            let mut attached = Vec::new();
+            if !rec.pending_macs.is_empty() {
+                let mut m: Machine = ctx.get(machine_id)?;
+                for mac in std::mem::take(&mut rec.pending_macs) {
+                    if ctx.t.macs.get(mac.to_u64())?.is_none() && !m.macs.contains(&mac) {
+                        m.macs.push(mac);
+                        attached.push(mac);
+                    }
+                }
+                if !attached.is_empty() {
+                    m.updated_at = now_secs();
+                    ctx.put(&m)?;
+                }
+            }
             ctx.put(&rec)?;
-            push_event(ctx, machine_id, EventKind::AgentApproved, json!({}))?;
+            push_event(ctx, machine_id, EventKind::AgentApproved, json!({"macs_attached": attached}))?;
             Ok(rec)
         })
         .await

@@ -31,7 +31,9 @@ impl Cmdb {
     }
 
     /// Stores a machine's BMC (the machine must exist); `keep_password`: keep the stored
-    /// sealed password (a change without one). Records `bmc.set` (never the password).
+    /// sealed password (a change without one). The stored password goes only where it was
+    /// given for: a change of address, protocol or TLS policy needs it again. Records
+    /// `bmc.set` (never the password).
     pub async fn put_bmc(&self, mut b: Bmc, keep_password: bool) -> Result<Bmc, CmdbError> {
         self.write(move |ctx| {
             ctx.get::<Machine>(b.machine_id)?;
@@ -40,6 +42,11 @@ impl Cmdb {
                 let old = old
                     .as_ref()
                     .ok_or_else(|| CmdbError::Invalid("password: required for a machine that has no BMC yet".into()))?;
+                if (&old.address, old.protocol, &old.tls) != (&b.address, b.protocol, &b.tls) {
+                    return Err(CmdbError::Invalid(
+                        "password: required again when the address, protocol or TLS policy changes (the stored one is kept only for the BMC it was given for)".into(),
+                    ));
+                }
                 b.password_sealed = old.password_sealed.clone();
             }
             // A reading of the same BMC stays; a new address starts without one.

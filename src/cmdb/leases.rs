@@ -93,9 +93,28 @@ impl Cmdb {
     pub fn record_for_ip(&self, ip: Ipv4Addr, kind: EventKind, detail: serde_json::Value) -> bool {
         let mac = self.inner.index.read().expect("index lock").leased_to(ip);
         if let Some(mac) = mac {
-            self.record(Sighting { mac: Some(mac), ..Default::default() }, vec![(kind, detail)]);
+            self.record_firmware(Sighting { mac: Some(mac), ..Default::default() }, vec![(kind, detail)]);
         }
         mac.is_some()
+    }
+
+    /// Records a sighting from an unauthenticated firmware request (a boot script, a TFTP or
+    /// HTTP boot file) without waiting, within its own budget: at most
+    /// [`FIRMWARE_SIGHTINGS_QUEUED`] wait in the writer's queue, and more are shed and counted
+    /// (`rackboot_cmdb_writes_shed_total`). A flood of such requests (one client can send
+    /// thousands a second with made-up MACs) can then never fill the queue that DHCP's lease
+    /// writes, and its admission of new clients, depend on.
+    pub fn record_firmware(&self, sighting: Sighting, events: Vec<(EventKind, serde_json::Value)>) {
+        let Some(slot) = FirmwareSlot::take(&self.inner.firmware_queued) else {
+            self.inner.stats.shed.inc();
+            return;
+        };
+        let (growth, cache) = (self.inner.growth.clone(), self.inner.racks.clone());
+        self.write_detached(move |ctx| {
+            let _slot = slot;
+            machines::observe(ctx, &sighting, events, &growth)?;
+            racks::place_sighted(ctx, &cache, &sighting)
+        });
     }
 
     /// Records a sighting and timeline events without waiting.
@@ -105,5 +124,29 @@ impl Cmdb {
             machines::observe(ctx, &sighting, events, &growth)?;
             racks::place_sighted(ctx, &cache, &sighting)
         });
+    }
+}
+
+/// Firmware sightings queued at most (well under DHCP's own backlog limits: 512 on a shared
+/// store, 4,096 on the embedded one).
+pub const FIRMWARE_SIGHTINGS_QUEUED: usize = 128;
+
+/// One queued firmware sighting's place in its budget, given back when the write runs or is
+/// dropped unrun.
+struct FirmwareSlot(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+
+impl FirmwareSlot {
+    fn take(queued: &std::sync::Arc<std::sync::atomic::AtomicUsize>) -> Option<FirmwareSlot> {
+        use std::sync::atomic::Ordering;
+        queued
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < FIRMWARE_SIGHTINGS_QUEUED).then_some(n + 1))
+            .ok()
+            .map(|_| FirmwareSlot(queued.clone()))
+    }
+}
+
+impl Drop for FirmwareSlot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
     }
 }

@@ -128,6 +128,8 @@ struct Inner {
     racks: racks::RackCache,
     /// The provisioning networks rack address plans must lie in.
     networks: RwLock<Vec<ipnet::Ipv4Net>>,
+    /// Firmware sightings waiting in the writer's queue (see `Cmdb::record_firmware`).
+    firmware_queued: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 use index::Index;

@@ -321,6 +321,10 @@ pub struct AgentRecord {
     pub version: String,
     pub stats: Option<rackboot_agent::wire::Stats>,
     pub stats_at: Option<u64>,
+    /// MACs an unproven enrollment brought that no machine had: attached to this machine only
+    /// when the operator approves it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pending_macs: Vec<Mac>,
 }
 
 /// An agent as the API shows it (no credential hash).

@@ -1,6 +1,9 @@
 //! Boot nonces: the one-time secret a discovery boot carries on its kernel command line
-//! (`rackboot.nonce=`), which its agent must present to enroll. Only a hash is stored, one per
-//! boot MAC (a new boot replaces the last one's), until it is used or expires.
+//! (`rackboot.nonce=`), which its agent must present to enroll. Only hashes are stored, under
+//! the boot MAC: the newest boot's and up to [`KEEP_EARLIER`] earlier unexpired ones, so a stray
+//! (or spoofed) firmware request for the same MAC does not void the nonce a booting machine
+//! already holds. A nonce admits only the machine whose MAC it was issued for; using one uses
+//! up every nonce of that MAC.
 
 use super::kv::Def;
 use serde::{Deserialize, Serialize};
@@ -9,6 +12,7 @@ use sha2::{Digest, Sha256};
 use super::store::{self, Record};
 use super::writer::WriteCtx;
 use super::{now_secs, Cmdb, CmdbError};
+use crate::controller::same_secret;
 use crate::mac::Mac;
 
 /// Boot MAC (packed in a u64) -> JSON `BootNonce`. Created on first use (no schema change:
@@ -17,6 +21,9 @@ pub const BOOT_NONCES: Def<u64, &[u8]> = Def::new("boot_nonces");
 
 /// Nonces kept before expired ones are swept on the next issue.
 const SWEEP_ABOVE: u64 = 4096;
+
+/// Earlier unexpired nonces of a MAC kept beside its newest one.
+pub const KEEP_EARLIER: usize = 3;
 
 /// A stored nonce: the hash of what went into one boot script.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -28,6 +35,16 @@ pub struct BootNonce {
     pub expires_at: u64,
     /// The address the boot script went to.
     pub issued_to: String,
+    /// Earlier boots' nonces of the same MAC that have not expired (newest first).
+    #[serde(default)]
+    pub earlier: Vec<EarlierNonce>,
+}
+
+/// An earlier nonce of the same MAC, still valid until it expires.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct EarlierNonce {
+    pub sha256: String,
+    pub expires_at: u64,
 }
 
 impl Record for BootNonce {
@@ -45,10 +62,13 @@ pub enum NonceCheck {
     Absent,
     /// It is the boot MAC's current nonce, unexpired; it is now used up.
     Valid,
-    /// Unknown, already used, replaced by a later boot, or issued for another MAC.
+    /// Unknown, already used, or replaced by later boots.
     Unknown,
     /// It was this MAC's nonce but has expired.
     Expired,
+    /// A live nonce, but issued for a MAC that is not the matched machine's: it proves another
+    /// boot, never this one (it is left unused).
+    Foreign,
 }
 
 impl NonceCheck {
@@ -59,6 +79,7 @@ impl NonceCheck {
             NonceCheck::Valid => "valid",
             NonceCheck::Unknown => "unknown",
             NonceCheck::Expired => "expired",
+            NonceCheck::Foreign => "foreign",
         }
     }
 
@@ -67,8 +88,9 @@ impl NonceCheck {
         match self {
             NonceCheck::Absent => "no boot nonce presented",
             NonceCheck::Valid => "boot nonce valid",
-            NonceCheck::Unknown => "boot nonce unknown, used, superseded or for another MAC",
+            NonceCheck::Unknown => "boot nonce unknown, used or superseded",
             NonceCheck::Expired => "boot nonce expired",
+            NonceCheck::Foreign => "boot nonce issued for a MAC that is not this machine's",
         }
     }
 }
@@ -79,17 +101,28 @@ pub fn nonce_hash(nonce: &str) -> String {
 }
 
 /// Checks the nonce presented (`presented`: its hash) against the nonces of the enrolling
-/// node's MACs (boot MAC first) and uses it up when it is valid, inside the enrollment's
-/// transaction; an expired one is removed too.
-pub(super) fn take(ctx: &mut WriteCtx<'_>, macs: &[Mac], presented: Option<&str>) -> Result<NonceCheck, CmdbError> {
+/// node's MACs (boot MAC first), inside the enrollment's transaction. A nonce found under a MAC
+/// for which `owned` is false (not the matched machine's) is [`NonceCheck::Foreign`] and stays
+/// unused; one found under an owned MAC uses up every nonce of that MAC, expired or not.
+pub(super) fn take(
+    ctx: &mut WriteCtx<'_>,
+    macs: &[Mac],
+    presented: Option<&str>,
+    owned: impl Fn(Mac) -> bool,
+) -> Result<NonceCheck, CmdbError> {
     let Some(hash) = presented else { return Ok(NonceCheck::Absent) };
     for mac in macs {
         let Some(stored) = ctx.find::<BootNonce>(mac.to_u64())? else { continue };
-        if !crate::controller::same_secret(&stored.sha256, hash) {
+        let current = std::iter::once((stored.sha256.as_str(), stored.expires_at));
+        let earlier = stored.earlier.iter().map(|e| (e.sha256.as_str(), e.expires_at));
+        let Some(expires_at) = current.chain(earlier).find(|(h, _)| same_secret(h, hash)).map(|(_, at)| at) else {
             continue;
+        };
+        if !owned(*mac) {
+            return Ok(NonceCheck::Foreign);
         }
         ctx.t.tx.open_table(BOOT_NONCES)?.remove(mac.to_u64())?;
-        return Ok(if stored.expires_at <= now_secs() { NonceCheck::Expired } else { NonceCheck::Valid });
+        return Ok(if expires_at <= now_secs() { NonceCheck::Expired } else { NonceCheck::Valid });
     }
     Ok(NonceCheck::Unknown)
 }
@@ -102,9 +135,17 @@ impl Cmdb {
         getrandom::fill(&mut raw).map_err(|e| CmdbError::Storage(format!("no randomness for a boot nonce: {e}")))?;
         let nonce: String = raw.iter().map(|b| format!("{b:02x}")).collect();
         let now = now_secs();
-        let rec = BootNonce { mac, sha256: nonce_hash(&nonce), issued_at: now, expires_at: now + ttl_secs, issued_to };
+        let sha256 = nonce_hash(&nonce);
         self.write(move |ctx| {
-            ctx.put(&rec)?;
+            let earlier = match ctx.find::<BootNonce>(mac.to_u64())? {
+                Some(prev) => std::iter::once(EarlierNonce { sha256: prev.sha256, expires_at: prev.expires_at })
+                    .chain(prev.earlier)
+                    .filter(|e| e.expires_at > now)
+                    .take(KEEP_EARLIER)
+                    .collect(),
+                None => Vec::new(),
+            };
+            ctx.put(&BootNonce { mac, sha256, issued_at: now, expires_at: now + ttl_secs, issued_to, earlier })?;
             sweep_expired(ctx, now)
         })
         .await?;

@@ -118,6 +118,7 @@ impl Cmdb {
                 growth: Arc::default(),
                 racks: rack_cache,
                 networks: RwLock::default(),
+                firmware_queued: Arc::default(),
             }),
         };
         if !moved.is_empty() {

@@ -41,7 +41,7 @@ pub use pair::{PairConfig, PairRole, WirePair};
 pub use plugins::WirePlugins;
 pub use provision::{HardwareProfile, ProvisionConfig, WireProvision};
 pub use server::{WireHttp, WireServer};
-pub use store::{StoreConfig, WireStore};
+pub use store::{remote_host, StoreConfig, WireStore};
 pub use tftp::{TftpConfig, WireTftp};
 pub use value::{Ipv4Net, Pool};
 pub use windows::{WindowsConfig, WireWindows};

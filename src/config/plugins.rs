@@ -12,17 +12,19 @@ pub struct WirePlugins {
     pub max_depth: usize,
     pub max_file_bytes: u64,
     pub max_unpacked_bytes: u64,
+    pub trusted_keys: Vec<String>,
 }
 
 impl Default for WirePlugins {
     fn default() -> Self {
-        let StoreLimits { max_bundle_bytes, unpack } = StoreLimits::default();
+        let StoreLimits { max_bundle_bytes, unpack, .. } = StoreLimits::default();
         WirePlugins {
             max_bundle_bytes,
             max_files: unpack.max_entries,
             max_depth: unpack.max_depth,
             max_file_bytes: unpack.max_file_bytes,
             max_unpacked_bytes: unpack.max_total_bytes,
+            trusted_keys: Vec::new(),
         }
     }
 }
@@ -31,7 +33,8 @@ impl TryFrom<WirePlugins> for StoreLimits {
     type Error = anyhow::Error;
 
     fn try_from(w: WirePlugins) -> anyhow::Result<StoreLimits> {
-        let WirePlugins { max_bundle_bytes, max_files, max_depth, max_file_bytes, max_unpacked_bytes } = w;
+        let WirePlugins { max_bundle_bytes, max_files, max_depth, max_file_bytes, max_unpacked_bytes, trusted_keys } =
+            w;
         anyhow::ensure!(
             (1 << 10..=4 << 30).contains(&max_bundle_bytes),
             "plugins.max_bundle_bytes must be 1 KiB..=4 GiB"
@@ -49,7 +52,14 @@ impl TryFrom<WirePlugins> for StoreLimits {
             max_file_bytes,
             max_total_bytes: max_unpacked_bytes,
         };
-        Ok(StoreLimits { max_bundle_bytes, unpack })
+        anyhow::ensure!(trusted_keys.len() <= 256, "plugins.trusted_keys: at most 256 keys");
+        let mut pinned_keys = Vec::new();
+        for (i, key) in trusted_keys.iter().enumerate() {
+            let parsed = crate::plugins::verify::parse_public_key(key)
+                .map_err(|e| anyhow::anyhow!("plugins.trusted_keys[{i}]: {e}"))?;
+            pinned_keys.push(parsed.public_key);
+        }
+        Ok(StoreLimits { max_bundle_bytes, unpack, pinned_keys })
     }
 }
 

@@ -14,6 +14,7 @@ pub struct WireStore {
     pub schema: String,
     pub pool_size: usize,
     pub tls_ca_file: String,
+    pub allow_plaintext: bool,
 }
 
 impl Default for WireStore {
@@ -25,6 +26,7 @@ impl Default for WireStore {
             schema: String::new(),
             pool_size: 16,
             tls_ca_file: String::new(),
+            allow_plaintext: false,
         }
     }
 }
@@ -43,6 +45,9 @@ pub enum StoreConfig {
         pool_size: usize,
         /// CA certificates the server's certificate must chain to: TLS or nothing.
         tls_ca_file: Option<PathBuf>,
+        /// A server over the network may be reached without TLS (a network the operator
+        /// trusts); without it, only a Unix socket or loopback may.
+        allow_plaintext: bool,
     },
 }
 
@@ -50,12 +55,16 @@ impl TryFrom<WireStore> for StoreConfig {
     type Error = anyhow::Error;
 
     fn try_from(w: WireStore) -> anyhow::Result<Self> {
-        let WireStore { backend, url, password_file, schema, pool_size, tls_ca_file } = w;
+        let WireStore { backend, url, password_file, schema, pool_size, tls_ca_file, allow_plaintext } = w;
         match backend.as_str() {
             "embedded" => {
                 anyhow::ensure!(
-                    url.is_empty() && password_file.is_empty() && schema.is_empty() && tls_ca_file.is_empty(),
-                    "store.url, store.password_file, store.schema and store.tls_ca_file are for backend = \"postgres\""
+                    url.is_empty()
+                        && password_file.is_empty()
+                        && schema.is_empty()
+                        && tls_ca_file.is_empty()
+                        && !allow_plaintext,
+                    "store.url, store.password_file, store.schema, store.tls_ca_file and store.allow_plaintext are for backend = \"postgres\""
                 );
                 Ok(StoreConfig::Embedded)
             }
@@ -75,12 +84,20 @@ impl TryFrom<WireStore> for StoreConfig {
                     "store.schema {schema:?}: up to 63 letters, digits and _"
                 );
                 anyhow::ensure!((2..=256).contains(&pool_size), "store.pool_size must be 2 to 256");
+                if tls_ca_file.is_empty() && !allow_plaintext {
+                    if let Some(host) = remote_host(&parsed) {
+                        anyhow::bail!(
+                            "store.url reaches PostgreSQL at {host} over the network without TLS: set store.tls_ca_file (the CA its certificate chains to), or store.allow_plaintext = true on a network you trust"
+                        );
+                    }
+                }
                 Ok(StoreConfig::Postgres {
                     url,
                     password_file: (!password_file.is_empty()).then(|| PathBuf::from(password_file)),
                     schema: (!schema.is_empty()).then_some(schema),
                     pool_size,
                     tls_ca_file: (!tls_ca_file.is_empty()).then(|| PathBuf::from(tls_ca_file)),
+                    allow_plaintext,
                 })
             }
             other => anyhow::bail!("store.backend {other:?}: \"embedded\" or \"postgres\""),
@@ -88,11 +105,22 @@ impl TryFrom<WireStore> for StoreConfig {
     }
 }
 
+/// The first host of `cfg` reached over the network (TCP to anything but loopback), if any.
+pub fn remote_host(cfg: &tokio_postgres::Config) -> Option<String> {
+    cfg.get_hosts().iter().find_map(|h| match h {
+        tokio_postgres::config::Host::Tcp(h) => {
+            let local = h == "localhost" || h.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback());
+            (!local).then(|| h.clone())
+        }
+        tokio_postgres::config::Host::Unix(_) => None,
+    })
+}
+
 impl StoreConfig {
     /// The PostgreSQL connection settings, the password read from its file; `None` for the
     /// embedded store.
     pub fn postgres(&self) -> anyhow::Result<Option<crate::cmdb::kv::PgConfig>> {
-        let StoreConfig::Postgres { url, password_file, schema, pool_size, tls_ca_file } = self else {
+        let StoreConfig::Postgres { url, password_file, schema, pool_size, tls_ca_file, allow_plaintext } = self else {
             return Ok(None);
         };
         let tls_ca = match tls_ca_file {
@@ -124,6 +152,34 @@ impl StoreConfig {
             schema: schema.clone(),
             pool_size: *pool_size,
             tls_ca,
+            allow_plaintext: *allow_plaintext,
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn postgres(url: &str, extra: impl FnOnce(&mut WireStore)) -> anyhow::Result<StoreConfig> {
+        let mut w = WireStore { backend: "postgres".into(), url: url.into(), ..Default::default() };
+        extra(&mut w);
+        StoreConfig::try_from(w)
+    }
+
+    /// Someone on the path to a remote database would read and change every record: over the
+    /// network it is TLS, or plaintext the operator chose in so many words.
+    #[test]
+    fn a_remote_postgres_without_tls_is_refused_unless_plaintext_is_allowed() {
+        let err = postgres("postgres://rackboot@db.example/rackboot", |_| {}).unwrap_err().to_string();
+        assert!(err.contains("db.example") && err.contains("tls_ca_file") && err.contains("allow_plaintext"), "{err}");
+        assert!(postgres("host=198.18.0.5 dbname=rackboot", |_| {}).is_err());
+        assert!(postgres("postgres://rackboot@db.example/rackboot", |w| w.allow_plaintext = true).is_ok());
+        assert!(postgres("postgres://rackboot@db.example/rackboot", |w| w.tls_ca_file = "/etc/ca.pem".into()).is_ok());
+        for local in ["postgres://rackboot@localhost/r", "host=127.0.0.1 dbname=r", "host=/run/postgresql dbname=r"] {
+            assert!(postgres(local, |_| {}).is_ok(), "{local}");
+        }
+        let embedded = WireStore { allow_plaintext: true, ..Default::default() };
+        assert!(StoreConfig::try_from(embedded).is_err(), "a postgres key on the embedded store");
     }
 }

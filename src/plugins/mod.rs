@@ -59,6 +59,10 @@ pub struct PluginVersion {
     pub files: Vec<FileEntry>,
     pub uploaded_at: u64,
     pub uploaded_by: String,
+    /// The detached minisign signature it was uploaded with, kept so that every appliance that
+    /// serves it checks it again (empty: stored before signatures were kept).
+    #[serde(default)]
+    pub signature: String,
 }
 
 impl PluginVersion {

@@ -17,18 +17,22 @@ use rackboot_agent::bundle::{sha256_hex, Limits};
 use super::{unpack, verify, PluginError, PluginVersion};
 use crate::cmdb::Cmdb;
 
-/// The plugin store's limits (`[plugins]` in the config).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The plugin store's limits and this appliance's own key pin (`[plugins]` in the config).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoreLimits {
     /// Largest bundle accepted, compressed bytes.
     pub max_bundle_bytes: u64,
     /// Caps on the bundle's contents.
     pub unpack: Limits,
+    /// Public keys (base64 lines) this appliance accepts signatures of, whatever the CMDB's key
+    /// list says; empty: the CMDB's unrevoked keys. A shared store's holder can then add a key
+    /// to the list but not make this appliance serve what it signed.
+    pub pinned_keys: Vec<String>,
 }
 
 impl Default for StoreLimits {
     fn default() -> Self {
-        StoreLimits { max_bundle_bytes: 128 << 20, unpack: Limits::default() }
+        StoreLimits { max_bundle_bytes: 128 << 20, unpack: Limits::default(), pinned_keys: Vec::new() }
     }
 }
 
@@ -42,6 +46,8 @@ pub struct Store {
     commit: tokio::sync::Mutex<()>,
     /// Uploads held in memory at once.
     pub uploads: Arc<tokio::sync::Semaphore>,
+    /// (SHA-256, signature) of blobs on disk whose kept signature was checked since the start.
+    checked: std::sync::Mutex<std::collections::HashSet<(String, String)>>,
 }
 
 /// Uploads verified at the same time (each holds its bundle in memory).
@@ -74,7 +80,19 @@ impl Store {
             limits,
             commit: tokio::sync::Mutex::new(()),
             uploads: Arc::new(tokio::sync::Semaphore::new(MAX_CONCURRENT_UPLOADS)),
+            checked: Default::default(),
         })
+    }
+
+    /// The keys this appliance trusts now: the CMDB's list, narrowed to `[plugins]
+    /// trusted_keys` when the config pins some.
+    pub async fn trusted_keys(&self) -> Result<Vec<super::TrustedKey>, PluginError> {
+        let mut keys = self.cmdb.plugin_keys().await?;
+        let pin = &self.limits.pinned_keys;
+        if !pin.is_empty() {
+            keys.retain(|k| pin.contains(&k.public_key));
+        }
+        Ok(keys)
     }
 
     /// Removes blobs no stored version names (left by a crash between write and record).
@@ -102,30 +120,60 @@ impl Store {
     }
 
     /// The blob of a stored version, on this appliance's disk: fetched first from the shared
-    /// store when it was uploaded through another appliance (checked against its hash).
-    pub async fn local_blob(&self, sha256: &str) -> Result<PathBuf, PluginError> {
-        let path = self.blob_path(sha256);
-        if tokio::fs::try_exists(&path).await.unwrap_or(false) {
+    /// store when it was uploaded through another appliance. Before it is served its hash and
+    /// its kept signature are checked against this appliance's trust set (once per start for a
+    /// blob on disk), so neither an altered store copy nor an altered record gets an agent to
+    /// run bytes no trusted key signed.
+    pub async fn local_blob(&self, v: &PluginVersion) -> Result<PathBuf, PluginError> {
+        let path = self.blob_path(&v.sha256);
+        let memo = (v.sha256.clone(), v.signature.clone());
+        if self.checked.lock().expect("checked lock").contains(&memo) {
             return Ok(path);
         }
-        // One fetch at a time: agents asking for the same bundle together wait for the first
-        // fetch and then find it on disk, and memory holds one bundle, not one per agent.
+        // One fetch or check at a time: agents asking for the same bundle together wait for the
+        // first and then find it checked, and memory holds one bundle, not one per agent.
         let _g = self.commit.lock().await;
-        if tokio::fs::try_exists(&path).await.unwrap_or(false) {
+        if self.checked.lock().expect("checked lock").contains(&memo) {
             return Ok(path);
         }
-        let Some(bytes) = self.cmdb.shared_blob(sha256).await? else {
-            return Err(PluginError::Io(format!("the bundle {sha256} is not in {}", path.display())));
+        let on_disk = match tokio::fs::read(&path).await {
+            Ok(bytes) => Some(bytes),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(io(&path, e)),
+        };
+        let fetched = on_disk.is_none();
+        let bytes = match on_disk {
+            Some(b) => b,
+            None => self
+                .cmdb
+                .shared_blob(&v.sha256)
+                .await?
+                .ok_or_else(|| PluginError::Io(format!("the bundle {} is not in {}", v.sha256, path.display())))?,
         };
         let got = sha256_hex(&bytes);
-        if got != sha256 {
-            return Err(PluginError::Io(format!("the shared store's copy of {sha256} has the hash {got}")));
+        if got != v.sha256 {
+            let whose = if fetched { "the shared store's copy" } else { "the blob on disk" };
+            return Err(PluginError::Io(format!("{whose} of {} has the hash {got}", v.sha256)));
         }
-        let (blobs, tmp, sha) = (self.dir.join("blobs"), self.dir.join("tmp"), sha256.to_string());
-        tokio::task::spawn_blocking(move || write_blob(&blobs, &tmp, &sha, &bytes))
-            .await
-            .map_err(|e| PluginError::Io(format!("writing: {e}")))??;
-        tracing::info!(sha256, "plugin bundle fetched from the shared store");
+        // A version recorded before signatures were kept was checked when it was uploaded here;
+        // one from another appliance must prove itself.
+        if !v.signature.is_empty() || fetched {
+            let keys = self.trusted_keys().await?;
+            let (ver, shared_bytes) = (v.clone(), Arc::new(bytes));
+            let b = shared_bytes.clone();
+            tokio::task::spawn_blocking(move || verify::stored(&keys, &ver, &b))
+                .await
+                .map_err(|e| PluginError::Io(format!("verifying: {e}")))?
+                .map_err(|why| PluginError::Refused(format!("{} {}: {why}", v.name, v.version)))?;
+            if fetched {
+                let (blobs, tmp, sha) = (self.dir.join("blobs"), self.dir.join("tmp"), v.sha256.clone());
+                tokio::task::spawn_blocking(move || write_blob(&blobs, &tmp, &sha, &shared_bytes))
+                    .await
+                    .map_err(|e| PluginError::Io(format!("writing: {e}")))??;
+                tracing::info!(sha256 = %v.sha256, "plugin bundle fetched from the shared store, its signature checked");
+            }
+        }
+        self.checked.lock().expect("checked lock").insert(memo);
         Ok(path)
     }
 
@@ -166,9 +214,9 @@ impl Store {
         if bundle.len() as u64 > max {
             return Err(PluginError::TooLarge(format!("bundle larger than {max} bytes (plugins.max_bundle_bytes)")));
         }
-        let keys = self.cmdb.plugin_keys().await?;
+        let keys = self.trusted_keys().await?;
         let limits = self.limits.unpack;
-        let (bundle, key, checked, sha256) = tokio::task::spawn_blocking(move || {
+        let (bundle, key, checked, sha256, sig) = tokio::task::spawn_blocking(move || {
             let key = verify::signer(&keys, &bundle, &sig).map_err(PluginError::Refused)?.clone();
             let checked = unpack::inspect(&bundle, &limits).map_err(PluginError::Refused)?;
             if checked.manifest.vendor != key.vendor {
@@ -178,7 +226,9 @@ impl Store {
                 )));
             }
             let sha256 = sha256_hex(&bundle);
-            Ok((bundle, key, checked, sha256))
+            // `signer` read it as text.
+            let sig = String::from_utf8(sig).unwrap_or_default();
+            Ok((bundle, key, checked, sha256, sig))
         })
         .await
         .map_err(|e| PluginError::Io(format!("verifying: {e}")))??;
@@ -194,6 +244,7 @@ impl Store {
             files: checked.files,
             uploaded_at: crate::cmdb::now_secs(),
             uploaded_by: by.to_string(),
+            signature: sig,
         };
         let _g = self.commit.lock().await;
         let bundle = Arc::new(bundle);

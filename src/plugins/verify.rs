@@ -37,6 +37,20 @@ fn key_id(b64: &str) -> Result<String, String> {
     Ok(format!("{:X}", u64::from_le_bytes(id)))
 }
 
+/// Checks a stored version's bytes again before they are served: its kept signature is made by
+/// one of `keys` (this appliance's trust set), that key is the one its record names, and it
+/// belongs to the version's vendor.
+pub fn stored(keys: &[TrustedKey], v: &super::PluginVersion, bundle: &[u8]) -> Result<(), String> {
+    let key = signer(keys, bundle, v.signature.as_bytes())?;
+    if key.key_id != v.key_id || key.vendor != v.vendor {
+        return Err(format!(
+            "signed by key {} of vendor {}, but the record says key {} of vendor {}",
+            key.key_id, key.vendor, v.key_id, v.vendor
+        ));
+    }
+    Ok(())
+}
+
 /// The trusted key that made `sig` over `bundle`; the error says why there is none.
 pub fn signer<'a>(keys: &'a [TrustedKey], bundle: &[u8], sig: &[u8]) -> Result<&'a TrustedKey, String> {
     if sig.is_empty() {

@@ -62,7 +62,10 @@ pub fn files(core: &Core) -> Generate {
                     Err(format!("no answer file: {e}"))
                 }
             };
-            cmdb.record(Sighting { mac: Some(mac), ..Default::default() }, vec![(EventKind::BootScript, detail)]);
+            cmdb.record_firmware(
+                Sighting { mac: Some(mac), ..Default::default() },
+                vec![(EventKind::BootScript, detail)],
+            );
             outcome
         }))
     })

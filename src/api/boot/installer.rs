@@ -165,7 +165,7 @@ async fn render_answer(
         .current()
         .answer(kind, &vars)
         .map_err(|e| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, e.to_string()))?;
-    s.cmdb.record(
+    s.cmdb.record_firmware(
         crate::cmdb::Sighting { mac: Some(it.mac), ..Default::default() },
         vec![(EventKind::BootAnswer, serde_json::json!({"kind": kind}))],
     );

@@ -63,7 +63,22 @@ pub fn routes(state: &ApiState) -> Router<ApiState> {
         // measured 1.4x the default; 1 MiB a little more, at 1 MiB of RSS per busy connection.
         .fallback_service(ServeDir::new(root).with_buf_chunk_size(256 << 10))
         .layer(middleware::from_fn_with_state(state.clone(), etag_and_timeline));
-    Router::new().route("/ipxe", get(ipxe)).merge(installer::routes()).nest_service("/files", files)
+    Router::new()
+        .route("/ipxe", get(ipxe))
+        .merge(installer::routes())
+        .nest_service("/files", files)
+        .layer(middleware::map_response(unexplained))
+}
+
+/// Firmware and unauthenticated callers learn nothing of the appliance's inside from a failure
+/// (a 503 would otherwise name the store's host and database): a 5xx answer says only that
+/// the log has the reason, which every failure above logged.
+async fn unexplained(resp: Response) -> Response {
+    if !resp.status().is_server_error() {
+        return resp;
+    }
+    let text = "rackboot could not answer this boot request; the appliance's log says why\n";
+    (resp.status(), [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], text).into_response()
 }
 
 #[derive(Deserialize)]
@@ -141,7 +156,7 @@ pub async fn script_for(
             json!({"plan": "windows", "profile": profile, "media": media, "uefi": uefi, "loader": loader})
         }
     };
-    s.cmdb.record(Sighting { mac: Some(mac), ..Default::default() }, vec![(EventKind::BootScript, detail)]);
+    s.cmdb.record_firmware(Sighting { mac: Some(mac), ..Default::default() }, vec![(EventKind::BootScript, detail)]);
     Ok(script)
 }
 

@@ -79,7 +79,7 @@ async fn the_current_credential_admits_only_its_own_machine() {
     // A's credential presented by an enrollment that matches machine B: refused.
     let (_, h) = Hub::new_secret().unwrap();
     let wrong = db.enroll_agent(req(&[b_mac]), h, presenting(a.machine_id, &s1), None).await.unwrap();
-    assert!(matches!(wrong, EnrollOutcome::Conflict { machine_id, .. } if machine_id == b.machine_id));
+    assert!(matches!(wrong, EnrollOutcome::Conflict { machine_id, .. } if machine_id == Some(b.machine_id)));
     assert_eq!(db.agent(b.machine_id).await.unwrap().unwrap().secret_sha256, hb);
 
     // A's credential renewing A: admitted, and it replaces the credential at once.
@@ -106,8 +106,8 @@ async fn an_enrollment_without_its_boot_nonce_never_supersedes_a_live_credential
     let expired = Admission { auto: true, presented: None, nonce: Some(crate::cmdb::nonce_hash(&stale)) };
     for (admission, reason) in [
         (Admission { auto: true, ..Default::default() }, "no boot nonce presented"),
-        (genuine, "boot nonce unknown, used, superseded or for another MAC"),
-        (others, "boot nonce unknown, used, superseded or for another MAC"),
+        (genuine, "boot nonce unknown, used or superseded"),
+        (others, "boot nonce unknown, used or superseded"),
         (expired, "boot nonce expired"),
     ] {
         let (_, h) = Hub::new_secret().unwrap();
@@ -121,6 +121,90 @@ async fn an_enrollment_without_its_boot_nonce_never_supersedes_a_live_credential
     let refused: Vec<_> = events.iter().filter(|e| e.kind == EventKind::AgentEnrollConflict).collect();
     assert_eq!(refused.len(), 4, "{events:?}");
     assert_eq!(refused[0].detail["from"], "198.18.0.66");
+}
+
+/// The takeover a review found: a neighbour enrolls naming the victim's boot MAC and listing its
+/// own MAC, whose nonce it holds. Every variant is refused as a foreign nonce, attaches nothing
+/// and leaves the victim's credential and the neighbour's nonce as they were.
+#[tokio::test]
+async fn a_nonce_of_another_mac_admits_nothing_and_attaches_nothing() {
+    let (_d, db) = open();
+    let (_, hv) = Hub::new_secret().unwrap();
+    let victim = enrolled(db.enroll_agent(req(&[MAC]), hv.clone(), booted(&db, MAC, true).await, None).await.unwrap());
+    let other = "52:54:00:00:00:0b";
+    let (_, ho) = Hub::new_secret().unwrap();
+    let on_other = enrolled(db.enroll_agent(req(&[other]), ho, booted(&db, other, true).await, None).await.unwrap());
+    let own = "52:54:00:00:00:0a";
+    let own_nonce = db.issue_boot_nonce(own.parse().unwrap(), "198.18.0.12".into(), 600).await.unwrap();
+    let other_nonce = db.issue_boot_nonce(other.parse().unwrap(), "198.18.0.13".into(), 600).await.unwrap();
+    let with = |nonce: &str| Admission { auto: true, presented: None, nonce: Some(crate::cmdb::nonce_hash(nonce)) };
+    let shaped = |boot: Option<&str>, macs: &[&str]| {
+        let mut r = req(macs);
+        r.boot_mac = boot.map(String::from);
+        r
+    };
+    for (r, nonce) in [
+        (shaped(Some(MAC), &[own]), &own_nonce),
+        (shaped(Some(MAC), &[own, MAC]), &own_nonce),
+        (shaped(None, &[own, MAC]), &own_nonce),
+        (shaped(Some(own), &[own, MAC]), &own_nonce),
+        (shaped(Some(MAC), &[other]), &other_nonce),
+        (shaped(Some(MAC), &[MAC, "52:54:00:00:00:0c", other]), &other_nonce),
+    ] {
+        let (_, h) = Hub::new_secret().unwrap();
+        assert_eq!(conflict(db.enroll_agent(r, h, with(nonce), None).await.unwrap()), NonceCheck::Foreign.reason());
+    }
+    let rec = db.agent(victim.machine_id).await.unwrap().unwrap();
+    assert_eq!((rec.secret_sha256, rec.approved, rec.pending_sha256), (hv, true, None));
+    assert_eq!(db.machine(victim.machine_id).await.unwrap().macs, vec![MAC.parse::<Mac>().unwrap()]);
+    assert!(db.brief_by_mac(own.parse().unwrap()).is_none(), "the neighbour's MAC was attached to nothing");
+    assert!(db.brief_by_mac("52:54:00:00:00:0c".parse().unwrap()).is_none());
+    assert!(db.agent(on_other.machine_id).await.unwrap().unwrap().approved);
+    // The neighbour's own nonce still enrolls the neighbour's own machine.
+    let (_, h) = Hub::new_secret().unwrap();
+    let mine = enrolled(db.enroll_agent(shaped(Some(own), &[own]), h, with(&own_nonce), None).await.unwrap());
+    assert!(mine.created && mine.approved && mine.machine_id != victim.machine_id);
+}
+
+/// An enrollment that proves nothing (no nonce, a machine without a live agent) waits for the
+/// operator, and so do the MACs it brought: only the approval attaches them.
+#[tokio::test]
+async fn macs_of_an_unproven_enrollment_join_the_machine_only_when_the_operator_approves() {
+    let (_d, db) = open();
+    let m = db.create_machine(crate::cmdb::NewMachine { macs: vec![MAC.parse().unwrap()], ..Default::default() });
+    let m = m.await.unwrap();
+    let extra = "52:54:00:00:00:0d";
+    let (_, h) = Hub::new_secret().unwrap();
+    let e = enrolled(
+        db.enroll_agent(req(&[MAC, extra]), h, Admission { auto: true, ..Default::default() }, None).await.unwrap(),
+    );
+    assert_eq!((e.machine_id, e.approved), (m.id, false));
+    assert_eq!(db.machine(m.id).await.unwrap().macs.len(), 1, "not attached before approval");
+    assert!(db.brief_by_mac(extra.parse().unwrap()).is_none());
+    db.approve_agent(m.id).await.unwrap();
+    assert_eq!(db.machine(m.id).await.unwrap().macs, vec![MAC.parse::<Mac>().unwrap(), extra.parse().unwrap()]);
+    assert!(db.agent(m.id).await.unwrap().unwrap().pending_macs.is_empty());
+}
+
+/// A stray or spoofed firmware request for the same MAC issues a newer nonce; the one the booting
+/// machine already holds still enrolls it, and using one uses up every nonce of that MAC.
+#[tokio::test]
+async fn a_later_nonce_of_the_same_mac_does_not_void_the_one_a_boot_holds() {
+    let (_d, db) = open();
+    let held = db.issue_boot_nonce(MAC.parse().unwrap(), "198.18.0.10".into(), 600).await.unwrap();
+    let mut later = Vec::new();
+    for _ in 0..nonces::KEEP_EARLIER {
+        later.push(db.issue_boot_nonce(MAC.parse().unwrap(), "198.18.0.10".into(), 600).await.unwrap());
+    }
+    let with = |nonce: &str| Admission { auto: true, presented: None, nonce: Some(crate::cmdb::nonce_hash(nonce)) };
+    let (_, h) = Hub::new_secret().unwrap();
+    let e = enrolled(db.enroll_agent(req(&[MAC]), h, with(&held), None).await.unwrap());
+    assert!(e.approved);
+    let (_, h) = Hub::new_secret().unwrap();
+    assert_eq!(
+        conflict(db.enroll_agent(req(&[MAC]), h, with(&later[0]), None).await.unwrap()),
+        NonceCheck::Unknown.reason()
+    );
 }
 
 #[tokio::test]

@@ -278,3 +278,41 @@ async fn list_pages_come_back_in_id_order_with_whole_records() {
     let odd = db.list_machines(MachineFilter { tag: Some("t1".into()), ..Default::default() }).await.unwrap();
     assert_eq!(odd.machines.iter().map(|m| m.id).collect::<Vec<_>>(), vec![ids[1], ids[3], ids[5]]);
 }
+
+/// Firmware sightings have a budget of their own in the writer's queue: however fast they come,
+/// no more than `FIRMWARE_SIGHTINGS_QUEUED` wait, the rest are shed and counted, and the queue
+/// DHCP's lease writes use stays free.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_firmware_sightings_cannot_fill_the_write_queue() {
+    use crate::cmdb::leases::FIRMWARE_SIGHTINGS_QUEUED;
+    let (_d, db) = open();
+    let shed_before = db.writer_stats().shed.get();
+    let mut most = 0;
+    for n in 0..20_000u64 {
+        let m = Mac::from_u64(0x5254_0100_0000 + n);
+        db.record_firmware(
+            Sighting { mac: Some(m), ..Default::default() },
+            vec![(EventKind::BootScript, serde_json::json!({}))],
+        );
+        most = most.max(db.write_backlog());
+    }
+    assert!(most <= FIRMWARE_SIGHTINGS_QUEUED + 1, "the queue held {most} firmware sightings");
+    assert!(db.writer_stats().shed.get() > shed_before, "a flood faster than the writer is shed and counted");
+    // DHCP's own writes still go through at once.
+    let lease_mac = mac("52:54:00:00:0f:01");
+    let lease = crate::cmdb::model::Lease {
+        v: SCHEMA_VERSION,
+        ip: "198.18.0.77".parse().unwrap(),
+        mac: lease_mac,
+        hostname: None,
+        client_hostname: None,
+        expires_at: crate::cmdb::now_secs() + 600,
+        state: crate::cmdb::model::LeaseState::Active,
+        updated_at: crate::cmdb::now_secs(),
+    };
+    let quick = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        db.commit_lease(lease, Sighting { mac: Some(lease_mac), ..Default::default() }, vec![]),
+    );
+    quick.await.expect("the lease write was not starved").unwrap();
+}

@@ -53,6 +53,7 @@ fn agent(mode: AgentMode, enrolled_at_ms: u64) -> AgentRecord {
         version: String::new(),
         stats: None,
         stats_at: None,
+        pending_macs: Vec::new(),
     }
 }
 

@@ -44,6 +44,8 @@ pub struct PgConfig {
     /// CA certificates (PEM) the server's certificate must chain to: with them the connection
     /// is TLS or nothing; without, plain (a Unix socket or a trusted network).
     pub tls_ca: Option<Vec<u8>>,
+    /// Without a CA, a server over the network is refused unless this is set.
+    pub allow_plaintext: bool,
 }
 
 /// Everything but the password.
@@ -55,6 +57,7 @@ impl std::fmt::Debug for PgConfig {
             .field("schema", &self.schema)
             .field("pool_size", &self.pool_size)
             .field("tls", &self.tls_ca.is_some())
+            .field("allow_plaintext", &self.allow_plaintext)
             .finish()
     }
 }
@@ -118,12 +121,14 @@ impl Pg {
                 Some(tokio_postgres_rustls::MakeRustlsConnect::new(config))
             }
             None => {
-                let remote = pg_cfg.get_hosts().iter().any(|h| match h {
-                    tokio_postgres::config::Host::Tcp(h) => !matches!(h.as_str(), "localhost" | "127.0.0.1" | "::1"),
-                    tokio_postgres::config::Host::Unix(_) => false,
-                });
-                if remote {
-                    tracing::warn!("[store] reaches PostgreSQL over the network without TLS: set store.tls_ca_file");
+                match crate::config::remote_host(&pg_cfg) {
+                    Some(host) if !cfg.allow_plaintext => {
+                        return Err(CmdbError::Invalid(format!(
+                            "[store] reaches PostgreSQL at {host} over the network without TLS: set store.tls_ca_file, or store.allow_plaintext = true on a network you trust"
+                        )))
+                    }
+                    Some(host) => tracing::warn!(%host, "[store] reaches PostgreSQL over the network without TLS (store.allow_plaintext)"),
+                    None => {}
                 }
                 None
             }
@@ -325,7 +330,14 @@ pub fn test_config() -> Option<PgConfig> {
 pub fn test_config_named(schema: &str) -> Option<PgConfig> {
     let url = std::env::var("RACKBOOT_TEST_POSTGRES").ok().filter(|u| !u.is_empty())?;
     let schema = schema.to_string();
-    let cfg = PgConfig { url, password: None, schema: Some(schema.clone()), pool_size: 4, tls_ca: None };
+    let cfg = PgConfig {
+        url,
+        password: None,
+        schema: Some(schema.clone()),
+        pool_size: 4,
+        tls_ca: None,
+        allow_plaintext: false,
+    };
     std::thread::spawn(move || {
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
         rt.block_on(async {

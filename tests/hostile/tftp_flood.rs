@@ -3,8 +3,6 @@
 //! yet a real client still fetches its file; one address cannot hold more than its share. On
 //! loopback (any 127/8 source address is ours), no root needed.
 
-mod common;
-
 use std::net::{Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
@@ -51,7 +49,7 @@ async fn fetch(from: Ipv4Addr, server: SocketAddr, name: &str) -> Result<Vec<u8>
 async fn forged_requests_cannot_lock_a_real_client_out() {
     let dir = tempfile::tempdir().unwrap();
     let relay = UdpSocket::bind("127.0.0.1:0").await.unwrap();
-    let text = common::config_text(dir.path(), relay.local_addr().unwrap().port(), "")
+    let text = crate::common::config_text(dir.path(), relay.local_addr().unwrap().port(), "")
         .replace("[tftp]\nport = 0\n", "[tftp]\nport = 0\nmax_transfers = 64\nmax_transfers_per_client = 4\n");
     let app = rackboot::app::start(Config::parse(&text).unwrap()).await.unwrap();
     let server = SocketAddr::from((Ipv4Addr::LOCALHOST, app.tftp_addr.unwrap().port()));
@@ -113,7 +111,7 @@ async fn forged_requests_cannot_lock_a_real_client_out() {
     assert!(before >= 64 && during >= 1, "the flood was on before ({before}) and during ({during}) the fetch");
 
     let admin = app.admin_token.clone();
-    let (status, metrics) = common::https_get_with(app.https_addr, &app.ca_pem, "/metrics", Some(&admin)).await;
+    let (status, metrics) = crate::common::https_get_with(app.https_addr, &app.ca_pem, "/metrics", Some(&admin)).await;
     assert_eq!(status, 200);
     let value = |name: &str| -> f64 {
         metrics.lines().find(|l| l.starts_with(name)).and_then(|l| l.rsplit(' ').next()?.parse().ok()).unwrap_or(0.0)

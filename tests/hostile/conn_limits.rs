@@ -1,12 +1,10 @@
 //! The web listeners hold against abuse: idle and slow-header connections are capped per
 //! client and in total, timed out, and counted, while a legitimate client keeps being served.
 
-mod common;
-
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};
 
-use common::{https_get, https_get_with};
+use crate::common::{https_get, https_get_with};
 use rackboot::app::{self, Running};
 use rackboot::config::Config;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

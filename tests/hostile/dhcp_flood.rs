@@ -5,11 +5,9 @@
 //! And 50,000 invented MACs behind one switch port, completing DHCP for every offer they get,
 //! hold no more than the port's limit of the pool: a machine on the next port gets its lease.
 
-mod common;
-
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use dhcproto::v4::{relay, DhcpOption, Message, MessageType};
 use dhcproto::{Decodable, Decoder, Encodable};
 use hyper::Method;

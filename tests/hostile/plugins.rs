@@ -2,11 +2,10 @@
 //! where a signature is part of the case: every one is refused (422) with its reason and leaves
 //! no record, no blob and nothing in tmp/.
 
-#[path = "plugins/app.rs"]
+#[path = "../plugins/app.rs"]
 mod app;
-mod common;
-#[path = "plugins/kit.rs"]
-mod kit;
+#[path = "../plugins/kit.rs"]
+pub mod kit;
 
 use app::*;
 use hyper::Method;

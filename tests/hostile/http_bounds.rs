@@ -2,11 +2,9 @@
 //! methods and random paths do not add metric series (methods fold to a fixed set, routes are
 //! templates), and a body past the limit is refused with 413 before a handler reads it.
 
-mod common;
-
 use std::collections::HashSet;
 
-use common::*;
+use crate::common::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// Sends raw request bytes on a new connection; returns the response.

@@ -2,11 +2,9 @@
 //! creates at most `server.max_unclaimed_machines` records (the oldest unclaimed go first), the
 //! evictions are counted in /metrics, and the data file stops growing once the cap is reached.
 
-mod common;
-
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use dhcproto::v4::MessageType;
 use dhcproto::Encodable;
 use hyper::Method;

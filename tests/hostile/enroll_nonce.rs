@@ -4,14 +4,12 @@
 //! The hostile cases: a script fetched from a foreign address, an enroll without a nonce, a
 //! replayed nonce, another machine's nonce, an expired nonce. Each is refused (409, recorded
 //! with its source) and the genuine agent keeps working. The signed GRUB's per-MAC config over
-//! TFTP follows the same rule.
-
-mod common;
+//! TFTP follows the same rule, and forged requests for it do not void the nonce a boot holds.
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use hyper::Method;
 use serde_json::{json, Value};
 
@@ -139,8 +137,57 @@ async fn the_signed_grubs_config_over_tftp_carries_a_nonce_only_to_the_machines_
     assert_eq!(grub_nonce(&lab, neighbour_ip, VICTIM).await, None, "a neighbour asking for the victim's config");
     let nonce = grub_nonce(&lab, victim_ip, VICTIM).await.expect("the machine's own boot gets a nonce");
     assert_eq!(nonce.len(), 32, "{nonce}");
+    // Requests with the victim's address forged (their answers go to the victim) issue newer
+    // nonces; the one the booting machine holds still enrolls it.
+    for _ in 0..3 {
+        grub_nonce(&lab, victim_ip, VICTIM).await.unwrap();
+    }
     let (status, body) = enroll(&lab, VICTIM, Some(&nonce)).await;
     assert_eq!((status, body["approved"].as_bool()), (200, Some(true)), "{body}");
+}
+
+/// The takeover a review found, in-process (and on PostgreSQL in CI's second stage): the
+/// neighbour's script carries a valid nonce for its own MAC, and it enrolls naming the victim's
+/// boot MAC with its own MAC listed. Refused as a foreign nonce; nothing is attached; the victim's
+/// agent keeps working; the neighbour's nonce still enrolls the neighbour itself.
+#[tokio::test]
+async fn a_neighbours_own_nonce_does_not_admit_it_as_the_victim() {
+    let lab = Lab::start("").await;
+    let victim_ip = four_way(&lab, VICTIM, 7500).await.yiaddr();
+    let neighbour_ip = four_way(&lab, NEIGHBOUR, 7600).await.yiaddr();
+    let nonce = script_nonce(&lab, victim_ip, VICTIM).await.unwrap();
+    let (status, genuine) = enroll(&lab, VICTIM, Some(&nonce)).await;
+    assert_eq!(status, 200, "{genuine}");
+    let credential = genuine["credential"].as_str().unwrap().to_string();
+    let theirs = script_nonce(&lab, neighbour_ip, NEIGHBOUR).await.unwrap();
+    let (v, n) = (mac_text(VICTIM), mac_text(NEIGHBOUR));
+    for req in [
+        json!({"boot_mac": v, "macs": [n], "nonce": theirs}),
+        json!({"boot_mac": v, "macs": [n, v, "52:54:00:e0:00:77"], "nonce": theirs}),
+        json!({"macs": [v, n], "nonce": theirs}),
+        json!({"boot_mac": v, "macs": [v], "nonce": nonce}),
+    ] {
+        let mut c = agent_client(&lab);
+        let r = c.call(Method::POST, "/agent/v1/enroll", Some(&req), Duration::from_secs(5)).await.unwrap();
+        assert_eq!(r.status, 409, "{req}: {}", String::from_utf8_lossy(&r.body));
+    }
+    assert_eq!(poll(&lab, &credential).await, 204, "the victim's agent keeps its credential");
+    let m = lab.api.ok(Method::GET, &format!("/machines/{v}"), None).await.unwrap();
+    assert_eq!(m["macs"], json!([v]), "nothing attached to the victim: {m}");
+    let events = lab.api.ok(Method::GET, &format!("/machines/{v}/events"), None).await.unwrap();
+    let reasons: Vec<&str> = events["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "agent.enroll_conflict")
+        .map(|e| e["detail"]["reason"].as_str().unwrap())
+        .collect();
+    assert_eq!(reasons.iter().filter(|r| r.contains("not this machine")).count(), 3, "{reasons:?}");
+    assert!(reasons.contains(&"boot nonce unknown, used or superseded"), "the used nonce: {reasons:?}");
+    assert!(lab.app.as_ref().unwrap().cmdb.brief_by_mac("52:54:00:e0:00:77".parse().unwrap()).is_none());
+    let (status, own) = enroll(&lab, NEIGHBOUR, Some(&theirs)).await;
+    assert_eq!((status, own["approved"].as_bool()), (200, Some(true)), "the neighbour's own boot: {own}");
+    assert_ne!(own["machine_id"], genuine["machine_id"]);
 }
 
 #[tokio::test]

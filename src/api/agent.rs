@@ -85,10 +85,11 @@ async fn enroll(
     let (secret, hash) = Hub::new_secret().map_err(|e| ApiError::internal(e.to_string()))?;
     let enrolled = match s.hub.cmdb.enroll_agent(req, hash, admission, Some(peer.ip())).await? {
         EnrollOutcome::Enrolled(e) => e,
-        EnrollOutcome::Conflict { machine_id, reason } => {
+        EnrollOutcome::Conflict { machine_id, nonce } => {
+            let reason = nonce.reason();
             tracing::warn!(machine = ?machine_id, from = %peer.ip(), reason, "enrollment refused");
             let what = match machine_id {
-                Some(id) if reason == NonceCheck::Foreign.reason() => format!("machine {id} is not the machine this boot nonce was issued for"),
+                Some(id) if nonce == NonceCheck::Foreign => format!("machine {id} is not the machine this boot nonce was issued for"),
                 Some(id) => format!("machine {id} has an enrolled agent and this enrollment proves neither its credential nor a boot rackboot served"),
                 None => "this boot nonce was issued for another MAC than the enrolling machine's".to_string(),
             };

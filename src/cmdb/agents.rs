@@ -31,7 +31,8 @@ pub enum EnrollOutcome {
     /// enrollment matched one).
     Conflict {
         machine_id: Option<u64>,
-        reason: &'static str,
+        /// What the presented nonce turned out to be (its `reason()` says why it admitted nothing).
+        nonce: NonceCheck,
     },
 }
 
@@ -114,7 +115,7 @@ impl Cmdb {
                     let detail = json!({"from": from_text, "reason": reason, "boot_mac": boot_mac, "macs": req.macs.len()});
                     push_event(ctx, id, EventKind::AgentEnrollConflict, detail).map(|()| id)
                 });
-                return Ok(EnrollOutcome::Conflict { machine_id: machine_id.transpose()?, reason });
+                return Ok(EnrollOutcome::Conflict { machine_id: machine_id.transpose()?, nonce });
             }
             let proven = holds_current || nonce == NonceCheck::Valid;
             let accepted = holds_current || (admission.auto && nonce == NonceCheck::Valid);

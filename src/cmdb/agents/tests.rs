@@ -33,7 +33,7 @@ fn enrolled(o: EnrollOutcome) -> Enrolled {
 
 fn conflict(o: EnrollOutcome) -> &'static str {
     match o {
-        EnrollOutcome::Conflict { reason, .. } => reason,
+        EnrollOutcome::Conflict { nonce, .. } => nonce.reason(),
         other => panic!("not refused: {other:?}"),
     }
 }

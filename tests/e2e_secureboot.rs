@@ -206,7 +206,7 @@ fn in_proxy_mode_beside_another_dhcp_server_the_signed_chain_boots_bootos() {
     // The VLAN's own DHCP server, on another address: addresses only, no boot file. Its next
     // server (siaddr) must be rackboot's address: Debian 12's GRUB takes its TFTP server from the
     // DHCP ACK and ignores the proxy offer (with dnsmasq's default, its own address, GRUB stopped
-    // at "Welcome to GRUB!" asking 198.18.0.2 for its config). README: "UEFI Secure Boot".
+    // at "Welcome to GRUB!" asking 198.18.0.2 for its config). docs/secure-boot.md.
     let dhcp = net.add_client("dhcp", "52:54:00:e5:02:fe");
     net.run(&dhcp, "ip addr add 198.18.0.2/24 dev eth0");
     let leases = net.path("dnsmasq.leases");

@@ -70,6 +70,13 @@ if [ $SETUP_LIBVIRT = 1 ] && ! "$VALIDATORS/sushy/bin/python3" -c 'import libvir
   echo "setup: libvirt-python into $VALIDATORS/sushy"
   "$VALIDATORS/sushy/bin/pip" install -q libvirt-python==12.8.0
 fi
+# /dev/kvm as Debian's udev rules leave it (root:kvm 0660). Some machines boot with it root-only:
+# libvirtd then finds KVM in its QEMU capability probe but not when it checks the cache, throws
+# the capabilities away and probes again at every call, so defining a domain hangs (VirtualBMC's
+# boot-device change timed out). The lab's domains are TCG (`type='qemu'`) either way.
+if [ $SETUP_LIBVIRT = 1 ] && [ -c /dev/kvm ] && getent group kvm >/dev/null; then
+  chgrp kvm /dev/kvm && chmod 0660 /dev/kvm
+fi
 # VirtualBMC, the IPMI BMC emulator in front of libvirt domains (tests/bmc_vbmc.rs).
 if [ $SETUP_LIBVIRT = 1 ] && [ ! -x "$VALIDATORS/vbmc/bin/vbmc" ]; then
   echo "setup: virtualbmc into $VALIDATORS/vbmc"

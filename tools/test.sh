@@ -33,6 +33,10 @@ RACKBOOT_TEST_POSTGRES=$PGURL cargo test --locked --lib \
 RACKBOOT_TEST_POSTGRES=$PGURL cargo test --locked --test hostile -- enroll_nonce:: conn_limits:: operator:: \
     sightings::a_flood_of_boot_script
 tests/pg/cluster.sh stop "$PGLAB"; trap - EXIT
+# The book: its reference pages must be what the binary prints, every link must resolve, and it
+# must build (mdBook, installed once).
+echo "== the book (tools/book.sh --check: reference pages, links, mdbook build)"
+tools/book.sh --check target/debug/rackboot
 # The Debian package from the debug build the tests just made (no release build: see tools/deb.sh),
 # carrying the BootOS the end-to-end tests built (from bootos/build.sh's cache: seconds).
 echo "== Debian package with BootOS: build and check (tools/deb.sh --dev --bootos)"

@@ -17,6 +17,7 @@ mod jobs;
 mod machines;
 mod plugins;
 mod racks;
+mod reference;
 mod store;
 mod tasks;
 mod templates;
@@ -84,6 +85,12 @@ Examples:
         /// TOML config file (every key optional; unknown keys are refused). Default: the embedded one.
         #[arg(long, short, value_name = "FILE")]
         config: Option<PathBuf>,
+    },
+    /// Print a reference page of the book as Markdown (tools/book.sh writes docs/reference/).
+    #[command(hide = true)]
+    Reference {
+        #[arg(value_parser = ["cli", "events"])]
+        page: String,
     },
     /// Print the embedded default configuration (every key documented, with its default).
     #[command(after_help = "Example:\n  rackboot default-config > /etc/rackboot/rackboot.toml")]
@@ -352,6 +359,10 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<()> {
             let cfg = Config::load(config.as_deref())?;
             init_tracing(cfg.log_json);
             rackboot::app::run(cfg, rackboot::app::shutdown_signal()).await
+        }
+        Command::Reference { page } => {
+            print!("{}", if page == "cli" { reference::cli() } else { reference::events() });
+            Ok(())
         }
         Command::DefaultConfig => {
             print!("{}", rackboot::config::EMBEDDED_DEFAULT);

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The book (docs/, mdBook): writes its reference pages from the binary (`rackboot reference`),
+# checks every relative link in the book and the top-level docs, and builds it into target/book.
+#   tools/book.sh [--check] [BINARY]
+#   --check   fail if a reference page in the tree differs from what the binary prints (CI)
+#   BINARY    default target/debug/rackboot (built if missing)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+CHECK=0
+[ "${1:-}" = --check ] && { CHECK=1; shift; }
+BIN=${1:-target/debug/rackboot}
+[ -x "$BIN" ] || cargo build --locked --bin rackboot
+MDBOOK_VERSION=0.5.4
+# Each generated page keeps its introduction up to the marker; what follows is the binary's.
+for page in cli events; do
+  file=docs/reference/$page.md
+  new=$(mktemp)
+  sed '/^<!-- generated: tools\/book.sh -->$/q' "$file" > "$new"
+  "$BIN" reference "$page" >> "$new"
+  if [ $CHECK = 1 ] && ! cmp -s "$new" "$file"; then
+    diff -u "$file" "$new" | head -40
+    echo "book: $file is not what $BIN prints: run tools/book.sh and commit it"; rm -f "$new"; exit 1
+  fi
+  mv "$new" "$file"
+done
+python3 tools/check-links.py
+if ! command -v mdbook >/dev/null || [ "$(mdbook --version | awk '{print $2}')" != "v$MDBOOK_VERSION" ]; then
+  echo "book: cargo install mdbook $MDBOOK_VERSION (once; cargo shows its progress)"
+  cargo install mdbook --locked --version "$MDBOOK_VERSION"
+fi
+mdbook build docs
+echo "book: target/book/index.html"

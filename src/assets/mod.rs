@@ -162,9 +162,13 @@ pub fn guard(router: Router, cfg: &Config) -> Router {
 /// boot assets are not checked.
 pub async fn healthz(State(s): State<crate::api::ApiState>, req: Request) -> Response {
     if let Some(fault) = s.cmdb.storage_fault() {
-        let text = format!(
-            "degraded: changes cannot be stored: {fault}\nfix: free space in the data dir (or fix its disk); writes resume by themselves\n"
-        );
+        // A shared store's fault names its host and database: the log has it, not this
+        // unauthenticated answer.
+        let text = if s.cmdb.shared() {
+            "degraded: changes cannot be stored: the shared CMDB does not answer (the appliance's log says why)\nfix: bring the shared store back; writes resume by themselves\n".to_string()
+        } else {
+            format!("degraded: changes cannot be stored: {fault}\nfix: free space in the data dir (or fix its disk); writes resume by themselves\n")
+        };
         return (StatusCode::SERVICE_UNAVAILABLE, [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], text)
             .into_response();
     }

@@ -1,6 +1,6 @@
 //! What a caller who has proven nothing learns when the store is down: that the appliance
 //! cannot answer, never where its database lives. PostgreSQL (a throwaway cluster) is stopped
-//! hard; a forged API token, a forged agent credential and a login each get 503 with a body
+//! hard; a forged API token, a forged agent credential, a login and /healthz each get 503 with a body
 //! that names no host, socket or database. Skips without PostgreSQL.
 
 use hyper::Method;
@@ -19,7 +19,7 @@ async fn an_unauthenticated_caller_learns_nothing_of_the_store_from_a_503() {
     let a = Appliance::start(&pg.store()).await;
     let app = a.app.as_ref().unwrap();
     pg.set("down");
-    let secret_parts = ["rackboot-pg", "postgres", "PostgreSQL", "database", "/tmp/"];
+    let secret_parts = ["rackboot-pg", "postgres", "PostgreSQL", "database", "/tmp/"]; // the last: the socket's directory
     let clean = |what: &str, status: u16, body: &str| {
         assert_eq!(status, 503, "{what}: {body}");
         for part in secret_parts {
@@ -43,5 +43,20 @@ async fn an_unauthenticated_caller_learns_nothing_of_the_store_from_a_503() {
     let r = plain.call(Method::POST, "/api/v1/auth/login", Some(&login), std::time::Duration::from_secs(5)).await;
     let r = r.unwrap();
     clean("a login", r.status, &String::from_utf8_lossy(&r.body));
+
+    // Once the appliance knows the store is down, /healthz says so, without naming it.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let health = loop {
+        let (status, body) = https_get_with(app.https_addr, &app.ca_pem, "/healthz", None).await;
+        if body.contains("changes cannot be stored") {
+            assert_eq!(status, 503, "{body}");
+            break body;
+        }
+        assert!(std::time::Instant::now() < deadline, "/healthz never reported the store: {body}");
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    };
+    for part in &secret_parts[..4] {
+        assert!(!health.contains(part), "/healthz tells {part:?}: {health}");
+    }
     pg.set("up");
 }

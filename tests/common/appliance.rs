@@ -13,7 +13,9 @@ use rackboot_agent::tls::Trust;
 use rackboot_agent::wire::AgentMode;
 use serde_json::Value;
 
-/// One appliance on a fixed loopback port (so an agent can follow it across a restart).
+/// One appliance on loopback. Its first start binds port 0 for each listener and keeps the ports
+/// it got, so a restart comes back on the same ones (an agent follows it across the restart)
+/// and no test picks a port it binds later.
 pub struct Appliance {
     pub dir: tempfile::TempDir,
     /// The plain-HTTP port (`/boot`).
@@ -32,8 +34,8 @@ pub fn free_port() -> u16 {
 impl Appliance {
     pub async fn start(extra: &str) -> Appliance {
         let dir = tempfile::tempdir().unwrap();
-        let (port, tls_port) = (free_port(), free_port());
-        let (app, api) = Self::launch(dir.path(), port, tls_port, extra).await;
+        let (app, api) = Self::launch(dir.path(), 0, 0, extra).await;
+        let (port, tls_port) = (app.http_addr.port(), app.https_addr.port());
         Appliance { dir, port, tls_port, extra: extra.into(), app: Some(app), api }
     }
 
@@ -55,7 +57,7 @@ impl Appliance {
             super::store_section(dir)
         );
         let running = app::start(Config::parse(&text).unwrap()).await.unwrap();
-        let url = format!("https://127.0.0.1:{tls_port}");
+        let url = format!("https://{}", running.https_addr);
         let api = ApiClient::new(&url, running.admin_token.clone(), running.ca_pem.as_bytes()).unwrap();
         (running, api)
     }

@@ -29,8 +29,19 @@ pub fn require(tools: &[&str]) {
     }
 }
 
-/// Runs `vm-lab/<script> <arg>` (assets.sh, os-image.sh: cached after the first run).
+/// The lab lock: one end-to-end run at a time in this process (VMs under TCG take both cores,
+/// libvirtd is one daemon per machine). [`Net`] holds it for its lifetime; a test that starts
+/// libvirtd without a `Net` takes it itself. A test that failed holding it does not poison it.
+pub fn exclusive() -> std::sync::MutexGuard<'static, ()> {
+    static LAB: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LAB.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Runs `vm-lab/<script> <arg>` (assets.sh, os-image.sh: cached after the first run; one build of
+/// a cache at a time).
 pub fn vm_lab(script: &str, arg: &Path) {
+    static CACHE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = CACHE.lock().unwrap_or_else(|e| e.into_inner());
     let out = Command::new(format!("{}/vm-lab/{script}", env!("CARGO_MANIFEST_DIR"))).arg(arg).output().unwrap();
     assert!(
         out.status.success(),
@@ -65,14 +76,23 @@ pub struct Net {
     namespaces: Vec<String>,
     children: Vec<Child>,
     pub dir: tempfile::TempDir,
+    /// Held until the lab is gone (dropped after `Drop::drop` cleaned up).
+    _lab: std::sync::MutexGuard<'static, ()>,
 }
 
 impl Net {
     pub fn new(tag: &str) -> Net {
         let prefix = format!("rbt{}{tag}", std::process::id() % 100_000);
         let srv = format!("{prefix}-srv");
-        let mut net =
-            Net { srv: srv.clone(), prefix, namespaces: vec![], children: vec![], dir: tempfile::tempdir().unwrap() };
+        let lab = exclusive();
+        let mut net = Net {
+            srv: srv.clone(),
+            prefix,
+            namespaces: vec![],
+            children: vec![],
+            dir: tempfile::tempdir().unwrap(),
+            _lab: lab,
+        };
         net.add_ns(&srv);
         sh(&format!(
             "ip -n {srv} link add br0 type bridge && ip -n {srv} link set br0 up && ip -n {srv} addr add 198.18.0.1/24 dev br0"

@@ -1,0 +1,323 @@
+//! Provisioning end to end in vm-lab: a task for two fresh VMs (one SeaBIOS, one OVMF). Each
+//! PXE-boots BootOS, runs the hardware profile's script, gets the lab OS image (vm-lab/os-image.sh:
+//! Debian 12 with GRUB for BIOS and UEFI) streamed onto its disk and checked, gets its identity
+//! and the agent written in, reboots from its own disk, and its installed agent checks in; the
+//! post-install script runs there. Then the machine is `installed`, its hostname resolves through
+//! rackboot's DNS and a job runs on the installed system. Prints the seconds from power-on to
+//! each step. Where libvirt and the BMC emulators are installed (CI), the VMs are libvirt domains
+//! that nothing but rackboot powers on: the SeaBIOS one through VirtualBMC (IPMI, legacy PXE
+//! once), the OVMF one through sushy-emulator's libvirt driver (Redfish, pinned certificate, UEFI
+//! PXE once); at the end rackboot powers both off through them. Elsewhere the VMs are started
+//! directly. Needs root, qemu, OVMF, loop devices and a Debian mirror (debootstrap): `#[ignore]`d
+//! like the other end-to-end tests; CI runs it.
+
+use std::time::{Duration, Instant};
+
+use crate::netns::libvirt::{self, Libvirt};
+use crate::netns::{full_config, require, vm_lab, Net};
+
+struct Vm {
+    name: &'static str,
+    mac: &'static str,
+    uefi: bool,
+}
+
+#[test]
+#[ignore = "e2e: needs root, ip netns, qemu, ovmf, loop devices, debootstrap and a Debian mirror"]
+fn two_vms_bios_and_uefi_are_provisioned_from_an_image_and_check_in_installed() {
+    require(&["ip", "curl", "qemu-system-x86_64", "dig", "losetup", "apt-get"]);
+    let mut net = Net::new("pv");
+    let data = net.path("data");
+    vm_lab("assets.sh", &data.join("boot"));
+    std::fs::create_dir_all(data.join("boot/images")).unwrap();
+    vm_lab("os-image.sh", &data.join("boot/images/lab.img"));
+    std::fs::create_dir_all(data.join("postinstall")).unwrap();
+    std::fs::copy(concat!(env!("CARGO_MANIFEST_DIR"), "/postinstall/motd.sh"), data.join("postinstall/motd.sh"))
+        .unwrap();
+    let config = format!(
+        "{}\n[bmc]\nsoft_off_timeout_secs = 20\n[provision]\n[[provision.hardware_profiles]]\nname = \"lab\"\nvendors = [\"QEMU\", \"rackboot-lab\"]\nscripts = [\n  \"test -b \\\"$RACKBOOT_DISK\\\" && echo \\\"target $RACKBOOT_DISK is a block device\\\"\",\n  \"mdadm --zero-superblock /dev/vdb /dev/vdc 2>/dev/null; mdadm --create /dev/md0 --run --level=1 --raid-devices=2 --metadata=1.2 /dev/vdb /dev/vdc && cat /proc/mdstat\",\n]\n",
+        full_config(&data)
+    );
+    net.start_rackboot(&config);
+    let vms = [
+        Vm { name: "bios", mac: "52:54:00:e6:00:01", uefi: false },
+        Vm { name: "uefi", mac: "52:54:00:e6:00:02", uefi: true },
+    ];
+    // The VMs: libvirt domains behind BMCs, or qemu started directly where libvirt is missing.
+    let lab = match libvirt::missing() {
+        Some(what) => {
+            eprintln!("NOTE: no {what}: the VMs are started directly, not powered on through BMCs");
+            None
+        }
+        None => Some(Libvirt::up(&net)),
+    };
+    let disks = [2 << 30, 256 << 20, 256 << 20];
+    if let Some(lab) = &lab {
+        for vm in &vms {
+            lab.vm(vm.name, vm.mac, vm.uefi, &disks);
+            net.api("POST", "/machines", Some(&format!(r#"{{"macs":["{}"]}}"#, vm.mac)));
+        }
+        let fingerprint = lab.bmcs();
+        lab.ipmi("bios", 6231);
+        let password = lab.password();
+        let bmc = |vm: &Vm| match vm.uefi {
+            // No boot mode: a machine DHCP never saw is taken to be UEFI.
+            true => format!(
+                r#"{{"address":"{}:8000","protocol":"redfish","username":"admin","password":"{password}","fingerprint":"{fingerprint}","system_id":"{}"}}"#,
+                lab.addr,
+                lab.uuid(vm.name)
+            ),
+            false => format!(
+                r#"{{"address":"{}:6231","protocol":"ipmi","username":"admin","password":"{password}","boot_mode":"legacy"}}"#,
+                lab.addr
+            ),
+        };
+        for vm in &vms {
+            let v = net.api("PUT", &format!("/machines/{}/bmc", vm.mac), Some(&bmc(vm)));
+            assert_eq!(v["password_set"], true, "{v}");
+            assert!(!v.to_string().contains(&password), "the password is never shown: {v}");
+            assert_eq!(lab.state_of(vm.name), "shut off", "{}: nothing powered it on yet", vm.name);
+        }
+    }
+    let task = net.api(
+        "POST",
+        "/tasks",
+        Some(&format!(
+            r#"{{"select":{{"macs":["{}","{}"]}},"image":"lab.img","hardware_profile":"lab","hostname_pattern":"node-{{n:02}}","ip_pool":"198.18.0.60-198.18.0.69","ssh_keys":["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIE2e lab@rackboot"],"post_install":["motd.sh"],"step_timeout_secs":600}}"#,
+            vms[0].mac, vms[1].mac
+        )),
+    );
+    let task_id = task["task"]["id"].as_u64().unwrap();
+    let srv = net.srv.clone();
+    let powered_on = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64;
+    for vm in lab.is_none().then_some(&vms).into_iter().flatten() {
+        net.add_tap(&format!("tap-{}", vm.name));
+        let args = net.qemu_args(vm.name, vm.mac, vm.uefi, &disks, false);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        net.spawn(&srv, &args, &format!("{}.qemu.log", vm.name));
+    }
+    let serial = |vm: &Vm| match &lab {
+        Some(lab) => lab.serial(vm.name),
+        None => net.log(&format!("{}.serial", vm.name)),
+    };
+
+    let deadline = Instant::now() + Duration::from_secs(1200);
+    let runs = loop {
+        let t = net.api("GET", &format!("/tasks/{task_id}"), None);
+        let runs = t["runs"].as_array().unwrap().clone();
+        if runs.iter().all(|r| r["state"] != "active") {
+            break runs;
+        }
+        if Instant::now() > deadline {
+            let serials: Vec<String> = vms.iter().map(serial).collect();
+            panic!("runs not finished: {runs:?}\n{}", serials.join("\n-----\n"));
+        }
+        std::thread::sleep(Duration::from_secs(2));
+    };
+    for (vm, run) in vms.iter().zip(&runs) {
+        // Seconds from power-on to each step, from the machine's timeline.
+        let ev = net.api("GET", &format!("/machines/{}/events?limit=1000", vm.mac), None);
+        let events = ev["events"].as_array().unwrap();
+        let mut line = format!("{} ({}):", vm.name, vm.mac);
+        let mut powered_on = powered_on;
+        if lab.is_some() {
+            // Powered up by the task through the BMC: PXE once in the machine's mode, then on.
+            let power: Vec<&serde_json::Value> = events.iter().filter(|e| e["kind"] == "power.action").collect();
+            assert!(power.len() >= 2, "{}: no power actions: {ev}", vm.name);
+            let (pxe, on) = (&power[0]["detail"], &power[1]["detail"]);
+            assert_eq!((pxe["action"].as_str(), pxe["by"].as_str()), (Some("pxe-once"), Some("provision")), "{pxe}");
+            assert_eq!(pxe["uefi"], vm.uefi, "{}: PXE once in its boot mode: {pxe}", vm.name);
+            assert_eq!((on["action"].as_str(), on["state"].as_str()), (Some("cycle"), Some("on")), "{on}");
+            powered_on = power[1]["at_ms"].as_u64().unwrap();
+            line += &format!(" powered on through {}", if vm.uefi { "Redfish" } else { "IPMI" });
+        }
+        for e in events {
+            let kind = e["kind"].as_str().unwrap();
+            let step = e["detail"]["step"].as_str().unwrap_or_default();
+            let at = (e["at_ms"].as_i64().unwrap() - powered_on as i64) as f64 / 1000.0;
+            match kind {
+                "agent.enrolled" => {
+                    line += &format!(" enrolled({}) {at:.1}s", e["detail"]["mode"].as_str().unwrap_or("?"))
+                }
+                "provision.step" if e["detail"]["job"].is_u64() => line += &format!(" {step} {at:.1}s"),
+                "provision.installed" => line += &format!(" installed {at:.1}s"),
+                _ => {}
+            }
+        }
+        eprintln!("{line}");
+        // The image write moved the run's progress along (an event each 10% of the image).
+        let install_progress: Vec<u64> = ev["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["kind"] == "provision.step" && e["detail"]["step"] == "install")
+            .filter_map(|e| e["detail"]["progress"].as_u64())
+            .filter(|p| (21..=70).contains(p))
+            .collect();
+        eprintln!("{}: install progress {install_progress:?}", vm.name);
+        assert!(!install_progress.is_empty(), "no progress events while the image was written: {ev}");
+        if run["state"] != "installed" {
+            let jobs = net.api("GET", &format!("/jobs?machine={}&limit=1000", vm.mac), None);
+            for j in jobs["jobs"].as_array().unwrap() {
+                let out = net.api("GET", &format!("/jobs/{}/output", j["id"]), None);
+                eprintln!("job {} {} {}: {}", j["id"], j["state"], j["action"], out["text"]);
+            }
+        }
+        assert_eq!(run["state"], "installed", "{}: {run}\n{}", vm.name, serial(vm));
+    }
+
+    for (i, vm) in vms.iter().enumerate() {
+        // The hardware profile's second script built a RAID 1 over the two small disks.
+        let jobs = net.api("GET", &format!("/jobs?machine={}&limit=1000", vm.mac), None);
+        let raid = jobs["jobs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|j| j["action"]["body"].as_str().is_some_and(|b| b.contains("mdadm --create")))
+            .expect("the RAID script ran")["id"]
+            .as_u64()
+            .unwrap();
+        let out = net.api("GET", &format!("/jobs/{raid}/output"), None)["text"].as_str().unwrap().to_string();
+        assert!(out.contains("md0 : active raid1"), "{}: {out}", vm.name);
+        let m = net.api("GET", &format!("/machines/{}", vm.mac), None);
+        let host = format!("node-{:02}", i + 1);
+        assert_eq!((m["state"].as_str(), m["hostname"].as_str()), (Some("installed"), Some(host.as_str())));
+        let ip = m["reserved_ip"].as_str().unwrap().to_string();
+        // The installed system's name resolves through rackboot's DNS.
+        let dig = net.run(&srv, &format!("dig +short @198.18.0.1 {host}.lab.rackboot.test"));
+        assert_eq!(String::from_utf8_lossy(&dig.stdout).trim(), ip, "{host}");
+        let agent = net.api("GET", &format!("/machines/{}/agent", vm.mac), None);
+        assert_eq!(agent["mode"], "installed");
+        // A job on the installed system.
+        let job = net.api(
+            "POST",
+            "/jobs",
+            Some(&format!(
+                r#"{{"machine":"{}","action":{{"kind":"script","body":"hostname; cat /etc/motd.rackboot; . /etc/os-release; echo $PRETTY_NAME; ip -4 -o addr show scope global"}}}}"#,
+                vm.mac
+            )),
+        );
+        let id = job["jobs"][0]["id"].as_u64().unwrap();
+        let deadline = Instant::now() + Duration::from_secs(120);
+        let done = loop {
+            let j = net.api("GET", &format!("/jobs/{id}"), None);
+            if j["state"] != "queued" && j["state"] != "running" {
+                break j;
+            }
+            assert!(Instant::now() < deadline, "job on {host} did not finish");
+            std::thread::sleep(Duration::from_millis(500));
+        };
+        assert_eq!(done["state"], "succeeded", "{done}");
+        let text = net.api("GET", &format!("/jobs/{id}/output"), None)["text"].as_str().unwrap().to_string();
+        assert!(text.starts_with(&format!("{host}\n")), "{text}");
+        assert!(text.contains("Provisioned by rackboot") && text.contains("Debian GNU/Linux 12"), "{text}");
+        assert!(text.contains(&format!("inet {ip}/")), "the installed system has its reserved address: {text}");
+        // The job's answers (its own hostname, Debian 12, the motd post-install wrote) come from
+        // the system on the disk, not from BootOS (whose hostname is "bootos", on a busybox root).
+    }
+
+    // Powered off through the BMCs (graceful, forced after 20 s), read back and seen by libvirt.
+    if let Some(lab) = &lab {
+        for vm in &vms {
+            let out = net.api("POST", &format!("/machines/{}/power", vm.mac), Some(r#"{"action":"off"}"#));
+            assert_eq!(out["state"], "off", "{}: {out}", vm.name);
+            assert_eq!(lab.state_of(vm.name), "shut off", "{}: {out}", vm.name);
+            let bmc = net.api("GET", &format!("/machines/{}/bmc", vm.mac), None);
+            assert_eq!(bmc["power"]["state"], "off", "{bmc}");
+        }
+    }
+}
+
+/// Debian's netboot installer (from the debian-installer-12-netboot-amd64 package), as a task's
+/// installer: the VM boots BootOS, which reboots it into the installer PXE now serves; the
+/// installer fetches this machine's preseed from rackboot and goes through it unattended up to
+/// the mirror the preseed names (the appliance, which has no mirror: the lab has no route out,
+/// so the install itself stops there). Prints the seconds from power-on to each of those.
+#[test]
+#[ignore = "e2e: needs root, ip netns, qemu and debian-installer-12-netboot-amd64"]
+fn a_task_boots_the_debian_installer_which_follows_its_preseed_to_the_mirror() {
+    require(&["ip", "curl", "qemu-system-x86_64"]);
+    let di = std::path::Path::new("/usr/lib/debian-installer/images/12/amd64/text/debian-installer/amd64");
+    assert!(di.join("linux").exists(), "needs the debian-installer-12-netboot-amd64 package (tools/setup.sh)");
+    let mut net = Net::new("di");
+    let data = net.path("data");
+    vm_lab("assets.sh", &data.join("boot"));
+    std::fs::create_dir_all(data.join("boot/d-i")).unwrap();
+    for f in ["linux", "initrd.gz"] {
+        std::fs::copy(di.join(f), data.join("boot/d-i").join(f)).unwrap();
+    }
+    // A Release file where the preseed's mirror is, so its fetch shows on the timeline.
+    let dists = data.join("boot/debian/dists/bookworm");
+    std::fs::create_dir_all(&dists).unwrap();
+    std::fs::write(dists.join("Release"), "Origin: Debian\nSuite: stable\nCodename: bookworm\nArchitectures: amd64\n")
+        .unwrap();
+    let config = format!(
+        "{}\n[provision]\npreseed_mirror = \"http://198.18.0.1:8080/boot/files/debian\"\n[boot]\n[[boot.profiles]]\nname = \"debian12\"\nkernel = \"d-i/linux\"\ninitrd = \"d-i/initrd.gz\"\nanswer = \"preseed\"\ncmdline = \"auto=true priority=critical url={{{{ answer_url }}}} console=ttyS0 DEBIAN_FRONTEND=text\"\n",
+        full_config(&data)
+    );
+    net.start_rackboot(&config);
+    let mac = "52:54:00:e6:00:11";
+    let task = net.api(
+        "POST",
+        "/tasks",
+        Some(&format!(
+            r#"{{"select":{{"macs":["{mac}"]}},"installer":"debian12","disk":"/dev/vda","hostname_pattern":"inst-{{n:02}}","step_timeout_secs":900}}"#
+        )),
+    );
+    let task_id = task["task"]["id"].as_u64().unwrap();
+    let srv = net.srv.clone();
+    let powered_on = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64;
+    net.add_tap("tap-di");
+    let mut args = net.qemu_args("di", mac, false, &[4 << 30], false);
+    // 512 MiB puts the installer into its low-memory mode, which stops to say so.
+    let m = args.iter().position(|a| a == "-m").unwrap();
+    args[m + 1] = "1024".into();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    net.spawn(&srv, &args, "di.qemu.log");
+
+    // (kind, what to match in the detail) -> seconds after power-on.
+    let wanted = [
+        ("agent.enrolled", ""),
+        ("provision.step", "install"),
+        ("boot.script", "debian12"),
+        ("boot.answer", "preseed"),
+        ("boot.asset", "debian/dists/bookworm/Release"),
+    ];
+    let deadline = Instant::now() + Duration::from_secs(360);
+    let seen = loop {
+        let ev = net.api("GET", &format!("/machines/{mac}/events?limit=1000"), None);
+        let seen: Vec<Option<f64>> = wanted
+            .iter()
+            .map(|(kind, what)| {
+                ev["events"].as_array().unwrap().iter().find_map(|e| {
+                    (e["kind"] == *kind && e["detail"].to_string().contains(what))
+                        .then(|| e["at_ms"].as_u64().unwrap().saturating_sub(powered_on) as f64 / 1000.0)
+                })
+            })
+            .collect();
+        if seen.iter().all(Option::is_some) {
+            break seen;
+        }
+        if Instant::now() > deadline {
+            let serial: Vec<char> = net.log("di.serial").chars().collect();
+            let tail: String = serial[serial.len().saturating_sub(6000)..].iter().collect();
+            panic!("the installer did not get to its mirror: {wanted:?} -> {seen:?}\n{ev}\n{tail}");
+        }
+        std::thread::sleep(Duration::from_secs(2));
+    };
+    let line: Vec<String> =
+        wanted.iter().zip(&seen).map(|((k, w), at)| format!("{k}({w}) {:.1}s", at.unwrap())).collect();
+    eprintln!("debian-installer: {}", line.join(", "));
+    // The run waits for the installer to report back; the machine boots the installer meanwhile.
+    let t = net.api("GET", &format!("/tasks/{task_id}"), None);
+    assert_eq!(
+        (t["runs"][0]["step"]["step"].as_str(), t["runs"][0]["state"].as_str()),
+        (Some("install"), Some("active"))
+    );
+    let m = net.api("GET", &format!("/machines/{mac}"), None);
+    assert_eq!(
+        (m["state"].as_str(), m["installer"]["profile"].as_str()),
+        (Some("installing"), Some("debian12")),
+        "{m}"
+    );
+}

@@ -1,0 +1,179 @@
+//! vm-lab end to end: real firmware PXE-boots BootOS through rackboot, and BootOS's agent
+//! takes over. One SeaBIOS VM and one OVMF (UEFI) VM, each with qemu's iPXE option ROM on
+//! virtio-net, 512 MiB and a 2 GiB virtio disk, boot the BootOS kernel and initramfs
+//! (bootos/build.sh); the agent enrolls, the API shows the VM's MAC, memory and disk as qemu set
+//! them, an operator job `uname -a` runs and its output and exit code come back, the timeline
+//! holds every step in order, and a power-off job ends the VM. Needs root, qemu, OVMF and the
+//! lab assets, so it is `#[ignore]`d like the other end-to-end tests; CI runs it.
+
+use std::process::Command;
+
+use crate::netns::{full_config, require, wait_for, Net};
+
+struct Vm {
+    name: &'static str,
+    mac: &'static str,
+    uefi: bool,
+}
+
+const DISK_BYTES: u64 = 2 << 30;
+
+#[test]
+#[ignore = "e2e: needs root, ip netns, qemu-system-x86, ipxe-qemu, ovmf, curl and bootos/build.sh"]
+fn seabios_and_ovmf_vms_boot_bootos_and_its_agent_runs_jobs() {
+    require(&["ip", "curl", "qemu-system-x86_64", "cpio", "zstd", "apt-get"]);
+    assert!(std::path::Path::new("/usr/share/OVMF/OVMF_CODE_4M.fd").exists(), "needs the ovmf package");
+    let mut net = Net::new("vm");
+    let data = net.path("data");
+    let assets =
+        Command::new(concat!(env!("CARGO_MANIFEST_DIR"), "/vm-lab/assets.sh")).arg(data.join("boot")).output().unwrap();
+    assert!(assets.status.success(), "assets: {}", String::from_utf8_lossy(&assets.stderr));
+    net.start_rackboot(&full_config(&data));
+    let vms = [
+        Vm { name: "bios", mac: "52:54:00:e4:00:01", uefi: false },
+        Vm { name: "uefi", mac: "52:54:00:e4:00:02", uefi: true },
+    ];
+    let srv = net.srv.clone();
+    // An operator watching the whole boot live, from before the VMs power on.
+    let token_file = data.join("admin.token");
+    let ca = net.ca();
+    let (token_file, ca) = (token_file.to_str().unwrap(), ca.to_str().unwrap());
+    let watch_args = ["watch", "--all", "--api", "https://198.18.0.1", "--ca", ca, "--token-file", token_file];
+    let watch = net.spawn(&srv, &[&[env!("CARGO_BIN_EXE_rackboot")][..], &watch_args[..]].concat(), "watch.log");
+    let mut running = Vec::new();
+    for vm in &vms {
+        net.add_tap(&format!("tap-{}", vm.name));
+        let args = net.qemu_args(vm.name, vm.mac, vm.uefi, &[DISK_BYTES], true);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        running.push(net.spawn(&srv, &args, &format!("{}.qemu.log", vm.name)));
+    }
+    let dir = net.dir.path().to_path_buf();
+    let serial = move |vm: &Vm| std::fs::read_to_string(dir.join(format!("{}.serial", vm.name))).unwrap_or_default();
+
+    for vm in &vms {
+        // Firmware -> DHCP -> iPXE script -> kernel + initrd -> /init -> agent -> enroll + inventory.
+        let m = wait_for(
+            400,
+            || format!("{}: no inventory from its agent:\n{}", vm.name, serial(vm)),
+            || {
+                let m = net.try_api("GET", &format!("/machines/{}", vm.mac))?;
+                (!m["inventory"].is_null()).then_some(m)
+            },
+        );
+        let s = serial(vm);
+        assert!(s.contains(&format!("rackboot-bootos: up mac={}", vm.mac)), "{}: BootOS banner:\n{s}", vm.name);
+        if vm.uefi {
+            assert!(s.contains("initrd=initrd.img"), "UEFI kernel line carries initrd=");
+        }
+        let inv = &m["inventory"];
+        let macs: Vec<&str> = inv["nics"].as_array().unwrap().iter().map(|n| n["mac"].as_str().unwrap()).collect();
+        assert_eq!(macs, [vm.mac], "{}: NICs", vm.name);
+        assert_eq!(inv["memory_bytes"], 512u64 << 20, "{}: memory as qemu -m set it", vm.name);
+        let disks = inv["disks"].as_array().unwrap();
+        assert!(
+            disks.iter().any(|d| d["name"] == "vda" && d["size_bytes"] == DISK_BYTES),
+            "{}: the 2 GiB virtio disk: {disks:?}",
+            vm.name
+        );
+        assert_eq!(m["state"], "ready");
+        assert_eq!(m["vendor"], "QEMU");
+    }
+
+    // An operator job on each VM, output and exit code back through the API.
+    for vm in &vms {
+        let job = net.api(
+            "POST",
+            "/jobs",
+            Some(&format!(
+                r#"{{"machine":"{}","action":{{"kind":"script","body":"uname -a; cat /proc/cmdline"}}}}"#,
+                vm.mac
+            )),
+        );
+        let id = job["jobs"][0]["id"].as_u64().unwrap();
+        let done = wait_for(
+            120,
+            || format!("{}: job {id} did not finish:\n{}", vm.name, serial(vm)),
+            || {
+                let j = net.api("GET", &format!("/jobs/{id}"), None);
+                j["state"].as_str().is_some_and(|s| s != "queued" && s != "running").then_some(j)
+            },
+        );
+        assert_eq!((done["state"].as_str(), done["exit_code"].as_i64()), (Some("succeeded"), Some(0)), "{done}");
+        let out = net.api("GET", &format!("/jobs/{id}/output"), None);
+        let text = out["text"].as_str().unwrap();
+        assert!(text.starts_with("Linux "), "{}: {text}", vm.name);
+        assert!(text.contains(&format!("rackboot.mac={}", vm.mac)), "{}: {text}", vm.name);
+        // BootOS's agent came in over HTTPS, pinned to this appliance's CA.
+        let ca = rackboot::tls::read_certs(&net.ca()).unwrap();
+        let pin = format!("rackboot.ca=sha256:{}", rackboot::tls::fingerprint(ca.last().unwrap()));
+        assert!(text.contains(&pin) && text.contains("rackboot.url=https://198.18.0.1"), "{}: {text}", vm.name);
+    }
+
+    for vm in &vms {
+        let ev = net.api("GET", &format!("/machines/{}/events", vm.mac), None);
+        let ev = ev["events"].as_array().unwrap();
+        let steps: Vec<String> = ev
+            .iter()
+            .map(|e| match e["kind"].as_str().unwrap() {
+                "boot.asset" => format!("asset {}", e["detail"]["path"].as_str().unwrap()),
+                k => k.to_string(),
+            })
+            .collect();
+        let want = [
+            "machine.discovered",
+            "dhcp.offer",
+            "dhcp.ack",
+            "boot.script",
+            "asset bootos/vmlinuz",
+            "asset bootos/initrd.img",
+            "dhcp.ack",
+            "agent.enrolled",
+            "agent.inventory",
+            "job.queued",
+            "job.started",
+            "job.finished",
+        ];
+        let mut at = 0;
+        for step in &steps {
+            if at < want.len() && step == want[at] {
+                at += 1;
+            }
+        }
+        assert_eq!(at, want.len(), "{}: timeline {steps:?} lacks (in order) {:?}", vm.name, &want[at..]);
+        let want_arch = if vm.uefi { "uefi-x64" } else { "bios" };
+        assert_eq!(ev[1]["detail"]["arch"], want_arch);
+        assert_eq!(ev[3]["detail"]["uefi"], vm.uefi);
+        // The boot script went to the VM's leased address with a nonce, and that nonce enrolled it.
+        assert_eq!(ev[3]["detail"]["nonce"], true, "{}", ev[3]);
+        let enrolled = ev.iter().find(|e| e["kind"] == "agent.enrolled").unwrap();
+        assert_eq!(enrolled["detail"]["nonce"], "valid", "{enrolled}");
+        assert_eq!(enrolled["detail"]["approved"], true, "{enrolled}");
+    }
+
+    // `rackboot watch` printed each VM's boot as it happened, state changes included.
+    let live = net.log("watch.log");
+    for vm in &vms {
+        for kind in ["dhcp.ack", "boot.script", "agent.enrolled", "agent.inventory", "job.finished"] {
+            assert!(
+                live.lines().any(|l| l.contains(vm.mac) && l.contains(kind)),
+                "{}: rackboot watch did not show {kind}:\n{live}",
+                vm.name
+            );
+        }
+        assert!(live
+            .lines()
+            .any(|l| l.contains(vm.mac) && l.contains("machine.state") && l.contains("\"to\":\"ready\"")));
+    }
+    net.stop(watch);
+
+    // A power-off job: reported first, then the VM stops and qemu exits on its own.
+    for (vm, idx) in vms.iter().zip(&running) {
+        net.api("POST", "/jobs", Some(&format!(r#"{{"machine":"{}","action":{{"kind":"power_off"}}}}"#, vm.mac)));
+        let status = wait_for(
+            120,
+            || format!("{}: still running after power_off:\n{}", vm.name, serial(vm)),
+            || net.exited(*idx),
+        );
+        assert!(status.success(), "{} qemu: {}", vm.name, net.log(&format!("{}.qemu.log", vm.name)));
+    }
+}

@@ -1,0 +1,25 @@
+//! The hostile VLAN: every attack rackboot is known to face, one module a kind of attacker, so a
+//! regression shows by name (`cargo test --test it hostile::takeover::`). The threat model in the
+//! book (docs/threat-model.md) names the test behind each promise.
+//!
+//! - From the VLAN: [`takeover`] (a neighbour's own nonce, real dhclient and curl in
+//!   namespaces), [`enroll_nonce`] (nonces bound to the leased address, forged TFTP requests),
+//!   [`sightings`] (firmware floods against DHCP), [`dhcp_flood`], [`tftp_flood`],
+//!   [`unclaimed_flood`], [`conn_limits`], [`http_bounds`], [`leaks`] (what a 503 tells).
+//! - Through the API: [`operator`] (a BMC password pointed elsewhere), [`plugins`] (hostile
+//!   bundles).
+//! - With the database: [`store`] (a takeover through the other appliance, stale credentials,
+//!   swapped plugin bytes, a key added to the store).
+
+mod conn_limits;
+mod dhcp_flood;
+mod enroll_nonce;
+mod http_bounds;
+mod leaks;
+mod operator;
+mod plugins;
+mod sightings;
+mod store;
+mod takeover;
+mod tftp_flood;
+mod unclaimed_flood;

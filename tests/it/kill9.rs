@@ -1,0 +1,96 @@
+//! kill -9 at any moment loses no acknowledged lease: the appliance (the real binary) serves
+//! relayed DORAs from many clients while it is killed with SIGKILL over and over; after each
+//! restart every lease a client got an ACK for is still there, with its MAC, and no address
+//! was given to two clients. On loopback, no root needed.
+
+use std::collections::HashMap;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::time::{Duration, Instant};
+
+use crate::common::process::{free_tcp, free_udp, start};
+use crate::common::{kind, msg, request_for};
+use dhcproto::v4::{Message, MessageType};
+use dhcproto::{Decodable, Decoder, Encodable};
+use hyper::Method;
+use tokio::net::UdpSocket;
+
+/// One reply with `xid` within `wait`.
+async fn reply(relay: &UdpSocket, xid: u32, wait: Duration) -> Option<Message> {
+    let mut buf = [0u8; 1500];
+    let deadline = tokio::time::Instant::now() + wait;
+    loop {
+        let (n, _) = tokio::time::timeout_at(deadline, relay.recv_from(&mut buf)).await.ok()?.ok()?;
+        let Ok(m) = Message::decode(&mut Decoder::new(&buf[..n])) else { continue };
+        if m.xid() == xid {
+            return Some(m);
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_in_the_middle_of_dhcp_loses_no_acknowledged_lease() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let relay = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    let (dhcp_port, https) = (free_udp(), free_tcp());
+    let text = crate::common::config_text(&data, relay.local_addr().unwrap().port(), "")
+        .replace("mode = \"full\"\nport = 0", &format!("mode = \"full\"\nport = {dhcp_port}"))
+        .replace("[https]\nlisten = \"127.0.0.1:0\"", &format!("[https]\nlisten = \"127.0.0.1:{https}\""));
+    let config = dir.path().join("rackboot.toml");
+    std::fs::write(&config, text).unwrap();
+    let server = SocketAddr::from((Ipv4Addr::LOCALHOST, dhcp_port));
+
+    // mac -> the address its ACK gave it.
+    let mut acked: HashMap<[u8; 6], Ipv4Addr> = HashMap::new();
+    let mut next = 0u32;
+    for round in 0..6u32 {
+        let (app, _) = start(&config, &data, https).await;
+        // DORAs until the kill, which lands at a different moment each round.
+        let until = Instant::now() + Duration::from_millis(300 + 170 * u64::from(round));
+        while Instant::now() < until {
+            next += 1;
+            let mac = [0x52, 0x54, 0x0a, (next >> 16) as u8, (next >> 8) as u8, next as u8];
+            relay.send_to(&msg(MessageType::Discover, mac, next * 2).to_vec().unwrap(), server).await.unwrap();
+            let Some(offer) = reply(&relay, next * 2, Duration::from_millis(500)).await else { continue };
+            let req = request_for(&offer, mac, next * 2 + 1);
+            relay.send_to(&req.to_vec().unwrap(), server).await.unwrap();
+            if let Some(ack) = reply(&relay, next * 2 + 1, Duration::from_millis(500)).await {
+                if kind(&ack) == MessageType::Ack {
+                    acked.insert(mac, ack.yiaddr());
+                }
+            }
+        }
+        drop(app); // SIGKILL, mid-exchange
+    }
+    assert!(acked.len() >= 100, "enough leases were acknowledged to mean something ({})", acked.len());
+
+    // After the last kill: every acknowledged lease is there, each address held once.
+    let (_app, api) = start(&config, &data, https).await;
+    let leases = api.ok(Method::GET, "/leases?limit=10000", None).await.unwrap();
+    let stored: HashMap<String, String> = leases["leases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| (l["ip"].as_str().unwrap().to_string(), l["mac"].as_str().unwrap().to_string()))
+        .collect();
+    let mut lost = Vec::new();
+    for (mac, ip) in &acked {
+        let mac_text = mac.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":");
+        if stored.get(&ip.to_string()) != Some(&mac_text) {
+            lost.push(format!("{mac_text} -> {ip} (stored: {:?})", stored.get(&ip.to_string())));
+        }
+    }
+    let mut by_ip: HashMap<Ipv4Addr, usize> = HashMap::new();
+    for ip in acked.values() {
+        *by_ip.entry(*ip).or_default() += 1;
+    }
+    let doubled: Vec<_> = by_ip.iter().filter(|(_, n)| **n > 1).collect();
+    println!(
+        "6 kills, {} acknowledged leases, {} lost, {} addresses given twice",
+        acked.len(),
+        lost.len(),
+        doubled.len()
+    );
+    assert!(lost.is_empty(), "acknowledged leases lost after kill -9: {lost:?}");
+    assert!(doubled.is_empty(), "addresses given to two clients: {doubled:?}");
+}

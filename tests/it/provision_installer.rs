@@ -1,0 +1,249 @@
+//! Provisioning through an OS installer against the whole appliance in-process: answer files
+//! rendered per machine, the installer's report-back handing the node to its installed agent
+//! (token bound to the machine), and a run failing when the installer never reports back. No root
+//! needed.
+
+use std::time::Duration;
+
+use crate::common::appliance::Appliance;
+use crate::common::provision::{body_of, config, reboot_job_succeeds, run_identity, run_where};
+use hyper::Method;
+use rackboot_agent::wire::AgentMode;
+use serde_json::{json, Value};
+
+#[tokio::test]
+async fn answer_files_are_rendered_per_machine_and_the_preseed_passes_debconf() {
+    let post = tempfile::tempdir().unwrap();
+    let a = Appliance::start(&config(post.path())).await;
+    a.api
+        .ok(Method::POST, "/machines", Some(json!({"macs": ["52:54:00:b0:00:09"], "hostname": "inst01"})))
+        .await
+        .unwrap();
+    let addr: std::net::SocketAddr = ([127, 0, 0, 1], a.port).into();
+    let get = |path: String| async move { crate::common::http_get(addr, &path).await };
+    for kind in ["kickstart", "preseed", "autoinstall"] {
+        let r = get(format!("/boot/answer/{kind}?mac=52:54:00:b0:00:09&disk=/dev/sda")).await;
+        assert!(r.starts_with("HTTP/1.0 200") || r.starts_with("HTTP/1.1 200"), "{kind}: {r}");
+        assert!(r.contains("inst01"), "{kind}: {r}");
+        assert!(r.contains("sda"), "{kind}: {r}");
+    }
+    let r = get("/boot/answer/jumpstart?mac=52:54:00:b0:00:09".into()).await;
+    assert!(r.contains(" 404 "), "{r}");
+    let r = get("/boot/answer/preseed?mac=52:54:00:b0:00:99&disk=/dev/sda".into()).await;
+    assert!(r.contains(" 404 "), "{r}");
+    // No disk given and no inventory to choose one from: refused with the reason.
+    let r = get("/boot/answer/preseed?mac=52:54:00:b0:00:09".into()).await;
+    assert!(r.contains(" 409 ") && r.contains("inventory"), "{r}");
+
+    // Ubuntu's installer takes the autoinstall file as a cloud-init NoCloud seed.
+    let r = get("/boot/nocloud/52:54:00:b0:00:09/meta-data".into()).await;
+    assert!(r.contains(" 200 ") && r.contains("local-hostname: inst01\n"), "{r}");
+    let r = get("/boot/nocloud/52:54:00:b0:00:09/user-data".into()).await;
+    assert!(r.contains(" 409 ") && r.contains("inventory"), "{r}");
+    let r = get("/boot/nocloud/52:54:00:b0:00:09/passwd".into()).await;
+    assert!(r.contains(" 404 "), "{r}");
+
+    // debconf's own parser accepts the preseed (debconf is part of every Debian system).
+    let r = get("/boot/answer/preseed?mac=52:54:00:b0:00:09&disk=/dev/sda".into()).await;
+    let body = r.split_once("\r\n\r\n").unwrap().1.to_string();
+    let file = post.path().join("preseed.cfg");
+    std::fs::write(&file, body).unwrap();
+    match std::process::Command::new("debconf-set-selections").arg("--checkonly").arg(&file).output() {
+        Ok(out) => assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr)),
+        Err(_) => eprintln!("SKIPPED the debconf check: debconf-set-selections is not installed"),
+    }
+}
+
+#[tokio::test]
+async fn an_installer_task_boots_the_installer_whose_report_back_hands_the_node_to_its_agent() {
+    let post = tempfile::tempdir().unwrap();
+    let marker = post.path().join("post.out");
+    std::fs::write(
+        post.path().join("mark.sh"),
+        format!("echo \"post-install on $RACKBOOT_HOSTNAME\" > {}\n", marker.display()),
+    )
+    .unwrap();
+    let extra = format!(
+        "{}[boot]\n[[boot.profiles]]\nname = \"discovery\"\nkernel = \"bootos/vmlinuz\"\ninitrd = \"bootos/initrd.img\"\n\
+         [[boot.profiles]]\nname = \"debian12\"\nkernel = \"d-i/linux\"\ninitrd = \"d-i/initrd.gz\"\nanswer = \"preseed\"\n\
+         cmdline = \"auto=true priority=critical url={{{{ answer_url }}}}\"\n",
+        config(post.path())
+    );
+    let mut a = Appliance::start(&extra).await;
+    // What the installed system's finishing script downloads: the agent binary.
+    let bootos = a.dir.path().join("boot/bootos");
+    std::fs::create_dir_all(&bootos).unwrap();
+    std::fs::write(bootos.join("rackboot-agent"), b"#!/bin/sh\necho agent\n").unwrap();
+    let addr: std::net::SocketAddr = ([127, 0, 0, 1], a.port).into();
+    let get = |path: String| async move { crate::common::http_get(addr, &path).await };
+    let get_as = |path: String, token: String| async move {
+        crate::common::http_get_with_header(addr, &path, Some(&format!("Authorization: Bearer {token}"))).await
+    };
+
+    // Tasks name an installer profile that exists and has an answer file, or an image; not both.
+    for (spec, want) in [
+        (json!({"select": {"next": 1}, "installer": "nope"}), 400),
+        (json!({"select": {"next": 1}, "installer": "discovery"}), 400),
+        (json!({"select": {"next": 1}}), 400),
+        (json!({"select": {"next": 1}, "installer": "debian12", "image": "x.img"}), 400),
+    ] {
+        let (status, body) = a.api.call(Method::POST, "/tasks", Some(spec.clone())).await.unwrap();
+        assert_eq!(status, want, "{spec} -> {body}");
+    }
+
+    let work = tempfile::tempdir().unwrap();
+    let mac = "52:54:00:b0:00:0b";
+    let agent = a.agent(mac, work.path());
+    let spec = json!({
+        "select": {"macs": [mac]}, "installer": "debian12", "hardware_profile": "lab", "disk": "/dev/vda",
+        "hostname_pattern": "inst-{n}", "ssh_keys": ["ssh-ed25519 AAAAC3Nza test@lab"], "post_install": ["mark.sh"]
+    });
+    let task = a.api.ok(Method::POST, "/tasks", Some(spec)).await.unwrap()["task"]["id"].as_u64().unwrap();
+
+    // Configure runs in BootOS, then the install step reboots it into the installer, which PXE
+    // now boots with this machine's answer file.
+    let run = run_where(&a, task, 30, "the installer", |r| {
+        r["step"]["step"] == "install" && r["job"].is_u64() && r["error"].is_null()
+    })
+    .await;
+    reboot_job_succeeds(&a, &run["job"]).await;
+    agent.abort();
+    // The appliance restarts while the machine is in its installer: nothing is lost.
+    a.stop().await;
+    a.boot().await;
+    let script = body_of(&get(format!("/boot/ipxe?mac={mac}")).await, 200);
+    let answer_url = format!("{}/boot/answer/preseed?mac={mac}", a.http_url());
+    assert!(script.contains("d-i/linux") && script.contains(&format!("url={answer_url}")), "{script}");
+    // Still installing: the run waits for the installer, however long the reboot took.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let t = a.api.ok(Method::GET, &format!("/tasks/{task}"), None).await.unwrap();
+    assert_eq!(
+        (t["runs"][0]["step"]["step"].as_str(), t["runs"][0]["state"].as_str()),
+        (Some("install"), Some("active"))
+    );
+
+    // The answer file names the report-back URL, and the run's token goes in a header.
+    let preseed = body_of(&get(answer_url.replace(&a.http_url(), "")).await, 200);
+    assert!(preseed.contains("d-i netcfg/get_hostname string inst-1"), "{preseed}");
+    let finish = preseed
+        .split_whitespace()
+        .find(|w| w.contains("/boot/installed?"))
+        .expect("a report-back URL in the late command")
+        .trim_matches('"')
+        .to_string();
+    assert!(!finish.contains("token"), "no secret in a URL: {finish}");
+    let token = preseed
+        .split("--header \"Authorization: Bearer ")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("the late command sends the token in a header")
+        .to_string();
+    assert!(token.len() >= 16 && token.chars().all(|c| c.is_ascii_alphanumeric()), "{token}");
+    let path = finish.replace(&a.http_url(), "");
+    // Only the right token counts, and only in the header.
+    body_of(&get(path.clone()).await, 403);
+    body_of(&get_as(path.clone(), "forged".into()).await, 403);
+    body_of(&get(format!("{path}&token={token}")).await, 400);
+    let url_token = get(format!("{path}&token={token}")).await;
+    assert!(url_token.contains("Authorization header"), "{url_token}");
+
+    // The installer's late command: fetch the script, run it against the installed root.
+    let identity = body_of(&get_as(path.clone(), token.clone()).await, 200);
+    let root = work.path().join("target");
+    std::fs::create_dir_all(root.join("etc")).unwrap();
+    let file = work.path().join("rackboot-finish.sh");
+    std::fs::write(&file, &identity).unwrap();
+    run_identity(&file, &root).await;
+    assert_eq!(std::fs::read_to_string(root.join("etc/hostname")).unwrap(), "inst-1\n");
+    assert!(std::fs::read_to_string(root.join("root/.ssh/authorized_keys")).unwrap().contains("test@lab"));
+    assert_eq!(std::fs::read(root.join("usr/local/sbin/rackboot-agent")).unwrap(), b"#!/bin/sh\necho agent\n");
+    // The installed agent talks HTTPS and trusts the appliance's CA only.
+    let ca = std::fs::read_to_string(a.dir.path().join("tls/ca.pem")).unwrap();
+    assert_eq!(std::fs::read_to_string(root.join("etc/rackboot-agent/ca.pem")).unwrap(), ca);
+    let defaults = std::fs::read_to_string(root.join("etc/default/rackboot-agent")).unwrap();
+    assert_eq!(defaults, format!("RACKBOOT_URL={}\n", a.url()));
+    // A binary that is not the one the script's hash names is not installed.
+    std::fs::write(bootos.join("rackboot-agent"), b"#!/bin/sh\necho evil\n").unwrap();
+    // Off the test's thread: the script downloads from the appliance running on it.
+    let (f, r) = (file.clone(), root.clone());
+    let out = tokio::task::spawn_blocking(move || std::process::Command::new("sh").arg(f).arg(r).output())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(!out.status.success(), "a tampered agent was installed");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("does not match its SHA-256"));
+    assert_eq!(std::fs::read(root.join("usr/local/sbin/rackboot-agent")).unwrap(), b"#!/bin/sh\necho agent\n");
+    std::fs::write(bootos.join("rackboot-agent"), b"#!/bin/sh\necho agent\n").unwrap();
+    let state = root.join("var/lib/rackboot-agent");
+    let read_session = |root: &std::path::Path| -> Value {
+        serde_json::from_slice(&std::fs::read(root.join("var/lib/rackboot-agent/session.json")).unwrap()).unwrap()
+    };
+    let first = read_session(&root);
+    assert_eq!(first["approved"], true);
+    // The machine boots its disk now.
+    assert_eq!(a.get(&format!("/machines/{mac}")).await["state"], "installed");
+    let script = body_of(&get(format!("/boot/ipxe?mac={mac}")).await, 200);
+    assert!(!script.contains("d-i/linux"), "{script}");
+    // An installer that lost the answer and asks again gets a new credential (the last wins).
+    let again = body_of(&get_as(path.clone(), token.clone()).await, 200);
+    std::fs::write(&file, &again).unwrap();
+    run_identity(&file, &root).await;
+    assert_ne!(read_session(&root)["credential"], first["credential"]);
+    // Run without the root directory, the script refuses rather than write somewhere else.
+    let out = std::process::Command::new("sh").arg(&file).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stdout));
+
+    // The installed system's agent renews with the credential it was handed; post-install runs.
+    let installed = a.agent_with(mac, work.path(), AgentMode::Installed, Some(&state));
+    let run = run_where(&a, task, 30, "installed", |r| r["state"] != "active").await;
+    assert_eq!(run["state"], "installed", "{run}");
+    assert_eq!(std::fs::read_to_string(&marker).unwrap(), "post-install on inst-1\n");
+    let ev = a.get(&format!("/machines/{mac}/events")).await;
+    assert!(ev["events"].as_array().unwrap().iter().any(|e| e["kind"] == "provision.installer_finished"), "{ev}");
+    // Its agent is in: the token is good no more.
+    body_of(&get_as(path, token).await, 409);
+    assert!(a.get(&format!("/machines/{mac}")).await["installer"].is_null());
+    installed.abort();
+}
+
+#[tokio::test]
+async fn an_installer_that_never_reports_back_fails_its_run_and_the_machine_boots_bootos_again() {
+    let post = tempfile::tempdir().unwrap();
+    let extra = format!(
+        "{}[boot]\n[[boot.profiles]]\nname = \"debian12\"\nkernel = \"d-i/linux\"\ninitrd = \"d-i/initrd.gz\"\nanswer = \"preseed\"\ncmdline = \"url={{{{ answer_url }}}}\"\n",
+        config(post.path())
+    );
+    let a = Appliance::start(&extra).await;
+    let work = tempfile::tempdir().unwrap();
+    let mac = "52:54:00:b0:00:0d";
+    let agent = a.agent(mac, work.path());
+    let spec = json!({"select": {"macs": [mac]}, "installer": "debian12", "disk": "/dev/vda", "step_timeout_secs": 8});
+    let task = a.api.ok(Method::POST, "/tasks", Some(spec)).await.unwrap()["task"]["id"].as_u64().unwrap();
+    let addr: std::net::SocketAddr = ([127, 0, 0, 1], a.port).into();
+    let run = run_where(&a, task, 30, "the installer", |r| r["step"]["step"] == "install" && r["job"].is_u64()).await;
+    let job = run["job"].as_u64().unwrap();
+    crate::common::eventually(|| async {
+        let m = a.api.ok(Method::GET, &format!("/machines/{mac}"), None).await?;
+        anyhow::ensure!(m["installer"]["profile"] == "debian12", "{m}");
+        // The agent has reported the hand-over to the installer before it goes away.
+        let j = a.api.ok(Method::GET, &format!("/jobs/{job}"), None).await?;
+        anyhow::ensure!(j["state"] == "succeeded", "{j}");
+        // The token is for the machine alone: the API does not show it.
+        anyhow::ensure!(m["installer"].get("token").is_none() && !m.to_string().contains("token"), "{m}");
+        Ok(())
+    })
+    .await;
+    agent.abort();
+    let script = body_of(&crate::common::http_get(addr, &format!("/boot/ipxe?mac={mac}")).await, 200);
+    assert!(script.contains("d-i/linux"), "{script}");
+    let run = run_where(&a, task, 30, "failed", |r| r["state"] != "active").await;
+    assert_eq!(run["state"], "failed");
+    assert!(run["error"].as_str().unwrap().contains("did not report back"), "{run}");
+    let m = a.get(&format!("/machines/{mac}")).await;
+    assert!(m["installer"].is_null() && m["state"] == "failed", "{m}");
+    let script = body_of(&crate::common::http_get(addr, &format!("/boot/ipxe?mac={mac}")).await, 200);
+    assert!(script.contains("bootos/vmlinuz"), "a power cycle boots BootOS again:\n{script}");
+    // A late report-back finds nothing to finish.
+    let path = format!("/boot/installed?mac={mac}");
+    body_of(&crate::common::http_get_with_header(addr, &path, Some("Authorization: Bearer whatever")).await, 409);
+}

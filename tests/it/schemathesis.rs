@@ -1,0 +1,99 @@
+//! The OpenAPI document against the live API, by a property-based tester that reads only the
+//! document: schemathesis generates valid and invalid requests for every operation (and
+//! stateful sequences through the links it infers) and checks that no answer is a server error,
+//! breaks the document (status code, content type, body schema, headers), or accepts a request
+//! the document says is invalid. Installed by tools/setup.sh into target/validators/st; skipped
+//! with a message where it is missing.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
+use std::process::Command;
+
+use hyper::Method;
+
+use crate::common::*;
+
+fn schemathesis() -> Option<PathBuf> {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/validators/st/bin/schemathesis");
+    p.exists().then_some(p)
+}
+
+/// What must hold. Left out: `positive_data_acceptance` (the document cannot say that a MAC
+/// or hostname must be unused, or that a profile must exist, so valid-looking data is refused
+/// with 400/409 by design) and `ensure_resource_availability` (it takes a 404 from
+/// `/machines/{id}/agent` right after `POST /machines` for a lost resource, but a machine has
+/// no agent until one enrolls).
+const CHECKS: &str = "not_a_server_error,status_code_conformance,content_type_conformance,\
+response_schema_conformance,response_headers_conformance,negative_data_rejection,use_after_free,unsupported_method";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn schemathesis_finds_nothing_against_the_document() {
+    let Some(st) = schemathesis() else {
+        eprintln!("skipped: schemathesis is not installed (tools/setup.sh puts it in target/validators/st)");
+        return;
+    };
+    let lab = Lab::start("").await;
+    let app = lab.app.as_ref().unwrap();
+    // The token goes in a file only the test can read, not on a command line or in the
+    // environment of the child.
+    let conf = lab.dir.path().join("schemathesis.toml");
+    std::fs::write(&conf, format!("[headers]\nAuthorization = \"Bearer {}\"\n", app.admin_token)).unwrap();
+    std::fs::set_permissions(&conf, std::fs::Permissions::from_mode(0o600)).unwrap();
+    // The document needs a token too: the test reads it and hands schemathesis the file, with the
+    // base URL over HTTPS, trusting the lab's CA (plain HTTP refuses the API).
+    let doc = lab.api.ok(Method::GET, "/openapi.json", None).await.unwrap();
+    let schema = lab.dir.path().join("openapi.json");
+    std::fs::write(&schema, doc.to_string()).unwrap();
+    let base = format!("https://{}/api/v1", app.https_addr);
+    let ca = lab.dir.path().join("tls/ca.pem");
+    let report = lab.dir.path().join("report");
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new(st)
+            .current_dir(report.parent().unwrap())
+            .arg("--config-file")
+            .arg(&conf)
+            .args(["--no-color", "run"])
+            .arg(&schema)
+            .args(["--url", &base, "--checks", CHECKS, "--max-examples", "15", "--workers", "2"])
+            .args(["--generation-deterministic", "--request-timeout", "10"])
+            .arg("--tls-verify")
+            .arg(&ca)
+            .arg("--report-dir")
+            .arg(&report)
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    // Whatever it changed (users, tokens), the admin token it ran with still works: nobody can
+    // delete, disable or demote themselves, and token ids cannot be guessed.
+    let (status, who) = lab.api.call(hyper::Method::GET, "/auth/whoami", None).await.unwrap();
+    assert_eq!((status, who["role"].as_str()), (200, Some("admin")), "{who}");
+    assert!(!text.contains("Failures:"), "schemathesis found problems:\n{text}");
+    // Its own crashes are not findings about the API, but only one known one is let through: a
+    // CPython 3.11 bug hypothesis trips over while describing a strategy.
+    let crashes = text.matches("Runtime Error\n").count();
+    let known = text.matches("SystemError: AST constructor recursion depth mismatch").count();
+    assert!(out.status.success() || (crashes > 0 && crashes == known), "schemathesis failed:\n{text}");
+    if !out.status.success() {
+        eprintln!("schemathesis hit the known CPython AST bug {crashes} time(s); no finding about the API");
+    }
+    let doc = rackboot::api::document();
+    let ops: usize = doc
+        .paths
+        .paths
+        .values()
+        .map(|p| [&p.get, &p.post, &p.put, &p.patch, &p.delete].iter().filter(|o| o.is_some()).count())
+        .sum();
+    // Every operation it selected was tested, and it selected all but the document itself.
+    let number = |after: &str| -> usize {
+        let rest = text.split(after).nth(1).unwrap_or_default();
+        rest.chars().take_while(char::is_ascii_digit).collect::<String>().parse().unwrap_or(0)
+    };
+    let (selected, tested) = (number("Selected: "), number("Tested: "));
+    assert!(
+        selected + 1 >= ops && tested == selected,
+        "{tested} of {selected} operations tested (document: {ops}):\n{text}"
+    );
+}

@@ -23,7 +23,7 @@ stage "setup (tools/setup.sh --libvirt: Debian packages, libvirt and the BMC emu
 stage "cargo fmt --check" cargo fmt --all -- --check
 stage "cargo clippy" cargo clippy --workspace --all-targets --locked -- -D warnings
 stage "cargo test (each crate's unit tests, then tests/it: in-process, hostile, end-to-end; VM tests take minutes)" \
-  cargo test --workspace --locked -- --include-ignored
+  cargo test --workspace --locked --no-fail-fast -- --include-ignored
 
 # The same CMDB unit tests and the in-process appliance tests once more with the CMDB on
 # PostgreSQL: a throwaway cluster on a Unix socket, a schema per test. Left out: tests of the

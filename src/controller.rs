@@ -10,6 +10,7 @@ use std::net::IpAddr;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
+use rackboot_base::secret::{hex, same_bytes as same, unhex32 as unhex};
 use sha2::{Digest, Sha256};
 use tokio::sync::{broadcast, Notify};
 use tokio_util::sync::CancellationToken;
@@ -246,30 +247,6 @@ impl Hub {
 
 /// Chunks a slow follower may fall behind by before it is told it lagged.
 const FOLLOW_BUFFER: usize = 64;
-
-/// Compares two secrets in constant time (by their SHA-256, so lengths do not show either).
-pub fn same_secret(a: &str, b: &str) -> bool {
-    same(&Sha256::digest(a.as_bytes()).into(), &Sha256::digest(b.as_bytes()).into())
-}
-
-fn same(a: &[u8; 32], b: &[u8; 32]) -> bool {
-    a.iter().zip(b.iter()).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
-
-fn unhex(s: &str) -> Option<[u8; 32]> {
-    let mut out = [0u8; 32];
-    if s.len() != 64 {
-        return None;
-    }
-    for (i, o) in out.iter_mut().enumerate() {
-        *o = u8::from_str_radix(s.get(2 * i..2 * i + 2)?, 16).ok()?;
-    }
-    Some(out)
-}
 
 #[cfg(test)]
 mod tests {

@@ -1,5 +1,10 @@
 //! rackboot: a network-boot appliance in one process.
 //!
+//! The layers below live in their own crates (`crates/`, ARCHITECTURE.md): `rackboot-base`
+//! (sockets, sealed secrets, constant-time compare and hex, the periodic loop) and
+//! `rackboot-model` (records and pure rules); [`mac`], [`jobs`], [`net`] and [`secrets`] are
+//! re-exported here under their old paths.
+//!
 //! Module map (see ARCHITECTURE.md for the longer version):
 //! - [`config`]: the TOML wire shape and its validated runtime form.
 //! - [`app`]: wires the appliance: resolves its addresses, binds every socket, starts the services.
@@ -52,17 +57,17 @@ pub mod controller;
 pub mod dhcp;
 pub mod dns;
 pub mod http;
-pub mod jobs;
-pub mod mac;
+pub use rackboot_model::jobs;
+pub use rackboot_model::mac;
 pub mod metrics;
-pub mod net;
+pub use rackboot_base::net;
 pub mod planner;
 pub mod plugins;
 pub mod provision;
 pub mod ra;
 pub mod racks;
 pub mod render;
-pub mod secrets;
+pub use rackboot_base::secrets;
 pub mod service;
 pub mod templates;
 pub mod tftp;

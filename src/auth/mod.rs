@@ -6,45 +6,9 @@ pub mod bootstrap;
 pub mod limiter;
 pub mod policy;
 
-use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
-use utoipa::ToSchema;
 
-/// What a user (or a token) may do; each role may do everything the one before it may.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Role {
-    /// Reads only (GET/HEAD).
-    Viewer,
-    /// Also changes machines, tasks, jobs and profiles.
-    Operator,
-    /// Also manages users, every token, and settings.
-    Admin,
-}
-
-impl Role {
-    /// The role's name as the API spells it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Role::Viewer => "viewer",
-            Role::Operator => "operator",
-            Role::Admin => "admin",
-        }
-    }
-}
-
-impl std::str::FromStr for Role {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "viewer" => Ok(Role::Viewer),
-            "operator" => Ok(Role::Operator),
-            "admin" => Ok(Role::Admin),
-            other => Err(format!("role {other:?} is not viewer, operator or admin")),
-        }
-    }
-}
+pub use rackboot_model::role::Role;
 
 /// Shortest password accepted.
 pub const MIN_PASSWORD: usize = 12;
@@ -131,15 +95,7 @@ pub fn secret_hash(secret: &str) -> String {
     hex(&Sha256::digest(secret.as_bytes()))
 }
 
-/// Compares two equal-length strings without an early exit.
-pub fn same(a: &str, b: &str) -> bool {
-    a.len() == b.len() && a.bytes().zip(b.bytes()).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
-/// Lowercase hex of `b`.
-pub fn hex(b: &[u8]) -> String {
-    b.iter().map(|b| format!("{b:02x}")).collect()
-}
+pub use rackboot_base::secret::{hex, same_str as same};
 
 #[cfg(test)]
 mod tests {

@@ -12,7 +12,7 @@
 pub mod actions;
 pub mod driver;
 pub mod ipmi;
-pub mod model;
+pub use rackboot_model::bmc as model;
 pub mod power;
 pub mod redfish;
 

@@ -11,7 +11,7 @@ use super::machines::take_id;
 use super::model::{AgentRecord, Machine, MachineState};
 use super::nonces::{self, NonceCheck};
 use super::{now_secs, Cmdb, CmdbError};
-use crate::mac::Mac;
+use rackboot_model::mac::Mac;
 
 /// What an enrollment decided.
 #[derive(Debug, Clone)]
@@ -99,7 +99,7 @@ impl Cmdb {
             }
             let holds_current = match (&admission.presented, &old) {
                 (Some((id, hash)), Some(rec)) => {
-                    Some(*id) == found && rec.approved && crate::controller::same_secret(&rec.secret_sha256, hash)
+                    Some(*id) == found && rec.approved && rackboot_base::secret::same_secret(&rec.secret_sha256, hash)
                 }
                 _ => false,
             };

@@ -9,7 +9,7 @@ use super::kv::Def;
 use super::model::Machine;
 use super::store::{scan, Record, BMCS};
 use super::{now_secs, Cmdb, CmdbError};
-use crate::bmc::model::{Bmc, PowerReading};
+use rackboot_model::bmc::{Bmc, PowerReading};
 
 impl Record for Bmc {
     const TABLE: Def<u64, &'static [u8]> = BMCS;
@@ -106,8 +106,8 @@ impl Cmdb {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bmc::model::{PowerState, Protocol, TlsPolicy};
     use crate::cmdb::NewMachine;
+    use rackboot_model::bmc::{PowerState, Protocol, TlsPolicy};
 
     fn bmc(id: u64, sealed: &str) -> Bmc {
         Bmc {

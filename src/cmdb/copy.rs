@@ -136,7 +136,7 @@ fn sum_table<K: PgCols + redb::Key, V: PgCols>(rtx: &ReadTx, def: Def<K, V>) -> 
 }
 
 fn sum(table: &'static str, rows: u64, h: Sha256) -> TableSum {
-    TableSum { table, rows, sha256: crate::auth::hex(&h.finalize()) }
+    TableSum { table, rows, sha256: rackboot_base::secret::hex(&h.finalize()) }
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use std::sync::Arc;
 pub use facets::Facet;
 
 use super::model::{Lease, Machine, MachineState};
-use crate::mac::Mac;
+use rackboot_model::mac::Mac;
 
 /// What the DHCP path needs to know about a machine.
 #[derive(Debug, Clone, PartialEq)]

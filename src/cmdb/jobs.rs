@@ -1,5 +1,5 @@
 //! The per-machine job queue on the CMDB handle: submit, claim, output, finish, cancel, lease
-//! expiry, and job output. The job's own state machine is `crate::jobs`; this is its storage.
+//! expiry, and job output. The job's own state machine is `rackboot_model::jobs`; this is its storage.
 
 use rackboot_agent::wire::{JobResult, OutputChunk, Stream};
 use serde::{Deserialize, Serialize};
@@ -10,7 +10,7 @@ use super::model::Machine;
 use super::store::{decode, encode, ACTIVE_JOBS, JOBS, JOB_OUTPUT, KEY_NEXT_JOB, MACHINES, MACHINE_JOBS, META};
 use super::writer::WriteCtx;
 use super::{now_ms, Cmdb, CmdbError};
-use crate::jobs::{Job, JobState, NewJob};
+use rackboot_model::jobs::{Job, JobState, NewJob};
 
 /// One stored piece of job output.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]

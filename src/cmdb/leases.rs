@@ -85,7 +85,7 @@ impl Cmdb {
     }
 
     /// The MAC holding an unexpired lease on `ip`, from the in-memory index.
-    pub fn lease_holder(&self, ip: Ipv4Addr) -> Option<crate::mac::Mac> {
+    pub fn lease_holder(&self, ip: Ipv4Addr) -> Option<rackboot_model::mac::Mac> {
         self.inner.index.read().expect("index lock").active_lease_to(ip, super::now_secs())
     }
 

@@ -8,7 +8,7 @@ use super::model::{valid_hostname, Lease, Machine, MachinePatch, MachineState, N
 use super::store::{self, decode, encode, MACHINES};
 use super::writer::WriteCtx;
 use super::{now_secs, Cmdb, CmdbError};
-use crate::mac::Mac;
+use rackboot_model::mac::Mac;
 
 /// Which machines a listing wants, and where its page starts.
 #[derive(Debug, Clone, Default)]

@@ -290,7 +290,7 @@ impl Cmdb {
     }
 
     /// The indexed summary of the machine owning `mac`, without touching storage.
-    pub fn brief_by_mac(&self, mac: crate::mac::Mac) -> Option<Brief> {
+    pub fn brief_by_mac(&self, mac: rackboot_model::mac::Mac) -> Option<Brief> {
         self.inner.index.read().expect("index lock").by_mac(mac).cloned()
     }
 

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::events::EventKind;
-use crate::mac::Mac;
+use rackboot_model::mac::Mac;
 
 /// Current record schema version; bump it together with a step in `store::migrate`.
 pub const SCHEMA_VERSION: u64 = 10;

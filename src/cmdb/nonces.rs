@@ -12,8 +12,8 @@ use sha2::{Digest, Sha256};
 use super::store::{self, Record};
 use super::writer::WriteCtx;
 use super::{now_secs, Cmdb, CmdbError};
-use crate::controller::same_secret;
-use crate::mac::Mac;
+use rackboot_base::secret::same_secret;
+use rackboot_model::mac::Mac;
 
 /// Boot MAC (packed in a u64) -> JSON `BootNonce`. Created on first use (no schema change:
 /// older files simply have no nonces).

@@ -12,8 +12,8 @@ use super::model::{AgentRecord, InstallerBoot, Machine, MachineState};
 use super::store::{decode, find_all, ACTIVE_RUNS, RUNS, TASKS};
 use super::writer::WriteCtx;
 use super::{now_ms, now_secs, Cmdb, CmdbError};
-use crate::jobs::{Job, NewJob};
 use crate::provision::{Run, RunState, Step, Task, TaskSpec, TaskState};
+use rackboot_model::jobs::{Job, NewJob};
 
 /// A run to create: its machine (if known yet), hostname and address.
 #[derive(Debug, Clone)]
@@ -187,7 +187,7 @@ impl Cmdb {
             let boot = m.installer.clone().ok_or_else(|| {
                 CmdbError::Conflict(format!("machine {machine_id} is not being installed by an installer"))
             })?;
-            if !crate::controller::same_secret(&boot.token, &token) {
+            if !rackboot_base::secret::same_secret(&boot.token, &token) {
                 return Err(CmdbError::Forbidden("wrong installer token".into()));
             }
             let mut run: Run = ctx.get(boot.run)?;

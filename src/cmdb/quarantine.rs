@@ -36,10 +36,10 @@ pub fn sweep(db: &Db) -> Result<Vec<Quarantined>, CmdbError> {
     let mut moved = Vec::new();
     sweep_u64::<Machine>(&tx, MACHINES, "machines", &mut moved)?;
     sweep_u64::<AgentRecord>(&tx, AGENTS, "agents", &mut moved)?;
-    sweep_u64::<crate::jobs::Job>(&tx, JOBS, "jobs", &mut moved)?;
+    sweep_u64::<rackboot_model::jobs::Job>(&tx, JOBS, "jobs", &mut moved)?;
     sweep_u64::<crate::provision::Task>(&tx, TASKS, "tasks", &mut moved)?;
     sweep_u64::<crate::provision::Run>(&tx, RUNS, "runs", &mut moved)?;
-    sweep_u64::<crate::bmc::model::Bmc>(&tx, super::store::BMCS, "bmcs", &mut moved)?;
+    sweep_u64::<rackboot_model::bmc::Bmc>(&tx, super::store::BMCS, "bmcs", &mut moved)?;
     {
         let mut leases = tx.open_table(LEASES)?;
         let bad: Vec<(u32, Vec<u8>, String)> = leases

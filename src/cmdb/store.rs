@@ -12,8 +12,8 @@ use serde::Serialize;
 use super::model::{AgentRecord, Machine, SCHEMA_VERSION};
 use super::writer::WriteCtx;
 use super::CmdbError;
-use crate::jobs::Job;
 use crate::provision::{Run, Task};
+use rackboot_model::jobs::Job;
 
 /// Counters and the schema version.
 pub const META: Def<&str, u64> = Def::new("meta");

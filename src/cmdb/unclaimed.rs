@@ -158,7 +158,7 @@ fn evict(ctx: &mut WriteCtx<'_>, m: &Machine) -> Result<(), CmdbError> {
 #[cfg(test)]
 mod tests {
     use crate::cmdb::{Cmdb, EventKind, MachineFilter, NewMachine, Sighting};
-    use crate::mac::Mac;
+    use rackboot_model::mac::Mac;
 
     fn mac(n: u32) -> Mac {
         format!("02:00:{:02x}:{:02x}:{:02x}:{:02x}", n >> 24, (n >> 16) & 0xff, (n >> 8) & 0xff, n & 0xff)

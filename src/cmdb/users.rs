@@ -8,7 +8,8 @@ use utoipa::ToSchema;
 
 use super::store::{decode, encode, scan, META, TOKENS, USERS};
 use super::{Cmdb, CmdbError};
-use crate::auth::{same, Role};
+use rackboot_base::secret::same_str as same;
+use rackboot_model::role::Role;
 
 /// API tokens (not sessions) one user may hold.
 pub const MAX_TOKENS_PER_USER: usize = 100;

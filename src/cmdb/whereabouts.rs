@@ -9,7 +9,7 @@ use std::net::{IpAddr, Ipv4Addr};
 
 use super::model::Machine;
 use super::{now_secs, Cmdb};
-use crate::mac::Mac;
+use rackboot_model::mac::Mac;
 
 /// How long an address seen in a DHCP request counts as the MAC's (an install takes a while,
 /// and the installer's own DHCP request refreshes it).

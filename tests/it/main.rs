@@ -51,6 +51,7 @@ mod disk_full;
 mod dns_inprocess;
 mod kill9;
 mod kill9_provision;
+mod layers;
 mod multi_appliance;
 mod plugin_agent;
 mod plugins;

@@ -1,6 +1,6 @@
 use super::*;
 use crate::cmdb::Sighting;
-use crate::mac::Mac;
+use rackboot_model::mac::Mac;
 
 async fn seeded(dir: &Path, n: u64) -> Cmdb {
     let db = Cmdb::open(&dir.join("rackboot.redb"), 64).unwrap();

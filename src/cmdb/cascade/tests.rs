@@ -6,8 +6,8 @@ use super::*;
 use crate::cmdb::model::Sighting;
 use crate::cmdb::store::{decode, EVENTS, LEASES, MACHINES, MACS};
 use crate::cmdb::{Admission, Cmdb, NewMachine, NewRun};
-use crate::jobs::{Job, NewJob};
-use crate::mac::Mac;
+use rackboot_model::jobs::{Job, NewJob};
+use rackboot_model::mac::Mac;
 
 fn mac(s: &str) -> Mac {
     s.parse().unwrap()

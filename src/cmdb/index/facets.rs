@@ -9,7 +9,7 @@ use std::net::Ipv4Addr;
 use super::{Brief, Index};
 use crate::cmdb::machines::MachineFilter;
 use crate::cmdb::model::{Machine, MachineState};
-use crate::mac::Mac;
+use rackboot_model::mac::Mac;
 
 /// A machine's filterable and searchable fields.
 #[derive(Debug, Clone, PartialEq, Default)]

@@ -1,0 +1,11 @@
+//! rackboot's ground floor: what every layer above may use and that knows nothing of them.
+//!
+//! - [`net`]: socket binding and interface discovery.
+//! - [`secrets`]: sealed secrets (AEAD under the appliance's data key), their one home.
+//! - [`secret`]: comparing secrets in constant time, and hex.
+//! - [`periodic`]: the loop a periodic service runs.
+
+pub mod net;
+pub mod periodic;
+pub mod secret;
+pub mod secrets;

@@ -21,7 +21,7 @@ mod jobs;
 pub mod kv;
 mod leases;
 mod machines;
-pub mod model;
+pub use rackboot_model::records as model;
 mod nonces;
 mod open;
 mod plugins;

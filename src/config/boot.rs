@@ -55,28 +55,7 @@ pub struct WireProfile {
     pub windows: Option<String>,
 }
 
-/// What a UEFI x64 PXE client is handed first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum UefiLoader {
-    /// iPXE (`boot.uefi_x64`), which loads kernel and initrd over HTTP. Unsigned: a machine
-    /// with Secure Boot on refuses it.
-    Ipxe,
-    /// The signed chain: Microsoft-signed shim (`boot.shim`), then Debian's signed network
-    /// GRUB (`grubx64.efi`, the name shim asks for) with a config rendered per machine, kernel
-    /// and initrd over TFTP. Boots with Secure Boot on or off.
-    Shim,
-}
-
-impl UefiLoader {
-    /// The name the timeline and the API use.
-    pub fn name(self) -> &'static str {
-        match self {
-            UefiLoader::Ipxe => "ipxe",
-            UefiLoader::Shim => "shim",
-        }
-    }
-}
+pub use rackboot_model::boot::UefiLoader;
 
 /// The file shim loads from the directory it came from: Debian's signed network GRUB.
 pub const GRUB_EFI: &str = "grubx64.efi";

@@ -36,11 +36,8 @@ fn edges(manifest: &Path) -> (String, Vec<String>) {
     let text = std::fs::read_to_string(manifest).unwrap();
     let doc: toml::Table = text.parse().unwrap_or_else(|e| panic!("{}: {e}", manifest.display()));
     let name = doc["package"]["name"].as_str().unwrap().to_string();
-    let deps = doc
-        .get("dependencies")
-        .and_then(|d| d.as_table())
-        .map(|t| t.keys().cloned().collect())
-        .unwrap_or_else(Vec::new);
+    let deps: Vec<String> =
+        doc.get("dependencies").and_then(|d| d.as_table()).map(|t| t.keys().cloned().collect()).unwrap_or_default();
     (name, deps.into_iter().filter(|d: &String| d.starts_with("rackboot")).collect())
 }
 

@@ -5,8 +5,16 @@
 //! - [`jobs`]: the agent job record and its state machine.
 //! - [`bmc`]: a machine's BMC record, its power states and actions, and the input that sets it.
 //! - [`role`]: the roles of users and tokens.
+//! - [`events`]: the kinds of a machine's timeline events.
+//! - [`boot`]: the UEFI loader a machine is handed.
+//! - [`records`]: the CMDB's records: machines, leases, events, agents, sightings.
+//! - [`placement`]: where a machine stands in a rack, and what says so.
 
 pub mod bmc;
+pub mod boot;
+pub mod events;
 pub mod jobs;
 pub mod mac;
+pub mod placement;
+pub mod records;
 pub mod role;

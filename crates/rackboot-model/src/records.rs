@@ -5,8 +5,8 @@ use std::net::Ipv4Addr;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::events::EventKind;
-use rackboot_model::mac::Mac;
+use crate::events::EventKind;
+use crate::mac::Mac;
 
 /// Current record schema version; bump it together with a step in `store::migrate`.
 pub const SCHEMA_VERSION: u64 = 10;
@@ -79,10 +79,10 @@ pub struct Machine {
     /// choice (`boot.uefi_loader`): `shim` for a machine with Secure Boot on. Always shown
     /// (`null`: the default), so pages and clients can read it.
     #[serde(default)]
-    pub uefi_loader: Option<crate::config::UefiLoader>,
+    pub uefi_loader: Option<crate::boot::UefiLoader>,
     /// What placed it, and what each kind of evidence says.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub placement: Option<crate::racks::place::Placement>,
+    pub placement: Option<crate::placement::Placement>,
 }
 
 /// The installer a machine boots while a run installs it from an answer file. The installer's
@@ -223,7 +223,7 @@ pub struct MachinePatch {
     pub boot_profile: Option<Option<String>>,
     /// `"ipxe"` or `"shim"`; `null` follows the subnet and the config again.
     #[serde(default, with = "double_option")]
-    pub uefi_loader: Option<Option<crate::config::UefiLoader>>,
+    pub uefi_loader: Option<Option<crate::boot::UefiLoader>>,
 }
 
 impl MachinePatch {
@@ -275,7 +275,7 @@ pub struct StoredProfile {
     pub initrd: String,
     #[serde(default)]
     pub cmdline: String,
-    /// For an installer: the answer file it reads (see [`crate::config::Profile::answer`]).
+    /// For an installer: the answer file it reads (see `Profile::answer` in the config).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answer: Option<String>,
 }

@@ -1,0 +1,185 @@
+//! What happened to a machine: the kinds of timeline events, each with its meaning and the
+//! fields of its `detail`.
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+macro_rules! event_kinds {
+    ($( $(#[doc = $doc:literal])* $variant:ident = $name:literal, fields: $fields:literal; )*) => {
+        /// What happened to a machine. Serialized as its dotted name (`dhcp.offer`); the table in
+        /// [`EventKind::ALL`] documents each kind and the fields of its `detail`.
+        #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+        pub enum EventKind {
+            $( $(#[doc = $doc])* $variant, )*
+            /// A kind this rackboot does not know (written by a newer or older version).
+            Other(Box<str>),
+        }
+
+        impl EventKind {
+            /// Every known kind: (kind, dotted name, what it means, its detail fields).
+            pub const ALL: &'static [(EventKind, &'static str, &'static str, &'static str)] = &[
+                $( (EventKind::$variant, $name, concat!($($doc),*), $fields), )*
+            ];
+
+            /// The dotted name.
+            pub fn as_str(&self) -> &str {
+                match self {
+                    $( EventKind::$variant => $name, )*
+                    EventKind::Other(s) => s,
+                }
+            }
+
+            /// The kind with this dotted name; unknown names are [`EventKind::Other`].
+            pub fn from_name(name: &str) -> EventKind {
+                match name {
+                    $( $name => EventKind::$variant, )*
+                    other => EventKind::Other(other.into()),
+                }
+            }
+        }
+    };
+}
+
+event_kinds! {
+    /// DHCP saw a MAC for the first time and created its machine.
+    MachineDiscovered = "machine.discovered", fields: "mac, arch (DHCP) or by: \"agent\", macs (enrollment)";
+    /// An operator registered the machine.
+    MachineRegistered = "machine.registered", fields: "macs";
+    /// An operator changed the machine's record.
+    MachineUpdated = "machine.updated", fields: "the changed fields";
+    /// The machine's lifecycle state changed.
+    MachineState = "machine.state", fields: "from, to (machine states)";
+    /// An offer was sent to the machine.
+    DhcpOffer = "dhcp.offer", fields: "ip, arch, boot_file, relay; repeats, first_ms when folded";
+    /// A lease was acknowledged (durable before the ACK left).
+    DhcpAck = "dhcp.ack", fields: "ip, lease_secs, boot_file, hostname; repeats, first_ms when folded";
+    /// A request was refused with a NAK.
+    DhcpNak = "dhcp.nak", fields: "requested, reason";
+    /// The client released its lease.
+    DhcpRelease = "dhcp.release", fields: "ip";
+    /// The client declined an address (in use).
+    DhcpDecline = "dhcp.decline", fields: "ip";
+    /// An INFORM was answered.
+    DhcpInform = "dhcp.inform", fields: "ciaddr; repeats, first_ms when folded";
+    /// proxyDHCP offered boot options.
+    DhcpProxyOffer = "dhcp.proxy_offer", fields: "arch, boot_file; repeats, first_ms when folded";
+    /// The PXE boot server (port 4011) acknowledged.
+    DhcpProxyAck = "dhcp.proxy_ack", fields: "arch, boot_file; repeats, first_ms when folded";
+    /// A TFTP transfer finished (or failed).
+    TftpTransfer = "tftp.transfer", fields: "file, bytes, outcome";
+    /// The machine fetched its iPXE script.
+    BootScript = "boot.script", fields: "plan, profile, reason";
+    /// The machine fetched a boot file over HTTP (kernel, initrd, image).
+    BootAsset = "boot.asset", fields: "path, bytes, status";
+    /// An installer fetched its answer file.
+    BootAnswer = "boot.answer", fields: "kind";
+    /// The machine's agent enrolled.
+    AgentEnrolled = "agent.enrolled", fields: "approved, agent_version, boot, addr";
+    /// An enrollment was refused: the machine's agent holds a live credential and the caller
+    /// presented neither it nor this boot's nonce (a neighbour trying to take the machine over,
+    /// or a node that lost its credential: boot it again).
+    AgentEnrollConflict = "agent.enroll_conflict", fields: "from, reason, boot_mac";
+    /// The unclaimed-machine cap was reached and the oldest unclaimed machine was evicted
+    /// (appliance-wide, machine 0; at most once a minute).
+    CmdbUnclaimedCap = "cmdb.unclaimed_cap", fields: "cap, evicted_total, evicted, macs";
+    /// A record that did not decode was moved to the quarantine at start (appliance-wide,
+    /// machine 0); the rest of the appliance started. `GET /api/v1/quarantine` lists them.
+    CmdbQuarantined = "cmdb.quarantined", fields: "table, key, bytes, error";
+    /// An operator approved the machine's agent.
+    AgentApproved = "agent.approved", fields: "(none)";
+    /// The agent uploaded the hardware inventory.
+    AgentInventory = "agent.inventory", fields: "vendor, model, serial, cpus, memory_bytes, disks, nics";
+    /// A job was queued for the machine.
+    JobQueued = "job.queued", fields: "job, action";
+    /// The agent started a job.
+    JobStarted = "job.started", fields: "job, attempt";
+    /// A job finished (succeeded, failed, timed out, cancelled).
+    JobFinished = "job.finished", fields: "job, state, exit_code, attempt";
+    /// A job's agent was not heard from within its lease; the job was requeued or failed.
+    JobLeaseExpired = "job.lease_expired", fields: "job, state, attempt";
+    /// A provisioning run was queued for the machine.
+    ProvisionQueued = "provision.queued", fields: "task, run";
+    /// A provisioning run moved to a step or progressed within it.
+    ProvisionStep = "provision.step", fields: "run, step, job, progress";
+    /// The run powers the machine up into BootOS through its BMC (PXE once, then on or cycle).
+    ProvisionPowerOn = "provision.power_on", fields: "task, run, attempt, uefi";
+    /// A step was stuck past its timeout: the run power-cycled the machine through its BMC, once.
+    ProvisionStuckCycle = "provision.stuck_cycle", fields: "task, run, step, uefi";
+    /// The run rebooted an installed machine into BootOS to reinstall it.
+    ProvisionReinstallReboot = "provision.reinstall_reboot", fields: "run, job";
+    /// The installer reported back: the machine boots its disk from now on.
+    ProvisionInstallerFinished = "provision.installer_finished", fields: "run";
+    /// An installer reported back again (it lost the first answer); a new credential was made.
+    ProvisionInstallerReportedAgain = "provision.installer_reported_again", fields: "run";
+    /// The run finished: the machine is installed.
+    ProvisionInstalled = "provision.installed", fields: "run, step, progress";
+    /// The run failed.
+    ProvisionFailed = "provision.failed", fields: "run, step, error";
+    /// The run was cancelled by an operator.
+    ProvisionCancelled = "provision.cancelled", fields: "run, task";
+    /// The machine was placed in a rack's slot (named, its address reserved).
+    RackPlaced = "rack.placed", fields: "rack, slot, by (option82, lldp, csv), port, hostname, ip";
+    /// The agent's LLDP neighbour confirmed the slot option 82 placed the machine in.
+    RackConfirmed = "rack.confirmed", fields: "rack, slot, port";
+    /// Option 82 and LLDP put the machine in different places (mis-cabled or mis-mapped).
+    RackMiscabled = "rack.miscabled", fields: "rack, slot, detail";
+    /// Two or more machines claim one slot.
+    RackSlotConflict = "rack.slot_conflict", fields: "rack, slot, detail, machines";
+    /// A mapped slot stayed silent past the rack's `silent_after_minutes` (appliance-wide,
+    /// machine 0).
+    RackSlotSilent = "rack.slot_silent", fields: "rack, slot, detail";
+    /// A placed machine is in the failed state.
+    RackMachineFailed = "rack.machine_failed", fields: "rack, slot, detail";
+    /// A vendor plugin job ended: what its check found and its apply did.
+    PluginResult = "plugin.result", fields: "plugin, version, vendor, signer, sha256, job, result (unchanged, applied, applied_reboot, not_applicable, failed), check_exit, apply_exit, error";
+    /// A hardware profile's plugin fits nothing on this machine (its [match]); it was not run.
+    PluginUnmatched = "plugin.unmatched", fields: "plugin, version, profile, vendor, product";
+    /// The machine's agent found a BMC in band (`ipmitool lan print`): its address and MAC, and
+    /// the address of a DHCP lease that MAC holds on this appliance's VLAN, if any.
+    BmcFound = "bmc.found", fields: "ip, mac, lease";
+    /// An operator set the machine's BMC (never its password).
+    BmcSet = "bmc.set", fields: "address, protocol, username, tls";
+    /// An operator removed the machine's BMC.
+    BmcRemoved = "bmc.removed", fields: "(none)";
+    /// A power action through the BMC succeeded and was verified by reading the state back.
+    PowerAction = "power.action", fields: "action, state, uefi, attempts, fallback, ms, by";
+    /// A power action through the BMC failed.
+    PowerFailed = "power.failed", fields: "action, error, kind, ms, by";
+}
+
+impl std::fmt::Display for EventKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for EventKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for EventKind {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = std::borrow::Cow::<str>::deserialize(d)?;
+        Ok(EventKind::from_name(&name))
+    }
+}
+
+impl utoipa::PartialSchema for EventKind {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{ObjectBuilder, SchemaType, Type};
+        let mut doc = String::from("The kind of a timeline event. Each kind and the fields of its `detail`:\n\n");
+        doc.push_str("| kind | meaning | detail fields |\n|---|---|---|\n");
+        for (_, name, meaning, fields) in EventKind::ALL {
+            doc.push_str(&format!("| `{name}` | {} | {fields} |\n", meaning.trim()));
+        }
+        ObjectBuilder::new()
+            .schema_type(SchemaType::new(Type::String))
+            .enum_values(Some(EventKind::ALL.iter().map(|(_, name, _, _)| *name)))
+            .description(Some(doc))
+            .into()
+    }
+}
+
+impl ToSchema for EventKind {}

@@ -68,17 +68,25 @@ async fn an_operator_sets_changes_and_removes_a_bmc_from_the_ui() {
     );
     let (_, page) = raw(&app, "GET", &path, &[c], "").await;
     assert!(page.contains("id=\"bmc-stored\"") && page.contains("198.18.7.9:6231 (ipmi)"), "{page}");
-    assert!(page.contains("keep the stored one") && !page.contains(BMC_PASSWORD), "{page}");
+    assert!(page.contains("keep the stored one, for the same address") && !page.contains(BMC_PASSWORD), "{page}");
     let (_, page) = raw(&app, "GET", &format!("/ui/machines/{id}"), &[c], "").await;
     assert!(page.contains("Change the BMC") && !page.contains(BMC_PASSWORD));
 
-    // A change without a password keeps the stored one.
-    let change =
+    // A new address without a password is refused (the stored one goes only to the BMC it was
+    // given for) and changes nothing; a change that keeps where it goes keeps it.
+    let moved =
         format!("csrf={csrf}&action=save&address=198.18.7.10%3A6231&protocol=ipmi&username=ops-admin&password=");
+    let (status, page) = raw(&app, "POST", &path, &[c, FORM], &moved).await;
+    assert_eq!(status, 400, "{page}");
+    assert!(page.contains("required again"), "{page}");
+    let v = app.api.ok(Method::GET, &format!("/machines/{id}/bmc"), None).await.unwrap();
+    assert_eq!(v["address"], "198.18.7.9:6231", "{v}");
+    let change =
+        format!("csrf={csrf}&action=save&address=198.18.7.9%3A6231&protocol=ipmi&username=ops-admin&password=");
     let (status, resp) = raw(&app, "POST", &path, &[c, FORM], &change).await;
     assert_eq!(status, 303, "{resp}");
     let v = app.api.ok(Method::GET, &format!("/machines/{id}/bmc"), None).await.unwrap();
-    assert_eq!((v["address"].as_str(), v["password_set"].as_bool()), (Some("198.18.7.10:6231"), Some(true)));
+    assert_eq!((v["address"].as_str(), v["password_set"].as_bool()), (Some("198.18.7.9:6231"), Some(true)));
     assert!(v.get("boot_mode").is_none(), "the boot mode left empty: as DHCP saw it");
 
     // A viewer sees no form and cannot post one.

@@ -12,29 +12,12 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use rackboot_agent::bundle::{sha256_hex, Limits};
+use rackboot_agent::bundle::sha256_hex;
+
+pub use rackboot_model::plugins::{Ingested, StoreLimits};
 
 use super::{unpack, verify, PluginError, PluginVersion};
 use crate::cmdb::Cmdb;
-
-/// The plugin store's limits and this appliance's own key pin (`[plugins]` in the config).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StoreLimits {
-    /// Largest bundle accepted, compressed bytes.
-    pub max_bundle_bytes: u64,
-    /// Caps on the bundle's contents.
-    pub unpack: Limits,
-    /// Public keys (base64 lines) this appliance accepts signatures of, whatever the CMDB's key
-    /// list says; empty: the CMDB's unrevoked keys. A shared store's holder can then add a key
-    /// to the list but not make this appliance serve what it signed.
-    pub pinned_keys: Vec<String>,
-}
-
-impl Default for StoreLimits {
-    fn default() -> Self {
-        StoreLimits { max_bundle_bytes: 128 << 20, unpack: Limits::default(), pinned_keys: Vec::new() }
-    }
-}
 
 /// The plugin store: the blob directory and the CMDB records.
 pub struct Store {
@@ -52,16 +35,6 @@ pub struct Store {
 
 /// Uploads verified at the same time (each holds its bundle in memory).
 pub const MAX_CONCURRENT_UPLOADS: usize = 2;
-
-/// What an upload did.
-#[derive(Debug, Clone)]
-pub struct Ingested {
-    pub version: PluginVersion,
-    /// False: this exact bundle was already stored (an upload is idempotent).
-    pub created: bool,
-    /// It became the active version.
-    pub activated: bool,
-}
 
 impl Store {
     /// Opens `<data_dir>/plugins`, emptying its `tmp/` (uploads a crash interrupted).

@@ -2,30 +2,13 @@
 //! parameters; a reference resolves to a stored, enabled version whose params schema the
 //! parameters pass, and becomes the agent action for a machine its `[match]` fits.
 
-use rackboot_agent::wire::{Action, Inventory, JobResult, PluginStep};
-use serde::{Deserialize, Serialize};
+use rackboot_agent::wire::{Action, Inventory, PluginStep};
 use serde_json::{json, Value};
+
+pub use rackboot_model::plugins::refs::{result_event, PluginRef};
 
 use super::{PluginVersion, TrustedKey};
 use crate::cmdb::Cmdb;
-use crate::jobs::Job;
-
-/// A hardware profile's reference to a plugin (`[[provision.hardware_profiles.plugins]]`).
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct PluginRef {
-    pub name: String,
-    /// A stored version; absent: the active one at the time the step runs.
-    #[serde(default)]
-    pub version: Option<String>,
-    /// Passed to `check` and `apply` as JSON on stdin; checked against the plugin's schema.
-    #[serde(default = "empty_object")]
-    pub params: Value,
-}
-
-fn empty_object() -> Value {
-    json!({})
-}
 
 /// A reference resolved: the version to run and the key that signed it.
 #[derive(Debug, Clone)]
@@ -121,17 +104,4 @@ pub async fn step_action(
         args: vec![],
         env: [("RACKBOOT_NOTE".to_string(), note)].into(),
     })
-}
-
-/// The `plugin.result` timeline event's detail for a finished plugin job.
-pub fn result_event(job: &Job, r: &JobResult) -> Option<Value> {
-    let Action::Plugin { name, version, vendor, signer, sha256, .. } = &job.action else { return None };
-    let (result, check_exit, apply_exit) = match &r.plugin {
-        Some(p) => (serde_json::to_value(p.result).ok()?, p.check_exit, p.apply_exit),
-        None => (json!("failed"), None, None),
-    };
-    Some(json!({
-        "plugin": name, "version": version, "vendor": vendor, "signer": signer, "sha256": sha256,
-        "job": job.id, "result": result, "check_exit": check_exit, "apply_exit": apply_exit, "error": r.error,
-    }))
 }

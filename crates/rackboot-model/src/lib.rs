@@ -9,6 +9,10 @@
 //! - [`boot`]: the UEFI loader a machine is handed.
 //! - [`records`]: the CMDB's records: machines, leases, events, agents, sightings.
 //! - [`placement`]: where a machine stands in a rack, and what says so.
+//! - [`provision`]: provisioning tasks and runs, the step sequence, hostname patterns, IP plans.
+//! - [`racks`]: racks (switch, port -> slot map, address plan, CSV), placement by option 82,
+//!   LLDP or CSV, and the flags a person must look at.
+//! - [`plugins`]: vendor plugins: manifest, parameter schema, minisign signatures, references.
 
 pub mod bmc;
 pub mod boot;
@@ -16,5 +20,8 @@ pub mod events;
 pub mod jobs;
 pub mod mac;
 pub mod placement;
+pub mod plugins;
+pub mod provision;
+pub mod racks;
 pub mod records;
 pub mod role;

@@ -88,26 +88,3 @@ fn racks_may_not_share_addresses_switch_ports_or_machines() {
     check_against(&fine, std::slice::from_ref(&a)).unwrap();
     check_against(&a, std::slice::from_ref(&a)).unwrap();
 }
-
-#[tokio::test]
-async fn the_sweeper_raises_a_silent_slot_without_anyone_looking() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = crate::cmdb::Cmdb::open_for_test(&dir.path().join("c.redb"), 64).unwrap();
-    let mut v = base();
-    v["silent_after_minutes"] = json!(0);
-    let rack = validate(spec(v), &catalog(), 0).unwrap();
-    db.put_rack(rack, false).await.unwrap();
-    let stop = tokio_util::sync::CancellationToken::new();
-    let task = tokio::spawn(sweep(db.clone(), std::time::Duration::from_millis(20), stop.clone()));
-    let mut raised = Vec::new();
-    for _ in 0..500 {
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        raised = db.racks().await.unwrap()[0].raised.clone();
-        if !raised.is_empty() {
-            break;
-        }
-    }
-    stop.cancel();
-    task.await.unwrap().unwrap();
-    assert!(raised.iter().any(|k| k.starts_with("SlotSilent:")), "{raised:?}");
-}

@@ -7,8 +7,9 @@ use utoipa::ToSchema;
 
 use super::place::{Evidence, Placement};
 use super::Rack;
-use crate::cmdb::{EventKind, Machine, MachineState};
+use crate::events::EventKind;
 use crate::mac::Mac;
+use crate::records::{Machine, MachineState};
 
 /// The kind of a flag.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]

@@ -9,8 +9,8 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::ports::parse_slot;
-use crate::cmdb::model::valid_hostname;
 use crate::mac::Mac;
+use crate::records::valid_hostname;
 
 /// Largest CSV accepted (bytes).
 pub const MAX_CSV_BYTES: usize = 64 * 1024;

@@ -7,7 +7,7 @@ use super::{
     csv, place, ports, AddressPlan, Catalog, Rack, RackSpec, SwitchId, MAX_NAME, MAX_PLAN, MAX_PORTS, MAX_SLOTS,
     MAX_TEXT,
 };
-use crate::cmdb::model::valid_hostname;
+use crate::records::valid_hostname;
 
 fn bounded(what: &str, v: &Option<String>) -> Result<Option<String>, String> {
     match v.as_deref() {

@@ -5,10 +5,10 @@
 use rackboot_agent::wire::LldpNeighbor;
 
 use super::{CsvMachine, Rack};
-use crate::cmdb::Machine;
 use crate::mac::Mac;
+use crate::records::Machine;
 
-pub use rackboot_model::placement::{Claim, Evidence, Placement};
+pub use crate::placement::{Claim, Evidence, Placement};
 
 /// What every kind of evidence says about one machine.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

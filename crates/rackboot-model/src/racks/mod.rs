@@ -1,0 +1,230 @@
+//! Racks: what an operator tells rackboot about a rack (its switch, the port -> slot map, a
+//! hostname pattern, an address plan, profiles, or a CSV of its machines), checked here into a
+//! stored [`Rack`]. Placement (`place`) and the flags a person must look at (`flags`) are pure
+//! functions over racks and machines; the CMDB applies them in its write transactions.
+
+mod check;
+pub mod csv;
+pub mod flags;
+pub mod place;
+pub mod ports;
+
+use std::net::Ipv4Addr;
+
+use ipnet::Ipv4Net;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+pub use check::{check_against, check_name, validate};
+pub use csv::CsvMachine;
+pub use ports::PortSlot;
+
+/// Racks the CMDB holds at most.
+pub const MAX_RACKS: usize = 256;
+/// Slots (rack units) per rack: slots are numbered 1..=MAX_SLOTS.
+pub const MAX_SLOTS: u32 = 64;
+/// Ports a rack's map may list (a machine may be cabled to two).
+pub const MAX_PORTS: usize = 128;
+/// Longest rack name (leaves room for the slot in a 63-character hostname).
+pub const MAX_NAME: usize = 32;
+/// Longest location, switch identity or profile name.
+pub const MAX_TEXT: usize = 128;
+/// Longest address plan, in addresses.
+pub const MAX_PLAN: u32 = 1024;
+/// Minutes an expected slot may stay silent by default before it is flagged.
+pub const DEFAULT_SILENT_MINUTES: u32 = 15;
+/// The default hostname pattern.
+pub const DEFAULT_PATTERN: &str = "{rack}-u{slot:02}";
+
+/// The switch a rack hangs off, as LLDP and the DHCP relay name it. Any one identity is enough.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SwitchId {
+    /// LLDP system name of the switch (matched case-insensitively).
+    #[serde(default)]
+    #[schema(max_length = 128)]
+    pub lldp_chassis_name: Option<String>,
+    /// LLDP chassis id (usually the switch's MAC; `:`/`-` and case do not matter).
+    #[serde(default)]
+    #[schema(max_length = 128)]
+    pub lldp_chassis_id: Option<String>,
+    /// DHCP option 82 remote id the relay adds: text, or hex as the relay sends it.
+    #[serde(default)]
+    #[schema(max_length = 128)]
+    pub remote_id: Option<String>,
+}
+
+/// A rack as an operator describes it (create, or replace with `PUT`).
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RackSpec {
+    /// Lowercase DNS label, at most 32 characters; unique.
+    #[schema(pattern = r"^[a-z0-9]([a-z0-9-]{0,30}[a-z0-9])?$")]
+    pub name: String,
+    #[serde(default)]
+    #[schema(max_length = 128)]
+    pub location: Option<String>,
+    #[serde(default)]
+    pub switch: SwitchId,
+    /// Port -> slot lines: `Ethernet1-42 -> U1-U42` (equal lengths), `Ethernet43 -> U43`.
+    #[serde(default)]
+    #[schema(max_items = 128)]
+    pub ports: Vec<String>,
+    /// The same map as CSV rows `port,slot`.
+    #[serde(default)]
+    pub ports_csv: Option<String>,
+    /// Placeholders `{rack}`, `{slot}` and `{slot:0N}` (zero-padded to N digits).
+    #[serde(default = "default_pattern")]
+    #[schema(max_length = 63)]
+    pub hostname_pattern: String,
+    /// `FIRST-LAST`: slot U<n> is reserved address FIRST + n - 1.
+    #[serde(default)]
+    pub address_plan: Option<String>,
+    /// A hardware profile from `[[provision.hardware_profiles]]`.
+    #[serde(default)]
+    pub hardware_profile: Option<String>,
+    /// What a machine is installed with: a boot profile with an answer file (an installer) or
+    /// an image file in the images directory.
+    #[serde(default)]
+    pub os_profile: Option<String>,
+    /// Provision a placed machine with `os_profile` once its inventory is in.
+    #[serde(default)]
+    pub auto_provision: bool,
+    /// Minutes after the rack's creation before a mapped slot nobody answered from is flagged
+    /// (0: at once).
+    #[serde(default = "default_silent")]
+    #[schema(maximum = 10080)]
+    pub silent_after_minutes: u32,
+    /// The machine list as CSV rows `mac-or-serial,hostname,ip,slot` (racks without managed
+    /// switches); also `POST /racks/{name}/csv`.
+    #[serde(default)]
+    pub machines_csv: Option<String>,
+    /// What this rack's UEFI x64 PXE machines get first (`ipxe` or `shim`), over their subnet's
+    /// and the config's choice; a machine's own choice wins over it. Unset: not the rack's call.
+    #[serde(default)]
+    pub uefi_loader: Option<crate::boot::UefiLoader>,
+}
+
+fn default_pattern() -> String {
+    DEFAULT_PATTERN.into()
+}
+fn default_silent() -> u32 {
+    DEFAULT_SILENT_MINUTES
+}
+
+/// An address range of a rack's plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct AddressPlan {
+    #[schema(value_type = String, format = Ipv4)]
+    pub first: Ipv4Addr,
+    #[schema(value_type = String, format = Ipv4)]
+    pub last: Ipv4Addr,
+}
+
+impl AddressPlan {
+    /// The address slot `slot` reserves, if the plan reaches it.
+    pub fn address(&self, slot: u32) -> Option<Ipv4Addr> {
+        let ip = u32::from(self.first).checked_add(slot.checked_sub(1)?)?;
+        (ip <= u32::from(self.last)).then(|| Ipv4Addr::from(ip))
+    }
+
+    fn overlaps(&self, o: &AddressPlan) -> bool {
+        self.first <= o.last && o.first <= self.last
+    }
+
+    fn contains(&self, ip: Ipv4Addr) -> bool {
+        (self.first..=self.last).contains(&ip)
+    }
+}
+
+/// A rack as stored and shown.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Rack {
+    pub v: u64,
+    pub name: String,
+    pub location: Option<String>,
+    pub switch: SwitchId,
+    pub ports: Vec<PortSlot>,
+    pub hostname_pattern: String,
+    pub address_plan: Option<AddressPlan>,
+    pub hardware_profile: Option<String>,
+    pub os_profile: Option<String>,
+    pub auto_provision: bool,
+    pub silent_after_minutes: u32,
+    /// Its machines' UEFI loader (see [`RackSpec::uefi_loader`]).
+    #[serde(default)]
+    pub uefi_loader: Option<crate::boot::UefiLoader>,
+    /// The machines its CSV lists (by MAC or serial, with their slots).
+    pub machines: Vec<CsvMachine>,
+    /// Unix seconds.
+    pub created_at: u64,
+    pub updated_at: u64,
+    /// Keys of the flags whose event has been recorded (so each is recorded once while it lasts).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schema(ignore)]
+    pub raised: Vec<String>,
+}
+
+impl Rack {
+    /// The rack as the API shows it: without the keys of the flags already recorded.
+    pub fn shown(mut self) -> Rack {
+        self.raised.clear();
+        self
+    }
+
+    /// The slots the rack expects a machine in: mapped ports and CSV rows, in order.
+    pub fn expected_slots(&self) -> Vec<u32> {
+        let mut s: Vec<u32> = self.ports.iter().map(|p| p.slot).chain(self.machines.iter().map(|m| m.slot)).collect();
+        s.sort_unstable();
+        s.dedup();
+        s
+    }
+
+    /// The hostname of slot `slot`.
+    pub fn hostname(&self, slot: u32) -> Result<String, String> {
+        render_pattern(&self.hostname_pattern, &self.name, slot)
+    }
+
+    /// The address slot `slot` gets: its CSV row's, else the plan's.
+    pub fn address(&self, slot: u32) -> Option<Ipv4Addr> {
+        self.address_plan.and_then(|p| p.address(slot))
+    }
+}
+
+/// What the config and the CMDB know that a rack's names must match.
+#[derive(Debug, Clone, Default)]
+pub struct Catalog {
+    /// The provisioning networks (DHCP subnets); empty: not known, not checked.
+    pub networks: Vec<Ipv4Net>,
+    /// Hardware profile names; `None`: provisioning is off, none may be named.
+    pub hardware_profiles: Option<Vec<String>>,
+    /// Boot profiles with an answer file (installers).
+    pub installers: Vec<String>,
+    /// Image files in the images directory.
+    pub images: Vec<String>,
+}
+
+/// Renders a hostname pattern for `slot`; unknown placeholders are refused.
+pub fn render_pattern(pattern: &str, rack: &str, slot: u32) -> Result<String, String> {
+    let mut out = String::new();
+    let mut rest = pattern;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let close = rest[open..].find('}').ok_or_else(|| format!("pattern {pattern:?} has an unclosed '{{'"))? + open;
+        match &rest[open + 1..close] {
+            "rack" => out.push_str(rack),
+            "slot" => out.push_str(&slot.to_string()),
+            p if p.starts_with("slot:0") && p.len() == 7 && p.as_bytes()[6].is_ascii_digit() => {
+                let width = (p.as_bytes()[6] - b'0') as usize;
+                out.push_str(&format!("{slot:0width$}"));
+            }
+            other => return Err(format!("unknown placeholder {{{other}}} (use {{rack}}, {{slot}}, {{slot:02}})")),
+        }
+        rest = &rest[close + 1..];
+    }
+    out.push_str(rest);
+    Ok(out.to_ascii_lowercase())
+}
+
+#[cfg(test)]
+mod tests;

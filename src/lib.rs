@@ -52,7 +52,7 @@ pub mod auth;
 pub mod bmc;
 pub mod client;
 pub mod cmdb;
-pub mod config;
+pub use rackboot_config as config;
 pub mod controller;
 pub mod dhcp;
 pub mod dns;

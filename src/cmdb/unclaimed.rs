@@ -19,8 +19,7 @@ use super::store::{AGENTS, MACHINE_JOBS};
 use super::writer::WriteCtx;
 use super::{now_secs, CmdbError};
 
-/// The default cap (`server.max_unclaimed_machines`).
-pub const DEFAULT_CAP: usize = 10_000;
+pub use rackboot_model::records::DEFAULT_UNCLAIMED_CAP as DEFAULT_CAP;
 /// Candidates looked at per eviction before giving up (all of them claimed in this batch).
 const LOOK_AT: usize = 64;
 

@@ -47,8 +47,7 @@ pub fn default_text(dir: Option<&Path>, name: &str) -> std::io::Result<String> {
     }
 }
 
-/// The installer answer files rackboot renders.
-pub const ANSWER_KINDS: [&str; 3] = ["kickstart", "preseed", "autoinstall"];
+pub use rackboot_model::boot::ANSWER_KINDS;
 
 /// What an installer answer file needs.
 #[derive(Debug, Clone, Serialize)]

@@ -22,17 +22,12 @@ pub mod tftp;
 pub mod unattend;
 pub mod wim;
 
+pub use rackboot_model::boot::{valid_media_name, UNATTEND_DIR};
+
 /// The directory under the TFTP root holding every imported media (also the share's root).
 pub const DIR: &str = "windows";
-/// The share's directory of rendered answer files (so no media may be called this).
-pub const UNATTEND_DIR: &str = "unattend";
 /// The boot manager DHCP names, at the top of each media directory.
 pub const BOOTMGR: &str = "bootmgfw.efi";
-
-/// A media name: a DNS-label-like word, so it is safe in paths, TFTP names and SMB paths.
-pub fn valid_media_name(name: &str) -> bool {
-    crate::cmdb::model::valid_hostname(name) && name != UNATTEND_DIR
-}
 
 /// The media a machine pinned to profile `pinned` boots, when that is a Windows profile (DHCP,
 /// TFTP and the answer file's preview all ask this).

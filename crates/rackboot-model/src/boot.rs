@@ -24,3 +24,15 @@ impl UefiLoader {
         }
     }
 }
+
+/// The installer answer files rackboot renders (an installer profile's `answers`).
+pub const ANSWER_KINDS: [&str; 3] = ["kickstart", "preseed", "autoinstall"];
+
+/// The folder under the Windows boot directory that holds per-machine answer files.
+pub const UNATTEND_DIR: &str = "unattend";
+
+/// A Windows media set's name: a folder under the Windows boot directory (a hostname's
+/// characters, and not the answer-file folder).
+pub fn valid_media_name(name: &str) -> bool {
+    crate::records::valid_hostname(name) && name != UNATTEND_DIR
+}

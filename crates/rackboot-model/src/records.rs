@@ -362,3 +362,7 @@ impl AgentRecord {
         }
     }
 }
+
+/// Machines nobody has claimed that the store keeps before evicting the oldest
+/// (`[server] max_unclaimed_machines`).
+pub const DEFAULT_UNCLAIMED_CAP: usize = 10_000;

@@ -31,36 +31,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
 const CHUNK: i64 = 512;
 const FIRST_CHUNK: i64 = 8;
 
-/// Where the store is and how to log in.
-#[derive(Clone)]
-pub struct PgConfig {
-    /// `postgres://user@host/db` or `host=/run/postgresql dbname=...`; no password in it.
-    pub url: String,
-    /// Read from `[store] password_file`, never from the URL or the environment.
-    pub password: Option<String>,
-    /// A schema other than `public`, for several CMDBs in one database.
-    pub schema: Option<String>,
-    pub pool_size: usize,
-    /// CA certificates (PEM) the server's certificate must chain to: with them the connection
-    /// is TLS or nothing; without, plain (a Unix socket or a trusted network).
-    pub tls_ca: Option<Vec<u8>>,
-    /// Without a CA, a server over the network is refused unless this is set.
-    pub allow_plaintext: bool,
-}
-
-/// Everything but the password.
-impl std::fmt::Debug for PgConfig {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PgConfig")
-            .field("url", &self.url)
-            .field("password", &self.password.as_ref().map(|_| "(from password_file)"))
-            .field("schema", &self.schema)
-            .field("pool_size", &self.pool_size)
-            .field("tls", &self.tls_ca.is_some())
-            .field("allow_plaintext", &self.allow_plaintext)
-            .finish()
-    }
-}
+pub use rackboot_config::PgConfig;
 
 /// An open PostgreSQL store.
 pub struct Pg {

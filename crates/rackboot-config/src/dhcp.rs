@@ -95,7 +95,7 @@ pub struct DhcpConfig {
     pub max_clients_per_relay: usize,
     pub commit_batch: usize,
     /// Answer IPv6 router solicitations with an advertisement that configures nothing, so
-    /// iPXE stops waiting for one (see [`crate::ra`]).
+    /// iPXE stops waiting for one (see the router advertisements in the DHCP layer).
     pub router_advertisements: bool,
     pub subnets: Vec<Subnet>,
     /// A hot-standby pair with another appliance on this VLAN (`[dhcp.pair]`).
@@ -234,7 +234,7 @@ impl DhcpConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Config;
+    use crate::Config;
 
     #[test]
     fn full_mode_config_validates() {

@@ -2,7 +2,7 @@
 
 use serde::Deserialize;
 
-use crate::plugins::store::StoreLimits;
+use rackboot_model::plugins::StoreLimits;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -55,7 +55,7 @@ impl TryFrom<WirePlugins> for StoreLimits {
         anyhow::ensure!(trusted_keys.len() <= 256, "plugins.trusted_keys: at most 256 keys");
         let mut pinned_keys = Vec::new();
         for (i, key) in trusted_keys.iter().enumerate() {
-            let parsed = crate::plugins::verify::parse_public_key(key)
+            let parsed = rackboot_model::plugins::verify::parse_public_key(key)
                 .map_err(|e| anyhow::anyhow!("plugins.trusted_keys[{i}]: {e}"))?;
             pinned_keys.push(parsed.public_key);
         }

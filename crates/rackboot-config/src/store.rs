@@ -119,7 +119,7 @@ pub fn remote_host(cfg: &tokio_postgres::Config) -> Option<String> {
 impl StoreConfig {
     /// The PostgreSQL connection settings, the password read from its file; `None` for the
     /// embedded store.
-    pub fn postgres(&self) -> anyhow::Result<Option<crate::cmdb::kv::PgConfig>> {
+    pub fn postgres(&self) -> anyhow::Result<Option<PgConfig>> {
         let StoreConfig::Postgres { url, password_file, schema, pool_size, tls_ca_file, allow_plaintext } = self else {
             return Ok(None);
         };
@@ -146,7 +146,7 @@ impl StoreConfig {
                 Some(pw)
             }
         };
-        Ok(Some(crate::cmdb::kv::PgConfig {
+        Ok(Some(PgConfig {
             url: url.clone(),
             password,
             schema: schema.clone(),
@@ -154,6 +154,37 @@ impl StoreConfig {
             tls_ca,
             allow_plaintext: *allow_plaintext,
         }))
+    }
+}
+
+/// Where the store is and how to log in.
+#[derive(Clone)]
+pub struct PgConfig {
+    /// `postgres://user@host/db` or `host=/run/postgresql dbname=...`; no password in it.
+    pub url: String,
+    /// Read from `[store] password_file`, never from the URL or the environment.
+    pub password: Option<String>,
+    /// A schema other than `public`, for several CMDBs in one database.
+    pub schema: Option<String>,
+    pub pool_size: usize,
+    /// CA certificates (PEM) the server's certificate must chain to: with them the connection
+    /// is TLS or nothing; without, plain (a Unix socket or a trusted network).
+    pub tls_ca: Option<Vec<u8>>,
+    /// Without a CA, a server over the network is refused unless this is set.
+    pub allow_plaintext: bool,
+}
+
+/// Everything but the password.
+impl std::fmt::Debug for PgConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgConfig")
+            .field("url", &self.url)
+            .field("password", &self.password.as_ref().map(|_| "(from password_file)"))
+            .field("schema", &self.schema)
+            .field("pool_size", &self.pool_size)
+            .field("tls", &self.tls_ca.is_some())
+            .field("allow_plaintext", &self.allow_plaintext)
+            .finish()
     }
 }
 

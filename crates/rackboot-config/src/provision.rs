@@ -46,7 +46,7 @@ pub struct HardwareProfile {
     pub scripts: Vec<String>,
     /// Signed vendor plugins run after the scripts, in order, on machines their `[match]` fits.
     #[serde(default)]
-    pub plugins: Vec<crate::plugins::usage::PluginRef>,
+    pub plugins: Vec<rackboot_model::plugins::refs::PluginRef>,
 }
 
 /// Validated provisioning settings.
@@ -94,19 +94,19 @@ impl ProvisionConfig {
         let mut by_name = BTreeMap::new();
         for p in hardware_profiles {
             anyhow::ensure!(
-                crate::cmdb::model::valid_hostname(&p.name),
+                rackboot_model::records::valid_hostname(&p.name),
                 "hardware profile name {:?} must be letters, digits and '-'",
                 p.name
             );
             for r in &p.plugins {
                 anyhow::ensure!(
-                    crate::plugins::manifest::valid_name(&r.name),
+                    rackboot_model::plugins::manifest::valid_name(&r.name),
                     "hardware profile {}: plugin name {:?} must be letters, digits and '-'",
                     p.name,
                     r.name
                 );
                 if let Some(v) = &r.version {
-                    crate::plugins::manifest::version(v)
+                    rackboot_model::plugins::manifest::version(v)
                         .map_err(|e| anyhow::anyhow!("hardware profile {}: plugin {}: {e}", p.name, r.name))?;
                 }
                 anyhow::ensure!(

@@ -86,7 +86,7 @@ pub struct Profile {
     pub kernel: String,
     pub initrd: String,
     pub cmdline: String,
-    /// The answer file an installer profile reads: one of [`crate::render::ANSWER_KINDS`].
+    /// The answer file an installer profile reads: one of [`rackboot_model::boot::ANSWER_KINDS`].
     pub answer: Option<String>,
     /// A Windows profile boots this imported media (`<tftp root>/windows/<name>/`) through its
     /// own Microsoft-signed `bootmgfw.efi`, from UEFI PXE only; kernel, initrd, command line and
@@ -114,12 +114,12 @@ impl TryFrom<WireProfile> for Profile {
     fn try_from(w: WireProfile) -> anyhow::Result<Self> {
         let WireProfile { name, kernel, initrd, cmdline, answer, windows } = w;
         anyhow::ensure!(
-            crate::cmdb::model::valid_hostname(&name),
+            rackboot_model::records::valid_hostname(&name),
             "boot profile name {name:?} must be letters, digits and '-'"
         );
         if let Some(media) = &windows {
             anyhow::ensure!(
-                crate::windows::valid_media_name(media),
+                rackboot_model::boot::valid_media_name(media),
                 "boot profile {name}: windows media name {media:?} must be letters, digits and '-' (not \"unattend\")"
             );
             anyhow::ensure!(
@@ -134,9 +134,9 @@ impl TryFrom<WireProfile> for Profile {
         );
         if let Some(a) = &answer {
             anyhow::ensure!(
-                crate::render::ANSWER_KINDS.contains(&a.as_str()),
+                rackboot_model::boot::ANSWER_KINDS.contains(&a.as_str()),
                 "boot profile {name}: answer {a:?} is not one of {:?}",
-                crate::render::ANSWER_KINDS
+                rackboot_model::boot::ANSWER_KINDS
             );
         }
         Ok(Profile { name, kernel, initrd, cmdline, answer, windows })
@@ -176,7 +176,7 @@ impl BootFiles {
 
 #[cfg(test)]
 mod tests {
-    use crate::config::Config;
+    use crate::Config;
 
     #[test]
     fn profiles_are_checked_and_discovery_is_built_in() {

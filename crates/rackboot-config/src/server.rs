@@ -25,7 +25,7 @@ impl Default for WireServer {
             interface: String::new(),
             address: None,
             log_format: "human".into(),
-            max_unclaimed_machines: crate::cmdb::DEFAULT_UNCLAIMED_CAP,
+            max_unclaimed_machines: rackboot_model::records::DEFAULT_UNCLAIMED_CAP,
             backup_interval_secs: 0,
             backup_keep: 7,
         }

@@ -41,13 +41,13 @@ pub use pair::{PairConfig, PairRole, WirePair};
 pub use plugins::WirePlugins;
 pub use provision::{HardwareProfile, ProvisionConfig, WireProvision};
 pub use server::{WireHttp, WireServer};
-pub use store::{remote_host, StoreConfig, WireStore};
+pub use store::{remote_host, PgConfig, StoreConfig, WireStore};
 pub use tftp::{TftpConfig, WireTftp};
 pub use value::{Ipv4Net, Pool};
 pub use windows::{WindowsConfig, WireWindows};
 
 /// The embedded default configuration: what `rackboot serve` runs with no `--config`.
-pub const EMBEDDED_DEFAULT: &str = include_str!("../../rackboot.example.toml");
+pub const EMBEDDED_DEFAULT: &str = include_str!("../../../rackboot.example.toml");
 
 /// The file as written: every key optional, unknown keys refused.
 #[derive(Debug, Deserialize, Default)]
@@ -100,7 +100,7 @@ pub struct Config {
     /// Users' sessions, the login rate limit and the audit log's size.
     pub auth: AuthConfig,
     /// Caps on vendor plugin bundles (`[plugins]`).
-    pub plugins: crate::plugins::store::StoreLimits,
+    pub plugins: rackboot_model::plugins::StoreLimits,
     /// Power by remote control through machines' BMCs.
     pub bmc: BmcConfig,
     /// Windows media and its SMB share.
@@ -137,7 +137,7 @@ impl TryFrom<WireConfig> for Config {
             windows,
             store,
         } = w;
-        let plugins = crate::plugins::store::StoreLimits::try_from(plugins)?;
+        let plugins = rackboot_model::plugins::StoreLimits::try_from(plugins)?;
         let WireServer {
             data_dir,
             interface,

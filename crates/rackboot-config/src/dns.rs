@@ -59,7 +59,7 @@ impl TryFrom<WireDns> for DnsConfig {
         anyhow::ensure!(
             !domain.is_empty()
                 && domain.len() <= 200
-                && domain.split('.').all(crate::cmdb::model::valid_hostname)
+                && domain.split('.').all(rackboot_model::records::valid_hostname)
                 && domain.contains('.'),
             "dns.domain {domain:?} must be a dotted name of letters, digits and '-' (e.g. \"rack.internal\")"
         );

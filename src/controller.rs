@@ -10,7 +10,7 @@ use std::net::IpAddr;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
-use rackboot_base::secret::{hex, same_bytes as same, unhex32 as unhex};
+use rackboot_base::secret::{same_bytes as same, unhex32 as unhex};
 use sha2::{Digest, Sha256};
 use tokio::sync::{broadcast, Notify};
 use tokio_util::sync::CancellationToken;
@@ -96,11 +96,7 @@ impl Hub {
     /// A fresh credential secret and its hash. The agent gets `<machine id>.<secret>`; the
     /// CMDB keeps only the hash.
     pub fn new_secret() -> Result<(String, String), getrandom::Error> {
-        let mut raw = [0u8; 32];
-        getrandom::fill(&mut raw)?;
-        let secret = hex(&raw);
-        let hash = hex(&Sha256::digest(secret.as_bytes()));
-        Ok((secret, hash))
+        rackboot_base::secret::new_credential()
     }
 
     /// Drops a machine's cached credential (after an enrollment, an approval or a delete); the
@@ -126,8 +122,7 @@ impl Hub {
     /// A presented bearer credential `<machine id>.<secret>` as (machine id, hex SHA-256 of the
     /// secret), for the CMDB to compare with what it stores, inside its own transaction.
     pub fn presented(bearer: Option<&str>) -> Option<(u64, String)> {
-        let (id, secret) = bearer?.split_once('.')?;
-        Some((id.parse().ok()?, hex(&Sha256::digest(secret.as_bytes()))))
+        rackboot_base::secret::presented_credential(bearer)
     }
 
     /// Checks a bearer credential `<machine id>.<secret>`; returns the machine id.
@@ -251,6 +246,7 @@ const FOLLOW_BUFFER: usize = 64;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rackboot_base::secret::hex;
 
     #[test]
     fn credentials_hash_round_trip() {

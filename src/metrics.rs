@@ -212,4 +212,22 @@ mod tests {
         assert!(text.contains("rackboot_packet_panics_total{service=\"dhcp\"} 1"), "{text}");
         assert!(text.contains("rackboot_packet_panics_total{service=\"dns\"} 1"), "{text}");
     }
+
+    #[tokio::test]
+    async fn the_cmdb_writers_batches_and_panics_are_exported() {
+        use crate::cmdb::{Cmdb, Sighting};
+        let dir = tempfile::tempdir().unwrap();
+        let db = Cmdb::open_for_test(&dir.path().join("c.redb"), 64).unwrap();
+        db.record(Sighting { mac: Some("52:54:00:00:99:01".parse().unwrap()), ..Default::default() }, vec![]);
+        db.flush().await.unwrap();
+        let metrics = Metrics { cmdb_writer: db.writer_stats().clone(), ..Default::default() };
+        let text = metrics.render();
+        assert!(text.contains("rackboot_cmdb_batch_panics_total 0"), "{text}");
+        let timed: u64 = text
+            .lines()
+            .find_map(|l| l.strip_prefix("rackboot_cmdb_commit_seconds_count "))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0);
+        assert!(timed >= 1, "every batch is timed ({timed}):\n{text}");
+    }
 }

@@ -25,10 +25,7 @@ pub struct ServerTls {
     pub ca_pin: String,
 }
 
-/// The crypto provider everywhere in rackboot (ring).
-pub fn provider() -> Arc<rustls::crypto::CryptoProvider> {
-    Arc::new(rustls::crypto::ring::default_provider())
-}
+pub use rackboot_base::tls::{client_config, provider};
 
 /// The `[https]` certificate: the operator's files, or the appliance CA's (made or renewed
 /// here) for `names`.
@@ -66,19 +63,6 @@ pub fn server_config(
         .context("the certificate does not match its key")?;
     c.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(c)
-}
-
-/// A client config that trusts only the CA certificates in `ca_pem`.
-pub fn client_config(ca_pem: &[u8]) -> anyhow::Result<rustls::ClientConfig> {
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in CertificateDer::pem_slice_iter(ca_pem) {
-        roots.add(cert.context("reading the CA certificate")?).context("adding the CA certificate")?;
-    }
-    anyhow::ensure!(!roots.is_empty(), "no CA certificate in the CA file");
-    Ok(rustls::ClientConfig::builder_with_provider(provider())
-        .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])?
-        .with_root_certificates(roots)
-        .with_no_client_auth())
 }
 
 /// Every certificate in a PEM file.

@@ -4,8 +4,10 @@
 //! - [`secrets`]: sealed secrets (AEAD under the appliance's data key), their one home.
 //! - [`secret`]: comparing secrets in constant time, and hex.
 //! - [`periodic`]: the loop a periodic service runs.
+//! - [`tls`]: the crypto provider and the client config that trusts only a given CA.
 
 pub mod net;
 pub mod periodic;
 pub mod secret;
 pub mod secrets;
+pub mod tls;

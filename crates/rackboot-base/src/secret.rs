@@ -50,3 +50,20 @@ mod tests {
         assert_eq!(unhex32(&"zz".repeat(32)), None);
     }
 }
+
+/// A new agent credential secret (64 hex digits from the OS's RNG) and the SHA-256 hex the
+/// store keeps of it.
+pub fn new_credential() -> Result<(String, String), getrandom::Error> {
+    let mut raw = [0u8; 32];
+    getrandom::fill(&mut raw)?;
+    let secret = hex(&raw);
+    let hash = hex(&Sha256::digest(secret.as_bytes()));
+    Ok((secret, hash))
+}
+
+/// A presented bearer credential `<machine id>.<secret>` as (machine id, SHA-256 hex of the
+/// secret); `None` when it does not have that shape.
+pub fn presented_credential(bearer: Option<&str>) -> Option<(u64, String)> {
+    let (id, secret) = bearer?.split_once('.')?;
+    Some((id.parse().ok()?, hex(&Sha256::digest(secret.as_bytes()))))
+}

@@ -1,0 +1,398 @@
+//! In-memory index of the hot subset of the CMDB (MAC -> machine, reservations, hostnames), kept
+//! in step with redb by the writer thread so the DHCP path never waits on storage for a lookup.
+
+mod facets;
+
+use std::collections::{BTreeSet, HashMap};
+use std::net::Ipv4Addr;
+use std::sync::Arc;
+
+pub use facets::Facet;
+
+use super::model::{Lease, Machine, MachineState};
+use rackboot_model::mac::Mac;
+
+/// What the DHCP path needs to know about a machine.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Brief {
+    pub id: u64,
+    pub macs: Vec<Mac>,
+    pub hostname: Option<String>,
+    pub reserved_ip: Option<Ipv4Addr>,
+    pub state: MachineState,
+    /// Only seen on the network so far: `discovered`, and nothing an operator set (hostname,
+    /// reservation, tags, pinned profile). These count against the unclaimed-machine cap.
+    pub unclaimed: bool,
+    /// What the machine list filters and searches on (shared: a Brief is cloned on hot paths).
+    pub facet: Arc<Facet>,
+    /// Its own choice of UEFI loader, for DHCP (see [`Machine::uefi_loader`]).
+    pub uefi_loader: Option<rackboot_model::boot::UefiLoader>,
+    /// The profile an operator pinned, for DHCP (a Windows profile starts its boot manager).
+    pub boot_profile: Option<String>,
+    /// The rack it is placed in, for DHCP (the rack's UEFI loader).
+    pub rack: Option<String>,
+}
+
+impl From<&Machine> for Brief {
+    fn from(m: &Machine) -> Self {
+        Brief {
+            id: m.id,
+            macs: m.macs.clone(),
+            hostname: m.hostname.clone(),
+            reserved_ip: m.reserved_ip,
+            state: m.state,
+            unclaimed: is_unclaimed(m),
+            facet: Arc::new(Facet::from(m)),
+            uefi_loader: m.uefi_loader,
+            boot_profile: m.boot_profile.clone(),
+            rack: m.rack.clone(),
+        }
+    }
+}
+
+/// Whether `m` is only what the network told rackboot (see [`Brief::unclaimed`]).
+pub fn is_unclaimed(m: &Machine) -> bool {
+    m.state == MachineState::Discovered
+        && m.hostname.is_none()
+        && m.reserved_ip.is_none()
+        && m.tags.is_empty()
+        && m.boot_profile.is_none()
+        && m.uefi_loader.is_none()
+}
+
+/// A change to apply once the transaction that made it has committed.
+#[derive(Debug)]
+pub enum Delta {
+    Upsert(Brief),
+    Remove(u64),
+    /// An address now leased (`Some`) or no longer (`None`).
+    Lease(Ipv4Addr, Option<LeaseBrief>),
+}
+
+/// What the index keeps of an active lease.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LeaseBrief {
+    pub mac: Mac,
+    /// The hostname the client sent (option 12), if any.
+    pub hostname: Option<String>,
+    /// Unix seconds.
+    pub expires_at: u64,
+}
+
+impl From<&Lease> for LeaseBrief {
+    fn from(l: &Lease) -> Self {
+        LeaseBrief { mac: l.mac, hostname: l.client_hostname.clone(), expires_at: l.expires_at }
+    }
+}
+
+/// The names DNS should publish, as of one moment.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DnsHosts {
+    /// (lowercase hostname, address), sorted and without duplicates.
+    pub hosts: Vec<(String, Ipv4Addr)>,
+    /// When the earliest lease behind one of `hosts` expires (Unix seconds).
+    pub next_expiry: Option<u64>,
+}
+
+/// The index itself.
+#[derive(Debug, Default)]
+pub struct Index {
+    machines: HashMap<u64, Brief>,
+    by_mac: HashMap<Mac, u64>,
+    by_ip: HashMap<Ipv4Addr, u64>,
+    by_hostname: HashMap<String, u64>,
+    leased: HashMap<Ipv4Addr, LeaseBrief>,
+    /// Ids of unclaimed machines, oldest (lowest id) first.
+    unclaimed: BTreeSet<u64>,
+    /// All ids, by state and by tag, for the machine list.
+    sets: facets::Sets,
+    /// On a shared store: the change-log sequence each machine's and address's entry was last
+    /// applied at, so an older read never overwrites a newer one (see [`Index::apply_at`]).
+    versions: HashMap<Key, u64>,
+}
+
+/// What a delta is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Key {
+    Machine(u64),
+    Address(Ipv4Addr),
+}
+
+impl Delta {
+    fn key(&self) -> Key {
+        match self {
+            Delta::Upsert(b) => Key::Machine(b.id),
+            Delta::Remove(id) => Key::Machine(*id),
+            Delta::Lease(ip, _) => Key::Address(*ip),
+        }
+    }
+}
+
+impl Index {
+    /// The machine with this id.
+    pub fn by_id(&self, id: u64) -> Option<&Brief> {
+        self.machines.get(&id)
+    }
+
+    /// Every MAC's unexpired leased addresses at `now`.
+    pub fn leased_by_mac(&self, now: u64) -> HashMap<Mac, Vec<Ipv4Addr>> {
+        let mut out: HashMap<Mac, Vec<Ipv4Addr>> = HashMap::new();
+        for (ip, l) in self.leased.iter().filter(|(_, l)| l.expires_at > now) {
+            out.entry(l.mac).or_default().push(*ip);
+        }
+        out
+    }
+
+    /// The machine that owns `mac`.
+    pub fn by_mac(&self, mac: Mac) -> Option<&Brief> {
+        self.by_mac.get(&mac).and_then(|id| self.machines.get(id))
+    }
+
+    /// The machine id holding a reservation for `ip`.
+    pub fn reserved_owner(&self, ip: Ipv4Addr) -> Option<u64> {
+        self.by_ip.get(&ip).copied()
+    }
+
+    /// The machine id with hostname `h` (case-insensitive).
+    pub fn by_hostname(&self, h: &str) -> Option<u64> {
+        self.by_hostname.get(&h.to_ascii_lowercase()).copied()
+    }
+
+    /// Machines per state.
+    pub fn count_by_state(&self) -> HashMap<MachineState, usize> {
+        let mut out = HashMap::new();
+        for b in self.machines.values() {
+            *out.entry(b.state).or_insert(0) += 1;
+        }
+        out
+    }
+
+    /// How many machines are unclaimed.
+    pub fn unclaimed_count(&self) -> usize {
+        self.unclaimed.len()
+    }
+
+    /// Unclaimed machine ids from `from` on, oldest first.
+    pub fn unclaimed_from(&self, from: u64) -> impl Iterator<Item = u64> + '_ {
+        self.unclaimed.range(from..).copied()
+    }
+
+    /// The MAC holding an unexpired lease on `ip` at `now`.
+    pub fn active_lease_to(&self, ip: Ipv4Addr, now: u64) -> Option<Mac> {
+        self.leased.get(&ip).filter(|l| l.expires_at > now).map(|l| l.mac)
+    }
+
+    /// The MAC holding a lease on `ip` (TFTP and HTTP know clients only by address).
+    pub fn leased_to(&self, ip: Ipv4Addr) -> Option<Mac> {
+        self.leased.get(&ip).map(|l| l.mac)
+    }
+
+    /// Hostname/address pairs for DNS at time `now`: every machine's hostname with its
+    /// reservation, and each MAC's newest unexpired lease (a client that moved keeps its old lease
+    /// until it runs out, but only the new address is published) under its machine's hostname or,
+    /// for machines the operator has not named, the hostname the client sent (a CMDB name always
+    /// wins a clash).
+    pub fn dns_hosts(&self, now: u64) -> DnsHosts {
+        let mut hosts = Vec::new();
+        let mut next_expiry: Option<u64> = None;
+        for b in self.machines.values() {
+            if let (Some(h), Some(ip)) = (&b.hostname, b.reserved_ip) {
+                hosts.push((h.to_ascii_lowercase(), ip));
+            }
+        }
+        let mut newest: HashMap<Mac, (Ipv4Addr, &LeaseBrief)> = HashMap::new();
+        for (ip, l) in &self.leased {
+            if l.expires_at <= now {
+                continue;
+            }
+            let slot = newest.entry(l.mac).or_insert((*ip, l));
+            if (l.expires_at, *ip) > (slot.1.expires_at, slot.0) {
+                *slot = (*ip, l);
+            }
+        }
+        // A client-sent name held by several leases goes to the one renewed last.
+        let mut by_client_name: HashMap<String, (u64, Ipv4Addr)> = HashMap::new();
+        for (mac, (ip, l)) in newest {
+            let name = match self.by_mac(mac).and_then(|b| b.hostname.as_ref()) {
+                Some(h) => h.to_ascii_lowercase(),
+                None => match &l.hostname {
+                    Some(h) if super::model::valid_hostname(h) && self.by_hostname(h).is_none() => {
+                        let slot = by_client_name.entry(h.to_ascii_lowercase()).or_insert((l.expires_at, ip));
+                        if (l.expires_at, ip) > *slot {
+                            *slot = (l.expires_at, ip);
+                        }
+                        continue;
+                    }
+                    _ => continue,
+                },
+            };
+            next_expiry = Some(next_expiry.map_or(l.expires_at, |n| n.min(l.expires_at)));
+            hosts.push((name, ip));
+        }
+        for (name, (expires_at, ip)) in by_client_name {
+            next_expiry = Some(next_expiry.map_or(expires_at, |n| n.min(expires_at)));
+            hosts.push((name, ip));
+        }
+        hosts.sort();
+        hosts.dedup();
+        DnsHosts { hosts, next_expiry }
+    }
+
+    /// `whole` (every machine and held address in the store) plus the removals that make this
+    /// index hold nothing else: what takes a follower that missed changes back to the store.
+    pub fn replace_with(&self, mut whole: Vec<Delta>) -> Vec<Delta> {
+        let mut machines: std::collections::HashSet<u64> = std::collections::HashSet::new();
+        let mut addresses: std::collections::HashSet<Ipv4Addr> = std::collections::HashSet::new();
+        for d in &whole {
+            match d {
+                Delta::Upsert(b) => machines.insert(b.id),
+                Delta::Lease(ip, Some(_)) => addresses.insert(*ip),
+                Delta::Remove(_) | Delta::Lease(_, None) => false,
+            };
+        }
+        whole.extend(self.machines.keys().filter(|id| !machines.contains(id)).map(|id| Delta::Remove(*id)));
+        whole.extend(self.leased.keys().filter(|ip| !addresses.contains(ip)).map(|ip| Delta::Lease(*ip, None)));
+        whole
+    }
+
+    /// Applies deltas read at change-log sequence `seq` (a shared store): each one only if
+    /// nothing newer was applied for its machine or address. The writer (its own batch, at that
+    /// batch's sequence) and the follower (another appliance's, read from the store) may get
+    /// here in either order; the newer wins.
+    pub fn apply_at(&mut self, delta: Vec<Delta>, seq: u64) {
+        let newer: Vec<Delta> = delta
+            .into_iter()
+            .filter(|d| {
+                let v = self.versions.entry(d.key()).or_insert(0);
+                if *v > seq {
+                    return false;
+                }
+                *v = seq;
+                true
+            })
+            .collect();
+        self.apply(newer);
+    }
+
+    /// Applies committed changes in order.
+    pub fn apply(&mut self, delta: Vec<Delta>) {
+        for d in delta {
+            match d {
+                Delta::Upsert(b) => {
+                    self.remove(b.id);
+                    for m in &b.macs {
+                        self.by_mac.insert(*m, b.id);
+                    }
+                    if let Some(ip) = b.reserved_ip {
+                        self.by_ip.insert(ip, b.id);
+                    }
+                    if let Some(h) = &b.hostname {
+                        self.by_hostname.insert(h.to_ascii_lowercase(), b.id);
+                    }
+                    if b.unclaimed {
+                        self.unclaimed.insert(b.id);
+                    }
+                    self.sets.insert(&b);
+                    self.machines.insert(b.id, b);
+                }
+                Delta::Remove(id) => self.remove(id),
+                Delta::Lease(ip, Some(lease)) => {
+                    self.leased.insert(ip, lease);
+                }
+                Delta::Lease(ip, None) => {
+                    self.leased.remove(&ip);
+                }
+            }
+        }
+    }
+
+    fn remove(&mut self, id: u64) {
+        self.unclaimed.remove(&id);
+        if let Some(old) = self.machines.remove(&id) {
+            self.sets.remove(&old);
+            for m in &old.macs {
+                self.by_mac.remove(m);
+            }
+            if let Some(ip) = old.reserved_ip {
+                self.by_ip.remove(&ip);
+            }
+            if let Some(h) = &old.hostname {
+                self.by_hostname.remove(&h.to_ascii_lowercase());
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mac(last: u8) -> Mac {
+        Mac([0x52, 0x54, 0, 0, 0, last])
+    }
+
+    fn lease(ip: [u8; 4], m: u8, hostname: Option<&str>, expires_at: u64) -> Delta {
+        Delta::Lease(
+            Ipv4Addr::from(ip),
+            Some(LeaseBrief { mac: mac(m), hostname: hostname.map(Into::into), expires_at }),
+        )
+    }
+
+    #[test]
+    fn dns_hosts_prefers_cmdb_names_and_drops_expired_leases() {
+        let mut ix = Index::default();
+        ix.apply(vec![
+            Delta::Upsert(Brief {
+                id: 1,
+                macs: vec![mac(1)],
+                hostname: Some("Web1".into()),
+                reserved_ip: Some(Ipv4Addr::new(10, 0, 0, 5)),
+                state: MachineState::Ready,
+                unclaimed: false,
+                facet: Default::default(),
+                uefi_loader: None,
+                boot_profile: None,
+                rack: None,
+            }),
+            Delta::Upsert(Brief {
+                id: 2,
+                macs: vec![mac(2)],
+                hostname: None,
+                reserved_ip: None,
+                state: MachineState::Discovered,
+                unclaimed: true,
+                facet: Default::default(),
+                uefi_loader: None,
+                boot_profile: None,
+                rack: None,
+            }),
+            // Machine 1's NIC leased under whatever the client said: the CMDB name wins.
+            lease([10, 0, 0, 6], 1, Some("client-says"), 200),
+            // ... and its older lease on another address (it moved) is not published.
+            lease([10, 0, 0, 20], 1, None, 120),
+            // Machine 2 is unnamed: its client-sent name is used.
+            lease([10, 0, 0, 7], 2, Some("pxe7"), 300),
+            // An unknown client claiming a CMDB name does not get it.
+            lease([10, 0, 0, 8], 9, Some("web1"), 300),
+            // Two leases claiming one client name: the one renewed last (expiring last) wins.
+            lease([10, 0, 0, 9], 10, Some("dup"), 150),
+            lease([10, 0, 0, 10], 11, Some("dup"), 400),
+            // Expired, and an invalid name: neither is published.
+            lease([10, 0, 0, 11], 12, Some("old"), 50),
+            lease([10, 0, 0, 12], 13, Some("bad_name"), 300),
+        ]);
+        let got = ix.dns_hosts(100);
+        let want: Vec<(String, Ipv4Addr)> =
+            [("dup", [10, 0, 0, 10]), ("pxe7", [10, 0, 0, 7]), ("web1", [10, 0, 0, 5]), ("web1", [10, 0, 0, 6])]
+                .iter()
+                .map(|(h, ip)| (h.to_string(), Ipv4Addr::from(*ip)))
+                .collect();
+        assert_eq!(got.hosts, want);
+        assert_eq!(got.next_expiry, Some(200));
+        ix.apply(vec![Delta::Lease(Ipv4Addr::new(10, 0, 0, 6), None), Delta::Remove(1)]);
+        // The machine is gone (its older lease on .20 has no name of its own).
+        // With the named machine gone, the client that asked for "web1" gets it.
+        let web1: Vec<_> = ix.dns_hosts(100).hosts.into_iter().filter(|(h, _)| h == "web1").collect();
+        assert_eq!(web1, [("web1".to_string(), Ipv4Addr::new(10, 0, 0, 8))]);
+    }
+}

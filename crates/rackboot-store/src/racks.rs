@@ -1,0 +1,380 @@
+//! Racks in the CMDB: the `racks` table (and an in-memory copy the DHCP path reads), and
+//! placement applied inside write transactions: a machine's evidence (`racks::place`) puts it
+//! in a slot, names it and reserves its address, with a `rack.placed` event. Flags
+//! (`racks::flags`) are computed from a read and their events recorded once in a write.
+
+use std::sync::{Arc, RwLock};
+
+use serde_json::json;
+
+use super::events::{push_event, EventKind};
+use super::machines::{check_unique, put_machine};
+use super::model::Machine;
+use super::store::{decode, encode, scan, EVENTS, MACHINES, RACKS};
+use super::writer::WriteCtx;
+use super::{now_secs, Cmdb, CmdbError};
+use rackboot_model::racks::flags::{self, Flag, MachineSummary, RackView};
+use rackboot_model::racks::place::{self, Placement};
+use rackboot_model::racks::{check_against, CsvMachine, Rack, MAX_RACKS};
+
+/// The racks as last committed, for the DHCP and inventory paths (read without storage).
+pub(super) type RackCache = Arc<RwLock<Arc<Vec<Rack>>>>;
+
+/// Reads every rack in a write batch.
+fn all_in(ctx: &WriteCtx<'_>) -> Result<Vec<Rack>, CmdbError> {
+    scan(&ctx.t.tx.open_table(RACKS)?)
+}
+
+/// Loads the cache from the file (at open).
+pub(super) fn load(db: &super::kv::Db) -> Result<RackCache, CmdbError> {
+    let rtx = db.begin_read()?;
+    let racks: Vec<Rack> = scan(&rtx.open_table(RACKS)?)?;
+    Ok(Arc::new(RwLock::new(Arc::new(racks))))
+}
+
+/// The current racks from the cache.
+pub(super) fn cached(cache: &RackCache) -> Arc<Vec<Rack>> {
+    cache.read().expect("rack cache lock").clone()
+}
+
+/// Places machine `id` from its record's evidence; nothing happens when its placement already
+/// says what the evidence says. Returns the rack it is now placed in, if it changed.
+pub(super) fn place_machine(ctx: &mut WriteCtx<'_>, racks: &[Rack], id: u64) -> Result<Option<String>, CmdbError> {
+    if racks.is_empty() {
+        return Ok(None);
+    }
+    let Some(m) = ctx.find::<Machine>(id)? else { return Ok(None) };
+    apply(ctx, racks, m, &[])
+}
+
+/// Applies what the evidence says to `m`. A machine in one of the `renamed` racks (whose
+/// pattern, plan or CSV changed) is named and addressed again even where it stays.
+fn apply(
+    ctx: &mut WriteCtx<'_>,
+    racks: &[Rack],
+    mut m: Machine,
+    renamed: &[&str],
+) -> Result<Option<String>, CmdbError> {
+    let found = place::find(racks, &m);
+    let rename = m.rack.as_deref().is_some_and(|r| renamed.contains(&r));
+    if found.same_as(m.placement.as_ref()) && !rename {
+        return Ok(None);
+    }
+    let now = now_secs();
+    let prev = m.placement.take();
+    let was_confirmed = prev.as_ref().is_some_and(|p| p.option82.is_some() && p.option82 == p.lldp);
+    let mut events = Vec::new();
+    let Some((claim, by)) = found.chosen() else {
+        // Its evidence is gone (the rack was deleted or remapped): it keeps its name and address.
+        (m.rack, m.slot) = (None, None);
+        put_machine(ctx, &m)?;
+        return Ok(None);
+    };
+    let moved = rename || m.rack.as_deref() != Some(claim.rack.as_str()) || m.slot != Some(claim.slot);
+    let rack = racks.iter().find(|r| r.name == claim.rack).expect("a claim names a known rack");
+    m.placement = Some(Placement {
+        by,
+        option82: found.option82.clone(),
+        lldp: found.lldp.clone(),
+        csv: found.csv.as_ref().map(|c| c.0.clone()),
+        placed_at: if moved { now } else { prev.as_ref().map_or(now, |p| p.placed_at) },
+        provision_task: if moved { None } else { prev.and_then(|p| p.provision_task) },
+    });
+    if moved {
+        (m.rack, m.slot) = (Some(claim.rack.clone()), Some(claim.slot));
+        let row = found.csv.as_ref().map(|c| &c.1);
+        let hostname = row.and_then(|r| r.hostname.clone()).or_else(|| rack.hostname(claim.slot).ok());
+        let ip = row.and_then(|r| r.ip).or_else(|| rack.address(claim.slot));
+        let mut detail = json!({"rack": claim.rack, "slot": claim.slot, "by": by, "port": claim.port});
+        match check_unique(ctx, Some(m.id), &m.macs, hostname.as_deref(), ip) {
+            Ok(()) => {
+                m.hostname = hostname.or(m.hostname.take());
+                m.reserved_ip = ip.or(m.reserved_ip);
+                detail["hostname"] = json!(m.hostname);
+                detail["ip"] = json!(m.reserved_ip);
+            }
+            // Another machine holds the slot's name or address: it claims the slot all the same
+            // (the rack's flags show both), but takes neither.
+            Err(CmdbError::Conflict(why)) => detail["not_named"] = json!(why),
+            Err(e) => return Err(e),
+        }
+        events.push((EventKind::RackPlaced, detail));
+    }
+    if let (Some(a), Some(b)) = (&found.option82, &found.lldp) {
+        if a == b && !was_confirmed {
+            events.push((EventKind::RackConfirmed, json!({"rack": a.rack, "slot": a.slot, "port": a.port})));
+        }
+    }
+    m.updated_at = now;
+    put_machine(ctx, &m)?;
+    for (kind, detail) in events {
+        push_event(ctx, m.id, kind, detail)?;
+    }
+    Ok(Some(claim.rack))
+}
+
+/// Places every machine again against `racks` (after the rack list changed from `before`):
+/// machines of a rack whose naming (pattern, plan, CSV) changed get their names again.
+fn place_all(ctx: &mut WriteCtx<'_>, before: &[Rack], racks: &[Rack]) -> Result<(), CmdbError> {
+    let naming = |r: &Rack| (r.hostname_pattern.clone(), r.address_plan, r.machines.clone());
+    let renamed: Vec<&str> = racks
+        .iter()
+        .filter(|r| before.iter().any(|b| b.name == r.name && naming(b) != naming(r)))
+        .map(|r| r.name.as_str())
+        .collect();
+    let all: Vec<Machine> = scan(&ctx.t.machines)?;
+    for m in all {
+        apply(ctx, racks, m, &renamed)?;
+    }
+    Ok(())
+}
+
+impl Cmdb {
+    /// The address a machine asking through this switch port (option 82 circuit and remote id)
+    /// gets once it is placed: its slot's planned address, when a rack claims the port and nobody
+    /// holds that address yet. DHCP offers it on the very first DISCOVER, before the placement is
+    /// written, so a client is never offered a pool address it is then refused (iPXE ignores a
+    /// NAK and gives up its DHCP).
+    pub fn planned_address(&self, circuit: Option<&str>, remote: Option<&str>) -> Option<std::net::Ipv4Addr> {
+        circuit?;
+        let racks = cached(&self.inner.racks);
+        let claim = rackboot_model::racks::place::by_option82(&racks, circuit, remote)?;
+        let ip = racks.iter().find(|r| r.name == claim.rack)?.address(claim.slot)?;
+        self.reserved_owner(ip).is_none().then_some(ip)
+    }
+
+    /// The provisioning networks rack address plans must lie in (the DHCP subnets, set by the
+    /// DHCP service at start; empty: not known).
+    pub fn set_provisioning_networks(&self, nets: Vec<ipnet::Ipv4Net>) {
+        *self.inner.networks.write().expect("networks lock") = nets;
+    }
+
+    /// See [`Cmdb::set_provisioning_networks`].
+    pub fn provisioning_networks(&self) -> Vec<ipnet::Ipv4Net> {
+        self.inner.networks.read().expect("networks lock").clone()
+    }
+
+    /// The UEFI loader rack `name` chooses for its machines, from the in-memory rack list.
+    pub fn rack_uefi_loader(&self, name: &str) -> Option<rackboot_model::boot::UefiLoader> {
+        let racks = self.inner.racks.read().expect("rack cache lock").clone();
+        racks.iter().find(|r| r.name == name)?.uefi_loader
+    }
+
+    /// Whether any rack is defined (a sighting may place a machine), from memory.
+    pub fn has_racks(&self) -> bool {
+        !self.inner.racks.read().expect("rack cache lock").is_empty()
+    }
+
+    /// Every rack, by name.
+    pub async fn racks(&self) -> Result<Vec<Rack>, CmdbError> {
+        self.read(|rtx| scan(&rtx.open_table(RACKS)?)).await
+    }
+
+    /// One rack.
+    pub async fn rack(&self, name: String) -> Result<Rack, CmdbError> {
+        self.read(move |rtx| match rtx.open_table(RACKS)?.get(name.as_str())? {
+            Some(v) => decode(v.value()),
+            None => Err(CmdbError::NotFound(format!("rack {name}"))),
+        })
+        .await
+    }
+
+    /// Stores a checked rack: a new one (`replace` false; 409 if the name is taken), or in place
+    /// of the one with its name (`replace`; its creation time and raised flags are kept). It
+    /// must not overlap another rack (addresses, switch ports, machines). Every machine is
+    /// placed again against the new racks in the same transaction.
+    pub async fn put_rack(&self, rack: Rack, replace: bool) -> Result<Rack, CmdbError> {
+        self.write_racks(move |racks| {
+            let old = racks.iter().position(|r| r.name == rack.name);
+            let mut rack = rack;
+            match (old, replace) {
+                (Some(_), false) => return Err(CmdbError::Conflict(format!("rack {} exists", rack.name))),
+                (None, true) => return Err(CmdbError::NotFound(format!("rack {}", rack.name))),
+                (None, false) if racks.len() >= MAX_RACKS => {
+                    return Err(CmdbError::Conflict(format!("at most {MAX_RACKS} racks")))
+                }
+                (Some(i), true) => {
+                    rack.created_at = racks[i].created_at;
+                    rack.raised = racks[i].raised.clone();
+                }
+                (None, false) => {}
+            }
+            check_against(&rack, racks).map_err(CmdbError::Conflict)?;
+            match old {
+                Some(i) => racks[i] = rack.clone(),
+                None => racks.push(rack.clone()),
+            }
+            Ok(rack)
+        })
+        .await
+    }
+
+    /// Replaces a rack's CSV machine list (checked against the rack and the other racks).
+    pub async fn set_rack_machines(&self, name: String, rows: Vec<CsvMachine>) -> Result<Rack, CmdbError> {
+        self.write_racks(move |racks| {
+            let i =
+                racks.iter().position(|r| r.name == name).ok_or_else(|| CmdbError::NotFound(format!("rack {name}")))?;
+            let mut rack = racks[i].clone();
+            rack.machines = rows;
+            rack.updated_at = now_secs();
+            if let Some(m) = rack
+                .machines
+                .iter()
+                .find(|m| m.ip.is_none() && rack.address_plan.is_some() && rack.address(m.slot).is_none())
+            {
+                return Err(CmdbError::Invalid(format!("address_plan has too few addresses for U{}", m.slot)));
+            }
+            check_against(&rack, racks).map_err(CmdbError::Conflict)?;
+            racks[i] = rack.clone();
+            Ok(rack)
+        })
+        .await
+    }
+
+    /// Deletes a rack; its machines leave it (they keep their names and reservations).
+    pub async fn delete_rack(&self, name: String) -> Result<(), CmdbError> {
+        self.write_racks(move |racks| {
+            let i =
+                racks.iter().position(|r| r.name == name).ok_or_else(|| CmdbError::NotFound(format!("rack {name}")))?;
+            racks.remove(i);
+            Ok(())
+        })
+        .await
+    }
+
+    /// Runs a change of the rack list in one write: `f` edits the list (checking first), then
+    /// the table is rewritten, every machine placed again and the cache swapped.
+    async fn write_racks<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Vec<Rack>) -> Result<T, CmdbError> + Send + 'static,
+    ) -> Result<T, CmdbError> {
+        let cache = self.inner.racks.clone();
+        let out = self
+            .write(move |ctx| {
+                let before = all_in(ctx)?;
+                let mut racks = before.clone();
+                let out = f(&mut racks)?;
+                let mut t = ctx.t.tx.open_table(RACKS)?;
+                for gone in before.iter().filter(|b| !racks.iter().any(|r| r.name == b.name)) {
+                    t.remove(gone.name.as_str())?;
+                }
+                for r in &racks {
+                    t.insert(r.name.as_str(), encode(r).as_slice())?;
+                }
+                drop(t);
+                place_all(ctx, &before, &racks)?;
+                *cache.write().expect("rack cache lock") = Arc::new(racks);
+                ctx.racks_changed = true;
+                Ok(out)
+            })
+            .await;
+        if matches!(out, Err(CmdbError::Storage(_))) {
+            // The batch did not commit: the cache may hold what it did not write.
+            let racks = self.racks().await.unwrap_or_default();
+            *self.inner.racks.write().expect("rack cache lock") = Arc::new(racks);
+        }
+        out
+    }
+
+    /// A rack with its elevation and flags; flags not yet recorded get their events now (once
+    /// while they last).
+    pub async fn rack_view(&self, name: String) -> Result<RackView, CmdbError> {
+        let (rack, members, last) = self
+            .read(move |rtx| {
+                let rack: Rack = match rtx.open_table(RACKS)?.get(name.as_str())? {
+                    Some(v) => decode(v.value())?,
+                    None => return Err(CmdbError::NotFound(format!("rack {name}"))),
+                };
+                let mut members = Vec::new();
+                // Only records that name the rack are decoded (the name is a DNS label: no
+                // escaping), so a view stays cheap among thousands of machines.
+                let needle = format!("\"rack\":\"{}\"", rack.name).into_bytes();
+                for row in rtx.open_table(MACHINES)?.iter()? {
+                    let row = row?;
+                    if !row.1.value().windows(needle.len()).any(|w| w == needle.as_slice()) {
+                        continue;
+                    }
+                    let m: Machine = decode(row.1.value())?;
+                    if flags::concerns(&rack.name, &m) {
+                        members.push(m);
+                    }
+                }
+                let events = rtx.open_table(EVENTS)?;
+                let mut last = Vec::new();
+                for m in &members {
+                    let newest = events.range((m.id, 0)..=(m.id, u64::MAX))?.next_back().transpose()?;
+                    let e: Option<super::Event> = newest.map(|(_, v)| decode(v.value())).transpose()?;
+                    last.push(e.map(|e| (e.kind, e.at_ms)));
+                }
+                Ok((rack, members, last))
+            })
+            .await?;
+        let found = flags::compute(&rack, &members, now_secs());
+        let keys: Vec<String> = found.iter().map(Flag::key).collect();
+        if keys != rack.raised {
+            self.raise(rack.name.clone(), found.clone()).await?;
+        }
+        let placed = members
+            .iter()
+            .zip(last)
+            .filter(|(m, _)| m.rack.as_deref() == Some(rack.name.as_str()))
+            .filter_map(|(m, last)| Some((m.slot?, MachineSummary::of(m, last))))
+            .collect();
+        Ok(flags::elevation(rack, placed, found))
+    }
+
+    /// Records the events of flags the rack has not raised yet and remembers which are up.
+    async fn raise(&self, name: String, found: Vec<Flag>) -> Result<(), CmdbError> {
+        let cache = self.inner.racks.clone();
+        self.write(move |ctx| {
+            let mut t = ctx.t.tx.open_table(RACKS)?;
+            let Some(mut rack) = t.get(name.as_str())?.map(|v| decode::<Rack>(v.value())).transpose()? else {
+                return Ok(());
+            };
+            let new: Vec<Flag> = found.iter().filter(|f| !rack.raised.contains(&f.key())).cloned().collect();
+            rack.raised = found.iter().map(Flag::key).collect();
+            t.insert(name.as_str(), encode(&rack).as_slice())?;
+            drop(t);
+            for f in new {
+                let detail = json!({"rack": name, "slot": f.slot, "detail": f.detail, "machines": f.machines});
+                let on = if f.machines.is_empty() { vec![0] } else { f.machines.clone() };
+                for id in on {
+                    push_event(ctx, id, f.kind.event(), detail.clone())?;
+                }
+            }
+            let mut racks = cached(&cache).as_ref().clone();
+            if let Some(r) = racks.iter_mut().find(|r| r.name == name) {
+                r.raised = rack.raised.clone();
+            }
+            *cache.write().expect("rack cache lock") = Arc::new(racks);
+            ctx.racks_changed = true;
+            Ok(())
+        })
+        .await
+    }
+
+    /// Records `task` as the provisioning the rack queued for machine `id`.
+    pub async fn set_placement_task(&self, id: u64, task: u64) -> Result<(), CmdbError> {
+        self.write(move |ctx| {
+            let mut m: Machine = ctx.get(id)?;
+            if let Some(p) = &mut m.placement {
+                p.provision_task = Some(task);
+                put_machine(ctx, &m)?;
+            }
+            Ok(())
+        })
+        .await
+    }
+}
+
+/// Places the machine a DHCP packet came from, when the packet carried option 82 or a rack
+/// lists machines by MAC (the DHCP path: no work at all without racks).
+pub(super) fn place_sighted(ctx: &mut WriteCtx<'_>, cache: &RackCache, s: &super::Sighting) -> Result<(), CmdbError> {
+    let racks = cached(cache);
+    let Some(mac) = s.mac else { return Ok(()) };
+    if racks.is_empty() || (s.circuit_id.is_none() && racks.iter().all(|r| r.machines.is_empty())) {
+        return Ok(());
+    }
+    let Some(id) = ctx.t.macs.get(mac.to_u64())?.map(|v| v.value()) else { return Ok(()) };
+    place_machine(ctx, &racks, id).map(drop)
+}

@@ -36,21 +36,6 @@ pub fn unhex32(s: &str) -> Option<[u8; 32]> {
     Some(out)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn comparisons_and_hex_round_trip() {
-        assert!(same_secret("a", "a") && !same_secret("a", "b") && !same_secret("a", "aa"));
-        assert!(same_str("abc", "abc") && !same_str("abc", "abd") && !same_str("abc", "ab"));
-        let h = hex(&Sha256::digest(b"x"));
-        assert_eq!(unhex32(&h).map(|b| hex(&b)), Some(h));
-        assert_eq!(unhex32("zz"), None);
-        assert_eq!(unhex32(&"zz".repeat(32)), None);
-    }
-}
-
 /// A new agent credential secret (64 hex digits from the OS's RNG) and the SHA-256 hex the
 /// store keeps of it.
 pub fn new_credential() -> Result<(String, String), getrandom::Error> {
@@ -66,4 +51,19 @@ pub fn new_credential() -> Result<(String, String), getrandom::Error> {
 pub fn presented_credential(bearer: Option<&str>) -> Option<(u64, String)> {
     let (id, secret) = bearer?.split_once('.')?;
     Some((id.parse().ok()?, hex(&Sha256::digest(secret.as_bytes()))))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn comparisons_and_hex_round_trip() {
+        assert!(same_secret("a", "a") && !same_secret("a", "b") && !same_secret("a", "aa"));
+        assert!(same_str("abc", "abc") && !same_str("abc", "abd") && !same_str("abc", "ab"));
+        let h = hex(&Sha256::digest(b"x"));
+        assert_eq!(unhex32(&h).map(|b| hex(&b)), Some(h));
+        assert_eq!(unhex32("zz"), None);
+        assert_eq!(unhex32(&"zz".repeat(32)), None);
+    }
 }

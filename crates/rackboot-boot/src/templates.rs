@@ -5,9 +5,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 
-use crate::cmdb::{Cmdb, CmdbError};
 use crate::planner::{BootPlan, PlanContext};
 use crate::render::{AnswerVars, RenderError, Renderer, ScriptVars};
+use rackboot_store::{Cmdb, CmdbError};
 
 /// Largest template text accepted.
 pub const MAX_TEMPLATE: usize = 64 << 10;
@@ -153,7 +153,7 @@ fn render_sample(r: &Renderer, name: &str) -> Result<String, RenderError> {
 
 /// The plan of a made-up agent profile with an answer file, so every profile variable is set.
 fn sample_plan(http_base: &str) -> BootPlan {
-    let profile = crate::config::Profile {
+    let profile = rackboot_config::Profile {
         name: "sample".into(),
         kernel: "sample/vmlinuz".into(),
         initrd: "sample/initrd.img".into(),

@@ -12,16 +12,16 @@ mod unattend;
 pub use boot::Loader;
 pub use unattend::UnattendVars;
 
-const PROFILE_IPXE: &str = include_str!("../../templates/ipxe/profile.ipxe");
-const LOCALBOOT_IPXE: &str = include_str!("../../templates/ipxe/localboot.ipxe");
-const PROFILE_GRUB: &str = include_str!("../../templates/grub/profile.cfg");
-const LOCALBOOT_GRUB: &str = include_str!("../../templates/grub/localboot.cfg");
-const IDENTITY_SH: &str = include_str!("../../templates/provision/identity.sh");
-const AGENT_UNIT: &str = include_str!("../../bootos/rackboot-agent.service");
-const KICKSTART: &str = include_str!("../../templates/installer/kickstart.cfg");
-const PRESEED: &str = include_str!("../../templates/installer/preseed.cfg");
-const AUTOINSTALL: &str = include_str!("../../templates/installer/autoinstall.yaml");
-const UNATTEND: &str = include_str!("../../templates/windows/unattend.xml");
+const PROFILE_IPXE: &str = include_str!("../../../../templates/ipxe/profile.ipxe");
+const LOCALBOOT_IPXE: &str = include_str!("../../../../templates/ipxe/localboot.ipxe");
+const PROFILE_GRUB: &str = include_str!("../../../../templates/grub/profile.cfg");
+const LOCALBOOT_GRUB: &str = include_str!("../../../../templates/grub/localboot.cfg");
+const IDENTITY_SH: &str = include_str!("../../../../templates/provision/identity.sh");
+const AGENT_UNIT: &str = include_str!("../../../../bootos/rackboot-agent.service");
+const KICKSTART: &str = include_str!("../../../../templates/installer/kickstart.cfg");
+const PRESEED: &str = include_str!("../../../../templates/installer/preseed.cfg");
+const AUTOINSTALL: &str = include_str!("../../../../templates/installer/autoinstall.yaml");
+const UNATTEND: &str = include_str!("../../../../templates/windows/unattend.xml");
 
 /// Every template by file name, with its embedded text.
 const EMBEDDED: [(&str, &str); 9] = [
@@ -210,13 +210,13 @@ impl Renderer {
     /// from `profile`, for an operator to look at before saving it.
     pub fn preview(
         &self,
-        profile: &crate::config::Profile,
+        profile: &rackboot_config::Profile,
         http_base: &str,
         agent_url: &str,
     ) -> Result<String, RenderError> {
         let profiles = std::collections::BTreeMap::from([(profile.name.clone(), profile.clone())]);
         let ctx = crate::planner::PlanContext { http_base, discovery_profile: &profile.name, profiles: &profiles };
-        let mac: crate::mac::Mac = "52:54:00:00:00:00".parse().expect("a MAC");
+        let mac: rackboot_model::mac::Mac = "52:54:00:00:00:00".parse().expect("a MAC");
         let plan = crate::planner::plan_boot(mac, None, &ctx).map_err(|e| RenderError::UnknownProfile(e.0))?;
         self.ipxe(&plan, &ScriptVars::sample(http_base, agent_url))
     }

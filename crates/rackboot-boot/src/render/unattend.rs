@@ -38,7 +38,10 @@ impl Renderer {
     pub fn unattend(&self, vars: &UnattendVars) -> Result<String, RenderError> {
         let name = &vars.computer_name;
         let digits_only = name.bytes().all(|b| b.is_ascii_digit());
-        if name.is_empty() || name.len() > MAX_COMPUTER_NAME || !crate::cmdb::model::valid_hostname(name) || digits_only
+        if name.is_empty()
+            || name.len() > MAX_COMPUTER_NAME
+            || !rackboot_model::records::valid_hostname(name)
+            || digits_only
         {
             return Err(RenderError::Unsafe(format!(
                 "computer name {name}: Windows takes 1-{MAX_COMPUTER_NAME} letters, digits and '-', not digits only"

@@ -5,9 +5,9 @@
 
 use std::net::Ipv4Addr;
 
-use crate::cmdb::{Machine, MachineState};
-use crate::config::{BootFiles, UefiLoader};
-use crate::mac::Mac;
+use rackboot_config::{BootFiles, UefiLoader};
+use rackboot_model::mac::Mac;
+use rackboot_store::{Machine, MachineState};
 
 /// Client architecture from DHCP option 93 (RFC 4578, IANA processor architecture types).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -108,7 +108,7 @@ pub fn plan_dhcp(req: &DhcpBootRequest, ctx: &BootContext<'_>) -> Option<DhcpBoo
         Arch::Bios => pxe(&ctx.files.bios),
         // Signed all the way: shim, then GRUB from beside it (see UefiLoader::Shim).
         // Microsoft's signed boot manager of the media: Secure Boot stays on.
-        Arch::UefiX64 if req.windows.is_some() => pxe(&crate::windows::boot_file(req.windows.as_deref().unwrap_or(""))),
+        Arch::UefiX64 if req.windows.is_some() => pxe(&crate::media::boot_file(req.windows.as_deref().unwrap_or(""))),
         Arch::UefiX64 if loader == UefiLoader::Shim => pxe(&ctx.files.shim),
         Arch::UefiX64 if ctx.files.uefi_x64_snp => pxe("snponly.efi"),
         Arch::UefiX64 => pxe(&ctx.files.uefi_x64),
@@ -171,7 +171,7 @@ pub struct PlanContext<'a> {
     pub http_base: &'a str,
     pub discovery_profile: &'a str,
     /// Every boot profile by name (config and API).
-    pub profiles: &'a std::collections::BTreeMap<String, crate::config::Profile>,
+    pub profiles: &'a std::collections::BTreeMap<String, rackboot_config::Profile>,
 }
 
 /// A plan names a profile nobody defined.
@@ -230,7 +230,7 @@ mod tests {
     use super::*;
 
     fn files() -> BootFiles {
-        crate::config::Config::load(None).unwrap().boot
+        rackboot_config::Config::load(None).unwrap().boot
     }
 
     fn plan(arch: Option<u16>, is_ipxe: bool) -> Option<DhcpBoot> {
@@ -273,9 +273,9 @@ mod tests {
         }
     }
 
-    fn profiles() -> std::collections::BTreeMap<String, crate::config::Profile> {
-        let mut p = crate::config::Config::load(None).unwrap().boot.profiles;
-        let installer = |name: &str, answer: &str| crate::config::Profile {
+    fn profiles() -> std::collections::BTreeMap<String, rackboot_config::Profile> {
+        let mut p = rackboot_config::Config::load(None).unwrap().boot.profiles;
+        let installer = |name: &str, answer: &str| rackboot_config::Profile {
             name: name.into(),
             kernel: "http://mirror.example/linux".into(),
             initrd: "d-i/initrd.gz".into(),
@@ -285,7 +285,7 @@ mod tests {
         };
         p.insert("debian12".into(), installer("debian12", "preseed"));
         p.insert("ubuntu".into(), installer("ubuntu", "autoinstall"));
-        let rescue = crate::config::Profile { name: "rescue".into(), answer: None, ..installer("rescue", "") };
+        let rescue = rackboot_config::Profile { name: "rescue".into(), answer: None, ..installer("rescue", "") };
         p.insert("rescue".into(), rescue);
         p
     }
@@ -311,12 +311,12 @@ mod tests {
         // A run installing from an answer file boots its installer until it reports back.
         m.state = MachineState::Installing;
         let boot =
-            crate::cmdb::InstallerBoot { profile: "debian12".into(), run: 1, token: "t".into(), reported: false };
+            rackboot_store::InstallerBoot { profile: "debian12".into(), run: 1, token: "t".into(), reported: false };
         m.installer = Some(boot.clone());
         assert_eq!(which(Some(&m)), ("debian12".into(), "installer"));
         // Once it reported back, the machine boots what it installed.
         m.state = MachineState::Installed;
-        m.installer = Some(crate::cmdb::InstallerBoot { reported: true, ..boot });
+        m.installer = Some(rackboot_store::InstallerBoot { reported: true, ..boot });
         assert_eq!(which(Some(&m)).0, "disk");
         m.boot_profile = Some("rescue".into());
         assert_eq!(which(Some(&m)), ("rescue".into(), "pinned"));
@@ -408,8 +408,11 @@ mod tests {
         assert!(ask(Arch::UefiX64, true).starts_with("http://x/boot/ipxe?mac="));
         // The script iPXE then asks for says what the plan is instead of booting a kernel.
         let mut profiles = profiles();
-        let win =
-            crate::config::Profile { name: "win".into(), windows: Some("w2022".into()), ..profiles["rescue"].clone() };
+        let win = rackboot_config::Profile {
+            name: "win".into(),
+            windows: Some("w2022".into()),
+            ..profiles["rescue"].clone()
+        };
         profiles.insert("win".into(), win);
         let pctx = PlanContext { http_base: "http://x", discovery_profile: "discovery", profiles: &profiles };
         let mut m = Machine::new(1, vec![Mac([0; 6])], 0);

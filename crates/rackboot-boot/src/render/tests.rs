@@ -1,6 +1,6 @@
 use super::*;
-use crate::config::Profile;
 use crate::planner::BootPlan;
+use rackboot_config::Profile;
 
 fn vars(uefi: bool) -> ScriptVars {
     ScriptVars {
@@ -15,7 +15,7 @@ fn vars(uefi: bool) -> ScriptVars {
 }
 
 fn profiles() -> std::collections::BTreeMap<String, Profile> {
-    crate::config::Config::load(None).unwrap().boot.profiles
+    rackboot_config::Config::load(None).unwrap().boot.profiles
 }
 
 /// The discovery plan for the test machine, as the planner makes it.
@@ -28,11 +28,11 @@ fn discovery(profiles: &std::collections::BTreeMap<String, Profile>) -> BootPlan
 fn golden_scripts() {
     let r = Renderer::new(None).unwrap();
     let d = discovery(&profiles());
-    assert_eq!(r.ipxe(&d, &vars(false)).unwrap(), include_str!("../../tests/golden/bios-discovery.ipxe"));
-    assert_eq!(r.ipxe(&d, &vars(true)).unwrap(), include_str!("../../tests/golden/uefi-discovery.ipxe"));
+    assert_eq!(r.ipxe(&d, &vars(false)).unwrap(), include_str!("../../../../tests/golden/bios-discovery.ipxe"));
+    assert_eq!(r.ipxe(&d, &vars(true)).unwrap(), include_str!("../../../../tests/golden/uefi-discovery.ipxe"));
     let l = BootPlan::LocalDisk;
-    assert_eq!(r.ipxe(&l, &vars(false)).unwrap(), include_str!("../../tests/golden/bios-localboot.ipxe"));
-    assert_eq!(r.ipxe(&l, &vars(true)).unwrap(), include_str!("../../tests/golden/uefi-localboot.ipxe"));
+    assert_eq!(r.ipxe(&l, &vars(false)).unwrap(), include_str!("../../../../tests/golden/bios-localboot.ipxe"));
+    assert_eq!(r.ipxe(&l, &vars(true)).unwrap(), include_str!("../../../../tests/golden/uefi-localboot.ipxe"));
 }
 
 #[test]
@@ -40,9 +40,9 @@ fn golden_grub_configs_render_the_same_plans() {
     let r = Renderer::new(None).unwrap();
     let d = discovery(&profiles());
     let with_nonce = ScriptVars { boot_nonce: Some("00ff".into()), ..vars(true) };
-    assert_eq!(r.grub(&d, &with_nonce).unwrap(), include_str!("../../tests/golden/grub-discovery.cfg"));
+    assert_eq!(r.grub(&d, &with_nonce).unwrap(), include_str!("../../../../tests/golden/grub-discovery.cfg"));
     let l = BootPlan::LocalDisk;
-    assert_eq!(r.grub(&l, &vars(true)).unwrap(), include_str!("../../tests/golden/grub-localboot.cfg"));
+    assert_eq!(r.grub(&l, &vars(true)).unwrap(), include_str!("../../../../tests/golden/grub-localboot.cfg"));
 }
 
 #[test]
@@ -92,9 +92,9 @@ fn golden_identity_script() {
     };
     let got = r.identity(&v).unwrap();
     if std::env::var_os("RACKBOOT_BLESS").is_some() {
-        std::fs::write(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/golden/identity.sh"), &got).unwrap();
+        std::fs::write(concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/golden/identity.sh"), &got).unwrap();
     }
-    assert_eq!(got, include_str!("../../tests/golden/identity.sh"), "RACKBOOT_BLESS=1 rewrites the golden file");
+    assert_eq!(got, include_str!("../../../../tests/golden/identity.sh"), "RACKBOOT_BLESS=1 rewrites the golden file");
     let mut bad = v.clone();
     bad.ssh_keys.push("ssh-rsa AAAA $(reboot)".into());
     assert!(matches!(r.identity(&bad), Err(RenderError::Unsafe(_))));
@@ -126,18 +126,18 @@ fn golden_answer_files() {
         finish_token: "0f1e2d".into(),
     };
     // Each kind with its distribution's repository, as the defaults in [provision] have it.
-    let config = crate::config::Config::load(None).unwrap();
+    let config = rackboot_config::Config::load(None).unwrap();
     for (kind, golden) in [
-        ("kickstart", include_str!("../../tests/golden/kickstart.cfg")),
-        ("preseed", include_str!("../../tests/golden/preseed.cfg")),
-        ("autoinstall", include_str!("../../tests/golden/autoinstall.yaml")),
+        ("kickstart", include_str!("../../../../tests/golden/kickstart.cfg")),
+        ("preseed", include_str!("../../../../tests/golden/preseed.cfg")),
+        ("autoinstall", include_str!("../../../../tests/golden/autoinstall.yaml")),
     ] {
         let mut v = v.clone();
         v.repo_url = config.provision.answer_repos[kind].clone();
         let got = r.answer(kind, &v).unwrap();
         if std::env::var_os("RACKBOOT_BLESS").is_some() {
             let path = format!(
-                "{}/tests/golden/{}",
+                "{}/../../tests/golden/{}",
                 env!("CARGO_MANIFEST_DIR"),
                 match kind {
                     "kickstart" => "kickstart.cfg",

@@ -1,0 +1,13 @@
+//! rackboot's boot policy, above the store and below the services that answer a machine:
+//!
+//! - [`planner`]: the one policy seam that decides what a machine boots (DHCP's boot file,
+//!   the script's profile), from its record, its firmware and the config.
+//! - [`render`]: pure template rendering of boot scripts, identity scripts and installer answer
+//!   files (minijinja, strict).
+//! - [`templates`]: the boot templates admins override at run time, and the shared renderer.
+//! - [`media`]: where imported Windows media sit under the TFTP root.
+
+pub mod media;
+pub mod planner;
+pub mod render;
+pub mod templates;

@@ -2,7 +2,6 @@
 //! then starts each service (see [`crate::service`]) under one cancellation token, and stops them
 //! all when one fails or a shutdown signal arrives.
 
-mod addresses;
 mod fdlimit;
 
 use std::future::Future;
@@ -13,7 +12,7 @@ use tokio::net::{TcpListener, UdpSocket};
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
-pub use addresses::{lookup_interface, resolve, Addresses};
+pub use rackboot_config::addresses::{lookup_interface, resolve, Addresses};
 
 use crate::cmdb::Cmdb;
 use crate::config::{Config, DhcpMode};

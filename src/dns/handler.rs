@@ -63,7 +63,8 @@ impl Handler {
         allow_transfer: Vec<Ipv4Net>,
         metrics: Metrics,
     ) -> Handler {
-        let counted = (0..=5u16).map(|c| metrics.dns_rcode_counter(ResponseCode::from_low(c as u8))).collect();
+        let counted =
+            (0..=5u16).map(|c| metrics.dns_rcode_counter(&format!("{:?}", ResponseCode::from_low(c as u8)))).collect();
         Handler { zones, forwarder, allow_transfer, metrics, counted }
     }
 
@@ -76,7 +77,7 @@ impl Handler {
     pub fn count(&self, rcode: ResponseCode) {
         match self.counted.get(usize::from(u16::from(rcode))) {
             Some(c) => c.inc(),
-            None => self.metrics.dns_rcode_counter(rcode).inc(),
+            None => self.metrics.dns_rcode_counter(&format!("{rcode:?}")).inc(),
         };
     }
 

@@ -25,6 +25,7 @@ pub struct ServerTls {
     pub ca_pin: String,
 }
 
+pub use rackboot_base::net::url_host;
 pub use rackboot_base::tls::{client_config, provider};
 
 /// The `[https]` certificate: the operator's files, or the appliance CA's (made or renewed
@@ -129,17 +130,6 @@ pub fn names(cfg: &Config, server_ip: Option<std::net::Ipv4Addr>) -> Vec<String>
         add(host.to_string());
     }
     n
-}
-
-/// The host of an `http(s)://host[:port]/...` URL (brackets stripped from IPv6).
-pub fn url_host(url: &str) -> Option<String> {
-    let rest = url.split_once("://")?.1;
-    let authority = rest.split('/').next()?;
-    let host = match authority.strip_prefix('[') {
-        Some(v6) => v6.split(']').next()?,
-        None => authority.rsplit_once(':').map_or(authority, |(h, _)| h),
-    };
-    (!host.is_empty()).then(|| host.to_string())
 }
 
 #[cfg(test)]

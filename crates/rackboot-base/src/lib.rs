@@ -1,11 +1,13 @@
 //! rackboot's ground floor: what every layer above may use and that knows nothing of them.
 //!
+//! - [`metrics`]: the Prometheus metrics every service counts into, and their rendering.
 //! - [`net`]: socket binding and interface discovery.
 //! - [`secrets`]: sealed secrets (AEAD under the appliance's data key), their one home.
 //! - [`secret`]: comparing secrets in constant time, and hex.
 //! - [`periodic`]: the loop a periodic service runs.
 //! - [`tls`]: the crypto provider and the client config that trusts only a given CA.
 
+pub mod metrics;
 pub mod net;
 pub mod periodic;
 pub mod secret;

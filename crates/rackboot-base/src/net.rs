@@ -65,3 +65,14 @@ pub fn first_usable_interface() -> Option<(String, Ipv4Addr)> {
     }
     None
 }
+
+/// The host of an `http(s)://host[:port]/...` URL (brackets stripped from IPv6).
+pub fn url_host(url: &str) -> Option<String> {
+    let rest = url.split_once("://")?.1;
+    let authority = rest.split('/').next()?;
+    let host = match authority.strip_prefix('[') {
+        Some(v6) => v6.split(']').next()?,
+        None => authority.rsplit_once(':').map_or(authority, |(h, _)| h),
+    };
+    (!host.is_empty()).then(|| host.to_string())
+}

@@ -8,6 +8,7 @@
 //! `Default`, unknown keys refused) and the validated type; [`value`] holds the small value types
 //! (networks, pools) they share. This module checks what spans sections.
 
+pub mod addresses;
 mod agent;
 mod auth;
 mod bmc;

@@ -3,10 +3,6 @@
 
 use std::sync::{Arc, RwLock};
 
-use prometheus_client::metrics::counter::Counter;
-use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::metrics::histogram::Histogram;
-
 use super::kv::{Db, Table, WriteTx};
 
 use super::index::{Delta, Index};
@@ -90,30 +86,7 @@ const LINGER: std::time::Duration = std::time::Duration::from_millis(2);
 /// Jobs queued at most; past it awaited writes wait (back-pressure) and detached ones are shed.
 pub const QUEUE_CAP: usize = 65_536;
 
-/// The writer's metrics, shared with the appliance's metrics.
-#[derive(Clone)]
-pub struct WriterStats {
-    /// Jobs waiting in the queue (sampled after each batch).
-    pub queue_depth: Gauge,
-    /// Seconds from a batch's start to its commit.
-    pub commit_seconds: Histogram,
-    /// Detached writes shed because the queue was full.
-    pub shed: Counter,
-    /// Batches rolled back because a job panicked.
-    pub panics: Counter,
-}
-
-impl Default for WriterStats {
-    fn default() -> Self {
-        WriterStats {
-            queue_depth: Gauge::default(),
-            // 0.5 ms to ~8 s.
-            commit_seconds: Histogram::new(prometheus_client::metrics::histogram::exponential_buckets(0.0005, 2.0, 15)),
-            shed: Counter::default(),
-            panics: Counter::default(),
-        }
-    }
-}
+pub use rackboot_base::metrics::WriterStats;
 
 /// The writer thread's state.
 pub struct Writer {

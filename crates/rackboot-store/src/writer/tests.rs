@@ -13,13 +13,12 @@ async fn a_panicking_write_rolls_back_its_batch_and_the_writer_goes_on() {
     // (Counted once the panicked batch is wound up, which the flush's batch comes after.)
     assert_eq!(db.writer_stats().panics.get(), 1);
     assert!(db.brief_by_mac(mac).is_some(), "the writer went on after the panic");
-    let mut registry = prometheus_client::registry::Registry::default();
-    registry.register("commit_seconds", "", db.writer_stats().commit_seconds.clone());
-    let mut text = String::new();
-    prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+    let metrics = rackboot_base::metrics::Metrics { cmdb_writer: db.writer_stats().clone(), ..Default::default() };
+    let text = metrics.render();
+    assert!(text.contains("rackboot_cmdb_batch_panics_total 1"), "{text}");
     let timed: u64 = text
         .lines()
-        .find_map(|l| l.strip_prefix("commit_seconds_count "))
+        .find_map(|l| l.strip_prefix("rackboot_cmdb_commit_seconds_count "))
         .and_then(|v| v.trim().parse().ok())
         .unwrap_or(0);
     // The panicked batch and the one or two after it (the sighting may share the flush's).

@@ -7,9 +7,9 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use anyhow::Context;
 use tracing::warn;
 
-use crate::config::value::slash24;
-use crate::config::{Config, DhcpMode, Ipv4Net};
-use crate::net;
+use crate::value::slash24;
+use crate::{Config, DhcpMode, Ipv4Net};
+use rackboot_base::net;
 
 /// What start-up decided from the config and the interface it found.
 #[derive(Debug, Clone, PartialEq)]
@@ -70,7 +70,7 @@ pub fn resolve(
         ("", port) => format!("http://{public_ip}:{port}"),
         (url, _) => url.to_string(),
     };
-    let host = crate::tls::url_host(&cfg.public_url).unwrap_or_else(|| public_ip.to_string());
+    let host = net::url_host(&cfg.public_url).unwrap_or_else(|| public_ip.to_string());
     let host = if host.contains(':') { format!("[{host}]") } else { host };
     let https_base = match https_port {
         443 => format!("https://{host}"),

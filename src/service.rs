@@ -94,6 +94,28 @@ impl Core {
     }
 }
 
+impl Core {
+    /// What the DHCP service takes.
+    pub fn dhcp_handle(&self) -> crate::dhcp::Handle {
+        let Core { cfg, addrs, cmdb, metrics, .. } = self.clone();
+        crate::dhcp::Handle { cfg, addrs, cmdb, metrics }
+    }
+
+    /// What the DNS service takes.
+    pub fn dns_handle(&self) -> crate::dns::Handle {
+        let Core { cfg, addrs, cmdb, metrics, .. } = self.clone();
+        crate::dns::Handle { cfg, addrs, cmdb, metrics }
+    }
+
+    /// What the TFTP service takes, with the names the layers above generate (GRUB's
+    /// per-machine configs, Windows media paths).
+    pub fn tftp_handle(&self) -> anyhow::Result<crate::tftp::Handle> {
+        let generate = vec![crate::api::boot::grub::tftp_files(self)?, crate::windows::tftp::files(self)];
+        let Core { cfg, addrs, cmdb, metrics, .. } = self.clone();
+        Ok(crate::tftp::Handle { cfg, addrs, cmdb, metrics, generate })
+    }
+}
+
 /// The running services: one `JoinSet` under one token; the first to stop stops the rest.
 pub struct Services {
     shutdown: CancellationToken,

@@ -97,16 +97,16 @@ pub async fn start(cfg: Config) -> anyhow::Result<Running> {
     core.templates.reload(&cmdb).await.context("loading the template overrides")?;
     let mut services = Services::new(token.clone());
     if let Some(bound) = dns {
-        services.start("dns", dns::serve(bound, core.clone(), token.clone()));
+        services.start("dns", dns::serve(bound, core.dns_handle(), token.clone()));
     }
     if let Some(bound) = dhcp {
-        services.start("dhcp", dhcp::serve(bound, core.clone(), token.clone()));
+        services.start("dhcp", dhcp::serve(bound, core.dhcp_handle(), token.clone()));
     }
     if let Some(bound) = ra {
-        services.start("ra", ra::serve(bound, core.clone(), token.clone()));
+        services.start("ra", ra::serve(bound, token.clone()));
     }
     if let Some(socket) = tftp {
-        services.start("tftp", tftp::serve(socket, core.clone(), token.clone()));
+        services.start("tftp", tftp::serve(socket, core.tftp_handle()?, token.clone()));
     }
     for p in core.cfg.boot.profiles.values() {
         let Some(media) = &p.windows else { continue };

@@ -13,8 +13,8 @@ use super::leases::Leases;
 use super::limits::Source;
 use super::packet::{self, Request};
 use super::{admitted, flush_held, lease_record, options, send, DhcpService};
-use crate::cmdb::{now_secs, EventKind, LeaseState};
-use crate::config::Subnet;
+use rackboot_config::Subnet;
+use rackboot_store::{now_secs, EventKind, LeaseState};
 
 #[allow(clippy::too_many_arguments)]
 pub(super) fn request(
@@ -84,7 +84,7 @@ pub(super) fn request(
             tokio::spawn(async move {
                 match committed.await {
                     Ok(()) => send(&svc, &socket, &req, reply, MessageType::Ack),
-                    Err(crate::cmdb::CmdbError::Conflict(why)) => {
+                    Err(rackboot_store::CmdbError::Conflict(why)) => {
                         // Another appliance sharing the store leased it first: the client starts
                         // over, and this server's lease map learns what the store holds.
                         svc.metrics.dhcp_drop("held_elsewhere");

@@ -8,7 +8,7 @@ use std::net::Ipv4Addr;
 use hickory_server::proto::rr::rdata::{A, NS, PTR, SOA};
 use hickory_server::proto::rr::{LowerName, Name, RData, Record, RecordType};
 
-use crate::config::Ipv4Net;
+use rackboot_config::Ipv4Net;
 
 /// What a snapshot is built from, besides the hosts.
 #[derive(Debug, Clone)]

@@ -1,16 +1,14 @@
 //! Turns finished TFTP transfers into metrics and timeline events (by the client's lease): the
-//! one place the TFTP service touches the core; the server itself only calls [`super::OnReport`].
+//! one place the TFTP service touches the store; the server itself only calls [`super::OnReport`].
 
 use std::sync::Arc;
 
-use crate::metrics::OutcomeLabel;
-use crate::service::Core;
+use rackboot_base::metrics::OutcomeLabel;
 
 use super::{OnReport, Outcome, Report};
 
-/// The report callback recording into `core`'s metrics and CMDB.
-pub fn reporter(core: &Core) -> OnReport {
-    let (cmdb, metrics) = (core.cmdb.clone(), core.metrics.clone());
+/// The report callback recording into `metrics` and the store.
+pub fn reporter(cmdb: rackboot_store::Cmdb, metrics: rackboot_base::metrics::Metrics) -> OnReport {
     Arc::new(move |r: Report| {
         let outcome = match &r.outcome {
             Outcome::Complete => "complete".to_string(),
@@ -29,7 +27,7 @@ pub fn reporter(core: &Core) -> OnReport {
             "blksize": r.blksize, "windowsize": r.windowsize, "options": r.options, "ms": r.elapsed.as_millis() as u64,
         });
         if let std::net::IpAddr::V4(ip) = r.client.ip() {
-            cmdb.record_for_ip(ip, crate::cmdb::EventKind::TftpTransfer, detail);
+            cmdb.record_for_ip(ip, rackboot_store::EventKind::TftpTransfer, detail);
         }
     })
 }

@@ -13,8 +13,8 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use crate::cmdb::{EventKind, Sighting};
-use crate::mac::Mac;
+use rackboot_model::mac::Mac;
+use rackboot_store::{EventKind, Sighting};
 
 /// How long an OFFER waits for its REQUEST before it is written on its own. Short, so a client
 /// that only DISCOVERs still shows up in the CMDB within a second; long enough for the clients

@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
 
-use crate::mac::Mac;
+use rackboot_model::mac::Mac;
 
 /// Where a request came from, as far as DHCP can tell.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

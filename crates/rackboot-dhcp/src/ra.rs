@@ -19,8 +19,6 @@ use socket2::{Domain, Protocol, Socket, Type};
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn};
 
-use crate::service::Core;
-
 /// ICMPv6 type of a router solicitation and of an advertisement.
 const SOLICITATION: u8 = 133;
 const ADVERTISEMENT: u8 = 134;
@@ -76,7 +74,7 @@ pub fn bind(interface: &str) -> anyhow::Result<Bound> {
 
 /// Answers router solicitations on `bound` until `shutdown` is cancelled (on a thread of the
 /// blocking pool: a raw socket has no async wrapper in tokio that needs no `unsafe`).
-pub async fn serve(bound: Bound, _core: Core, shutdown: CancellationToken) -> anyhow::Result<()> {
+pub async fn serve(bound: Bound, shutdown: CancellationToken) -> anyhow::Result<()> {
     let Bound { sock, index } = bound;
     tokio::task::spawn_blocking(move || answer(&sock, index, &shutdown)).await?
 }

@@ -16,9 +16,9 @@ use tracing::debug;
 
 use super::forward::Forwarder;
 use super::zone::{Lookup, Zones};
-use crate::config::{in_network, Ipv4Net};
-use crate::metrics::Metrics;
 use prometheus_client::metrics::counter::Counter;
+use rackboot_base::metrics::Metrics;
+use rackboot_config::{in_network, Ipv4Net};
 
 /// Records per message in a zone transfer; a big zone goes out as several messages.
 const XFR_CHUNK: usize = 500;

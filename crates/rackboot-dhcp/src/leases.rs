@@ -4,9 +4,9 @@
 use std::collections::{HashMap, VecDeque};
 use std::net::Ipv4Addr;
 
-use crate::cmdb::{Lease, LeaseState};
-use crate::config::Subnet;
-use crate::mac::Mac;
+use rackboot_config::Subnet;
+use rackboot_model::mac::Mac;
+use rackboot_store::{Lease, LeaseState};
 
 /// What holds an address.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -9,6 +9,7 @@ mod options;
 pub mod packet;
 pub mod pair;
 mod proxy;
+pub mod ra;
 mod request;
 
 use std::net::{Ipv4Addr, SocketAddr};
@@ -21,15 +22,14 @@ use tokio::net::UdpSocket;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn};
 
-use crate::cmdb::{now_secs, Cmdb, Sighting};
-use crate::config::{BootFiles, DhcpConfig, DhcpMode, Subnet};
-use crate::metrics::{Metrics, TypeLabel};
-use crate::planner::{self, BootContext, DhcpBoot, DhcpBootRequest};
-use crate::service::Core;
 use full::{admitted, handle_full, lease_record};
 pub use leases::{Leases, Refusal};
 use limits::Limits;
 use packet::Request;
+use rackboot_base::metrics::{Metrics, TypeLabel};
+use rackboot_boot::planner::{self, BootContext, DhcpBoot, DhcpBootRequest};
+use rackboot_config::{BootFiles, DhcpConfig, DhcpMode, Subnet};
+use rackboot_store::{now_secs, Cmdb, Sighting};
 
 /// Everything the DHCP server needs besides its sockets.
 #[derive(Clone)]
@@ -65,7 +65,8 @@ impl DhcpService {
         let uefi_loader =
             brief.as_ref().and_then(|b| b.uefi_loader).or_else(rack).or(subnet.and_then(|s| s.uefi_loader));
         // A machine pinned to a Windows profile starts its media's boot manager.
-        let windows = crate::windows::pinned_media(&self.boot.profiles, brief.and_then(|b| b.boot_profile).as_deref());
+        let windows =
+            rackboot_boot::media::pinned_media(&self.boot.profiles, brief.and_then(|b| b.boot_profile).as_deref());
         let req = DhcpBootRequest { mac: req.mac, arch: req.arch, is_ipxe: req.is_ipxe, uefi_loader, windows };
         planner::plan_dhcp(&req, &ctx)
     }
@@ -90,8 +91,18 @@ pub struct Bound {
     pub pxe: Option<UdpSocket>,
 }
 
-/// The DHCP service: serves `bound` with the core's config and addresses until `shutdown`.
-pub async fn serve(bound: Bound, core: Core, shutdown: CancellationToken) -> anyhow::Result<()> {
+/// What the DHCP service takes from the appliance: its config, its resolved addresses, the
+/// store and the metrics (nothing else of the appliance's core).
+#[derive(Clone)]
+pub struct Handle {
+    pub cfg: std::sync::Arc<rackboot_config::Config>,
+    pub addrs: std::sync::Arc<rackboot_config::addresses::Addresses>,
+    pub cmdb: rackboot_store::Cmdb,
+    pub metrics: rackboot_base::metrics::Metrics,
+}
+
+/// The DHCP service: serves `bound` with the handle's config and addresses until `shutdown`.
+pub async fn serve(bound: Bound, core: Handle, shutdown: CancellationToken) -> anyhow::Result<()> {
     let server_ip = core.addrs.server_ip.context("dhcp needs the appliance's address")?;
     let mut cfg = core.cfg.dhcp.clone();
     if let Some(ns) = core.addrs.name_server {
@@ -218,7 +229,7 @@ fn write_held(svc: &DhcpService, h: held::Held) {
 
 /// Writes the OFFER held for `mac`, if any, before another event of that client is queued, so
 /// its timeline stays in the order things happened.
-fn flush_held(svc: &DhcpService, leases: &mut Leases, mac: crate::mac::Mac) {
+fn flush_held(svc: &DhcpService, leases: &mut Leases, mac: rackboot_model::mac::Mac) {
     if let Some(h) = leases.held.take(mac) {
         write_held(svc, h);
     }

@@ -6,8 +6,8 @@ use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use dhcproto::v4::{self, DhcpOption, Flags, Message, MessageType, OptionCode};
 use dhcproto::{Decodable, Decoder, Encodable};
 
-use crate::mac::Mac;
-use crate::planner::Arch;
+use rackboot_boot::planner::Arch;
+use rackboot_model::mac::Mac;
 
 const MAGIC: [u8; 4] = [99, 130, 83, 99];
 /// BOOTP header size up to and including the magic cookie.

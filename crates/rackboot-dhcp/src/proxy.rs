@@ -11,7 +11,7 @@ use tracing::{debug, warn};
 use super::options::{boot_options, Mode};
 use super::packet::{self, Request};
 use super::DhcpService;
-use crate::cmdb::EventKind;
+use rackboot_store::EventKind;
 
 /// Option 43, PXE_DISCOVERY_CONTROL (sub-option 6) = 8: boot the file named in this offer
 /// instead of running boot-server discovery.

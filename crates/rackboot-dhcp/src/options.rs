@@ -6,8 +6,8 @@ use dhcproto::v4::{DhcpOption, Message, MessageType};
 
 use super::packet::{self, Request};
 use super::DhcpService;
-use crate::config::Subnet;
-use crate::planner::DhcpBoot;
+use rackboot_boot::planner::DhcpBoot;
+use rackboot_config::Subnet;
 
 /// An OFFER or ACK that binds `ip` to the client.
 pub fn lease_reply(

@@ -21,11 +21,10 @@ use socket2::{Domain, Protocol, Socket, Type};
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info};
 
-use crate::cmdb::{now_secs, Cmdb};
-use crate::config::DnsConfig;
-use crate::metrics::Metrics;
-use crate::service::Core;
 use handler::{Handler, ZoneCell};
+use rackboot_base::metrics::Metrics;
+use rackboot_config::DnsConfig;
+use rackboot_store::{now_secs, Cmdb};
 use zone::{ZoneSettings, Zones};
 
 /// Idle TCP connections are closed after this long.
@@ -114,11 +113,21 @@ pub struct DnsService {
     pub metrics: Metrics,
     pub server_ip: Ipv4Addr,
     /// Networks whose reverse zones are served (config, or derived from the DHCP subnets).
-    pub reverse: Vec<crate::config::Ipv4Net>,
+    pub reverse: Vec<rackboot_config::Ipv4Net>,
 }
 
-/// The DNS service: answers on `bound` from the core's CMDB until `shutdown`.
-pub async fn serve(bound: Bound, core: Core, shutdown: CancellationToken) -> anyhow::Result<()> {
+/// What the DNS service takes from the appliance: its config, its resolved addresses, the
+/// store and the metrics (nothing else of the appliance's core).
+#[derive(Clone)]
+pub struct Handle {
+    pub cfg: std::sync::Arc<rackboot_config::Config>,
+    pub addrs: std::sync::Arc<rackboot_config::addresses::Addresses>,
+    pub cmdb: rackboot_store::Cmdb,
+    pub metrics: rackboot_base::metrics::Metrics,
+}
+
+/// The DNS service: answers on `bound` from the handle's store until `shutdown`.
+pub async fn serve(bound: Bound, core: Handle, shutdown: CancellationToken) -> anyhow::Result<()> {
     let svc = DnsService {
         cfg: core.cfg.dns.clone(),
         cmdb: core.cmdb.clone(),

@@ -14,7 +14,7 @@ use super::leases::Leases;
 use super::limits::Source;
 use super::packet::Request;
 use super::{flush_held, options, request, select_subnet, send, write_held, DhcpService};
-use crate::cmdb::{model::SCHEMA_VERSION, now_secs, EventKind, Lease, LeaseState};
+use rackboot_store::{model::SCHEMA_VERSION, now_secs, EventKind, Lease, LeaseState};
 
 /// Writes queued for the CMDB past which DISCOVERs are dropped: on the embedded store a
 /// fraction of a second of work; on PostgreSQL, which takes fewer writes a second, a smaller

@@ -13,8 +13,8 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
-use crate::cmdb::Cmdb;
-use crate::config::{PairConfig, PairRole};
+use rackboot_config::{PairConfig, PairRole};
+use rackboot_store::Cmdb;
 
 /// How often a member beats and looks at its peer.
 pub const BEAT: Duration = Duration::from_secs(1);
@@ -35,7 +35,7 @@ pub async fn run(cmdb: Cmdb, cfg: PairConfig, active: watch::Sender<bool>, token
         // stops answering rather than answer beside a standby that took over.
         let beat = tokio::time::timeout(BEAT * 2, beat)
             .await
-            .unwrap_or_else(|_| Err(crate::cmdb::CmdbError::Unavailable("the beat timed out".into())));
+            .unwrap_or_else(|_| Err(rackboot_store::CmdbError::Unavailable("the beat timed out".into())));
         let now = match beat {
             Err(error) => {
                 // Without the store no lease can be committed, so no ACK could go out anyway.

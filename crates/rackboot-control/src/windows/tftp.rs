@@ -10,7 +10,6 @@ use serde_json::json;
 
 use super::{media, unattend, BOOTMGR, DIR};
 use crate::cmdb::{EventKind, Sighting};
-use crate::service::Core;
 use crate::tftp::{Generate, Made};
 
 /// The media whose boot manager `name` is (`windows/<media>/bootmgfw.efi`).
@@ -19,10 +18,14 @@ fn bootmgr_of(name: &str) -> Option<&str> {
     super::valid_media_name(media).then_some(media)
 }
 
-/// The TFTP hook for Windows names.
-pub fn files(core: &Core) -> Generate {
-    let (cmdb, cfg, templates) = (core.cmdb.clone(), core.cfg.clone(), core.templates.clone());
-    let share_address = core.addrs.server_ip;
+/// The TFTP hook for Windows names; `share_address` is the appliance's address on the
+/// provisioning network (where WinPE maps the share).
+pub fn files(
+    cmdb: crate::cmdb::Cmdb,
+    cfg: std::sync::Arc<crate::config::Config>,
+    templates: crate::templates::Templates,
+    share_address: Option<std::net::Ipv4Addr>,
+) -> Generate {
     Arc::new(move |client: SocketAddr, name: &str| {
         let bootmgr = bootmgr_of(name).map(str::to_string);
         if bootmgr.is_none() && !name.contains('\\') {

@@ -14,7 +14,7 @@ pub async fn sweep(
     every: std::time::Duration,
     stop: tokio_util::sync::CancellationToken,
 ) -> anyhow::Result<()> {
-    crate::service::every(every, stop, || async {
+    rackboot_base::periodic::every(every, stop, || async {
         let Ok(racks) = cmdb.racks().await else { return };
         for rack in racks {
             if let Err(error) = cmdb.rack_view(rack.name.clone()).await {

@@ -45,33 +45,33 @@
 //! - [`mac`]: the MAC address type used everywhere.
 //! - [`watch`]: `rackboot watch`, the live event stream in a terminal.
 
-pub mod api;
+pub use rackboot_web::api;
 pub mod app;
-pub mod assets;
 pub use rackboot_control::auth;
 pub use rackboot_control::bmc;
+pub use rackboot_web::assets;
 pub mod client;
-pub use rackboot_config as config;
-pub use rackboot_store as cmdb;
-pub use rackboot_control::controller;
-pub use rackboot_dhcp as dhcp;
-pub use rackboot_dns as dns;
-pub mod http;
 pub use rackboot_base::metrics;
 pub use rackboot_base::net;
+pub use rackboot_base::secrets;
 pub use rackboot_boot::planner;
-pub use rackboot_model::jobs;
-pub use rackboot_model::mac;
+pub use rackboot_boot::render;
+pub use rackboot_config as config;
+pub use rackboot_control::controller;
 pub use rackboot_control::plugins;
 pub use rackboot_control::provision;
-pub use rackboot_dhcp::ra;
 pub use rackboot_control::racks;
-pub use rackboot_base::secrets;
-pub use rackboot_boot::render;
+pub use rackboot_dhcp as dhcp;
+pub use rackboot_dhcp::ra;
+pub use rackboot_dns as dns;
+pub use rackboot_model::jobs;
+pub use rackboot_model::mac;
+pub use rackboot_store as cmdb;
+pub use rackboot_web::http;
 pub mod service;
 pub use rackboot_boot::templates;
-pub use rackboot_tftp as tftp;
 pub use rackboot_control::tls;
-pub mod ui;
+pub use rackboot_tftp as tftp;
+pub use rackboot_web::ui;
 pub mod watch;
 pub use rackboot_control::windows;

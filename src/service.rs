@@ -95,6 +95,37 @@ impl Core {
 }
 
 impl Core {
+    /// What the web listeners serve from, with the API's state over this core's handles.
+    pub fn site(&self) -> crate::http::Site {
+        let Core { cfg, addrs, cmdb, metrics, hub, engine, tls, sealer: _, plugins, power, templates } = self.clone();
+        let boot = crate::api::boot::BootState {
+            renderer: templates,
+            profiles: cfg.boot.profiles.clone(),
+            discovery_profile: cfg.boot.discovery_profile.clone(),
+            http_base: addrs.http_base.clone(),
+            agent_url: addrs.https_base.clone(),
+            ca_pin: tls.ca_pin.clone(),
+            ca_pem: tls.ca_pem.clone(),
+            root: cfg.tftp.root.clone(),
+            domain: cfg.dns.domain.clone(),
+            answer_repos: cfg.provision.answer_repos.clone(),
+            installer_proxy: cfg.provision.installer_proxy.clone(),
+            nonce_ttl_secs: cfg.agent.nonce_ttl.as_secs(),
+        };
+        let state = crate::api::ApiState {
+            cmdb,
+            metrics,
+            auth: Arc::new(crate::api::auth::AuthState::new(cfg.auth.clone())),
+            boot: Some(Arc::new(boot)),
+            hub,
+            engine: Some(engine),
+            power: Some(power),
+            streams: Arc::new(tokio::sync::Semaphore::new(crate::api::MAX_STREAMS)),
+            plugins: Some(plugins),
+        };
+        crate::http::Site { cfg, addrs, tls, state }
+    }
+
     /// What the DHCP service takes.
     pub fn dhcp_handle(&self) -> crate::dhcp::Handle {
         let Core { cfg, addrs, cmdb, metrics, .. } = self.clone();
@@ -110,9 +141,13 @@ impl Core {
     /// What the TFTP service takes, with the names the layers above generate (GRUB's
     /// per-machine configs, Windows media paths).
     pub fn tftp_handle(&self) -> anyhow::Result<crate::tftp::Handle> {
-        let windows =
-            crate::windows::tftp::files(self.cmdb.clone(), self.cfg.clone(), self.templates.clone(), self.addrs.server_ip);
-        let generate = vec![crate::api::boot::grub::tftp_files(self)?, windows];
+        let windows = crate::windows::tftp::files(
+            self.cmdb.clone(),
+            self.cfg.clone(),
+            self.templates.clone(),
+            self.addrs.server_ip,
+        );
+        let generate = vec![crate::api::boot::grub::tftp_files(&self.site().state), windows];
         let Core { cfg, addrs, cmdb, metrics, .. } = self.clone();
         Ok(crate::tftp::Handle { cfg, addrs, cmdb, metrics, generate })
     }

@@ -156,8 +156,8 @@ pub async fn start(cfg: Config) -> anyhow::Result<Running> {
     if let Some((every, keep)) = core.cfg.backups {
         services.start("backups", core.cmdb.clone().scheduled_backups(every, keep, token.clone()));
     }
-    services.start("http", http::serve(http, core.clone(), token.clone()));
-    services.start("https", http::serve_https(https, core.clone(), token.clone()));
+    services.start("http", http::serve(http, core.site(), token.clone()));
+    services.start("https", http::serve_https(https, core.site(), token.clone()));
     info!(%http_addr, http_base = %core.addrs.http_base, "http serving (firmware: /boot, /healthz)");
     info!(%https_addr, https_base = %core.addrs.https_base, %ca_pin, "https serving (api, agents, metrics)");
     Ok(Running {

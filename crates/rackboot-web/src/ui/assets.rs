@@ -9,9 +9,9 @@ use axum::Router;
 
 use super::UiState;
 
-const HTMX: &[u8] = include_bytes!("../../assets/ui/htmx.min.js");
-const CSS: &[u8] = include_bytes!("../../assets/ui/ui.css");
-const JS: &[u8] = include_bytes!("../../assets/ui/ui.js");
+const HTMX: &[u8] = include_bytes!("../../../../assets/ui/htmx.min.js");
+const CSS: &[u8] = include_bytes!("../../../../assets/ui/ui.css");
+const JS: &[u8] = include_bytes!("../../../../assets/ui/ui.js");
 
 /// The pinned htmx version and the sha512 (base64) of its `dist/htmx.min.js`, as in
 /// `ui/VENDOR.md`.
@@ -44,9 +44,9 @@ mod tests {
     fn the_embedded_htmx_is_the_pinned_file() {
         let sum = base64::engine::general_purpose::STANDARD.encode(Sha512::digest(HTMX));
         assert_eq!(sum, HTMX_SHA512, "assets/ui/htmx.min.js is not htmx.org {HTMX_VERSION} as pinned");
-        let vendor = include_str!("../../ui/VENDOR.md");
+        let vendor = include_str!("../../../../ui/VENDOR.md");
         assert!(vendor.contains(&format!("sha512-{HTMX_SHA512}")), "ui/VENDOR.md records another sum");
-        let lock = include_str!("../../ui/package-lock.json");
+        let lock = include_str!("../../../../ui/package-lock.json");
         assert!(lock.contains(&format!("htmx.org-{HTMX_VERSION}.tgz")), "package-lock.json pins another version");
         assert!(std::str::from_utf8(HTMX).unwrap().contains(&format!("version:\"{HTMX_VERSION}\"")));
     }

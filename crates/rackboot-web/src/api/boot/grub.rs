@@ -11,7 +11,6 @@ use std::sync::Arc;
 
 use crate::mac::Mac;
 use crate::render::Loader;
-use crate::service::Core;
 use crate::tftp::{Generate, Made};
 
 /// The name the signed GRUB reads first.
@@ -28,9 +27,9 @@ configfile /grub/grub.cfg-${net_default_mac}
 ";
 
 /// The TFTP server's generated files: [`FIRST`] and the per-MAC configs.
-pub fn tftp_files(core: &Core) -> anyhow::Result<Generate> {
-    let state = crate::http::state(core)?;
-    Ok(Arc::new(move |client: SocketAddr, name: &str| {
+pub fn tftp_files(state: &crate::api::ApiState) -> Generate {
+    let state = state.clone();
+    Arc::new(move |client: SocketAddr, name: &str| {
         if name == FIRST {
             return Some(Box::pin(std::future::ready(Ok(Made::Bytes(FIRST_CFG.as_bytes().to_vec())))));
         }
@@ -42,5 +41,5 @@ pub fn tftp_files(core: &Core) -> anyhow::Result<Generate> {
             let cfg = super::script_for(&state, mac, client.ip(), Loader::Grub, Some(true)).await;
             cfg.map(|c| Made::Bytes(c.into_bytes())).map_err(|e| e.detail)
         }))
-    }))
+    })
 }

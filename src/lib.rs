@@ -45,11 +45,11 @@
 //! - [`mac`]: the MAC address type used everywhere.
 //! - [`watch`]: `rackboot watch`, the live event stream in a terminal.
 
-pub use rackboot_web::api;
+pub use rackboot_api::api;
 pub mod app;
+pub use rackboot_api::assets;
 pub use rackboot_control::auth;
 pub use rackboot_control::bmc;
-pub use rackboot_web::assets;
 pub mod client;
 pub use rackboot_base::metrics;
 pub use rackboot_base::net;
@@ -67,11 +67,10 @@ pub use rackboot_dns as dns;
 pub use rackboot_model::jobs;
 pub use rackboot_model::mac;
 pub use rackboot_store as cmdb;
-pub use rackboot_web::http;
 pub mod service;
 pub use rackboot_boot::templates;
 pub use rackboot_control::tls;
 pub use rackboot_tftp as tftp;
-pub use rackboot_web::ui;
+pub use rackboot_ui as ui;
 pub mod watch;
 pub use rackboot_control::windows;

@@ -96,7 +96,7 @@ impl Core {
 
 impl Core {
     /// What the web listeners serve from, with the API's state over this core's handles.
-    pub fn site(&self) -> crate::http::Site {
+    pub fn site(&self) -> crate::app::web::Site {
         let Core { cfg, addrs, cmdb, metrics, hub, engine, tls, sealer: _, plugins, power, templates } = self.clone();
         let boot = crate::api::boot::BootState {
             renderer: templates,
@@ -123,7 +123,7 @@ impl Core {
             streams: Arc::new(tokio::sync::Semaphore::new(crate::api::MAX_STREAMS)),
             plugins: Some(plugins),
         };
-        crate::http::Site { cfg, addrs, tls, state }
+        crate::app::web::Site { cfg, addrs, tls, state }
     }
 
     /// What the DHCP service takes.

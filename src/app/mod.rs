@@ -3,6 +3,7 @@
 //! all when one fails or a shutdown signal arrives.
 
 mod fdlimit;
+pub mod web;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -17,7 +18,7 @@ pub use rackboot_config::addresses::{lookup_interface, resolve, Addresses};
 use crate::cmdb::Cmdb;
 use crate::config::{Config, DhcpMode};
 use crate::service::{Core, Services};
-use crate::{dhcp, dns, http, net, ra, tftp};
+use crate::{dhcp, dns, net, ra, tftp};
 
 /// A started appliance: its bound addresses and handles, for `run` and for tests.
 pub struct Running {
@@ -156,8 +157,8 @@ pub async fn start(cfg: Config) -> anyhow::Result<Running> {
     if let Some((every, keep)) = core.cfg.backups {
         services.start("backups", core.cmdb.clone().scheduled_backups(every, keep, token.clone()));
     }
-    services.start("http", http::serve(http, core.site(), token.clone()));
-    services.start("https", http::serve_https(https, core.site(), token.clone()));
+    services.start("http", web::serve(http, core.site(), token.clone()));
+    services.start("https", web::serve_https(https, core.site(), token.clone()));
     info!(%http_addr, http_base = %core.addrs.http_base, "http serving (firmware: /boot, /healthz)");
     info!(%https_addr, https_base = %core.addrs.https_base, %ca_pin, "https serving (api, agents, metrics)");
     Ok(Running {

@@ -54,14 +54,14 @@ pub async fn migrate(
             None => {
                 let file = data_dir.join("rackboot.redb");
                 anyhow::ensure!(file.is_file(), "{}: no CMDB file to copy", file.display());
-                let db = Db::open_file(&file).with_context(|| {
+                let db = rackboot_store::open_file(&file).with_context(|| {
                     format!("opening {} (rackboot must be stopped while its file is copied)", file.display())
                 })?;
                 (db, file.display().to_string())
             }
         };
         let (to_db, into) = match &target {
-            Target::File(p) => (Db::open_file(p)?, p.display().to_string()),
+            Target::File(p) => (rackboot_store::open_file(p)?, p.display().to_string()),
             Target::Postgres(pg) => (Db::open_postgres(pg)?, "the PostgreSQL store".to_string()),
         };
         let sums = rackboot::cmdb::copy::copy_store(&from_db, &to_db);

@@ -1,5 +1,6 @@
 //! rackboot's ground floor: what every layer above may use and that knows nothing of them.
 //!
+//! - [`clock`]: seconds and milliseconds since the Unix epoch.
 //! - [`metrics`]: the Prometheus metrics every service counts into, and their rendering.
 //! - [`net`]: socket binding and interface discovery.
 //! - [`secrets`]: sealed secrets (AEAD under the appliance's data key), their one home.
@@ -7,6 +8,7 @@
 //! - [`periodic`]: the loop a periodic service runs.
 //! - [`tls`]: the crypto provider and the client config that trusts only a given CA.
 
+pub mod clock;
 pub mod metrics;
 pub mod net;
 pub mod periodic;

@@ -161,7 +161,7 @@ async fn snapshot_of_postgres(db: super::kv::Db, dest: &Path) -> Result<Contents
     );
     let to = dest.to_path_buf();
     let made = tokio::task::spawn_blocking(move || {
-        let file = super::kv::Db::open_file(&to)?;
+        let file = super::store::open_file(&to)?;
         super::copy::copy_store(&db, &file)?;
         drop(file);
         inspect(&to)

@@ -18,7 +18,7 @@ mod follow;
 pub mod health;
 mod index;
 mod jobs;
-pub mod kv;
+pub use rackboot_kv as kv;
 mod leases;
 mod machines;
 pub use rackboot_model::records as model;
@@ -30,6 +30,7 @@ mod provision;
 pub mod quarantine;
 mod racks;
 mod store;
+pub use store::open_file;
 mod templates;
 mod unclaimed;
 mod users;
@@ -72,23 +73,7 @@ const SHARED_BATCH: usize = 256;
 /// from the CMDB.
 const EVENT_BACKLOG: usize = 4096;
 
-/// Errors a caller can branch on.
-#[derive(Debug, Clone, thiserror::Error)]
-pub enum CmdbError {
-    #[error("not found: {0}")]
-    NotFound(String),
-    #[error("conflict: {0}")]
-    Conflict(String),
-    #[error("invalid: {0}")]
-    Invalid(String),
-    #[error("forbidden: {0}")]
-    Forbidden(String),
-    #[error("storage: {0}")]
-    Storage(String),
-    /// The data disk is full or failing: writes are refused until it recovers (503).
-    #[error("storage unavailable: {0}")]
-    Unavailable(String),
-}
+pub use rackboot_kv::CmdbError;
 
 /// Handle to the CMDB.
 #[derive(Clone)]
@@ -315,12 +300,4 @@ impl Cmdb {
     }
 }
 
-/// Seconds since the Unix epoch.
-pub fn now_secs() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
-}
-
-/// Milliseconds since the Unix epoch.
-pub fn now_ms() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
-}
+pub use rackboot_base::clock::{now_ms, now_secs};

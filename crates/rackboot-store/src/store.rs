@@ -197,6 +197,11 @@ pub fn scan<K: super::kv::PgCols + redb::Key, T: serde::de::DeserializeOwned>(
     Ok(out)
 }
 
+/// The CMDB file at `path` (created or migrated to the current schema) as a store.
+pub fn open_file(path: &Path) -> Result<super::kv::Db, CmdbError> {
+    Ok(super::kv::Db::redb(open(path)?))
+}
+
 /// Opens (or creates) the database file and brings its schema up to date.
 pub fn open(path: &Path) -> Result<Database, CmdbError> {
     // The hot lookups are served by the in-memory index, so redb's page cache (1 GiB by default)
@@ -308,29 +313,6 @@ fn migrate(tx: &WriteTransaction, from: u64) -> Result<(), CmdbError> {
     tx.open_table(META.redb)?.insert(KEY_SCHEMA, SCHEMA_VERSION)?;
     Ok(())
 }
-
-macro_rules! storage_from {
-    ($($t:ty),*) => {$(
-        impl From<$t> for CmdbError {
-            fn from(e: $t) -> Self {
-                // An I/O failure (disk full) faults the storage until the file is reopened;
-                // anything else is a plain storage error.
-                match redb::Error::from(e) {
-                    e @ (redb::Error::Io(_) | redb::Error::PreviousIo) => CmdbError::Unavailable(e.to_string()),
-                    e => CmdbError::Storage(e.to_string()),
-                }
-            }
-        }
-    )*};
-}
-storage_from!(
-    redb::Error,
-    redb::StorageError,
-    redb::TableError,
-    redb::TransactionError,
-    redb::CommitError,
-    redb::DatabaseError
-);
 
 #[cfg(test)]
 mod tests {

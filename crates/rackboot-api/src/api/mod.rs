@@ -1,0 +1,183 @@
+//! HTTP front end: the REST API under `/api/v1` (users' bearer tokens, each call authorized by
+//! role and changes audited in one middleware, `auth::guard`; its OpenAPI document is generated
+//! from the handlers' types, see `doc`), `/boot` for firmware, `/agent/v1` for node
+//! agents, `/healthz` and `/metrics`. Handlers are thin: they parse, call the core, and map its
+//! errors to one problem+json shape.
+
+pub mod agent;
+mod appliances;
+mod audit;
+pub mod auth;
+mod backup;
+mod bmc;
+pub mod boot;
+mod doc;
+mod events;
+mod jobs;
+mod machines;
+pub mod page;
+pub mod plain;
+mod plugin_keys;
+pub mod plugins;
+mod problem;
+pub mod profiles;
+mod quarantine;
+pub mod racks;
+mod tasks;
+mod templates;
+mod users;
+
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::http::header;
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use utoipa_axum::router::OpenApiRouter;
+
+use crate::metrics::{HttpLabel, Metrics};
+
+pub use doc::{document, document_json};
+pub use problem::{ApiError, Problem, SseFrame, PROBLEM_JSON};
+
+/// Shared state of every handler.
+#[derive(Clone)]
+pub struct ApiState {
+    pub cmdb: crate::cmdb::Cmdb,
+    pub metrics: Metrics,
+    /// Login settings and the login rate limiter.
+    pub auth: Arc<auth::AuthState>,
+    /// Boot endpoints (`/boot`); `None` serves none.
+    pub boot: boot::SharedBoot,
+    /// The agent controller (`/agent/v1`, `/api/v1/jobs`).
+    pub hub: Arc<crate::controller::Hub>,
+    /// The provisioning engine (`/api/v1/tasks`); `None`: provisioning is off.
+    pub engine: Option<Arc<crate::provision::engine::Engine>>,
+    /// Power through machines' BMCs (`/api/v1/machines/{id}/bmc`, `/power`); `None`: off.
+    pub power: Option<Arc<crate::bmc::Power>>,
+    /// Permits for open event streams (at most [`MAX_STREAMS`]).
+    pub streams: Arc<tokio::sync::Semaphore>,
+    /// The plugin store (`/api/v1/plugins`, `/agent/v1/plugins`); `None` serves none.
+    pub plugins: Option<Arc<crate::plugins::Store>>,
+}
+
+/// Event streams open at once; more are refused with 503.
+pub const MAX_STREAMS: usize = events::MAX_STREAMS;
+
+/// Every `/api/v1` route, each registered with its OpenAPI operation (`utoipa_axum::routes!`),
+/// so a route cannot exist without its document entry; `auth::guard` decides who may call it
+/// (`auth::policy`: the login and this document are public).
+fn protected_routes() -> OpenApiRouter<ApiState> {
+    machines::routes()
+        .merge(events::routes())
+        .merge(profiles::routes())
+        .merge(templates::routes())
+        .merge(jobs::routes())
+        .merge(tasks::routes())
+        .merge(racks::routes())
+        .merge(bmc::routes())
+        .merge(auth::routes())
+        .merge(users::routes())
+        .merge(audit::routes())
+        .merge(backup::routes())
+        .merge(quarantine::routes())
+        .merge(appliances::routes())
+        .merge(plugins::routes())
+        .merge(plugin_keys::routes())
+        .merge(doc::routes())
+}
+
+/// What a caller who has not proven who it is hears when the CMDB cannot be read: the reason
+/// (which names the store's host and database) goes to the log only.
+pub const STORE_UNREACHABLE: &str = "the appliance cannot read its CMDB right now; try again shortly";
+
+/// Builds the whole HTTP router.
+pub fn router(state: ApiState) -> Router {
+    let (api, _) =
+        protected_routes().route_layer(middleware::from_fn_with_state(state.clone(), auth::guard)).split_for_parts();
+    let api = api.fallback(problem::no_route).layer(middleware::from_fn(problem::problem_layer));
+    let agent = agent::routes().fallback(problem::no_route).layer(middleware::from_fn(problem::problem_layer));
+    let router = Router::new()
+        .nest("/api/v1", api)
+        .nest("/boot", boot::routes(&state))
+        .nest("/agent/v1", agent)
+        .route("/healthz", get(crate::assets::healthz))
+        .route("/metrics", get(metrics));
+    bounded(router, &state).with_state(state)
+}
+
+/// What every listener's router gets: requests counted with bounded labels, and the body limit.
+pub fn bounded(router: Router<ApiState>, state: &ApiState) -> Router<ApiState> {
+    router
+        .layer(middleware::from_fn_with_state(state.clone(), count_requests))
+        .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY))
+        .layer(middleware::from_fn_with_state(state.clone(), limit_body))
+}
+
+/// The body limit: [`MAX_BODY`] for every route but a plugin upload, which may be as large as
+/// `plugins.max_bundle_bytes` (plus its form's framing). A declared length past it is refused
+/// at once; a body that grows past it fails as it is read (413).
+async fn limit_body(State(s): State<ApiState>, req: Request, next: Next) -> Response {
+    let upload = req.method() == axum::http::Method::POST && req.uri().path() == PLUGIN_UPLOAD;
+    let limit = match (&s.plugins, upload) {
+        (Some(p), true) => usize::try_from(p.limits.max_bundle_bytes).unwrap_or(usize::MAX).saturating_add(64 << 10),
+        _ => MAX_BODY,
+    };
+    let declared = req.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limit as u64) {
+        return ApiError::new(axum::http::StatusCode::PAYLOAD_TOO_LARGE, format!("body larger than {limit} bytes"))
+            .into_response();
+    }
+    let (parts, body) = req.into_parts();
+    next.run(Request::from_parts(parts, axum::body::Body::new(http_body_util::Limited::new(body, limit)))).await
+}
+
+/// The one route whose body may exceed [`MAX_BODY`].
+const PLUGIN_UPLOAD: &str = "/api/v1/plugins";
+
+/// `/metrics`: a viewer's token is needed unless `auth.public_metrics` is set.
+async fn metrics(State(s): State<ApiState>, headers: axum::http::HeaderMap) -> Response {
+    if !s.auth.cfg.public_metrics {
+        if let Err(refused) = auth::require(&s, &headers, crate::auth::Role::Viewer).await {
+            return refused;
+        }
+    }
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], s.metrics.render()).into_response()
+}
+
+/// Largest request body any route reads (413 past it): job specs, scripts and output chunks are
+/// far smaller.
+pub const MAX_BODY: usize = 1 << 20;
+
+/// Counts requests by method (folded to a fixed set), route template (never the raw path) and
+/// status, so junk methods and paths cannot grow the number of series.
+async fn count_requests(State(s): State<ApiState>, req: Request, next: Next) -> Response {
+    let method = fold_method(req.method()).to_string();
+    let route = req
+        .extensions()
+        .get::<axum::extract::MatchedPath>()
+        .map(|p| p.as_str().to_string())
+        // Boot files are a nested service, which axum gives no matched path.
+        .or_else(|| req.uri().path().starts_with(boot::FILES_ROUTE).then(|| boot::FILES_ROUTE.to_string()))
+        .unwrap_or_else(|| "unmatched".to_string());
+    let resp = next.run(req).await;
+    s.metrics.http_requests.get_or_create(&HttpLabel { method, route, status: resp.status().as_u16() }).inc();
+    resp
+}
+
+/// A method as a metric label: the standard ones by name, anything else as `other`.
+fn fold_method(m: &axum::http::Method) -> &'static str {
+    use axum::http::Method;
+    match *m {
+        Method::GET => "GET",
+        Method::HEAD => "HEAD",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::PATCH => "PATCH",
+        Method::DELETE => "DELETE",
+        Method::OPTIONS => "OPTIONS",
+        _ => "other",
+    }
+}

@@ -3,6 +3,7 @@
 //! all when one fails or a shutdown signal arrives.
 
 mod fdlimit;
+pub mod service;
 pub mod web;
 
 use std::future::Future;
@@ -17,8 +18,8 @@ pub use rackboot_config::addresses::{lookup_interface, resolve, Addresses};
 
 use crate::cmdb::Cmdb;
 use crate::config::{Config, DhcpMode};
-use crate::service::{Core, Services};
 use crate::{dhcp, dns, net, ra, tftp};
+use service::{Core, Services};
 
 /// A started appliance: its bound addresses and handles, for `run` and for tests.
 pub struct Running {

@@ -58,7 +58,7 @@ fn column<'a, T: FromSql<'a>>(row: &'a Row, at: usize) -> Result<T, CmdbError> {
 }
 
 /// How a key or value type maps to SQL columns. Rows come back in redb's byte encoding, so a
-/// [`Guard`] reads the same from either backend.
+/// [`Guard`](crate::Guard) reads the same from either backend.
 pub trait PgCols: Value + 'static {
     /// Columns it takes: 1 or 2 for keys, 0 (a set) or 1 for values.
     const WIDTH: usize;

@@ -13,7 +13,7 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
-use crate::app::Addresses;
+use super::Addresses;
 use crate::cmdb::Cmdb;
 use crate::config::Config;
 use crate::controller::Hub;

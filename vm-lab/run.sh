@@ -89,8 +89,10 @@ LAB=rblab
 teardown() {
   [ $LIBVIRT = 1 ] && vm-lab/libvirt.sh down "$RUN/libvirt"
   for ns in $(ip netns list | awk '{print $1}' | grep -E "^$LAB(-|$)" || true); do
+    # SIGTERM first (rackboot stops within 2 s, the CMDB flushed), SIGKILL only for what is
+    # still running 5 s later.
     ip netns pids "$ns" | xargs -r kill 2>/dev/null || true
-    sleep 0.2
+    for _ in $(seq 50); do [ -z "$(ip netns pids "$ns" 2>/dev/null)" ] && break; sleep 0.1; done
     ip netns pids "$ns" | xargs -r kill -9 2>/dev/null || true
     ip netns del "$ns" 2>/dev/null || true
   done
@@ -115,6 +117,7 @@ ip -n $LAB link add br0 type bridge; ip -n $LAB link set br0 up
 ip -n $LAB addr add 198.18.0.1/24 dev br0
 sed "s|@DATA@|$RUN/data|" vm-lab/lab.toml > "$RUN/lab.toml"
 ip netns exec $LAB "$BIN" serve --config "$RUN/lab.toml" > "$RUN/rackboot.log" 2>&1 &
+RB_PID=$!
 # Any answer means it is up; /healthz is 503 (naming the files) while a boot asset is missing.
 for _ in $(seq 100); do ip netns exec $LAB curl -s -o /dev/null http://198.18.0.1:8080/healthz && break; sleep 0.1; done
 echo "== rackboot is up (log: $RUN/rackboot.log); /healthz: $(ip netns exec $LAB curl -s http://198.18.0.1:8080/healthz)"
@@ -355,3 +358,7 @@ if [ $KEEP = 1 ]; then
   echo "lab running; API: ip netns exec $LAB curl --cacert $RUN/data/tls/ca.pem -H \"authorization: Bearer \$(cat $RUN/data/admin.token)\" https://198.18.0.1/api/v1/machines"
   echo "Ctrl-C to tear down"; sleep infinity
 fi
+# The appliance stops on SIGTERM (as systemd stops it): services first, then the CMDB flushed.
+t0=$(date +%s%N)
+kill -TERM $RB_PID && wait $RB_PID && rc=0 || rc=$?
+echo "== rackboot stopped on SIGTERM in $(( ($(date +%s%N) - t0) / 1000000 )) ms (exit status $rc)"

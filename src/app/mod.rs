@@ -128,7 +128,7 @@ pub async fn start(cfg: Config) -> anyhow::Result<Running> {
     }
     // The appliances of the estate (GET /api/v1/appliances): where this one answers, and on a
     // shared store a beat so the others list it.
-    cmdb.set_https_base(&core.addrs.https_base);
+    cmdb.set_https_base(&core.addrs.https_base, env!("CARGO_PKG_VERSION"));
     if cmdb.shared() {
         services.start("appliance-beat", crate::cmdb::appliance_beats(cmdb.clone(), token.clone()));
     }
@@ -233,6 +233,23 @@ fn bind_tftp(cfg: &Config, addrs: &Addresses) -> anyhow::Result<Option<UdpSocket
 }
 
 impl Running {
+    /// The addresses the listeners got, as `rackboot serve --listening-file` writes them.
+    pub fn listening(&self) -> serde_json::Value {
+        serde_json::json!({
+            "http": self.http_addr, "https": self.https_addr, "dhcp": self.dhcp_addr, "pxe": self.pxe_addr,
+            "tftp": self.tftp_addr, "dns": self.dns_addr,
+        })
+    }
+
+    /// Writes [`Running::listening`] to `file` whole (a temporary file renamed over it), so a
+    /// reader never sees half of it.
+    pub fn write_listening(&self, file: &std::path::Path) -> anyhow::Result<()> {
+        let tmp = file.with_extension("tmp");
+        std::fs::write(&tmp, format!("{}\n", self.listening()))
+            .and_then(|()| std::fs::rename(&tmp, file))
+            .with_context(|| format!("writing the listening file {}", file.display()))
+    }
+
     /// Runs until `shutdown` resolves or a service fails; then stops everything and flushes the
     /// CMDB. Returns the first service error.
     pub async fn wait(self, shutdown: impl Future<Output = ()>) -> anyhow::Result<()> {

@@ -85,6 +85,11 @@ Examples:
         /// TOML config file (every key optional; unknown keys are refused). Default: the embedded one.
         #[arg(long, short, value_name = "FILE")]
         config: Option<PathBuf>,
+        /// Once every socket is bound, write the addresses they got to FILE as JSON (`http`,
+        /// `https`, `dhcp`, `pxe`, `tftp`, `dns`; null for a service that does not run): for
+        /// listeners configured on port 0, and for supervisors that wait until it is up.
+        #[arg(long, value_name = "FILE")]
+        listening_file: Option<PathBuf>,
     },
     /// Print a reference page of the book as Markdown (tools/book.sh writes docs/reference/).
     #[command(hide = true)]
@@ -355,10 +360,14 @@ impl ApiArgs {
 /// Runs the chosen subcommand.
 pub async fn dispatch(cli: Cli) -> anyhow::Result<()> {
     match cli.cmd {
-        Command::Serve { config } => {
+        Command::Serve { config, listening_file } => {
             let cfg = Config::load(config.as_deref())?;
             init_tracing(cfg.log_json);
-            rackboot::app::run(cfg, rackboot::app::shutdown_signal()).await
+            let running = rackboot::app::start(cfg).await?;
+            if let Some(file) = listening_file {
+                running.write_listening(&file)?;
+            }
+            running.wait(rackboot::app::shutdown_signal()).await
         }
         Command::Reference { page } => {
             print!("{}", if page == "cli" { reference::cli() } else { reference::events() });

@@ -1,7 +1,10 @@
-//! The appliance as a real process (the `rackboot` binary), for tests that kill it with SIGKILL.
+//! The appliance as a real process (the `rackboot` binary), for tests that kill it with SIGKILL
+//! or stop it with SIGTERM. Its listeners bind what the config says (port 0 in these tests) and
+//! the addresses they got come back from `--listening-file`: no test picks a port for it.
 
+use std::net::SocketAddr;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use hyper::Method;
@@ -12,6 +15,23 @@ pub struct Process {
     child: Child,
 }
 
+impl Process {
+    /// Sends SIGTERM and waits up to `limit` for the process to exit: its status and how long
+    /// it took, or `None` if it was still running (then it is killed when dropped).
+    pub fn terminate(&mut self, limit: Duration) -> Option<(ExitStatus, Duration)> {
+        let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+        let sent = Instant::now();
+        while sent.elapsed() < limit {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return Some((status, sent.elapsed()));
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        None
+    }
+}
+
 impl Drop for Process {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -19,35 +39,47 @@ impl Drop for Process {
     }
 }
 
-pub fn free_udp() -> u16 {
-    std::net::UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+/// Where the started appliance's listeners are.
+#[derive(Debug, Clone, Copy)]
+pub struct Listening {
+    pub https: SocketAddr,
+    pub dhcp: Option<SocketAddr>,
 }
 
-pub fn free_tcp() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-/// Starts the binary on `config` and waits until its API answers on `https`; the API client.
-pub async fn start(config: &Path, data: &Path, https: u16) -> (Process, ApiClient) {
+/// Starts the binary on `config` and waits until its API answers; the API client and where its
+/// listeners are.
+pub async fn start(config: &Path, data: &Path) -> (Process, ApiClient, Listening) {
+    let file = data.with_extension("listening.json");
+    let _ = std::fs::remove_file(&file);
     let child = Command::new(env!("CARGO_BIN_EXE_rackboot"))
         .args(["serve", "--config"])
         .arg(config)
+        .arg("--listening-file")
+        .arg(&file)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let process = Process { child };
+    let mut process = Process { child };
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         assert!(Instant::now() < deadline, "the appliance did not come up");
-        if let (Ok(token), Ok(ca)) =
-            (std::fs::read_to_string(data.join("admin.token")), std::fs::read(data.join("tls/ca.pem")))
-        {
-            let api = ApiClient::new(&format!("https://127.0.0.1:{https}"), token.trim().to_string(), &ca).unwrap();
+        if let Some(status) = process.child.try_wait().unwrap() {
+            panic!("the appliance exited at start: {status}");
+        }
+        if let (Ok(text), Ok(token), Ok(ca)) = (
+            std::fs::read_to_string(&file),
+            std::fs::read_to_string(data.join("admin.token")),
+            std::fs::read(data.join("tls/ca.pem")),
+        ) {
+            let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+            let addr = |k: &str| v[k].as_str().map(|a| a.parse::<SocketAddr>().unwrap());
+            let listening = Listening { https: addr("https").unwrap(), dhcp: addr("dhcp") };
+            let api = ApiClient::new(&format!("https://{}", listening.https), token.trim().to_string(), &ca).unwrap();
             if api.call(Method::GET, "/leases?limit=1", None).await.is_ok_and(|(s, _)| s == 200) {
-                return (process, api);
+                return (process, api, listening);
             }
         }
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }

@@ -4,10 +4,10 @@
 //! was given to two clients. On loopback, no root needed.
 
 use std::collections::HashMap;
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::Ipv4Addr;
 use std::time::{Duration, Instant};
 
-use crate::common::process::{free_tcp, free_udp, start};
+use crate::common::process::start;
 use crate::common::{kind, msg, request_for};
 use dhcproto::v4::{Message, MessageType};
 use dhcproto::{Decodable, Decoder, Encodable};
@@ -32,19 +32,17 @@ async fn kill_9_in_the_middle_of_dhcp_loses_no_acknowledged_lease() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let relay = UdpSocket::bind("127.0.0.1:0").await.unwrap();
-    let (dhcp_port, https) = (free_udp(), free_tcp());
-    let text = crate::common::config_text(&data, relay.local_addr().unwrap().port(), "")
-        .replace("mode = \"full\"\nport = 0", &format!("mode = \"full\"\nport = {dhcp_port}"))
-        .replace("[https]\nlisten = \"127.0.0.1:0\"", &format!("[https]\nlisten = \"127.0.0.1:{https}\""));
+    // Every listener on port 0: each start reports where DHCP and the API are.
+    let text = crate::common::config_text(&data, relay.local_addr().unwrap().port(), "");
     let config = dir.path().join("rackboot.toml");
     std::fs::write(&config, text).unwrap();
-    let server = SocketAddr::from((Ipv4Addr::LOCALHOST, dhcp_port));
 
     // mac -> the address its ACK gave it.
     let mut acked: HashMap<[u8; 6], Ipv4Addr> = HashMap::new();
     let mut next = 0u32;
     for round in 0..6u32 {
-        let (app, _) = start(&config, &data, https).await;
+        let (app, _, at) = start(&config, &data).await;
+        let server = at.dhcp.expect("dhcp runs");
         // DORAs until the kill, which lands at a different moment each round.
         let until = Instant::now() + Duration::from_millis(300 + 170 * u64::from(round));
         while Instant::now() < until {
@@ -65,7 +63,7 @@ async fn kill_9_in_the_middle_of_dhcp_loses_no_acknowledged_lease() {
     assert!(acked.len() >= 100, "enough leases were acknowledged to mean something ({})", acked.len());
 
     // After the last kill: every acknowledged lease is there, each address held once.
-    let (_app, api) = start(&config, &data, https).await;
+    let (_app, api, _) = start(&config, &data).await;
     let leases = api.ok(Method::GET, "/leases?limit=10000", None).await.unwrap();
     let stored: HashMap<String, String> = leases["leases"]
         .as_array()

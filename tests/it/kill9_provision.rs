@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use crate::common::process::{free_tcp, free_udp, start};
+use crate::common::process::start;
 use hyper::Method;
 use rackboot::client::ApiClient;
 use rackboot_agent::run::{Agent, Options};
@@ -62,17 +62,21 @@ async fn kill_9_in_the_middle_of_provisioning_loses_no_step_and_no_acknowledged_
         .unwrap();
     let image: Vec<u8> = (0..8_000_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
     std::fs::write(data.join("boot/images/lab.img"), &image).unwrap();
-    let https = free_tcp();
     let extra = format!(
         "[agent]\nenroll = \"approve\"\npoll_secs = 2\nlease_secs = 3\nstats_secs = 5\n{}",
         crate::common::provision::config(&post)
     );
-    let text = crate::common::config_text(&data, free_udp(), &extra)
-        .replace("[https]\nlisten = \"127.0.0.1:0\"", &format!("[https]\nlisten = \"127.0.0.1:{https}\""));
+    // DHCP replies go to a relay port this test holds (no DHCP here); the first start binds the
+    // API on port 0, and restarts keep the port it got, since the agents keep their URL.
+    let relay = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let text = crate::common::config_text(&data, relay.local_addr().unwrap().port(), &extra);
     let config = dir.path().join("rackboot.toml");
-    std::fs::write(&config, text).unwrap();
+    std::fs::write(&config, &text).unwrap();
 
-    let (mut app, mut api) = start(&config, &data, https).await;
+    let (mut app, mut api, at) = start(&config, &data).await;
+    let https = at.https.port();
+    let pinned = text.replace("[https]\nlisten = \"127.0.0.1:0\"", &format!("[https]\nlisten = \"127.0.0.1:{https}\""));
+    std::fs::write(&config, pinned).unwrap();
     let (url, ca) = (format!("https://127.0.0.1:{https}"), std::fs::read(data.join("tls/ca.pem")).unwrap());
     let work = tempfile::tempdir().unwrap();
     let disks: Vec<_> = (0..MACS.len()).map(|i| work.path().join(format!("disk{i}.img"))).collect();
@@ -142,7 +146,7 @@ async fn kill_9_in_the_middle_of_provisioning_loses_no_step_and_no_acknowledged_
         }
         drop(app); // SIGKILL, wherever provisioning is
         kills += 1;
-        (app, api) = start(&config, &data, https).await;
+        (app, api, _) = start(&config, &data).await;
     }
 
     let mut report = BTreeMap::new();

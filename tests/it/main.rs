@@ -61,6 +61,7 @@ mod provision_installer;
 mod racks;
 mod schemathesis;
 mod shared_plugins;
+mod sigterm;
 mod templates;
 mod tftp_inprocess;
 mod tls;

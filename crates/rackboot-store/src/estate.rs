@@ -54,24 +54,28 @@ impl Cmdb {
         &self.inner.appliance
     }
 
-    /// Where this appliance's API answers, for the list of appliances.
-    pub fn set_https_base(&self, https_base: &str) {
-        *self.inner.https_base.write().expect("https base lock") = https_base.to_string();
+    /// Where this appliance's API answers and the version it runs (the binary's), for the list
+    /// of appliances.
+    pub fn set_https_base(&self, https_base: &str, version: &str) {
+        *self.inner.https_base.write().expect("https base lock") = (https_base.to_string(), version.to_string());
     }
 
     fn https_base(&self) -> String {
-        self.inner.https_base.read().expect("https base lock").clone()
+        self.inner.https_base.read().expect("https base lock").0.clone()
+    }
+
+    fn version(&self) -> String {
+        self.inner.https_base.read().expect("https base lock").1.clone()
     }
 
     /// Records in a shared store that this appliance is up and where it answers (a no-op on
     /// the embedded store).
     pub async fn appliance_beat(&self) -> Result<(), CmdbError> {
         let (id, base, started) = (self.inner.appliance.clone(), self.https_base(), self.inner.started_at);
-        self.on_pg(move |pg| {
-            pg.appliance_beat(&id, &super::open::hostname(), &base, env!("CARGO_PKG_VERSION"), started as i64)
-        })
-        .await
-        .map(|_| ())
+        let version = self.version();
+        self.on_pg(move |pg| pg.appliance_beat(&id, &super::open::hostname(), &base, &version, started as i64))
+            .await
+            .map(|_| ())
     }
 
     /// Every appliance of the estate (on the embedded store, this one).
@@ -81,7 +85,7 @@ impl Cmdb {
             id: me.clone(),
             hostname: super::open::hostname(),
             https_base: self.https_base(),
-            version: env!("CARGO_PKG_VERSION").into(),
+            version: self.version(),
             started_at: self.inner.started_at,
             last_seen_secs: 0.0,
             alive: true,

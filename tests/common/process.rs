@@ -2,7 +2,8 @@
 //! or stop it with SIGTERM. Its listeners bind what the config says (port 0 in these tests) and
 //! the addresses they got come back from `--listening-file`: no test picks a port for it.
 
-use std::net::SocketAddr;
+use std::collections::HashMap;
+use std::net::{Ipv4Addr, SocketAddr};
 use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
@@ -82,4 +83,25 @@ pub async fn start(config: &Path, data: &Path) -> (Process, ApiClient, Listening
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// The acknowledged leases (MAC -> the address its ACK gave it) that the appliance behind `api`
+/// does not hold, each as "mac -> ip (stored: what is)".
+pub async fn lost_leases(api: &ApiClient, acked: &HashMap<[u8; 6], Ipv4Addr>) -> Vec<String> {
+    let leases = api.ok(Method::GET, "/leases?limit=10000", None).await.unwrap();
+    let stored: HashMap<String, String> = leases["leases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| (l["ip"].as_str().unwrap().to_string(), l["mac"].as_str().unwrap().to_string()))
+        .collect();
+    let mut lost = Vec::new();
+    for (mac, ip) in acked {
+        let mac = mac.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":");
+        let held = stored.get(&ip.to_string());
+        if held != Some(&mac) {
+            lost.push(format!("{mac} -> {ip} (stored: {held:?})"));
+        }
+    }
+    lost
 }

@@ -6,6 +6,9 @@ use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+use hyper::Method;
+use serde_json::json;
+
 use crate::common::appliance::Appliance;
 
 /// A TLS connection to the appliance's HTTPS port.
@@ -47,4 +50,31 @@ pub fn session_cookie(response: &str) -> Option<String> {
         .filter_map(|c| c.split(';').next())
         .find(|kv| kv.starts_with("rackboot_session=") && kv.len() > "rackboot_session=".len())
         .map(str::to_string)
+}
+
+/// The password the UI tests give their users.
+pub const PASSWORD: &str = "correct horse battery";
+/// A posted form's content type.
+pub const FORM: (&str, &str) = ("content-type", "application/x-www-form-urlencoded");
+
+/// Creates user `name` with `role` and [`PASSWORD`] through the API.
+pub async fn user(app: &Appliance, name: &str, role: &str) {
+    app.api.ok(Method::POST, "/users", Some(json!({"name": name, "role": role, "password": PASSWORD}))).await.unwrap();
+}
+
+/// Logs `name` in through the UI's form: the session cookie and the CSRF token its pages carry.
+pub async fn ui_login(app: &Appliance, name: &str) -> (String, String) {
+    let body = format!("username={name}&password={}", PASSWORD.replace(' ', "+"));
+    let (status, resp) = raw(app, "POST", "/ui/login", &[FORM], &body).await;
+    assert_eq!(status, 303, "{resp}");
+    let cookie = session_cookie(&resp).expect("a session cookie");
+    let (_, page) = raw(app, "GET", "/ui/machines", &[("cookie", &cookie)], "").await;
+    let csrf = page.split("name=\"csrf\" value=\"").nth(1).unwrap().split('"').next().unwrap().to_string();
+    (cookie, csrf)
+}
+
+/// [`user`], then [`ui_login`].
+pub async fn login_as(app: &Appliance, name: &str, role: &str) -> (String, String) {
+    user(app, name, role).await;
+    ui_login(app, name).await
 }

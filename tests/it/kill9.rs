@@ -7,11 +7,10 @@ use std::collections::HashMap;
 use std::net::Ipv4Addr;
 use std::time::{Duration, Instant};
 
-use crate::common::process::start;
+use crate::common::process::{lost_leases, start};
 use crate::common::{kind, msg, request_for};
 use dhcproto::v4::{Message, MessageType};
 use dhcproto::{Decodable, Decoder, Encodable};
-use hyper::Method;
 use tokio::net::UdpSocket;
 
 /// One reply with `xid` within `wait`.
@@ -64,20 +63,7 @@ async fn kill_9_in_the_middle_of_dhcp_loses_no_acknowledged_lease() {
 
     // After the last kill: every acknowledged lease is there, each address held once.
     let (_app, api, _) = start(&config, &data).await;
-    let leases = api.ok(Method::GET, "/leases?limit=10000", None).await.unwrap();
-    let stored: HashMap<String, String> = leases["leases"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|l| (l["ip"].as_str().unwrap().to_string(), l["mac"].as_str().unwrap().to_string()))
-        .collect();
-    let mut lost = Vec::new();
-    for (mac, ip) in &acked {
-        let mac_text = mac.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":");
-        if stored.get(&ip.to_string()) != Some(&mac_text) {
-            lost.push(format!("{mac_text} -> {ip} (stored: {:?})", stored.get(&ip.to_string())));
-        }
-    }
+    let lost = lost_leases(&api, &acked).await;
     let mut by_ip: HashMap<Ipv4Addr, usize> = HashMap::new();
     for ip in acked.values() {
         *by_ip.entry(*ip).or_default() += 1;

@@ -8,11 +8,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::common::process::start;
+use crate::common::process::{lost_leases, start};
 use crate::common::{kind, msg, request_for};
 use dhcproto::v4::{Message, MessageType};
 use dhcproto::{Decodable, Decoder, Encodable};
-use hyper::Method;
 use tokio::net::UdpSocket;
 
 /// How long SIGTERM may take to stop the appliance (what a supervisor waits before SIGKILL).
@@ -96,20 +95,7 @@ async fn sigterm_under_dhcp_load_exits_within_two_seconds_and_keeps_every_acknow
 
     // Started again: every acknowledged lease is there with its MAC.
     let (_app, api, _) = start(&config, &data).await;
-    let leases = api.ok(Method::GET, "/leases?limit=10000", None).await.unwrap();
-    let stored: HashMap<String, String> = leases["leases"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|l| (l["ip"].as_str().unwrap().to_string(), l["mac"].as_str().unwrap().to_string()))
-        .collect();
-    let lost: Vec<String> = acked
-        .iter()
-        .filter_map(|(mac, ip)| {
-            let mac = mac.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":");
-            (stored.get(&ip.to_string()) != Some(&mac)).then(|| format!("{mac} -> {ip}"))
-        })
-        .collect();
+    let lost = lost_leases(&api, &acked).await;
     assert!(
         lost.is_empty(),
         "{} acknowledged leases lost after SIGTERM: {:?}",

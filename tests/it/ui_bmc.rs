@@ -5,31 +5,17 @@
 //! deletes the record.
 
 use crate::common::appliance::Appliance;
-use crate::raw::{raw, session_cookie};
+use crate::raw::{login_as, raw, FORM};
 use hyper::Method;
 use serde_json::json;
 
-const PASSWORD: &str = "correct horse battery";
 const BMC_PASSWORD: &str = "Bmc-Secret-93";
-const FORM: (&str, &str) = ("content-type", "application/x-www-form-urlencoded");
-
-async fn login(app: &Appliance, name: &str, role: &str) -> (String, String) {
-    app.api.ok(Method::POST, "/users", Some(json!({"name": name, "role": role, "password": PASSWORD}))).await.unwrap();
-    let body = format!("username={name}&password={}", PASSWORD.replace(' ', "+"));
-    let (status, resp) = raw(app, "POST", "/ui/login", &[FORM], &body).await;
-    assert_eq!(status, 303, "{resp}");
-    let cookie = session_cookie(&resp).expect("a session cookie");
-    let (_, page) = raw(app, "GET", "/ui/machines", &[("cookie", &cookie)], "").await;
-    let csrf = page.split("name=\"csrf\" value=\"").nth(1).unwrap().split('"').next().unwrap().to_string();
-    (cookie, csrf)
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn an_operator_sets_changes_and_removes_a_bmc_from_the_ui() {
     let app = Appliance::start("").await;
     let m = app.api.ok(Method::POST, "/machines", Some(json!({"macs": ["52:54:00:9b:00:01"]}))).await.unwrap();
     let id = m["id"].as_u64().unwrap();
-    let (cookie, csrf) = login(&app, "olga", "operator").await;
+    let (cookie, csrf) = login_as(&app, "olga", "operator").await;
     let c = ("cookie", cookie.as_str());
     let (_, page) = raw(&app, "GET", &format!("/ui/machines/{id}"), &[c], "").await;
     assert!(page.contains(&format!("href=\"/ui/machines/{id}/bmc\"")) && page.contains("Set a BMC"), "{page}");
@@ -90,7 +76,7 @@ async fn an_operator_sets_changes_and_removes_a_bmc_from_the_ui() {
     assert!(v.get("boot_mode").is_none(), "the boot mode left empty: as DHCP saw it");
 
     // A viewer sees no form and cannot post one.
-    let (vcookie, vcsrf) = login(&app, "vera", "viewer").await;
+    let (vcookie, vcsrf) = login_as(&app, "vera", "viewer").await;
     let vc = ("cookie", vcookie.as_str());
     let (_, page) = raw(&app, "GET", &format!("/ui/machines/{id}"), &[vc], "").await;
     assert!(!page.contains("id=\"bmc-link\""), "{page}");
@@ -112,7 +98,7 @@ fn form(pairs: &[(&str, &str)]) -> String {
 #[tokio::test(flavor = "multi_thread")]
 async fn the_rack_form_sets_its_machines_bmcs_and_a_bad_row_stores_nothing() {
     let app = Appliance::start("").await;
-    let (cookie, csrf) = login(&app, "olga", "operator").await;
+    let (cookie, csrf) = login_as(&app, "olga", "operator").await;
     let c = ("cookie", cookie.as_str());
     let rack = |name: &'static str, csv: &'static str| {
         vec![

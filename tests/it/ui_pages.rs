@@ -5,27 +5,9 @@
 use std::time::{Duration, Instant};
 
 use crate::common::appliance::Appliance;
-use crate::raw::{raw, session_cookie};
+use crate::raw::{raw, session_cookie, ui_login, user, FORM, PASSWORD};
 use hyper::Method;
 use serde_json::json;
-
-const PASSWORD: &str = "correct horse battery";
-const FORM: (&str, &str) = ("content-type", "application/x-www-form-urlencoded");
-
-async fn user(app: &Appliance, name: &str, role: &str) {
-    app.api.ok(Method::POST, "/users", Some(json!({"name": name, "role": role, "password": PASSWORD}))).await.unwrap();
-}
-
-/// Logs in through the form; the session cookie and the CSRF token its pages carry.
-async fn login(app: &Appliance, name: &str) -> (String, String) {
-    let body = format!("username={name}&password={}", PASSWORD.replace(' ', "+"));
-    let (status, resp) = raw(app, "POST", "/ui/login", &[FORM], &body).await;
-    assert_eq!(status, 303, "{resp}");
-    let cookie = session_cookie(&resp).expect("a session cookie");
-    let (_, page) = raw(app, "GET", "/ui/machines", &[("cookie", &cookie)], "").await;
-    let csrf = page.split("name=\"csrf\" value=\"").nth(1).unwrap().split('"').next().unwrap().to_string();
-    (cookie, csrf)
-}
 
 async fn count(app: &Appliance) -> u64 {
     app.get("/machines?limit=1").await["total"].as_u64().unwrap()
@@ -61,7 +43,7 @@ async fn ui_pages_refuse_bad_input_and_change_nothing() {
         assert!(status == 303 && resp.contains("location: /ui/dashboard\r\n"), "{next}: {resp}");
     }
 
-    let (cookie, csrf) = login(&app, "alice").await;
+    let (cookie, csrf) = ui_login(&app, "alice").await;
     let c = ("cookie", cookie.as_str());
     // What a page shows is escaped.
     let (_, page) = raw(&app, "GET", "/ui/machines", &[c], "").await;
@@ -88,7 +70,7 @@ async fn ui_pages_refuse_bad_input_and_change_nothing() {
     let before = count(&app).await;
     let del = format!("action=delete&confirm=delete&id={id}");
     let too_many: String = (0..=1000).map(|i| format!("&id={i}")).collect();
-    let (_, other_csrf) = login(&app, "alice").await;
+    let (_, other_csrf) = ui_login(&app, "alice").await;
     for (body, headers, want) in [
         (format!("{del}&csrf={csrf}{too_many}"), vec![c, FORM], 400),
         (format!("action=delete&id={id}&csrf={csrf}"), vec![c, FORM], 400),
@@ -129,7 +111,7 @@ async fn a_live_stream_ends_with_its_session() {
     user(&app, "alice", "viewer").await;
     let m = json!({"macs": ["52:54:00:bb:00:02"]});
     let id = app.api.ok(Method::POST, "/machines", Some(m)).await.unwrap()["id"].as_u64().unwrap();
-    let (cookie, _) = login(&app, "alice").await;
+    let (cookie, _) = ui_login(&app, "alice").await;
     let mut s = crate::raw::connect(&app).await;
     let req =
         format!("GET /ui/machines/{id}/live HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nCookie: {cookie}\r\n\r\n", app.tls_port);
@@ -178,7 +160,7 @@ async fn the_machine_list_at_10000_machines() {
         futures_util::future::join_all(adds).await;
     }
     println!("10,000 machines registered in {:?}", started.elapsed());
-    let (cookie, _) = login(&app, "alice").await;
+    let (cookie, _) = ui_login(&app, "alice").await;
     for path in ["/ui/machines?sort=hostname&dir=desc&page=7", "/ui/machines?q=52%3A54%3A00%3A12%3A34", "/ui/dashboard"]
     {
         let t = Instant::now();

@@ -6,23 +6,9 @@
 use std::time::Duration;
 
 use crate::common::appliance::Appliance;
-use crate::raw::{raw, session_cookie};
+use crate::raw::{login_as, raw, FORM};
 use hyper::Method;
 use serde_json::json;
-
-const PASSWORD: &str = "correct horse battery";
-const FORM: (&str, &str) = ("content-type", "application/x-www-form-urlencoded");
-
-async fn login(app: &Appliance, name: &str, role: &str) -> (String, String) {
-    app.api.ok(Method::POST, "/users", Some(json!({"name": name, "role": role, "password": PASSWORD}))).await.unwrap();
-    let body = format!("username={name}&password={}", PASSWORD.replace(' ', "+"));
-    let (status, resp) = raw(app, "POST", "/ui/login", &[FORM], &body).await;
-    assert_eq!(status, 303, "{resp}");
-    let cookie = session_cookie(&resp).expect("a session cookie");
-    let (_, page) = raw(app, "GET", "/ui/machines", &[("cookie", &cookie)], "").await;
-    let csrf = page.split("name=\"csrf\" value=\"").nth(1).unwrap().split('"').next().unwrap().to_string();
-    (cookie, csrf)
-}
 
 #[tokio::test(flavor = "multi_thread")]
 async fn bulk_power_through_bmcs_from_the_machine_list() {
@@ -51,7 +37,7 @@ async fn bulk_power_through_bmcs_from_the_machine_list() {
             fakes.push(f);
         }
     }
-    let (cookie, csrf) = login(&app, "olga", "operator").await;
+    let (cookie, csrf) = login_as(&app, "olga", "operator").await;
     let c = ("cookie", cookie.as_str());
     let (_, page) = raw(&app, "GET", "/ui/machines", &[c], "").await;
     assert!(page.contains("value=\"bmc_on\"") && page.contains("value=\"bmc_cycle\""), "the list offers BMC power");
@@ -83,7 +69,7 @@ async fn bulk_power_through_bmcs_from_the_machine_list() {
     assert!(fakes.iter().all(|f| f.power_state() == "On"));
 
     // A viewer's session is refused by the API (and the page offers it nothing to click).
-    let (vcookie, vcsrf) = login(&app, "vera", "viewer").await;
+    let (vcookie, vcsrf) = login_as(&app, "vera", "viewer").await;
     let (status, _) = raw(
         &app,
         "POST",

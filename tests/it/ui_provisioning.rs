@@ -4,24 +4,9 @@
 //! their runs, and leases. No root needed.
 
 use crate::common::appliance::Appliance;
-use crate::raw::{raw, session_cookie};
+use crate::raw::{login_as, raw, FORM};
 use hyper::Method;
 use serde_json::json;
-
-const PASSWORD: &str = "correct horse battery";
-const FORM: (&str, &str) = ("content-type", "application/x-www-form-urlencoded");
-
-async fn login(app: &Appliance, name: &str, role: &str) -> (String, String) {
-    let user = json!({"name": name, "role": role, "password": PASSWORD});
-    app.api.ok(Method::POST, "/users", Some(user)).await.unwrap();
-    let body = format!("username={name}&password={}", PASSWORD.replace(' ', "+"));
-    let (status, resp) = raw(app, "POST", "/ui/login", &[FORM], &body).await;
-    assert_eq!(status, 303, "{resp}");
-    let cookie = session_cookie(&resp).expect("a session cookie");
-    let (_, page) = raw(app, "GET", "/ui/profiles", &[("cookie", &cookie)], "").await;
-    let csrf = page.split("name=\"csrf\" value=\"").nth(1).unwrap().split('"').next().unwrap().to_string();
-    (cookie, csrf)
-}
 
 fn enc(v: &str) -> String {
     v.bytes()
@@ -44,7 +29,7 @@ async fn api_profiles(app: &Appliance) -> Vec<String> {
 #[tokio::test]
 async fn profiles_preview_without_saving_and_save_through_the_api() {
     let app = Appliance::start("").await;
-    let (cookie, csrf) = login(&app, "olga", "admin").await;
+    let (cookie, csrf) = login_as(&app, "olga", "admin").await;
     let c = ("cookie", cookie.as_str());
     let (status, page) = raw(&app, "GET", "/ui/profiles", &[c], "").await;
     assert_eq!(status, 200);
@@ -107,7 +92,7 @@ async fn profiles_preview_without_saving_and_save_through_the_api() {
     assert!(!api_profiles(&app).await.contains(&"x2".to_string()));
 
     // A viewer sees no Save button and is refused by the API anyway.
-    let (vcookie, vcsrf) = login(&app, "vera", "viewer").await;
+    let (vcookie, vcsrf) = login_as(&app, "vera", "viewer").await;
     let v = ("cookie", vcookie.as_str());
     let (_, page) = raw(&app, "GET", "/ui/profiles/debian-inst", &[v], "").await;
     assert!(page.contains("id=\"p-preview\"") && !page.contains("id=\"p-save\""), "{page}");
@@ -128,7 +113,7 @@ async fn tasks_runs_and_leases_pages() {
     let spec = json!({"select": {"macs": [mac]}, "image": "lab.img", "hostname_pattern": "tpage-{n:02}"});
     let task = app.api.ok(Method::POST, "/tasks", Some(spec)).await.unwrap()["task"]["id"].as_u64().unwrap();
 
-    let (cookie, _) = login(&app, "otto", "operator").await;
+    let (cookie, _) = login_as(&app, "otto", "operator").await;
     let c = ("cookie", cookie.as_str());
     let (status, page) = raw(&app, "GET", "/ui/tasks", &[c], "").await;
     assert_eq!(status, 200);

@@ -8,6 +8,11 @@ BIN=${RACKBOOT_BIN:-target/release/rackboot}
 [ -x "$BIN" ] || cargo build --release --quiet
 WORK=$(mktemp -d)
 bench_cleanup() {
+  # SIGTERM first (rackboot stops within 2 s), SIGKILL only for what still runs 5 s later.
+  for ns in $SRV $CLI; do ip netns pids $ns 2>/dev/null | xargs -r kill 2>/dev/null || true; done
+  for _ in $(seq 50); do
+    [ -z "$(ip netns pids $SRV 2>/dev/null)$(ip netns pids $CLI 2>/dev/null)" ] && break; sleep 0.1
+  done
   for ns in $SRV $CLI; do
     ip netns pids $ns 2>/dev/null | xargs -r kill -9 2>/dev/null || true
     ip netns del $ns 2>/dev/null || true

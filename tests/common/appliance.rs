@@ -27,10 +27,6 @@ pub struct Appliance {
     pub api: ApiClient,
 }
 
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
 impl Appliance {
     pub async fn start(extra: &str) -> Appliance {
         let dir = tempfile::tempdir().unwrap();

@@ -65,15 +65,31 @@ impl Browser {
             println!("SKIPPED: {CHROMIUM} or {CHROMEDRIVER} missing (apt-get install chromium chromium-driver)");
             return None;
         }
-        let port = crate::common::appliance::free_port();
-        let driver = Command::new(CHROMEDRIVER)
-            .arg(format!("--port={port}"))
-            .stdout(Stdio::null())
+        // Port 0: chromedriver binds a free port itself and says which on its first lines.
+        let mut child = Command::new(CHROMEDRIVER)
+            .arg("--port=0")
+            .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .process_group(0)
             .spawn()
-            .map(Driver)
             .expect("chromedriver starts");
+        let stdout = child.stdout.take().unwrap();
+        let driver = Driver(child);
+        let port = tokio::task::spawn_blocking(move || {
+            use std::io::BufRead;
+            let mut lines = std::io::BufReader::new(stdout).lines();
+            let port = lines.by_ref().map_while(Result::ok).find_map(|l| {
+                l.split("started successfully on port ")
+                    .nth(1)
+                    .and_then(|p| p.trim_end_matches('.').parse::<u16>().ok())
+            });
+            // Keep reading (and dropping) what it prints, so a full pipe never blocks it.
+            std::thread::spawn(move || lines.for_each(drop));
+            port
+        })
+        .await
+        .unwrap()
+        .expect("chromedriver says which port it listens on");
         let deadline = Instant::now() + Duration::from_secs(20);
         while !ready(port).await {
             assert!(Instant::now() < deadline, "chromedriver not ready after 20 s");

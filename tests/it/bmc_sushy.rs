@@ -51,12 +51,11 @@ async fn start_sushy(bin: &std::path::Path) -> Sushy {
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     std::fs::write(dir.path().join("htpasswd"), &out.stdout).unwrap();
-    let port = appliance::free_port();
     let d = dir.path().display();
     std::fs::write(
         dir.path().join("sushy.conf"),
         format!(
-            "SUSHY_EMULATOR_LISTEN_IP = '127.0.0.1'\nSUSHY_EMULATOR_LISTEN_PORT = {port}\n\
+            "SUSHY_EMULATOR_LISTEN_IP = '127.0.0.1'\nSUSHY_EMULATOR_LISTEN_PORT = 0\n\
              SUSHY_EMULATOR_SSL_CERT = '{d}/cert.pem'\nSUSHY_EMULATOR_SSL_KEY = '{d}/key.pem'\n\
              SUSHY_EMULATOR_AUTH_FILE = '{d}/htpasswd'\nSUSHY_EMULATOR_STATE_DIR = '{d}/state'\n\
              SUSHY_EMULATOR_FAKE_SYSTEMS = [{{'uuid': '27946b59-9e44-4fa7-8e91-f3527a1ef094', 'name': 'node1',\n\
@@ -64,20 +63,34 @@ async fn start_sushy(bin: &std::path::Path) -> Sushy {
         ),
     )
     .unwrap();
-    let child = Command::new(bin)
+    // Port 0: the emulator (werkzeug) binds a free port itself and logs it ("Running on
+    // https://127.0.0.1:PORT").
+    let mut child = Command::new(bin)
         .args(["--fake", "--config"])
         .arg(dir.path().join("sushy.conf"))
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let s = Sushy { child, port, fingerprint, _dir: dir };
-    // Listening once a TCP connect succeeds.
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_err() {
-        assert!(std::time::Instant::now() < deadline, "sushy-emulator did not listen within 30 s");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    let stderr = child.stderr.take().unwrap();
+    let mut s = Sushy { child, port: 0, fingerprint, _dir: dir };
+    let port = tokio::task::spawn_blocking(move || {
+        use std::io::BufRead;
+        let mut lines = std::io::BufReader::new(stderr).lines();
+        let port = lines.by_ref().map_while(Result::ok).find_map(|l| {
+            l.split("Running on http")
+                .nth(1)
+                .and_then(|r| r.rsplit(':').next())
+                .and_then(|p| p.trim().parse::<u16>().ok())
+        });
+        // Keep reading (and dropping) its log, so a full pipe never blocks it.
+        std::thread::spawn(move || lines.for_each(drop));
+        port
+    })
+    .await
+    .unwrap()
+    .expect("sushy-emulator says where it listens within its first lines");
+    s.port = port;
     s
 }
 

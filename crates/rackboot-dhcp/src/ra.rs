@@ -67,8 +67,9 @@ pub fn bind(interface: &str) -> anyhow::Result<Bound> {
     sock.set_unicast_hops_v6(255)?;
     sock.set_multicast_hops_v6(255)?;
     sock.join_multicast_v6(&Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 2), index)?;
-    // Reads wake up now and then to see whether the appliance is stopping.
-    sock.set_read_timeout(Some(Duration::from_millis(500)))?;
+    // Reads wake up now and then to see whether the appliance is stopping (a stop waits for
+    // at most one such wait).
+    sock.set_read_timeout(Some(Duration::from_millis(100)))?;
     Ok(Bound { sock, index })
 }
 

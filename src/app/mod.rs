@@ -128,7 +128,7 @@ pub async fn start(cfg: Config) -> anyhow::Result<Running> {
     }
     // The appliances of the estate (GET /api/v1/appliances): where this one answers, and on a
     // shared store a beat so the others list it.
-    cmdb.set_https_base(&core.addrs.https_base, env!("CARGO_PKG_VERSION"));
+    cmdb.announce(&core.addrs.https_base, env!("CARGO_PKG_VERSION"));
     if cmdb.shared() {
         services.start("appliance-beat", crate::cmdb::appliance_beats(cmdb.clone(), token.clone()));
     }

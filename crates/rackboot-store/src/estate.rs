@@ -56,16 +56,16 @@ impl Cmdb {
 
     /// Where this appliance's API answers and the version it runs (the binary's), for the list
     /// of appliances.
-    pub fn set_https_base(&self, https_base: &str, version: &str) {
-        *self.inner.https_base.write().expect("https base lock") = (https_base.to_string(), version.to_string());
+    pub fn announce(&self, https_base: &str, version: &str) {
+        *self.inner.announced.write().expect("announced lock") = (https_base.to_string(), version.to_string());
     }
 
     fn https_base(&self) -> String {
-        self.inner.https_base.read().expect("https base lock").0.clone()
+        self.inner.announced.read().expect("announced lock").0.clone()
     }
 
     fn version(&self) -> String {
-        self.inner.https_base.read().expect("https base lock").1.clone()
+        self.inner.announced.read().expect("announced lock").1.clone()
     }
 
     /// Records in a shared store that this appliance is up and where it answers (a no-op on

@@ -105,7 +105,7 @@ struct Inner {
     started_at: u64,
     /// Where this appliance's API answers and the version it runs (set once it knows, see
     /// `estate`).
-    https_base: RwLock<(String, String)>,
+    announced: RwLock<(String, String)>,
     /// Addresses seen in DHCP requests another server answers (see `whereabouts`).
     seen: std::sync::Mutex<whereabouts::Seen>,
     /// The cap on unclaimed machines and its evictions.

@@ -113,7 +113,7 @@ impl Cmdb {
                 stop,
                 appliance,
                 started_at: now_secs(),
-                https_base: RwLock::default(),
+                announced: RwLock::default(),
                 seen: Default::default(),
                 growth: Arc::default(),
                 racks: rack_cache,

@@ -72,6 +72,10 @@ KVER=$(ls "$S/lib/modules" | head -1)
 
 # 2. The agent, static (no toolchain beyond the host's: glibc's static libs; see LAB-NOTES).
 say "2/4 rackboot-agent, static release build (cargo shows its progress; a first build takes minutes)"
+# Run from a test, this script inherits the variables cargo sets for the test's crate; ring's
+# build script watches CARGO_MANIFEST_DIR, so they would rebuild the agent's TLS stack on every
+# switch between a test and a shell. Unset them: every caller shares one build.
+for v in $(compgen -e | grep -E '^CARGO_(PKG_|MANIFEST_|BIN_EXE_|CRATE_NAME|PRIMARY_PACKAGE|TARGET_TMPDIR)'); do unset "$v"; done
 (cd "$ROOT" && RUSTFLAGS='-C target-feature=+crt-static' CARGO_PROFILE_RELEASE_DEBUG=false CARGO_PROFILE_RELEASE_STRIP=symbols cargo build --release --locked \
   -p rackboot-agent --bin rackboot-agent --target x86_64-unknown-linux-gnu)
 AGENT=${CARGO_TARGET_DIR:-$ROOT/target}/x86_64-unknown-linux-gnu/release/rackboot-agent

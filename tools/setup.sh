@@ -25,7 +25,7 @@ PKGS=(iproute2 curl qemu-system-x86 ipxe-qemu ipxe ovmf cpio zstd jq bc bind9-dn
       samba smbclient wimtools grub-efi-amd64-bin postgresql kea-admin)
 [ $SETUP_BENCH = 1 ] && PKGS+=(kea-dhcp4-server kea-admin atftpd nginx-light wrk dnsperf)
 # --libvirt: libvirt (daemons started by hand, no systemd) and what VirtualBMC's libvirt-python
-# builds with, for tests/it/bmc_vbmc.rs and `vm-lab/run.sh --libvirt`.
+# builds with, for tests/it/e2e/vm/vbmc.rs and `vm-lab/run.sh --libvirt`.
 [ $SETUP_LIBVIRT = 1 ] && PKGS+=(libvirt-daemon-system libvirt-daemon-driver-qemu libvirt-clients libvirt-dev
                                  pkg-config python3-dev gcc)
 missing=()
@@ -77,7 +77,7 @@ fi
 if [ $SETUP_LIBVIRT = 1 ] && [ -c /dev/kvm ] && getent group kvm >/dev/null; then
   chgrp kvm /dev/kvm && chmod 0660 /dev/kvm
 fi
-# VirtualBMC, the IPMI BMC emulator in front of libvirt domains (tests/it/bmc_vbmc.rs).
+# VirtualBMC, the IPMI BMC emulator in front of libvirt domains (tests/it/e2e/vm/vbmc.rs).
 if [ $SETUP_LIBVIRT = 1 ] && [ ! -x "$VALIDATORS/vbmc/bin/vbmc" ]; then
   echo "setup: virtualbmc into $VALIDATORS/vbmc"
   mkdir -p "$VALIDATORS"

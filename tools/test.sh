@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The test command: installs what the tests need, then runs formatting and lint checks and every
 # test, end-to-end ones included (they need root: network namespaces and real DHCP clients).
-# One debug build serves every stage, the Debian package check included. Each stage prints how
-# many seconds it took.
+# One debug build serves every stage, the Debian package check included; the lab's assets are
+# built once. Each stage prints how many seconds it took.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/usr/local/sbin:/usr/sbin:/sbin:$PATH"
@@ -21,10 +21,25 @@ stage() {
 setup() { source tools/setup.sh --libvirt; }
 stage "setup (tools/setup.sh --libvirt: Debian packages, libvirt and the BMC emulators, validators, cargo-deb; skipped when present)" setup
 stage "cargo fmt --check" cargo fmt --all -- --check
-stage "cargo clippy" cargo clippy --workspace --all-targets --locked -- -D warnings
-stage "cargo test (each crate's unit tests, then tests/it: in-process, hostile, end-to-end; VM tests take minutes)" \
-  cargo test --workspace --locked --no-fail-fast -- --include-ignored
 
+# The lab's assets, built once per run into their caches under target/ (BootOS with its static
+# agent, iPXE, Debian's signed shim and GRUB, the lab OS image by debootstrap): mostly downloads
+# and unpacking, so they build in the background while clippy and the test build take the cores.
+# The tests and the Debian package then only copy them.
+mkdir -p target/lab-assets/boot/images
+lab_assets() { vm-lab/assets.sh target/lab-assets/boot && vm-lab/os-image.sh target/lab-assets/boot/images/lab.img; }
+lab_assets >target/lab-assets.log 2>&1 &
+ASSETS=$!
+assets_ready() {
+  local rc=0
+  wait "$ASSETS" || rc=$?
+  sed 's/^/assets | /' target/lab-assets.log
+  return "$rc"
+}
+
+stage "cargo clippy" cargo clippy --workspace --all-targets --locked -- -D warnings
+stage "build the tests (one build for every stage below)" cargo test --workspace --locked --no-run
+stage "lab assets (built in the background since the start: vm-lab/assets.sh, vm-lab/os-image.sh)" assets_ready
 # The same CMDB unit tests and the in-process appliance tests once more with the CMDB on
 # PostgreSQL: a throwaway cluster on a Unix socket, a schema per test. Left out: tests of the
 # embedded file itself (its bytes, size, quarantine, backup and restore of the file), the UI in
@@ -45,18 +60,49 @@ on_postgres() {
     "${skip[@]}"
   tests/pg/cluster.sh stop "$PGLAB"; trap - EXIT
 }
-stage "the CMDB and in-process appliance tests on PostgreSQL (tests/pg/cluster.sh: a throwaway cluster)" on_postgres
 
-# The book: its reference pages must be what the binary prints, every link must resolve, and it
-# must build (mdBook, installed once).
-stage "the book (tools/book.sh --check: reference pages, links, mdbook build)" \
-  tools/book.sh --check target/debug/rackboot
 
 # The Debian package from the debug build the tests just made (no release build: see tools/deb.sh),
-# carrying the BootOS the end-to-end tests built (from bootos/build.sh's cache: seconds).
+# carrying the BootOS built with the lab assets (from bootos/build.sh's cache: seconds).
 deb() {
   bootos/build.sh --kernel cloud target/deb-bootos-cloud
   tools/deb.sh --dev --bootos target/deb-bootos-cloud
 }
-stage "Debian package with BootOS: build and check (tools/deb.sh --dev --bootos)" deb
+
+# Two lanes at once, each stopping at its first failed stage, their lines prefixed with the
+# lane's name. The VM lane runs the tests with virtual machines (e2e::vm: firmware in qemu under
+# TCG, libvirt), one at a time: a TCG VM keeps one core busy. The other lane runs everything
+# else on the other core: each crate's unit tests and tests/it (in-process, hostile, end to end
+# in namespaces), the PostgreSQL re-run, the book and the Debian package.
+vm_lane() {
+  stage "tests with VMs (tests/it e2e::vm: qemu and libvirt, one at a time; minutes)" \
+    cargo test --locked --test it -- --include-ignored --test-threads=1 e2e::vm::
+}
+rest_lane() {
+  stage "cargo test (each crate's unit tests, then tests/it but e2e::vm: in-process, hostile, end to end in namespaces)" \
+    cargo test --workspace --locked --no-fail-fast -- --include-ignored --skip e2e::vm::
+  stage "the CMDB and in-process appliance tests on PostgreSQL (tests/pg/cluster.sh: a throwaway cluster)" on_postgres
+  # The book: its reference pages must be what the binary prints, every link must resolve, and
+  # it must build (mdBook, installed once).
+  stage "the book (tools/book.sh --check: reference pages, links, mdbook build)" \
+    tools/book.sh --check target/debug/rackboot
+  stage "Debian package with BootOS: build and check (tools/deb.sh --dev --bootos)" deb
+}
+# lane NAME FUNCTION: runs FUNCTION under `set -e`, prefixing its lines; returns its status.
+lane() {
+  local name=$1 t0=$SECONDS rc; shift
+  set +e
+  (set -e; "$@") 2>&1 | sed -u "s/^/$name | /"
+  rc=${PIPESTATUS[0]}
+  echo "== lane $name: exit $rc after $((SECONDS - t0)) s"
+  return "$rc"
+}
+lane vm vm_lane &
+VM_LANE=$!
+lane rest rest_lane &
+REST_LANE=$!
+failed=0
+wait "$VM_LANE" || failed=1
+wait "$REST_LANE" || failed=1
 echo "== all stages: $((SECONDS - STARTED)) s"
+exit "$failed"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # vm-lab's libvirt half: lab VMs as libvirt domains behind emulated BMCs, so that rackboot, not
-# a script, powers them on. Used by `vm-lab/run.sh --libvirt` and tests/it/e2e/provision.rs.
+# a script, powers them on. Used by `vm-lab/run.sh --libvirt` and tests/it/e2e/vm/provision.rs.
 #
 #   libvirt.sh up STATE                  virtlogd + libvirtd, started here unless already running
 #                                        (no systemd on the lab machines); STATE is a fresh dir

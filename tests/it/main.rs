@@ -41,7 +41,6 @@ mod bmc_faults;
 mod bmc_ipmi;
 mod bmc_provision;
 mod bmc_sushy;
-mod bmc_vbmc;
 mod boot_http;
 mod boot_sendfile;
 mod boot_storm;

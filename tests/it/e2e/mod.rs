@@ -1,15 +1,12 @@
 //! End to end, with real peers in network namespaces (root; `#[ignore]`d for a plain `cargo
-//! test`, run by the README's test command with `--include-ignored`): DHCP clients, TFTP and DNS
-//! clients, firmware in qemu, libvirt, a DHCP pair behind a relay, Windows media over SMB. They
-//! hold the lab lock (`netns::Net` takes it), so one runs at a time however many threads the
-//! harness has.
+//! test`, run by the README's test command with `--include-ignored`): DHCP, TFTP and DNS clients
+//! and a DHCP pair behind a relay here; firmware in qemu and libvirt under [`vm`]. Each holds the
+//! lab lock (`netns::Net` takes it), so one runs at a time in a process however many threads the
+//! harness has. `tools/test.sh` runs `e2e::vm` in a process of its own beside all the other
+//! tests: a VM under TCG keeps one core busy, the rest of the suite the other.
 
 mod dhcp;
 mod dns;
-mod httpboot;
 mod pair;
-mod provision;
-mod secureboot;
 mod tftp;
-mod vmlab;
-mod windows;
+mod vm;

@@ -1,10 +1,14 @@
-//! vm-lab end to end: real firmware PXE-boots BootOS through rackboot, and BootOS's agent
-//! takes over. One SeaBIOS VM and one OVMF (UEFI) VM, each with qemu's iPXE option ROM on
-//! virtio-net, 512 MiB and a 2 GiB virtio disk, boot the BootOS kernel and initramfs
+//! vm-lab end to end: real firmware boots BootOS through rackboot, and BootOS's agent takes
+//! over, with no TFTP server at all (nothing listens on port 69). One SeaBIOS VM and one OVMF
+//! (UEFI) VM, each with qemu's iPXE option ROM on virtio-net, and a third OVMF VM whose firmware
+//! may only boot over HTTP (UEFI HTTP Boot: no option ROM, its PXE switched off through fw_cfg),
+//! all with 512 MiB and a 2 GiB virtio disk, boot the BootOS kernel and initramfs
 //! (bootos/build.sh); the agent enrolls, the API shows the VM's MAC, memory and disk as qemu set
 //! them, an operator job `uname -a` runs and its output and exit code come back, the timeline
-//! holds every step in order, and a power-off job ends the VM. Needs root, qemu, OVMF and the
-//! lab assets, so it is `#[ignore]`d like the other end-to-end tests; CI runs it.
+//! holds every step in order, and a power-off job ends the VM. The HTTP-boot VM asks DHCP as an
+//! HTTP client (arch 16, vendor class "HTTPClient"), gets iPXE's URL, fetches iPXE over HTTP and
+//! iPXE its per-MAC script. Needs root, qemu, OVMF and the lab assets, so it is `#[ignore]`d like
+//! the other end-to-end tests; CI runs it.
 
 use std::process::Command;
 
@@ -14,6 +18,8 @@ struct Vm {
     name: &'static str,
     mac: &'static str,
     uefi: bool,
+    /// UEFI HTTP Boot by the firmware itself, iPXE fetched over HTTP.
+    http: bool,
 }
 
 const DISK_BYTES: u64 = 2 << 30;
@@ -28,10 +34,13 @@ fn seabios_and_ovmf_vms_boot_bootos_and_its_agent_runs_jobs() {
     let assets =
         Command::new(concat!(env!("CARGO_MANIFEST_DIR"), "/vm-lab/assets.sh")).arg(data.join("boot")).output().unwrap();
     assert!(assets.status.success(), "assets: {}", String::from_utf8_lossy(&assets.stderr));
-    net.start_rackboot(&full_config(&data));
+    net.start_rackboot(&format!("{}\n[tftp]\nenabled = false\n", full_config(&data)));
+    let port69 = net.run(&net.srv, "ss -uln 'sport = :69' | tail -n +2");
+    assert!(String::from_utf8_lossy(&port69.stdout).trim().is_empty(), "nothing may listen on port 69");
     let vms = [
-        Vm { name: "bios", mac: "52:54:00:e4:00:01", uefi: false },
-        Vm { name: "uefi", mac: "52:54:00:e4:00:02", uefi: true },
+        Vm { name: "bios", mac: "52:54:00:e4:00:01", uefi: false, http: false },
+        Vm { name: "uefi", mac: "52:54:00:e4:00:02", uefi: true, http: false },
+        Vm { name: "http", mac: "52:54:00:e4:00:03", uefi: true, http: true },
     ];
     let srv = net.srv.clone();
     // An operator watching the whole boot live, from before the VMs power on.
@@ -41,9 +50,19 @@ fn seabios_and_ovmf_vms_boot_bootos_and_its_agent_runs_jobs() {
     let watch_args = ["watch", "--all", "--api", "https://198.18.0.1", "--ca", ca, "--token-file", token_file];
     let watch = net.spawn(&srv, &[&[env!("CARGO_BIN_EXE_rackboot")][..], &watch_args[..]].concat(), "watch.log");
     let mut running = Vec::new();
+    let started = std::time::Instant::now();
     for vm in &vms {
         net.add_tap(&format!("tap-{}", vm.name));
-        let args = net.qemu_args(vm.name, vm.mac, vm.uefi, &[DISK_BYTES], true);
+        let mut args = net.qemu_args(vm.name, vm.mac, vm.uefi, &[DISK_BYTES], true);
+        if vm.http {
+            // The firmware's own network stack (no iPXE option ROM), with PXE off: HTTP boot only.
+            for arg in args.iter_mut().filter(|a| a.starts_with("virtio-net-pci,")) {
+                arg.push_str(",romfile=");
+            }
+            for pxe in ["IPv4PXESupport", "IPv6PXESupport"] {
+                args.extend(["-fw_cfg".into(), format!("name=opt/org.tianocore/{pxe},string=n")]);
+            }
+        }
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         running.push(net.spawn(&srv, &args, &format!("{}.qemu.log", vm.name)));
     }
@@ -60,10 +79,14 @@ fn seabios_and_ovmf_vms_boot_bootos_and_its_agent_runs_jobs() {
                 (!m["inventory"].is_null()).then_some(m)
             },
         );
+        eprintln!("{}: power-on to inventory in {} s", vm.name, started.elapsed().as_secs());
         let s = serial(vm);
         assert!(s.contains(&format!("rackboot-bootos: up mac={}", vm.mac)), "{}: BootOS banner:\n{s}", vm.name);
         if vm.uefi {
             assert!(s.contains("initrd=initrd.img"), "UEFI kernel line carries initrd=");
+        }
+        if vm.http {
+            assert!(s.contains("Start HTTP Boot over IPv4"), "the firmware's HTTP boot ran:\n{s}");
         }
         let inv = &m["inventory"];
         let macs: Vec<&str> = inv["nics"].as_array().unwrap().iter().map(|n| n["mac"].as_str().unwrap()).collect();
@@ -77,6 +100,9 @@ fn seabios_and_ovmf_vms_boot_bootos_and_its_agent_runs_jobs() {
         );
         assert_eq!(m["state"], "ready");
         assert_eq!(m["vendor"], "QEMU");
+        assert_eq!(inv["firmware"]["uefi"], vm.uefi, "{}: {}", vm.name, inv["firmware"]);
+        // Off, or (firmware without the variable) unknown: never on.
+        assert_ne!(inv["firmware"]["secure_boot"], true, "{}: {}", vm.name, inv["firmware"]);
     }
 
     // An operator job on each VM, output and exit code back through the API.
@@ -119,10 +145,12 @@ fn seabios_and_ovmf_vms_boot_bootos_and_its_agent_runs_jobs() {
                 k => k.to_string(),
             })
             .collect();
-        let want = [
-            "machine.discovered",
-            "dhcp.offer",
-            "dhcp.ack",
+        let mut want = vec!["machine.discovered", "dhcp.offer", "dhcp.ack"];
+        if vm.http {
+            // The firmware fetched iPXE over HTTP; iPXE asks DHCP again, then for its script.
+            want.extend(["asset ipxe.efi", "dhcp.ack"]);
+        }
+        want.extend([
             "boot.script",
             "asset bootos/vmlinuz",
             "asset bootos/initrd.img",
@@ -132,7 +160,7 @@ fn seabios_and_ovmf_vms_boot_bootos_and_its_agent_runs_jobs() {
             "job.queued",
             "job.started",
             "job.finished",
-        ];
+        ]);
         let mut at = 0;
         for step in &steps {
             if at < want.len() && step == want[at] {
@@ -140,11 +168,25 @@ fn seabios_and_ovmf_vms_boot_bootos_and_its_agent_runs_jobs() {
             }
         }
         assert_eq!(at, want.len(), "{}: timeline {steps:?} lacks (in order) {:?}", vm.name, &want[at..]);
-        let want_arch = if vm.uefi { "uefi-x64" } else { "bios" };
-        assert_eq!(ev[1]["detail"]["arch"], want_arch);
-        assert_eq!(ev[3]["detail"]["uefi"], vm.uefi);
+        let offer = ev.iter().find(|e| e["kind"] == "dhcp.offer").unwrap();
+        let want_arch = match (vm.http, vm.uefi) {
+            (true, _) => "http-x64",
+            (false, true) => "uefi-x64",
+            (false, false) => "bios",
+        };
+        assert_eq!(offer["detail"]["arch"], want_arch, "{offer}");
+        if vm.http {
+            assert_eq!(offer["detail"]["boot_file"], "http://198.18.0.1:8080/boot/files/ipxe.efi", "{offer}");
+        }
+        assert!(!ev.iter().any(|e| e["kind"] == "tftp.transfer"), "{}: no TFTP at all", vm.name);
+        let script = ev.iter().find(|e| e["kind"] == "boot.script").unwrap();
+        assert_eq!(
+            (&script["detail"]["uefi"], &script["detail"]["loader"]),
+            (&vm.uefi.into(), &"ipxe".into()),
+            "{script}"
+        );
         // The boot script went to the VM's leased address with a nonce, and that nonce enrolled it.
-        assert_eq!(ev[3]["detail"]["nonce"], true, "{}", ev[3]);
+        assert_eq!(script["detail"]["nonce"], true, "{script}");
         let enrolled = ev.iter().find(|e| e["kind"] == "agent.enrolled").unwrap();
         assert_eq!(enrolled["detail"]["nonce"], "valid", "{enrolled}");
         assert_eq!(enrolled["detail"]["approved"], true, "{enrolled}");

@@ -158,8 +158,11 @@ pub async fn start(cfg: Config) -> anyhow::Result<Running> {
     if let Some((every, keep)) = core.cfg.backups {
         services.start("backups", core.cmdb.clone().scheduled_backups(every, keep, token.clone()));
     }
-    services.start("http", web::serve(http, core.site(), token.clone()));
-    services.start("https", web::serve_https(https, core.site(), token.clone()));
+    // One site for both listeners: one login limiter and one cap on live streams, however a
+    // client reaches the API (plain HTTP serves it too with `http.loopback_api`).
+    let site = core.site();
+    services.start("http", web::serve(http, site.clone(), token.clone()));
+    services.start("https", web::serve_https(https, site, token.clone()));
     info!(%http_addr, http_base = %core.addrs.http_base, "http serving (firmware: /boot, /healthz)");
     info!(%https_addr, https_base = %core.addrs.https_base, %ca_pin, "https serving (api, agents, metrics)");
     Ok(Running {

@@ -21,6 +21,7 @@ mod reference;
 mod store;
 mod tasks;
 mod templates;
+mod text;
 mod users;
 mod windows;
 
@@ -31,8 +32,10 @@ use jobs::{jobs, JobsCmd};
 use machines::{machines, MachinesCmd};
 use plugins::{plugins, PluginsCmd};
 use racks::{racks, RacksCmd};
+use store::StoreCmd;
 use tasks::{tasks, TasksCmd};
 use templates::{templates, TemplatesCmd};
+use text::{enc, s};
 use users::{audit, tokens, users, AuditArgs, TokensCmd, UsersCmd};
 use windows::{windows, WindowsCmd};
 
@@ -297,39 +300,6 @@ Example:
     },
 }
 
-#[derive(Subcommand)]
-enum StoreCmd {
-    /// Copy the configured CMDB (the data dir's file, or the [store] PostgreSQL) into another
-    /// store: a PostgreSQL database (a URL or `host=... dbname=...`) or a new file. Every table is
-    /// read back and compared by row count and SHA-256. The target must be empty; the source is
-    /// left as it was. Stop rackboot first when copying its file.
-    #[command(after_help = "\
-Examples:
-  systemctl stop rackboot
-  rackboot store migrate --config /etc/rackboot/rackboot.toml \\
-      --to postgres://rackboot@db.example/rackboot --password-file /etc/rackboot/pg.password
-  # then in rackboot.toml: [store] backend = \"postgres\", url = ..., password_file = ...
-  rackboot store migrate --config /etc/rackboot/rackboot.toml --to /root/cmdb-from-postgres.redb")]
-    Migrate {
-        /// TOML config file (its data_dir or [store]). Default: the embedded one.
-        #[arg(long, short, value_name = "FILE")]
-        config: Option<PathBuf>,
-        /// The target: postgres://user@host/db, "host=/run/postgresql dbname=rackboot", or a
-        /// file path that does not exist yet.
-        #[arg(long, value_name = "STORE")]
-        to: String,
-        /// The PostgreSQL password, from an owner-only file (never in the URL).
-        #[arg(long, value_name = "FILE")]
-        password_file: Option<PathBuf>,
-        /// A PostgreSQL schema other than public.
-        #[arg(long)]
-        schema: Option<String>,
-        /// CA certificates (PEM) the PostgreSQL server's certificate must chain to (TLS or nothing).
-        #[arg(long, value_name = "FILE")]
-        tls_ca_file: Option<PathBuf>,
-    },
-}
-
 #[derive(Args)]
 struct ApiArgs {
     /// Base URL of the rackboot API.
@@ -393,9 +363,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Audit { api, filter } => audit(api.client()?, filter).await,
         Command::Backup { api, file } => backup::backup(api.client()?, &file).await,
         Command::Restore { config, file } => backup::restore(config.as_deref(), &file),
-        Command::Store { cmd: StoreCmd::Migrate { config, to, password_file, schema, tls_ca_file } } => {
-            store::migrate(config.as_deref(), &to, password_file.as_deref(), schema, tls_ca_file.as_deref()).await
-        }
+        Command::Store { cmd } => store::store(cmd).await,
         Command::Watch { api, machine, all: _, kind, state, after, count } => {
             let w = rackboot::watch::Watch { machine, kind, state, after, count };
             rackboot::watch::run(&api.client()?, w, &mut std::io::stdout()).await
@@ -415,26 +383,6 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
     }
-}
-
-fn s(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        Value::Null => "-".into(),
-        other => other.to_string(),
-    }
-}
-
-fn enc(s: &str) -> String {
-    s.bytes()
-        .map(|b| {
-            if b.is_ascii_alphanumeric() || b"-._~:".contains(&b) {
-                (b as char).to_string()
-            } else {
-                format!("%{b:02X}")
-            }
-        })
-        .collect()
 }
 
 fn init_tracing(json: bool) {

@@ -3,8 +3,51 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
+use clap::Subcommand;
 use rackboot::cmdb::kv::{Db, PgConfig};
 use rackboot::config::Config;
+
+#[derive(Subcommand)]
+pub enum StoreCmd {
+    /// Copy the configured CMDB (the data dir's file, or the [store] PostgreSQL) into another
+    /// store: a PostgreSQL database (a URL or `host=... dbname=...`) or a new file. Every table is
+    /// read back and compared by row count and SHA-256. The target must be empty; the source is
+    /// left as it was. Stop rackboot first when copying its file.
+    #[command(after_help = "\
+Examples:
+  systemctl stop rackboot
+  rackboot store migrate --config /etc/rackboot/rackboot.toml \\
+      --to postgres://rackboot@db.example/rackboot --password-file /etc/rackboot/pg.password
+  # then in rackboot.toml: [store] backend = \"postgres\", url = ..., password_file = ...
+  rackboot store migrate --config /etc/rackboot/rackboot.toml --to /root/cmdb-from-postgres.redb")]
+    Migrate {
+        /// TOML config file (its data_dir or [store]). Default: the embedded one.
+        #[arg(long, short, value_name = "FILE")]
+        config: Option<PathBuf>,
+        /// The target: postgres://user@host/db, "host=/run/postgresql dbname=rackboot", or a
+        /// file path that does not exist yet.
+        #[arg(long, value_name = "STORE")]
+        to: String,
+        /// The PostgreSQL password, from an owner-only file (never in the URL).
+        #[arg(long, value_name = "FILE")]
+        password_file: Option<PathBuf>,
+        /// A PostgreSQL schema other than public.
+        #[arg(long)]
+        schema: Option<String>,
+        /// CA certificates (PEM) the PostgreSQL server's certificate must chain to (TLS or nothing).
+        #[arg(long, value_name = "FILE")]
+        tls_ca_file: Option<PathBuf>,
+    },
+}
+
+/// Runs `rackboot store ...`.
+pub async fn store(cmd: StoreCmd) -> anyhow::Result<()> {
+    match cmd {
+        StoreCmd::Migrate { config, to, password_file, schema, tls_ca_file } => {
+            migrate(config.as_deref(), &to, password_file.as_deref(), schema, tls_ca_file.as_deref()).await
+        }
+    }
+}
 
 /// Where `--to` points.
 enum Target {

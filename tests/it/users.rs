@@ -1,7 +1,7 @@
 //! Users, roles and API tokens against the whole appliance: each role gets what it may and a
 //! problem naming the role it lacks otherwise, expired, revoked and orphaned tokens get 401,
-//! a token never outranks its user, wrong passwords are rate-limited, and the `admin.token`
-//! file (old or new) keeps working across restarts.
+//! a token never outranks its user, wrong passwords are rate-limited (on every listener by one
+//! limiter), and the `admin.token` file (old or new) keeps working across restarts.
 
 use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;
@@ -360,4 +360,51 @@ async fn cli_users_tokens_and_audit() {
     assert!(!out.contains("alice-password"), "{out}");
     let (ok, out, _) = cli(&lab, &["users", "delete", "alice"], "");
     assert!(ok, "{out}");
+}
+
+/// A login over plain HTTP (`http.loopback_api`): HTTP/1.0, the whole response back.
+async fn plain_login(addr: std::net::SocketAddr, name: &str, password: &str) -> u16 {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let body = json!({"username": name, "password": password}).to_string();
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let head = format!(
+        "POST /api/v1/auth/login HTTP/1.0\r\nHost: x\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+        body.len()
+    );
+    s.write_all(format!("{head}{body}").as_bytes()).await.unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).await.unwrap();
+    out.split(' ').nth(1).and_then(|c| c.parse().ok()).unwrap_or_else(|| panic!("no status line: {out:?}"))
+}
+
+/// With `http.loopback_api` the whole API answers on the plain listener too. Both listeners
+/// share one login limiter: wrong passwords over plain HTTP lock the user out over HTTPS as
+/// well, so a second listener is not a second quota of guesses.
+#[tokio::test]
+async fn both_listeners_share_one_login_limiter() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = config_text(dir.path(), 0, "").replace("[http]\n", "[http]\nloopback_api = true\n");
+    let running = rackboot::app::start(rackboot::config::Config::parse(&text).unwrap()).await.unwrap();
+    let https = format!("https://{}", running.https_addr);
+    let admin = ApiClient::new(&https, running.admin_token.clone(), running.ca_pem.as_bytes()).unwrap();
+    let (s, v) = admin
+        .call(
+            Method::POST,
+            "/users",
+            Some(json!({"name": "otto", "role": "operator", "password": "otto-password-123"})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(s, 201, "{v}");
+    // The plain listener really serves the API: the right password logs in there.
+    assert_eq!(plain_login(running.http_addr, "otto", "otto-password-123").await, 200);
+    let mut codes = Vec::new();
+    for _ in 0..5 {
+        codes.push(plain_login(running.http_addr, "otto", "guess-guess-guess").await);
+    }
+    assert_eq!(codes, [401; 5]);
+    let anon = ApiClient::new(&https, String::new(), running.ca_pem.as_bytes()).unwrap();
+    let right = json!({"username": "otto", "password": "otto-password-123"});
+    assert_eq!(anon.call(Method::POST, "/auth/login", Some(right)).await.unwrap().0, 429, "limited over HTTPS too");
+    running.wait(async {}).await.unwrap();
 }

@@ -51,7 +51,7 @@ if [ $SETUP_LAB = 0 ] && [ ! -x "$VALIDATORS/venv/bin/ksvalidator" ]; then
   /usr/bin/python3 -m venv "$VALIDATORS/venv"
   "$VALIDATORS/venv/bin/pip" install -q pykickstart==3.78
 fi
-# schemathesis, the OpenAPI-driven API tester (tests/it/schemathesis.rs), in a venv of its own.
+# schemathesis, the OpenAPI-driven API tester (tests/it/api_schemathesis.rs), in a venv of its own.
 if [ $SETUP_LAB = 0 ] && [ ! -x "$VALIDATORS/st/bin/schemathesis" ]; then
   echo "setup: schemathesis into $VALIDATORS/st"
   mkdir -p "$VALIDATORS"

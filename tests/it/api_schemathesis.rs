@@ -66,6 +66,9 @@ async fn schemathesis_finds_nothing_against_the_document() {
     .await
     .unwrap();
     let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    // Its summary (phases, operations, time) for the log, shown with --nocapture.
+    let lines: Vec<&str> = text.lines().collect();
+    eprintln!("{}", lines[lines.len().saturating_sub(30)..].join("\n"));
     // Whatever it changed (users, tokens), the admin token it ran with still works: nobody can
     // delete, disable or demote themselves, and token ids cannot be guessed.
     let (status, who) = lab.api.call(hyper::Method::GET, "/auth/whoami", None).await.unwrap();

@@ -32,8 +32,8 @@ mod agent_json;
 mod answer_validators;
 mod api;
 mod api_contract;
-// The longest test outside the VM runs (five minutes): named to sort early, as the harness
-// starts tests in name order, so it runs beside the others rather than after them.
+// One of the longest tests outside the VM runs (a minute, three thousand requests): named to
+// sort early, as the harness starts tests in name order, so it runs beside the others.
 mod api_schemathesis;
 mod assets;
 mod audit;

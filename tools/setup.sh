@@ -19,6 +19,8 @@ done
 # what its report uses. bootos/build.sh and vm-lab/os-image.sh bring their own.
 PKGS=(iproute2 curl qemu-system-x86 ipxe-qemu ipxe ovmf cpio zstd jq bc bind9-dnsutils
       isc-dhcp-relay lldpd minisign openssl ipmitool python3-venv)
+# qemu-img: the appliance converts qcow2 images to raw with it (the Debian package recommends it).
+PKGS+=(qemu-utils)
 [ $SETUP_LAB = 1 ] || PKGS+=(isc-dhcp-client udhcpc dhcpcd5 dnsmasq-base atftp tftp-hpa dpkg-dev
       debian-installer-12-netboot-amd64 ndisc6 sslscan chromium chromium-driver
       python3-yaml python3-jsonschema python3-requests python3-configobj python3-jsonpatch

@@ -58,6 +58,7 @@ mod multi_appliance;
 mod plugin_agent;
 mod plugins;
 mod plugins_bench;
+mod provision_formats;
 mod provision_image;
 mod provision_installer;
 mod racks;

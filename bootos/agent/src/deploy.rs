@@ -9,7 +9,7 @@
 //! bounded when the disk is slower than the network. The disk is synced before the checksum is
 //! compared.
 
-use std::io::Write;
+use std::io::Seek;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -18,6 +18,7 @@ use hyper::body::Bytes;
 use sha2::{Digest, Sha256};
 use tokio::sync::mpsc;
 
+use crate::image::{self, Blocks, Format};
 use crate::jobs::Sink;
 use crate::wire::{JobResult, JobSpec, Outcome, Stream};
 
@@ -31,47 +32,35 @@ const WRITE_BUF: usize = 4 << 20;
 /// One block: the stream's chunks as they came (shared by both stages, never copied).
 type Block = Arc<Vec<Bytes>>;
 
-/// The disk writer: as is, or through a gzip decoder.
-enum Out {
-    Raw(std::io::BufWriter<std::fs::File>),
-    Gz(Box<flate2::write::GzDecoder<std::io::BufWriter<std::fs::File>>>),
-}
-
-impl Out {
-    fn write_all(&mut self, b: &[u8]) -> std::io::Result<()> {
-        match self {
-            Out::Raw(w) => w.write_all(b),
-            Out::Gz(w) => w.write_all(b),
-        }
-    }
-
-    /// Ends the stream (a gzip image must be complete), flushes and syncs the disk.
-    fn finish(self) -> std::io::Result<()> {
-        let w = match self {
-            Out::Raw(w) => w,
-            Out::Gz(w) => w.finish()?,
-        };
-        w.into_inner().map_err(|e| e.into_error())?.sync_all()
-    }
-}
-
 /// The hashing and the writing thread, and the queues to them.
 pub struct Stages {
     to_hash: mpsc::Sender<Block>,
     to_disk: mpsc::Sender<Block>,
     hasher: JoinHandle<String>,
-    writer: JoinHandle<std::io::Result<()>>,
+    writer: JoinHandle<std::io::Result<Written>>,
+}
+
+/// What reached the disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Written {
+    pub format: Format,
+    /// Bytes written to the disk (the image decompressed).
+    pub bytes: u64,
 }
 
 impl Stages {
-    /// Opens `disk` (a file is created; a device must exist) and starts both threads.
-    pub fn start(disk: &str, gzip: bool) -> std::io::Result<Stages> {
-        let file =
+    /// Opens `disk` (a file is created; a device must exist) and starts both threads. The writer
+    /// takes the image's format from its first bytes and stops at the disk's size (a block
+    /// device's, or a file's that already has one).
+    pub fn start(disk: &str) -> std::io::Result<Stages> {
+        let mut file =
             std::fs::OpenOptions::new().write(true).create(!disk.starts_with("/dev/")).truncate(false).open(disk)?;
-        let file = std::io::BufWriter::with_capacity(WRITE_BUF, file);
-        let mut out = if gzip { Out::Gz(Box::new(flate2::write::GzDecoder::new(file))) } else { Out::Raw(file) };
+        // Seeking to the end gives a block device's size too; a character device or new file says 0.
+        let size = file.seek(std::io::SeekFrom::End(0)).unwrap_or(0);
+        file.seek(std::io::SeekFrom::Start(0))?;
+        let cap = (size > 0).then_some(size);
         let (to_hash, mut hash_rx) = mpsc::channel::<Block>(QUEUE);
-        let (to_disk, mut disk_rx) = mpsc::channel::<Block>(QUEUE);
+        let (to_disk, disk_rx) = mpsc::channel::<Block>(QUEUE);
         let hasher = std::thread::Builder::new().name("deploy-hash".into()).spawn(move || {
             let mut hash = Sha256::new();
             while let Some(block) = hash_rx.blocking_recv() {
@@ -80,12 +69,17 @@ impl Stages {
             hash.finalize().iter().map(|b| format!("{b:02x}")).collect()
         })?;
         let writer = std::thread::Builder::new().name("deploy-write".into()).spawn(move || {
-            while let Some(block) = disk_rx.blocking_recv() {
-                for chunk in block.iter() {
-                    out.write_all(chunk)?;
-                }
-            }
-            out.finish()
+            let mut input = Blocks::new(disk_rx);
+            let format = Format::sniff(&input.peek(Format::MAGIC_LEN)?);
+            let mut from = image::decoder(format, input)?;
+            let mut out = std::io::BufWriter::with_capacity(WRITE_BUF, file);
+            let bytes = image::copy_capped(&mut *from, &mut out, cap, WRITE_BUF).map_err(|e| match format {
+                Format::Raw => e,
+                // A decoder's error: say which, as "corrupt deflate stream" alone does not.
+                _ => std::io::Error::new(e.kind(), format!("{} image: {e}", format.name())),
+            })?;
+            out.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+            Ok(Written { format, bytes })
         })?;
         Ok(Stages { to_hash, to_disk, hasher, writer })
     }
@@ -98,7 +92,7 @@ impl Stages {
     }
 
     /// Ends both stages: the writer's outcome (written and synced) and the image's SHA-256.
-    pub async fn finish(self) -> (std::io::Result<()>, String) {
+    pub async fn finish(self) -> (std::io::Result<Written>, String) {
         let Stages { to_hash, to_disk, hasher, writer } = self;
         drop((to_hash, to_disk));
         let joined = tokio::task::spawn_blocking(move || {
@@ -110,8 +104,8 @@ impl Stages {
     }
 }
 
-/// Writes an image from `url` to `disk` (raw, or gzip when the name ends in .gz), hashing what
-/// arrives; reports progress about every 2 s.
+/// Writes an image from `url` to `disk` (raw, gzip, xz or zstd, told by its first bytes),
+/// hashing what arrives; reports progress about every 2 s.
 pub async fn deploy_image(sink: &mut Sink<'_>, spec: &JobSpec, url: &str, sha256: &str, disk: &str) -> JobResult {
     let start = Instant::now();
     let done = |outcome, error: Option<String>| JobResult {
@@ -127,8 +121,8 @@ pub async fn deploy_image(sink: &mut Sink<'_>, spec: &JobSpec, url: &str, sha256
         Err(e) => return done(Outcome::Error, Some(format!("fetching {url}: {e:#}"))),
     };
     let total = resp.size;
-    // The checksum is of the file as served (a .gz image is inflated on the way to the disk).
-    let stages = match Stages::start(disk, url.ends_with(".gz")) {
+    // The checksum is of the file as served (a compressed image is expanded on the way to the disk).
+    let stages = match Stages::start(disk) {
         Ok(s) => s,
         Err(e) => return done(Outcome::Error, Some(format!("opening {disk}: {e}"))),
     };
@@ -166,15 +160,20 @@ pub async fn deploy_image(sink: &mut Sink<'_>, spec: &JobSpec, url: &str, sha256
         stages.push(block).await;
     }
     let (wrote, got) = stages.finish().await;
-    if let Err(e) = wrote {
-        return done(Outcome::Error, Some(format!("writing {disk}: {e}")));
-    }
+    let written = match wrote {
+        Ok(w) => w,
+        Err(e) => return done(Outcome::Error, Some(format!("writing {disk}: {e}"))),
+    };
     if !got.eq_ignore_ascii_case(sha256) {
         return done(Outcome::Failed, Some(format!("sha256 mismatch: image is {got}, expected {sha256}")));
     }
     let secs = start.elapsed().as_secs_f64();
-    let msg =
-        format!("deploy: 100% {received} bytes in {secs:.1} s ({:.1} MB/s), sha256 ok\n", received as f64 / secs / 1e6);
+    let msg = format!(
+        "deploy: 100% {received} bytes in {secs:.1} s ({:.1} MB/s), sha256 ok; {} image, {} bytes on the disk\n",
+        received as f64 / secs / 1e6,
+        written.format.name(),
+        written.bytes
+    );
     sink.send(Stream::Stdout, msg).await;
     JobResult { exit_code: Some(0), ..done(Outcome::Succeeded, None) }
 }
@@ -182,13 +181,14 @@ pub async fn deploy_image(sink: &mut Sink<'_>, spec: &JobSpec, url: &str, sha256
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Write;
 
     fn hex(data: &[u8]) -> String {
         Sha256::digest(data).iter().map(|b| format!("{b:02x}")).collect()
     }
 
-    async fn run(disk: &str, gzip: bool, data: &[u8]) -> (std::io::Result<()>, String) {
-        let stages = Stages::start(disk, gzip).unwrap();
+    async fn run(disk: &str, data: &[u8]) -> (std::io::Result<Written>, String) {
+        let stages = Stages::start(disk).unwrap();
         // Uneven chunks, several per block, as a socket delivers them.
         for block in data.chunks(BLOCK + 12_345) {
             let chunks: Vec<Bytes> = block.chunks(16_411).map(Bytes::copy_from_slice).collect();
@@ -199,26 +199,79 @@ mod tests {
         stages.finish().await
     }
 
-    #[tokio::test]
-    async fn blocks_are_hashed_and_written_in_order() {
-        let dir = tempfile::tempdir().unwrap();
-        let data: Vec<u8> = (0..(20u32 << 20) + 777).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
-        let disk = dir.path().join("disk.img");
-        let (wrote, digest) = run(disk.to_str().unwrap(), false, &data).await;
-        wrote.unwrap();
-        assert_eq!(digest, hex(&data), "the digest of what was sent");
-        assert!(std::fs::read(&disk).unwrap() == data, "the disk holds the image byte for byte");
+    /// A disk image's worth of bytes that compresses a little, not to nothing.
+    fn image(len: usize) -> Vec<u8> {
+        (0..len as u32).map(|i| ((i.wrapping_mul(2_654_435_761) >> 13) % 7) as u8).collect()
+    }
 
+    fn gzip(data: &[u8]) -> Vec<u8> {
         let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-        gz.write_all(&data).unwrap();
-        let gz = gz.finish().unwrap();
-        let disk = dir.path().join("disk2.img");
-        let (wrote, digest) = run(disk.to_str().unwrap(), true, &gz).await;
-        wrote.unwrap();
-        assert_eq!(digest, hex(&gz), "a .gz image is checked as served");
-        assert!(std::fs::read(&disk).unwrap() == data, "and written inflated");
-        let (wrote, _) = run(dir.path().join("disk3.img").to_str().unwrap(), true, &gz[..gz.len() / 2]).await;
-        assert!(wrote.is_err(), "a truncated gzip image fails");
+        gz.write_all(data).unwrap();
+        gz.finish().unwrap()
+    }
+
+    fn xz(data: &[u8]) -> Vec<u8> {
+        let mut xz = liblzma::write::XzEncoder::new(Vec::new(), 1);
+        xz.write_all(data).unwrap();
+        xz.finish().unwrap()
+    }
+
+    fn zstd(data: &[u8]) -> Vec<u8> {
+        zstd::stream::encode_all(data, 3).unwrap()
+    }
+
+    #[tokio::test]
+    async fn every_format_lands_byte_for_byte_and_is_hashed_as_served() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = image((20 << 20) + 777);
+        let forms = [("raw", data.clone()), ("gzip", gzip(&data)), ("xz", xz(&data)), ("zstd", zstd(&data))];
+        for (name, served) in forms {
+            let disk = dir.path().join(format!("{name}.disk"));
+            let (wrote, digest) = run(disk.to_str().unwrap(), &served).await;
+            let wrote = wrote.unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!((wrote.format.name(), wrote.bytes), (name, data.len() as u64));
+            assert_eq!(digest, hex(&served), "{name}: the digest of what was served");
+            assert!(std::fs::read(&disk).unwrap() == data, "{name}: the disk holds the image byte for byte");
+        }
+        // Two gzip members, as `cat a.gz b.gz` makes: both reach the disk.
+        let (a, b) = data.split_at(5 << 20);
+        let joined = [gzip(a), gzip(b)].concat();
+        let disk = dir.path().join("joined.disk");
+        run(disk.to_str().unwrap(), &joined).await.0.unwrap();
+        assert!(std::fs::read(&disk).unwrap() == data, "concatenated gzip members");
+    }
+
+    #[tokio::test]
+    async fn truncated_or_corrupt_streams_fail_saying_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = image(4 << 20);
+        for (name, packed) in [("gzip", gzip(&data)), ("xz", xz(&data)), ("zstd", zstd(&data))] {
+            let disk = dir.path().join(format!("{name}.disk"));
+            let err = run(disk.to_str().unwrap(), &packed[..packed.len() / 2]).await.0.unwrap_err();
+            assert!(err.to_string().starts_with(&format!("{name} image: ")), "{name} truncated: {err}");
+            let mut bad = packed.clone();
+            let mid = bad.len() / 2;
+            bad[mid..mid + 64].iter_mut().for_each(|b| *b ^= 0x5a);
+            let err = run(disk.to_str().unwrap(), &bad).await.0.unwrap_err();
+            assert!(err.to_string().starts_with(&format!("{name} image: ")), "{name} corrupt: {err}");
+        }
+        let err = run(dir.path().join("q.disk").to_str().unwrap(), b"QFI\xfb\0\0\0\x03rest").await.0.unwrap_err();
+        assert!(err.to_string().contains("qcow2"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn an_image_that_expands_past_the_disk_is_stopped_there() {
+        let dir = tempfile::tempdir().unwrap();
+        // 64 MiB of zeros packs into a few KiB: a bomb for a 1 MiB disk.
+        let bomb = zstd(&vec![0u8; 64 << 20]);
+        assert!(bomb.len() < 64 << 10);
+        for (name, served) in [("zstd", bomb), ("raw", image(2 << 20))] {
+            let disk = dir.path().join(format!("{name}.disk"));
+            std::fs::File::create(&disk).unwrap().set_len(1 << 20).unwrap();
+            let err = run(disk.to_str().unwrap(), &served).await.0.unwrap_err();
+            assert!(err.to_string().contains("past the disk's 1048576 bytes"), "{name}: {err}");
+            assert_eq!(std::fs::metadata(&disk).unwrap().len(), 1 << 20, "{name}: the disk did not grow");
+        }
     }
 
     #[tokio::test]
@@ -228,9 +281,9 @@ mod tests {
             return;
         }
         let data = vec![7u8; 64 << 20];
-        let (wrote, _) = run("/dev/full", false, &data).await;
+        let (wrote, _) = run("/dev/full", &data).await;
         let err = wrote.expect_err("/dev/full takes nothing");
         assert_eq!(err.raw_os_error(), Some(28), "ENOSPC: {err}");
-        assert!(Stages::start("/dev/no-such-disk", false).is_err());
+        assert!(Stages::start("/dev/no-such-disk").is_err());
     }
 }

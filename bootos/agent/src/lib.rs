@@ -19,6 +19,7 @@
 pub mod bundle;
 pub mod client;
 pub mod deploy;
+pub mod image;
 pub mod inventory;
 pub mod jobs;
 pub mod lldp;

@@ -198,9 +198,10 @@ pub enum Action {
         #[serde(default)]
         env: BTreeMap<String, String>,
     },
-    /// Stream a disk image from `url` onto `disk` (a block device, or a file): raw, or gzip
-    /// when the name ends in `.gz`. Its SHA-256 (of the file as served) is checked; progress
-    /// lines go to the job output. Fails on a checksum mismatch.
+    /// Stream a disk image from `url` onto `disk` (a block device, or a file): raw, gzip, xz or
+    /// zstd, told by its first bytes, never its name; a qcow2 image is refused. Its SHA-256 (of
+    /// the file as served) is checked; progress lines go to the job output. Fails on a checksum
+    /// mismatch, a truncated or corrupt stream, and an image that expands past the disk.
     DeployImage { url: String, sha256: String, disk: String },
     /// Run a signed vendor plugin: fetch its bundle by hash (`GET /agent/v1/plugins/{sha256}`),
     /// refuse it unless the bytes hash to `sha256`, unpack it under caps, run `check` (exit 0:

@@ -47,20 +47,17 @@ async fn image_checksum(engine: &crate::provision::engine::Engine, spec: &mut Ta
     if !image.is_file() {
         return Err(bad(format!("image {name:?} is not in {}", engine.cfg.images_dir.display())));
     }
-    match &spec.image_sha256 {
-        Some(h) if h.len() != 64 || !h.chars().all(|c| c.is_ascii_hexdigit()) => {
-            Err(bad("image_sha256 must be 64 hex digits"))
-        }
-        Some(_) => Ok(()),
-        None => {
-            let sum = tokio::task::spawn_blocking(move || crate::provision::sha256_file(&image))
-                .await
-                .map_err(|e| ApiError::internal(e.to_string()))?
-                .map_err(|e| ApiError::internal(format!("reading the image: {e}")))?;
-            spec.image_sha256 = Some(sum);
-            Ok(())
-        }
+    if spec.image_sha256.as_ref().is_some_and(|h| h.len() != 64 || !h.chars().all(|c| c.is_ascii_hexdigit())) {
+        return Err(bad("image_sha256 must be 64 hex digits"));
     }
+    // A qcow2 image is checked and converted to raw here, once (qemu-img): seconds to minutes.
+    let (dir, given) = (engine.cfg.images_dir.clone(), spec.image_sha256.clone());
+    let sum = tokio::task::spawn_blocking(move || crate::provision::images::prepare(&dir, &name, given.as_deref()))
+        .await
+        .map_err(|e| ApiError::internal(e.to_string()))?
+        .map_err(bad)?;
+    spec.image_sha256 = Some(sum);
+    Ok(())
 }
 
 /// Creates a provisioning task: picks its machines (MACs, serials, a tag, or the next N to call

@@ -348,15 +348,13 @@ impl Engine {
             }
             // Into the installer (the job's machine update makes PXE boot it).
             Step::Install if spec.installer.is_some() => Ok(Action::Reboot),
-            Step::Install => Ok(Action::DeployImage {
-                url: format!(
-                    "{}/boot/files/images/{}",
-                    self.http_base,
-                    spec.image.as_deref().ok_or("the task has no image")?
-                ),
-                sha256: spec.image_sha256.clone().ok_or("the task has no image checksum")?,
-                disk,
-            }),
+            Step::Install => {
+                let image = spec.image.as_deref().ok_or("the task has no image")?;
+                let sum = spec.image_sha256.as_deref().ok_or("the task has no image checksum")?;
+                // A qcow2 image goes out as its raw conversion (made when the task was created).
+                let (path, sha256) = super::images::served(&self.cfg.images_dir, image, sum)?;
+                Ok(Action::DeployImage { url: format!("{}/boot/files/images/{path}", self.http_base), sha256, disk })
+            }
             Step::Identity => {
                 let vars = IdentityVars {
                     disk: disk.clone(),

@@ -4,6 +4,7 @@
 
 pub mod decide;
 pub mod engine;
+pub mod images;
 
 pub use rackboot_model::provision::*;
 

@@ -24,10 +24,11 @@ pub async fn queue_if_due(cmdb: &Cmdb, engine: Option<&Engine>, machine_id: u64)
     let image = engine.cfg.images_dir.join(&os);
     let mut spec = json!({"select": {"macs": [mac]}, "hardware_profile": rack.hardware_profile});
     if image.is_file() {
-        let sum = tokio::task::spawn_blocking(move || crate::provision::sha256_file(&image))
+        let (dir, name) = (engine.cfg.images_dir.clone(), os.clone());
+        let sum = tokio::task::spawn_blocking(move || crate::provision::images::prepare(&dir, &name, None))
             .await
             .map_err(|e| CmdbError::Storage(e.to_string()))?
-            .map_err(|e| CmdbError::Invalid(format!("reading image {os}: {e}")))?;
+            .map_err(CmdbError::Invalid)?;
         spec["image"] = json!(os);
         spec["image_sha256"] = json!(sum);
     } else {

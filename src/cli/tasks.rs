@@ -31,9 +31,13 @@ pub(super) struct CreateTask {
     /// Addresses to reserve for the machines, FIRST-LAST, e.g. 198.18.0.60-198.18.0.69.
     #[arg(long)]
     ip_pool: Option<String>,
-    /// Target disk, e.g. /dev/sda; auto: the largest.
+    /// Target disk, e.g. /dev/sda; auto: the largest, or the one --root-device picks.
     #[arg(long, default_value = "auto")]
     disk: String,
+    /// A root-device hint, KEY=VALUE (repeatable; every one must match, exactly one disk may):
+    /// name, serial, wwn, model, vendor, min_size_gib, max_size_gib, rotational.
+    #[arg(long = "root-device", value_name = "KEY=VALUE")]
+    root_device: Vec<String>,
     /// An SSH public key for root on the installed system (repeatable).
     #[arg(long = "ssh-key")]
     ssh_keys: Vec<String>,
@@ -106,6 +110,7 @@ pub(super) async fn tasks(c: ApiClient, cmd: TasksCmd) -> anyhow::Result<()> {
                 hostname,
                 ip_pool,
                 disk,
+                root_device,
                 ssh_keys,
                 post_install,
                 concurrency,
@@ -133,6 +138,11 @@ pub(super) async fn tasks(c: ApiClient, cmd: TasksCmd) -> anyhow::Result<()> {
             }
             if let Some(n) = concurrency {
                 body["concurrency"] = json!(n);
+            }
+            if !root_device.is_empty() {
+                let hints = rackboot::provision::RootDeviceHints::from_pairs(root_device.iter().map(String::as_str))
+                    .map_err(|e| anyhow::anyhow!("--{e}"))?;
+                body["root_device"] = serde_json::to_value(hints)?;
             }
             let v = c.ok(Method::POST, "/tasks", Some(body)).await?;
             println!("task {} created with {} run(s)", v["task"]["id"], v["runs"].as_array().map_or(0, Vec::len));

@@ -119,10 +119,46 @@ async fn a_bad_image_checksum_fails_the_run_and_bad_tasks_are_refused() {
         (json!({"select": {"next": 2}, "image": "lab.img", "hostname_pattern": "same"}), 400),
         (json!({"select": {"tag": "none"}, "image": "lab.img"}), 404),
         (json!({"select": {"macs": [mac]}, "image": "lab.img", "bogus": 1}), 400),
+        // Root-device hints that no disk could meet, or that fight `disk`.
+        (json!({"select": {"next": 1}, "image": "lab.img", "root_device": {}}), 400),
+        (
+            json!({"select": {"next": 1}, "image": "lab.img", "root_device": {"min_size_gib": 9, "max_size_gib": 1}}),
+            400,
+        ),
+        (json!({"select": {"next": 1}, "image": "lab.img", "disk": "/dev/sda", "root_device": {"serial": "S1"}}), 400),
+        (json!({"select": {"next": 1}, "image": "lab.img", "root_device": {"size": 4}}), 400),
     ] {
         let (status, body) = a.api.call(Method::POST, "/tasks", Some(spec.clone())).await.unwrap();
         assert_eq!(status, want, "{spec} -> {body}");
     }
+    agent.abort();
+}
+
+/// Hints no disk of the inventory meets fail the run at its first step, naming the hints and the
+/// disks there are, before anything is written.
+#[tokio::test]
+async fn root_device_hints_that_match_no_disk_fail_the_run_before_anything_is_written() {
+    let post = tempfile::tempdir().unwrap();
+    let a = Appliance::start(&config(post.path())).await;
+    let images = a.dir.path().join("boot/images");
+    std::fs::create_dir_all(&images).unwrap();
+    std::fs::write(images.join("lab.img"), vec![3u8; 100_000]).unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let mac = "52:54:00:b0:00:0a";
+    let agent = a.agent(mac, work.path());
+    let spec = json!({"select": {"macs": [mac]}, "image": "lab.img", "hardware_profile": "lab",
+        "root_device": {"serial": "NO-SUCH-SERIAL", "min_size_gib": 1}, "retries": 0});
+    let created = a.api.ok(Method::POST, "/tasks", Some(spec)).await.unwrap();
+    assert_eq!(created["task"]["spec"]["root_device"]["serial"], "NO-SUCH-SERIAL", "stored as given");
+    let task = created["task"]["id"].as_u64().unwrap();
+    let run = run_where(&a, task, 30, "failed", |r| r["state"] != "active").await;
+    assert_eq!(run["state"], "failed", "{run}");
+    let error = run["error"].as_str().unwrap();
+    assert!(error.contains("no disk matches the root-device hints"), "{run}");
+    assert!(error.contains("serial=NO-SUCH-SERIAL"), "{run}");
+    // The hardware profile's script never ran: the disk is chosen before the first step's job.
+    let jobs = a.api.ok(Method::GET, &format!("/jobs?machine={mac}"), None).await.unwrap();
+    assert!(jobs["jobs"].as_array().is_none_or(|j| j.is_empty()), "{jobs}");
     agent.abort();
 }
 

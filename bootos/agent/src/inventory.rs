@@ -133,6 +133,8 @@ pub fn disks(root: &Path) -> Vec<Disk> {
                 model: read(root, &format!("{base}/device/model")),
                 serial: read(root, &format!("{base}/device/serial")).or_else(|| read(root, &format!("{base}/serial"))),
                 rotational: read(root, &format!("{base}/queue/rotational")).as_deref() == Some("1"),
+                wwn: read(root, &format!("{base}/wwid")).or_else(|| read(root, &format!("{base}/device/wwid"))),
+                vendor: read(root, &format!("{base}/device/vendor")),
                 name,
             }
         })

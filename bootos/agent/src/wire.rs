@@ -116,6 +116,11 @@ pub struct Disk {
     pub model: Option<String>,
     pub serial: Option<String>,
     pub rotational: bool,
+    /// World wide name (`wwid` in sysfs: `naa.`, `eui.` or `t10.` and the id), where the disk has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wwn: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vendor: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]

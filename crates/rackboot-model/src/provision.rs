@@ -30,6 +30,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::mac::Mac;
 
+mod hints;
+pub use hints::RootDeviceHints;
+
 /// Which machines a task provisions.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
@@ -65,9 +68,12 @@ pub struct TaskSpec {
     /// Reservations for the machines, `FIRST-LAST`.
     #[serde(default)]
     pub ip_pool: Option<String>,
-    /// Target disk; "auto": the largest disk in the inventory.
+    /// Target disk; "auto": the largest disk in the inventory, or the one `root_device` names.
     #[serde(default = "auto")]
     pub disk: String,
+    /// Which disk, by what the inventory says of it (with `disk` "auto"): exactly one must match.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub root_device: Option<RootDeviceHints>,
     #[serde(default)]
     pub ssh_keys: Vec<String>,
     /// Names of scripts in `postinstall/`, run in order on the installed system.

@@ -37,6 +37,7 @@ enum Action {
     Provision {
         image: Option<String>,
         installer: Option<String>,
+        root_device: Option<rackboot_model::provision::RootDeviceHints>,
         reinstall: bool,
     },
 }
@@ -70,7 +71,13 @@ impl Action {
                 if [&image, &installer].into_iter().flatten().any(|v| v.len() > 255) {
                     return Err("an image or profile name is at most 255 characters".into());
                 }
-                Ok(Action::Provision { image, installer, reinstall: f.get("reinstall").is_some() })
+                // Root-device hints, comma-separated KEY=VALUE (the API checks what they ask).
+                let root_device = match field("root_device") {
+                    Some(v) if v.len() > 1024 => return Err("root-device hints are at most 1024 characters".into()),
+                    Some(v) => Some(rackboot_model::provision::RootDeviceHints::from_pairs(v.split(','))?),
+                    None => None,
+                };
+                Ok(Action::Provision { image, installer, root_device, reinstall: f.get("reinstall").is_some() })
             }
             "" => Err("choose an action".into()),
             other => Err(format!("{other:?} is not an action this page offers")),
@@ -141,8 +148,11 @@ pub async fn run(State(s): State<UiState>, session: Session, headers: HeaderMap,
         let what = if action == Action::Delete { format!("{} (or delete)", ids.len()) } else { ids.len().to_string() };
         return bad(format!("nothing was done: type {what} in the confirmation box to act on {} machines", ids.len()));
     }
-    if let Action::Provision { image, installer, reinstall } = &action {
-        let spec = json!({"image": image, "installer": installer, "reinstall": reinstall});
+    if let Action::Provision { image, installer, root_device, reinstall } = &action {
+        let mut spec = json!({"image": image, "installer": installer, "reinstall": reinstall});
+        if let Some(hints) = root_device {
+            spec["root_device"] = json!(hints);
+        }
         return provision(&s, &session, spec, &ids, &f).await;
     }
     let (mut ok, mut failed, mut first_error) = (0usize, 0usize, None);
@@ -288,6 +298,15 @@ mod tests {
         assert!(!confirmed(&prov, Some("delete"), 2) && confirmed(&prov, Some("2"), 2));
         assert!(Action::parse(&form("action=provision").await).is_err(), "neither image nor installer");
         assert!(Action::parse(&form("action=provision&image=a&installer=b").await).is_err(), "both");
+        let hinted = "action=provision&image=lab.img&root_device=model%3DPERC+H730%2C+min_size_gib%3D200";
+        match Action::parse(&form(hinted).await).unwrap() {
+            Action::Provision { root_device: Some(h), .. } => {
+                assert_eq!((h.model.as_deref(), h.min_size_gib), (Some("PERC H730"), Some(200)))
+            }
+            other => panic!("{other:?}"),
+        }
+        let err = Action::parse(&form("action=provision&image=a&root_device=size%3D3").await).unwrap_err();
+        assert!(err.contains("not a root-device hint"), "{err}");
         assert!(Action::parse(&form("action=format_disks").await).is_err());
         let on = Action::parse(&form("action=bmc_on").await).unwrap();
         assert!(on == Action::Power("on") && confirmed(&on, None, 5), "powering on needs no confirmation");

@@ -91,6 +91,12 @@ async fn create(
         }
         _ => return Err(bad("a task needs either an image or an installer")),
     }
+    if let Some(hints) = &spec.root_device {
+        if spec.disk != "auto" {
+            return Err(bad(format!("give disk {:?} or root_device hints, not both", spec.disk)));
+        }
+        hints.check().map_err(bad)?;
+    }
     if let Some(p) = &spec.hardware_profile {
         let Some(profile) = engine.cfg.hardware_profiles.get(p) else {
             return Err(bad(format!("no hardware profile {p:?} in [[provision.hardware_profiles]]")));

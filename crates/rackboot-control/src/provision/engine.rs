@@ -326,7 +326,7 @@ impl Engine {
     /// The agent action for a job step.
     fn action(&self, step: Step, run: &Run, task: &Task, machine: &Machine) -> Result<Action, String> {
         let spec = &task.spec;
-        let disk = target_disk(&spec.disk, machine)?;
+        let disk = target_disk(&spec.disk, spec.root_device.as_ref(), machine)?;
         let hostname =
             run.hostname.clone().or_else(|| machine.hostname.clone()).unwrap_or_else(|| format!("node-{}", machine.id));
         let env = |extra: &[(&str, &str)]| {
@@ -390,13 +390,21 @@ fn deploy_percent(chunks: &[crate::cmdb::StoredChunk]) -> Option<u8> {
     })
 }
 
-/// The disk to install on: the one named, or with "auto" the largest in the inventory.
-pub fn target_disk(disk: &str, machine: &Machine) -> Result<String, String> {
+/// The disk to install on: the one named; with "auto" the one the root-device hints pick from
+/// the inventory (exactly one), or else the largest there.
+pub fn target_disk(
+    disk: &str,
+    hints: Option<&crate::provision::RootDeviceHints>,
+    machine: &Machine,
+) -> Result<String, String> {
     if disk != "auto" {
         return Ok(disk.to_string());
     }
     let inv = machine.inventory.as_ref().ok_or("no inventory to choose a disk from")?;
-    let d = inv.disks.iter().max_by_key(|d| d.size_bytes).ok_or("the inventory lists no disk")?;
+    let d = match hints {
+        Some(h) => h.pick(&inv.disks)?,
+        None => inv.disks.iter().max_by_key(|d| d.size_bytes).ok_or("the inventory lists no disk")?,
+    };
     Ok(format!("/dev/{}", d.name))
 }
 

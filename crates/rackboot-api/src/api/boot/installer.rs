@@ -130,7 +130,8 @@ async fn render_answer(
         (Some(d), _) => d,
         (None, sp) => {
             let choice = sp.as_ref().map_or("auto", |sp| sp.disk.as_str());
-            crate::provision::engine::target_disk(choice, &it.machine)
+            let hints = sp.as_ref().and_then(|sp| sp.root_device.as_ref());
+            crate::provision::engine::target_disk(choice, hints, &it.machine)
                 .map_err(|e| ApiError::new(StatusCode::CONFLICT, e))?
         }
     };

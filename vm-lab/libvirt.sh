@@ -57,13 +57,13 @@ daemon() { # binary socket pidfile
 # A veth end's name in the host namespace: short (15 bytes) and unique per domain.
 hostif() { echo "rbv$(echo -n "$prefix$1" | sha256sum | cut -c1-10)"; }
 
-domain_xml() { # domain mac uefi disk...
+domain_xml() { # domain mac uefi disk...   (disk serials RBLAB-VDA, RBLAB-VDB, ...: root-device hints)
   local dom=$1 mac=$2 uefi=$3 disks="" fw="" machine=pc smbios="" letter
   shift 3
   local i=0
   for d in "$@"; do
     letter=$(printf "\\x$(printf %x $((97 + i)))")
-    disks+="<disk type='file' device='disk'><driver name='qemu' type='raw'/><source file='$d'/><target dev='vd$letter' bus='virtio'/>$([ $i = 0 ] && echo "<boot order='2'/>" || true)</disk>"
+    disks+="<disk type='file' device='disk'><driver name='qemu' type='raw'/><source file='$d'/><target dev='vd$letter' bus='virtio'/><serial>RBLAB-VD${letter^^}</serial>$([ $i = 0 ] && echo "<boot order='2'/>" || true)</disk>"
     i=$((i + 1))
   done
   if [ "$uefi" = 1 ]; then

@@ -255,7 +255,7 @@ impl Net {
 
     /// qemu arguments for a lab VM `name` (TCG, 512 MiB, iPXE on virtio-net with `mac` on tap
     /// `tap-<name>`, serial to `<name>.serial`) with sparse virtio disks of `disks` bytes
-    /// (`<name>.disk`, `<name>.d1.disk`, ...); OVMF when `uefi`. `no_reboot`: a reboot ends qemu.
+    /// (`<name>.disk`, `<name>.d1.disk`, ...; serials `RBLAB-VDA`, ...); OVMF when `uefi`. `no_reboot`: a reboot ends qemu.
     pub fn qemu_args(&self, name: &str, mac: &str, uefi: bool, disks: &[u64], no_reboot: bool) -> Vec<String> {
         let mut a: Vec<String> = ["qemu-system-x86_64", "-accel", "tcg", "-m", "512", "-display", "none", "-boot", "n"]
             .iter()
@@ -271,7 +271,10 @@ impl Net {
             let file = if i == 0 { format!("{name}.disk") } else { format!("{name}.d{i}.disk") };
             let disk = self.path(&file);
             std::fs::File::create(&disk).unwrap().set_len(*size).unwrap();
-            a.extend(["-drive".into(), format!("file={},if=virtio,format=raw", disk.display())]);
+            // Serials as libvirt.sh gives them (RBLAB-VDA, ...), for root-device hints.
+            let serial = format!("RBLAB-VD{}", (b'A' + i as u8) as char);
+            a.extend(["-drive".into(), format!("file={},if=none,id=disk{i},format=raw", disk.display())]);
+            a.extend(["-device".into(), format!("virtio-blk-pci,drive=disk{i},serial={serial}")]);
         }
         if uefi {
             let vars = self.path(&format!("{name}.vars.fd"));

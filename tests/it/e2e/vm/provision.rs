@@ -1,6 +1,7 @@
 //! Provisioning end to end in vm-lab: a task for two fresh VMs (one SeaBIOS, one OVMF). Each
 //! PXE-boots BootOS, runs the hardware profile's script, gets the lab OS image (vm-lab/os-image.sh:
-//! Debian 12 with GRUB for BIOS and UEFI) streamed onto its disk and checked, gets its identity
+//! Debian 12 with GRUB for BIOS and UEFI) streamed onto the disk a root-device hint names (by
+//! serial, as BootOS's inventory reads it) and checked, gets its identity
 //! and the agent written in, reboots from its own disk, and its installed agent checks in; the
 //! post-install script runs there. Then the machine is `installed`, its hostname resolves through
 //! rackboot's DNS and a job runs on the installed system. Prints the seconds from power-on to
@@ -83,7 +84,7 @@ fn two_vms_bios_and_uefi_are_provisioned_from_an_image_and_check_in_installed() 
         "POST",
         "/tasks",
         Some(&format!(
-            r#"{{"select":{{"macs":["{}","{}"]}},"image":"lab.img","hardware_profile":"lab","hostname_pattern":"node-{{n:02}}","ip_pool":"198.18.0.60-198.18.0.69","ssh_keys":["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIE2e lab@rackboot"],"post_install":["motd.sh"],"step_timeout_secs":600}}"#,
+            r#"{{"select":{{"macs":["{}","{}"]}},"image":"lab.img","hardware_profile":"lab","root_device":{{"serial":"RBLAB-VDA","min_size_gib":2}},"hostname_pattern":"node-{{n:02}}","ip_pool":"198.18.0.60-198.18.0.69","ssh_keys":["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIE2e lab@rackboot"],"post_install":["motd.sh"],"step_timeout_secs":600}}"#,
             vms[0].mac, vms[1].mac
         )),
     );
@@ -180,6 +181,11 @@ fn two_vms_bios_and_uefi_are_provisioned_from_an_image_and_check_in_installed() 
         let out = net.api("GET", &format!("/jobs/{raid}/output"), None)["text"].as_str().unwrap().to_string();
         assert!(out.contains("md0 : active raid1"), "{}: {out}", vm.name);
         let m = net.api("GET", &format!("/machines/{}", vm.mac), None);
+        // The root-device hint (vda's serial) found the disk: the inventory reports serials.
+        let disks = m["inventory"]["disks"].as_array().unwrap();
+        let serial_of = |name: &str| disks.iter().find(|d| d["name"] == name).map(|d| d["serial"].clone());
+        assert_eq!(serial_of("vda"), Some("RBLAB-VDA".into()), "{}: {disks:?}", vm.name);
+        assert_eq!(serial_of("vdc"), Some("RBLAB-VDC".into()), "{}: {disks:?}", vm.name);
         let host = format!("node-{:02}", i + 1);
         assert_eq!((m["state"].as_str(), m["hostname"].as_str()), (Some("installed"), Some(host.as_str())));
         let ip = m["reserved_ip"].as_str().unwrap().to_string();

@@ -134,6 +134,17 @@ impl Net {
         ));
     }
 
+    /// Stops the daemon whose pid file is `pid_file`, in namespace `ns`. dhclient forks into the
+    /// background once bound and its child writes the file: on a busy machine the parent has
+    /// returned before it exists, so this waits up to 5 s for it.
+    pub fn kill_pid_file(&self, ns: &str, pid_file: &Path) {
+        let p = pid_file.display();
+        self.run(
+            ns,
+            &format!("for i in $(seq 50); do [ -s {p} ] && break; sleep 0.1; done; kill $(cat {p}) 2>/dev/null; true"),
+        );
+    }
+
     /// Whether a spawned program has exited (and with what), without waiting.
     pub fn exited(&mut self, idx: usize) -> Option<std::process::ExitStatus> {
         self.children[idx].try_wait().unwrap()

@@ -36,7 +36,7 @@ fn dhclient(net: &Net, ns: &str) -> HashMap<String, String> {
     let out = net.run(ns, &cmd);
     assert!(out.status.success(), "dhclient got no lease: {}", String::from_utf8_lossy(&out.stderr));
     // dhclient forks into the background once bound; stop it so a later run starts fresh.
-    net.run(ns, &format!("kill $(cat {}) 2>/dev/null", pf.display()));
+    net.kill_pid_file(ns, &pf);
     let text = std::fs::read_to_string(net.path("dhclient.env.BOUND"))
         .or_else(|_| std::fs::read_to_string(net.path("dhclient.env.REBOOT")))
         .expect("dhclient ran its hook with BOUND or REBOOT");

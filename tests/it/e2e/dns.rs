@@ -48,7 +48,7 @@ fn dhcp_clients_resolve_each_other_through_rackboot() {
         ),
     );
     assert!(out.status.success(), "dhclient: {}", String::from_utf8_lossy(&out.stderr));
-    net.run(&a, &format!("kill $(cat {}) 2>/dev/null", net.path("a.pid").display()));
+    net.kill_pid_file(&a, &net.path("a.pid"));
     let leases = std::fs::read_to_string(&lf).unwrap();
     assert!(leases.contains("fixed-address 198.18.0.60;"), "{leases}");
     assert!(leases.contains("option domain-name-servers 198.18.0.1;"), "{leases}");

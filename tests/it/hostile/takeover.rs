@@ -26,15 +26,11 @@ fn lease(net: &Net, ns: &str, name: &str) -> String {
     .unwrap();
     std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let (lf, pf) = (net.path(&format!("{name}.leases")), net.path(&format!("{name}.pid")));
-    let cmd = format!(
-        "timeout 60 dhclient -4 -1 -sf {} -lf {} -pf {} eth0 && kill $(cat {})",
-        script.display(),
-        lf.display(),
-        pf.display(),
-        pf.display()
-    );
+    let cmd =
+        format!("timeout 60 dhclient -4 -1 -sf {} -lf {} -pf {} eth0", script.display(), lf.display(), pf.display());
     let out = net.run(ns, &cmd);
     assert!(out.status.success(), "dhclient in {ns}: {}", String::from_utf8_lossy(&out.stderr));
+    net.kill_pid_file(ns, &pf);
     let addr = net.run(ns, "ip -4 -o addr show dev eth0");
     let text = String::from_utf8_lossy(&addr.stdout).into_owned();
     text.split_whitespace().skip_while(|w| *w != "inet").nth(1).expect("an address on eth0").to_string()

@@ -8,7 +8,8 @@
 #                                        defines domain NAME (powered off; qemu TCG, 512 MiB,
 #                                        SeaBIOS or OVMF) with one raw disk per SIZE (vda, vdb...)
 #                                        and its NIC behind interface PORT of namespace NS (left
-#                                        down and unattached: the caller plugs it in)
+#                                        down and unattached: the caller plugs it in); with
+#                                        NIC2_MAC set, a second NIC with that MAC behind PORTb
 #   libvirt.sh bmcs STATE NS ADDR        sushy-emulator (Redfish over HTTPS, libvirt driver) on
 #                                        ADDR:8000 and vbmcd, inside NS; writes STATE/bmc.password
 #                                        and prints the Redfish certificate's SHA-256
@@ -85,6 +86,7 @@ domain_xml() { # domain mac uefi disk...   (disk serials RBLAB-VDA, RBLAB-VDB, .
   <devices>
     <emulator>/usr/bin/qemu-system-x86_64</emulator>
     <interface type='direct'><source dev='$(hostif "${dom#"$prefix"}")' mode='bridge'/><mac address='$mac'/><model type='virtio'/><boot order='1'/></interface>
+    $([ -n "${NIC2_MAC:-}" ] && echo "<interface type='direct'><source dev='$(hostif "${dom#"$prefix"}-2")' mode='bridge'/><mac address='$NIC2_MAC'/><model type='virtio'/></interface>" || true)
     $disks
     <serial type='file'><source path='/var/lib/libvirt/images/$dom/serial.log'/></serial>
   </devices>
@@ -121,6 +123,10 @@ vm)
   done
   ip link add "$(hostif "$name")" type veth peer name "$port" netns "$ns"
   ip link set "$(hostif "$name")" up
+  if [ -n "${NIC2_MAC:-}" ]; then
+    ip link add "$(hostif "$name-2")" type veth peer name "${port}b" netns "$ns"
+    ip link set "$(hostif "$name-2")" up
+  fi
   echo "$name" >> "$STATE/vms"
   domain_xml "$dom" "$mac" "$uefi" "${disks[@]}" > "$STATE/$name.xml"
   virsh define "$STATE/$name.xml" >/dev/null
@@ -181,6 +187,7 @@ down)
     virsh undefine --nvram "$prefix$n" >/dev/null 2>&1 || true
     rm -rf "/var/lib/libvirt/images/$prefix$n"
     ip link del "$(hostif "$n")" 2>/dev/null || true
+    ip link del "$(hostif "$n-2")" 2>/dev/null || true
   done
   for p in $(cat "$STATE/daemons" 2>/dev/null); do
     kill "$p" 2>/dev/null || continue

@@ -58,6 +58,24 @@ pub(super) enum MachinesCmd {
         /// Machine id or MAC.
         id: String,
     },
+    /// Show a machine's installed network (ports, bonds, VLANs, addresses, where the spec comes
+    /// from), or set it from a JSON spec, or clear it back to its rack's default.
+    #[command(
+        after_help = "Example spec (docs/network.md):\n  {\"ethernets\": [{\"name\": \"nic0\", \"port\": 0}, {\"name\": \"nic1\", \"port\": 1}],\n   \"bonds\": [{\"name\": \"bond0\", \"members\": [\"nic0\", \"nic1\"], \"mode\": \"active-backup\", \"dhcp\": true}],\n   \"vlans\": [{\"id\": 10, \"link\": \"bond0\", \"network\": \"prod\", \"address\": \"10.20.0.120\"}]}"
+    )]
+    Network {
+        /// Machine id or MAC.
+        id: String,
+        /// Set the spec from this JSON file ('-': stdin).
+        #[arg(long, conflicts_with = "clear")]
+        set: Option<std::path::PathBuf>,
+        /// Remove the machine's own spec (its rack's default, else DHCP, applies).
+        #[arg(long)]
+        clear: bool,
+        /// Print the answer as JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 pub(super) async fn machines(c: ApiClient, cmd: MachinesCmd) -> anyhow::Result<()> {
     match cmd {
@@ -105,6 +123,42 @@ pub(super) async fn machines(c: ApiClient, cmd: MachinesCmd) -> anyhow::Result<(
         MachinesCmd::Approve { id } => {
             c.ok(Method::POST, &format!("/machines/{}/approve", enc(&id)), None).await?;
             println!("approved machine {id}");
+        }
+        MachinesCmd::Network { id, set, clear, json } => {
+            let path = format!("/machines/{}/network", enc(&id));
+            let v = match (set, clear) {
+                (Some(file), _) => {
+                    let text = super::racks::read_input(&file)?;
+                    let spec: Value =
+                        serde_json::from_str(&text).with_context(|| format!("{}: not JSON", file.display()))?;
+                    c.ok(Method::PUT, &path, Some(spec)).await?
+                }
+                (None, true) => c.ok(Method::DELETE, &path, None).await?,
+                (None, false) => c.ok(Method::GET, &path, None).await?,
+            };
+            if json {
+                println!("{}", serde_json::to_string_pretty(&v)?);
+                return Ok(());
+            }
+            println!("machine {}: network from {}", s(&v["machine_id"]), s(&v["source"]));
+            if let Some(p) = v["problem"].as_str() {
+                println!("problem: {p}");
+            }
+            println!("{:<16} {:<9} {:<18} {:<5} {:<20} MTU", "DEVICE", "KIND", "MAC", "DHCP", "ADDRESS");
+            for d in v["devices"].as_array().into_iter().flatten() {
+                println!(
+                    "{:<16} {:<9} {:<18} {:<5} {:<20} {}",
+                    s(&d["name"]),
+                    s(&d["kind"]),
+                    s(&d["mac"]),
+                    s(&d["dhcp"]),
+                    s(&d["address"]),
+                    s(&d["mtu"])
+                );
+            }
+            if let Some(g) = v["gateway"].as_str() {
+                println!("default route: {g}");
+            }
         }
         MachinesCmd::Events { id } => {
             let v = c.ok(Method::GET, &format!("/machines/{}/events", enc(&id)), None).await?;

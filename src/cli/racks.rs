@@ -26,7 +26,9 @@ Examples:
   rackboot racks create r12 --location 'hall 2, row C' --remote-id leaf-r12 --lldp-name leaf-r12 \\
       --ports 'Ethernet1-42 -> U1-U42' --address-plan 198.18.12.1-198.18.12.42 \\
       --os-profile debian12 --auto-provision
-  rackboot racks create r13 --address-plan 198.18.13.1-198.18.13.42 --machines-csv r13.csv")]
+  rackboot racks create r13 --address-plan 198.18.13.1-198.18.13.42 --machines-csv r13.csv
+  rackboot racks create r14 --ports 'Ethernet1-42 -> U1-U42' --remote-id leaf-r14 \\
+      --network bond-vlan10.json --network-plan prod=10.20.0.101-10.20.0.142")]
     Create {
         /// Rack name (lowercase DNS label, at most 32).
         name: String,
@@ -70,6 +72,13 @@ Examples:
         /// What its UEFI machines boot first: ipxe, or shim (the signed chain, for Secure Boot).
         #[arg(long, value_name = "LOADER")]
         uefi_loader: Option<String>,
+        /// The installed network of its machines, a JSON spec file ('-': stdin; ports by `port`
+        /// or `match_name`, see `rackboot machines network --help`).
+        #[arg(long, value_name = "FILE")]
+        network: Option<PathBuf>,
+        /// NETWORK=FIRST-LAST (repeatable): slot U<n> gets FIRST + n - 1 in that named network.
+        #[arg(long = "network-plan", value_name = "NETWORK=FIRST-LAST")]
+        network_plans: Vec<String>,
     },
     /// Replace a rack's machine list from a CSV file of mac-or-serial,hostname,ip,slot rows
     /// ('-' reads standard input).
@@ -86,8 +95,8 @@ Examples:
     },
 }
 
-/// Reads a CSV file (or standard input for `-`), at most 1 MiB (the API's body limit).
-fn read_csv(path: &std::path::Path) -> anyhow::Result<String> {
+/// Reads a CSV or JSON file (or standard input for `-`), at most 1 MiB (the API's body limit).
+pub(super) fn read_input(path: &std::path::Path) -> anyhow::Result<String> {
     let mut text = String::new();
     let limit = rackboot::api::MAX_BODY as u64;
     let n = if path.as_os_str() == "-" {
@@ -146,6 +155,8 @@ pub(super) async fn racks(c: ApiClient, cmd: RacksCmd) -> anyhow::Result<()> {
             silent_after_minutes,
             machines_csv,
             uefi_loader,
+            network,
+            network_plans,
         } => {
             let mut body = json!({
                 "name": name, "location": location, "ports": ports,
@@ -160,17 +171,29 @@ pub(super) async fn racks(c: ApiClient, cmd: RacksCmd) -> anyhow::Result<()> {
                 body["silent_after_minutes"] = json!(m);
             }
             if let Some(f) = ports_csv {
-                body["ports_csv"] = json!(read_csv(&f)?);
+                body["ports_csv"] = json!(read_input(&f)?);
             }
             if let Some(f) = machines_csv {
-                body["machines_csv"] = json!(read_csv(&f)?);
+                body["machines_csv"] = json!(read_input(&f)?);
             }
+            if let Some(f) = network {
+                let spec: Value =
+                    serde_json::from_str(&read_input(&f)?).with_context(|| format!("{}: not JSON", f.display()))?;
+                body["network"] = spec;
+            }
+            let mut plans = serde_json::Map::new();
+            for p in network_plans {
+                let (n, range) =
+                    p.split_once('=').with_context(|| format!("--network-plan {p:?} is not NETWORK=FIRST-LAST"))?;
+                plans.insert(n.trim().to_string(), json!(range.trim()));
+            }
+            body["network_plans"] = Value::Object(plans);
             let v = c.ok(Method::POST, "/racks", Some(body)).await?;
             println!("created rack {}", s(&v["rack"]["name"]));
             print_elevation(&v);
         }
         RacksCmd::ImportCsv { name, file } => {
-            let body = json!({"csv": read_csv(&file)?});
+            let body = json!({"csv": read_input(&file)?});
             let v = c.ok(Method::POST, &format!("/racks/{}/csv", enc(&name)), Some(body)).await?;
             println!("imported {} machine(s) into rack {name}", v["rack"]["machines"].as_array().map_or(0, Vec::len));
             print_elevation(&v);

@@ -5,9 +5,9 @@
 # - as `sh identity.sh ROOT` from an installer's post-install step (served by /boot/installed):
 #   ROOT is the installed system's root (/target in debian-installer and subiquity, / in a
 #   kickstart %post).
-# Either way it writes the machine's identity: hostname, a fresh machine-id, SSH keys, network
-# by DHCP, and the rackboot agent with its credential and service, so the installed system
-# calls the appliance in.
+# Either way it writes the machine's identity: hostname, a fresh machine-id, SSH keys, the
+# network (the machine's spec, else DHCP on every port), and the rackboot agent with its
+# credential and service, so the installed system calls the appliance in.
 # A regular file as the target (tests, image builds) gets the files under <file>.root/.
 set -eu
 DISK="{{ disk }}"
@@ -63,7 +63,19 @@ echo "$HOSTNAME" > "$ROOT/etc/hostname"
 # empty means systemd makes a new one on the first boot.
 : > "$ROOT/etc/machine-id"
 rm -f "$ROOT/var/lib/dbus/machine-id"
-# Network: DHCP on every Ethernet interface (rackboot hands out the reserved address and the
+{% if network_files %}# Network: as the machine's spec in the CMDB says (bonds, VLANs, static addresses), in
+# systemd-networkd's files; the catch-all DHCP file of an earlier install goes.
+if [ ! -d "$ROOT/lib/systemd/network" ] && [ ! -d "$ROOT/usr/lib/systemd/network" ] && [ ! -d "$ROOT/etc/systemd/network" ]; then
+  say "the machine's network spec needs systemd-networkd, which this system does not have"; exit 1
+fi
+mkdir -p "$ROOT/etc/systemd/network"
+rm -f "$ROOT/etc/systemd/network/80-rackboot.network" "$ROOT"/etc/systemd/network/10-rackboot-*
+{% for f in network_files %}cat > "$ROOT/etc/systemd/network/{{ f.name }}" <<'NETWORK'
+{{ f.text }}NETWORK
+{% endfor %}for unit in lib/systemd/system/systemd-networkd.service usr/lib/systemd/system/systemd-networkd.service; do
+  [ -e "$ROOT/$unit" ] && ln -sf "/$unit" "$ROOT/etc/systemd/system/multi-user.target.wants/systemd-networkd.service" && break
+done
+{% else %}# Network: DHCP on every Ethernet interface (rackboot hands out the reserved address and the
 # name server), with systemd-networkd where the image has it, else ifupdown.
 if [ -d "$ROOT/lib/systemd/network" ] || [ -d "$ROOT/etc/systemd/network" ]; then
   mkdir -p "$ROOT/etc/systemd/network"
@@ -71,7 +83,7 @@ if [ -d "$ROOT/lib/systemd/network" ] || [ -d "$ROOT/etc/systemd/network" ]; the
 elif [ -d "$ROOT/etc/network" ]; then
   printf 'auto lo\niface lo inet loopback\n\nallow-hotplug eth0\niface eth0 inet dhcp\n' > "$ROOT/etc/network/interfaces"
 fi
-cat > "$ROOT/etc/hosts" <<HOSTS
+{% endif %}cat > "$ROOT/etc/hosts" <<HOSTS
 127.0.0.1 localhost
 127.0.1.1 $HOSTNAME.$DOMAIN $HOSTNAME
 HOSTS

@@ -5,9 +5,9 @@
 # - as `sh identity.sh ROOT` from an installer's post-install step (served by /boot/installed):
 #   ROOT is the installed system's root (/target in debian-installer and subiquity, / in a
 #   kickstart %post).
-# Either way it writes the machine's identity: hostname, a fresh machine-id, SSH keys, network
-# by DHCP, and the rackboot agent with its credential and service, so the installed system
-# calls the appliance in.
+# Either way it writes the machine's identity: hostname, a fresh machine-id, SSH keys, the
+# network (the machine's spec, else DHCP on every port), and the rackboot agent with its
+# credential and service, so the installed system calls the appliance in.
 # A regular file as the target (tests, image builds) gets the files under <file>.root/.
 set -eu
 DISK="/dev/vda"

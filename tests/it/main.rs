@@ -55,6 +55,7 @@ mod kill9;
 mod kill9_provision;
 mod layers;
 mod multi_appliance;
+mod network;
 mod plugin_agent;
 mod plugins;
 mod plugins_bench;

@@ -311,6 +311,11 @@ mod tests {
             ("[auth]\nbogus = 1", "bogus"),
             ("[provision]\nimages_dir = \"/srv/images\"", "provision.images_dir"),
             ("[plugins]\nmax_bundle_bytes = 10", "plugins.max_bundle_bytes"),
+            ("[[provision.networks]]\nname = \"prod\"\ncidr = \"10.20.0.0/24\"\ngateway = \"10.21.0.1\"", "not a host of"),
+            ("[[provision.networks]]\nname = \"prod\"\ncidr = \"10.20.0.0/24\"\nvlan = 4095", "vlan must be 1-4094"),
+            ("[[provision.networks]]\nname = \"prod\"\ncidr = \"10.20.0.0/24\"\nrange = \"10.20.0.200-10.20.1.5\"", "not inside"),
+            ("[[provision.networks]]\nname = \"p\"\ncidr = \"10.0.0.0/24\"\n[[provision.networks]]\nname = \"p\"\ncidr = \"10.1.0.0/24\"", "defined twice"),
+            ("[[provision.networks]]\nname = \"prod\"\ncidr = \"10.20.0.0/24\"\nbogus = 1", "bogus"),
             ("[plugins]\nbogus = 1", "bogus"),
         ];
         for (text, want) in cases {

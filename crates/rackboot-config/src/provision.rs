@@ -1,8 +1,10 @@
-//! `[provision]`: images, post-install scripts, hardware profiles and installer repositories.
+//! `[provision]`: images, post-install scripts, hardware profiles, installer repositories and the
+//! named networks installed nodes take static addresses in.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use rackboot_model::network::Network;
 use serde::Deserialize;
 
 #[derive(Debug, Deserialize)]
@@ -15,6 +17,26 @@ pub struct WireProvision {
     pub preseed_mirror: String,
     pub autoinstall_mirror: String,
     pub installer_proxy: String,
+    pub networks: Vec<WireNetwork>,
+}
+
+/// `[[provision.networks]]`: a named network installed nodes take static addresses in.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WireNetwork {
+    pub name: String,
+    pub cidr: String,
+    #[serde(default)]
+    pub gateway: Option<std::net::Ipv4Addr>,
+    #[serde(default)]
+    pub vlan: Option<u16>,
+    #[serde(default)]
+    pub dns: Vec<std::net::Ipv4Addr>,
+    /// `FIRST-LAST` inside `cidr`: the static addresses; unset, the whole CIDR.
+    #[serde(default)]
+    pub range: Option<String>,
+    #[serde(default)]
+    pub mtu: Option<u16>,
 }
 
 impl Default for WireProvision {
@@ -27,6 +49,7 @@ impl Default for WireProvision {
             preseed_mirror: "http://deb.debian.org/debian".into(),
             autoinstall_mirror: "http://archive.ubuntu.com/ubuntu".into(),
             installer_proxy: String::new(),
+            networks: Vec::new(),
         }
     }
 }
@@ -61,6 +84,40 @@ pub struct ProvisionConfig {
     pub answer_repos: BTreeMap<String, String>,
     /// HTTP proxy installers reach their repository through (empty: none).
     pub installer_proxy: String,
+    /// Named networks installed nodes take static addresses in, in the file's order.
+    pub networks: Vec<Network>,
+}
+
+/// Checks one `[[provision.networks]]` entry.
+fn network(w: WireNetwork) -> anyhow::Result<Network> {
+    let WireNetwork { name, cidr, gateway, vlan, dns, range, mtu } = w;
+    let at = format!("provision.networks {name:?}");
+    anyhow::ensure!(rackboot_model::records::valid_hostname(&name), "{at}: the name must be letters, digits and '-'");
+    let cidr = crate::value::parse_net(&cidr).map_err(|e| anyhow::anyhow!("{at}: cidr: {e:#}"))?;
+    if let Some(g) = gateway {
+        anyhow::ensure!(
+            cidr.contains(&g) && g != cidr.network() && g != cidr.broadcast(),
+            "{at}: gateway {g} is not a host of {cidr}"
+        );
+    }
+    anyhow::ensure!(vlan.is_none_or(|v| (1..=4094).contains(&v)), "{at}: vlan must be 1-4094");
+    anyhow::ensure!(mtu.is_none_or(|m| (576..=9216).contains(&m)), "{at}: mtu must be 576-9216");
+    anyhow::ensure!(dns.len() <= 8, "{at}: at most 8 dns servers");
+    let range = match range {
+        None => None,
+        Some(r) => {
+            let p: crate::value::Pool = r.parse().map_err(|e| anyhow::anyhow!("{at}: range: {e:#}"))?;
+            anyhow::ensure!(
+                cidr.contains(&p.first)
+                    && cidr.contains(&p.last)
+                    && p.first != cidr.network()
+                    && p.last != cidr.broadcast(),
+                "{at}: range {p} is not inside {cidr}'s hosts"
+            );
+            Some(rackboot_model::racks::AddressPlan { first: p.first, last: p.last })
+        }
+    };
+    Ok(Network { name, cidr, gateway, vlan, dns, range, mtu })
 }
 
 impl ProvisionConfig {
@@ -74,7 +131,18 @@ impl ProvisionConfig {
             preseed_mirror,
             autoinstall_mirror,
             installer_proxy,
+            networks: wire_networks,
         } = w;
+        let mut networks: Vec<Network> = Vec::new();
+        for w in wire_networks {
+            let n = network(w)?;
+            anyhow::ensure!(
+                networks.iter().all(|o| o.name != n.name),
+                "provision.networks {:?} is defined twice",
+                n.name
+            );
+            networks.push(n);
+        }
         anyhow::ensure!(
             installer_proxy.is_empty() || installer_proxy.starts_with("http://"),
             "provision.installer_proxy must be empty or an http:// URL"
@@ -129,6 +197,13 @@ impl ProvisionConfig {
         );
         let postinstall_dir =
             if postinstall_dir.as_os_str().is_empty() { data_dir.join("postinstall") } else { postinstall_dir };
-        Ok(ProvisionConfig { images_dir, postinstall_dir, hardware_profiles: by_name, answer_repos, installer_proxy })
+        Ok(ProvisionConfig {
+            images_dir,
+            postinstall_dir,
+            hardware_profiles: by_name,
+            answer_repos,
+            installer_proxy,
+            networks,
+        })
     }
 }

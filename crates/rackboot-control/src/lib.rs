@@ -14,7 +14,7 @@
 //! The lower crates are re-exported under the names the code above uses (`cmdb`, `config`, ...).
 
 pub use rackboot_base::{net, secrets};
-pub use rackboot_boot::{planner, render, templates};
+pub use rackboot_boot::{netcfg, planner, render, templates};
 pub use rackboot_config as config;
 pub use rackboot_model::{jobs, mac};
 pub use rackboot_store as cmdb;

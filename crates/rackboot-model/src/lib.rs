@@ -10,6 +10,8 @@
 //! - [`records`]: the CMDB's records: machines, leases, events, agents, sightings.
 //! - [`placement`]: where a machine stands in a rack, and what says so.
 //! - [`provision`]: provisioning tasks and runs, the step sequence, hostname patterns, IP plans.
+//! - [`network`]: the installed node's network: ports, bonds, VLANs, static addresses from
+//!   named networks; checked, and resolved per machine.
 //! - [`racks`]: racks (switch, port -> slot map, address plan, CSV), placement by option 82,
 //!   LLDP or CSV, and the flags a person must look at.
 //! - [`plugins`]: vendor plugins: manifest, parameter schema, minisign signatures, references.
@@ -19,6 +21,7 @@ pub mod boot;
 pub mod events;
 pub mod jobs;
 pub mod mac;
+pub mod network;
 pub mod placement;
 pub mod plugins;
 pub mod provision;

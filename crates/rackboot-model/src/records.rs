@@ -83,6 +83,10 @@ pub struct Machine {
     /// What placed it, and what each kind of evidence says.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub placement: Option<crate::placement::Placement>,
+    /// Its installed network (`PUT /machines/{id}/network`); unset: its rack's default, else
+    /// DHCP on every Ethernet port.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<crate::network::NetSpec>,
 }
 
 /// The installer a machine boots while a run installs it from an answer file. The installer's
@@ -137,6 +141,7 @@ impl Machine {
             slot: None,
             placement: None,
             uefi_loader: None,
+            network: None,
         }
     }
 }

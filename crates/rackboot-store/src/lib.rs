@@ -22,6 +22,7 @@ pub use rackboot_kv as kv;
 mod leases;
 mod machines;
 pub use rackboot_model::records as model;
+mod network;
 mod nonces;
 mod open;
 mod plugins;

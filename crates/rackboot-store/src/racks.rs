@@ -13,6 +13,7 @@ use super::model::Machine;
 use super::store::{decode, encode, scan, EVENTS, MACHINES, RACKS};
 use super::writer::WriteCtx;
 use super::{now_secs, Cmdb, CmdbError};
+use rackboot_model::network;
 use rackboot_model::racks::flags::{self, Flag, MachineSummary, RackView};
 use rackboot_model::racks::place::{self, Placement};
 use rackboot_model::racks::{check_against, CsvMachine, Rack, MAX_RACKS};
@@ -254,6 +255,16 @@ impl Cmdb {
                 let before = all_in(ctx)?;
                 let mut racks = before.clone();
                 let out = f(&mut racks)?;
+                // A changed rack's network plans must not overlap another rack's nor hold a
+                // machine's own address.
+                let changed: Vec<&Rack> =
+                    racks.iter().filter(|r| !r.network_plans.is_empty() && !before.contains(r)).collect();
+                if !changed.is_empty() {
+                    let held = super::network::reservations(ctx)?;
+                    if let Some(why) = changed.iter().find_map(|r| network::plans_clash(r, &racks, &held)) {
+                        return Err(CmdbError::Conflict(why));
+                    }
+                }
                 let mut t = ctx.t.tx.open_table(RACKS)?;
                 for gone in before.iter().filter(|b| !racks.iter().any(|r| r.name == b.name)) {
                     t.remove(gone.name.as_str())?;

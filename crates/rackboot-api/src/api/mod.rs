@@ -15,6 +15,7 @@ mod doc;
 mod events;
 mod jobs;
 mod machines;
+pub mod network;
 pub mod page;
 pub mod plain;
 mod plugin_keys;
@@ -77,6 +78,7 @@ fn protected_routes() -> OpenApiRouter<ApiState> {
         .merge(jobs::routes())
         .merge(tasks::routes())
         .merge(racks::routes())
+        .merge(network::routes())
         .merge(bmc::routes())
         .merge(auth::routes())
         .merge(users::routes())

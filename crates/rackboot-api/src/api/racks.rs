@@ -52,6 +52,7 @@ pub async fn catalog(s: &ApiState, spec: &RackSpec) -> Result<Catalog, ApiError>
         hardware_profiles: s.engine.as_ref().map(|e| e.cfg.hardware_profiles.keys().cloned().collect()),
         installers: profiles.into_values().filter(|p| p.answer.is_some()).map(|p| p.name).collect(),
         images,
+        named_networks: super::network::named(s),
     })
 }
 

@@ -98,6 +98,16 @@ pub struct IdentityVars {
     /// The agent's session (JSON with its credential) to write into the installed system;
     /// `None`: the BootOS agent running the script hands over its own (`$RACKBOOT_SESSION_FILE`).
     pub session: Option<String>,
+    /// systemd-networkd files for the machine's network spec (`netcfg::networkd`); empty: DHCP
+    /// on every Ethernet port.
+    pub network_files: Vec<NetFile>,
+}
+
+/// One file for `/etc/systemd/network/`.
+#[derive(Debug, Clone, Serialize)]
+pub struct NetFile {
+    pub name: String,
+    pub text: String,
 }
 
 /// Everything a script template may use.
@@ -262,6 +272,11 @@ impl Renderer {
         }
         if vars.session.as_deref().is_some_and(|s| s.lines().any(|l| l == "SESSION")) {
             return Err(RenderError::Unsafe("session".into()));
+        }
+        for f in &vars.network_files {
+            if !shell_safe(&f.name) || f.name.contains('/') || f.text.lines().any(|l| l == "NETWORK") {
+                return Err(RenderError::Unsafe(f.name.clone()));
+            }
         }
         if vars.ca_pem.lines().any(|l| l == "CA") {
             return Err(RenderError::Unsafe("ca_pem".into()));

@@ -89,12 +89,26 @@ fn golden_identity_script() {
         agent_sha256: "ab".repeat(32),
         ssh_keys: vec!["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFake ops@example".into()],
         session: None,
+        network_files: vec![],
     };
     let got = r.identity(&v).unwrap();
     if std::env::var_os("RACKBOOT_BLESS").is_some() {
         std::fs::write(concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/golden/identity.sh"), &got).unwrap();
     }
     assert_eq!(got, include_str!("../../../../tests/golden/identity.sh"), "RACKBOOT_BLESS=1 rewrites the golden file");
+    // A network spec replaces the catch-all DHCP file with its own files, written verbatim.
+    let file = NetFile { name: "10-rackboot-bond0.netdev".into(), text: "[NetDev]\nName=bond0\nKind=bond\n".into() };
+    let net = r.identity(&IdentityVars { network_files: vec![file.clone()], ..v.clone() }).unwrap();
+    assert!(net.contains("cat > \"$ROOT/etc/systemd/network/10-rackboot-bond0.netdev\" <<'NETWORK'\n[NetDev]\nName=bond0\nKind=bond\nNETWORK\n"));
+    assert!(!net.contains("DHCP=yes") && got.contains("DHCP=yes"));
+    for evil in
+        [NetFile { name: "../x".into(), ..file.clone() }, NetFile { text: "a\nNETWORK\nreboot\n".into(), ..file }]
+    {
+        assert!(matches!(
+            r.identity(&IdentityVars { network_files: vec![evil], ..v.clone() }),
+            Err(RenderError::Unsafe(_))
+        ));
+    }
     let mut bad = v.clone();
     bad.ssh_keys.push("ssh-rsa AAAA $(reboot)".into());
     assert!(matches!(r.identity(&bad), Err(RenderError::Unsafe(_))));

@@ -277,7 +277,11 @@ impl Engine {
                                 None => Err("the hardware profile has fewer plugins now".into()),
                             }
                         }
-                        _ => self.action(run.step, run, task, machine),
+                        (Step::Identity, _) => {
+                            let net = super::network::effective(cmdb, &self.cfg.networks, machine).await?;
+                            net.files().and_then(|files| self.action(run.step, run, task, machine, files))
+                        }
+                        _ => self.action(run.step, run, task, machine, Vec::new()),
                     })
                 }
                 Some(jid) => {
@@ -324,7 +328,15 @@ impl Engine {
     }
 
     /// The agent action for a job step.
-    fn action(&self, step: Step, run: &Run, task: &Task, machine: &Machine) -> Result<Action, String> {
+    /// `network_files`: the identity step's systemd-networkd files (the machine's network).
+    fn action(
+        &self,
+        step: Step,
+        run: &Run,
+        task: &Task,
+        machine: &Machine,
+        network_files: Vec<crate::render::NetFile>,
+    ) -> Result<Action, String> {
         let spec = &task.spec;
         let disk = target_disk(&spec.disk, spec.root_device.as_ref(), machine)?;
         let hostname =
@@ -367,6 +379,7 @@ impl Engine {
                     agent_sha256: String::new(),
                     ssh_keys: spec.ssh_keys.clone(),
                     session: None,
+                    network_files,
                 };
                 Ok(script(self.renderer.identity(&vars).map_err(|e| e.to_string())?, env(&[])))
             }

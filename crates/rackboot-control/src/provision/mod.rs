@@ -5,6 +5,7 @@
 pub mod decide;
 pub mod engine;
 pub mod images;
+pub mod network;
 
 pub use rackboot_model::provision::*;
 

@@ -37,7 +37,15 @@ pub fn validate(spec: RackSpec, catalog: &Catalog, now: u64) -> Result<Rack, Str
         silent_after_minutes,
         machines_csv,
         uefi_loader,
+        network,
+        network_plans,
     } = spec;
+    let network = network.filter(|n| !n.is_empty());
+    if let Some(n) = &network {
+        crate::network::check(n, &catalog.named_networks, true).map_err(|e| format!("network.{e}"))?;
+    }
+    let network_plans =
+        crate::network::check_plans(&network_plans, &catalog.named_networks).map_err(|e| e.to_string())?;
     check_name(&name)?;
     if hostname_pattern.chars().count() > 63 {
         return Err("the hostname pattern is longer than 63 characters".into());
@@ -72,6 +80,8 @@ pub fn validate(spec: RackSpec, catalog: &Catalog, now: u64) -> Result<Rack, Str
         auto_provision,
         silent_after_minutes,
         uefi_loader,
+        network,
+        network_plans,
         machines,
         created_at: now,
         updated_at: now,

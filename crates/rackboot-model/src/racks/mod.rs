@@ -103,6 +103,14 @@ pub struct RackSpec {
     /// and the config's choice; a machine's own choice wins over it. Unset: not the rack's call.
     #[serde(default)]
     pub uefi_loader: Option<crate::boot::UefiLoader>,
+    /// The installed network of its machines that have none of their own (ports by `port` or
+    /// `match_name`, no MACs or addresses: those come from each machine and the plans below).
+    #[serde(default)]
+    pub network: Option<crate::network::NetSpec>,
+    /// Per named network (`[[provision.networks]]`), `FIRST-LAST`: slot U<n> gets FIRST + n - 1
+    /// there.
+    #[serde(default)]
+    pub network_plans: std::collections::BTreeMap<String, String>,
 }
 
 fn default_pattern() -> String {
@@ -154,6 +162,12 @@ pub struct Rack {
     /// Its machines' UEFI loader (see [`RackSpec::uefi_loader`]).
     #[serde(default)]
     pub uefi_loader: Option<crate::boot::UefiLoader>,
+    /// Its machines' installed network (see [`RackSpec::network`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<crate::network::NetSpec>,
+    /// Per named network, the addresses its slots take.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub network_plans: crate::network::NetPlans,
     /// The machines its CSV lists (by MAC or serial, with their slots).
     pub machines: Vec<CsvMachine>,
     /// Unix seconds.
@@ -202,6 +216,8 @@ pub struct Catalog {
     pub installers: Vec<String>,
     /// Image files in the images directory.
     pub images: Vec<String>,
+    /// The named networks installed nodes take static addresses in.
+    pub named_networks: Vec<crate::network::Network>,
 }
 
 /// Renders a hostname pattern for `slot`; unknown placeholders are refused.

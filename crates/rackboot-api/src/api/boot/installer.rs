@@ -261,6 +261,11 @@ async fn installed(
         agent_sha256: agent_sha256(&boot.root).await,
         ssh_keys: it.ssh_keys(),
         session,
+        network_files: {
+            let networks = super::super::network::named(&s);
+            let eff = crate::provision::network::effective(&s.cmdb, &networks, &it.machine).await?;
+            eff.files().map_err(|e| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, e))?
+        },
     };
     let text = boot
         .renderer

@@ -1,0 +1,65 @@
+//! A machine's installed network in the CMDB: stored on its record, its static addresses
+//! checked in the write against every other machine's and every rack's plan (the rule is the
+//! model's `network::clash`).
+
+use std::net::Ipv4Addr;
+
+use serde_json::json;
+
+use super::events::{push_event, EventKind};
+use super::machines::put_machine;
+use super::model::Machine;
+use super::store::{decode, scan, RACKS};
+use super::writer::WriteCtx;
+use super::{now_secs, Cmdb, CmdbError};
+use rackboot_model::network::{clash, NetSpec};
+
+/// Every machine's own static addresses, `(machine, network, address)`. Only records that
+/// hold a network spec are decoded.
+pub(super) fn reservations(ctx: &WriteCtx<'_>) -> Result<Vec<(u64, String, Ipv4Addr)>, CmdbError> {
+    let needle = b"\"network\":{";
+    let mut out = Vec::new();
+    for row in ctx.t.machines.iter()? {
+        let row = row?;
+        if !row.1.value().windows(needle.len()).any(|w| w == needle) {
+            continue;
+        }
+        let m: Machine = decode(row.1.value())?;
+        for (net, ip) in m.network.iter().flat_map(NetSpec::reservations) {
+            out.push((m.id, net, ip));
+        }
+    }
+    Ok(out)
+}
+
+impl Cmdb {
+    /// Sets a machine's installed network (`None` or an empty spec: back to its rack's default).
+    /// The spec was checked against the config's networks; here its addresses are checked
+    /// against the other machines' and the racks' plans (409 naming the holder).
+    pub async fn set_machine_network(&self, id: u64, spec: Option<NetSpec>) -> Result<Machine, CmdbError> {
+        let spec = spec.filter(|s| !s.is_empty());
+        self.write(move |ctx| {
+            let mut m = ctx.get::<Machine>(id)?;
+            let mine = spec.as_ref().map(NetSpec::reservations).unwrap_or_default();
+            if !mine.is_empty() {
+                let others = reservations(ctx)?;
+                let racks = scan(&ctx.t.tx.open_table(RACKS)?)?;
+                if let Some(why) = clash(id, &mine, &others, &racks) {
+                    return Err(CmdbError::Conflict(why));
+                }
+            }
+            m.network = spec;
+            m.updated_at = now_secs();
+            put_machine(ctx, &m)?;
+            let addresses: Vec<String> = mine.iter().map(|(n, ip)| format!("{n}:{ip}")).collect();
+            push_event(
+                ctx,
+                id,
+                EventKind::MachineUpdated,
+                json!({"network": m.network.is_some(), "addresses": addresses}),
+            )?;
+            Ok(m)
+        })
+        .await
+    }
+}

@@ -22,7 +22,8 @@
 # /var/lib/libvirt/images/<domain>/ (libvirt's qemu user can reach them there) and the serial
 # console in STATE/NAME.serial. A VM's NIC is a macvtap on one end of a veth pair whose other
 # end is PORT inside NS: no bridge in the host's namespace, so the host's firewall and
-# br_netfilter never see lab frames. The BMC emulators come from tools/setup.sh --libvirt
+# br_netfilter never see lab frames. trustGuestRxFilters: a guest that changes a NIC's MAC (a
+# bond gives its members its own) has the macvtap follow, as a switch port would. The BMC emulators come from tools/setup.sh --libvirt
 # (target/validators/sushy and .../vbmc).
 #
 # Boot order, as on a server set to "network, then disk": the NIC first, then the first disk, and
@@ -85,8 +86,8 @@ domain_xml() { # domain mac uefi disk...   (disk serials RBLAB-VDA, RBLAB-VDB, .
   <on_poweroff>destroy</on_poweroff><on_reboot>restart</on_reboot><on_crash>destroy</on_crash>
   <devices>
     <emulator>/usr/bin/qemu-system-x86_64</emulator>
-    <interface type='direct'><source dev='$(hostif "${dom#"$prefix"}")' mode='bridge'/><mac address='$mac'/><model type='virtio'/><boot order='1'/></interface>
-    $([ -n "${NIC2_MAC:-}" ] && echo "<interface type='direct'><source dev='$(hostif "${dom#"$prefix"}-2")' mode='bridge'/><mac address='$NIC2_MAC'/><model type='virtio'/></interface>" || true)
+    <interface type='direct' trustGuestRxFilters='yes'><source dev='$(hostif "${dom#"$prefix"}")' mode='bridge'/><mac address='$mac'/><model type='virtio'/><boot order='1'/></interface>
+    $([ -n "${NIC2_MAC:-}" ] && echo "<interface type='direct' trustGuestRxFilters='yes'><source dev='$(hostif "${dom#"$prefix"}-2")' mode='bridge'/><mac address='$NIC2_MAC'/><model type='virtio'/></interface>" || true)
     $disks
     <serial type='file'><source path='/var/lib/libvirt/images/$dom/serial.log'/></serial>
   </devices>

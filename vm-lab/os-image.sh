@@ -4,7 +4,9 @@
 # minbase with the cloud kernel, systemd, and GRUB for both BIOS and UEFI, installed into the
 # image's own boot records; UEFI boots through Debian's signed shim and GRUB, so the image boots
 # with Secure Boot on). The network comes up by DHCP (systemd-networkd); the provisioning
-# identity step adds the hostname, SSH keys and the rackboot agent with its service. Cached in
+# identity step adds the hostname, SSH keys, the machine's network spec, cloud-init's NoCloud
+# seed (Debian's cloud-init is installed, idle until then) and the rackboot agent with its
+# service. Cached in
 # target/vm-lab-cache; needs root (loop devices, mounts) and a Debian mirror.
 #
 #   vm-lab/os-image.sh OUT.img
@@ -53,7 +55,7 @@ mkfs.vfat -F 32 -n ESP "${LOOP}p2" >/dev/null
 mkfs.ext4 -q -L root "${LOOP}p3"
 mount "${LOOP}p3" "$MNT"
 mkdir -p "$MNT/boot/efi"  # the ESP is filled with mtools below: the build host may lack vfat
-echo "os-image: debootstrap from $MIRROR (about a minute)"
+echo "os-image: debootstrap from $MIRROR (a minute or two)"
 debootstrap --variant=minbase \
   --include=systemd-sysv,udev,kmod,linux-image-cloud-amd64,grub2-common,grub-pc-bin,grub-efi-amd64-bin,e2fsprogs,iproute2 \
   bookworm "$MNT" "$MIRROR" >"$CACHE/debootstrap.log" 2>&1 || { tail -20 "$CACHE/debootstrap.log"; exit 1; }
@@ -77,6 +79,17 @@ GRUB_SERIAL_COMMAND="serial --unit=0 --speed=115200"
 GRUB_DISABLE_OS_PROBER=true
 GRUB
 for m in dev dev/pts proc sys; do mount --bind "/$m" "$MNT/$m"; done
+# cloud-init (and ping, for the lab's VLAN checks) through apt in the new system (debootstrap's
+# own resolver cannot configure its Python dependencies in order); no service starts here.
+cp /etc/resolv.conf "$MNT/etc/resolv.conf" 2>/dev/null || true
+printf '#!/bin/sh\nexit 101\n' > "$MNT/usr/sbin/policy-rc.d"; chmod 0755 "$MNT/usr/sbin/policy-rc.d"
+chroot "$MNT" apt-get update -q >"$CACHE/apt.log" 2>&1 && chroot "$MNT" env DEBIAN_FRONTEND=noninteractive \
+  apt-get install -y -q --no-install-recommends cloud-init iputils-ping >>"$CACHE/apt.log" 2>&1 \
+  || { tail -20 "$CACHE/apt.log"; exit 1; }
+rm -f "$MNT/usr/sbin/policy-rc.d"
+# The image is minimal: no locale but C.UTF-8 to generate, no SSH server to make keys for (each
+# would be a cloud-init error or warning on every new instance).
+printf 'locale: C.UTF-8\nssh_genkeytypes: []\n' > "$MNT/etc/cloud/cloud.cfg.d/05-lab.cfg"
 chroot "$MNT" grub-install --target=i386-pc "$LOOP" 2>&1 | tail -1
 # grub-mkconfig writes root=UUID=... only when /dev/disk/by-uuid has the link udev would make.
 uuid=$(blkid -s UUID -o value "${LOOP}p3")

@@ -58,6 +58,18 @@ pub(super) enum MachinesCmd {
         /// Machine id or MAC.
         id: String,
     },
+    /// Show a machine's cloud-init user-data, or set it from a file, or remove it (its task's,
+    /// else its rack's applies).
+    UserData {
+        /// Machine id or MAC.
+        id: String,
+        /// Set it from this file ('-': stdin).
+        #[arg(long, conflicts_with = "clear")]
+        set: Option<std::path::PathBuf>,
+        /// Remove it.
+        #[arg(long)]
+        clear: bool,
+    },
     /// Show a machine's installed network (ports, bonds, VLANs, addresses, where the spec comes
     /// from), or set it from a JSON spec, or clear it back to its rack's default.
     #[command(
@@ -123,6 +135,9 @@ pub(super) async fn machines(c: ApiClient, cmd: MachinesCmd) -> anyhow::Result<(
         MachinesCmd::Approve { id } => {
             c.ok(Method::POST, &format!("/machines/{}/approve", enc(&id)), None).await?;
             println!("approved machine {id}");
+        }
+        MachinesCmd::UserData { id, set, clear } => {
+            super::user_data(&c, &format!("/machines/{}/user-data", enc(&id)), set, clear).await?;
         }
         MachinesCmd::Network { id, set, clear, json } => {
             let path = format!("/machines/{}/network", enc(&id));

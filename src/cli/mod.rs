@@ -22,6 +22,7 @@ mod store;
 mod tasks;
 mod templates;
 mod text;
+mod userdata;
 mod users;
 mod windows;
 
@@ -36,6 +37,7 @@ use store::StoreCmd;
 use tasks::{tasks, TasksCmd};
 use templates::{templates, TemplatesCmd};
 use text::{enc, s};
+use userdata::user_data;
 use users::{audit, tokens, users, AuditArgs, TokensCmd, UsersCmd};
 use windows::{windows, WindowsCmd};
 

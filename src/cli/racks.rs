@@ -88,6 +88,18 @@ Examples:
         /// The CSV file.
         file: PathBuf,
     },
+    /// Show a rack's cloud-init user-data (what its machines get when neither they nor their
+    /// task have any), or set it from a file, or remove it.
+    UserData {
+        /// Rack name.
+        name: String,
+        /// Set it from this file ('-': stdin).
+        #[arg(long, conflicts_with = "clear")]
+        set: Option<PathBuf>,
+        /// Remove it.
+        #[arg(long)]
+        clear: bool,
+    },
     /// Delete a rack (its machines keep their names and addresses).
     Delete {
         /// Rack name.
@@ -197,6 +209,9 @@ pub(super) async fn racks(c: ApiClient, cmd: RacksCmd) -> anyhow::Result<()> {
             let v = c.ok(Method::POST, &format!("/racks/{}/csv", enc(&name)), Some(body)).await?;
             println!("imported {} machine(s) into rack {name}", v["rack"]["machines"].as_array().map_or(0, Vec::len));
             print_elevation(&v);
+        }
+        RacksCmd::UserData { name, set, clear } => {
+            super::user_data(&c, &format!("/racks/{}/user-data", enc(&name)), set, clear).await?;
         }
         RacksCmd::Delete { name } => {
             c.ok(Method::DELETE, &format!("/racks/{}", enc(&name)), None).await?;

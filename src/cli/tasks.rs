@@ -41,6 +41,10 @@ pub(super) struct CreateTask {
     /// An SSH public key for root on the installed system (repeatable).
     #[arg(long = "ssh-key")]
     ssh_keys: Vec<String>,
+    /// cloud-init user-data for the installed systems, from this file ('-': stdin); a machine's
+    /// own wins over it.
+    #[arg(long, value_name = "FILE")]
+    user_data: Option<PathBuf>,
     /// A script from provision.postinstall_dir to run on the installed system (repeatable).
     #[arg(long = "post-install")]
     post_install: Vec<String>,
@@ -112,6 +116,7 @@ pub(super) async fn tasks(c: ApiClient, cmd: TasksCmd) -> anyhow::Result<()> {
                 disk,
                 root_device,
                 ssh_keys,
+                user_data,
                 post_install,
                 concurrency,
                 reinstall,
@@ -143,6 +148,9 @@ pub(super) async fn tasks(c: ApiClient, cmd: TasksCmd) -> anyhow::Result<()> {
                 let hints = rackboot::provision::RootDeviceHints::from_pairs(root_device.iter().map(String::as_str))
                     .map_err(|e| anyhow::anyhow!("--{e}"))?;
                 body["root_device"] = serde_json::to_value(hints)?;
+            }
+            if let Some(f) = user_data {
+                body["user_data"] = json!(super::racks::read_input(&f)?);
             }
             let v = c.ok(Method::POST, "/tasks", Some(body)).await?;
             println!("task {} created with {} run(s)", v["task"]["id"], v["runs"].as_array().map_or(0, Vec::len));

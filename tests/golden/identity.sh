@@ -6,8 +6,8 @@
 #   ROOT is the installed system's root (/target in debian-installer and subiquity, / in a
 #   kickstart %post).
 # Either way it writes the machine's identity: hostname, a fresh machine-id, SSH keys, the
-# network (the machine's spec, else DHCP on every port), and the rackboot agent with its
-# credential and service, so the installed system calls the appliance in.
+# network (the machine's spec, else DHCP on every port), cloud-init's seed, and the rackboot
+# agent with its credential and service, so the installed system calls the appliance in.
 # A regular file as the target (tests, image builds) gets the files under <file>.root/.
 set -eu
 DISK="/dev/vda"
@@ -16,6 +16,7 @@ DOMAIN="lab.rackboot.test"
 APPLIANCE="http://198.18.0.1:8080"
 AGENT_API="https://198.18.0.1:8443"
 AGENT_SHA256="abababababababababababababababababababababababababababababababab"
+CLOUD_INIT_URL="http://198.18.0.1:8080/boot/cloud-init/52:54:00:12:34:56/"
 say() { echo "identity: $*"; }
 
 if [ "$DISK" = / ] && [ -z "${1:-}" ]; then
@@ -70,6 +71,22 @@ if [ -d "$ROOT/lib/systemd/network" ] || [ -d "$ROOT/etc/systemd/network" ]; the
   printf '[Match]\nName=e*\n\n[Network]\nDHCP=yes\n' > "$ROOT/etc/systemd/network/80-rackboot.network"
 elif [ -d "$ROOT/etc/network" ]; then
   printf 'auto lo\niface lo inet loopback\n\nallow-hotplug eth0\niface eth0 inet dhcp\n' > "$ROOT/etc/network/interfaces"
+fi
+# cloud-init, where the system has it, takes its data (user-data, the instance id of this
+# install) from the appliance's NoCloud seed for this machine; the network stays what this step
+# wrote.
+if [ -n "$CLOUD_INIT_URL" ] && [ -d "$ROOT/etc/cloud" ]; then
+  mkdir -p "$ROOT/etc/cloud/cloud.cfg.d"
+  cat > "$ROOT/etc/cloud/cloud.cfg.d/90-rackboot.cfg" <<CLOUD
+datasource_list: [ NoCloud, None ]
+datasource:
+  NoCloud:
+    seedfrom: $CLOUD_INIT_URL
+network:
+  config: disabled
+# The SSH keys above stay root's own.
+disable_root: false
+CLOUD
 fi
 cat > "$ROOT/etc/hosts" <<HOSTS
 127.0.0.1 localhost

@@ -47,6 +47,7 @@ mod bmc_sushy;
 mod boot_http;
 mod boot_sendfile;
 mod boot_storm;
+mod cloudinit;
 mod dhcp_inprocess;
 mod dhcp_pair;
 mod disk_full;

@@ -49,7 +49,16 @@ impl Libvirt {
     }
 
     fn run(&self, args: &[&str]) -> String {
-        let out = Command::new(SCRIPT).arg(args[0]).arg(&self.state).args(&args[1..]).output().unwrap();
+        self.run_env(args, &[])
+    }
+
+    fn run_env(&self, args: &[&str], env: &[(&str, &str)]) -> String {
+        let mut cmd = Command::new(SCRIPT);
+        cmd.arg(args[0]).arg(&self.state).args(&args[1..]);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let out = cmd.output().unwrap();
         assert!(
             out.status.success(),
             "libvirt.sh {args:?}: {}{}",
@@ -60,14 +69,30 @@ impl Libvirt {
     }
 
     /// Defines VM `name` (powered off) with disks of `sizes` bytes, its NIC plugged into the
-    /// lab's bridge.
-    pub fn vm(&self, name: &str, mac: &str, uefi: bool, sizes: &[u64]) {
+    /// lab's bridge (port `p-<name>`); with `nic2`, a second NIC with that MAC on port
+    /// `p-<name>b`.
+    pub fn vm(&self, name: &str, mac: &str, nic2: Option<&str>, uefi: bool, sizes: &[u64]) {
         let port = format!("p-{name}");
         let sizes: Vec<String> = sizes.iter().map(u64::to_string).collect();
         let mut args = vec!["vm", name, mac, if uefi { "1" } else { "0" }, &self.ns, &port];
         args.extend(sizes.iter().map(String::as_str));
-        self.run(&args);
+        self.run_env(&args, &[("NIC2_MAC", nic2.unwrap_or(""))]);
         super::sh(&format!("ip -n {ns} link set {port} master br0 up", ns = self.ns));
+        if nic2.is_some() {
+            super::sh(&format!("ip -n {ns} link set {port}b master br0 up", ns = self.ns));
+        }
+    }
+
+    /// Sets the link of VM `name`'s NIC with `mac` up or down, as the guest sees it (a cable
+    /// pulled).
+    pub fn set_link(&self, name: &str, mac: &str, up: bool) {
+        let prefix = std::fs::read_to_string(self.state.join("prefix")).unwrap();
+        let state = if up { "up" } else { "down" };
+        let out = Command::new("virsh")
+            .args(["-c", "qemu:///system", "domif-setlink", &format!("{prefix}{name}"), mac, state])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "domif-setlink: {}", String::from_utf8_lossy(&out.stderr));
     }
 
     /// Starts the BMC emulators; returns the Redfish certificate's SHA-256.

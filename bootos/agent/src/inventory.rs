@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use std::fs;
 use std::path::Path;
 
-use crate::wire::{Bmc, Cpu, Disk, Dmi, Firmware, Inventory, Nic, PciDevice};
+use crate::wire::{Bmc, Cpu, Disk, Dmi, Firmware, Inventory, Link, Nic, PciDevice};
 
 /// Collects everything (LLDP neighbours are added by the caller).
 pub fn collect(root: &Path) -> Inventory {
@@ -25,6 +25,7 @@ pub fn collect(root: &Path) -> Inventory {
         lldp: Vec::new(),
         kernel: read(root, "proc/sys/kernel/osrelease").unwrap_or_default(),
         firmware: firmware(root),
+        links: links(root),
     }
 }
 
@@ -149,7 +150,8 @@ pub fn nics(root: &Path) -> Vec<Nic> {
         .map(|name| {
             let base = format!("sys/class/net/{name}");
             Nic {
-                mac: read(root, &format!("{base}/address")).unwrap_or_default(),
+                // A bond gives its members its own MAC: the port's own is in /proc/net/bonding.
+                mac: permanent_mac(root, &name).or_else(|| read(root, &format!("{base}/address"))).unwrap_or_default(),
                 driver: link_name(root, &format!("{base}/device/driver")),
                 link: read(root, &format!("{base}/carrier")).as_deref() == Some("1"),
                 speed_mbps: read(root, &format!("{base}/speed"))
@@ -160,6 +162,74 @@ pub fn nics(root: &Path) -> Vec<Nic> {
             }
         })
         .collect()
+}
+
+/// Every network device but loopback: its kind, bond and VLAN details from sysfs and
+/// `/proc/net/vlan`, and (on the live system only) its IPv4 addresses.
+pub fn links(root: &Path) -> Vec<Link> {
+    let addresses = if root == Path::new("/") { ipv4_addresses() } else { Vec::new() };
+    entries(root, "sys/class/net")
+        .into_iter()
+        .filter(|n| n != "lo")
+        .map(|name| {
+            let base = format!("sys/class/net/{name}");
+            let bond = format!("{base}/bonding");
+            let vlan = read(root, &format!("proc/net/vlan/{name}"));
+            let kind = if root.join(&bond).is_dir() {
+                "bond"
+            } else if vlan.is_some() {
+                "vlan"
+            } else if root.join(format!("{base}/device")).exists() {
+                "ether"
+            } else {
+                "other"
+            };
+            // /proc/net/vlan/<dev>: "<dev>  VID: 10  REORDER_HDR: 1 ..." then "Device: bond0".
+            let field = |key: &str| {
+                let text = vlan.as_deref()?;
+                let at = text.find(key)? + key.len();
+                text[at..].split_whitespace().next().map(str::to_string)
+            };
+            Link {
+                bond_mode: read(root, &format!("{bond}/mode"))
+                    .and_then(|m| m.split_whitespace().next().map(String::from)),
+                members: read(root, &format!("{bond}/slaves"))
+                    .map(|s| s.split_whitespace().map(String::from).collect())
+                    .unwrap_or_default(),
+                active_member: read(root, &format!("{bond}/active_slave")),
+                vlan_id: field("VID:").and_then(|v| v.parse().ok()),
+                parent: field("Device:"),
+                kind: kind.into(),
+                mac: read(root, &format!("{base}/address")).unwrap_or_default(),
+                up: read(root, &format!("{base}/operstate")).as_deref() == Some("up"),
+                addresses: addresses.iter().filter(|(n, _)| *n == name).map(|(_, a)| a.clone()).collect(),
+                name,
+            }
+        })
+        .collect()
+}
+
+/// Every interface's IPv4 addresses as `address/prefix`.
+fn ipv4_addresses() -> Vec<(String, String)> {
+    let Ok(addrs) = nix::ifaddrs::getifaddrs() else { return Vec::new() };
+    addrs
+        .filter_map(|a| {
+            let ip = a.address?.as_sockaddr_in()?.ip();
+            let prefix =
+                a.netmask.and_then(|m| m.as_sockaddr_in().map(|m| u32::from(m.ip()).count_ones())).unwrap_or(32);
+            Some((a.interface_name, format!("{ip}/{prefix}")))
+        })
+        .collect()
+}
+
+/// A bond member's own MAC, from its bond's `/proc/net/bonding/<bond>` ("Slave Interface: X"
+/// then "Permanent HW addr: ...").
+fn permanent_mac(root: &Path, name: &str) -> Option<String> {
+    let bond = link_name(root, &format!("sys/class/net/{name}/master"))?;
+    let text = fs::read_to_string(root.join(format!("proc/net/bonding/{bond}"))).ok()?;
+    let section = text.split("Slave Interface: ").find(|s| s.lines().next().map(str::trim) == Some(name))?;
+    let line = section.lines().find_map(|l| l.trim().strip_prefix("Permanent HW addr: "))?;
+    Some(line.trim().to_string())
 }
 
 /// MACs of the physical NICs.

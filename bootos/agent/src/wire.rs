@@ -83,6 +83,37 @@ pub struct Inventory {
     /// How the node booted (absent from agents older than this field).
     #[serde(default)]
     pub firmware: Firmware,
+    /// The network devices as they came up: ports, bonds and VLANs with their IPv4 addresses
+    /// (absent from agents older than this field).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub links: Vec<Link>,
+}
+
+/// A network device as the node has it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Link {
+    pub name: String,
+    /// `ether` (a physical port), `bond`, `vlan` or `other`.
+    pub kind: String,
+    pub mac: String,
+    /// Its operational state is up.
+    pub up: bool,
+    /// IPv4 addresses as `address/prefix`.
+    #[serde(default)]
+    pub addresses: Vec<String>,
+    /// A bond's mode (`active-backup`, `802.3ad`, ...), members and active member.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bond_mode: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub members: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub active_member: Option<String>,
+    /// A VLAN's id and the device it is on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vlan_id: Option<u16>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<String>,
 }
 
 /// The firmware the node booted through, from `/sys/firmware/efi`.

@@ -89,6 +89,12 @@ event_kinds! {
     AgentApproved = "agent.approved", fields: "(none)";
     /// The agent uploaded the hardware inventory.
     AgentInventory = "agent.inventory", fields: "vendor, model, serial, cpus, memory_bytes, disks, nics";
+    /// The installed node's network came up as its spec says (first seen, or again after a
+    /// mismatch).
+    NetworkMatched = "network.matched", fields: "devices";
+    /// The installed node's network differs from its spec (the machine's `network_problems`
+    /// say how, until it matches).
+    NetworkMismatch = "network.mismatch", fields: "problems";
     /// A job was queued for the machine.
     JobQueued = "job.queued", fields: "job, action";
     /// The agent started a job.

@@ -7,6 +7,7 @@
 //! - [`role`]: the roles of users and tokens.
 //! - [`events`]: the kinds of a machine's timeline events.
 //! - [`boot`]: the UEFI loader a machine is handed.
+//! - [`cloudinit`]: cloud-init user-data's bounds and precedence, NoCloud's meta-data.
 //! - [`records`]: the CMDB's records: machines, leases, events, agents, sightings.
 //! - [`placement`]: where a machine stands in a rack, and what says so.
 //! - [`provision`]: provisioning tasks and runs, the step sequence, hostname patterns, IP plans.
@@ -18,6 +19,7 @@
 
 pub mod bmc;
 pub mod boot;
+pub mod cloudinit;
 pub mod events;
 pub mod jobs;
 pub mod mac;

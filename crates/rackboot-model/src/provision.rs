@@ -90,6 +90,11 @@ pub struct TaskSpec {
     /// Also take machines that are installed already (they are rebooted into BootOS).
     #[serde(default)]
     pub reinstall: bool,
+    /// cloud-init user-data for the installed machines (a machine's own wins over it; it wins
+    /// over their rack's); at most 64 KiB. Stored apart from the task: never shown again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(max_length = 65536)]
+    pub user_data: Option<String>,
 }
 
 fn auto() -> String {

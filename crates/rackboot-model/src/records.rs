@@ -87,6 +87,10 @@ pub struct Machine {
     /// DHCP on every Ethernet port.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub network: Option<crate::network::NetSpec>,
+    /// How its installed network differs from the spec, as its installed agent last reported
+    /// (empty: as planned; absent: not checked).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network_problems: Option<Vec<String>>,
 }
 
 /// The installer a machine boots while a run installs it from an answer file. The installer's
@@ -142,6 +146,7 @@ impl Machine {
             placement: None,
             uefi_loader: None,
             network: None,
+            network_problems: None,
         }
     }
 }

@@ -48,6 +48,7 @@ pub(super) fn delete_machine_rows(ctx: &mut WriteCtx<'_>, id: u64) -> Result<(),
         }
     }
 
+    super::userdata::remove_in(ctx, &super::userdata::Owner::Machine(id))?;
     for mac in &m.macs {
         ctx.t.macs.remove(mac.to_u64())?;
     }

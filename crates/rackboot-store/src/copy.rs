@@ -11,6 +11,7 @@ use super::nonces::BOOT_NONCES;
 use super::quarantine::QUARANTINE;
 use super::store::*;
 use super::templates::TEMPLATES;
+use super::userdata::USER_DATA;
 use super::CmdbError;
 
 /// What one table held.
@@ -34,6 +35,7 @@ macro_rules! every_table {
             $f(EVENT_LOG)?,
             $f(PROFILES)?,
             $f(TEMPLATES)?,
+            $f(USER_DATA)?,
             $f(AGENTS)?,
             $f(BOOT_NONCES)?,
             $f(JOBS)?,

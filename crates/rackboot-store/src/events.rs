@@ -175,6 +175,26 @@ impl Cmdb {
         .await
     }
 
+    /// A machine's newest event of `kind` among its last `scan` events.
+    pub async fn last_event_of(
+        &self,
+        machine_id: u64,
+        kind: EventKind,
+        scan: usize,
+    ) -> Result<Option<Event>, CmdbError> {
+        self.read(move |rtx| {
+            let t = rtx.open_table(EVENTS)?;
+            for row in t.range((machine_id, 0)..=(machine_id, u64::MAX))?.rev().take(scan) {
+                let e: Event = decode(row?.1.value())?;
+                if e.kind == kind {
+                    return Ok(Some(e));
+                }
+            }
+            Ok(None)
+        })
+        .await
+    }
+
     /// Events of every machine after sequence `after` that pass `filter`, oldest first, at most
     /// `limit`; with the sequence the next page starts after (`None` at the end of the log).
     /// At most `scan` log entries are looked at, so a filter that matches little stays cheap;

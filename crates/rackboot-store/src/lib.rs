@@ -34,6 +34,7 @@ mod store;
 pub use store::open_file;
 mod templates;
 mod unclaimed;
+pub mod userdata;
 mod users;
 mod whereabouts;
 pub mod writer;

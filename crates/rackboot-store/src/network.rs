@@ -49,6 +49,8 @@ impl Cmdb {
                 }
             }
             m.network = spec;
+            // Checked again against the new spec when its installed agent reports next.
+            m.network_problems = None;
             m.updated_at = now_secs();
             put_machine(ctx, &m)?;
             let addresses: Vec<String> = mine.iter().map(|(n, ip)| format!("{n}:{ip}")).collect();
@@ -59,6 +61,29 @@ impl Cmdb {
                 json!({"network": m.network.is_some(), "addresses": addresses}),
             )?;
             Ok(m)
+        })
+        .await
+    }
+}
+
+impl Cmdb {
+    /// Records how a machine's installed network compares with its spec: a `network.mismatch`
+    /// event when the differences change to some, `network.matched` when there are none (first
+    /// seen, or after a mismatch); nothing when nothing changed.
+    pub async fn set_network_problems(&self, id: u64, problems: Vec<String>, devices: usize) -> Result<(), CmdbError> {
+        self.write(move |ctx| {
+            let mut m = ctx.get::<Machine>(id)?;
+            if m.network_problems.as_ref() == Some(&problems) {
+                return Ok(());
+            }
+            let (kind, detail) = match problems.is_empty() {
+                true => (EventKind::NetworkMatched, json!({"devices": devices})),
+                false => (EventKind::NetworkMismatch, json!({"problems": problems})),
+            };
+            m.network_problems = Some(problems);
+            m.updated_at = now_secs();
+            put_machine(ctx, &m)?;
+            push_event(ctx, id, kind, detail)
         })
         .await
     }

@@ -36,7 +36,9 @@ pub struct MachineUpdate {
 impl Cmdb {
     /// Creates a task and its runs; the machines named get their hostname, reservation and the
     /// `queued` state. A machine already in an active run is refused.
-    pub async fn create_task(&self, spec: TaskSpec, runs: Vec<NewRun>) -> Result<(Task, Vec<Run>), CmdbError> {
+    pub async fn create_task(&self, mut spec: TaskSpec, runs: Vec<NewRun>) -> Result<(Task, Vec<Run>), CmdbError> {
+        // Its user-data is kept apart from the task (`userdata`), in the same write.
+        let user_data = spec.user_data.take();
         self.write(move |ctx| {
             let active = active_runs_in(ctx)?;
             let busy: Vec<u64> = active.iter().filter_map(|r| r.machine_id).collect();
@@ -79,6 +81,9 @@ impl Cmdb {
                 runs: out.iter().map(|r| r.id).collect(),
             };
             ctx.put(&task)?;
+            if let Some(text) = user_data {
+                super::userdata::put_in(ctx, &super::userdata::Owner::Task(task_id), text)?;
+            }
             for run in &out {
                 let update = MachineUpdate {
                     state: Some(MachineState::Queued),

@@ -21,6 +21,8 @@ pub const MAX_SELECTED: usize = 1000;
 const MAX_SCRIPT: usize = 64 << 10;
 
 /// What a bulk action does to one machine: an API call.
+// One per form post: the size of the provisioning variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Action {
     /// Submit an agent job (`refresh_inventory`, `reboot`, `power_off`).
@@ -38,6 +40,8 @@ enum Action {
         image: Option<String>,
         installer: Option<String>,
         root_device: Option<rackboot_model::provision::RootDeviceHints>,
+        /// cloud-init user-data for the installed machines.
+        user_data: Option<String>,
         reinstall: bool,
     },
 }
@@ -77,7 +81,10 @@ impl Action {
                     Some(v) => Some(rackboot_model::provision::RootDeviceHints::from_pairs(v.split(','))?),
                     None => None,
                 };
-                Ok(Action::Provision { image, installer, root_device, reinstall: f.get("reinstall").is_some() })
+                // cloud-init user-data for the task (the API checks its format and size).
+                let user_data = f.get("user_data").map(|v| v.replace("\r\n", "\n")).filter(|v| !v.trim().is_empty());
+                let reinstall = f.get("reinstall").is_some();
+                Ok(Action::Provision { image, installer, root_device, user_data, reinstall })
             }
             "" => Err("choose an action".into()),
             other => Err(format!("{other:?} is not an action this page offers")),
@@ -148,10 +155,13 @@ pub async fn run(State(s): State<UiState>, session: Session, headers: HeaderMap,
         let what = if action == Action::Delete { format!("{} (or delete)", ids.len()) } else { ids.len().to_string() };
         return bad(format!("nothing was done: type {what} in the confirmation box to act on {} machines", ids.len()));
     }
-    if let Action::Provision { image, installer, root_device, reinstall } = &action {
+    if let Action::Provision { image, installer, root_device, user_data, reinstall } = &action {
         let mut spec = json!({"image": image, "installer": installer, "reinstall": reinstall});
         if let Some(hints) = root_device {
             spec["root_device"] = json!(hints);
+        }
+        if let Some(text) = user_data {
+            spec["user_data"] = json!(text);
         }
         return provision(&s, &session, spec, &ids, &f).await;
     }

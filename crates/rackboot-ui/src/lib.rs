@@ -24,6 +24,7 @@ mod live;
 mod login;
 mod machine;
 mod machines;
+mod network;
 mod plugins;
 mod profiles;
 mod provisioning;
@@ -31,6 +32,7 @@ mod rack_bmcs;
 mod racks;
 mod session;
 mod templates;
+mod userdata;
 mod view;
 
 use std::sync::Arc;
@@ -73,6 +75,8 @@ pub fn router(state: ApiState, api: Router) -> anyhow::Result<Router> {
         .merge(machines::routes())
         .merge(machine::routes())
         .merge(bmc::routes())
+        .merge(network::routes())
+        .merge(userdata::routes())
         .merge(dashboard::routes())
         .merge(racks::routes())
         .merge(provisioning::routes())

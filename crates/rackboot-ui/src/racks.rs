@@ -87,7 +87,7 @@ fn blank() -> serde_json::Value {
 }
 
 /// The form's text fields.
-const FIELDS: [&str; 15] = [
+const FIELDS: [&str; 18] = [
     "name",
     "location",
     "remote_id",
@@ -103,16 +103,30 @@ const FIELDS: [&str; 15] = [
     "uefi_loader",
     "bmc_csv",
     "bmc_username",
+    "network",
+    "network_plans",
+    "user_data",
 ];
 
-/// The form as the API's rack spec.
-fn spec(f: &Form) -> serde_json::Value {
+/// The form as the API's rack spec; why not, when the network spec is not JSON or a plan line
+/// is not `NETWORK=FIRST-LAST`.
+fn spec(f: &Form) -> Result<serde_json::Value, String> {
     let text = |k: &str| f.get(k).map(str::trim).filter(|v| !v.is_empty()).map(str::to_string);
     let ports = f.get("ports").unwrap_or("");
     let lines: Vec<&str> = ports.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
     // Range lines (`->`) go as `ports`; anything else is the CSV form of the map.
     let (ranges, csv): (Vec<&str>, Vec<&str>) = lines.into_iter().partition(|l| l.contains("->"));
-    json!({
+    let network: Option<serde_json::Value> = match text("network") {
+        Some(t) => Some(serde_json::from_str(&t).map_err(|e| format!("the network spec is not JSON: {e}"))?),
+        None => None,
+    };
+    let mut plans = serde_json::Map::new();
+    for line in f.get("network_plans").unwrap_or("").lines().map(str::trim).filter(|l| !l.is_empty()) {
+        let (net, range) =
+            line.split_once('=').ok_or_else(|| format!("network plan {line:?} is not NETWORK=FIRST-LAST"))?;
+        plans.insert(net.trim().to_string(), json!(range.trim()));
+    }
+    Ok(json!({
         "name": f.get("name").unwrap_or("").trim(),
         "location": text("location"),
         "switch": {"remote_id": text("remote_id"), "lldp_chassis_name": text("lldp_chassis_name"),
@@ -128,7 +142,9 @@ fn spec(f: &Form) -> serde_json::Value {
             .unwrap_or(rackboot_control::racks::DEFAULT_SILENT_MINUTES),
         "machines_csv": text("machines_csv"),
         "uefi_loader": text("uefi_loader"),
-    })
+        "network": network,
+        "network_plans": plans,
+    }))
 }
 
 /// What the form held, to fill it again after a refusal.
@@ -154,17 +170,37 @@ async fn create(State(s): State<UiState>, session: Session, headers: HeaderMap, 
         Ok(rows) => rows,
         Err(why) => return page(&s, &session, refill(&f), Some(format!("The rack was not created: {why}"))).await,
     };
-    let answer = forward::as_session(&s, &session, Method::POST, "/racks", Some(spec(&f))).await;
+    let body = match spec(&f) {
+        Ok(b) => b,
+        Err(why) => return page(&s, &session, refill(&f), Some(format!("The rack was not created: {why}"))).await,
+    };
+    // Its cloud-init user-data is checked before the rack is created and stored right after.
+    let user_data = f.get("user_data").map(|v| v.replace("\r\n", "\n")).filter(|v| !v.trim().is_empty());
+    if let Some(Err(why)) = user_data.as_deref().map(rackboot_model::cloudinit::check_user_data) {
+        return page(&s, &session, refill(&f), Some(format!("The rack was not created: {why}"))).await;
+    }
+    let answer = forward::as_session(&s, &session, Method::POST, "/racks", Some(body)).await;
     if answer.status.is_success() {
         let name = answer.body["rack"]["name"].as_str().unwrap_or_default().to_string();
         let mut to = format!("/ui/racks/{}", super::view::urlencode(&name));
+        let mut notices = Vec::new();
+        if let Some(text) = user_data {
+            let path = format!("/racks/{}/user-data", super::view::urlencode(&name));
+            let put = forward::as_session(&s, &session, Method::PUT, &path, Some(json!({"text": text}))).await;
+            if !put.status.is_success() {
+                notices.push(format!("user-data not set: {}", put.message()));
+            }
+        }
         if !bmcs.is_empty() {
             let (done, failed) = rack_bmcs::apply(&s, &session, &bmcs).await;
             let mut notice = format!("BMCs set: {done} of {}", bmcs.len());
             if !failed.is_empty() {
                 notice += &format!("; not set: {}", failed.join("; "));
             }
-            to += &format!("?notice={}", super::view::urlencode(&notice));
+            notices.push(notice);
+        }
+        if !notices.is_empty() {
+            to += &format!("?notice={}", super::view::urlencode(&notices.join("; ")));
         }
         return Redirect::to(&to).into_response();
     }

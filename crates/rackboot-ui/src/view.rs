@@ -8,12 +8,14 @@ use minijinja::{Environment, UndefinedBehavior, Value};
 
 use rackboot_store::now_ms;
 
-const PAGES: [(&str, &str); 21] = [
+const PAGES: [(&str, &str); 23] = [
     ("base.html", include_str!("../../../templates/ui/base.html")),
     ("login.html", include_str!("../../../templates/ui/login.html")),
     ("machines.html", include_str!("../../../templates/ui/machines.html")),
     ("machine.html", include_str!("../../../templates/ui/machine.html")),
     ("bmc.html", include_str!("../../../templates/ui/bmc.html")),
+    ("network.html", include_str!("../../../templates/ui/network.html")),
+    ("userdata.html", include_str!("../../../templates/ui/userdata.html")),
     ("event.html", include_str!("../../../templates/ui/event.html")),
     ("job.html", include_str!("../../../templates/ui/job.html")),
     ("message.html", include_str!("../../../templates/ui/message.html")),

@@ -129,3 +129,47 @@ fn firmware_says_bios_uefi_and_secure_boot_from_efivars() {
     fs::write(&var, [6, 0, 0, 0]).unwrap();
     assert_eq!(firmware(r).secure_boot, None, "a short variable is not a yes or a no");
 }
+
+#[test]
+fn links_report_bonds_vlans_and_ports() {
+    let d = tempfile::tempdir().unwrap();
+    let r = d.path();
+    for (name, mac, state) in [("ens3", "52:54:00:00:00:01", "up"), ("ens4", "52:54:00:00:00:01", "down")] {
+        put(r, &format!("sys/class/net/{name}/address"), &format!("{mac}\n"));
+        put(r, &format!("sys/class/net/{name}/operstate"), &format!("{state}\n"));
+        put(r, &format!("sys/class/net/{name}/device/.keep"), "");
+    }
+    put(r, "sys/class/net/bond0/address", "52:54:00:00:00:01\n");
+    put(r, "sys/class/net/bond0/operstate", "up\n");
+    put(r, "sys/class/net/bond0/bonding/mode", "active-backup 1\n");
+    put(r, "sys/class/net/bond0/bonding/slaves", "ens3 ens4\n");
+    put(r, "sys/class/net/bond0/bonding/active_slave", "ens3\n");
+    put(r, "sys/class/net/bond0.10/address", "52:54:00:00:00:01\n");
+    put(r, "sys/class/net/bond0.10/operstate", "up\n");
+    put(r, "sys/class/net/lo/operstate", "unknown\n");
+    put(
+        r,
+        "proc/net/vlan/bond0.10",
+        "bond0.10  VID: 10\t REORDER_HDR: 1  dev->priv_flags: 1021\n         total frames received            0\n\nDevice: bond0\nINGRESS priority mappings: 0:0\n",
+    );
+    put(
+        r,
+        "proc/net/bonding/bond0",
+        "Bonding Mode: fault-tolerance (active-backup)\n\nSlave Interface: ens3\nMII Status: up\nPermanent HW addr: 52:54:00:00:00:01\n\nSlave Interface: ens4\nMII Status: down\nPermanent HW addr: 52:54:00:00:00:02\n",
+    );
+    for port in ["ens3", "ens4"] {
+        symlink(r.join("sys/class/net/bond0"), r.join(format!("sys/class/net/{port}/master"))).unwrap();
+    }
+    let macs: Vec<String> = nics(r).into_iter().map(|n| n.mac).collect();
+    assert_eq!(macs, ["52:54:00:00:00:01", "52:54:00:00:00:02"], "a bond member's own MAC, not the bond's");
+    let links = links(r);
+    let names: Vec<&str> = links.iter().map(|l| l.name.as_str()).collect();
+    assert_eq!(names, ["bond0", "bond0.10", "ens3", "ens4"], "lo is left out");
+    let bond = &links[0];
+    assert_eq!((bond.kind.as_str(), bond.bond_mode.as_deref()), ("bond", Some("active-backup")));
+    assert_eq!(bond.members, ["ens3", "ens4"]);
+    assert_eq!(bond.active_member.as_deref(), Some("ens3"));
+    let vlan = &links[1];
+    assert_eq!((vlan.kind.as_str(), vlan.vlan_id, vlan.parent.as_deref()), ("vlan", Some(10), Some("bond0")));
+    assert_eq!((links[2].kind.as_str(), links[2].up, links[3].up), ("ether", true, false));
+}

@@ -116,6 +116,14 @@ async fn inventory(
     let id = machine(&s, &headers).await?;
     let Json(inv) = body.map_err(bad_json)?;
     s.hub.cmdb.put_inventory(id, inv).await?;
+    // An installed system's network is checked against its spec (a mismatch is an event and
+    // stays on the machine until it matches).
+    if s.hub.cmdb.agent(id).await?.is_some_and(|a| a.mode == rackboot_agent::wire::AgentMode::Installed) {
+        let networks = super::network::named(&s);
+        if let Err(error) = crate::provision::network::check_came_up(&s.hub.cmdb, &networks, id).await {
+            tracing::warn!(machine = id, %error, "network not checked");
+        }
+    }
     // A rack with auto_provision queues the machine it placed, now that it is inventoried.
     if let Err(error) = crate::racks::provision::queue_if_due(&s.hub.cmdb, s.engine.as_deref(), id).await {
         tracing::warn!(machine = id, %error, "rack provisioning not queued");

@@ -41,6 +41,7 @@ use crate::cmdb::EventKind;
         (name = "templates", description = "Boot templates (iPXE scripts, installer answer files): overrides and previews (admin)"),
         (name = "racks", description = "Racks: where machines are placed by how they are cabled, named and addressed"),
         (name = "network", description = "Installed nodes' networks: the named networks, and each machine's ports, bonds, VLANs and static addresses"),
+        (name = "cloud-init", description = "cloud-init user-data of machines and racks (an operator's: it may hold secrets)"),
         (name = "power", description = "Machines' BMCs (Redfish, IPMI) and power actions through them"),
         (name = "auth", description = "Logging in, and who the caller is"),
         (name = "users", description = "Users and their roles (admin)"),

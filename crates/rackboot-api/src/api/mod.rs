@@ -26,6 +26,7 @@ mod quarantine;
 pub mod racks;
 mod tasks;
 mod templates;
+mod userdata;
 mod users;
 
 use std::sync::Arc;
@@ -79,6 +80,7 @@ fn protected_routes() -> OpenApiRouter<ApiState> {
         .merge(tasks::routes())
         .merge(racks::routes())
         .merge(network::routes())
+        .merge(userdata::routes())
         .merge(bmc::routes())
         .merge(auth::routes())
         .merge(users::routes())

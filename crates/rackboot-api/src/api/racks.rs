@@ -141,7 +141,9 @@ async fn replace(
     responses((status = 204, description = "Deleted")))]
 async fn remove(State(s): State<ApiState>, Path(name): Path<String>) -> Result<StatusCode, ApiError> {
     name_in_path(&name)?;
-    s.cmdb.delete_rack(name).await?;
+    s.cmdb.delete_rack(name.clone()).await?;
+    // Its user-data goes with it.
+    s.cmdb.set_user_data(crate::cmdb::userdata::Owner::Rack(name), None).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

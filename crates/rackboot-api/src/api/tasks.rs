@@ -91,6 +91,9 @@ async fn create(
         }
         _ => return Err(bad("a task needs either an image or an installer")),
     }
+    if let Some(u) = &spec.user_data {
+        rackboot_model::cloudinit::check_user_data(u).map_err(|e| ApiError::field("user_data", e))?;
+    }
     if let Some(hints) = &spec.root_device {
         if spec.disk != "auto" {
             return Err(bad(format!("give disk {:?} or root_device hints, not both", spec.disk)));

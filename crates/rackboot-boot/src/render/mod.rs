@@ -101,6 +101,9 @@ pub struct IdentityVars {
     /// systemd-networkd files for the machine's network spec (`netcfg::networkd`); empty: DHCP
     /// on every Ethernet port.
     pub network_files: Vec<NetFile>,
+    /// The machine's NoCloud seed (`<appliance>/boot/cloud-init/<mac>/`), which an installed
+    /// system with cloud-init is pointed at; empty: none.
+    pub cloud_init_url: String,
 }
 
 /// One file for `/etc/systemd/network/`.
@@ -263,8 +266,15 @@ impl Renderer {
     /// anything `sh` would expand inside them is refused. The session goes into a quoted here
     /// document, so it only must not hold a line of its own that ends it.
     pub fn identity(&self, vars: &IdentityVars) -> Result<String, RenderError> {
-        let values =
-            [&vars.disk, &vars.hostname, &vars.domain, &vars.appliance_url, &vars.agent_url, &vars.agent_sha256];
+        let values = [
+            &vars.disk,
+            &vars.hostname,
+            &vars.domain,
+            &vars.appliance_url,
+            &vars.agent_url,
+            &vars.agent_sha256,
+            &vars.cloud_init_url,
+        ];
         for v in values.into_iter().chain(&vars.ssh_keys) {
             if !shell_safe(v) {
                 return Err(RenderError::Unsafe(v.clone()));

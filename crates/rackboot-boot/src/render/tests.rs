@@ -90,6 +90,7 @@ fn golden_identity_script() {
         ssh_keys: vec!["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFake ops@example".into()],
         session: None,
         network_files: vec![],
+        cloud_init_url: "http://198.18.0.1:8080/boot/cloud-init/52:54:00:12:34:56/".into(),
     };
     let got = r.identity(&v).unwrap();
     if std::env::var_os("RACKBOOT_BLESS").is_some() {

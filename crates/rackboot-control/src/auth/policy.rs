@@ -41,8 +41,10 @@ pub fn required(method: &Method, route: &str, public_doc: bool) -> Access {
         ("auth", _) if route == "/auth/login" => Access::Public,
         ("auth" | "tokens", _) => Access::Role(Role::Viewer),
         ("users" | "audit" | "backup" | "quarantine", _) => Access::Role(Role::Admin),
-        // Where a machine's BMC is and who logs in to it is an operator's business.
+        // Where a machine's BMC is and who logs in to it is an operator's business; so is
+        // user-data, which may hold secrets.
         ("machines", true) if route.ends_with("/bmc") => Access::Role(Role::Operator),
+        ("machines" | "racks", true) if route.ends_with("/user-data") => Access::Role(Role::Operator),
         (_, true) => Access::Role(Role::Viewer),
         ("machines" | "racks" | "tasks" | "jobs" | "profiles" | "power", false) => Access::Role(Role::Operator),
         (_, false) => Access::Role(Role::Admin),
@@ -78,6 +80,12 @@ mod tests {
             (Method::PUT, "/machines/{id}/network", O),
             (Method::DELETE, "/machines/{id}/network", O),
             (Method::GET, "/networks", V),
+            (Method::GET, "/machines/{id}/user-data", O),
+            (Method::PUT, "/machines/{id}/user-data", O),
+            (Method::DELETE, "/machines/{id}/user-data", O),
+            (Method::GET, "/racks/{name}/user-data", O),
+            (Method::PUT, "/racks/{name}/user-data", O),
+            (Method::DELETE, "/racks/{name}/user-data", O),
             (Method::POST, "/tasks", O),
             (Method::GET, "/racks/{name}", V),
             (Method::POST, "/racks", O),

@@ -380,6 +380,7 @@ impl Engine {
                     ssh_keys: spec.ssh_keys.clone(),
                     session: None,
                     network_files,
+                    cloud_init_url: cloud_init_url(&self.http_base, machine),
                 };
                 Ok(script(self.renderer.identity(&vars).map_err(|e| e.to_string())?, env(&[])))
             }
@@ -393,6 +394,12 @@ impl Engine {
             other => Err(format!("{} is not a job step", step_name(other))),
         }
     }
+}
+
+/// Machine `m`'s NoCloud seed URL (by its first MAC; the MAC is no secret, and only the machine's
+/// own address is answered).
+pub fn cloud_init_url(http_base: &str, m: &Machine) -> String {
+    m.macs.first().map(|mac| format!("{http_base}/boot/cloud-init/{mac}/")).unwrap_or_default()
 }
 
 /// The newest percentage a deploy_image job reported (`deploy: 42% ...` lines).

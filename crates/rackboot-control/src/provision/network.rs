@@ -71,3 +71,17 @@ pub async fn effective(cmdb: &Cmdb, networks: &[Network], m: &Machine) -> Result
     let resolved = spec.as_ref().map(|s| resolve(s, networks, &ports(m), slot)).transpose();
     Ok(Effective { source, spec, resolved })
 }
+
+/// Compares what machine `id`'s installed agent reported (its inventory's links) with its
+/// network spec and records the outcome (`Cmdb::set_network_problems`). Nothing for a machine
+/// without a spec, a spec that cannot be resolved, or an agent that reports no links.
+pub async fn check_came_up(cmdb: &Cmdb, networks: &[Network], id: u64) -> Result<(), CmdbError> {
+    let m = cmdb.machine(id).await?;
+    let links = m.inventory.as_ref().map(|i| i.links.clone()).unwrap_or_default();
+    if links.is_empty() {
+        return Ok(());
+    }
+    let Ok(Some(r)) = effective(cmdb, networks, &m).await?.resolved else { return Ok(()) };
+    let problems = rackboot_model::network::differences(&r, &links);
+    cmdb.set_network_problems(id, problems, r.devices.len()).await
+}

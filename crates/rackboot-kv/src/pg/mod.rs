@@ -24,6 +24,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (2, include_str!("../../migrations/postgres/0002_changes_trimmed.sql")),
     (3, include_str!("../../migrations/postgres/0003_plugin_blobs.sql")),
     (4, include_str!("../../migrations/postgres/0004_appliances.sql")),
+    (5, include_str!("../../migrations/postgres/0005_user_data.sql")),
 ];
 
 /// Rows a range reads per round trip, at most; the first read of each end asks for

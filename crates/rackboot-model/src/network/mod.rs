@@ -8,6 +8,7 @@
 //! [`resolve`] turns a machine's spec, its reservations and its rack's plan into the addresses
 //! the renderers (`rackboot-boot`'s `netcfg`) write into the installed system.
 
+mod came_up;
 mod check;
 mod resolve;
 
@@ -20,6 +21,7 @@ use utoipa::ToSchema;
 
 use crate::mac::Mac;
 
+pub use came_up::differences;
 pub use check::{check, check_plans, clash, plans_clash, NetError};
 pub use resolve::{resolve, Device, Kind, Resolved, Slot};
 

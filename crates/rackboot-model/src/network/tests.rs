@@ -205,3 +205,49 @@ fn mtu_comes_from_the_network_unless_the_device_sets_it() {
     assert_eq!(r.gateway, None);
     assert_eq!(r.agent_via.as_deref(), Some("pxe"));
 }
+
+#[test]
+fn what_came_up_is_compared_with_the_spec() {
+    use rackboot_agent::wire::Link;
+    let ports: Vec<Mac> = vec!["52:54:00:00:00:01".parse().unwrap(), "52:54:00:00:00:02".parse().unwrap()];
+    let r = resolve(&bonded(Some("10.20.0.120")), &networks(), &ports, None).unwrap();
+    let link = |name: &str, kind: &str| Link {
+        name: name.into(),
+        kind: kind.into(),
+        mac: "52:54:00:00:00:01".into(),
+        up: true,
+        ..Default::default()
+    };
+    let mut links = vec![
+        Link {
+            bond_mode: Some("active-backup".into()),
+            members: vec!["ens3".into(), "ens4".into()],
+            addresses: vec!["198.18.0.60/24".into()],
+            ..link("bond0", "bond")
+        },
+        Link {
+            vlan_id: Some(10),
+            parent: Some("bond0".into()),
+            addresses: vec!["10.20.0.120/24".into()],
+            ..link("bond0.10", "vlan")
+        },
+        link("ens3", "ether"),
+        link("ens4", "ether"),
+    ];
+    assert_eq!(differences(&r, &links), Vec::<String>::new());
+    links[0].members.pop();
+    links[0].bond_mode = Some("balance-rr".into());
+    links[1].addresses.clear();
+    links[1].up = false;
+    assert_eq!(
+        differences(&r, &links),
+        [
+            "bond0 is balance-rr, not active-backup",
+            "bond0 has 1 of its 2 members",
+            "bond0.10 (bond0.10) is down",
+            "bond0.10 (bond0.10) lacks 10.20.0.120/24",
+        ]
+    );
+    links.remove(1);
+    assert!(differences(&r, &links).contains(&"bond0.10 is missing".to_string()));
+}

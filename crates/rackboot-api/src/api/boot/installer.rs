@@ -266,6 +266,7 @@ async fn installed(
             let eff = crate::provision::network::effective(&s.cmdb, &networks, &it.machine).await?;
             eff.files().map_err(|e| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, e))?
         },
+        cloud_init_url: crate::provision::engine::cloud_init_url(&boot.http_base, &it.machine),
     };
     let text = boot
         .renderer

@@ -2,6 +2,7 @@
 //! initrds, images, iPXE binaries) from the boot directory with HEAD, Range and ETag; the
 //! installers' answer files and report-back are in [`installer`].
 
+mod cloudinit;
 pub mod grub;
 mod installer;
 
@@ -65,6 +66,7 @@ pub fn routes(state: &ApiState) -> Router<ApiState> {
     Router::new()
         .route("/ipxe", get(ipxe))
         .merge(installer::routes())
+        .merge(cloudinit::routes())
         .nest_service("/files", files)
         .layer(middleware::map_response(unexplained))
 }

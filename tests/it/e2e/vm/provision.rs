@@ -276,7 +276,7 @@ fn two_vms_bios_and_uefi_are_provisioned_from_an_image_and_check_in_installed() 
     let bonding = job_output(
         &net,
         uefi.mac,
-        "cat /proc/net/bonding/bond0; ip -d -o link show bond0.10; ip -4 -o addr show dev bond0.10; ip -4 route show default; networkctl list --no-pager; systemd-analyze blame --no-pager | head -8",
+        "cat /proc/net/bonding/bond0; ip -d -o link show bond0.10; ip -4 -o addr show dev bond0.10; ip -4 route show default",
     );
     eprintln!("uefi: /proc/net/bonding/bond0 and bond0.10:\n{bonding}");
     assert!(bonding.contains("Bonding Mode: fault-tolerance (active-backup)"), "{bonding}");
@@ -284,26 +284,51 @@ fn two_vms_bios_and_uefi_are_provisioned_from_an_image_and_check_in_installed() 
     assert!(bonding.contains("vlan protocol 802.1Q id 10"), "{bonding}");
     assert!(bonding.contains("inet 198.19.10.21/24"), "{bonding}");
     assert!(bonding.contains("default via 198.19.10.1 dev bond0.10"), "{bonding}");
+    // Its installed agent's inventory (sent again now) matches the spec: no problems, and a
+    // network.matched event.
+    for vm in &vms {
+        let job = net.api(
+            "POST",
+            "/jobs",
+            Some(&format!(r#"{{"machine":"{}","action":{{"kind":"refresh_inventory"}}}}"#, vm.mac)),
+        );
+        let id = job["jobs"][0]["id"].as_u64().unwrap();
+        wait_for(
+            120,
+            || format!("inventory of {}", vm.name),
+            || (net.api("GET", &format!("/jobs/{id}"), None)["state"] == "succeeded").then_some(()),
+        );
+        let m = net.api("GET", &format!("/machines/{}", vm.mac), None);
+        assert_eq!(m["network_problems"], serde_json::json!([]), "{}: {}", vm.name, m["network_problems"]);
+        let ev = net.api("GET", &format!("/machines/{}/events?limit=1000", vm.mac), None);
+        let kinds: Vec<&str> = ev["events"].as_array().unwrap().iter().filter_map(|e| e["kind"].as_str()).collect();
+        assert!(kinds.contains(&"network.matched"), "{}: {kinds:?}", vm.name);
+    }
     match &lab {
         Some(lab) => {
             let active = |text: &str| {
                 text.lines().find_map(|l| l.strip_prefix("Currently Active Slave: ")).unwrap_or_default().to_string()
             };
+            // The cable of the port that carries the bond now: found by its permanent MAC.
             let before = active(&bonding);
-            lab.set_link(uefi.name, uefi.mac, false);
-            ping("the first NIC's link down");
+            let section =
+                bonding.split("Slave Interface: ").find(|s| s.starts_with(&format!("{before}\n"))).unwrap_or("");
+            let mac =
+                section.lines().find_map(|l| l.strip_prefix("Permanent HW addr: ")).expect("the active port's MAC");
+            lab.set_link(uefi.name, mac, false);
+            ping("the active NIC's link down");
             let after = job_output(&net, uefi.mac, "cat /proc/net/bonding/bond0");
-            eprintln!("uefi: after the first NIC's link went down:\n{after}");
+            eprintln!("uefi: after {before}'s link went down:\n{after}");
             assert!(after.contains("MII Status: down"), "{after}");
             assert_ne!(active(&after), before, "the bond failed over: {after}");
-            lab.set_link(uefi.name, uefi.mac, true);
+            lab.set_link(uefi.name, mac, true);
         }
         None => eprintln!("NOTE: VMs started directly: the failover half needs libvirt (domif-setlink)"),
     }
 
     // cloud-init ran once per install with the user-data that applies to each VM; a reboot does
     // not run it again.
-    let cloud = "cloud-init status --wait --long; cat /etc/rackboot-cloud-init; echo runs=$(wc -l < /var/log/rackboot-runcmd); echo boot=$(cat /proc/sys/kernel/random/boot_id); grep -E 'WARNING|ERROR|Traceback|failed' /var/log/cloud-init.log | tail -25";
+    let cloud = "cloud-init status --wait --long; cat /etc/rackboot-cloud-init; echo runs=$(wc -l < /var/log/rackboot-runcmd); echo boot=$(cat /proc/sys/kernel/random/boot_id); grep -e WARNING -e ERROR -e Traceback /var/log/cloud-init.log | tail -25";
     let mut first_boot = String::new();
     for (vm, from) in vms.iter().zip(["the task", "the machine"]) {
         let out = job_output(&net, vm.mac, cloud);

@@ -79,6 +79,10 @@ Examples:
         /// NETWORK=FIRST-LAST (repeatable): slot U<n> gets FIRST + n - 1 in that named network.
         #[arg(long = "network-plan", value_name = "NETWORK=FIRST-LAST")]
         network_plans: Vec<String>,
+        /// A root-device hint for its machines' installs, KEY=VALUE (repeatable): name, serial,
+        /// wwn, model, vendor, min_size_gib, max_size_gib, rotational.
+        #[arg(long = "root-device", value_name = "KEY=VALUE")]
+        root_device: Vec<String>,
     },
     /// Replace a rack's machine list from a CSV file of mac-or-serial,hostname,ip,slot rows
     /// ('-' reads standard input).
@@ -169,6 +173,7 @@ pub(super) async fn racks(c: ApiClient, cmd: RacksCmd) -> anyhow::Result<()> {
             uefi_loader,
             network,
             network_plans,
+            root_device,
         } => {
             let mut body = json!({
                 "name": name, "location": location, "ports": ports,
@@ -200,6 +205,11 @@ pub(super) async fn racks(c: ApiClient, cmd: RacksCmd) -> anyhow::Result<()> {
                 plans.insert(n.trim().to_string(), json!(range.trim()));
             }
             body["network_plans"] = Value::Object(plans);
+            if !root_device.is_empty() {
+                let hints = rackboot::provision::RootDeviceHints::from_pairs(root_device.iter().map(String::as_str))
+                    .map_err(|e| anyhow::anyhow!("--{e}"))?;
+                body["root_device"] = serde_json::to_value(hints)?;
+            }
             let v = c.ok(Method::POST, "/racks", Some(body)).await?;
             println!("created rack {}", s(&v["rack"]["name"]));
             print_elevation(&v);

@@ -71,6 +71,11 @@ if [ ! -d "$ROOT/lib/systemd/network" ] && [ ! -d "$ROOT/usr/lib/systemd/network
 fi
 mkdir -p "$ROOT/etc/systemd/network"
 rm -f "$ROOT/etc/systemd/network/80-rackboot.network" "$ROOT"/etc/systemd/network/10-rackboot-*
+# netplan's files (an installer's or cloud-init's) would generate networkd files of their own
+# that come first: they are set aside, so the spec is the one network.
+for f in "$ROOT"/etc/netplan/*.yaml; do
+  if [ -e "$f" ]; then mv "$f" "$f.rackboot-off"; say "set aside ${f#"$ROOT"}"; fi
+done
 {% for f in network_files %}cat > "$ROOT/etc/systemd/network/{{ f.name }}" <<'NETWORK'
 {{ f.text }}NETWORK
 {% endfor %}for unit in lib/systemd/system/systemd-networkd.service usr/lib/systemd/system/systemd-networkd.service; do

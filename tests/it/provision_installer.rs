@@ -147,13 +147,35 @@ async fn an_installer_task_boots_the_installer_whose_report_back_hands_the_node_
     let url_token = get(format!("{path}&token={token}")).await;
     assert!(url_token.contains("Authorization header"), "{url_token}");
 
+    // With a network spec, the installed system gets it as networkd files, with the installer's
+    // netplan set aside; its cloud-init is pointed at the machine's seed.
+    let spec = json!({"ethernets": [{"name": "nic0", "mac": mac, "dhcp": true}], "vlans": [{"id": 20, "link": "nic0", "dhcp": true}]});
+    a.api.ok(Method::PUT, &format!("/machines/{mac}/network"), Some(spec)).await.unwrap();
+    let root = work.path().join("target");
+    for dir in ["etc/netplan", "etc/cloud", "lib/systemd/network"] {
+        std::fs::create_dir_all(root.join(dir)).unwrap();
+    }
+    std::fs::write(root.join("etc/netplan/00-installer-config.yaml"), "network: {version: 2}\n").unwrap();
+
     // The installer's late command: fetch the script, run it against the installed root.
     let identity = body_of(&get_as(path.clone(), token.clone()).await, 200);
-    let root = work.path().join("target");
-    std::fs::create_dir_all(root.join("etc")).unwrap();
     let file = work.path().join("rackboot-finish.sh");
     std::fs::write(&file, &identity).unwrap();
     run_identity(&file, &root).await;
+    let networkd = root.join("etc/systemd/network");
+    let nic = std::fs::read_to_string(networkd.join("10-rackboot-nic0.network")).unwrap();
+    assert!(
+        nic.contains(&format!("PermanentMACAddress={mac}"))
+            && nic.contains("DHCP=ipv4")
+            && nic.contains("VLAN=nic0.20"),
+        "{nic}"
+    );
+    assert!(networkd.join("10-rackboot-nic0.20.netdev").exists());
+    assert!(!networkd.join("80-rackboot.network").exists(), "no catch-all DHCP beside the spec");
+    assert!(root.join("etc/netplan/00-installer-config.yaml.rackboot-off").exists());
+    assert!(!root.join("etc/netplan/00-installer-config.yaml").exists(), "the installer's netplan is set aside");
+    let cloud = std::fs::read_to_string(root.join("etc/cloud/cloud.cfg.d/90-rackboot.cfg")).unwrap();
+    assert!(cloud.contains(&format!("seedfrom: {}/boot/cloud-init/{mac}/", a.http_url())), "{cloud}");
     assert_eq!(std::fs::read_to_string(root.join("etc/hostname")).unwrap(), "inst-1\n");
     assert!(std::fs::read_to_string(root.join("root/.ssh/authorized_keys")).unwrap().contains("test@lab"));
     assert_eq!(std::fs::read(root.join("usr/local/sbin/rackboot-agent")).unwrap(), b"#!/bin/sh\necho agent\n");

@@ -87,7 +87,7 @@ fn blank() -> serde_json::Value {
 }
 
 /// The form's text fields.
-const FIELDS: [&str; 18] = [
+const FIELDS: [&str; 19] = [
     "name",
     "location",
     "remote_id",
@@ -106,6 +106,7 @@ const FIELDS: [&str; 18] = [
     "network",
     "network_plans",
     "user_data",
+    "root_device",
 ];
 
 /// The form as the API's rack spec; why not, when the network spec is not JSON or a plan line
@@ -118,6 +119,10 @@ fn spec(f: &Form) -> Result<serde_json::Value, String> {
     let (ranges, csv): (Vec<&str>, Vec<&str>) = lines.into_iter().partition(|l| l.contains("->"));
     let network: Option<serde_json::Value> = match text("network") {
         Some(t) => Some(serde_json::from_str(&t).map_err(|e| format!("the network spec is not JSON: {e}"))?),
+        None => None,
+    };
+    let root_device = match text("root_device") {
+        Some(v) => Some(rackboot_model::provision::RootDeviceHints::from_pairs(v.split(',').map(str::trim))?),
         None => None,
     };
     let mut plans = serde_json::Map::new();
@@ -144,6 +149,7 @@ fn spec(f: &Form) -> Result<serde_json::Value, String> {
         "uefi_loader": text("uefi_loader"),
         "network": network,
         "network_plans": plans,
+        "root_device": root_device,
     }))
 }
 

@@ -102,6 +102,7 @@ fn golden_identity_script() {
     let net = r.identity(&IdentityVars { network_files: vec![file.clone()], ..v.clone() }).unwrap();
     assert!(net.contains("cat > \"$ROOT/etc/systemd/network/10-rackboot-bond0.netdev\" <<'NETWORK'\n[NetDev]\nName=bond0\nKind=bond\nNETWORK\n"));
     assert!(!net.contains("DHCP=yes") && got.contains("DHCP=yes"));
+    assert!(net.contains("etc/netplan") && !got.contains("etc/netplan"), "netplan is set aside with a spec only");
     for evil in
         [NetFile { name: "../x".into(), ..file.clone() }, NetFile { text: "a\nNETWORK\nreboot\n".into(), ..file }]
     {

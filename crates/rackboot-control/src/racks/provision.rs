@@ -23,6 +23,9 @@ pub async fn queue_if_due(cmdb: &Cmdb, engine: Option<&Engine>, machine_id: u64)
     let mac = m.macs.first().copied().ok_or_else(|| CmdbError::Invalid("machine without a MAC".into()))?;
     let image = engine.cfg.images_dir.join(&os);
     let mut spec = json!({"select": {"macs": [mac]}, "hardware_profile": rack.hardware_profile});
+    if let Some(hints) = &rack.root_device {
+        spec["root_device"] = json!(hints);
+    }
     if image.is_file() {
         let (dir, name) = (engine.cfg.images_dir.clone(), os.clone());
         let sum = tokio::task::spawn_blocking(move || crate::provision::images::prepare(&dir, &name, None))

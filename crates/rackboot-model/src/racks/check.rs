@@ -39,7 +39,11 @@ pub fn validate(spec: RackSpec, catalog: &Catalog, now: u64) -> Result<Rack, Str
         uefi_loader,
         network,
         network_plans,
+        root_device,
     } = spec;
+    if let Some(h) = &root_device {
+        h.check()?;
+    }
     let network = network.filter(|n| !n.is_empty());
     if let Some(n) = &network {
         crate::network::check(n, &catalog.named_networks, true).map_err(|e| format!("network.{e}"))?;
@@ -82,6 +86,7 @@ pub fn validate(spec: RackSpec, catalog: &Catalog, now: u64) -> Result<Rack, Str
         uefi_loader,
         network,
         network_plans,
+        root_device,
         machines,
         created_at: now,
         updated_at: now,

@@ -111,6 +111,9 @@ pub struct RackSpec {
     /// there.
     #[serde(default)]
     pub network_plans: std::collections::BTreeMap<String, String>,
+    /// Which disk its machines install on, by what their inventory says (`auto_provision`).
+    #[serde(default)]
+    pub root_device: Option<crate::provision::RootDeviceHints>,
 }
 
 fn default_pattern() -> String {
@@ -168,6 +171,9 @@ pub struct Rack {
     /// Per named network, the addresses its slots take.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub network_plans: crate::network::NetPlans,
+    /// Its machines' root-device hints (see [`RackSpec::root_device`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub root_device: Option<crate::provision::RootDeviceHints>,
     /// The machines its CSV lists (by MAC or serial, with their slots).
     pub machines: Vec<CsvMachine>,
     /// Unix seconds.

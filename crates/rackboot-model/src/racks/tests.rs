@@ -88,3 +88,15 @@ fn racks_may_not_share_addresses_switch_ports_or_machines() {
     check_against(&fine, std::slice::from_ref(&a)).unwrap();
     check_against(&a, std::slice::from_ref(&a)).unwrap();
 }
+
+#[test]
+fn a_racks_root_device_hints_are_checked_and_kept() {
+    let mut v = base();
+    v["root_device"] = json!({"model": "PERC H730", "min_size_gib": 200});
+    let r = validate(spec(v.clone()), &catalog(), 0).unwrap();
+    assert_eq!(r.root_device.as_ref().and_then(|h| h.model.as_deref()), Some("PERC H730"));
+    v["root_device"] = json!({});
+    assert!(refused(v.clone()).contains("root_device has no hint"), "{}", refused(v.clone()));
+    v["root_device"] = json!({"min_size_gib": 10, "max_size_gib": 5});
+    assert!(refused(v).contains("root_device.min_size_gib"));
+}

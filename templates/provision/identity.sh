@@ -76,6 +76,14 @@ rm -f "$ROOT/etc/systemd/network/80-rackboot.network" "$ROOT"/etc/systemd/networ
 for f in "$ROOT"/etc/netplan/*.yaml; do
   if [ -e "$f" ]; then mv "$f" "$f.rackboot-off"; say "set aside ${f#"$ROOT"}"; fi
 done
+# So would ifupdown's (debian-installer's), on the same ports: loopback only.
+STANZA='^[[:space:]]*(auto|allow-[a-z]+|iface)[[:space:]]+'
+if [ -f "$ROOT/etc/network/interfaces" ] \
+  && grep -E "$STANZA" "$ROOT/etc/network/interfaces" | grep -qvE "${STANZA}lo([[:space:]]|\$)"; then
+  mv "$ROOT/etc/network/interfaces" "$ROOT/etc/network/interfaces.rackboot-off"
+  printf 'auto lo\niface lo inet loopback\n' > "$ROOT/etc/network/interfaces"
+  say "set aside /etc/network/interfaces"
+fi
 {% for f in network_files %}cat > "$ROOT/etc/systemd/network/{{ f.name }}" <<'NETWORK'
 {{ f.text }}NETWORK
 {% endfor %}for unit in lib/systemd/system/systemd-networkd.service usr/lib/systemd/system/systemd-networkd.service; do

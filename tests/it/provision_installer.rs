@@ -156,6 +156,9 @@ async fn an_installer_task_boots_the_installer_whose_report_back_hands_the_node_
         std::fs::create_dir_all(root.join(dir)).unwrap();
     }
     std::fs::write(root.join("etc/netplan/00-installer-config.yaml"), "network: {version: 2}\n").unwrap();
+    std::fs::create_dir_all(root.join("etc/network")).unwrap();
+    let ifupdown = "# The loopback network interface\nauto lo\niface lo inet loopback\n\nallow-hotplug ens3\niface ens3 inet dhcp\n";
+    std::fs::write(root.join("etc/network/interfaces"), ifupdown).unwrap();
 
     // The installer's late command: fetch the script, run it against the installed root.
     let identity = body_of(&get_as(path.clone(), token.clone()).await, 200);
@@ -174,6 +177,9 @@ async fn an_installer_task_boots_the_installer_whose_report_back_hands_the_node_
     assert!(!networkd.join("80-rackboot.network").exists(), "no catch-all DHCP beside the spec");
     assert!(root.join("etc/netplan/00-installer-config.yaml.rackboot-off").exists());
     assert!(!root.join("etc/netplan/00-installer-config.yaml").exists(), "the installer's netplan is set aside");
+    let interfaces = std::fs::read_to_string(root.join("etc/network/interfaces")).unwrap();
+    assert_eq!(interfaces, "auto lo\niface lo inet loopback\n", "ifupdown keeps loopback only");
+    assert_eq!(std::fs::read_to_string(root.join("etc/network/interfaces.rackboot-off")).unwrap(), ifupdown);
     let cloud = std::fs::read_to_string(root.join("etc/cloud/cloud.cfg.d/90-rackboot.cfg")).unwrap();
     assert!(cloud.contains(&format!("seedfrom: {}/boot/cloud-init/{mac}/", a.http_url())), "{cloud}");
     assert_eq!(std::fs::read_to_string(root.join("etc/hostname")).unwrap(), "inst-1\n");

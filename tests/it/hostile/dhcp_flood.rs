@@ -162,10 +162,18 @@ async fn one_port_flooding_complete_dhcp_takes_only_its_share_of_the_pool() {
     let refused = from_port(msg(MessageType::Discover, [0x02, 0xf1, 9, 9, 9, 9], 79), "Ethernet7");
     assert!(lab.exchange(&refused).await.is_none(), "a 17th client on the flooded port got an offer");
     let metrics = lab.metrics().await;
-    let limited = metrics
-        .lines()
-        .find(|l| l.starts_with("rackboot_dhcp_packets_dropped_total{reason=\"port_limit\"}"))
-        .and_then(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .unwrap_or(0.0);
-    assert!(limited >= 49_000.0, "the refusals are counted ({limited})\n{metrics}");
+    let counter = |name: &str| {
+        metrics
+            .lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    let limited = counter("rackboot_dhcp_packets_dropped_total{reason=\"port_limit\"}");
+    let received = counter("rackboot_dhcp_packets_received_total{type=\"discover\"}");
+    let offered = counter("rackboot_dhcp_packets_sent_total{type=\"offer\"}");
+    // The kernel may drop some of the 50,000 datagrams on a busy machine before rackboot reads
+    // them; every one it read was answered or counted as refused.
+    assert!(received >= 10_000.0, "the flood reached rackboot ({received})\n{metrics}");
+    assert_eq!(limited + offered, received, "every DISCOVER read is answered or counted as refused\n{metrics}");
 }

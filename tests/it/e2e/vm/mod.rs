@@ -3,6 +3,7 @@
 //! machine). `tools/test.sh` runs this module in its own process, one test at a time; nothing
 //! outside it may start a VM or libvirtd.
 
+mod installer;
 mod provision;
 mod secureboot;
 mod vbmc;

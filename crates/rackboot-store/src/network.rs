@@ -12,7 +12,8 @@ use super::model::Machine;
 use super::store::{decode, scan, RACKS};
 use super::writer::WriteCtx;
 use super::{now_secs, Cmdb, CmdbError};
-use rackboot_model::network::{clash, NetSpec};
+use rackboot_model::network::{clash, NetPlans, NetSpec};
+use rackboot_model::racks::Rack;
 
 /// Every machine's own static addresses, `(machine, network, address)`. Only records that
 /// hold a network spec are decoded.
@@ -43,8 +44,9 @@ impl Cmdb {
             let mine = spec.as_ref().map(NetSpec::reservations).unwrap_or_default();
             if !mine.is_empty() {
                 let others = reservations(ctx)?;
-                let racks = scan(&ctx.t.tx.open_table(RACKS)?)?;
-                if let Some(why) = clash(id, &mine, &others, &racks) {
+                let racks: Vec<Rack> = scan(&ctx.t.tx.open_table(RACKS)?)?;
+                let plans: Vec<(&str, &NetPlans)> = racks.iter().map(|r| (r.name.as_str(), &r.network_plans)).collect();
+                if let Some(why) = clash(id, &mine, &others, &plans) {
                     return Err(CmdbError::Conflict(why));
                 }
             }

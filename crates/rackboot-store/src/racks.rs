@@ -261,7 +261,10 @@ impl Cmdb {
                     racks.iter().filter(|r| !r.network_plans.is_empty() && !before.contains(r)).collect();
                 if !changed.is_empty() {
                     let held = super::network::reservations(ctx)?;
-                    if let Some(why) = changed.iter().find_map(|r| network::plans_clash(r, &racks, &held)) {
+                    let plans: Vec<(&str, &network::NetPlans)> =
+                        racks.iter().map(|r| (r.name.as_str(), &r.network_plans)).collect();
+                    let clash = |r: &&Rack| network::plans_clash(&r.name, &r.network_plans, &plans, &held);
+                    if let Some(why) = changed.iter().find_map(clash) {
                         return Err(CmdbError::Conflict(why));
                     }
                 }

@@ -2,8 +2,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::{Addressing, NetPlans, NetSpec, Network, MAX_DEVICES, MAX_IFNAME, MAX_MEMBERS};
-use crate::racks::{AddressPlan, MAX_PLAN};
+use super::{AddressPlan, Addressing, NetPlans, NetSpec, Network, MAX_DEVICES, MAX_IFNAME, MAX_MEMBERS, MAX_PLAN};
 
 /// A refused spec: the field (`bonds[0].members[1]`, relative to the spec) and why.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -235,40 +234,39 @@ pub fn check_plans(wire: &BTreeMap<String, String>, networks: &[Network]) -> Res
 
 /// An address held twice: a machine's reservation (`mine`, machine `me`) that another machine
 /// reserves too, or that a rack's plan for the network holds. `others`: every machine's
-/// reservations, `(machine, network, address)`.
+/// reservations, `(machine, network, address)`; `racks`: every rack's plans, by rack name.
 pub fn clash(
     me: u64,
     mine: &[(String, std::net::Ipv4Addr)],
     others: &[(u64, String, std::net::Ipv4Addr)],
-    racks: &[crate::racks::Rack],
+    racks: &[(&str, &NetPlans)],
 ) -> Option<String> {
     for (net, ip) in mine {
         if let Some((o, _, _)) = others.iter().find(|(o, n, a)| *o != me && n == net && a == ip) {
             return Some(format!("{ip} in network {net} is reserved for machine {o}"));
         }
-        if let Some(r) =
-            racks.iter().find(|r| r.network_plans.get(net).is_some_and(|p| (p.first..=p.last).contains(ip)))
-        {
-            return Some(format!("{ip} in network {net} is in rack {}'s plan for it", r.name));
+        if let Some((rack, _)) = racks.iter().find(|(_, plans)| plans.get(net).is_some_and(|p| p.contains(*ip))) {
+            return Some(format!("{ip} in network {net} is in rack {rack}'s plan for it"));
         }
     }
     None
 }
 
-/// A rack's network plans against the other racks' (no overlap in one network) and the
+/// Rack `name`'s network plans against the other racks' (no overlap in one network) and the
 /// machines' own reservations (none inside a plan).
 pub fn plans_clash(
-    rack: &crate::racks::Rack,
-    racks: &[crate::racks::Rack],
+    name: &str,
+    plans: &NetPlans,
+    racks: &[(&str, &NetPlans)],
     reservations: &[(u64, String, std::net::Ipv4Addr)],
 ) -> Option<String> {
-    for (net, p) in &rack.network_plans {
-        for o in racks.iter().filter(|o| o.name != rack.name) {
-            if let Some(q) = o.network_plans.get(net).filter(|q| p.first <= q.last && q.first <= p.last) {
-                return Some(format!("network_plans.{net} overlaps rack {}'s ({}-{})", o.name, q.first, q.last));
+    for (net, p) in plans {
+        for (other, theirs) in racks.iter().filter(|(o, _)| *o != name) {
+            if let Some(q) = theirs.get(net).filter(|q| p.overlaps(q)) {
+                return Some(format!("network_plans.{net} overlaps rack {other}'s ({}-{})", q.first, q.last));
             }
         }
-        if let Some((m, _, ip)) = reservations.iter().find(|(_, n, ip)| n == net && (p.first..=p.last).contains(ip)) {
+        if let Some((m, _, ip)) = reservations.iter().find(|(_, n, ip)| n == net && p.contains(*ip)) {
             return Some(format!("network_plans.{net} holds {ip}, which machine {m} reserves"));
         }
     }

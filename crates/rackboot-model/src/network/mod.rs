@@ -32,6 +32,35 @@ pub const MAX_MEMBERS: usize = 8;
 /// Longest device name (the kernel's IFNAMSIZ less the NUL).
 pub const MAX_IFNAME: usize = 15;
 
+/// Longest address plan, in addresses.
+pub const MAX_PLAN: u32 = 1024;
+
+/// An address range: a rack's plan (slot U<n> is FIRST + n - 1), or a named network's static
+/// range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct AddressPlan {
+    #[schema(value_type = String, format = Ipv4)]
+    pub first: Ipv4Addr,
+    #[schema(value_type = String, format = Ipv4)]
+    pub last: Ipv4Addr,
+}
+
+impl AddressPlan {
+    /// The address slot `slot` reserves, if the plan reaches it.
+    pub fn address(&self, slot: u32) -> Option<Ipv4Addr> {
+        let ip = u32::from(self.first).checked_add(slot.checked_sub(1)?)?;
+        (ip <= u32::from(self.last)).then(|| Ipv4Addr::from(ip))
+    }
+
+    pub(crate) fn overlaps(&self, o: &AddressPlan) -> bool {
+        self.first <= o.last && o.first <= self.last
+    }
+
+    pub(crate) fn contains(&self, ip: Ipv4Addr) -> bool {
+        (self.first..=self.last).contains(&ip)
+    }
+}
+
 /// A named network of the config: where static addresses come from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct Network {
@@ -47,7 +76,7 @@ pub struct Network {
     pub dns: Vec<Ipv4Addr>,
     /// The static addresses machines and racks' plans may take (`None`: the whole CIDR but
     /// its network, broadcast and gateway addresses).
-    pub range: Option<crate::racks::AddressPlan>,
+    pub range: Option<AddressPlan>,
     pub mtu: Option<u16>,
 }
 
@@ -257,7 +286,7 @@ impl NetSpec {
 
 /// The plans of a rack: per named network, the address range its slots take (slot U<n> gets
 /// FIRST + n - 1), as `FIRST-LAST`.
-pub type NetPlans = BTreeMap<String, crate::racks::AddressPlan>;
+pub type NetPlans = BTreeMap<String, AddressPlan>;
 
 #[cfg(test)]
 mod tests;

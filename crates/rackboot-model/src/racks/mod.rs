@@ -15,6 +15,7 @@ use ipnet::Ipv4Net;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+pub use crate::network::{AddressPlan, MAX_PLAN};
 pub use check::{check_against, check_name, validate};
 pub use csv::CsvMachine;
 pub use ports::PortSlot;
@@ -29,8 +30,6 @@ pub const MAX_PORTS: usize = 128;
 pub const MAX_NAME: usize = 32;
 /// Longest location, switch identity or profile name.
 pub const MAX_TEXT: usize = 128;
-/// Longest address plan, in addresses.
-pub const MAX_PLAN: u32 = 1024;
 /// Minutes an expected slot may stay silent by default before it is flagged.
 pub const DEFAULT_SILENT_MINUTES: u32 = 15;
 /// The default hostname pattern.
@@ -121,31 +120,6 @@ fn default_pattern() -> String {
 }
 fn default_silent() -> u32 {
     DEFAULT_SILENT_MINUTES
-}
-
-/// An address range of a rack's plan.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-pub struct AddressPlan {
-    #[schema(value_type = String, format = Ipv4)]
-    pub first: Ipv4Addr,
-    #[schema(value_type = String, format = Ipv4)]
-    pub last: Ipv4Addr,
-}
-
-impl AddressPlan {
-    /// The address slot `slot` reserves, if the plan reaches it.
-    pub fn address(&self, slot: u32) -> Option<Ipv4Addr> {
-        let ip = u32::from(self.first).checked_add(slot.checked_sub(1)?)?;
-        (ip <= u32::from(self.last)).then(|| Ipv4Addr::from(ip))
-    }
-
-    fn overlaps(&self, o: &AddressPlan) -> bool {
-        self.first <= o.last && o.first <= self.last
-    }
-
-    fn contains(&self, ip: Ipv4Addr) -> bool {
-        (self.first..=self.last).contains(&ip)
-    }
 }
 
 /// A rack as stored and shown.

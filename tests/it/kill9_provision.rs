@@ -80,6 +80,12 @@ async fn kill_9_in_the_middle_of_provisioning_loses_no_step_and_no_acknowledged_
     let (url, ca) = (format!("https://127.0.0.1:{https}"), std::fs::read(data.join("tls/ca.pem")).unwrap());
     let work = tempfile::tempdir().unwrap();
     let disks: Vec<_> = (0..MACS.len()).map(|i| work.path().join(format!("disk{i}.img"))).collect();
+    // Each stands in for a disk, which has its size from the start: the agent stops a write at
+    // the target's size, so an empty file that a killed deploy left half-written would look
+    // like a disk smaller than the image on the retry.
+    for disk in &disks {
+        std::fs::File::create(disk).unwrap().set_len(image.len() as u64).unwrap();
+    }
     // Each node has a work dir of its own (a script's session file is written there).
     let workdirs: Vec<_> = (0..MACS.len()).map(|i| work.path().join(format!("node{i}"))).collect();
     for w in &workdirs {

@@ -5,8 +5,9 @@
 #   OUT/vmlinuz      the kernel: linux-image-cloud-amd64 (virtio only, for VMs and the lab) or,
 #                    with --kernel generic, linux-image-amd64 (real hardware)
 #   OUT/initrd.img   busybox, the static rackboot-agent, dmidecode, lspci, ethtool, ipmitool,
-#                    mdadm, sfdisk, e2fsck and resize2fs with their libraries, the kernel modules for the NICs and disks it can
-#                    meet (and everything they depend on), an /init and a udhcpc script
+#                    mdadm, sfdisk, e2fsck, resize2fs and mke2fs, lvm and mkfs.xfs (disk layouts)
+#                    with their libraries, the kernel modules for the NICs and disks it can meet
+#                    (and everything they depend on), an /init and a udhcpc script
 #
 # The /init loads drivers for the hardware present (by modalias), prints a line on the console,
 # and runs the agent (restarting it if it ever exits). The agent brings the network up, enrolls
@@ -41,11 +42,12 @@ mkdir -p "$OUT" "$CACHE"
 exec 9>"$CACHE/.lock"
 flock 9
 OUT=$(cd "$OUT" && pwd)
-TOOLS="busybox-static dmidecode ethtool ipmitool pciutils pci.ids mdadm fdisk e2fsprogs"
+TOOLS="busybox-static dmidecode ethtool ipmitool pciutils pci.ids mdadm fdisk e2fsprogs lvm2 xfsprogs"
 
 # 1. Packages: the kernel, the tools, and every library they need (recursively), extracted.
 say() { echo "bootos: $*"; }
-if [ -f "$CACHE/staging.done" ]; then
+# The cache holds what this list names: a changed list downloads again.
+if [ "$(cat "$CACHE/staging.done" 2>/dev/null)" = "$META $TOOLS" ]; then
   say "1/4 Debian packages: cached in $CACHE"
 else
   say "1/4 Debian packages: $META, $TOOLS and their libraries (apt-get download, once; cached in $CACHE)"
@@ -63,7 +65,7 @@ else
   for l in $libs; do (cd "$CACHE/debs" && apt-get download -q "$l" >/dev/null 2>&1) || true; done
   for deb in "$CACHE"/debs/*.deb; do dpkg-deb -x "$deb" "$CACHE/staging"; done
   echo "$kpkg" > "$CACHE/kernel-package"
-  touch "$CACHE/staging.done"
+  echo "$META $TOOLS" > "$CACHE/staging.done"
 fi
 [ $PACKAGES_ONLY = 1 ] && exit 0
 S=$CACHE/staging
@@ -102,7 +104,7 @@ copy_with_libs() {
     cp -L "$S$rel" "$T$rel" 2>/dev/null || cp -L "$lib" "$T$rel"
   done
 }
-for tool in dmidecode ethtool ipmitool lspci mdadm sfdisk resize2fs e2fsck; do
+for tool in dmidecode ethtool ipmitool lspci mdadm sfdisk resize2fs e2fsck mke2fs lvm mkfs.xfs; do
   found=
   for dir in /usr/sbin /usr/bin /sbin /bin; do
     if [ -f "$S$dir/$tool" ]; then found=$dir/$tool; break; fi
@@ -110,6 +112,14 @@ for tool in dmidecode ethtool ipmitool lspci mdadm sfdisk resize2fs e2fsck; do
   [ -n "$found" ] || { echo "build.sh: $tool not found in the extracted packages" >&2; exit 1; }
   copy_with_libs "$found" "$found"
 done
+# mke2fs -t ext4 takes the file system types from its configuration.
+cp "$S/etc/mke2fs.conf" "$T/etc/"
+# LVM without udev: lvm makes its own /dev nodes and scans /dev itself.
+mkdir -p "$T/etc/lvm"
+cat > "$T/etc/lvm/lvm.conf" <<'LVM'
+devices { obtain_device_list_from_udev = 0 }
+activation { udev_sync = 0 udev_rules = 0 monitoring = 0 }
+LVM
 mkdir -p "$T/lib64"
 cp -L "$S/lib64/ld-linux-x86-64.so.2" "$T/lib64/" 2>/dev/null || cp -L "$S/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2" "$T/lib64/"
 
@@ -121,10 +131,10 @@ want() {
   case "$KERNEL" in
     cloud) (cd "$S/$M" && find kernel/drivers/virtio kernel/drivers/net/virtio_net.ko kernel/drivers/block/virtio_blk.ko \
       kernel/drivers/scsi/virtio_scsi.ko kernel/drivers/scsi/sd_mod.ko kernel/drivers/md kernel/drivers/nvme \
-      kernel/drivers/char/ipmi kernel/fs/efivarfs -name '*.ko' 2>/dev/null || true) ;;
+      kernel/drivers/char/ipmi kernel/fs/efivarfs kernel/fs/xfs -name '*.ko' 2>/dev/null || true) ;;
     generic) (cd "$S/$M" && find kernel/drivers/virtio kernel/drivers/net/ethernet kernel/drivers/net/virtio_net.ko \
       kernel/drivers/block kernel/drivers/scsi kernel/drivers/ata kernel/drivers/nvme kernel/drivers/md \
-      kernel/drivers/char/ipmi kernel/drivers/usb/storage kernel/fs/efivarfs -name '*.ko' 2>/dev/null || true) ;;
+      kernel/drivers/char/ipmi kernel/drivers/usb/storage kernel/fs/efivarfs kernel/fs/xfs -name '*.ko' 2>/dev/null || true) ;;
   esac
 }
 want | while read -r m; do

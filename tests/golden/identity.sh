@@ -1,7 +1,8 @@
 #!/bin/sh
 # rackboot identity step (rendered per machine). Two ways it runs:
 # - in BootOS after an image was written: grows the root partition (the largest partition of
-#   the disk) to the end of the disk and mounts it;
+#   the disk) to the end of the disk and mounts it; after a disk layout, DISK is the root file
+#   system itself (a logical volume or a RAID device), which it mounts;
 # - as `sh identity.sh ROOT` from an installer's post-install step (served by /boot/installed):
 #   ROOT is the installed system's root (/target in debian-installer and subiquity, / in a
 #   kickstart %post).
@@ -24,6 +25,12 @@ if [ "$DISK" = / ] && [ -z "${1:-}" ]; then
 elif [ -n "${1:-}" ]; then
   ROOT=$1
   [ -d "$ROOT/etc" ] || { say "$ROOT is not an installed system's root"; exit 1; }
+elif [ -b "$DISK" ] && [ -z "$(ls -d /sys/class/block/"$(basename "$(readlink -f "$DISK")")"/*/partition 2>/dev/null)" ] \
+  && [ "$(od -An -tx1 -j1080 -N2 "$DISK" 2>/dev/null | tr -d ' \n')" = 53ef ]; then
+  # A file system of its own (the root a disk layout made: a logical volume or a RAID device),
+  # grown by the layout step already.
+  PART=$DISK
+  say "$DISK holds the root file system"
 elif [ -b "$DISK" ]; then
   # The image brought its own partition table: make the kernel read it, and move GPT's backup
   # header to the end of this (larger) disk.
@@ -48,6 +55,10 @@ elif [ -b "$DISK" ]; then
     e2fsck -fy "$PART" >/dev/null 2>&1 || true
     resize2fs "$PART" >/dev/null 2>&1 && say "resized the file system on $PART" || true
   fi
+fi
+if [ -n "${ROOT:-}" ]; then
+  :
+elif [ -b "$DISK" ]; then
   ROOT=/mnt/target
   mkdir -p "$ROOT"
   mount "$PART" "$ROOT"

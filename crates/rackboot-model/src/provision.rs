@@ -31,7 +31,9 @@ use serde::{Deserialize, Serialize};
 use crate::mac::Mac;
 
 mod hints;
+mod layout;
 pub use hints::RootDeviceHints;
+pub use layout::{FileSystem, FsType, Layout, MIRROR_DEVICE, VOLUME_GROUP};
 
 /// Which machines a task provisions.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -74,6 +76,10 @@ pub struct TaskSpec {
     /// Which disk, by what the inventory says of it (with `disk` "auto"): exactly one must match.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub root_device: Option<RootDeviceHints>,
+    /// How the image is laid out on the disks (image deploys only): mirrored, on LVM, with
+    /// extra file systems. None: the image as it is on the root disk.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layout: Option<Layout>,
     #[serde(default)]
     pub ssh_keys: Vec<String>,
     /// Names of scripts in `postinstall/`, run in order on the installed system.

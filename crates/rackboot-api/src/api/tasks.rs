@@ -100,6 +100,15 @@ async fn create(
         }
         hints.check().map_err(bad)?;
     }
+    if let Some(layout) = &spec.layout {
+        if spec.image.is_none() {
+            return Err(ApiError::field(
+                "layout",
+                "a layout is for image deploys: an installer lays out its own disks",
+            ));
+        }
+        layout.check().map_err(|e| ApiError::field("layout", e))?;
+    }
     if let Some(p) = &spec.hardware_profile {
         let Some(profile) = engine.cfg.hardware_profiles.get(p) else {
             return Err(bad(format!("no hardware profile {p:?} in [[provision.hardware_profiles]]")));

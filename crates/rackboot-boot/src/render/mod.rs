@@ -7,9 +7,11 @@ use minijinja::{Environment, UndefinedBehavior};
 use serde::Serialize;
 
 mod boot;
+mod layout;
 mod unattend;
 
 pub use boot::Loader;
+pub use layout::{LayoutFs, LayoutVars};
 pub use unattend::UnattendVars;
 
 const PROFILE_IPXE: &str = include_str!("../../../../templates/ipxe/profile.ipxe");
@@ -17,6 +19,7 @@ const LOCALBOOT_IPXE: &str = include_str!("../../../../templates/ipxe/localboot.
 const PROFILE_GRUB: &str = include_str!("../../../../templates/grub/profile.cfg");
 const LOCALBOOT_GRUB: &str = include_str!("../../../../templates/grub/localboot.cfg");
 const IDENTITY_SH: &str = include_str!("../../../../templates/provision/identity.sh");
+const LAYOUT_SH: &str = include_str!("../../../../templates/provision/layout.sh");
 const AGENT_UNIT: &str = include_str!("../../../../bootos/rackboot-agent.service");
 const KICKSTART: &str = include_str!("../../../../templates/installer/kickstart.cfg");
 const PRESEED: &str = include_str!("../../../../templates/installer/preseed.cfg");
@@ -24,12 +27,13 @@ const AUTOINSTALL: &str = include_str!("../../../../templates/installer/autoinst
 const UNATTEND: &str = include_str!("../../../../templates/windows/unattend.xml");
 
 /// Every template by file name, with its embedded text.
-const EMBEDDED: [(&str, &str); 9] = [
+const EMBEDDED: [(&str, &str); 10] = [
     ("ipxe/profile.ipxe", PROFILE_IPXE),
     ("ipxe/localboot.ipxe", LOCALBOOT_IPXE),
     ("grub/profile.cfg", PROFILE_GRUB),
     ("grub/localboot.cfg", LOCALBOOT_GRUB),
     ("provision/identity.sh", IDENTITY_SH),
+    ("provision/layout.sh", LAYOUT_SH),
     ("installer/kickstart.cfg", KICKSTART),
     ("installer/preseed.cfg", PRESEED),
     ("installer/autoinstall.yaml", AUTOINSTALL),

@@ -339,6 +339,12 @@ impl Engine {
     ) -> Result<Action, String> {
         let spec = &task.spec;
         let disk = target_disk(&spec.disk, spec.root_device.as_ref(), machine)?;
+        // A declared layout's disks are found before the image is written.
+        let layout = spec.layout.as_ref().filter(|l| !l.is_plain());
+        let mirror = match layout.and_then(|l| l.mirror.as_ref()) {
+            Some(hints) => Some(mirror_disk(hints, &disk, machine)?),
+            None => None,
+        };
         let hostname =
             run.hostname.clone().or_else(|| machine.hostname.clone()).unwrap_or_else(|| format!("node-{}", machine.id));
         let env = |extra: &[(&str, &str)]| {
@@ -369,7 +375,7 @@ impl Engine {
             }
             Step::Identity => {
                 let vars = IdentityVars {
-                    disk: disk.clone(),
+                    disk: layout.and_then(|l| l.root_device()).unwrap_or_else(|| disk.clone()),
                     hostname: hostname.clone(),
                     domain: self.domain.clone(),
                     appliance_url: self.http_base.clone(),
@@ -382,7 +388,16 @@ impl Engine {
                     network_files,
                     cloud_init_url: cloud_init_url(&self.http_base, machine),
                 };
-                Ok(script(self.renderer.identity(&vars).map_err(|e| e.to_string())?, env(&[])))
+                let mut body = match layout {
+                    // The layout first, in the same job: the identity step's disk is its root.
+                    Some(l) => {
+                        let vars = crate::render::LayoutVars::new(l, &disk, mirror.as_deref());
+                        self.renderer.layout(&vars).map_err(|e| e.to_string())? + "\n"
+                    }
+                    None => String::new(),
+                };
+                body += &self.renderer.identity(&vars).map_err(|e| e.to_string())?;
+                Ok(script(body, env(&[])))
             }
             Step::Reboot => Ok(Action::Reboot),
             Step::PostInstall(i) => {
@@ -426,6 +441,17 @@ pub fn target_disk(
         None => inv.disks.iter().max_by_key(|d| d.size_bytes).ok_or("the inventory lists no disk")?,
     };
     Ok(format!("/dev/{}", d.name))
+}
+
+/// The mirror's disk: the one the hints pick, which must not be the root disk.
+fn mirror_disk(hints: &crate::provision::RootDeviceHints, root: &str, machine: &Machine) -> Result<String, String> {
+    let inv = machine.inventory.as_ref().ok_or("no inventory to choose the mirror's disk from")?;
+    let d = hints.pick(&inv.disks).map_err(|e| format!("layout.mirror: {e}"))?;
+    let dev = format!("/dev/{}", d.name);
+    if dev == root {
+        return Err(format!("layout.mirror picks {dev}, the root disk itself: it needs a second disk"));
+    }
+    Ok(dev)
 }
 
 #[cfg(test)]

@@ -1,0 +1,114 @@
+//! The layout step's script (`provision/layout.sh`): an image's root file system copied into a
+//! declared disk layout (RAID 1, LVM, extra file systems) before the identity step.
+
+use rackboot_model::provision::Layout;
+use serde::Serialize;
+
+use super::{val, RenderError, Renderer};
+
+/// What the layout script of one machine needs.
+#[derive(Debug, Clone, Serialize)]
+pub struct LayoutVars {
+    /// The root disk, holding the image as the install step wrote it.
+    pub disk: String,
+    /// The mirror's second disk; empty: not mirrored.
+    pub mirror: String,
+    /// "1": root on LVM.
+    pub lvm: String,
+    pub filesystems: Vec<LayoutFs>,
+    pub volume_group: &'static str,
+    pub mirror_device: &'static str,
+}
+
+/// One extra file system, as the script takes it.
+#[derive(Debug, Clone, Serialize)]
+pub struct LayoutFs {
+    pub mount: String,
+    pub fstype: &'static str,
+    pub size_mib: u64,
+    pub volume: String,
+}
+
+impl LayoutVars {
+    /// The script's values for `layout` on the disks the hints picked.
+    pub fn new(layout: &Layout, disk: &str, mirror: Option<&str>) -> LayoutVars {
+        let fs = |f: &rackboot_model::provision::FileSystem| LayoutFs {
+            mount: f.mount.clone(),
+            fstype: f.fstype.as_str(),
+            size_mib: f.size_mib,
+            volume: f.volume(),
+        };
+        LayoutVars {
+            disk: disk.into(),
+            mirror: mirror.unwrap_or_default().into(),
+            lvm: if layout.lvm { "1" } else { "" }.into(),
+            filesystems: layout.filesystems.iter().map(fs).collect(),
+            volume_group: rackboot_model::provision::VOLUME_GROUP,
+            mirror_device: rackboot_model::provision::MIRROR_DEVICE,
+        }
+    }
+}
+
+/// A device path or mount point the script may take: letters, digits and `/ _ . -` only
+/// (every value goes into double quotes or a here-string the script splits on blanks).
+fn plain(v: &str) -> bool {
+    !v.is_empty() && v.chars().all(|c| c.is_ascii_alphanumeric() || "/_.-".contains(c))
+}
+
+impl Renderer {
+    /// Renders the layout script; a value that is not a plain path is refused.
+    pub fn layout(&self, vars: &LayoutVars) -> Result<String, RenderError> {
+        let paths = [&vars.disk].into_iter().chain((!vars.mirror.is_empty()).then_some(&vars.mirror));
+        let fs = vars.filesystems.iter().flat_map(|f| [&f.mount, &f.volume]);
+        if let Some(bad) = paths.chain(fs).find(|v| !plain(v)) {
+            return Err(RenderError::Unsafe(bad.clone()));
+        }
+        Ok(self.env.get_template("provision/layout.sh")?.render(val(vars))?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Layout {
+        serde_json::from_str(
+            r#"{"mirror":{"serial":"S2"},"lvm":true,"filesystems":[{"mount":"/srv/data","fstype":"xfs","size_mib":320}]}"#,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn the_script_names_the_disks_and_file_systems_and_parses() {
+        let r = Renderer::new(None).unwrap();
+        let script = r.layout(&LayoutVars::new(&sample(), "/dev/vda", Some("/dev/vdd"))).unwrap();
+        for want in [
+            "DISK=\"/dev/vda\"",
+            "MIRROR=\"/dev/vdd\"",
+            "LVM=\"1\"",
+            "FILESYSTEMS=\"/srv/data xfs 320 srv_data\n\"",
+            "VG=\"rackboot\" MD=\"/dev/md100\"",
+        ] {
+            assert!(script.contains(want), "{want} in\n{script}");
+        }
+        let plain = r.layout(&LayoutVars::new(&Layout { lvm: true, ..Layout::default() }, "/dev/sda", None)).unwrap();
+        assert!(plain.contains("MIRROR=\"\"") && plain.contains("FILESYSTEMS=\"\""), "{plain}");
+        // sh reads both without running them.
+        for s in [&script, &plain] {
+            let out = std::process::Command::new("sh").args(["-n", "-c", s]).output().unwrap();
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        }
+    }
+
+    #[test]
+    fn a_value_that_is_not_a_plain_path_is_refused() {
+        let r = Renderer::new(None).unwrap();
+        for (disk, mirror) in [("/dev/vda\"; reboot; \"", None), ("/dev/vda", Some("/dev/vdb $(reboot)")), ("", None)] {
+            let got = r.layout(&LayoutVars::new(&sample(), disk, mirror));
+            assert!(matches!(got, Err(RenderError::Unsafe(_))), "{disk:?} {mirror:?}: {got:?}");
+        }
+        let mut vars = LayoutVars::new(&sample(), "/dev/vda", Some("/dev/vdd"));
+        vars.filesystems[0].mount = "/srv\n/ etc".into();
+        assert!(matches!(r.layout(&vars), Err(RenderError::Unsafe(_))));
+    }
+}

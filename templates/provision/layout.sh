@@ -1,0 +1,226 @@
+#!/bin/sh
+set -u
+# rackboot layout step (rendered per machine; runs in BootOS before the identity step, once the
+# install step wrote the image to DISK). The image's root file system is copied, block for
+# block, into the task's declared layout, and then grown to it:
+# - mirrored: MIRROR gets the image's partition table (BIOS boot partition and ESP as they
+#   are, the root's place a Linux RAID member), a RAID 1 (mdadm, metadata 1.2) starts degraded
+#   on it, the root goes in, and then DISK is partitioned the same and joins the mirror;
+# - on LVM: volume group rackboot (on the mirror, or on a new partition after the image's,
+#   which the image's old root partition then joins), logical volume root, and one logical
+#   volume per extra file system, each made fresh and mounted by UUID through /etc/fstab.
+# The root keeps its UUID, so the image's fstab and GRUB's search for it still hold; GRUB is
+# installed on each disk for BIOS (the ESP's signed shim and GRUB read LVM and RAID for UEFI).
+# The image must have mdadm (mirrored) and lvm2 (LVM) installed, so its initramfs finds the root.
+# A retry resumes: once DISK's root partition is a RAID member or an LVM volume the copy is
+# done, and every later part checks what is there first.
+layout() {
+  DISK="{{ disk }}"
+  MIRROR="{{ mirror }}"
+  LVM="{{ lvm }}"
+  # mount point, file system, MiB, logical volume; one per line
+  FILESYSTEMS="{% for fs in filesystems %}{{ fs.mount }} {{ fs.fstype }} {{ fs.size_mib }} {{ fs.volume }}
+{% endfor %}"
+  VG="{{ volume_group }}" MD="{{ mirror_device }}" R=/mnt/layout
+  RAID_TYPE=A19D880F-05FC-4D3B-A006-743F0F84911E LVM_TYPE=E6D6D379-F507-44C2-A23C-238F2A3DF928
+  say() { echo "layout: [$(cut -d' ' -f1 /proc/uptime)] $*"; }
+  fail() { echo "layout: $*" >&2; exit 1; }
+  part() { case "$1" in *[0-9]) echo "${1}p$2" ;; *) echo "$1$2" ;; esac; }
+  sectors() { cat "/sys/block/$(basename "$1")/size"; }
+  ptype() { sfdisk --part-type "$1" "$2" 2>/dev/null | tr a-z A-Z; }
+  # An ext4 or XFS file system's UUID, from its superblock (BootOS has no blkid); empty: none.
+  uuid() {
+    if [ "$(od -An -tx1 -j1080 -N2 "$1" 2>/dev/null | tr -d ' \n')" = 53ef ]; then off=1128
+    elif [ "$(od -An -c -N4 "$1" 2>/dev/null | tr -d ' \n')" = XFSB ]; then off=32
+    else return 0; fi
+    od -An -tx1 -j$off -N16 "$1" | tr -d ' \n' | sed 's/\(.\{8\}\)\(.\{4\}\)\(.\{4\}\)\(.\{4\}\)/\1-\2-\3-\4-/'
+  }
+  # (partx, where there is one, adds what a re-read left out: loop devices in a container)
+  reread() { blockdev --rereadpt "$1" 2>/dev/null || true; partx -a "$1" 2>/dev/null || true; sleep 1; }
+  zap() { dd if=/dev/zero of="$1" bs=1M count=4 conv=fsync 2>/dev/null || true; }
+
+  for d in "$DISK" $MIRROR; do [ -b "$d" ] || fail "$d is not a block device"; done
+  reread "$DISK"
+  [ "$(sfdisk --dump "$DISK" 2>/dev/null | sed -n 's/^label: //p')" = gpt ] \
+    || fail "the image on $DISK has no GPT partition table: a layout needs one"
+  # The image's partitions, from sysfs; its root is the largest. Once the copy is done, the
+  # root's place is a RAID member (mirrored) or the first of two LVM volumes (a new partition
+  # of an earlier try that did not get that far is dropped).
+  DEV=$(basename "$DISK") PARTS="" BEST=0 BIGN="" RAIDN="" LVMS=""
+  for p in /sys/block/"$DEV"/"$DEV"*; do
+    [ -e "$p/partition" ] || continue
+    n=$(cat "$p/partition")
+    case "$(ptype "$DISK" "$n")" in
+      "$RAID_TYPE") RAIDN=$n ;;
+      "$LVM_TYPE") LVMS="$LVMS $n" ;;
+      *) PARTS="$PARTS $n"; if [ "$(cat "$p/size")" -gt "$BEST" ]; then BEST=$(cat "$p/size"); BIGN=$n; fi ;;
+    esac
+  done
+  set -- $LVMS
+  DONE="" ROOTN=$BIGN
+  if [ -n "$MIRROR" ] && [ -n "$RAIDN" ]; then DONE=1 ROOTN=$RAIDN; fi
+  if [ -z "$MIRROR" ] && [ $# -ge 2 ]; then DONE=1 ROOTN=$1; fi
+  [ -n "$ROOTN" ] || fail "no partition on $DISK"
+  SRC=$(part "$DISK" "$ROOTN")
+  vgchange() { lvm vgchange -q "$@" "$VG" >/dev/null 2>&1 || true; }
+
+  if [ -n "$DONE" ]; then
+    say "resuming: $SRC holds the layout already"
+    if [ -n "$MIRROR" ]; then
+      mdadm --detail "$MD" >/dev/null 2>&1 || mdadm --assemble --run "$MD" "$(part "$MIRROR" "$ROOTN")" "$SRC" 2>/dev/null \
+        || mdadm --assemble --run "$MD" "$(part "$MIRROR" "$ROOTN")" || fail "cannot assemble the mirror"
+    fi
+    [ "$LVM" = 1 ] && { lvm vgscan --mknodes >/dev/null 2>&1; vgchange -ay; }
+  else
+    # A fresh start (or a retry before the copy was done): nothing of an earlier try is kept.
+    vgchange -an
+    mdadm --stop "$MD" >/dev/null 2>&1 || true
+    for n in $PARTS; do [ "$n" -gt "$ROOTN" ] && fail "$SRC is not the image's last partition"; done
+    e2fsck -fy "$SRC" >/dev/null 2>&1 || [ $? -le 1 ] || fail "the image's root file system on $SRC does not check clean"
+    src_bytes=$(( $(cat "/sys/block/$DEV/$(basename "$SRC")/size") * 512 ))
+    start=$(cat "/sys/block/$DEV/$(basename "$SRC")/start")
+    # The image's own partitions before the root, as they are.
+    table() {
+      echo "label: gpt"
+      for n in $PARTS; do
+        [ "$n" = "$ROOTN" ] && continue
+        p=/sys/block/$DEV/$(basename "$(part "$DISK" "$n")")
+        echo "$(part "$1" "$n") : start=$(cat "$p/start"), size=$(cat "$p/size"), type=$(ptype "$DISK" "$n")"
+      done
+    }
+    if [ -n "$MIRROR" ]; then
+      # The mirror's half on each disk: the same size on both (the smaller disk's), GPT's backup
+      # header and a little slack left at the end.
+      end=$(sectors "$DISK"); [ "$(sectors "$MIRROR")" -lt "$end" ] && end=$(sectors "$MIRROR")
+      RAIDSIZE=$(( (end - start - 4096) / 2048 * 2048 ))
+      mdadm --zero-superblock "$(part "$MIRROR" "$ROOTN")" >/dev/null 2>&1 || true
+      { table "$MIRROR"; echo "$(part "$MIRROR" "$ROOTN") : start=$start, size=$RAIDSIZE, type=$RAID_TYPE"; } \
+        | sfdisk -q --wipe always --wipe-partitions never --no-reread "$MIRROR" >/dev/null || fail "cannot partition $MIRROR"
+      reread "$MIRROR"
+      for n in $PARTS; do
+        [ "$n" = "$ROOTN" ] || dd if="$(part "$DISK" "$n")" of="$(part "$MIRROR" "$n")" bs=1M conv=fsync 2>/dev/null
+      done
+      zap "$(part "$MIRROR" "$ROOTN")"
+      mdadm --create "$MD" --run --level=1 --metadata=1.2 --raid-devices=2 --name=root \
+        "$(part "$MIRROR" "$ROOTN")" missing >/dev/null 2>&1 || fail "mdadm cannot create the mirror on $MIRROR"
+      TARGET=$MD
+      say "RAID 1 $MD started on $(part "$MIRROR" "$ROOTN") ($((RAIDSIZE / 2048)) MiB); $DISK joins it after the copy"
+    else
+      # A new partition after the image's takes the volume group first.
+      next=$(( (start + src_bytes / 512 + 2047) / 2048 * 2048 ))
+      NEWN=$((ROOTN + 1))
+      { table "$DISK"; echo "$SRC : start=$start, size=$((src_bytes / 512)), type=$(ptype "$DISK" "$ROOTN")"; echo "$(part "$DISK" "$NEWN") : start=$next, type=$LVM_TYPE"; } \
+        | sfdisk -q --wipe-partitions never --no-reread "$DISK" >/dev/null || fail "cannot add a partition to $DISK"
+      reread "$DISK"
+      TARGET=$(part "$DISK" "$NEWN")
+      zap "$TARGET"
+    fi
+    if [ "$LVM" = 1 ]; then
+      lvm pvcreate -q -ff -y "$TARGET" >/dev/null && lvm vgcreate -q "$VG" "$TARGET" >/dev/null \
+        || fail "cannot make volume group $VG on $TARGET"
+      lvm lvcreate -q -y -Wy -Zy -n root -L "${src_bytes}b" "$VG" >/dev/null || fail "no room for the root ($((src_bytes >> 20)) MiB) on $TARGET"
+      ROOTDEV=/dev/$VG/root
+    else
+      ROOTDEV=$TARGET
+    fi
+    say "copying the root file system $SRC ($((src_bytes >> 20)) MiB) to $ROOTDEV"
+    dd if="$SRC" of="$ROOTDEV" bs=4M conv=fsync 2>/dev/null || fail "copying $SRC to $ROOTDEV"
+    # The copy is whole: from here on DISK's root partition marks the layout as done.
+    if [ -n "$MIRROR" ]; then
+      { table "$DISK"; echo "$SRC : start=$start, size=$RAIDSIZE, type=$RAID_TYPE"; } \
+        | sfdisk -q --wipe always --wipe-partitions never --no-reread "$DISK" >/dev/null || fail "cannot partition $DISK"
+      reread "$DISK"
+    else
+      sfdisk -q --no-reread --part-type "$DISK" "$ROOTN" "$LVM_TYPE" >/dev/null 2>&1 || fail "cannot retype $SRC"
+      reread "$DISK"
+    fi
+  fi
+
+  # The mirror's second half, the old root as more room for the volume group.
+  if [ -n "$MIRROR" ]; then
+    if ! mdadm --detail "$MD" 2>/dev/null | grep -q "$SRC\$"; then
+      mdadm --zero-superblock "$SRC" >/dev/null 2>&1 || true
+      zap "$SRC"
+      mdadm --add "$MD" "$SRC" >/dev/null || fail "cannot add $SRC to $MD"
+      say "$SRC joined $MD: it syncs in the background"
+    fi
+  elif [ "$LVM" = 1 ] && ! lvm pvs --noheadings -o pv_name 2>/dev/null | grep -q "$SRC\$"; then
+    zap "$SRC"
+    lvm pvcreate -q -ff -y "$SRC" >/dev/null && lvm vgextend -q "$VG" "$SRC" >/dev/null || fail "cannot add $SRC to $VG"
+  fi
+  ROOTDEV=$MD
+  [ "$LVM" = 1 ] && ROOTDEV=/dev/$VG/root
+  [ -b "$ROOTDEV" ] || fail "$ROOTDEV is missing"
+
+  # Extra file systems, then the root grows to what is left.
+  echo "$FILESYSTEMS" | while read -r mount fstype mib vol; do
+    [ -n "$mount" ] || continue
+    if ! lvm lvs "$VG/$vol" >/dev/null 2>&1; then
+      lvm lvcreate -q -y -Wy -Zy -n "$vol" -L "${mib}m" "$VG" >/dev/null || fail "no room for $mount ($mib MiB) in $VG"
+    fi
+    if [ -z "$(uuid "/dev/$VG/$vol")" ]; then
+      id=$(cat /proc/sys/kernel/random/uuid)
+      case "$fstype" in
+        # e2fsprogs' mke2fs by its path: busybox's sh runs its own applet of that name first.
+        ext4) out=$(/sbin/mke2fs -q -F -t ext4 -U "$id" "/dev/$VG/$vol" 2>&1) ;;
+        xfs) out=$(mkfs.xfs -q -f -m uuid="$id" "/dev/$VG/$vol" 2>&1) ;;
+      esac || fail "mkfs.$fstype for $mount: $out"
+      say "$mount: $fstype on $VG/$vol ($mib MiB)"
+    fi
+  done || exit 1
+  if [ "$LVM" = 1 ]; then
+    lvm lvextend -q -l +100%FREE "$VG/root" >/dev/null 2>&1 || true
+  fi
+  e2fsck -fy "$ROOTDEV" >/dev/null 2>&1 || [ $? -le 1 ] || fail "the root file system on $ROOTDEV does not check clean"
+  resize2fs "$ROOTDEV" >/dev/null 2>&1 || fail "cannot grow the root file system on $ROOTDEV"
+  say "root: $ROOTDEV, $(( $(blockdev --getsize64 "$ROOTDEV") >> 20 )) MiB"
+
+  # The installed system: its fstab, mdadm's configuration, its initramfs and GRUB.
+  mkdir -p "$R"
+  mount "$ROOTDEV" "$R" || fail "cannot mount $ROOTDEV"
+  for m in dev proc sys; do mount --bind "/$m" "$R/$m"; done
+  trap 'for m in sys proc dev ""; do umount "$R/$m" 2>/dev/null; done' EXIT
+  sed -i '/# rackboot layout$/d' "$R/etc/fstab"
+  echo "$FILESYSTEMS" | while read -r mount fstype mib vol; do
+    [ -n "$mount" ] || continue
+    mkdir -p "$R$mount"
+    pass=2; [ "$fstype" = xfs ] && pass=0
+    echo "UUID=$(uuid "/dev/$VG/$vol") $mount $fstype defaults 0 $pass # rackboot layout" >> "$R/etc/fstab"
+  done
+  if [ -n "$MIRROR" ]; then
+    mkdir -p "$R/etc/mdadm"
+    { echo "# rackboot layout: the root's mirror"; echo "HOMEHOST <ignore>"; mdadm --detail --scan | sed 's/ spares=[0-9]*//'; } > "$R/etc/mdadm/mdadm.conf"
+  fi
+  tool() { for d in usr/sbin sbin; do [ -x "$R/$d/$1" ] && { echo "$R/$d/$1"; return; }; done; }
+  [ -n "$(tool mdadm)" ] || [ -z "$MIRROR" ] || fail "the image has no mdadm: its initramfs could not assemble the mirror"
+  [ -n "$(tool lvm)" ] || [ "$LVM" != 1 ] || fail "the image has no lvm2: its initramfs could not find the root"
+  # grub-mkconfig names the root by UUID only where /dev/disk/by-uuid has the link udev makes.
+  mkdir -p /dev/disk/by-uuid
+  ln -sf "$(readlink -f "$ROOTDEV")" "/dev/disk/by-uuid/$(uuid "$ROOTDEV")"
+  # The image's initramfs assembles the mirror and finds the volume group as it is (mdadm's and
+  # lvm2's hooks bring their tools and udev rules; no configuration is needed): it is rebuilt
+  # only where it is older than those tools (update-initramfs takes minutes on a slow machine).
+  tools=""
+  [ -n "$MIRROR" ] && tools="$tools $(tool mdadm)"
+  [ "$LVM" = 1 ] && tools="$tools $(tool lvm)"
+  for k in "$R"/boot/initrd.img-*; do
+    for t in $tools; do
+      if [ -e "$t" ] && [ "$t" -nt "$k" ]; then
+        chroot "$R" update-initramfs -u -k all >/dev/null 2>&1 || fail "update-initramfs failed in the installed system"
+        say "initramfs rebuilt: it was older than ${t#"$R"}"
+        break 2
+      fi
+    done
+  done
+  if [ -d "$R/usr/lib/grub/i386-pc" ]; then
+    for d in "$DISK" $MIRROR; do
+      chroot "$R" grub-install --target=i386-pc "$d" >/dev/null 2>&1 || fail "grub-install (BIOS) on $d failed"
+    done
+  fi
+  chroot "$R" update-grub >/dev/null 2>&1 || fail "update-grub failed in the installed system"
+  say "GRUB on $DISK${MIRROR:+ and $MIRROR}"
+  for m in sys proc dev ""; do umount "$R/$m" 2>/dev/null; done
+  trap - EXIT
+  sync
+}
+layout

@@ -31,6 +31,7 @@ fn render(kind: &str) -> String {
         proxy: "http://198.18.0.1:3142/".into(),
         finish_url: "http://198.18.0.1/boot/installed?mac=52:54:00:12:34:56".into(),
         finish_token: "00ff".into(),
+        network: Default::default(),
     };
     Renderer::new(None).unwrap().answer(kind, &vars).unwrap()
 }

@@ -5,7 +5,8 @@
 //! - [`render`]: pure template rendering of boot scripts, identity scripts and installer answer
 //!   files (minijinja, strict).
 //! - [`templates`]: the boot templates admins override at run time, and the shared renderer.
-//! - [`netcfg`]: an installed node's network as systemd-networkd files and network-config v2.
+//! - [`netcfg`]: an installed node's network as systemd-networkd files and network-config v2,
+//!   and in each OS installer's own terms.
 //! - [`media`]: where imported Windows media sit under the TFTP root.
 
 pub mod media;

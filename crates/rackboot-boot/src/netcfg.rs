@@ -1,7 +1,9 @@
 //! A resolved network (`rackboot_model::network::Resolved`) in the installed system's own
 //! terms: systemd-networkd files (what the identity step writes into an image) and cloud-init's
 //! network-config version 2 (the NoCloud datasource and Ubuntu's autoinstall `network:` key;
-//! JSON, which YAML readers take as it is).
+//! JSON, which YAML readers take as it is). [`installer`] says it in each OS installer's terms.
+
+pub mod installer;
 
 use std::fmt::Write;
 

@@ -184,6 +184,7 @@ pub fn sample_answer(http_base: &str, mac: &str, hostname: &str) -> AnswerVars {
         proxy: String::new(),
         finish_url: format!("{http_base}/boot/installed?mac={mac}"),
         finish_token: String::new(),
+        network: Default::default(),
     }
 }
 

@@ -6,6 +6,8 @@ use std::path::Path;
 use minijinja::{Environment, UndefinedBehavior};
 use serde::Serialize;
 
+use crate::netcfg::installer::InstallerNetwork;
+
 mod boot;
 mod layout;
 mod unattend;
@@ -77,6 +79,10 @@ pub struct AnswerVars {
     /// The installer token the report-back sends as `Authorization: Bearer`; empty when this
     /// answer went to an address rackboot cannot tie to the machine.
     pub finish_token: String,
+    /// The machine's network spec in this installer's terms (`network_lines`, `netcfg_lines`,
+    /// `network_v2`); empty: DHCP on any interface.
+    #[serde(flatten)]
+    pub network: InstallerNetwork,
 }
 
 /// Whether `v` can stand inside double quotes in a shell script as it is: nothing `sh` would
@@ -262,6 +268,16 @@ impl Renderer {
             if !shell_safe(v) || v.contains('\'') {
                 return Err(RenderError::Unsafe(v.clone()));
             }
+        }
+        // The network's lines are netcfg's, from checked names; still, none may start another.
+        let net = &vars.network;
+        for l in net.network_lines.iter().chain(&net.netcfg_lines) {
+            if l.chars().any(|c| c.is_control() || matches!(c, '`' | '\\' | '"')) {
+                return Err(RenderError::Unsafe(l.clone()));
+            }
+        }
+        if net.network_v2.chars().any(|c| c.is_control() && c != '\n') {
+            return Err(RenderError::Unsafe("network_v2".into()));
         }
         Ok(self.env.get_template(file)?.render(val(vars))?)
     }

@@ -140,6 +140,7 @@ fn golden_answer_files() {
         proxy: "http://198.18.0.1:3142/".into(),
         finish_url: "http://198.18.0.1:8080/boot/installed?mac=52:54:00:12:34:56".into(),
         finish_token: "0f1e2d".into(),
+        network: Default::default(),
     };
     // Each kind with its distribution's repository, as the defaults in [provision] have it.
     let config = rackboot_config::Config::load(None).unwrap();
@@ -170,6 +171,124 @@ fn golden_answer_files() {
     bad.ssh_keys = vec!["ssh-rsa AAAA' ; reboot '".into()];
     assert!(matches!(r.answer("preseed", &bad), Err(RenderError::Unsafe(_))));
     assert!(r.answer("jumpstart", &v).is_err());
+}
+
+/// Answer-file values for node-01, with the network of an active-backup bond over two MACs
+/// that carries VLAN 10, static in prod with its gateway and DNS.
+fn networked(kind: &str) -> AnswerVars {
+    use rackboot_model::network::{resolve, NetSpec, Network};
+    let networks = [Network {
+        name: "prod".into(),
+        cidr: "10.20.0.0/24".parse().unwrap(),
+        gateway: Some("10.20.0.1".parse().unwrap()),
+        vlan: Some(10),
+        dns: vec!["10.20.0.53".parse().unwrap()],
+        range: None,
+        mtu: None,
+    }];
+    let spec: NetSpec = serde_json::from_value(serde_json::json!({
+        "ethernets": [{"name": "nic0", "mac": "52:54:00:aa:00:01"}, {"name": "nic1", "mac": "52:54:00:aa:00:02"}],
+        "bonds": [{"name": "bond0", "members": ["nic0", "nic1"], "mode": "active-backup"}],
+        "vlans": [{"id": 10, "link": "bond0", "network": "prod", "address": "10.20.0.21"}],
+    }))
+    .unwrap();
+    let net = resolve(&spec, &networks, &[], None).unwrap();
+    AnswerVars {
+        mac: "52:54:00:aa:00:01".into(),
+        hostname: "node-01".into(),
+        domain: "lab.rackboot.test".into(),
+        disk: "/dev/vda".into(),
+        disk_name: "vda".into(),
+        ssh_keys: vec![],
+        appliance_url: "http://198.18.0.1:8080".into(),
+        repo_url: "http://deb.debian.org/debian".into(),
+        repo_host: "deb.debian.org".into(),
+        repo_path: "/debian".into(),
+        proxy: String::new(),
+        finish_url: "http://198.18.0.1:8080/boot/installed?mac=52:54:00:aa:00:01".into(),
+        finish_token: String::new(),
+        network: crate::netcfg::installer::render(kind, Some(&net)).unwrap(),
+    }
+}
+
+#[test]
+fn a_kickstart_with_a_spec_writes_its_network_lines_in_pre_with_ports_found_by_mac() {
+    let ks = Renderer::new(None).unwrap().answer("kickstart", &networked("kickstart")).unwrap();
+    assert!(!ks.contains("--device=link"), "{ks}");
+    assert!(ks.contains("\n%include /tmp/rackboot-network.ks\n"), "{ks}");
+    // Run the %pre step against a stand-in for /sys/class/net: it writes the lines Anaconda
+    // reads, with the members' names this kernel gave them and the hostname on the first.
+    let pre = ks.split("%pre --erroronfail --log=/tmp/rackboot-network.log\n").nth(1).unwrap();
+    let pre = pre.split("%end\n").next().unwrap();
+    let dir = std::env::temp_dir().join(format!("rackboot-ks-pre-{}", std::process::id()));
+    let sys = dir.join("net");
+    for (name, mac) in [("lo", "00:00:00:00:00:00"), ("ens3", "52:54:00:aa:00:01"), ("ens4", "52:54:00:aa:00:02")] {
+        std::fs::create_dir_all(sys.join(name)).unwrap();
+        std::fs::write(sys.join(name).join("address"), format!("{mac}\n")).unwrap();
+    }
+    let out = dir.join("network.ks");
+    let script =
+        pre.replace("/sys/class/net", sys.to_str().unwrap()).replace("/tmp/rackboot-network.ks", out.to_str().unwrap());
+    let run = |script: &str| std::process::Command::new("sh").arg("-c").arg(script).output().unwrap();
+    let ran = run(&script);
+    assert!(ran.status.success(), "{}", String::from_utf8_lossy(&ran.stderr));
+    assert_eq!(
+        std::fs::read_to_string(&out).unwrap(),
+        "network --device=bond0 --bondslaves=ens3,ens4 --bondopts=mode=active-backup,miimon=100 --bindto=mac \
+         --vlanid=10 --interfacename=bond0.10 --bootproto=static --ip=10.20.0.21 --netmask=255.255.255.0 \
+         --gateway=10.20.0.1 --nameserver=10.20.0.53 --onboot=yes --activate --hostname=node-01.lab.rackboot.test\n"
+    );
+    // A port that is not there fails the install before Anaconda configures anything.
+    std::fs::remove_dir_all(sys.join("ens4")).unwrap();
+    let ran = run(&script);
+    assert!(!ran.status.success());
+    assert!(String::from_utf8_lossy(&ran.stderr).contains("not on this machine"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_preseed_with_a_spec_puts_the_installer_on_the_vlan_at_its_address() {
+    let p = Renderer::new(None).unwrap().answer("preseed", &networked("preseed")).unwrap();
+    for line in [
+        "d-i netcfg/choose_interface select 52:54:00:aa:00:01\n",
+        "d-i netcfg/use_vlan boolean true\n",
+        "d-i netcfg/vlan_id string 10\n",
+        "d-i netcfg/get_ipaddress string 10.20.0.21\n",
+        "d-i netcfg/get_netmask string 255.255.255.0\n",
+        "d-i netcfg/get_gateway string 10.20.0.1\n",
+        "d-i netcfg/get_nameservers string 10.20.0.53\n",
+        "d-i preseed/early_command string kill-all-dhcp; netcfg\n",
+    ] {
+        assert!(p.contains(line), "{line}{p}");
+    }
+    assert!(!p.contains("choose_interface select auto"), "{p}");
+}
+
+#[test]
+fn an_autoinstall_with_a_spec_is_yaml_with_the_bond_under_autoinstall_network() {
+    let r = Renderer::new(None).unwrap();
+    let text = r.answer("autoinstall", &networked("autoinstall")).unwrap();
+    let doc: serde_yaml::Value = serde_yaml::from_str(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    let network = &doc["autoinstall"]["network"];
+    assert_eq!(network["version"], serde_yaml::Value::from(2));
+    assert_eq!(network["bonds"]["bond0"]["parameters"]["mode"], serde_yaml::Value::from("active-backup"));
+    assert_eq!(network["vlans"]["bond0.10"]["addresses"][0], serde_yaml::Value::from("10.20.0.21/24"));
+    assert_eq!(doc["autoinstall"]["storage"]["layout"]["match"]["path"], serde_yaml::Value::from("/dev/vda"));
+    // Without a spec: DHCP on any e* port, as before.
+    let plain = AnswerVars { network: Default::default(), ..networked("autoinstall") };
+    let doc: serde_yaml::Value = serde_yaml::from_str(&r.answer("autoinstall", &plain).unwrap()).unwrap();
+    assert_eq!(doc["autoinstall"]["network"]["ethernets"]["any"]["dhcp4"], serde_yaml::Value::from(true));
+}
+
+#[test]
+fn network_lines_that_would_start_another_line_are_refused() {
+    let r = Renderer::new(None).unwrap();
+    let mut v = networked("kickstart");
+    v.network.network_lines.push("network --device=x\nreboot".into());
+    assert!(matches!(r.answer("kickstart", &v), Err(RenderError::Unsafe(_))));
+    let mut v = networked("preseed");
+    v.network.netcfg_lines.push("d-i preseed/early_command string `reboot`".into());
+    assert!(matches!(r.answer("preseed", &v), Err(RenderError::Unsafe(_))));
 }
 
 #[test]

@@ -68,7 +68,8 @@ impl Installing {
 
 /// `GET /boot/answer/{kickstart|preseed|autoinstall}?mac=`: the installer answer file for one
 /// machine, rendered from `templates/installer/` with its hostname, the DNS domain, its target
-/// disk and the SSH keys of its provisioning task. An installer boot profile's command line
+/// disk, the SSH keys of its provisioning task and its network spec in the installer's terms
+/// (422 when the spec cannot be resolved or said there). An installer boot profile's command line
 /// points at it with `{{ answer_url }}` (set `answer` on the profile). Its post-install step
 /// fetches `/boot/installed` (with the run's token in an `Authorization` header when a
 /// provisioning run set the boot up).
@@ -146,6 +147,13 @@ async fn render_answer(
         _ => String::new(),
     };
     let finish_url = format!("{}/boot/installed?mac={}", boot.http_base, it.mac);
+    let network = {
+        let networks = super::super::network::named(s);
+        let eff = crate::provision::network::effective(&s.cmdb, &networks, &it.machine).await?;
+        let unfit = |e: String| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, format!("the machine's network: {e}"));
+        let net = eff.resolved.map_err(unfit)?;
+        crate::netcfg::installer::render(kind, net.as_ref()).map_err(unfit)?
+    };
     let vars = crate::render::AnswerVars {
         mac: it.mac.to_string(),
         hostname: it.hostname(),
@@ -160,6 +168,7 @@ async fn render_answer(
         proxy: boot.installer_proxy.clone(),
         finish_url,
         finish_token,
+        network,
     };
     let text = boot
         .renderer

@@ -105,8 +105,16 @@ async fn nocloud(
 
 /// Whether the request comes from the machine itself, as far as rackboot can tell (see
 /// [`crate::cmdb::Cmdb::is_address_of`]): only then does it see or use the installer token.
+/// An installer that brought up the machine's network spec calls from one of its static
+/// addresses, which the CMDB gives to this machine only.
 async fn from_machine(s: &ApiState, peer: SocketAddr, it: &Installing) -> bool {
-    s.cmdb.is_address_of(peer.ip(), it.mac, Some(&it.machine)).await
+    if s.cmdb.is_address_of(peer.ip(), it.mac, Some(&it.machine)).await {
+        return true;
+    }
+    let networks = super::super::network::named(s);
+    let Ok(eff) = crate::provision::network::effective(&s.cmdb, &networks, &it.machine).await else { return false };
+    let Ok(Some(net)) = eff.resolved else { return false };
+    net.devices.iter().filter_map(|d| d.address).any(|a| std::net::IpAddr::V4(a.addr()) == peer.ip())
 }
 
 /// Renders answer file `kind` for the machine with `mac` (see [`answer`]). The report-back

@@ -8,6 +8,8 @@ use std::path::Path;
 
 use crate::wire::{Bmc, Cpu, Disk, Dmi, Firmware, Inventory, Link, Nic, PciDevice};
 
+mod by_path;
+
 /// Collects everything (LLDP neighbours are added by the caller).
 pub fn collect(root: &Path) -> Inventory {
     let dmi_memory = dmi_memory_bytes(root);
@@ -136,6 +138,7 @@ pub fn disks(root: &Path) -> Vec<Disk> {
                 rotational: read(root, &format!("{base}/queue/rotational")).as_deref() == Some("1"),
                 wwn: read(root, &format!("{base}/wwid")).or_else(|| read(root, &format!("{base}/device/wwid"))),
                 vendor: read(root, &format!("{base}/device/vendor")),
+                by_path: by_path::by_path(root, &name),
                 name,
             }
         })

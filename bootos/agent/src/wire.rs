@@ -152,6 +152,10 @@ pub struct Disk {
     pub wwn: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vendor: Option<String>,
+    /// Its name under `/dev/disk/by-path/`, as udev names it (`pci-0000:00:05.0`), for the
+    /// controllers the agent knows (virtio, NVMe, SATA, SCSI).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by_path: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]

@@ -32,10 +32,25 @@ pub struct RootDeviceHints {
     /// true: spinning disks only; false: solid state only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rotational: Option<bool>,
+    /// The disk's name under `/dev/disk/by-path/` (with or without that prefix), e.g.
+    /// `pci-0000:00:1f.2-ata-1.0`; a SATA path also in its older form without `.0`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by_path: Option<String>,
 }
 
 fn same(a: &str, b: &str) -> bool {
     a.trim().eq_ignore_ascii_case(b.trim())
+}
+
+/// A by-path name without `/dev/disk/by-path/`, and a SATA device 0 in systemd's older form
+/// (`...-ata-1.0` and `...-ata-1` are the same disk).
+fn by_path(s: &str) -> String {
+    let s = s.trim();
+    let s = s.strip_prefix("/dev/disk/by-path/").unwrap_or(s);
+    match s.rsplit_once("-ata-") {
+        Some((pci, port)) => format!("{pci}-ata-{}", port.strip_suffix(".0").unwrap_or(port)),
+        None => s.to_string(),
+    }
 }
 
 fn wwn(s: &str) -> String {
@@ -58,6 +73,7 @@ impl RootDeviceHints {
                 "wwn" => h.wwn = text,
                 "model" => h.model = text,
                 "vendor" => h.vendor = text,
+                "by_path" => h.by_path = text,
                 "min_size_gib" => h.min_size_gib = Some(gib()?),
                 "max_size_gib" => h.max_size_gib = Some(gib()?),
                 "rotational" => {
@@ -65,7 +81,7 @@ impl RootDeviceHints {
                 }
                 _ => {
                     return Err(format!(
-                        "{k:?} is not a root-device hint (name, serial, wwn, model, vendor, min_size_gib, max_size_gib, rotational)"
+                        "{k:?} is not a root-device hint (name, serial, wwn, model, vendor, by_path, min_size_gib, max_size_gib, rotational)"
                     ))
                 }
             }
@@ -77,7 +93,7 @@ impl RootDeviceHints {
     pub fn check(&self) -> Result<(), String> {
         if *self == RootDeviceHints::default() {
             return Err(
-                "root_device has no hint: give at least one (name, serial, wwn, model, vendor, size, rotational)"
+                "root_device has no hint: give at least one (name, serial, wwn, model, vendor, by_path, size, rotational)"
                     .into(),
             );
         }
@@ -87,6 +103,7 @@ impl RootDeviceHints {
             ("wwn", &self.wwn),
             ("model", &self.model),
             ("vendor", &self.vendor),
+            ("by_path", &self.by_path),
         ];
         for (field, v) in texts {
             if let Some(v) = v {
@@ -113,6 +130,7 @@ impl RootDeviceHints {
             && text(&self.model, disk.model.as_deref())
             && text(&self.vendor, disk.vendor.as_deref())
             && self.wwn.as_deref().is_none_or(|h| disk.wwn.as_deref().is_some_and(|v| wwn(h) == wwn(v)))
+            && self.by_path.as_deref().is_none_or(|h| disk.by_path.as_deref().is_some_and(|v| by_path(h) == by_path(v)))
             && self.min_size_gib.is_none_or(|min| disk.size_bytes >= min.saturating_mul(GIB))
             && self.max_size_gib.is_none_or(|max| disk.size_bytes <= max.saturating_mul(GIB))
             && self.rotational.is_none_or(|r| disk.rotational == r)
@@ -162,6 +180,7 @@ fn list(disks: &[Disk]) -> String {
         what.extend(d.model.clone());
         what.extend(d.serial.as_ref().map(|s| format!("serial {s}")));
         what.extend(d.wwn.as_ref().map(|w| format!("wwn {w}")));
+        what.extend(d.by_path.as_ref().map(|p| format!("by-path {p}")));
         what.push(format!("{:.1} GiB", d.size_bytes as f64 / GIB as f64));
         format!("{} ({})", d.name, what.join(", "))
     };
@@ -181,6 +200,7 @@ mod tests {
             rotational,
             wwn: Some(format!("naa.5000c500{serial}")),
             vendor: Some("QEMU".into()),
+            by_path: None,
         }
     }
 
@@ -210,6 +230,21 @@ mod tests {
         let bare = Disk { name: "sda".into(), size_bytes: GIB, ..Default::default() };
         assert!(hints(r#"{"serial":"x"}"#).pick(std::slice::from_ref(&bare)).is_err());
         assert!(hints(r#"{"name":"sda"}"#).pick(&[bare]).is_ok());
+    }
+
+    #[test]
+    fn a_by_path_hint_takes_the_prefix_and_satas_older_form() {
+        let sata = |name: &str, path: &str| Disk { by_path: Some(path.into()), ..disk(name, name, 8, false) };
+        let disks = [sata("sda", "pci-0000:00:1f.2-ata-1.0"), sata("sdb", "pci-0000:00:1f.2-ata-2.0")];
+        for h in ["pci-0000:00:1f.2-ata-2.0", "/dev/disk/by-path/pci-0000:00:1f.2-ata-2.0", "pci-0000:00:1f.2-ata-2"] {
+            let got = RootDeviceHints::from_pairs([format!("by_path={h}").as_str()]).unwrap().pick(&disks);
+            assert_eq!(got.map(|d| d.name.as_str()), Ok("sdb"), "{h}");
+        }
+        let err = hints(r#"{"by_path":"pci-0000:00:1f.2-ata-3"}"#).pick(&disks).unwrap_err();
+        assert!(
+            err.contains("sda (QEMU HARDDISK, serial sda, wwn naa.5000c500sda, by-path pci-0000:00:1f.2-ata-1.0"),
+            "{err}"
+        );
     }
 
     #[test]

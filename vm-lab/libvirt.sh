@@ -31,6 +31,8 @@
 # rewrite the order on a PXE override (VirtualBMC to the network alone; sushy to the network, then
 # the disks that had an order). Strictly network-only, SeaBIOS maps no disk for iPXE's `sanboot`
 # and OVMF never tries the disk after iPXE's `exit`, so an installed VM would never leave PXE.
+# OVMF runs without IPv6 (fw_cfg opt/org.tianocore/IPv6Support=no): the lab has no DHCPv6, and an
+# installed UEFI VM walked PXEv6 and HTTPv6 on each NIC, each to its timeout, before its disk.
 set -euo pipefail
 trap 'echo "libvirt.sh: line $LINENO: $BASH_COMMAND failed" >&2' ERR
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -91,7 +93,7 @@ domain_xml() { # domain mac uefi disk...   (disk serials RBLAB-VDA, RBLAB-VDB, .
     $disks
     <serial type='file'><source path='/var/lib/libvirt/images/$dom/serial.log'/></serial>
   </devices>
-  <qemu:commandline><qemu:arg value='-boot'/><qemu:arg value='strict=off'/></qemu:commandline>
+  <qemu:commandline><qemu:arg value='-boot'/><qemu:arg value='strict=off'/>$([ "$uefi" = 1 ] && echo "<qemu:arg value='-fw_cfg'/><qemu:arg value='name=opt/org.tianocore/IPv6Support,string=no'/>" || true)</qemu:commandline>
 </domain>
 XML
 }

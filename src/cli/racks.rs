@@ -80,9 +80,11 @@ Examples:
         #[arg(long = "network-plan", value_name = "NETWORK=FIRST-LAST")]
         network_plans: Vec<String>,
         /// A root-device hint for its machines' installs, KEY=VALUE (repeatable): name, serial,
-        /// wwn, model, vendor, min_size_gib, max_size_gib, rotational.
+        /// wwn, model, vendor, by_path, min_size_gib, max_size_gib, rotational.
         #[arg(long = "root-device", value_name = "KEY=VALUE")]
         root_device: Vec<String>,
+        #[command(flatten)]
+        layout: super::tasks::LayoutArgs,
     },
     /// Replace a rack's machine list from a CSV file of mac-or-serial,hostname,ip,slot rows
     /// ('-' reads standard input).
@@ -174,6 +176,7 @@ pub(super) async fn racks(c: ApiClient, cmd: RacksCmd) -> anyhow::Result<()> {
             network,
             network_plans,
             root_device,
+            layout,
         } => {
             let mut body = json!({
                 "name": name, "location": location, "ports": ports,
@@ -209,6 +212,9 @@ pub(super) async fn racks(c: ApiClient, cmd: RacksCmd) -> anyhow::Result<()> {
                 let hints = rackboot::provision::RootDeviceHints::from_pairs(root_device.iter().map(String::as_str))
                     .map_err(|e| anyhow::anyhow!("--{e}"))?;
                 body["root_device"] = serde_json::to_value(hints)?;
+            }
+            if let Some(layout) = layout.to_json()? {
+                body["layout"] = layout;
             }
             let v = c.ok(Method::POST, "/racks", Some(body)).await?;
             println!("created rack {}", s(&v["rack"]["name"]));

@@ -35,9 +35,11 @@ pub(super) struct CreateTask {
     #[arg(long, default_value = "auto")]
     disk: String,
     /// A root-device hint, KEY=VALUE (repeatable; every one must match, exactly one disk may):
-    /// name, serial, wwn, model, vendor, min_size_gib, max_size_gib, rotational.
+    /// name, serial, wwn, model, vendor, by_path, min_size_gib, max_size_gib, rotational.
     #[arg(long = "root-device", value_name = "KEY=VALUE")]
     root_device: Vec<String>,
+    #[command(flatten)]
+    layout: LayoutArgs,
     /// An SSH public key for root on the installed system (repeatable).
     #[arg(long = "ssh-key")]
     ssh_keys: Vec<String>,
@@ -55,6 +57,32 @@ pub(super) struct CreateTask {
     #[arg(long)]
     reinstall: bool,
 }
+/// A disk layout for image deploys (tasks and racks).
+#[derive(clap::Args)]
+pub(super) struct LayoutArgs {
+    /// Mirror the root (software RAID 1) onto the disk these hints pick, KEY=VALUE (repeatable,
+    /// as --root-device). Image deploys only.
+    #[arg(long = "mirror", value_name = "KEY=VALUE")]
+    mirror: Vec<String>,
+    /// Root on LVM (volume group rackboot), growing to the space the file systems leave.
+    #[arg(long)]
+    lvm: bool,
+    /// An extra file system on LVM, MOUNT:FSTYPE:SIZE_MIB, e.g. /srv/data:xfs:512 (repeatable).
+    #[arg(long = "fs", value_name = "MOUNT:FSTYPE:SIZE_MIB")]
+    filesystems: Vec<String>,
+}
+
+impl LayoutArgs {
+    /// The API's `layout`, checked; None when no flag was given.
+    pub(super) fn to_json(&self) -> anyhow::Result<Option<serde_json::Value>> {
+        let (mirror, filesystems) =
+            (self.mirror.iter().map(String::as_str), self.filesystems.iter().map(String::as_str));
+        let layout = rackboot::provision::Layout::from_words(mirror, self.lvm, filesystems)
+            .map_err(|e| anyhow::anyhow!("the layout: {e}"))?;
+        Ok(layout.map(serde_json::to_value).transpose()?)
+    }
+}
+
 #[derive(Subcommand)]
 pub(super) enum TasksCmd {
     /// Provision machines (by --mac, --serial, --tag, or --next N) from an image or an installer.
@@ -115,6 +143,7 @@ pub(super) async fn tasks(c: ApiClient, cmd: TasksCmd) -> anyhow::Result<()> {
                 ip_pool,
                 disk,
                 root_device,
+                layout,
                 ssh_keys,
                 user_data,
                 post_install,
@@ -148,6 +177,9 @@ pub(super) async fn tasks(c: ApiClient, cmd: TasksCmd) -> anyhow::Result<()> {
                 let hints = rackboot::provision::RootDeviceHints::from_pairs(root_device.iter().map(String::as_str))
                     .map_err(|e| anyhow::anyhow!("--{e}"))?;
                 body["root_device"] = serde_json::to_value(hints)?;
+            }
+            if let Some(layout) = layout.to_json()? {
+                body["layout"] = layout;
             }
             if let Some(f) = user_data {
                 body["user_data"] = json!(super::racks::read_input(&f)?);

@@ -101,7 +101,9 @@ layout() {
         [ "$n" = "$ROOTN" ] || dd if="$(part "$DISK" "$n")" of="$(part "$MIRROR" "$n")" bs=1M conv=fsync 2>/dev/null
       done
       zap "$(part "$MIRROR" "$ROOTN")"
-      mdadm --create "$MD" --run --level=1 --metadata=1.2 --raid-devices=2 --name=root \
+      # Named by its number for any host: the installed system's initramfs, which has no
+      # configuration of it, assembles it as the same device.
+      mdadm --create "$MD" --run --level=1 --metadata=1.2 --raid-devices=2 --homehost=any --name="${MD#/dev/md}" \
         "$(part "$MIRROR" "$ROOTN")" missing >/dev/null 2>&1 || fail "mdadm cannot create the mirror on $MIRROR"
       TARGET=$MD
       say "RAID 1 $MD started on $(part "$MIRROR" "$ROOTN") ($((RAIDSIZE / 2048)) MiB); $DISK joins it after the copy"

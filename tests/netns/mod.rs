@@ -293,6 +293,8 @@ impl Net {
             a.extend(["-machine".into(), "q35".into()]);
             a.extend(["-drive".into(), "if=pflash,format=raw,readonly=on,file=/usr/share/OVMF/OVMF_CODE_4M.fd".into()]);
             a.extend(["-drive".into(), format!("if=pflash,format=raw,file={}", vars.display())]);
+            // No IPv6 in the firmware, as libvirt.sh's domains: the lab has no DHCPv6.
+            a.extend(["-fw_cfg".into(), "name=opt/org.tianocore/IPv6Support,string=no".into()]);
         }
         a
     }

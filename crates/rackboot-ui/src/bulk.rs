@@ -40,6 +40,7 @@ enum Action {
         image: Option<String>,
         installer: Option<String>,
         root_device: Option<rackboot_model::provision::RootDeviceHints>,
+        layout: Option<rackboot_model::provision::Layout>,
         /// cloud-init user-data for the installed machines.
         user_data: Option<String>,
         reinstall: bool,
@@ -84,7 +85,8 @@ impl Action {
                 // cloud-init user-data for the task (the API checks its format and size).
                 let user_data = f.get("user_data").map(|v| v.replace("\r\n", "\n")).filter(|v| !v.trim().is_empty());
                 let reinstall = f.get("reinstall").is_some();
-                Ok(Action::Provision { image, installer, root_device, user_data, reinstall })
+                let layout = f.layout()?;
+                Ok(Action::Provision { image, installer, root_device, layout, user_data, reinstall })
             }
             "" => Err("choose an action".into()),
             other => Err(format!("{other:?} is not an action this page offers")),
@@ -155,10 +157,13 @@ pub async fn run(State(s): State<UiState>, session: Session, headers: HeaderMap,
         let what = if action == Action::Delete { format!("{} (or delete)", ids.len()) } else { ids.len().to_string() };
         return bad(format!("nothing was done: type {what} in the confirmation box to act on {} machines", ids.len()));
     }
-    if let Action::Provision { image, installer, root_device, user_data, reinstall } = &action {
+    if let Action::Provision { image, installer, root_device, layout, user_data, reinstall } = &action {
         let mut spec = json!({"image": image, "installer": installer, "reinstall": reinstall});
         if let Some(hints) = root_device {
             spec["root_device"] = json!(hints);
+        }
+        if let Some(layout) = layout {
+            spec["layout"] = json!(layout);
         }
         if let Some(text) = user_data {
             spec["user_data"] = json!(text);

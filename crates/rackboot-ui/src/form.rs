@@ -29,6 +29,18 @@ impl Form {
     pub fn all<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a str> + 'a {
         self.0.iter().filter(move |(k, _)| k == name).map(|(_, v)| v.as_str())
     }
+
+    /// The disk layout of the `mirror` (comma-separated `KEY=VALUE` hints), `lvm` (a checkbox)
+    /// and `filesystems` (`MOUNT:FSTYPE:SIZE_MIB` per line) fields; None when all are empty.
+    pub fn layout(&self) -> Result<Option<rackboot_model::provision::Layout>, String> {
+        let mirror = self.get("mirror").unwrap_or("");
+        let filesystems = self.get("filesystems").unwrap_or("");
+        if mirror.len() > 1024 || filesystems.len() > 4096 {
+            return Err("the layout's fields are too long".into());
+        }
+        rackboot_model::provision::Layout::from_words(mirror.split(','), self.get("lvm").is_some(), filesystems.lines())
+            .map_err(|e| format!("the disk layout: {e}"))
+    }
 }
 
 #[cfg(test)]
@@ -41,6 +53,18 @@ mod tests {
         assert_eq!(f.all("id").collect::<Vec<_>>(), ["1", "2"]);
         assert_eq!(f.get("csrf"), Some("x y"));
         assert_eq!(f.get("empty"), None);
+        let l = Form::read(Body::from(
+            "mirror=serial%3DS2&lvm=1&filesystems=%2Fsrv%3Axfs%3A512%0D%0A%2Fvar%2Flog%3Aext4%3A64",
+        ))
+        .await
+        .unwrap()
+        .layout()
+        .unwrap()
+        .unwrap();
+        assert_eq!((l.lvm, l.filesystems.len()), (true, 2));
+        let bad = Form::read(Body::from("filesystems=%2Fsrv%3Aext4%3A64")).await.unwrap().layout().unwrap_err();
+        assert!(bad.contains("need layout.lvm"), "{bad}");
+        assert!(Form::read(Body::from("csrf=x")).await.unwrap().layout().unwrap().is_none());
         let big = "a".repeat(MAX_FORM + 1);
         assert_eq!(Form::read(Body::from(big)).await.err().unwrap().status(), StatusCode::PAYLOAD_TOO_LARGE);
     }

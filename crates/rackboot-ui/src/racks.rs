@@ -87,7 +87,7 @@ fn blank() -> serde_json::Value {
 }
 
 /// The form's text fields.
-const FIELDS: [&str; 19] = [
+const FIELDS: [&str; 21] = [
     "name",
     "location",
     "remote_id",
@@ -107,6 +107,8 @@ const FIELDS: [&str; 19] = [
     "network_plans",
     "user_data",
     "root_device",
+    "mirror",
+    "filesystems",
 ];
 
 /// The form as the API's rack spec; why not, when the network spec is not JSON or a plan line
@@ -150,6 +152,7 @@ fn spec(f: &Form) -> Result<serde_json::Value, String> {
         "network": network,
         "network_plans": plans,
         "root_device": root_device,
+        "layout": f.layout()?,
     }))
 }
 
@@ -159,6 +162,7 @@ fn refill(f: &Form) -> serde_json::Value {
         FIELDS.iter().map(|k| (k.to_string(), json!(f.get(k).unwrap_or("")))).collect();
     v.insert("auto_provision".into(), json!(f.get("auto_provision").is_some()));
     v.insert("bmc_insecure".into(), json!(f.get("bmc_insecure").is_some()));
+    v.insert("lvm".into(), json!(f.get("lvm").is_some()));
     serde_json::Value::Object(v)
 }
 

@@ -27,6 +27,10 @@ pub async fn queue_if_due(cmdb: &Cmdb, engine: Option<&Engine>, machine_id: u64)
         spec["root_device"] = json!(hints);
     }
     if image.is_file() {
+        // A layout is for image deploys: an installer lays out its own disks.
+        if let Some(layout) = &rack.layout {
+            spec["layout"] = json!(layout);
+        }
         let (dir, name) = (engine.cfg.images_dir.clone(), os.clone());
         let sum = tokio::task::spawn_blocking(move || crate::provision::images::prepare(&dir, &name, None))
             .await

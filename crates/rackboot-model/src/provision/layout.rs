@@ -108,6 +108,31 @@ impl Layout {
         Ok(())
     }
 
+    /// A layout from the CLI's and the UI's words: the mirror's hints (`KEY=VALUE`), LVM, and
+    /// file systems (`MOUNT:FSTYPE:SIZE_MIB`); None when none is given. Checked.
+    pub fn from_words<'a>(
+        mirror: impl IntoIterator<Item = &'a str>,
+        lvm: bool,
+        filesystems: impl IntoIterator<Item = &'a str>,
+    ) -> Result<Option<Layout>, String> {
+        let mirror: Vec<&str> = mirror.into_iter().filter(|w| !w.trim().is_empty()).collect();
+        let filesystems = filesystems
+            .into_iter()
+            .filter(|w| !w.trim().is_empty())
+            .map(FileSystem::parse)
+            .collect::<Result<Vec<_>, _>>()?;
+        if mirror.is_empty() && !lvm && filesystems.is_empty() {
+            return Ok(None);
+        }
+        let mirror = match mirror.is_empty() {
+            true => None,
+            false => Some(RootDeviceHints::from_pairs(mirror).map_err(|e| format!("mirror: {e}"))?),
+        };
+        let layout = Layout { mirror, lvm, filesystems };
+        layout.check()?;
+        Ok(Some(layout))
+    }
+
     /// Whether the image is laid down as it is (no mirror, no LVM).
     pub fn is_plain(&self) -> bool {
         self.mirror.is_none() && !self.lvm
@@ -124,6 +149,23 @@ impl Layout {
 }
 
 impl FileSystem {
+    /// `MOUNT:FSTYPE:SIZE_MIB`, e.g. `/srv/data:xfs:512` (the CLI's `--fs`, the UI's field).
+    pub fn parse(s: &str) -> Result<FileSystem, String> {
+        let usage = || format!("file system {s:?}: MOUNT:FSTYPE:SIZE_MIB, e.g. /srv/data:xfs:512");
+        let mut parts = s.trim().split(':');
+        let (Some(mount), Some(fstype), Some(size), None) = (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            return Err(usage());
+        };
+        let fstype = match fstype.trim() {
+            "ext4" => FsType::Ext4,
+            "xfs" => FsType::Xfs,
+            other => return Err(format!("file system {s:?}: {other:?} is not ext4 or xfs")),
+        };
+        let size_mib = size.trim().parse().map_err(|_| usage())?;
+        Ok(FileSystem { mount: mount.trim().to_string(), fstype, size_mib })
+    }
+
     /// The logical volume's name, from the mount point: `/srv/data` -> `srv_data`.
     pub fn volume(&self) -> String {
         self.mount.trim_matches('/').replace(['/', '.', '-'], "_")
@@ -148,6 +190,25 @@ mod tests {
         assert_eq!(l.mirror.unwrap().serial.as_deref(), Some("S2"));
         assert_eq!(l.filesystems[0].volume(), "srv_data");
         assert!(layout("{}").unwrap().is_plain());
+    }
+
+    #[test]
+    fn a_layout_from_words() {
+        let l =
+            Layout::from_words(["serial=S2"], true, ["/srv/data:xfs:512", " /var/log : ext4 : 64 "]).unwrap().unwrap();
+        assert_eq!(l.mirror.unwrap().serial.as_deref(), Some("S2"));
+        assert_eq!(l.filesystems[1], FileSystem { mount: "/var/log".into(), fstype: FsType::Ext4, size_mib: 64 });
+        assert_eq!(Layout::from_words([""], false, [""]).unwrap(), None, "blank fields: no layout");
+        for (fs, want) in [
+            ("/srv:btrfs:64", "not ext4 or xfs"),
+            ("/srv:xfs", "MOUNT:FSTYPE:SIZE_MIB"),
+            ("/srv:ext4:big", "MOUNT:FSTYPE"),
+        ] {
+            let err = Layout::from_words([], true, [fs]).unwrap_err();
+            assert!(err.contains(want), "{fs}: {err}");
+        }
+        assert!(Layout::from_words(["size=4"], false, []).unwrap_err().starts_with("mirror: "));
+        assert!(Layout::from_words([], false, ["/srv:ext4:64"]).unwrap_err().contains("need layout.lvm"));
     }
 
     #[test]

@@ -40,9 +40,13 @@ pub fn validate(spec: RackSpec, catalog: &Catalog, now: u64) -> Result<Rack, Str
         network,
         network_plans,
         root_device,
+        layout,
     } = spec;
     if let Some(h) = &root_device {
         h.check()?;
+    }
+    if let Some(l) = &layout {
+        l.check()?;
     }
     let network = network.filter(|n| !n.is_empty());
     if let Some(n) = &network {
@@ -87,6 +91,7 @@ pub fn validate(spec: RackSpec, catalog: &Catalog, now: u64) -> Result<Rack, Str
         network,
         network_plans,
         root_device,
+        layout,
         machines,
         created_at: now,
         updated_at: now,

@@ -113,6 +113,9 @@ pub struct RackSpec {
     /// Which disk its machines install on, by what their inventory says (`auto_provision`).
     #[serde(default)]
     pub root_device: Option<crate::provision::RootDeviceHints>,
+    /// How its machines' disks are laid out (an image `os_profile` only).
+    #[serde(default)]
+    pub layout: Option<crate::provision::Layout>,
 }
 
 fn default_pattern() -> String {
@@ -148,6 +151,9 @@ pub struct Rack {
     /// Its machines' root-device hints (see [`RackSpec::root_device`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub root_device: Option<crate::provision::RootDeviceHints>,
+    /// Its machines' disk layout (see [`RackSpec::layout`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layout: Option<crate::provision::Layout>,
     /// The machines its CSV lists (by MAC or serial, with their slots).
     pub machines: Vec<CsvMachine>,
     /// Unix seconds.

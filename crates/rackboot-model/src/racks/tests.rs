@@ -100,3 +100,13 @@ fn a_racks_root_device_hints_are_checked_and_kept() {
     v["root_device"] = json!({"min_size_gib": 10, "max_size_gib": 5});
     assert!(refused(v).contains("root_device.min_size_gib"));
 }
+
+#[test]
+fn a_racks_layout_is_checked_and_kept() {
+    let mut v = base();
+    v["layout"] = json!({"mirror": {"serial": "S2"}, "lvm": true});
+    let r = validate(spec(v.clone()), &catalog(), 0).unwrap();
+    assert_eq!(r.layout.as_ref().map(|l| l.lvm), Some(true));
+    v["layout"] = json!({"filesystems": [{"mount": "/srv", "fstype": "ext4", "size_mib": 64}]});
+    assert!(refused(v).contains("need layout.lvm"));
+}

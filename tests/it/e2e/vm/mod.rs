@@ -4,6 +4,7 @@
 //! outside it may start a VM or libvirtd.
 
 mod installer;
+mod layout;
 mod provision;
 mod secureboot;
 mod vbmc;

@@ -1,8 +1,9 @@
 //! Provisioning end to end in vm-lab: a task for two fresh VMs (one SeaBIOS, one OVMF). Each
 //! PXE-boots BootOS, runs the hardware profile's script, gets the lab OS image (vm-lab/os-image.sh:
 //! Debian 12 with GRUB for BIOS and UEFI) streamed onto the disk a root-device hint names (by
-//! serial, as BootOS's inventory reads it) and checked, gets its identity and the agent written
-//! in, reboots from its own disk, and its installed agent checks in; the post-install script
+//! serial, as BootOS's inventory reads it) and checked, laid out as the task declares (RAID 1
+//! with a second disk named by serial, LVM, an XFS file system: see `layout`), gets its identity
+//! and the agent written in, reboots from its own disks, and its installed agent checks in; the post-install script
 //! runs there. Then the machine is `installed`, its hostname resolves through rackboot's DNS and
 //! a job runs on the installed system. Prints the seconds from power-on to each step.
 //!
@@ -80,7 +81,7 @@ fn two_vms_bios_and_uefi_are_provisioned_from_an_image_and_check_in_installed() 
         }
         None => Some(Libvirt::up(&net)),
     };
-    let disks = [2 << 30, 256 << 20, 256 << 20];
+    let disks = super::layout::DISKS;
     if let Some(lab) = &lab {
         for vm in &vms {
             lab.vm(vm.name, vm.mac, vm.nic2, vm.uefi, &disks);
@@ -111,9 +112,10 @@ fn two_vms_bios_and_uefi_are_provisioned_from_an_image_and_check_in_installed() 
         "POST",
         "/tasks",
         Some(&format!(
-            r#"{{"select":{{"macs":["{}","{}"]}},"image":"lab.img","hardware_profile":"lab","root_device":{{"serial":"RBLAB-VDA","min_size_gib":2}},"hostname_pattern":"node-{{n:02}}","ip_pool":"198.18.0.60-198.18.0.69","ssh_keys":["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIE2e lab@rackboot"],"post_install":["motd.sh"],"step_timeout_secs":600,"user_data":{}}}"#,
+            r#"{{"select":{{"macs":["{}","{}"]}},"image":"lab.img","hardware_profile":"lab","root_device":{{"serial":"RBLAB-VDA","min_size_gib":2}},"layout":{},"hostname_pattern":"node-{{n:02}}","ip_pool":"198.18.0.60-198.18.0.69","ssh_keys":["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIE2e lab@rackboot"],"post_install":["motd.sh"],"step_timeout_secs":600,"user_data":{}}}"#,
             vms[0].mac,
             vms[1].mac,
+            super::layout::LAYOUT,
             serde_json::to_string(&user_data("the task")).unwrap()
         )),
     );
@@ -211,7 +213,7 @@ fn two_vms_bios_and_uefi_are_provisioned_from_an_image_and_check_in_installed() 
             .as_array()
             .unwrap()
             .iter()
-            .find(|j| j["action"]["body"].as_str().is_some_and(|b| b.contains("mdadm --create")))
+            .find(|j| j["action"]["body"].as_str().is_some_and(|b| b.contains("mdadm --create /dev/md0")))
             .expect("the RAID script ran")["id"]
             .as_u64()
             .unwrap();
@@ -260,6 +262,7 @@ fn two_vms_bios_and_uefi_are_provisioned_from_an_image_and_check_in_installed() 
         assert!(text.contains(&format!("inet {ip}/")), "the installed system has its reserved address: {text}");
         // The job's answers (its own hostname, Debian 12, the motd post-install wrote) come from
         // the system on the disk, not from BootOS (whose hostname is "bootos", on a busybox root).
+        super::layout::check(&net, vm.name, vm.mac);
     }
 
     // The UEFI VM came up with its network spec: bond0 over both NICs, VLAN 10 at its static
@@ -370,7 +373,7 @@ fn user_data(from: &str) -> String {
 }
 
 /// Runs `body` on the installed machine `mac` through its agent; its output once it succeeded.
-fn job_output(net: &Net, mac: &str, body: &str) -> String {
+pub(super) fn job_output(net: &Net, mac: &str, body: &str) -> String {
     job_output_within(net, mac, body, 120)
 }
 

@@ -169,7 +169,7 @@ Examples:
         #[command(flatten)]
         api: ApiArgs,
         #[command(subcommand)]
-        cmd: RacksCmd,
+        cmd: Box<RacksCmd>,
     },
     /// Signed vendor hardware plugins: trust vendor keys, upload, import packs, activate.
     #[command(after_help = "\
@@ -353,7 +353,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Windows { cmd } => windows(cmd),
         Command::Ca { cmd } => ca(cmd),
         Command::Machines { api, cmd } => machines(api.client()?, cmd).await,
-        Command::Racks { api, cmd } => racks(api.client()?, cmd).await,
+        Command::Racks { api, cmd } => racks(api.client()?, *cmd).await,
         Command::Templates { api, cmd } => templates(api.client()?, cmd).await,
         Command::Plugins { api, cmd } => plugins(api.client()?, cmd).await,
         Command::Bmc { api, cmd } => bmc(api.client()?, cmd).await,

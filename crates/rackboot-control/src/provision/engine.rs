@@ -8,20 +8,20 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use rackboot_agent::wire::{Action, AgentMode};
+use rackboot_agent::wire::AgentMode;
 use serde_json::json;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
 use super::decide::{decide, Decision, Effect, Observed};
-use super::{profile_fits, step_name, Run, RunState, Step, Task, TaskState};
+use super::{profile_fits, Run, RunState, Step, Task, TaskState};
 use crate::cmdb::EventKind;
-use crate::cmdb::{now_ms, now_secs, InstallerBoot, Machine, MachineFilter, MachineState, MachineUpdate};
+use crate::cmdb::{now_ms, now_secs, InstallerBoot, MachineFilter, MachineState, MachineUpdate};
 use crate::config::{HardwareProfile, ProvisionConfig};
 use crate::controller::Hub;
 use crate::jobs::JobState;
-use crate::render::{IdentityVars, Renderer};
+use crate::render::Renderer;
 
 /// How many passes may follow one another at once while runs keep moving.
 const MAX_QUICK_PASSES: u32 = 8;
@@ -173,7 +173,7 @@ impl Engine {
         a.enrolled_at >= since || a.stats_at.is_some_and(|t| t >= since)
     }
 
-    fn profile(&self, task: &Task) -> Option<&HardwareProfile> {
+    pub(super) fn profile(&self, task: &Task) -> Option<&HardwareProfile> {
         task.spec.hardware_profile.as_ref().and_then(|n| self.cfg.hardware_profiles.get(n))
     }
 
@@ -326,95 +326,6 @@ impl Engine {
         }
         Ok(false)
     }
-
-    /// The agent action for a job step.
-    /// `network_files`: the identity step's systemd-networkd files (the machine's network).
-    fn action(
-        &self,
-        step: Step,
-        run: &Run,
-        task: &Task,
-        machine: &Machine,
-        network_files: Vec<crate::render::NetFile>,
-    ) -> Result<Action, String> {
-        let spec = &task.spec;
-        let disk = target_disk(&spec.disk, spec.root_device.as_ref(), machine)?;
-        // A declared layout's disks are found before the image is written.
-        let layout = spec.layout.as_ref().filter(|l| !l.is_plain());
-        let mirror = match layout.and_then(|l| l.mirror.as_ref()) {
-            Some(hints) => Some(mirror_disk(hints, &disk, machine)?),
-            None => None,
-        };
-        let hostname =
-            run.hostname.clone().or_else(|| machine.hostname.clone()).unwrap_or_else(|| format!("node-{}", machine.id));
-        let env = |extra: &[(&str, &str)]| {
-            let mut e: std::collections::BTreeMap<String, String> =
-                [("RACKBOOT_DISK", disk.as_str()), ("RACKBOOT_HOSTNAME", hostname.as_str())]
-                    .iter()
-                    .chain(extra)
-                    .map(|(k, v)| (k.to_string(), v.to_string()))
-                    .collect();
-            e.insert("RACKBOOT_TASK".into(), task.id.to_string());
-            e
-        };
-        let script = |body: String, env| Action::Script { interpreter: "/bin/sh".into(), body, args: vec![], env };
-        match step {
-            Step::Configure(i) => {
-                let p = self.profile(task).ok_or("the hardware profile is gone from the config")?;
-                let body = p.scripts.get(i).ok_or("the hardware profile has fewer scripts now")?.clone();
-                Ok(script(body, env(&[])))
-            }
-            // Into the installer (the job's machine update makes PXE boot it).
-            Step::Install if spec.installer.is_some() => Ok(Action::Reboot),
-            Step::Install => {
-                let image = spec.image.as_deref().ok_or("the task has no image")?;
-                let sum = spec.image_sha256.as_deref().ok_or("the task has no image checksum")?;
-                // A qcow2 image goes out as its raw conversion (made when the task was created).
-                let (path, sha256) = super::images::served(&self.cfg.images_dir, image, sum)?;
-                Ok(Action::DeployImage { url: format!("{}/boot/files/images/{path}", self.http_base), sha256, disk })
-            }
-            Step::Identity => {
-                let vars = IdentityVars {
-                    disk: layout.and_then(|l| l.root_device()).unwrap_or_else(|| disk.clone()),
-                    hostname: hostname.clone(),
-                    domain: self.domain.clone(),
-                    appliance_url: self.http_base.clone(),
-                    agent_url: self.agent_url.clone(),
-                    ca_pem: self.ca_pem.clone(),
-                    // BootOS copies its own agent: nothing is downloaded.
-                    agent_sha256: String::new(),
-                    ssh_keys: spec.ssh_keys.clone(),
-                    session: None,
-                    network_files,
-                    cloud_init_url: cloud_init_url(&self.http_base, machine),
-                };
-                let mut body = match layout {
-                    // The layout first, in the same job: the identity step's disk is its root.
-                    Some(l) => {
-                        let vars = crate::render::LayoutVars::new(l, &disk, mirror.as_deref());
-                        self.renderer.layout(&vars).map_err(|e| e.to_string())? + "\n"
-                    }
-                    None => String::new(),
-                };
-                body += &self.renderer.identity(&vars).map_err(|e| e.to_string())?;
-                Ok(script(body, env(&[])))
-            }
-            Step::Reboot => Ok(Action::Reboot),
-            Step::PostInstall(i) => {
-                let name = spec.post_install.get(i).ok_or("no such post-install script")?;
-                let path = self.cfg.postinstall_dir.join(name);
-                let body = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-                Ok(script(body, env(&[("RACKBOOT_URL", self.http_base.as_str())])))
-            }
-            other => Err(format!("{} is not a job step", step_name(other))),
-        }
-    }
-}
-
-/// Machine `m`'s NoCloud seed URL (by its first MAC; the MAC is no secret, and only the machine's
-/// own address is answered).
-pub fn cloud_init_url(http_base: &str, m: &Machine) -> String {
-    m.macs.first().map(|mac| format!("{http_base}/boot/cloud-init/{mac}/")).unwrap_or_default()
 }
 
 /// The newest percentage a deploy_image job reported (`deploy: 42% ...` lines).
@@ -423,35 +334,6 @@ fn deploy_percent(chunks: &[crate::cmdb::StoredChunk]) -> Option<u8> {
         let line = c.data.lines().rev().find(|l| l.starts_with("deploy: ") && l.contains('%'))?;
         line["deploy: ".len()..].split('%').next()?.trim().parse::<u8>().ok().map(|p| p.min(100))
     })
-}
-
-/// The disk to install on: the one named; with "auto" the one the root-device hints pick from
-/// the inventory (exactly one), or else the largest there.
-pub fn target_disk(
-    disk: &str,
-    hints: Option<&crate::provision::RootDeviceHints>,
-    machine: &Machine,
-) -> Result<String, String> {
-    if disk != "auto" {
-        return Ok(disk.to_string());
-    }
-    let inv = machine.inventory.as_ref().ok_or("no inventory to choose a disk from")?;
-    let d = match hints {
-        Some(h) => h.pick(&inv.disks)?,
-        None => inv.disks.iter().max_by_key(|d| d.size_bytes).ok_or("the inventory lists no disk")?,
-    };
-    Ok(format!("/dev/{}", d.name))
-}
-
-/// The mirror's disk: the one the hints pick, which must not be the root disk.
-fn mirror_disk(hints: &crate::provision::RootDeviceHints, root: &str, machine: &Machine) -> Result<String, String> {
-    let inv = machine.inventory.as_ref().ok_or("no inventory to choose the mirror's disk from")?;
-    let d = hints.pick(&inv.disks).map_err(|e| format!("layout.mirror: {e}"))?;
-    let dev = format!("/dev/{}", d.name);
-    if dev == root {
-        return Err(format!("layout.mirror picks {dev}, the root disk itself: it needs a second disk"));
-    }
-    Ok(dev)
 }
 
 #[cfg(test)]

@@ -1,7 +1,8 @@
 //! Provisioning: the records and the step sequence are `rackboot_model::provision`
 //! (re-exported here); [`engine`] drives runs through the agent, [`decide`] picks each step's
-//! next move, and the CMDB stores them.
+//! next move, [`action`] is what a job step asks the agent to do, and the CMDB stores them.
 
+pub mod action;
 pub mod decide;
 pub mod engine;
 pub mod images;

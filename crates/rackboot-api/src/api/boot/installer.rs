@@ -140,7 +140,7 @@ async fn render_answer(
         (None, sp) => {
             let choice = sp.as_ref().map_or("auto", |sp| sp.disk.as_str());
             let hints = sp.as_ref().and_then(|sp| sp.root_device.as_ref());
-            crate::provision::engine::target_disk(choice, hints, &it.machine)
+            crate::provision::action::target_disk(choice, hints, &it.machine)
                 .map_err(|e| ApiError::new(StatusCode::CONFLICT, e))?
         }
     };
@@ -283,7 +283,7 @@ async fn installed(
             let eff = crate::provision::network::effective(&s.cmdb, &networks, &it.machine).await?;
             eff.files().map_err(|e| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, e))?
         },
-        cloud_init_url: crate::provision::engine::cloud_init_url(&boot.http_base, &it.machine),
+        cloud_init_url: crate::provision::action::cloud_init_url(&boot.http_base, &it.machine),
     };
     let text = boot
         .renderer

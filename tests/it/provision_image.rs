@@ -127,10 +127,63 @@ async fn a_bad_image_checksum_fails_the_run_and_bad_tasks_are_refused() {
         ),
         (json!({"select": {"next": 1}, "image": "lab.img", "disk": "/dev/sda", "root_device": {"serial": "S1"}}), 400),
         (json!({"select": {"next": 1}, "image": "lab.img", "root_device": {"size": 4}}), 400),
+        // Layouts that cannot be laid down, or on an installer.
+        (json!({"select": {"next": 1}, "image": "lab.img", "layout": {"mirror": {}}}), 400),
+        (
+            json!({"select": {"next": 1}, "image": "lab.img",
+                   "layout": {"filesystems": [{"mount": "/srv", "fstype": "ext4", "size_mib": 64}]}}),
+            400,
+        ),
+        (
+            json!({"select": {"next": 1}, "image": "lab.img",
+                   "layout": {"lvm": true, "filesystems": [{"mount": "/srv;reboot", "fstype": "ext4", "size_mib": 64}]}}),
+            400,
+        ),
+        (json!({"select": {"next": 1}, "installer": "nope", "layout": {"lvm": true}}), 400),
     ] {
         let (status, body) = a.api.call(Method::POST, "/tasks", Some(spec.clone())).await.unwrap();
         assert_eq!(status, want, "{spec} -> {body}");
+        if spec.get("layout").is_some() && spec.get("image").is_some() {
+            assert_eq!(body["field"], "layout", "{spec} -> {body}");
+        }
     }
+    assert_eq!(
+        a.api.ok(Method::GET, "/tasks", None).await.unwrap()["tasks"].as_array().unwrap().len(),
+        1,
+        "nothing stored"
+    );
+    agent.abort();
+}
+
+/// A layout's mirror hints that pick the root disk itself (or nothing) fail the run the same
+/// way, before anything is written.
+#[tokio::test]
+async fn a_mirror_that_is_the_root_disk_fails_the_run_before_anything_is_written() {
+    let post = tempfile::tempdir().unwrap();
+    let a = Appliance::start(&config(post.path())).await;
+    let images = a.dir.path().join("boot/images");
+    std::fs::create_dir_all(&images).unwrap();
+    std::fs::write(images.join("lab.img"), vec![3u8; 100_000]).unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let mac = "52:54:00:b0:00:0e";
+    let agent = a.agent(mac, work.path());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let m = loop {
+        let (status, m) = a.api.call(Method::GET, &format!("/machines/{mac}"), None).await.unwrap();
+        if status == 200 && m["inventory"]["disks"].as_array().is_some_and(|d| !d.is_empty()) {
+            break m;
+        }
+        assert!(Instant::now() < deadline, "no disk in the inventory: {m}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let root = m["inventory"]["disks"][0]["name"].as_str().unwrap().to_string();
+    let spec = json!({"select": {"macs": [mac]}, "image": "lab.img", "hardware_profile": "lab", "retries": 0,
+        "root_device": {"name": root}, "layout": {"mirror": {"name": root}, "lvm": true}});
+    let task = a.api.ok(Method::POST, "/tasks", Some(spec)).await.unwrap()["task"]["id"].as_u64().unwrap();
+    let run = run_where(&a, task, 30, "failed", |r| r["state"] != "active").await;
+    assert!(run["error"].as_str().unwrap().contains("the root disk itself"), "{run}");
+    let jobs = a.api.ok(Method::GET, &format!("/jobs?machine={mac}"), None).await.unwrap();
+    assert!(jobs["jobs"].as_array().is_none_or(|j| j.is_empty()), "{jobs}");
     agent.abort();
 }
 

@@ -204,7 +204,8 @@ async fn auto_provision_queues_a_placed_machine_once_it_is_inventoried() {
     std::fs::write(images.join("lab.img"), b"an image").unwrap();
     let spec = json!({"name": "r4", "switch": {"remote_id": "leaf-r4", "lldp_chassis_name": "leaf-r4"},
         "ports": ["Ethernet1-2 -> U1-U2"], "address_plan": "127.0.11.1-127.0.11.2",
-        "os_profile": "lab.img", "auto_provision": true, "root_device": {"serial": "RBLAB-VDA"}});
+        "os_profile": "lab.img", "auto_provision": true, "root_device": {"serial": "RBLAB-VDA"},
+        "layout": {"mirror": {"serial": "RBLAB-VDB"}, "lvm": true}});
     let (s, v) = lab.api.call(Method::POST, "/racks", Some(spec.clone())).await.unwrap();
     assert_eq!(s, 201, "{v}");
     let mut missing = spec;
@@ -224,6 +225,11 @@ async fn auto_provision_queues_a_placed_machine_once_it_is_inventoried() {
     assert_eq!(tasks.as_array().unwrap().len(), 1, "{tasks}");
     assert_eq!(tasks[0]["spec"]["image"], "lab.img");
     assert_eq!(tasks[0]["spec"]["root_device"], json!({"serial": "RBLAB-VDA"}), "the rack's hints");
+    assert_eq!(
+        tasks[0]["spec"]["layout"],
+        json!({"mirror": {"serial": "RBLAB-VDB"}, "lvm": true}),
+        "the rack's layout"
+    );
     assert_eq!(tasks[0]["spec"]["select"], json!({"macs": [mac_text(&mac(20))]}));
     assert_eq!(m["placement"]["provision_task"], tasks[0]["id"]);
     // The inventory again: no second task.

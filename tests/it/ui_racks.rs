@@ -80,12 +80,18 @@ async fn a_rack_is_brought_up_from_the_form_and_fills_in_live() {
     assert!(lab.api.ok(Method::GET, "/racks", None).await.unwrap().to_string().contains("\"racks\":[]"));
     b.shot("20-rack-form-refused").await;
 
-    // The right map: the rack is created and its page opens.
+    // The right map, and a disk layout: the rack is created and its page opens.
     fill(c, "r-ports", "Ethernet1-4 -> U1-U4").await;
+    fill(c, "r-mirror", "serial=S2").await;
+    c.find(Locator::Id("r-lvm")).await.unwrap().click().await.unwrap();
+    fill(c, "r-fs", "/srv/data:xfs:512").await;
     c.find(Locator::Id("r-submit")).await.unwrap().click().await.unwrap();
     wait_path(c, "/ui/racks/r1").await;
     let rack = lab.api.ok(Method::GET, "/racks/r1", None).await.unwrap();
     assert_eq!(rack["rack"]["uefi_loader"], "shim", "{rack}");
+    let layout = json!({"mirror": {"serial": "S2"}, "lvm": true,
+        "filesystems": [{"mount": "/srv/data", "fstype": "xfs", "size_mib": 512}]});
+    assert_eq!(rack["rack"]["layout"], layout, "{rack}");
     let flags = text_until(c, "flags", |t| t.contains("slot silent")).await;
     assert!(flags.contains("U2"), "{flags}");
     c.execute("window.rackMarker = 'still the same page';", vec![]).await.unwrap();

@@ -83,6 +83,7 @@ fn blank() -> serde_json::Value {
     let mut v: serde_json::Map<String, serde_json::Value> = FIELDS.iter().map(|k| (k.to_string(), json!(""))).collect();
     v.insert("auto_provision".into(), json!(false));
     v.insert("bmc_insecure".into(), json!(false));
+    v.insert("lvm".into(), json!(false));
     serde_json::Value::Object(v)
 }
 

@@ -21,7 +21,7 @@ pub(super) fn check(net: &Net, name: &str, mac: &str) {
         "cat /proc/mdstat; mdadm --detail /dev/md100; lvs --noheadings -o vg_name,lv_name; \
          echo root: $(findmnt -n -o SOURCE,FSTYPE /); echo data: $(findmnt -n -o SOURCE,FSTYPE /srv/data); \
          cmp -n $(blockdev --getsize64 /dev/vde) /dev/vde /dev/zero && echo vde: untouched; \
-         ls /dev/disk/by-path | sed 's/^/by-path: /'",
+         for p in /dev/disk/by-path/*; do echo by-path: $(basename $p); done",
     );
     eprintln!("{name}: the disk layout:\n{out}");
     assert!(out.contains("Raid Level : raid1"), "{name}: {out}");

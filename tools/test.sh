@@ -92,11 +92,15 @@ rest_lane() {
     tools/book.sh --check target/debug/rackboot
   stage "Debian package with BootOS: build and check (tools/deb.sh --dev --bootos)" deb
 }
-# lane NAME FUNCTION: runs FUNCTION under `set -e`, prefixing its lines; returns its status.
+# lane NAME FUNCTION: runs FUNCTION under `set -e`, prefixing its lines with the lane's name and
+# its seconds so far (one test at a time per lane: the gap between two `test ... ok` lines is a
+# test's time); returns its status.
 lane() {
-  local name=$1 t0=$SECONDS rc; shift
+  local name=$1 t0=$SECONDS rc line; shift
   set +e
-  (set -e; "$@") 2>&1 | sed -u "s/^/$name | /"
+  (set -e; "$@") 2>&1 | while IFS= read -r line || [ -n "$line" ]; do
+    printf '%s %5d | %s\n' "$name" "$((SECONDS - t0))" "$line"
+  done
   rc=${PIPESTATUS[0]}
   echo "== lane $name: exit $rc after $((SECONDS - t0)) s"
   return "$rc"

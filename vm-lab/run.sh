@@ -158,8 +158,10 @@ start_vm() { # name mac uefi port (uefi: 0 SeaBIOS, 1 OVMF, 2 OVMF with Secure B
   local name=$1 mac=$2 uefi=$3 port=$4 fw=() rom=""
   if [ "$uefi" = 1 ]; then
     cp /usr/share/OVMF/OVMF_VARS_4M.fd "$RUN/$name.vars.fd"
+    # No IPv6 in the firmware (the lab has no DHCPv6): once installed, the VM would walk PXEv6
+    # and HTTPv6 to their timeouts before its disk.
     fw=(-machine q35 -drive "if=pflash,format=raw,readonly=on,file=/usr/share/OVMF/OVMF_CODE_4M.fd"
-        -drive "if=pflash,format=raw,file=$RUN/$name.vars.fd")
+        -drive "if=pflash,format=raw,file=$RUN/$name.vars.fd" -fw_cfg name=opt/org.tianocore/IPv6Support,string=no)
   elif [ "$uefi" = 2 ]; then
     # SMM and the secure-boot build, Microsoft's keys enrolled; no option ROM (qemu's iPXE ROM
     # is unsigned and would take PXE over): the firmware's own PXE loads shim.

@@ -76,10 +76,18 @@ echo "$HOSTNAME" > "$ROOT/etc/hostname"
 : > "$ROOT/etc/machine-id"
 rm -f "$ROOT/var/lib/dbus/machine-id"
 {% if network_files %}# Network: as the machine's spec in the CMDB says (bonds, VLANs, static addresses), in
-# systemd-networkd's files; the catch-all DHCP file of an earlier install goes.
-if [ ! -d "$ROOT/lib/systemd/network" ] && [ ! -d "$ROOT/usr/lib/systemd/network" ] && [ ! -d "$ROOT/etc/systemd/network" ]; then
+# systemd-networkd's files; the catch-all DHCP file of an earlier install goes. Without
+# systemd-networkd (RHEL), an installer's system keeps the network its answer file set up from
+# the same spec (kickstart's lines, in NetworkManager); an image's cannot take the spec.
+NETWORKD=""
+for unit in lib/systemd/system/systemd-networkd.service usr/lib/systemd/system/systemd-networkd.service; do
+  if [ -e "$ROOT/$unit" ]; then NETWORKD=/$unit; break; fi
+done
+if [ -z "$NETWORKD" ] && [ -n "${1:-}" ]; then
+  say "no systemd-networkd here: the network stays as the installer set it up from the spec"
+elif [ -z "$NETWORKD" ]; then
   say "the machine's network spec needs systemd-networkd, which this system does not have"; exit 1
-fi
+else
 mkdir -p "$ROOT/etc/systemd/network"
 rm -f "$ROOT/etc/systemd/network/80-rackboot.network" "$ROOT"/etc/systemd/network/10-rackboot-*
 # netplan's files (an installer's or cloud-init's) would generate networkd files of their own
@@ -97,9 +105,8 @@ if [ -f "$ROOT/etc/network/interfaces" ] \
 fi
 {% for f in network_files %}cat > "$ROOT/etc/systemd/network/{{ f.name }}" <<'NETWORK'
 {{ f.text }}NETWORK
-{% endfor %}for unit in lib/systemd/system/systemd-networkd.service usr/lib/systemd/system/systemd-networkd.service; do
-  [ -e "$ROOT/$unit" ] && ln -sf "/$unit" "$ROOT/etc/systemd/system/multi-user.target.wants/systemd-networkd.service" && break
-done
+{% endfor %}ln -sf "$NETWORKD" "$ROOT/etc/systemd/system/multi-user.target.wants/systemd-networkd.service"
+fi
 {% else %}# Network: DHCP on every Ethernet interface (rackboot hands out the reserved address and the
 # name server), with systemd-networkd where the image has it, else ifupdown.
 if [ -d "$ROOT/lib/systemd/network" ] || [ -d "$ROOT/etc/systemd/network" ]; then

@@ -152,9 +152,10 @@ async fn an_installer_task_boots_the_installer_whose_report_back_hands_the_node_
     let spec = json!({"ethernets": [{"name": "nic0", "mac": mac, "dhcp": true}], "vlans": [{"id": 20, "link": "nic0", "dhcp": true}]});
     a.api.ok(Method::PUT, &format!("/machines/{mac}/network"), Some(spec)).await.unwrap();
     let root = work.path().join("target");
-    for dir in ["etc/netplan", "etc/cloud", "lib/systemd/network"] {
+    for dir in ["etc/netplan", "etc/cloud", "lib/systemd/network", "lib/systemd/system"] {
         std::fs::create_dir_all(root.join(dir)).unwrap();
     }
+    std::fs::write(root.join("lib/systemd/system/systemd-networkd.service"), "[Unit]\n").unwrap();
     std::fs::write(root.join("etc/netplan/00-installer-config.yaml"), "network: {version: 2}\n").unwrap();
     std::fs::create_dir_all(root.join("etc/network")).unwrap();
     let ifupdown = "# The loopback network interface\nauto lo\niface lo inet loopback\n\nallow-hotplug ens3\niface ens3 inet dhcp\n";
@@ -174,6 +175,11 @@ async fn an_installer_task_boots_the_installer_whose_report_back_hands_the_node_
         "{nic}"
     );
     assert!(networkd.join("10-rackboot-nic0.20.netdev").exists());
+    let wants = root.join("etc/systemd/system/multi-user.target.wants/systemd-networkd.service");
+    assert_eq!(
+        std::fs::read_link(wants).unwrap(),
+        std::path::Path::new("/lib/systemd/system/systemd-networkd.service")
+    );
     assert!(!networkd.join("80-rackboot.network").exists(), "no catch-all DHCP beside the spec");
     assert!(root.join("etc/netplan/00-installer-config.yaml.rackboot-off").exists());
     assert!(!root.join("etc/netplan/00-installer-config.yaml").exists(), "the installer's netplan is set aside");
@@ -190,6 +196,14 @@ async fn an_installer_task_boots_the_installer_whose_report_back_hands_the_node_
     assert_eq!(std::fs::read_to_string(root.join("etc/rackboot-agent/ca.pem")).unwrap(), ca);
     let defaults = std::fs::read_to_string(root.join("etc/default/rackboot-agent")).unwrap();
     assert_eq!(defaults, format!("RACKBOOT_URL={}\n", a.url()));
+    // A system without systemd-networkd (RHEL: udev's .link files only) keeps the network its
+    // installer set up from the spec (kickstart's lines): no networkd files, and no failure.
+    let rhel = work.path().join("rhel");
+    std::fs::create_dir_all(rhel.join("usr/lib/systemd/network")).unwrap();
+    std::fs::create_dir_all(rhel.join("etc/NetworkManager/system-connections")).unwrap();
+    run_identity(&file, &rhel).await;
+    assert!(!rhel.join("etc/systemd/network/10-rackboot-nic0.network").exists(), "networkd files on RHEL");
+    assert_eq!(std::fs::read_to_string(rhel.join("etc/hostname")).unwrap(), "inst-1\n", "the rest is written");
     // A binary that is not the one the script's hash names is not installed.
     std::fs::write(bootos.join("rackboot-agent"), b"#!/bin/sh\necho evil\n").unwrap();
     // Off the test's thread: the script downloads from the appliance running on it.

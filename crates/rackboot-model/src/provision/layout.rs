@@ -10,6 +10,8 @@ use super::RootDeviceHints;
 pub const MAX_FILESYSTEMS: usize = 16;
 /// The volume group a layout makes.
 pub const VOLUME_GROUP: &str = "rackboot";
+/// The root's logical volume there (`templates/provision/layout.sh` names it too).
+pub const ROOT_VOLUME: &str = "root";
 /// The mirror's RAID device.
 pub const MIRROR_DEVICE: &str = "/dev/md100";
 
@@ -96,6 +98,16 @@ impl Layout {
             if self.filesystems[..i].iter().any(|o| o.mount.trim_end_matches('/') == m) {
                 return Err(format!("{at}.mount {:?} is given twice", fs.mount));
             }
+            let volume = fs.volume();
+            if volume == ROOT_VOLUME {
+                return Err(format!("{at}.mount {:?}: its volume name {volume:?} is the root's", fs.mount));
+            }
+            if let Some(o) = self.filesystems[..i].iter().find(|o| o.volume() == volume) {
+                return Err(format!(
+                    "{at}.mount {:?}: its volume name {volume:?} is {:?}'s too (/ . - all become _)",
+                    fs.mount, o.mount
+                ));
+            }
             if fs.size_mib < fs.fstype.min_mib() || fs.size_mib > 1 << 30 {
                 return Err(format!(
                     "{at}.size_mib {}: {} needs at least {} MiB (and at most 1 PiB)",
@@ -141,7 +153,7 @@ impl Layout {
     /// The device that holds the root file system once laid out; None for a plain layout.
     pub fn root_device(&self) -> Option<String> {
         match (self.lvm, &self.mirror) {
-            (true, _) => Some(format!("/dev/{VOLUME_GROUP}/root")),
+            (true, _) => Some(format!("/dev/{VOLUME_GROUP}/{ROOT_VOLUME}")),
             (false, Some(_)) => Some(MIRROR_DEVICE.into()),
             (false, None) => None,
         }
@@ -228,6 +240,11 @@ mod tests {
                 r#"{"lvm":true,"filesystems":[{"mount":"/srv","fstype":"ext4","size_mib":64},{"mount":"/srv/","fstype":"ext4","size_mib":64}]}"#,
                 "filesystems[1].mount \"/srv/\" is given twice",
             ),
+            (
+                r#"{"lvm":true,"filesystems":[{"mount":"/srv/data","fstype":"ext4","size_mib":64},{"mount":"/srv_data","fstype":"ext4","size_mib":64}]}"#,
+                "filesystems[1].mount \"/srv_data\": its volume name \"srv_data\" is \"/srv/data\"'s too",
+            ),
+            (r#"{"lvm":true,"filesystems":[{"mount":"/root","fstype":"ext4","size_mib":64}]}"#, "is the root's"),
             (r#"{"lvm":true,"filesystems":[{"mount":"/srv","fstype":"btrfs","size_mib":64}]}"#, "unknown variant"),
             (r#"{"raid":1}"#, "unknown field"),
         ];

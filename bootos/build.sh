@@ -5,7 +5,8 @@
 #   OUT/vmlinuz      the kernel: linux-image-cloud-amd64 (virtio only, for VMs and the lab) or,
 #                    with --kernel generic, linux-image-amd64 (real hardware)
 #   OUT/initrd.img   busybox, the static rackboot-agent, dmidecode, lspci, ethtool, ipmitool,
-#                    mdadm, sfdisk, e2fsck, resize2fs and mke2fs, lvm and mkfs.xfs (disk layouts)
+#                    mdadm, sfdisk, e2fsck, resize2fs and mke2fs, lvm and mkfs.xfs (disk layouts),
+#                    hdparm (ATA secure erase)
 #                    with their libraries, the kernel modules for the NICs and disks it can meet
 #                    (and everything they depend on), an /init and a udhcpc script
 #
@@ -42,7 +43,7 @@ mkdir -p "$OUT" "$CACHE"
 exec 9>"$CACHE/.lock"
 flock 9
 OUT=$(cd "$OUT" && pwd)
-TOOLS="busybox-static dmidecode ethtool ipmitool pciutils pci.ids mdadm fdisk e2fsprogs lvm2 xfsprogs"
+TOOLS="busybox-static dmidecode ethtool ipmitool pciutils pci.ids mdadm fdisk e2fsprogs lvm2 xfsprogs hdparm"
 
 # 1. Packages: the kernel, the tools, and every library they need (recursively), extracted.
 say() { echo "bootos: $*"; }
@@ -104,7 +105,7 @@ copy_with_libs() {
     cp -L "$S$rel" "$T$rel" 2>/dev/null || cp -L "$lib" "$T$rel"
   done
 }
-for tool in dmidecode ethtool ipmitool lspci mdadm sfdisk resize2fs e2fsck mke2fs lvm mkfs.xfs; do
+for tool in dmidecode ethtool ipmitool lspci mdadm sfdisk resize2fs e2fsck mke2fs lvm mkfs.xfs hdparm; do
   found=
   for dir in /usr/sbin /usr/bin /sbin /bin; do
     if [ -f "$S$dir/$tool" ]; then found=$dir/$tool; break; fi

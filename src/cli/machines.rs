@@ -58,6 +58,46 @@ pub(super) enum MachinesCmd {
         /// Machine id or MAC.
         id: String,
     },
+    /// Release a machine: it boots BootOS, its disks are erased as asked, and it goes back to
+    /// the pool (ready). Erasing asks you to type the machine's id or MAC unless --yes is given.
+    #[command(after_help = "Example:\n  rackboot machines release 7 --erase quick")]
+    Release {
+        /// Machine id or MAC.
+        id: String,
+        /// none, quick (partition tables and signatures), zero (every byte) or secure (the
+        /// device's own erase: NVMe format or ATA security erase).
+        #[arg(long)]
+        erase: rackboot_agent::wire::EraseMode,
+        /// Keep its address reservation.
+        #[arg(long)]
+        keep_reservation: bool,
+        /// Do not ask before erasing.
+        #[arg(long)]
+        yes: bool,
+    },
+    /// Boot an installed machine into BootOS without touching its disks, for jobs.
+    Rescue {
+        /// Machine id or MAC.
+        id: String,
+        /// Mount its file systems read-only under /mnt/rescue/<device>.
+        #[arg(long)]
+        mount: bool,
+    },
+    /// Return a rescued machine to its disk.
+    Return {
+        /// Machine id or MAC.
+        id: String,
+    },
+    /// Take a released machine out of every pool.
+    Retire {
+        /// Machine id or MAC.
+        id: String,
+    },
+    /// Bring a retired machine back (ready).
+    Unretire {
+        /// Machine id or MAC.
+        id: String,
+    },
     /// Show a machine's cloud-init user-data, or set it from a file, or remove it (its task's,
     /// else its rack's applies).
     UserData {
@@ -136,6 +176,30 @@ pub(super) async fn machines(c: ApiClient, cmd: MachinesCmd) -> anyhow::Result<(
             c.ok(Method::POST, &format!("/machines/{}/approve", enc(&id)), None).await?;
             println!("approved machine {id}");
         }
+        MachinesCmd::Release { id, erase, keep_reservation, yes } => {
+            if erase != rackboot_agent::wire::EraseMode::None && !yes {
+                confirm_erase(&id, erase.as_str())?;
+            }
+            let body = json!({"erase": erase, "keep_reservation": keep_reservation});
+            let v = c.ok(Method::POST, &format!("/machines/{}/release", enc(&id)), Some(body)).await?;
+            println!("releasing machine {id} (erase: {}): task {}", erase.as_str(), v["id"]);
+        }
+        MachinesCmd::Rescue { id, mount } => {
+            let v = c.ok(Method::POST, &format!("/machines/{}/rescue", enc(&id)), Some(json!({"mount": mount}))).await?;
+            println!("rescuing machine {id}: task {}", v["id"]);
+        }
+        MachinesCmd::Return { id } => {
+            let v = c.ok(Method::POST, &format!("/machines/{}/return", enc(&id)), None).await?;
+            println!("machine {id} returns to its disk (run {}, step {})", v["id"], s(&v["step"]["step"]));
+        }
+        MachinesCmd::Retire { id } => {
+            c.ok(Method::POST, &format!("/machines/{}/retire", enc(&id)), None).await?;
+            println!("retired machine {id}");
+        }
+        MachinesCmd::Unretire { id } => {
+            c.ok(Method::POST, &format!("/machines/{}/unretire", enc(&id)), None).await?;
+            println!("machine {id} is ready again");
+        }
         MachinesCmd::UserData { id, set, clear } => {
             super::user_data(&c, &format!("/machines/{}/user-data", enc(&id)), set, clear).await?;
         }
@@ -181,6 +245,23 @@ pub(super) async fn machines(c: ApiClient, cmd: MachinesCmd) -> anyhow::Result<(
                 println!("{:>6} {} {:<18} {}", s(&e["seq"]), s(&e["at_ms"]), s(&e["kind"]), e["detail"]);
             }
         }
+    }
+    Ok(())
+}
+
+/// Asks the operator to type the machine's key before its disks are erased; refuses without a
+/// terminal to ask on.
+fn confirm_erase(id: &str, mode: &str) -> anyhow::Result<()> {
+    use std::io::{BufRead, IsTerminal, Write};
+    if !std::io::stdin().is_terminal() {
+        anyhow::bail!("releasing with erase {mode} destroys machine {id}'s data: pass --yes to confirm");
+    }
+    print!("This erases every disk of machine {id} ({mode}). Type {id} to go on: ");
+    std::io::stdout().flush()?;
+    let mut line = String::new();
+    std::io::stdin().lock().read_line(&mut line)?;
+    if line.trim() != id {
+        anyhow::bail!("not confirmed: nothing was done");
     }
     Ok(())
 }

@@ -12,6 +12,7 @@
 //! - [`bundle`]: plugin bundles unpacked under caps (shared with the appliance).
 //! - [`plugin`]: running a signed vendor plugin: fetch by hash, check, unpack, check/apply.
 //! - [`process`]: one job's child process: output streamed, timeout and cancel kill its group.
+//! - [`erase`]: a release's disk erase (quick, zero, or the device's own secure erase).
 //! - [`jobs`]: running a job (script or built-in action) with streamed output and a timeout.
 //! - [`net`]: network bring-up the G8OS way (kernel command line, else DHCP per interface).
 //! - [`run`]: the agent's main loop.
@@ -19,6 +20,7 @@
 pub mod bundle;
 pub mod client;
 pub mod deploy;
+pub mod erase;
 pub mod image;
 pub mod inventory;
 pub mod jobs;

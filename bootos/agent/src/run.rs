@@ -289,6 +289,10 @@ impl Agent {
                 let mut sink = Sink::new(&mut self.client, spec);
                 crate::deploy::deploy_image(&mut sink, spec, url, sha256, disk).await
             }
+            Action::Erase { disks, mode } => {
+                let mut sink = Sink::new(&mut self.client, spec);
+                crate::erase::erase(&mut sink, spec, disks, *mode).await
+            }
             Action::RefreshInventory => match self.send_inventory().await {
                 Ok(s) if (200..300).contains(&s) => done(Outcome::Succeeded, None),
                 Ok(s) => done(Outcome::Error, Some(format!("inventory refused: HTTP {s}"))),

@@ -269,12 +269,56 @@ pub enum Action {
         #[cfg_attr(feature = "openapi", schema(value_type = Object))]
         params: serde_json::Value,
     },
+    /// Erase `disks` (block devices under `/dev`) as `mode` says; progress lines
+    /// (`erase: NN% ...`) go to the job output. Every disk is checked before any is touched:
+    /// one that is mounted by something else, missing, or unable to do `mode` fails the job
+    /// with nothing written.
+    Erase { disks: Vec<String>, mode: EraseMode },
     /// Collect and upload the inventory again.
     RefreshInventory,
     /// Reboot the node (the result is reported first).
     Reboot,
     /// Power the node off (the result is reported first).
     PowerOff,
+}
+
+/// How a release erases a machine's disks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum EraseMode {
+    /// Nothing is erased.
+    #[default]
+    None,
+    /// Partition tables and signatures go: the first and last 4 MiB of every partition and
+    /// 64 MiB of each end of the disk are zeroed, and the whole disk is discarded where it
+    /// supports that. Data beyond those regions stays readable to someone who looks.
+    Quick,
+    /// Every byte of every disk is overwritten with zeros.
+    Zero,
+    /// The device erases itself: NVMe Format with user-data erase, or ATA Security Erase
+    /// (through hdparm). A disk that can do neither is refused before anything is touched.
+    Secure,
+}
+
+impl EraseMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EraseMode::None => "none",
+            EraseMode::Quick => "quick",
+            EraseMode::Zero => "zero",
+            EraseMode::Secure => "secure",
+        }
+    }
+}
+
+impl std::str::FromStr for EraseMode {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        serde_json::from_value(serde_json::Value::String(s.to_string()))
+            .map_err(|_| format!("unknown erase mode {s:?}: none, quick, zero or secure"))
+    }
 }
 
 /// One program of a plugin: a file in its bundle, run directly (no shell), and its timeout.

@@ -119,6 +119,12 @@ event_kinds! {
     ProvisionInstallerReportedAgain = "provision.installer_reported_again", fields: "run";
     /// The run finished: the machine is installed.
     ProvisionInstalled = "provision.installed", fields: "run, step, progress";
+    /// A day-two run (release, rescue) ended as asked: released machines are ready, returned
+    /// ones boot their disk.
+    ProvisionDone = "provision.done", fields: "task, run, step, progress, state";
+    /// An operator released, retired or brought back the machine, or asked for its rescue or
+    /// its return (the run that carries it out has its own events).
+    MachineLifecycle = "machine.lifecycle", fields: "action, by, erase, keep_reservation, mount, task";
     /// The run failed.
     ProvisionFailed = "provision.failed", fields: "run, step, error";
     /// The run was cancelled by an operator.

@@ -32,8 +32,11 @@ use crate::mac::Mac;
 
 mod hints;
 mod layout;
+mod purpose;
 pub use hints::RootDeviceHints;
 pub use layout::{FileSystem, FsType, Layout, MIRROR_DEVICE, VOLUME_GROUP};
+pub use purpose::Purpose;
+pub use rackboot_agent::wire::EraseMode;
 
 /// Which machines a task provisions.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -101,6 +104,10 @@ pub struct TaskSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(max_length = 65536)]
     pub user_data: Option<String>,
+    /// What the runs do: install (the default), or a day-two operation (release, rescue),
+    /// which the machine endpoints create.
+    #[serde(default, skip_serializing_if = "Purpose::is_provision")]
+    pub purpose: Purpose,
 }
 
 fn auto() -> String {
@@ -148,11 +155,18 @@ pub enum Step {
     WaitInstalled,
     PostInstall(usize),
     Done,
+    /// A release's disk erase (BootOS).
+    Erase,
+    /// A rescue's job: list the disks, mount them read-only if asked (BootOS).
+    Rescue,
+    /// A rescue holds the machine in BootOS until the operator returns it.
+    Rescued,
 }
 
 impl Step {
-    /// The step after this one, given how many configure and post-install scripts there are.
-    pub fn next(self, configure: usize, post_install: usize) -> Step {
+    /// An install's step after this one, given how many configure and post-install scripts
+    /// there are.
+    fn next_install(self, configure: usize, post_install: usize) -> Step {
         match self {
             Step::WaitAgent => Step::Check,
             Step::Check if configure > 0 => Step::Configure(0),
@@ -165,7 +179,7 @@ impl Step {
             Step::WaitInstalled if post_install > 0 => Step::PostInstall(0),
             Step::WaitInstalled => Step::Done,
             Step::PostInstall(i) if i + 1 < post_install => Step::PostInstall(i + 1),
-            Step::PostInstall(_) | Step::Done => Step::Done,
+            Step::PostInstall(_) | Step::Done | Step::Erase | Step::Rescue | Step::Rescued => Step::Done,
         }
     }
 
@@ -181,12 +195,17 @@ impl Step {
             Step::WaitInstalled => 80,
             Step::PostInstall(_) => 90,
             Step::Done => 100,
+            Step::Erase | Step::Rescue => 10,
+            Step::Rescued => 50,
         }
     }
 
     /// Whether the step is carried out by an agent job.
     pub fn is_job(self) -> bool {
-        matches!(self, Step::Configure(_) | Step::Install | Step::Identity | Step::Reboot | Step::PostInstall(_))
+        matches!(
+            self,
+            Step::Configure(_) | Step::Install | Step::Identity | Step::Reboot | Step::PostInstall(_) | Step::Erase | Step::Rescue
+        )
     }
 
     /// Whether the OS is on the disk and the machine boots it (from the reboot on).
@@ -194,11 +213,12 @@ impl Step {
         matches!(self, Step::Reboot | Step::WaitInstalled | Step::PostInstall(_) | Step::Done)
     }
 
-    /// The machine state that goes with the step.
-    pub fn machine_state(self) -> crate::records::MachineState {
+    /// The machine state that goes with an install's step.
+    fn install_state(self) -> crate::records::MachineState {
         use crate::records::MachineState as S;
         match self {
-            Step::WaitAgent | Step::Check => S::Queued,
+            Step::WaitAgent | Step::Check | Step::Erase => S::Queued,
+            Step::Rescue | Step::Rescued => S::Rescue,
             Step::Configure(_) => S::Configuring,
             Step::Install | Step::Identity => S::Installing,
             Step::Reboot | Step::WaitInstalled | Step::Done => S::Installed,
@@ -214,6 +234,8 @@ pub enum RunState {
     Installed,
     Failed,
     Cancelled,
+    /// A day-two run (release, rescue) ended as asked.
+    Done,
 }
 
 /// One machine's way through a task.
@@ -291,9 +313,12 @@ impl Run {
         }
     }
 
-    /// Moves to the next step.
-    pub fn advance(&mut self, spec_configure: usize, spec_post: usize, now_ms: u64) {
-        self.enter(self.step.next(spec_configure, spec_post), now_ms);
+    /// Moves to the next step of a run for `purpose`.
+    pub fn advance(&mut self, purpose: &Purpose, spec_configure: usize, spec_post: usize, now_ms: u64) {
+        self.enter(self.step.next(purpose, spec_configure, spec_post), now_ms);
+        if self.state == RunState::Installed && !purpose.is_provision() {
+            self.state = RunState::Done;
+        }
     }
 
     /// Starts `step` (an installer's report-back jumps from install to wait_installed).

@@ -23,6 +23,11 @@ pub enum MachineState {
     PostInstall,
     Installed,
     Failed,
+    /// A release is under way: BootOS erases the disks; `ready` after.
+    Releasing,
+    /// Held in BootOS for an operator's jobs, its disks untouched.
+    Rescue,
+    /// Out of every pool until an operator brings it back.
     Retired,
 }
 

@@ -31,6 +31,8 @@ pub struct MachineUpdate {
     pub reserved_ip: Option<Ipv4Addr>,
     /// `Some(None)` clears the installer boot.
     pub installer: Option<Option<InstallerBoot>>,
+    /// Drops the machine's address reservation (a release that does not keep it).
+    pub drop_reservation: bool,
 }
 
 impl Cmdb {
@@ -84,12 +86,13 @@ impl Cmdb {
             if let Some(text) = user_data {
                 super::userdata::put_in(ctx, &super::userdata::Owner::Task(task_id), text)?;
             }
+            let first_state = Step::WaitAgent.machine_state(&task.spec.purpose);
             for run in &out {
                 let update = MachineUpdate {
-                    state: Some(MachineState::Queued),
+                    state: Some(first_state),
                     hostname: run.hostname.clone(),
                     reserved_ip: run.ip,
-                    installer: None,
+                    ..Default::default()
                 };
                 store_run(
                     ctx,
@@ -146,7 +149,7 @@ impl Cmdb {
                     Some(j) => ctx.find::<Job>(j)?,
                     None => None,
                 };
-                let state = if run.step.installed() { MachineState::Installed } else { MachineState::Ready };
+                let state = run.step.cancelled_state(&task.spec.purpose);
                 let update = MachineUpdate { state: Some(state), installer: Some(None), ..Default::default() };
                 let machine = check_run(ctx, &run, &update)?;
                 plan.push((run, job, machine, update));
@@ -273,6 +276,30 @@ impl Cmdb {
         self.read(move |rtx| find_all(&rtx.open_table(RUNS)?, ids)).await
     }
 
+    /// Moves a machine to the state `decide` picks from it and its active run (if any), with an
+    /// event, in one transaction; `decide` refuses by returning the error.
+    pub async fn transition<F>(
+        &self,
+        machine_id: u64,
+        decide: F,
+        event: (EventKind, serde_json::Value),
+    ) -> Result<Machine, CmdbError>
+    where
+        F: FnOnce(&Machine, Option<&Run>) -> Result<MachineState, CmdbError> + Send + 'static,
+    {
+        self.write(move |ctx| {
+            let mut m: Machine = ctx.get(machine_id)?;
+            let active = active_runs_in(ctx)?;
+            m.state = decide(&m, active.iter().find(|r| r.machine_id == Some(machine_id)))?;
+            m.updated_at = now_secs();
+            push_event(ctx, machine_id, event.0, event.1)?;
+            // A change of state goes on the timeline too (see `put_machine`).
+            ctx.put(&m)?;
+            Ok(m)
+        })
+        .await
+    }
+
     /// Every run not yet finished, oldest first.
     pub async fn active_runs(&self) -> Result<Vec<Run>, CmdbError> {
         self.read(|rtx| {
@@ -358,6 +385,9 @@ fn write_run(
         }
         if update.reserved_ip.is_some() {
             m.reserved_ip = update.reserved_ip;
+        }
+        if update.drop_reservation {
+            m.reserved_ip = None;
         }
         if before != (m.state, m.hostname.clone(), m.reserved_ip, m.installer.clone()) {
             m.updated_at = now_secs();

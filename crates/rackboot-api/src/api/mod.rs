@@ -14,6 +14,7 @@ pub mod boot;
 mod doc;
 mod events;
 mod jobs;
+mod lifecycle;
 mod machines;
 pub mod network;
 pub mod page;
@@ -73,6 +74,7 @@ pub const MAX_STREAMS: usize = events::MAX_STREAMS;
 /// (`auth::policy`: the login and this document are public).
 fn protected_routes() -> OpenApiRouter<ApiState> {
     machines::routes()
+        .merge(lifecycle::routes())
         .merge(events::routes())
         .merge(profiles::routes())
         .merge(templates::routes())

@@ -77,6 +77,10 @@ async fn create(
         .as_ref()
         .ok_or_else(|| ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "provisioning is not running"))?;
     let cmdb = &s.cmdb;
+    if !spec.purpose.is_provision() {
+        let what = spec.purpose.name();
+        return Err(ApiError::field("purpose", format!("a {what} starts from the machine: POST /machines/{{id}}/{what}")));
+    }
 
     match (&spec.image, &spec.installer) {
         (Some(_), None) => image_checksum(engine, &mut spec).await?,
@@ -197,6 +201,9 @@ async fn create(
     for m in &machines {
         if m.state == MachineState::Installed && !spec.reinstall {
             return Err(ApiError::conflict(format!("machine {} is installed; set \"reinstall\": true", m.id)));
+        }
+        if m.state == MachineState::Retired {
+            return Err(ApiError::conflict(format!("machine {} is retired: bring it back first", m.id)));
         }
     }
     let count = match spec.select {

@@ -1,5 +1,6 @@
 //! The layout step's script (`provision/layout.sh`): an image's root file system copied into a
-//! declared disk layout (RAID 1, LVM, extra file systems) before the identity step.
+//! declared disk layout (RAID 1, LVM, extra file systems) before the identity step; and the
+//! rescue step's (`provision/rescue.sh`), which only reads the disks.
 
 use rackboot_model::provision::Layout;
 use serde::Serialize;
@@ -64,6 +65,13 @@ impl Renderer {
             return Err(RenderError::Unsafe(bad.clone()));
         }
         Ok(self.env.get_template("provision/layout.sh")?.render(val(vars))?)
+    }
+
+    /// Renders a rescue's script: the disks listed, and with `mount` their file systems
+    /// mounted read-only.
+    pub fn rescue(&self, mount: bool) -> Result<String, RenderError> {
+        let vars = serde_json::json!({ "mount": if mount { "1" } else { "" } });
+        Ok(self.env.get_template("provision/rescue.sh")?.render(val(&vars))?)
     }
 }
 

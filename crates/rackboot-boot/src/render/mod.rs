@@ -22,6 +22,7 @@ const PROFILE_GRUB: &str = include_str!("../../../../templates/grub/profile.cfg"
 const LOCALBOOT_GRUB: &str = include_str!("../../../../templates/grub/localboot.cfg");
 const IDENTITY_SH: &str = include_str!("../../../../templates/provision/identity.sh");
 const LAYOUT_SH: &str = include_str!("../../../../templates/provision/layout.sh");
+const RESCUE_SH: &str = include_str!("../../../../templates/provision/rescue.sh");
 const AGENT_UNIT: &str = include_str!("../../../../bootos/rackboot-agent.service");
 const KICKSTART: &str = include_str!("../../../../templates/installer/kickstart.cfg");
 const PRESEED: &str = include_str!("../../../../templates/installer/preseed.cfg");
@@ -29,13 +30,14 @@ const AUTOINSTALL: &str = include_str!("../../../../templates/installer/autoinst
 const UNATTEND: &str = include_str!("../../../../templates/windows/unattend.xml");
 
 /// Every template by file name, with its embedded text.
-const EMBEDDED: [(&str, &str); 10] = [
+const EMBEDDED: [(&str, &str); 11] = [
     ("ipxe/profile.ipxe", PROFILE_IPXE),
     ("ipxe/localboot.ipxe", LOCALBOOT_IPXE),
     ("grub/profile.cfg", PROFILE_GRUB),
     ("grub/localboot.cfg", LOCALBOOT_GRUB),
     ("provision/identity.sh", IDENTITY_SH),
     ("provision/layout.sh", LAYOUT_SH),
+    ("provision/rescue.sh", RESCUE_SH),
     ("installer/kickstart.cfg", KICKSTART),
     ("installer/preseed.cfg", PRESEED),
     ("installer/autoinstall.yaml", AUTOINSTALL),

@@ -1,6 +1,6 @@
 //! The agent action of a job step: what each step asks the machine's agent to do (a script
-//! rendered for the machine, an image to write, a reboot), and the disks a task's hints and
-//! layout pick from the machine's inventory.
+//! rendered for the machine, an image to write, a reboot, an erase), and the disks a task's
+//! hints and layout pick from the machine's inventory.
 
 use rackboot_agent::wire::Action;
 
@@ -83,6 +83,18 @@ impl Engine {
                 Ok(script(body, env(&[])))
             }
             Step::Reboot => Ok(Action::Reboot),
+            Step::Erase => {
+                let crate::provision::Purpose::Release { erase, .. } = spec.purpose else {
+                    return Err("only a release erases disks".into());
+                };
+                Ok(Action::Erase { disks: all_disks(machine)?, mode: erase })
+            }
+            Step::Rescue => {
+                let crate::provision::Purpose::Rescue { mount } = spec.purpose else {
+                    return Err("only a rescue has a rescue step".into());
+                };
+                Ok(script(self.renderer.rescue(mount).map_err(|e| e.to_string())?, env(&[])))
+            }
             Step::PostInstall(i) => {
                 let name = spec.post_install.get(i).ok_or("no such post-install script")?;
                 let path = self.cfg.postinstall_dir.join(name);
@@ -116,6 +128,15 @@ pub fn target_disk(
         None => inv.disks.iter().max_by_key(|d| d.size_bytes).ok_or("the inventory lists no disk")?,
     };
     Ok(format!("/dev/{}", d.name))
+}
+
+/// Every disk the inventory lists, as device paths (what a release erases).
+fn all_disks(machine: &Machine) -> Result<Vec<String>, String> {
+    let inv = machine.inventory.as_ref().ok_or("no inventory: the disks to erase are not known")?;
+    if inv.disks.is_empty() {
+        return Err("the inventory lists no disk to erase".into());
+    }
+    Ok(inv.disks.iter().map(|d| format!("/dev/{}", d.name)).collect())
 }
 
 /// The mirror's disk: the one the hints pick, which must not be the root disk.

@@ -26,6 +26,11 @@
 //! | wait_installed | the installed agent enrolled after the reboot | post_install[0] / done | save |
 //! | wait_installed | past the step timeout | failed (no retries) | save |
 //! | wait_installed | otherwise | - | - |
+//! | erase | job running, 5%+ more of the disks erased | same step, progress | save |
+//! | rescued | always (the operator's return enters reboot) | - | - |
+//!
+//! A day-two run (release, rescue) takes the same road into BootOS as a reinstall; its task's
+//! purpose picks the steps after wait_agent (see `Purpose`). Its erase job is delivered once.
 
 use rackboot_agent::wire::{Action, AgentMode};
 use serde_json::json;
@@ -50,8 +55,8 @@ pub struct Observed {
     pub stats_secs: u64,
     /// The job of the current step, if it has one.
     pub job: Option<Job>,
-    /// The newest percentage a running image write reported.
-    pub deploy_percent: Option<u8>,
+    /// The newest percentage a running image write or erase reported.
+    pub job_percent: Option<u8>,
     /// Runs of the task past wait_agent in this pass.
     pub slots_in_use: u32,
     /// Scripts of the task's hardware profile (configure steps).
@@ -158,12 +163,12 @@ pub fn decide(run: &Run, task: &Task, o: &Observed) -> Decision {
             if machine.inventory.is_none() || o.slots_in_use >= spec.concurrency.max(1) {
                 return wait(run);
             }
-            next.advance(n_conf, n_post, now);
+            next.advance(&spec.purpose, n_conf, n_post, now);
             saved(next, task, vec![Effect::TakeSlot])
         }
         Step::Check => {
             if o.profile_fits {
-                next.advance(n_conf, n_post, now);
+                next.advance(&spec.purpose, n_conf, n_post, now);
             } else {
                 let why = format!(
                     "hardware profile {:?} does not fit {} {}",
@@ -182,7 +187,7 @@ pub fn decide(run: &Run, task: &Task, o: &Observed) -> Decision {
                 a.approved && a.mode == AgentMode::Installed && a.enrolled_at >= since / 1000
             });
             if back {
-                next.advance(n_conf, n_post, now);
+                next.advance(&spec.purpose, n_conf, n_post, now);
             } else if timed_out {
                 next.step_failed("the installed system's agent did not check in".into(), 0, now);
             } else {
@@ -190,7 +195,8 @@ pub fn decide(run: &Run, task: &Task, o: &Observed) -> Decision {
             }
             saved(next, task, vec![])
         }
-        Step::Done => wait(run),
+        // A rescue holds the machine in BootOS until the operator returns it (which enters reboot).
+        Step::Done | Step::Rescued => wait(run),
         _ => match (run.job, &o.job) {
             (None, _) => start_step(next, task, machine, o),
             (Some(id), Some(job)) if job.id == id => follow_job(next, task, job, o, timed_out),
@@ -259,7 +265,9 @@ fn start_step(mut next: Run, task: &Task, machine: &Machine, o: &Observed) -> De
         installer = Some(Installer { profile: profile.clone(), keep_token });
         detail["installer"] = json!(profile);
     }
-    let job = NewJob { action, timeout_secs: spec.step_timeout_secs, max_attempts: JOB_ATTEMPTS };
+    // An erase is delivered once: a destructive job is never run again without the operator.
+    let max_attempts = if step == Step::Erase { 1 } else { JOB_ATTEMPTS };
+    let job = NewJob { action, timeout_secs: spec.step_timeout_secs, max_attempts };
     let start = Effect::StartJob {
         job,
         event: (EventKind::ProvisionStep, detail),
@@ -286,12 +294,21 @@ fn follow_job(mut next: Run, task: &Task, job: &Job, o: &Observed, timed_out: bo
         JobState::Running if step == Step::Install && spec.image.is_some() => {
             // The image write's progress moves the run's (20% to 70%): each 10% more of the image
             // is an event on the machine's timeline.
-            let Some(pct) = o.deploy_percent else { return unchanged(next) };
+            let Some(pct) = o.job_percent else { return unchanged(next) };
             let progress = Step::Install.progress() + pct / 2;
             if progress < next.progress.saturating_add(5) {
                 return unchanged(next);
             }
             next.progress = progress.min(Step::Identity.progress());
+        }
+        JobState::Running if step == Step::Erase => {
+            // The erase's progress moves the run's (10% to 100%).
+            let Some(pct) = o.job_percent else { return unchanged(next) };
+            let progress = Step::Erase.progress() + (u16::from(pct) * 9 / 10) as u8;
+            if progress < next.progress.saturating_add(5) {
+                return unchanged(next);
+            }
+            next.progress = progress.min(99);
         }
         JobState::Queued | JobState::Running => return unchanged(next),
         // The machine rebooted into its installer; /boot/installed moves the run on when the
@@ -308,7 +325,7 @@ fn follow_job(mut next: Run, task: &Task, job: &Job, o: &Observed, timed_out: bo
             next.step_failed(why, 0, now);
         }
         JobState::Succeeded => {
-            next.advance(n_conf, n_post, now);
+            next.advance(&spec.purpose, n_conf, n_post, now);
             if step == Step::Reboot {
                 next.installed_after_ms = Some(job.finished_at_ms.unwrap_or(now));
             }
@@ -332,7 +349,7 @@ fn saved(run: Run, task: &Task, mut effects: Vec<Effect>) -> Decision {
     let machine_state = match state {
         // A failure after the reboot leaves an installed OS: the machine keeps booting it.
         RunState::Failed if !run.step.installed() => MachineState::Failed,
-        _ => run.step.machine_state(),
+        _ => run.step.machine_state(&task.spec.purpose),
     };
     let detail = json!({
         "task": task.id, "run": run.id, "step": step_name(run.step), "progress": run.progress,
@@ -340,6 +357,7 @@ fn saved(run: Run, task: &Task, mut effects: Vec<Effect>) -> Decision {
     });
     let kind = match state {
         RunState::Installed => EventKind::ProvisionInstalled,
+        RunState::Done => EventKind::ProvisionDone,
         RunState::Failed => EventKind::ProvisionFailed,
         _ => EventKind::ProvisionStep,
     };
@@ -347,7 +365,10 @@ fn saved(run: Run, task: &Task, mut effects: Vec<Effect>) -> Decision {
     // does one whose installed agent has checked in.
     let installer =
         (state != RunState::Active || !matches!(run.step, Step::Install | Step::WaitInstalled)).then_some(None);
-    let update = MachineUpdate { state: Some(machine_state), installer, ..Default::default() };
+    // A release that does not keep the reservation drops it as the machine goes back to the pool.
+    let drop_reservation = state == RunState::Done
+        && matches!(task.spec.purpose, crate::provision::Purpose::Release { keep_reservation: false, .. });
+    let update = MachineUpdate { state: Some(machine_state), installer, drop_reservation, ..Default::default() };
     effects.push(Effect::Save { update, event: (kind, detail) });
     Decision { run, effects }
 }

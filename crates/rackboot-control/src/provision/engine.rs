@@ -286,9 +286,13 @@ impl Engine {
                 }
                 Some(jid) => {
                     let job = cmdb.job(jid).await?;
-                    let deploying = job.state == JobState::Running && run.step == Step::Install;
-                    if deploying && task.spec.image.is_some() {
-                        o.deploy_percent = deploy_percent(&cmdb.last_output(jid, 4).await?);
+                    let prefix = match run.step {
+                        Step::Install if task.spec.image.is_some() => Some("deploy: "),
+                        Step::Erase => Some("erase: "),
+                        _ => None,
+                    };
+                    if let (JobState::Running, Some(prefix)) = (job.state, prefix) {
+                        o.job_percent = job_percent(&cmdb.last_output(jid, 4).await?, prefix);
                     }
                     o.job = Some(job);
                 }
@@ -317,7 +321,7 @@ impl Engine {
             run.hostname = hostname.clone();
             bound.insert(m.id);
             let update =
-                MachineUpdate { state: Some(MachineState::Queued), hostname, reserved_ip: run.ip, installer: None };
+                MachineUpdate { state: Some(MachineState::Queued), hostname, reserved_ip: run.ip, ..Default::default() };
             let detail = json!({"task": task.id, "run": run.id});
             // The write re-checks that no other run took the machine meanwhile.
             self.hub.cmdb.save_run(run.clone(), update, Some((EventKind::ProvisionQueued, detail))).await?;
@@ -328,11 +332,12 @@ impl Engine {
     }
 }
 
-/// The newest percentage a deploy_image job reported (`deploy: 42% ...` lines).
-fn deploy_percent(chunks: &[crate::cmdb::StoredChunk]) -> Option<u8> {
+/// The newest percentage a deploy_image or erase job reported (`deploy: 42% ...` lines, with
+/// `prefix` "deploy: ").
+fn job_percent(chunks: &[crate::cmdb::StoredChunk], prefix: &str) -> Option<u8> {
     chunks.iter().rev().find_map(|c| {
-        let line = c.data.lines().rev().find(|l| l.starts_with("deploy: ") && l.contains('%'))?;
-        line["deploy: ".len()..].split('%').next()?.trim().parse::<u8>().ok().map(|p| p.min(100))
+        let line = c.data.lines().rev().find(|l| l.starts_with(prefix) && l.contains('%'))?;
+        line[prefix.len()..].split('%').next()?.trim().parse::<u8>().ok().map(|p| p.min(100))
     })
 }
 
@@ -346,15 +351,18 @@ mod tests {
     }
 
     #[test]
-    fn deploy_percent_is_the_newest_reported() {
-        assert_eq!(deploy_percent(&[]), None);
-        assert_eq!(deploy_percent(&[chunk("deploy: 1048576 bytes, 3.0 MB/s\n")]), None, "no size known");
+    fn job_percent_is_the_newest_reported() {
+        assert_eq!(job_percent(&[], "deploy: "), None);
+        assert_eq!(job_percent(&[chunk("deploy: 1048576 bytes, 3.0 MB/s\n")], "deploy: "), None, "no size known");
         let chunks = [
             chunk("deploy: 12% 1048576 bytes, 3.0 MB/s\n"),
             chunk("deploy: 40% 4194304 bytes, 3.1 MB/s\ndeploy: 57% 5000000 bytes, 3.1 MB/s\n"),
             chunk("something else\n"),
         ];
-        assert_eq!(deploy_percent(&chunks), Some(57));
-        assert_eq!(deploy_percent(&[chunk("deploy: 100% 9 bytes in 0.1 s (1 MB/s), sha256 ok\n")]), Some(100));
+        assert_eq!(job_percent(&chunks, "deploy: "), Some(57));
+        assert_eq!(job_percent(&[chunk("deploy: 100% 9 bytes in 0.1 s (1 MB/s), sha256 ok\n")], "deploy: "), Some(100));
+        let erase = [chunk("erase: quick of /dev/vda (2147483648 bytes): 142606336 bytes to write\nerase: 37% 52428800 of 142606336 bytes, 20.1 MB/s (/dev/vda)\n")];
+        assert_eq!(job_percent(&erase, "erase: "), Some(37));
+        assert_eq!(job_percent(&erase, "deploy: "), None);
     }
 }

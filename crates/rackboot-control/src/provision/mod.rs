@@ -1,11 +1,13 @@
 //! Provisioning: the records and the step sequence are `rackboot_model::provision`
 //! (re-exported here); [`engine`] drives runs through the agent, [`decide`] picks each step's
-//! next move, [`action`] is what a job step asks the agent to do, and the CMDB stores them.
+//! next move, [`action`] is what a job step asks the agent to do, [`lifecycle`] starts the
+//! day-two operations (release, rescue, retire), and the CMDB stores them.
 
 pub mod action;
 pub mod decide;
 pub mod engine;
 pub mod images;
+pub mod lifecycle;
 pub mod network;
 
 pub use rackboot_model::provision::*;

@@ -5,7 +5,7 @@ fn steps_run_in_order_with_optional_scripts() {
     let mut s = Step::WaitAgent;
     let mut seen = vec![s];
     while s != Step::Done {
-        s = s.next(2, 1);
+        s = s.next(&Purpose::Provision, 2, 1);
         seen.push(s);
     }
     assert_eq!(
@@ -23,8 +23,8 @@ fn steps_run_in_order_with_optional_scripts() {
             Step::Done
         ]
     );
-    assert_eq!(Step::Check.next(0, 0), Step::Install);
-    assert_eq!(Step::WaitInstalled.next(0, 0), Step::Done);
+    assert_eq!(Step::Check.next(&Purpose::Provision, 0, 0), Step::Install);
+    assert_eq!(Step::WaitInstalled.next(&Purpose::Provision, 0, 0), Step::Done);
     let progress: Vec<u8> = seen.iter().map(|s| s.progress()).collect();
     assert!(progress.windows(2).all(|w| w[0] <= w[1]), "progress only grows: {progress:?}");
 }
@@ -32,8 +32,8 @@ fn steps_run_in_order_with_optional_scripts() {
 #[test]
 fn a_run_retries_a_failed_step_then_fails() {
     let mut r = Run::new(1, 1, 1, Some(7), 0);
-    r.advance(0, 0, 10);
-    r.advance(0, 0, 20);
+    r.advance(&Purpose::Provision, 0, 0, 10);
+    r.advance(&Purpose::Provision, 0, 0, 20);
     assert_eq!(r.step, Step::Install);
     r.job = Some(5);
     r.step_failed("checksum mismatch".into(), 1, 30);
@@ -48,9 +48,53 @@ fn a_run_retries_a_failed_step_then_fails() {
 fn a_run_ends_installed() {
     let mut r = Run::new(1, 1, 1, Some(7), 0);
     while r.state == RunState::Active {
-        r.advance(1, 1, 5);
+        r.advance(&Purpose::Provision, 1, 1, 5);
     }
     assert_eq!((r.state, r.progress, r.finished_at_ms), (RunState::Installed, 100, Some(5)));
+}
+
+#[test]
+fn day_two_runs_take_their_own_steps_and_end_done() {
+    use crate::records::MachineState as S;
+    let walk = |purpose: &Purpose, from: Step| {
+        let mut r = Run::new(1, 1, 1, Some(7), 0);
+        r.step = from;
+        let mut seen = vec![(r.step, r.step.machine_state(purpose))];
+        while r.state == RunState::Active && seen.len() < 10 {
+            r.advance(purpose, 0, 0, 5);
+            seen.push((r.step, r.step.machine_state(purpose)));
+            if r.step == Step::Rescued && seen.len() > 3 {
+                break;
+            }
+        }
+        (seen, r.state)
+    };
+    let quick = Purpose::Release { erase: EraseMode::Quick, keep_reservation: false };
+    let (seen, end) = walk(&quick, Step::WaitAgent);
+    assert_eq!(seen, [(Step::WaitAgent, S::Releasing), (Step::Erase, S::Releasing), (Step::Done, S::Ready)]);
+    assert_eq!(end, RunState::Done);
+    let none = Purpose::Release { erase: EraseMode::None, keep_reservation: true };
+    assert_eq!(walk(&none, Step::WaitAgent).0, [(Step::WaitAgent, S::Releasing), (Step::Done, S::Ready)]);
+    let rescue = Purpose::Rescue { mount: true };
+    let (seen, end) = walk(&rescue, Step::WaitAgent);
+    assert_eq!(seen[..3], [(Step::WaitAgent, S::Rescue), (Step::Rescue, S::Rescue), (Step::Rescued, S::Rescue)]);
+    assert_eq!(seen[3], (Step::Rescued, S::Rescue), "held until the operator returns it");
+    assert_eq!(end, RunState::Active);
+    // The operator's return enters reboot: the machine boots its disk again.
+    let (seen, end) = walk(&rescue, Step::Reboot);
+    assert_eq!(seen, [(Step::Reboot, S::Installed), (Step::WaitInstalled, S::Installed), (Step::Done, S::Installed)]);
+    assert_eq!(end, RunState::Done);
+}
+
+#[test]
+fn a_task_spec_keeps_its_purpose_and_an_install_says_none() {
+    let spec: TaskSpec = serde_json::from_str(r#"{"select":{"macs":[]},"purpose":{"kind":"release","erase":"zero"}}"#).unwrap();
+    assert_eq!(spec.purpose, Purpose::Release { erase: EraseMode::Zero, keep_reservation: false });
+    let install: TaskSpec = serde_json::from_str(r#"{"select":{"macs":[]},"image":"x.img"}"#).unwrap();
+    assert!(install.purpose.is_provision());
+    assert!(!serde_json::to_string(&install).unwrap().contains("purpose"));
+    let bad = serde_json::from_str::<TaskSpec>(r#"{"select":{"macs":[]},"purpose":{"kind":"release","erase":"shred"}}"#);
+    assert!(bad.unwrap_err().to_string().contains("unknown variant"));
 }
 
 #[test]

@@ -252,13 +252,13 @@ fn a_job_past_the_step_timeout_is_cancelled_and_the_step_retried_then_failed() {
 fn an_image_write_moves_the_run_progress_in_steps() {
     let (run, mut o) = with_job(run_at(Step::Install), job(JobState::Running));
     waits(&decide(&run, &task(json!({})), &o), &run);
-    o.deploy_percent = Some(8); // 20 + 4: under 5 more
+    o.job_percent = Some(8); // 20 + 4: under 5 more
     waits(&decide(&run, &task(json!({})), &o), &run);
-    o.deploy_percent = Some(30);
+    o.job_percent = Some(30);
     let d = decide(&run, &task(json!({})), &o);
     assert_eq!((d.run.progress, d.run.step), (35, Step::Install));
     assert_eq!(save_of(&d).1, "provision.step");
-    o.deploy_percent = Some(100);
+    o.job_percent = Some(100);
     assert_eq!(decide(&run, &task(json!({})), &o).run.progress, 70);
 }
 

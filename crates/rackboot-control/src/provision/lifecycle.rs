@@ -1,0 +1,167 @@
+//! Day two: what an operator does to a machine after its install. Release (erase the disks
+//! and put the machine back in the pool) and rescue (BootOS, disks untouched, until it is
+//! returned to its disk) are tasks of one run with a day-two [`Purpose`], which the engine
+//! drives like any other: into BootOS through the installed agent's reboot or the BMC, then
+//! the purpose's own steps. Retiring a machine and bringing it back only change its state.
+//!
+//! | asked | from | then |
+//! |---|---|---|
+//! | release | installed, failed, ready, discovered, rescue (its rescue ends) | releasing -> ready |
+//! | rescue | installed, failed | rescue (held) |
+//! | return | rescue | installed (boots its disk; the run waits for the installed agent) |
+//! | retire | ready, failed, discovered | retired |
+//! | bring back | retired | ready |
+
+use rackboot_agent::wire::EraseMode;
+use serde_json::json;
+
+use super::{Purpose, Run, RunState, Selector, Step, Task, TaskSpec};
+use crate::cmdb::{Cmdb, CmdbError, EventKind, Machine, MachineState, MachineUpdate, NewRun};
+
+/// A zero or secure erase is given this long per byte of disk, on top of half an hour: 20 MB/s,
+/// slower than any disk rackboot will meet, so the timeout only catches a hung erase.
+const ERASE_BYTES_PER_SEC: u64 = 20_000_000;
+
+fn conflict(m: &Machine, what: &str, hint: &str) -> CmdbError {
+    let state = serde_json::to_value(m.state).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+    CmdbError::Conflict(format!("machine {} is {state}: {what} {hint}", m.id))
+}
+
+/// How long each step of a release may take: an erase of every byte scales with the disks.
+pub fn release_timeout_secs(m: &Machine, erase: EraseMode) -> u64 {
+    let bytes: u64 = m.inventory.as_ref().map_or(0, |i| i.disks.iter().map(|d| d.size_bytes).sum());
+    match erase {
+        EraseMode::Zero | EraseMode::Secure => 1800 + bytes / ERASE_BYTES_PER_SEC,
+        EraseMode::None | EraseMode::Quick => 1800,
+    }
+    .min(crate::jobs::MAX_TIMEOUT_SECS)
+}
+
+/// The task of one day-two run on `m`.
+fn day_two(m: &Machine, purpose: Purpose, step_timeout_secs: u64) -> Result<TaskSpec, CmdbError> {
+    let mac = *m.macs.first().ok_or_else(|| CmdbError::Invalid(format!("machine {} has no MAC", m.id)))?;
+    Ok(TaskSpec {
+        select: Selector::Macs(vec![mac]),
+        image: None,
+        image_sha256: None,
+        installer: None,
+        hardware_profile: None,
+        hostname_pattern: None,
+        ip_pool: None,
+        disk: "auto".into(),
+        root_device: None,
+        layout: None,
+        ssh_keys: vec![],
+        post_install: vec![],
+        concurrency: 1,
+        step_timeout_secs,
+        // Destructive, and a rescue holds the machine: nothing is tried again unasked.
+        retries: 0,
+        // An installed machine is rebooted into BootOS first.
+        reinstall: true,
+        user_data: None,
+        purpose,
+    })
+}
+
+async fn start(cmdb: &Cmdb, m: &Machine, spec: TaskSpec) -> Result<Task, CmdbError> {
+    let run = NewRun { machine_id: Some(m.id), hostname: None, ip: None };
+    Ok(cmdb.create_task(spec, vec![run]).await?.0)
+}
+
+/// The machine's active run and its task, if it has one.
+async fn active(cmdb: &Cmdb, id: u64) -> Result<Option<(Run, Task)>, CmdbError> {
+    let Some(run) = cmdb.active_runs().await?.into_iter().find(|r| r.machine_id == Some(id)) else {
+        return Ok(None);
+    };
+    let task = cmdb.task(run.task_id).await?;
+    Ok(Some((run, task)))
+}
+
+/// Releases `m`: BootOS erases its disks as `erase` says, then it is `ready` (its reservation
+/// kept or dropped). A machine in rescue ends its rescue and is erased from there.
+pub async fn release(cmdb: &Cmdb, m: &Machine, erase: EraseMode, keep_reservation: bool) -> Result<Task, CmdbError> {
+    use MachineState as S;
+    match m.state {
+        S::Installed | S::Failed | S::Ready | S::Discovered => {}
+        S::Rescue => {
+            if let Some((_, task)) = active(cmdb, m.id).await? {
+                if matches!(task.spec.purpose, Purpose::Rescue { .. }) {
+                    cmdb.cancel_task(task.id).await?;
+                }
+            }
+        }
+        S::Retired => return Err(conflict(m, "bring it back before", "releasing it")),
+        _ => return Err(conflict(m, "cancel its task or wait for it to end before", "releasing it")),
+    }
+    let purpose = Purpose::Release { erase, keep_reservation };
+    start(cmdb, m, day_two(m, purpose, release_timeout_secs(m, erase))?).await
+}
+
+/// Boots `m` into BootOS without touching its disks, and holds it there.
+pub async fn rescue(cmdb: &Cmdb, m: &Machine, mount: bool) -> Result<Task, CmdbError> {
+    if !matches!(m.state, MachineState::Installed | MachineState::Failed) {
+        return Err(conflict(m, "only an installed or failed machine", "is rescued"));
+    }
+    start(cmdb, m, day_two(m, Purpose::Rescue { mount }, 1800)?).await
+}
+
+/// Returns a rescued machine to its disk: its rescue run reboots it there. A rescue that has
+/// not reached BootOS yet is cancelled instead (the machine boots its disk anyway).
+pub async fn give_back(cmdb: &Cmdb, m: &Machine) -> Result<Run, CmdbError> {
+    let Some((mut run, task)) = active(cmdb, m.id).await?.filter(|(_, t)| matches!(t.spec.purpose, Purpose::Rescue { .. }))
+    else {
+        return Err(conflict(m, "it has no rescue to", "return from"));
+    };
+    let now = crate::cmdb::now_ms();
+    match run.step {
+        Step::Rescued => {
+            run.enter(Step::Reboot, now);
+            let update = MachineUpdate { state: Some(MachineState::Installed), ..Default::default() };
+            let detail = json!({"task": task.id, "run": run.id, "step": "reboot", "returned": true});
+            cmdb.save_run(run.clone(), update, Some((EventKind::ProvisionStep, detail))).await?;
+            run.rev += 1;
+            Ok(run)
+        }
+        Step::WaitAgent => {
+            cmdb.cancel_task(task.id).await?;
+            run.state = RunState::Cancelled;
+            Ok(run)
+        }
+        _ => Err(CmdbError::Conflict(format!(
+            "machine {}'s rescue is at step {}: return it once it is rescued",
+            m.id,
+            super::step_name(run.step)
+        ))),
+    }
+}
+
+/// Takes `m` out of every pool (no task selects it, no `next` run binds it) until it is
+/// brought back.
+pub async fn retire(cmdb: &Cmdb, m: &Machine) -> Result<Machine, CmdbError> {
+    let event = (EventKind::MachineLifecycle, json!({"action": "retire"}));
+    cmdb.transition(
+        m.id,
+        |m, run| match (m.state, run) {
+            (MachineState::Ready | MachineState::Failed | MachineState::Discovered, None) => Ok(MachineState::Retired),
+            (MachineState::Retired, _) => Err(conflict(m, "it is retired", "already")),
+            _ => Err(conflict(m, "release it before", "retiring it")),
+        },
+        event,
+    )
+    .await
+}
+
+/// Brings a retired machine back: `ready`.
+pub async fn unretire(cmdb: &Cmdb, m: &Machine) -> Result<Machine, CmdbError> {
+    let event = (EventKind::MachineLifecycle, json!({"action": "unretire"}));
+    cmdb.transition(
+        m.id,
+        |m, _| match m.state {
+            MachineState::Retired => Ok(MachineState::Ready),
+            _ => Err(conflict(m, "only a retired machine", "is brought back")),
+        },
+        event,
+    )
+    .await
+}

@@ -137,7 +137,7 @@ impl Appliance {
             workdir: workdir.into(),
             macs: Some(vec![mac.into()]),
             lldp: false,
-            power_actions: false,
+            machine_actions: false,
         }
     }
 

@@ -39,7 +39,7 @@ fn agent(
         workdir: work.into(),
         macs: Some(vec![mac.into()]),
         lldp: false,
-        power_actions: false,
+        machine_actions: false,
     };
     tokio::spawn(async move {
         let _ = Agent::new(opts).unwrap().run().await;

@@ -55,6 +55,7 @@ mod dns_inprocess;
 mod kill9;
 mod kill9_provision;
 mod layers;
+mod lifecycle;
 mod multi_appliance;
 mod network;
 mod plugin_agent;

@@ -88,7 +88,7 @@ async fn agents_accept_only_the_pinned_ca() {
         workdir: work.path().into(),
         macs: Some(vec!["52:54:00:c0:00:01".into()]),
         lldp: false,
-        power_actions: false,
+        machine_actions: false,
     };
     let agent = tokio::spawn(async move {
         let _ = rackboot_agent::run::Agent::new(opts).unwrap().run().await;

@@ -81,7 +81,7 @@ fn main() -> anyhow::Result<()> {
         }),
         macs: None,
         lldp: true,
-        power_actions: true,
+        machine_actions: true,
     };
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     rt.block_on(async move {

@@ -37,8 +37,9 @@ pub struct Options {
     pub macs: Option<Vec<String>>,
     /// Listen for LLDP neighbours (needs root).
     pub lldp: bool,
-    /// Actually reboot/power off for those actions (off in tests).
-    pub power_actions: bool,
+    /// Act on the machine itself: reboot and power off for those actions, and erase its disks
+    /// (off in tests and simulations, whose "machine" is the host running them).
+    pub machine_actions: bool,
 }
 
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
@@ -289,6 +290,12 @@ impl Agent {
                 let mut sink = Sink::new(&mut self.client, spec);
                 crate::deploy::deploy_image(&mut sink, spec, url, sha256, disk).await
             }
+            Action::Erase { .. } if !self.opts.machine_actions => {
+                done(Outcome::Failed, Some("this agent does not act on its machine (a simulation): nothing was erased".into()))
+            }
+            Action::Erase { .. } if self.opts.mode != AgentMode::Bootos => {
+                done(Outcome::Failed, Some("only BootOS erases disks: an installed system runs from them".into()))
+            }
             Action::Erase { disks, mode } => {
                 let mut sink = Sink::new(&mut self.client, spec);
                 crate::erase::erase(&mut sink, spec, disks, *mode).await
@@ -326,7 +333,7 @@ impl Agent {
             backoff = (backoff * 2).min(MAX_BACKOFF);
         }
         tracing::info!(job = spec.id, outcome = ?result.outcome, "job reported");
-        if self.opts.power_actions {
+        if self.opts.machine_actions {
             let plugin_reboot = matches!(spec.action, Action::Plugin { reboot: true, .. })
                 && result.plugin.as_ref().is_some_and(|p| p.result == crate::wire::PluginResult::AppliedReboot);
             if plugin_reboot {

@@ -80,6 +80,9 @@ async fn submit(
         }
         _ => return Err(ApiError::field("machine", "give exactly one of \"machine\" (id or MAC) and \"tag\"")),
     };
+    if matches!(req.action, Action::Erase { .. }) {
+        return Err(ApiError::field("action", "disks are erased by a release: POST /machines/{id}/release"));
+    }
     if let Action::Script { interpreter, body, .. } = &req.action {
         if interpreter.trim().is_empty() || body.is_empty() {
             return Err(ApiError::field("action", "a script needs an interpreter and a body"));

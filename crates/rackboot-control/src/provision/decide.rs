@@ -283,13 +283,15 @@ fn follow_job(mut next: Run, task: &Task, job: &Job, o: &Observed, timed_out: bo
     let (n_conf, n_post) = (o.configure_scripts, spec.post_install.len());
     let unchanged = |next: Run| Decision { run: next, effects: vec![] };
     let mut effects = vec![];
+    // A destructive step is never tried again without the operator.
+    let retries = if step == Step::Erase { 0 } else { spec.retries };
     match job.state {
         JobState::Queued | JobState::Running if timed_out && o.bmc_uefi.is_some() && !next.stuck_cycled => {
             return stuck_cycle(next, task, o);
         }
         JobState::Queued | JobState::Running if timed_out => {
             effects.push(Effect::CancelJob(job.id));
-            next.step_failed(format!("no result within {} s", spec.step_timeout_secs), spec.retries, now);
+            next.step_failed(format!("no result within {} s", spec.step_timeout_secs), retries, now);
         }
         JobState::Running if step == Step::Install && spec.image.is_some() => {
             // The image write's progress moves the run's (20% to 70%): each 10% more of the image
@@ -337,7 +339,7 @@ fn follow_job(mut next: Run, task: &Task, job: &Job, o: &Observed, timed_out: bo
                 (None, None) => "no exit code".into(),
             };
             let state = serde_json::to_value(other).ok().and_then(|v| v.as_str().map(str::to_string));
-            next.step_failed(format!("job {} {}: {why}", job.id, state.unwrap_or_default()), spec.retries, now);
+            next.step_failed(format!("job {} {}: {why}", job.id, state.unwrap_or_default()), retries, now);
         }
     }
     saved(next, task, effects)
@@ -373,6 +375,8 @@ fn saved(run: Run, task: &Task, mut effects: Vec<Effect>) -> Decision {
     Decision { run, effects }
 }
 
+#[cfg(test)]
+mod day_two_tests;
 #[cfg(test)]
 mod power_tests;
 #[cfg(test)]

@@ -7,10 +7,10 @@ use super::*;
 use crate::cmdb::{AgentRecord, InstallerBoot, Machine, MachineState};
 use crate::jobs::{Job, JobState, NewJob};
 
-const NOW: u64 = 10_000_000_000; // Unix ms
+pub(super) const NOW: u64 = 10_000_000_000; // Unix ms
 const TIMEOUT_S: u64 = 600;
 
-fn task(extra: serde_json::Value) -> Task {
+pub(super) fn task(extra: serde_json::Value) -> Task {
     let mut spec = json!({"select": {"next": 1}, "image": "lab.img", "step_timeout_secs": TIMEOUT_S, "retries": 1});
     for (k, v) in extra.as_object().unwrap() {
         spec[k] = v.clone();
@@ -25,20 +25,20 @@ fn installer_task() -> Task {
     t
 }
 
-fn run_at(step: Step) -> Run {
+pub(super) fn run_at(step: Step) -> Run {
     let mut r = Run::new(9, 3, 1, Some(7), NOW - 1000);
     r.step = step;
     r.progress = step.progress();
     r
 }
 
-fn machine() -> Machine {
+pub(super) fn machine() -> Machine {
     let mut m = Machine::new(7, vec!["52:54:00:00:00:07".parse().unwrap()], 0);
     m.inventory = Some(Inventory::default());
     m
 }
 
-fn agent(mode: AgentMode, enrolled_at_ms: u64) -> AgentRecord {
+pub(super) fn agent(mode: AgentMode, enrolled_at_ms: u64) -> AgentRecord {
     AgentRecord {
         v: 1,
         machine_id: 7,
@@ -57,14 +57,14 @@ fn agent(mode: AgentMode, enrolled_at_ms: u64) -> AgentRecord {
     }
 }
 
-fn job(state: JobState) -> Job {
+pub(super) fn job(state: JobState) -> Job {
     let mut j = Job::new(42, 7, NewJob { action: Action::Reboot, timeout_secs: 60, max_attempts: 3 }, NOW - 900);
     j.state = state;
     j
 }
 
 /// A live BootOS agent, inventory, a free slot, the profile fits.
-fn seen() -> Observed {
+pub(super) fn seen() -> Observed {
     Observed {
         now_ms: NOW,
         machine: Some(machine()),
@@ -75,28 +75,28 @@ fn seen() -> Observed {
     }
 }
 
-fn with_job(mut run: Run, j: Job) -> (Run, Observed) {
+pub(super) fn with_job(mut run: Run, j: Job) -> (Run, Observed) {
     run.job = Some(j.id);
     let o = Observed { job: Some(j), ..seen() };
     (run, o)
 }
 
 /// The decision's saved machine update and event kind (panics if it does not save).
-fn save_of(d: &Decision) -> (&MachineUpdate, &str) {
+pub(super) fn save_of(d: &Decision) -> (&MachineUpdate, &str) {
     match d.effects.last() {
         Some(Effect::Save { update, event }) => (update, event.0.as_str()),
         other => panic!("expected a save, got {other:?}"),
     }
 }
 
-fn start_of(d: &Decision) -> (&NewJob, &str, Option<&Installer>) {
+pub(super) fn start_of(d: &Decision) -> (&NewJob, &str, Option<&Installer>) {
     match d.effects.as_slice() {
         [Effect::StartJob { job, event, installer, .. }] => (job, event.0.as_str(), installer.as_ref()),
         other => panic!("expected a job start, got {other:?}"),
     }
 }
 
-fn waits(d: &Decision, run: &Run) {
+pub(super) fn waits(d: &Decision, run: &Run) {
     assert!(d.effects.is_empty(), "{:?}", d.effects);
     assert_eq!(&d.run, run, "waiting leaves the run as it was");
 }

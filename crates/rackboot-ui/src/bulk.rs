@@ -45,6 +45,9 @@ enum Action {
         user_data: Option<String>,
         reinstall: bool,
     },
+    /// Day two (`POST /machines/{id}/<what>`): release (with its erase), rescue, return,
+    /// retire, unretire.
+    Lifecycle { what: &'static str, body: Option<Value> },
 }
 
 impl Action {
@@ -88,6 +91,16 @@ impl Action {
                 let layout = f.layout()?;
                 Ok(Action::Provision { image, installer, root_device, layout, user_data, reinstall })
             }
+            "release" => {
+                let erase = f.get("erase").unwrap_or("");
+                let erase: rackboot_agent::wire::EraseMode = erase.parse()?;
+                let body = json!({"erase": erase, "keep_reservation": f.get("keep_reservation").is_some()});
+                Ok(Action::Lifecycle { what: "release", body: Some(body) })
+            }
+            "rescue" => Ok(Action::Lifecycle { what: "rescue", body: Some(json!({"mount": f.get("mount").is_some()})) }),
+            "return" => Ok(Action::Lifecycle { what: "return", body: None }),
+            "retire" => Ok(Action::Lifecycle { what: "retire", body: None }),
+            "unretire" => Ok(Action::Lifecycle { what: "unretire", body: None }),
             "" => Err("choose an action".into()),
             other => Err(format!("{other:?} is not an action this page offers")),
         }
@@ -102,6 +115,7 @@ impl Action {
                 | Action::Provision { .. }
                 | Action::Job("reboot" | "power_off")
                 | Action::Power("off" | "cycle")
+                | Action::Lifecycle { what: "release" | "rescue" | "return", .. }
         )
     }
 
@@ -114,6 +128,13 @@ impl Action {
             Action::Power("pxe-once") => "set a one-time network boot through the BMC of".into(),
             Action::Power(a) => format!("powered {a} through the BMC (verified)"),
             Action::Provision { .. } => "queued provisioning of".into(),
+            Action::Lifecycle { what: "release", body } => {
+                format!("queued the release (erase: {}) of", body.as_ref().map_or("?", |b| b["erase"].as_str().unwrap_or("?")))
+            }
+            Action::Lifecycle { what: "rescue", .. } => "queued the rescue of".into(),
+            Action::Lifecycle { what: "return", .. } => "returned to their disks".into(),
+            Action::Lifecycle { what: "retire", .. } => "retired".into(),
+            Action::Lifecycle { .. } => "brought back".into(),
         }
     }
 }
@@ -264,6 +285,9 @@ async fn apply(s: &UiState, session: &Session, action: &Action, id: u64) -> Answ
             let body = json!({"action": a, "uefi": machine_uefi(s, id).await});
             forward::as_session(s, session, Method::POST, &format!("/machines/{id}/power"), Some(body)).await
         }
+        Action::Lifecycle { what, body } => {
+            forward::as_session(s, session, Method::POST, &format!("/machines/{id}/{what}"), body.clone()).await
+        }
         // One task for the whole selection: `provision`, never per machine.
         Action::Provision { .. } => {
             Answer { status: StatusCode::INTERNAL_SERVER_ERROR, body: json!({"detail": "provisioning is one task"}) }
@@ -323,6 +347,17 @@ mod tests {
         let err = Action::parse(&form("action=provision&image=a&root_device=size%3D3").await).unwrap_err();
         assert!(err.contains("not a root-device hint"), "{err}");
         assert!(Action::parse(&form("action=format_disks").await).is_err());
+        // A release says its erase; it, a rescue and a return need the count typed.
+        assert!(Action::parse(&form("action=release").await).unwrap_err().contains("unknown erase mode"));
+        assert!(Action::parse(&form("action=release&erase=shred").await).is_err());
+        let release = Action::parse(&form("action=release&erase=zero&keep_reservation=1").await).unwrap();
+        let body = json!({"erase": "zero", "keep_reservation": true});
+        assert_eq!(release, Action::Lifecycle { what: "release", body: Some(body) });
+        assert!(!confirmed(&release, Some("delete"), 2) && confirmed(&release, Some("2"), 2));
+        let rescue = Action::parse(&form("action=rescue&mount=1").await).unwrap();
+        assert!(!confirmed(&rescue, None, 1));
+        let retire = Action::parse(&form("action=retire").await).unwrap();
+        assert!(confirmed(&retire, None, 4), "retiring a released machine loses nothing");
         let on = Action::parse(&form("action=bmc_on").await).unwrap();
         assert!(on == Action::Power("on") && confirmed(&on, None, 5), "powering on needs no confirmation");
         let off = Action::parse(&form("action=bmc_off").await).unwrap();

@@ -201,8 +201,8 @@ async fn list(
 }
 
 /// The states a filter offers, as the API spells them.
-pub const STATES: [&str; 9] =
-    ["discovered", "ready", "queued", "configuring", "installing", "post-install", "installed", "failed", "retired"];
+pub const STATES: [&str; 11] =
+    ["discovered", "ready", "queued", "configuring", "installing", "post-install", "installed", "failed", "releasing", "rescue", "retired"];
 
 #[cfg(test)]
 mod tests {

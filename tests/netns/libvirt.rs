@@ -83,6 +83,13 @@ impl Libvirt {
         }
     }
 
+    /// VM `name`'s disk files (vda, vdb, ...), as libvirt.sh made them.
+    pub fn disk_files(&self, name: &str, count: usize) -> Vec<PathBuf> {
+        let prefix = std::fs::read_to_string(self.state.join("prefix")).unwrap();
+        let dir = PathBuf::from(format!("/var/lib/libvirt/images/{prefix}{name}"));
+        (0..count).map(|i| dir.join(format!("vd{}.img", (b'a' + i as u8) as char))).collect()
+    }
+
     /// Sets the link of VM `name`'s NIC with `mac` up or down, as the guest sees it (a cable
     /// pulled).
     pub fn set_link(&self, name: &str, mac: &str, up: bool) {

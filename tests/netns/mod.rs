@@ -264,6 +264,11 @@ impl Net {
         serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null)
     }
 
+    /// VM `name`'s disk files as [`Net::qemu_args`] makes them (vda, vdb, ...).
+    pub fn disk_files(&self, name: &str, count: usize) -> Vec<PathBuf> {
+        (0..count).map(|i| self.path(&if i == 0 { format!("{name}.disk") } else { format!("{name}.d{i}.disk") })).collect()
+    }
+
     /// qemu arguments for a lab VM `name` (TCG, 512 MiB, iPXE on virtio-net with `mac` on tap
     /// `tap-<name>`, serial to `<name>.serial`) with sparse virtio disks of `disks` bytes
     /// (`<name>.disk`, `<name>.d1.disk`, ...; serials `RBLAB-VDA`, ...); OVMF when `uefi`. `no_reboot`: a reboot ends qemu.

@@ -3,6 +3,7 @@
 //! machine). `tools/test.sh` runs this module in its own process, one test at a time; nothing
 //! outside it may start a VM or libvirtd.
 
+mod day_two;
 mod installer;
 mod layout;
 mod provision;

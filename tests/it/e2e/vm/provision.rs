@@ -5,7 +5,8 @@
 //! with a second disk named by serial, LVM, an XFS file system: see `layout`), gets its identity
 //! and the agent written in, reboots from its own disks, and its installed agent checks in; the post-install script
 //! runs there. Then the machine is `installed`, its hostname resolves through rackboot's DNS and
-//! a job runs on the installed system. Prints the seconds from power-on to each step.
+//! a job runs on the installed system. Prints the seconds from power-on to each step. Then day
+//! two (`day_two`): a rescue and its return, and a release with each erase.
 //!
 //! Both VMs have network specs. The UEFI VM has two NICs: it comes up with both in an
 //! active-backup bond (DHCP, untagged) and VLAN 10 on top at its static address; the SeaBIOS VM
@@ -343,15 +344,10 @@ fn two_vms_bios_and_uefi_are_provisioned_from_an_image_and_check_in_installed() 
             first_boot = out;
         }
     }
-    let reboot =
-        net.api("POST", "/jobs", Some(&format!(r#"{{"machine":"{}","action":{{"kind":"reboot"}}}}"#, vms[0].mac)));
-    assert!(reboot["jobs"][0]["id"].is_u64(), "{reboot}");
-    std::thread::sleep(Duration::from_secs(20));
-    let out = job_output_within(&net, vms[0].mac, cloud, 600);
-    eprintln!("bios: cloud-init after a reboot:\n{out}");
-    assert!(out.contains("status: done") && out.contains("runs=1"), "not run again on the second boot: {out}");
-    let boot = |text: &str| text.lines().find_map(|l| l.strip_prefix("boot=")).unwrap_or_default().to_string();
-    assert_ne!(boot(&out), boot(&first_boot), "the machine rebooted: {out}");
+    // Day two: a rescue and its return (a later boot: cloud-init does not run again), then both
+    // released, one with each erase.
+    let day_two = |vm: &Vm| super::day_two::Vm { name: vm.name, mac: vm.mac };
+    super::day_two::check(&net, lab.as_ref(), day_two(&vms[0]), day_two(&vms[1]), cloud, &first_boot);
 
     // Powered off through the BMCs (graceful, forced after 20 s), read back and seen by libvirt.
     if let Some(lab) = &lab {
@@ -379,7 +375,7 @@ pub(super) fn job_output(net: &Net, mac: &str, body: &str) -> String {
 
 /// [`job_output`], waiting up to `secs` for the job (a machine still rebooting picks it up when
 /// its agent is back).
-fn job_output_within(net: &Net, mac: &str, body: &str, secs: u64) -> String {
+pub(super) fn job_output_within(net: &Net, mac: &str, body: &str, secs: u64) -> String {
     let job = net.api(
         "POST",
         "/jobs",

@@ -185,7 +185,8 @@ pub(super) async fn machines(c: ApiClient, cmd: MachinesCmd) -> anyhow::Result<(
             println!("releasing machine {id} (erase: {}): task {}", erase.as_str(), v["id"]);
         }
         MachinesCmd::Rescue { id, mount } => {
-            let v = c.ok(Method::POST, &format!("/machines/{}/rescue", enc(&id)), Some(json!({"mount": mount}))).await?;
+            let v =
+                c.ok(Method::POST, &format!("/machines/{}/rescue", enc(&id)), Some(json!({"mount": mount}))).await?;
             println!("rescuing machine {id}: task {}", v["id"]);
         }
         MachinesCmd::Return { id } => {

@@ -75,7 +75,8 @@ async fn release_rescue_and_retire_walk_their_steps_and_refuse_what_they_must() 
     assert_eq!(run["state"], "failed", "{run}");
     assert!(run["error"].as_str().unwrap().contains("nothing was erased"), "{run}");
     let jobs = a.get(&format!("/jobs?machine={id}")).await;
-    let erase: Vec<&Value> = jobs["jobs"].as_array().unwrap().iter().filter(|j| j["action"]["kind"] == "erase").collect();
+    let erase: Vec<&Value> =
+        jobs["jobs"].as_array().unwrap().iter().filter(|j| j["action"]["kind"] == "erase").collect();
     assert_eq!(erase.len(), 1, "{jobs}");
     assert_eq!((erase[0]["max_attempts"].as_u64(), erase[0]["action"]["mode"].as_str()), (Some(1), Some("quick")));
     assert_eq!(state(&a, mac).await, "failed");
@@ -147,7 +148,8 @@ async fn release_rescue_and_retire_walk_their_steps_and_refuse_what_they_must() 
     let kinds: Vec<&str> = ev["events"].as_array().unwrap().iter().map(|e| e["kind"].as_str().unwrap()).collect();
     assert!(kinds.contains(&"provision.done") && kinds.contains(&"machine.lifecycle"), "{kinds:?}");
     let audit = a.get("/audit?limit=1000").await;
-    let routes: Vec<String> = audit["entries"].as_array().unwrap().iter().map(|e| e["route"].as_str().unwrap().to_string()).collect();
+    let routes: Vec<String> =
+        audit["entries"].as_array().unwrap().iter().map(|e| e["route"].as_str().unwrap().to_string()).collect();
     for r in ["/machines/{id}/release", "/machines/{id}/rescue", "/machines/{id}/return", "/machines/{id}/retire"] {
         assert!(routes.iter().any(|x| x == r), "{r} audited: {routes:?}");
     }

@@ -266,7 +266,9 @@ impl Net {
 
     /// VM `name`'s disk files as [`Net::qemu_args`] makes them (vda, vdb, ...).
     pub fn disk_files(&self, name: &str, count: usize) -> Vec<PathBuf> {
-        (0..count).map(|i| self.path(&if i == 0 { format!("{name}.disk") } else { format!("{name}.d{i}.disk") })).collect()
+        (0..count)
+            .map(|i| self.path(&if i == 0 { format!("{name}.disk") } else { format!("{name}.d{i}.disk") }))
+            .collect()
     }
 
     /// qemu arguments for a lab VM `name` (TCG, 512 MiB, iPXE on virtio-net with `mac` on tap

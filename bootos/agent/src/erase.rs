@@ -155,7 +155,8 @@ pub fn plan(sys: &System, disks: &[String], mode: EraseMode) -> Result<Vec<Targe
         let size = f.seek(SeekFrom::End(0)).map_err(|e| format!("{disk}: size: {e}"))?;
         let discard = sys.read_u64(&sys.block(name).join("queue/discard_max_bytes")).unwrap_or(0) > 0;
         let kind = sys.kind(name);
-        let t = Target { path: disk.into(), size, kind, partitions: parts.iter().map(|p| (p.1, p.2)).collect(), discard };
+        let t =
+            Target { path: disk.into(), size, kind, partitions: parts.iter().map(|p| (p.1, p.2)).collect(), discard };
         if mode == EraseMode::Secure {
             secure::check(&t).map_err(|why| format!("{disk}: secure erase: {why}"))?;
         }
@@ -205,7 +206,12 @@ impl Progress {
         if Instant::now() >= self.next {
             let pct = self.done * 100 / self.total.max(1);
             let rate = self.done as f64 / self.started.elapsed().as_secs_f64().max(0.001) / 1e6;
-            let _ = self.tx.send(format!("erase: {pct}% {} of {} bytes, {rate:.1} MB/s ({})\n", self.done, self.total, disk.display()));
+            let _ = self.tx.send(format!(
+                "erase: {pct}% {} of {} bytes, {rate:.1} MB/s ({})\n",
+                self.done,
+                self.total,
+                disk.display()
+            ));
             self.next = Instant::now() + Duration::from_secs(2);
         }
         if self.stop.load(Ordering::Relaxed) {
@@ -256,7 +262,10 @@ pub fn erase_one(t: &Target, mode: EraseMode, p: &mut Progress) -> Result<String
                 zero_range(&mut f, path, region, p, false)?;
             }
             let parts = t.partitions.len();
-            format!("{parts} partitions' ends and the disk's zeroed{}", if discarded { ", whole disk discarded" } else { "" })
+            format!(
+                "{parts} partitions' ends and the disk's zeroed{}",
+                if discarded { ", whole disk discarded" } else { "" }
+            )
         }
         EraseMode::Zero => {
             zero_range(&mut f, path, (0, t.size), p, true)?;
@@ -273,7 +282,11 @@ pub fn erase_one(t: &Target, mode: EraseMode, p: &mut Progress) -> Result<String
 /// their disks are free; best effort: [`plan`] says what still holds a disk.
 fn release_holders() {
     let quiet = |cmd: &mut std::process::Command| {
-        let _ = cmd.stdin(std::process::Stdio::null()).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).status();
+        let _ = cmd
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status();
     };
     quiet(std::process::Command::new("lvm").args(["vgchange", "-an"]));
     quiet(std::process::Command::new("mdadm").args(["--stop", "--scan"]));
@@ -282,7 +295,8 @@ fn release_holders() {
 /// Unmounts what a rescue mounted from the disks (read-only mounts under `/mnt/rescue`).
 fn unmount_rescue(sys: &System) {
     let text = std::fs::read_to_string(&sys.mounts).unwrap_or_default();
-    let mut points: Vec<&str> = text.lines().filter_map(|l| l.split_whitespace().nth(1)).filter(|p| p.starts_with("/mnt/rescue/")).collect();
+    let mut points: Vec<&str> =
+        text.lines().filter_map(|l| l.split_whitespace().nth(1)).filter(|p| p.starts_with("/mnt/rescue/")).collect();
     points.sort_by_key(|p| std::cmp::Reverse(p.len()));
     for at in points {
         let _ = nix::mount::umount(at);
@@ -309,11 +323,13 @@ pub async fn erase(sink: &mut Sink<'_>, spec: &JobSpec, disks: &[String], mode: 
     };
     let total = bytes_to_write(&targets, mode);
     let list: Vec<String> = targets.iter().map(|t| format!("{} ({} bytes)", t.path.display(), t.size)).collect();
-    sink.send(Stream::Stdout, format!("erase: {} of {}: {total} bytes to write\n", mode.as_str(), list.join(", "))).await;
+    sink.send(Stream::Stdout, format!("erase: {} of {}: {total} bytes to write\n", mode.as_str(), list.join(", ")))
+        .await;
     let (tx, mut rx) = mpsc::unbounded_channel();
     let stop = Arc::new(AtomicBool::new(false));
     let now = Instant::now();
-    let mut progress = Progress { tx, stop: stop.clone(), total, done: 0, started: now, next: now + Duration::from_secs(2) };
+    let mut progress =
+        Progress { tx, stop: stop.clone(), total, done: 0, started: now, next: now + Duration::from_secs(2) };
     let worker = tokio::task::spawn_blocking(move || {
         for t in &targets {
             let line = erase_one(t, mode, &mut progress)?;

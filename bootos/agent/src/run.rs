@@ -290,9 +290,10 @@ impl Agent {
                 let mut sink = Sink::new(&mut self.client, spec);
                 crate::deploy::deploy_image(&mut sink, spec, url, sha256, disk).await
             }
-            Action::Erase { .. } if !self.opts.machine_actions => {
-                done(Outcome::Failed, Some("this agent does not act on its machine (a simulation): nothing was erased".into()))
-            }
+            Action::Erase { .. } if !self.opts.machine_actions => done(
+                Outcome::Failed,
+                Some("this agent does not act on its machine (a simulation): nothing was erased".into()),
+            ),
             Action::Erase { .. } if self.opts.mode != AgentMode::Bootos => {
                 done(Outcome::Failed, Some("only BootOS erases disks: an installed system runs from them".into()))
             }

@@ -204,7 +204,13 @@ impl Step {
     pub fn is_job(self) -> bool {
         matches!(
             self,
-            Step::Configure(_) | Step::Install | Step::Identity | Step::Reboot | Step::PostInstall(_) | Step::Erase | Step::Rescue
+            Step::Configure(_)
+                | Step::Install
+                | Step::Identity
+                | Step::Reboot
+                | Step::PostInstall(_)
+                | Step::Erase
+                | Step::Rescue
         )
     }
 

@@ -47,7 +47,10 @@ enum Action {
     },
     /// Day two (`POST /machines/{id}/<what>`): release (with its erase), rescue, return,
     /// retire, unretire.
-    Lifecycle { what: &'static str, body: Option<Value> },
+    Lifecycle {
+        what: &'static str,
+        body: Option<Value>,
+    },
 }
 
 impl Action {
@@ -97,7 +100,9 @@ impl Action {
                 let body = json!({"erase": erase, "keep_reservation": f.get("keep_reservation").is_some()});
                 Ok(Action::Lifecycle { what: "release", body: Some(body) })
             }
-            "rescue" => Ok(Action::Lifecycle { what: "rescue", body: Some(json!({"mount": f.get("mount").is_some()})) }),
+            "rescue" => {
+                Ok(Action::Lifecycle { what: "rescue", body: Some(json!({"mount": f.get("mount").is_some()})) })
+            }
             "return" => Ok(Action::Lifecycle { what: "return", body: None }),
             "retire" => Ok(Action::Lifecycle { what: "retire", body: None }),
             "unretire" => Ok(Action::Lifecycle { what: "unretire", body: None }),
@@ -129,7 +134,10 @@ impl Action {
             Action::Power(a) => format!("powered {a} through the BMC (verified)"),
             Action::Provision { .. } => "queued provisioning of".into(),
             Action::Lifecycle { what: "release", body } => {
-                format!("queued the release (erase: {}) of", body.as_ref().map_or("?", |b| b["erase"].as_str().unwrap_or("?")))
+                format!(
+                    "queued the release (erase: {}) of",
+                    body.as_ref().map_or("?", |b| b["erase"].as_str().unwrap_or("?"))
+                )
             }
             Action::Lifecycle { what: "rescue", .. } => "queued the rescue of".into(),
             Action::Lifecycle { what: "return", .. } => "returned to their disks".into(),

@@ -201,8 +201,19 @@ async fn list(
 }
 
 /// The states a filter offers, as the API spells them.
-pub const STATES: [&str; 11] =
-    ["discovered", "ready", "queued", "configuring", "installing", "post-install", "installed", "failed", "releasing", "rescue", "retired"];
+pub const STATES: [&str; 11] = [
+    "discovered",
+    "ready",
+    "queued",
+    "configuring",
+    "installing",
+    "post-install",
+    "installed",
+    "failed",
+    "releasing",
+    "rescue",
+    "retired",
+];
 
 #[cfg(test)]
 mod tests {

@@ -119,10 +119,8 @@ fn identify(f: &File, nsid: u32, cns: u32) -> Result<Vec<u8>, String> {
 }
 
 fn hdparm(args: &[&str]) -> Result<String, String> {
-    let out = Command::new("hdparm")
-        .args(args)
-        .output()
-        .map_err(|e| format!("hdparm: {e} (it is not in this BootOS)"))?;
+    let out =
+        Command::new("hdparm").args(args).output().map_err(|e| format!("hdparm: {e} (it is not in this BootOS)"))?;
     if !out.status.success() {
         return Err(format!("hdparm {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim()));
     }

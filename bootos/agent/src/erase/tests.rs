@@ -27,7 +27,13 @@ fn quick_covers_each_end_of_the_disk_and_of_every_partition() {
     };
     assert_eq!(
         quick_regions(&t),
-        vec![(0, 64 * MIB), (300 * MIB, 304 * MIB), (396 * MIB, 400 * MIB), (900 * MIB, 904 * MIB), (960 * MIB, 1024 * MIB)]
+        vec![
+            (0, 64 * MIB),
+            (300 * MIB, 304 * MIB),
+            (396 * MIB, 400 * MIB),
+            (900 * MIB, 904 * MIB),
+            (960 * MIB, 1024 * MIB)
+        ]
     );
     // A disk smaller than both edges is zeroed whole, once.
     let small = Target { size: 10 * MIB, partitions: vec![(MIB, 8 * MIB)], ..t };
@@ -98,7 +104,13 @@ fn plan_refuses_what_is_not_a_disk_before_writing_anything() {
 
 #[test]
 fn secure_is_refused_for_a_disk_that_cannot_erase_itself() {
-    let t = Target { path: "/dev/vda".into(), size: 1, kind: Kind::Other("virtio".into()), partitions: vec![], discard: false };
+    let t = Target {
+        path: "/dev/vda".into(),
+        size: 1,
+        kind: Kind::Other("virtio".into()),
+        partitions: vec![],
+        discard: false,
+    };
     let err = secure::check(&t).unwrap_err();
     assert!(err.contains("virtio disk has neither") && err.contains("use zero"), "{err}");
 }

@@ -79,7 +79,10 @@ async fn create(
     let cmdb = &s.cmdb;
     if !spec.purpose.is_provision() {
         let what = spec.purpose.name();
-        return Err(ApiError::field("purpose", format!("a {what} starts from the machine: POST /machines/{{id}}/{what}")));
+        return Err(ApiError::field(
+            "purpose",
+            format!("a {what} starts from the machine: POST /machines/{{id}}/{what}"),
+        ));
     }
 
     match (&spec.image, &spec.installer) {

@@ -320,8 +320,12 @@ impl Engine {
             run.machine_id = Some(m.id);
             run.hostname = hostname.clone();
             bound.insert(m.id);
-            let update =
-                MachineUpdate { state: Some(MachineState::Queued), hostname, reserved_ip: run.ip, ..Default::default() };
+            let update = MachineUpdate {
+                state: Some(MachineState::Queued),
+                hostname,
+                reserved_ip: run.ip,
+                ..Default::default()
+            };
             let detail = json!({"task": task.id, "run": run.id});
             // The write re-checks that no other run took the machine meanwhile.
             self.hub.cmdb.save_run(run.clone(), update, Some((EventKind::ProvisionQueued, detail))).await?;

@@ -109,7 +109,8 @@ pub async fn rescue(cmdb: &Cmdb, m: &Machine, mount: bool) -> Result<Task, CmdbE
 /// Returns a rescued machine to its disk: its rescue run reboots it there. A rescue that has
 /// not reached BootOS yet is cancelled instead (the machine boots its disk anyway).
 pub async fn give_back(cmdb: &Cmdb, m: &Machine) -> Result<Run, CmdbError> {
-    let Some((mut run, task)) = active(cmdb, m.id).await?.filter(|(_, t)| matches!(t.spec.purpose, Purpose::Rescue { .. }))
+    let Some((mut run, task)) =
+        active(cmdb, m.id).await?.filter(|(_, t)| matches!(t.spec.purpose, Purpose::Rescue { .. }))
     else {
         return Err(conflict(m, "it has no rescue to", "return from"));
     };

@@ -88,12 +88,14 @@ fn day_two_runs_take_their_own_steps_and_end_done() {
 
 #[test]
 fn a_task_spec_keeps_its_purpose_and_an_install_says_none() {
-    let spec: TaskSpec = serde_json::from_str(r#"{"select":{"macs":[]},"purpose":{"kind":"release","erase":"zero"}}"#).unwrap();
+    let spec: TaskSpec =
+        serde_json::from_str(r#"{"select":{"macs":[]},"purpose":{"kind":"release","erase":"zero"}}"#).unwrap();
     assert_eq!(spec.purpose, Purpose::Release { erase: EraseMode::Zero, keep_reservation: false });
     let install: TaskSpec = serde_json::from_str(r#"{"select":{"macs":[]},"image":"x.img"}"#).unwrap();
     assert!(install.purpose.is_provision());
     assert!(!serde_json::to_string(&install).unwrap().contains("purpose"));
-    let bad = serde_json::from_str::<TaskSpec>(r#"{"select":{"macs":[]},"purpose":{"kind":"release","erase":"shred"}}"#);
+    let bad =
+        serde_json::from_str::<TaskSpec>(r#"{"select":{"macs":[]},"purpose":{"kind":"release","erase":"shred"}}"#);
     assert!(bad.unwrap_err().to_string().contains("unknown variant"));
 }
 

@@ -69,7 +69,8 @@ fn run_where(net: &Net, id: u64, secs: u64, what: &str, pred: impl Fn(&Value) ->
 pub(super) fn check(net: &Net, lab: Option<&Libvirt>, bios: Vm, uefi: Vm, cloud: &str, first_boot: &str) {
     let files = |vm: &Vm| disk_files(net, lab, vm.name);
     // Where the partitions were: their signatures must be gone after the erase.
-    let before: Vec<(PathBuf, Vec<(u64, u64)>)> = files(&bios).into_iter().map(|f| (f.clone(), partitions(&f))).collect();
+    let before: Vec<(PathBuf, Vec<(u64, u64)>)> =
+        files(&bios).into_iter().map(|f| (f.clone(), partitions(&f))).collect();
     assert!(before[0].1.len() >= 3, "the installed vda has its partitions: {before:?}");
     assert!(!signature(&before[0].0, before[0].1[2].0).is_empty(), "vda3 is a RAID member before the erase");
 
@@ -110,11 +111,16 @@ pub(super) fn check(net: &Net, lab: Option<&Libvirt>, bios: Vm, uefi: Vm, cloud:
         let m = net.api("GET", &format!("/machines/{}", vm.mac), None);
         let jobs = net.api("GET", &format!("/jobs?machine={}&limit=1000", vm.mac), None);
         let erase = jobs["jobs"].as_array().unwrap().iter().find(|j| j["action"]["kind"] == "erase").unwrap().clone();
-        let out = net.api("GET", &format!("/jobs/{}/output", erase["id"]), None)["text"].as_str().unwrap_or("").to_string();
+        let out =
+            net.api("GET", &format!("/jobs/{}/output", erase["id"]), None)["text"].as_str().unwrap_or("").to_string();
         eprintln!("{}: erase ({}):\n{out}", vm.name, erase["action"]["mode"]);
         assert_eq!(run["state"], "done", "{}: {run}", vm.name);
         assert_eq!((m["state"].as_str(), &m["reserved_ip"]), (Some("ready"), &Value::Null), "{}: {m}", vm.name);
-        assert_eq!(erase["action"]["disks"].as_array().unwrap().len(), super::layout::DISKS.len(), "every disk: {erase}");
+        assert_eq!(
+            erase["action"]["disks"].as_array().unwrap().len(),
+            super::layout::DISKS.len(),
+            "every disk: {erase}"
+        );
         assert!(out.contains("erase: 100%"), "{out}");
         let agent = net.api("GET", &format!("/machines/{}/agent", vm.mac), None);
         assert_eq!(agent["mode"], "bootos", "the installed credential was superseded: {agent}");

@@ -83,6 +83,32 @@ impl Cmdb {
         .await
     }
 
+    /// Moves a machine to the state `decide` picks from it and its active run (if any), with an
+    /// event, in one transaction; `decide` refuses by returning the error.
+    pub async fn transition<F>(
+        &self,
+        machine_id: u64,
+        decide: F,
+        event: (EventKind, serde_json::Value),
+    ) -> Result<Machine, CmdbError>
+    where
+        F: FnOnce(&Machine, Option<&rackboot_model::provision::Run>) -> Result<MachineState, CmdbError>
+            + Send
+            + 'static,
+    {
+        self.write(move |ctx| {
+            let mut m: Machine = ctx.get(machine_id)?;
+            let active = super::provision::active_runs_in(ctx)?;
+            m.state = decide(&m, active.iter().find(|r| r.machine_id == Some(machine_id)))?;
+            m.updated_at = now_secs();
+            push_event(ctx, machine_id, event.0, event.1)?;
+            // A change of state goes on the timeline too (see `put_machine`).
+            ctx.put(&m)?;
+            Ok(m)
+        })
+        .await
+    }
+
     /// Deletes a machine and everything that hangs off it (see `cascade`), in one transaction.
     pub async fn delete_machine(&self, id: u64) -> Result<(), CmdbError> {
         self.write(move |ctx| super::cascade::delete_machine_rows(ctx, id)).await

@@ -276,30 +276,6 @@ impl Cmdb {
         self.read(move |rtx| find_all(&rtx.open_table(RUNS)?, ids)).await
     }
 
-    /// Moves a machine to the state `decide` picks from it and its active run (if any), with an
-    /// event, in one transaction; `decide` refuses by returning the error.
-    pub async fn transition<F>(
-        &self,
-        machine_id: u64,
-        decide: F,
-        event: (EventKind, serde_json::Value),
-    ) -> Result<Machine, CmdbError>
-    where
-        F: FnOnce(&Machine, Option<&Run>) -> Result<MachineState, CmdbError> + Send + 'static,
-    {
-        self.write(move |ctx| {
-            let mut m: Machine = ctx.get(machine_id)?;
-            let active = active_runs_in(ctx)?;
-            m.state = decide(&m, active.iter().find(|r| r.machine_id == Some(machine_id)))?;
-            m.updated_at = now_secs();
-            push_event(ctx, machine_id, event.0, event.1)?;
-            // A change of state goes on the timeline too (see `put_machine`).
-            ctx.put(&m)?;
-            Ok(m)
-        })
-        .await
-    }
-
     /// Every run not yet finished, oldest first.
     pub async fn active_runs(&self) -> Result<Vec<Run>, CmdbError> {
         self.read(|rtx| {
@@ -312,7 +288,7 @@ impl Cmdb {
 }
 
 /// Every unfinished run, as this batch sees it.
-fn active_runs_in(ctx: &WriteCtx<'_>) -> Result<Vec<Run>, CmdbError> {
+pub(super) fn active_runs_in(ctx: &WriteCtx<'_>) -> Result<Vec<Run>, CmdbError> {
     let ids: Vec<u64> =
         ctx.t.tx.open_table(ACTIVE_RUNS)?.iter()?.map(|r| r.map(|(k, _)| k.value())).collect::<Result<_, _>>()?;
     find_all(&ctx.t.tx.open_table(RUNS)?, ids)

@@ -83,6 +83,26 @@ pub(super) enum MachinesCmd {
         #[arg(long)]
         mount: bool,
     },
+    /// Run a test profile's tests on a machine in BootOS (ready, discovered or failed); it is
+    /// ready after, or failed with the test named.
+    #[command(
+        after_help = "Example:\n  rackboot machines commission 7 --profile burn-in && rackboot machines tests 7"
+    )]
+    Commission {
+        /// Machine id or MAC.
+        id: String,
+        /// A test profile of the config ([[provision.test_profiles]]).
+        #[arg(long)]
+        profile: String,
+    },
+    /// Show a machine's commissioning runs and their results.
+    Tests {
+        /// Machine id or MAC.
+        id: String,
+        /// Print the answer as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Return a rescued machine to its disk.
     Return {
         /// Machine id or MAC.
@@ -188,6 +208,39 @@ pub(super) async fn machines(c: ApiClient, cmd: MachinesCmd) -> anyhow::Result<(
             let v =
                 c.ok(Method::POST, &format!("/machines/{}/rescue", enc(&id)), Some(json!({"mount": mount}))).await?;
             println!("rescuing machine {id}: task {}", v["id"]);
+        }
+        MachinesCmd::Commission { id, profile } => {
+            let body = json!({"profile": profile});
+            let v = c.ok(Method::POST, &format!("/machines/{}/commission", enc(&id)), Some(body)).await?;
+            println!("commissioning machine {id} with {profile}: task {}", v["id"]);
+        }
+        MachinesCmd::Tests { id, json } => {
+            let v = c.ok(Method::GET, &format!("/machines/{}/tests", enc(&id)), None).await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&v)?);
+                return Ok(());
+            }
+            for r in v["runs"].as_array().into_iter().flatten() {
+                println!(
+                    "run {} ({}): {}{}",
+                    s(&r["run"]),
+                    s(&r["profile"]),
+                    s(&r["state"]),
+                    r["error"].as_str().map(|e| format!(": {e}")).unwrap_or_default()
+                );
+                println!("  {:<20} {:<6} {:>12} {:<11} {:>10} NOTE", "TEST", "PASSED", "FIGURE", "UNIT", "FLOOR");
+                for t in r["tests"].as_array().into_iter().flatten() {
+                    println!(
+                        "  {:<20} {:<6} {:>12} {:<11} {:>10} {}",
+                        s(&t["name"]),
+                        s(&t["passed"]),
+                        s(&t["figure"]),
+                        s(&t["unit"]),
+                        s(&t["floor"]),
+                        s(&t["note"])
+                    );
+                }
+            }
         }
         MachinesCmd::Return { id } => {
             let v = c.ok(Method::POST, &format!("/machines/{}/return", enc(&id)), None).await?;

@@ -32,7 +32,8 @@ async fn ready(a: &Appliance, mac: &str) {
 #[tokio::test]
 async fn release_rescue_and_retire_walk_their_steps_and_refuse_what_they_must() {
     let post_dir = tempfile::tempdir().unwrap();
-    let a = Appliance::start(&config(post_dir.path())).await;
+    let profile = "[[provision.test_profiles]]\nname = \"quick\"\ncpu_secs = 1\n";
+    let a = Appliance::start(&format!("{}{profile}", config(post_dir.path()))).await;
     let work = tempfile::tempdir().unwrap();
     let mac = "52:54:00:b1:00:01";
     let agent = a.agent(mac, work.path());
@@ -142,6 +143,36 @@ async fn release_rescue_and_retire_walk_their_steps_and_refuse_what_they_must() 
     let m = a.get(&base).await;
     assert_eq!((m["state"].as_str(), m["reserved_ip"].as_str()), (Some("ready"), None), "{m}");
     assert_eq!(a.get(&format!("/tasks/{rescue}")).await["task"]["state"], "cancelled");
+
+    // Commissioning: an unknown profile is refused; without the tools overlay the run fails
+    // saying how to build it; with one, the script refuses to run outside BootOS (this agent
+    // runs on the host), and the judged results say the job failed and the CPU test is missing.
+    let (st, v) = post(&a, &format!("{base}/commission"), Some(json!({"profile": "nope"}))).await;
+    assert!(st == 400 && v["detail"].as_str().unwrap().contains("quick"), "{v}");
+    let (st, t) = post(&a, &format!("{base}/commission"), Some(json!({"profile": "quick"}))).await;
+    assert_eq!(st, 201, "{t}");
+    let run = run_where(&a, t["id"].as_u64().unwrap(), 30, "failed", |r| r["state"] != "active").await;
+    assert!(run["error"].as_str().unwrap().contains("bootos/tools.sh"), "{run}");
+    assert_eq!(state(&a, mac).await, "failed");
+    std::fs::write(a.dir.path().join("boot/bootos-tools.tar.gz"), b"not really").unwrap();
+    let (_, t) = post(&a, &format!("{base}/commission"), Some(json!({"profile": "quick"}))).await;
+    let run = run_where(&a, t["id"].as_u64().unwrap(), 30, "failed", |r| r["state"] != "active").await;
+    assert_eq!(run["state"], "failed", "{run}");
+    let tests = a.get(&format!("{base}/tests")).await;
+    assert_eq!(tests["runs"].as_array().unwrap().len(), 2, "{tests}");
+    let newest = &tests["runs"][0];
+    assert_eq!((newest["profile"].as_str(), newest["state"].as_str()), (Some("quick"), Some("failed")), "{tests}");
+    let names: Vec<(&str, bool)> = newest["tests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| (t["name"].as_str().unwrap(), t["passed"].as_bool().unwrap()))
+        .collect();
+    assert_eq!(names, [("cpu", false), ("job", false)], "{tests}");
+    let jobs = a.get(&format!("/jobs?machine={id}")).await;
+    let job = &jobs["jobs"][0];
+    let out = a.get(&format!("/jobs/{}/output", job["id"])).await;
+    assert!(out["text"].as_str().unwrap().contains("this is not BootOS"), "{out}");
 
     // The timeline and the audit log say what happened.
     let ev = a.get(&format!("{base}/events")).await;

@@ -18,6 +18,9 @@ pub struct WireProvision {
     pub autoinstall_mirror: String,
     pub installer_proxy: String,
     pub networks: Vec<WireNetwork>,
+    pub test_profiles: Vec<rackboot_model::commission::TestProfile>,
+    /// The commissioning tools' overlay in the boot directory (`bootos/tools.sh OUT`).
+    pub test_tools: String,
 }
 
 /// `[[provision.networks]]`: a named network installed nodes take static addresses in.
@@ -50,6 +53,8 @@ impl Default for WireProvision {
             autoinstall_mirror: "http://archive.ubuntu.com/ubuntu".into(),
             installer_proxy: String::new(),
             networks: Vec::new(),
+            test_profiles: Vec::new(),
+            test_tools: "bootos-tools.tar.gz".into(),
         }
     }
 }
@@ -86,6 +91,10 @@ pub struct ProvisionConfig {
     pub installer_proxy: String,
     /// Named networks installed nodes take static addresses in, in the file's order.
     pub networks: Vec<Network>,
+    /// Commissioning test profiles by name.
+    pub test_profiles: BTreeMap<String, rackboot_model::commission::TestProfile>,
+    /// The tools' overlay, a plain file name in the boot directory.
+    pub test_tools: String,
 }
 
 /// Checks one `[[provision.networks]]` entry.
@@ -132,7 +141,21 @@ impl ProvisionConfig {
             autoinstall_mirror,
             installer_proxy,
             networks: wire_networks,
+            test_profiles: wire_tests,
+            test_tools,
         } = w;
+        let mut test_profiles = BTreeMap::new();
+        for p in wire_tests {
+            p.check().map_err(|e| anyhow::anyhow!("provision.{e}"))?;
+            let name = p.name.clone();
+            anyhow::ensure!(test_profiles.insert(name.clone(), p).is_none(), "test profile {name} is defined twice");
+        }
+        anyhow::ensure!(
+            !test_tools.is_empty()
+                && !test_tools.starts_with('.')
+                && test_tools.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c)),
+            "provision.test_tools must be a plain file name in the boot directory"
+        );
         let mut networks: Vec<Network> = Vec::new();
         for w in wire_networks {
             let n = network(w)?;
@@ -204,6 +227,8 @@ impl ProvisionConfig {
             answer_repos,
             installer_proxy,
             networks,
+            test_profiles,
+            test_tools,
         })
     }
 }

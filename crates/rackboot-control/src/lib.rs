@@ -16,7 +16,7 @@
 pub use rackboot_base::{net, secrets};
 pub use rackboot_boot::{netcfg, planner, render, templates};
 pub use rackboot_config as config;
-pub use rackboot_model::{jobs, mac};
+pub use rackboot_model::{commission, jobs, mac};
 pub use rackboot_store as cmdb;
 pub use rackboot_tftp as tftp;
 

@@ -20,6 +20,7 @@
 pub mod bmc;
 pub mod boot;
 pub mod cloudinit;
+pub mod commission;
 pub mod events;
 pub mod jobs;
 pub mod mac;

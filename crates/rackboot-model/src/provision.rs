@@ -163,6 +163,8 @@ pub enum Step {
     Rescue,
     /// A rescue holds the machine in BootOS until the operator returns it.
     Rescued,
+    /// A commissioning run's tests (BootOS).
+    Commission,
 }
 
 impl Step {
@@ -181,7 +183,9 @@ impl Step {
             Step::WaitInstalled if post_install > 0 => Step::PostInstall(0),
             Step::WaitInstalled => Step::Done,
             Step::PostInstall(i) if i + 1 < post_install => Step::PostInstall(i + 1),
-            Step::PostInstall(_) | Step::Done | Step::Erase | Step::Rescue | Step::Rescued => Step::Done,
+            Step::PostInstall(_) | Step::Done | Step::Erase | Step::Rescue | Step::Rescued | Step::Commission => {
+                Step::Done
+            }
         }
     }
 
@@ -197,7 +201,7 @@ impl Step {
             Step::WaitInstalled => 80,
             Step::PostInstall(_) => 90,
             Step::Done => 100,
-            Step::Erase | Step::Rescue => 10,
+            Step::Erase | Step::Rescue | Step::Commission => 10,
             Step::Rescued => 50,
         }
     }
@@ -213,6 +217,7 @@ impl Step {
                 | Step::PostInstall(_)
                 | Step::Erase
                 | Step::Rescue
+                | Step::Commission
         )
     }
 
@@ -225,7 +230,7 @@ impl Step {
     fn install_state(self) -> crate::records::MachineState {
         use crate::records::MachineState as S;
         match self {
-            Step::WaitAgent | Step::Check | Step::Erase => S::Queued,
+            Step::WaitAgent | Step::Check | Step::Erase | Step::Commission => S::Queued,
             Step::Rescue | Step::Rescued => S::Rescue,
             Step::Configure(_) => S::Configuring,
             Step::Install | Step::Identity => S::Installing,
@@ -291,6 +296,9 @@ pub struct Run {
     /// operator's cancel never overwrite each other).
     #[serde(default)]
     pub rev: u64,
+    /// A commissioning run's test results.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tests: Vec<crate::commission::TestResult>,
 }
 
 impl Run {
@@ -318,6 +326,7 @@ impl Run {
             power_requested_ms: None,
             stuck_cycled: false,
             rev: 0,
+            tests: Vec::new(),
         }
     }
 

@@ -27,6 +27,8 @@ pub enum MachineState {
     Releasing,
     /// Held in BootOS for an operator's jobs, its disks untouched.
     Rescue,
+    /// BootOS runs a test profile's tests; `ready` after, or `failed` with the test named.
+    Commissioning,
     /// Out of every pool until an operator brings it back.
     Retired,
 }

@@ -104,6 +104,12 @@ impl Action {
                 Ok(Action::Lifecycle { what: "rescue", body: Some(json!({"mount": f.get("mount").is_some()})) })
             }
             "return" => Ok(Action::Lifecycle { what: "return", body: None }),
+            "commission" => match f.get("test_profile").map(str::trim) {
+                Some(p) if !p.is_empty() && p.len() <= 64 => {
+                    Ok(Action::Lifecycle { what: "commission", body: Some(json!({"profile": p})) })
+                }
+                _ => Err("to commission, name a test profile".into()),
+            },
             "retire" => Ok(Action::Lifecycle { what: "retire", body: None }),
             "unretire" => Ok(Action::Lifecycle { what: "unretire", body: None }),
             "" => Err("choose an action".into()),
@@ -120,7 +126,7 @@ impl Action {
                 | Action::Provision { .. }
                 | Action::Job("reboot" | "power_off")
                 | Action::Power("off" | "cycle")
-                | Action::Lifecycle { what: "release" | "rescue" | "return", .. }
+                | Action::Lifecycle { what: "release" | "rescue" | "return" | "commission", .. }
         )
     }
 
@@ -140,6 +146,7 @@ impl Action {
                 )
             }
             Action::Lifecycle { what: "rescue", .. } => "queued the rescue of".into(),
+            Action::Lifecycle { what: "commission", .. } => "queued the commissioning of".into(),
             Action::Lifecycle { what: "return", .. } => "returned to their disks".into(),
             Action::Lifecycle { what: "retire", .. } => "retired".into(),
             Action::Lifecycle { .. } => "brought back".into(),

@@ -141,6 +141,10 @@ async fn show(
     }
     let runs = cmdb.active_runs().await.unwrap_or_default();
     let run = runs.into_iter().find(|r| r.machine_id == Some(m.id)).map(RunView::from);
+    // The newest commissioning run's results.
+    let tested =
+        rackboot_control::provision::lifecycle::test_runs(cmdb, m.id).await.unwrap_or_default().into_iter().next();
+    let tests = tested.map(|(profile, r)| minijinja::context! { profile, run => r.id, state => V::from(minijinja::value::Serde(&r.state)), error => r.error, tests => V::from(minijinja::value::Serde(&r.tests)) });
     let state = super::view::state_name(&m.state);
     // The power state is everyone's to see; where the BMC is, an operator's (as in the API).
     let bmc = cmdb.bmc(m.id).await.unwrap_or_default();
@@ -149,7 +153,7 @@ async fn show(
     let ctx = minijinja::context! {
         user, role => session.caller.role.as_str(), csrf => &session.csrf, operator => session.operator(),
         m => V::from(minijinja::value::Serde(&m)), state, notice, timeline => V::from(minijinja::value::Serde(&timeline)), jobs => V::from(minijinja::value::Serde(&job_rows)),
-        run => V::from(minijinja::value::Serde(&run)), head,
+        run => V::from(minijinja::value::Serde(&run)), head, tests,
         seen_ms => m.last_seen_at.map(|t| t * 1000), created_ms => m.created_at * 1000,
         has_bmc => power.is_some(), power => V::from(minijinja::value::Serde(power.flatten())), bmc_at,
     };

@@ -7,7 +7,7 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
 use rackboot_agent::wire::EraseMode;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -21,6 +21,8 @@ pub fn routes() -> OpenApiRouter<ApiState> {
     OpenApiRouter::new()
         .routes(routes!(release))
         .routes(routes!(rescue))
+        .routes(routes!(commission))
+        .routes(routes!(tests))
         .routes(routes!(give_back))
         .routes(routes!(retire))
         .routes(routes!(unretire))
@@ -47,6 +49,36 @@ pub struct RescueRequest {
     /// Mount every file system on its disks read-only under `/mnt/rescue/<device>`.
     #[serde(default)]
     pub mount: bool,
+}
+
+/// Which tests a machine runs.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CommissionRequest {
+    /// A test profile of the config (`[[provision.test_profiles]]`).
+    pub profile: String,
+}
+
+/// One commissioning run of a machine and its results.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TestRun {
+    pub task: u64,
+    pub run: u64,
+    pub profile: String,
+    #[schema(value_type = String)]
+    pub state: crate::provision::RunState,
+    pub created_at_ms: u64,
+    pub finished_at_ms: Option<u64>,
+    /// Why it failed (the first failed tests named).
+    pub error: Option<String>,
+    pub tests: Vec<rackboot_model::commission::TestResult>,
+}
+
+/// A machine's commissioning runs, newest first.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TestRuns {
+    pub machine_id: u64,
+    pub runs: Vec<TestRun>,
 }
 
 fn engine(s: &ApiState) -> Result<&std::sync::Arc<crate::provision::engine::Engine>, ApiError> {
@@ -91,6 +123,51 @@ async fn rescue(
     let task = lifecycle::rescue(&s.cmdb, &m, req.mount).await?;
     engine.wake();
     Ok((StatusCode::CREATED, Json(task)))
+}
+
+/// Runs a test profile's tests on a machine in BootOS (CPU, memory, disks, SMART): it is `ready`
+/// after, or `failed` with the failed test and its figure named. The disk write test overwrites
+/// disks, so an installed machine is released first.
+#[utoipa::path(post, path = "/machines/{id}/commission", tag = "machines", request_body = CommissionRequest,
+    params(("id" = String, Path, description = "Machine id or one of its MACs", pattern = r"^([0-9]{1,19}|[:-]*([0-9A-Fa-f][:-]*){12})$")),
+    responses((status = 201, description = "The commissioning's task (one run)", body = Task),
+        (status = 400, description = "No such test profile", body = super::Problem, content_type = "application/problem+json"),
+        (status = 409, description = "The machine is installed or busy", body = super::Problem, content_type = "application/problem+json")))]
+async fn commission(
+    State(s): State<ApiState>,
+    Path(key): Path<String>,
+    body: Result<Json<CommissionRequest>, JsonRejection>,
+) -> Result<(StatusCode, Json<Task>), ApiError> {
+    let Json(req) = body?;
+    let engine = engine(&s)?;
+    let Some(profile) = engine.cfg.test_profiles.get(&req.profile) else {
+        let known: Vec<&String> = engine.cfg.test_profiles.keys().collect();
+        return Err(ApiError::field("profile", format!("no test profile {:?}; known: {known:?}", req.profile)));
+    };
+    let m = resolve(&s, &key).await?;
+    let task = lifecycle::commission(&s.cmdb, &m, profile).await?;
+    engine.wake();
+    Ok((StatusCode::CREATED, Json(task)))
+}
+
+/// A machine's commissioning runs and their results (figures, floors, pass or fail), newest
+/// first.
+#[utoipa::path(get, path = "/machines/{id}/tests", tag = "machines",
+    params(("id" = String, Path, description = "Machine id or one of its MACs", pattern = r"^([0-9]{1,19}|[:-]*([0-9A-Fa-f][:-]*){12})$")),
+    responses((status = 200, description = "Its commissioning runs", body = TestRuns)))]
+async fn tests(State(s): State<ApiState>, Path(key): Path<String>) -> Result<Json<TestRuns>, ApiError> {
+    let m = resolve(&s, &key).await?;
+    let runs = lifecycle::test_runs(&s.cmdb, m.id).await?.into_iter().map(|(profile, r)| TestRun {
+        task: r.task_id,
+        run: r.id,
+        profile,
+        state: r.state,
+        created_at_ms: r.created_at_ms,
+        finished_at_ms: r.finished_at_ms,
+        error: r.error,
+        tests: r.tests,
+    });
+    Ok(Json(TestRuns { machine_id: m.id, runs: runs.collect() }))
 }
 
 /// Returns a rescued machine to its disk: it reboots into its installed system, and its

@@ -50,6 +50,35 @@ impl LayoutVars {
     }
 }
 
+/// What the commissioning script of one machine needs (empty: that test is not run).
+#[derive(Debug, Clone, Serialize)]
+pub struct CommissionVars {
+    pub tools_url: String,
+    pub tools_sha256: String,
+    pub cpu_secs: String,
+    pub memory_mib: String,
+    pub disk_secs: String,
+    /// "1": SMART health.
+    pub smart: String,
+    /// Kernel names (`vda nvme0n1`), blank-separated.
+    pub disks: String,
+}
+
+impl CommissionVars {
+    pub fn new(p: &rackboot_model::commission::TestProfile, tools: (String, String), disks: &[String]) -> Self {
+        let num = |v: Option<u32>| v.map(|v| v.to_string()).unwrap_or_default();
+        CommissionVars {
+            tools_url: tools.0,
+            tools_sha256: tools.1,
+            cpu_secs: num(p.cpu_secs),
+            memory_mib: num(p.memory_mib),
+            disk_secs: num(p.disk_secs),
+            smart: if p.smart { "1" } else { "" }.into(),
+            disks: disks.join(" "),
+        }
+    }
+}
+
 /// A device path or mount point the script may take: letters, digits and `/ _ . -` only
 /// (every value goes into double quotes or a here-string the script splits on blanks).
 fn plain(v: &str) -> bool {
@@ -65,6 +94,20 @@ impl Renderer {
             return Err(RenderError::Unsafe(bad.clone()));
         }
         Ok(self.env.get_template("provision/layout.sh")?.render(val(vars))?)
+    }
+
+    /// Renders a commissioning run's script; a disk name or URL that is not plain is refused.
+    pub fn commission(&self, vars: &CommissionVars) -> Result<String, RenderError> {
+        let url_ok = vars.tools_url.starts_with("http://")
+            && vars.tools_url.chars().all(|c| c.is_ascii_alphanumeric() || "/_.-:[]".contains(c));
+        if !url_ok {
+            return Err(RenderError::Unsafe(vars.tools_url.clone()));
+        }
+        let values = vars.disks.split(' ').chain([vars.tools_sha256.as_str()]);
+        if let Some(bad) = values.filter(|v| !v.is_empty()).find(|v| !plain(v)) {
+            return Err(RenderError::Unsafe(bad.to_string()));
+        }
+        Ok(self.env.get_template("provision/commission.sh")?.render(val(vars))?)
     }
 
     /// Renders a rescue's script: the disks listed, and with `mount` their file systems

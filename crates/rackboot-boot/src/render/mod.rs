@@ -13,7 +13,7 @@ mod layout;
 mod unattend;
 
 pub use boot::Loader;
-pub use layout::{LayoutFs, LayoutVars};
+pub use layout::{CommissionVars, LayoutFs, LayoutVars};
 pub use unattend::UnattendVars;
 
 const PROFILE_IPXE: &str = include_str!("../../../../templates/ipxe/profile.ipxe");
@@ -23,6 +23,7 @@ const LOCALBOOT_GRUB: &str = include_str!("../../../../templates/grub/localboot.
 const IDENTITY_SH: &str = include_str!("../../../../templates/provision/identity.sh");
 const LAYOUT_SH: &str = include_str!("../../../../templates/provision/layout.sh");
 const RESCUE_SH: &str = include_str!("../../../../templates/provision/rescue.sh");
+const COMMISSION_SH: &str = include_str!("../../../../templates/provision/commission.sh");
 const AGENT_UNIT: &str = include_str!("../../../../bootos/rackboot-agent.service");
 const KICKSTART: &str = include_str!("../../../../templates/installer/kickstart.cfg");
 const PRESEED: &str = include_str!("../../../../templates/installer/preseed.cfg");
@@ -30,7 +31,7 @@ const AUTOINSTALL: &str = include_str!("../../../../templates/installer/autoinst
 const UNATTEND: &str = include_str!("../../../../templates/windows/unattend.xml");
 
 /// Every template by file name, with its embedded text.
-const EMBEDDED: [(&str, &str); 11] = [
+const EMBEDDED: [(&str, &str); 12] = [
     ("ipxe/profile.ipxe", PROFILE_IPXE),
     ("ipxe/localboot.ipxe", LOCALBOOT_IPXE),
     ("grub/profile.cfg", PROFILE_GRUB),
@@ -38,6 +39,7 @@ const EMBEDDED: [(&str, &str); 11] = [
     ("provision/identity.sh", IDENTITY_SH),
     ("provision/layout.sh", LAYOUT_SH),
     ("provision/rescue.sh", RESCUE_SH),
+    ("provision/commission.sh", COMMISSION_SH),
     ("installer/kickstart.cfg", KICKSTART),
     ("installer/preseed.cfg", PRESEED),
     ("installer/autoinstall.yaml", AUTOINSTALL),

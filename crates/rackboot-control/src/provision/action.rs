@@ -89,6 +89,20 @@ impl Engine {
                 };
                 Ok(Action::Erase { disks: all_disks(machine)?, mode: erase })
             }
+            Step::Commission => {
+                let crate::provision::Purpose::Commission { profile } = &spec.purpose else {
+                    return Err("only a commissioning run has tests".into());
+                };
+                let p = self
+                    .cfg
+                    .test_profiles
+                    .get(profile)
+                    .ok_or_else(|| format!("no test profile {profile:?} in the config"))?;
+                let disks: Vec<String> =
+                    all_disks(machine)?.iter().map(|d| d.trim_start_matches("/dev/").to_string()).collect();
+                let vars = crate::render::CommissionVars::new(p, self.test_tools()?, &disks);
+                Ok(script(self.renderer.commission(&vars).map_err(|e| e.to_string())?, env(&[])))
+            }
             Step::Rescue => {
                 let crate::provision::Purpose::Rescue { mount } = spec.purpose else {
                     return Err("only a rescue has a rescue step".into());
@@ -103,6 +117,29 @@ impl Engine {
             }
             other => Err(format!("{} is not a job step", step_name(other))),
         }
+    }
+}
+
+impl Engine {
+    /// The commissioning tools' overlay: its URL and SHA-256 (hashed when it changed).
+    fn test_tools(&self) -> Result<(String, String), String> {
+        let name = &self.cfg.test_tools;
+        let boot = self.cfg.images_dir.parent().ok_or("no boot directory")?;
+        let path = boot.join(name);
+        let meta = std::fs::metadata(&path).map_err(|e| {
+            format!("the test tools {} are missing ({e}): build them with bootos/tools.sh {0}", path.display())
+        })?;
+        let stamp = (meta.len(), meta.modified().ok());
+        let mut cached = self.tools_sha.lock().unwrap_or_else(|e| e.into_inner());
+        let sum = match &*cached {
+            Some((s, sum)) if *s == stamp => sum.clone(),
+            _ => {
+                let sum = super::sha256_file(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+                *cached = Some((stamp, sum.clone()));
+                sum
+            }
+        };
+        Ok((format!("{}/boot/files/{name}", self.http_base), sum))
     }
 }
 

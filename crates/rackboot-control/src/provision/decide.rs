@@ -65,6 +65,8 @@ pub struct Observed {
     pub profile_fits: bool,
     /// The agent action for a job step that has no job yet (`Err`: why it cannot be built).
     pub action: Option<Result<Action, String>>,
+    /// A commissioning job that ended: its results, judged.
+    pub tests: Option<Vec<crate::commission::TestResult>>,
     /// The machine has a BMC, and whether it boots UEFI (else legacy BIOS).
     pub bmc_uefi: Option<bool>,
 }
@@ -313,6 +315,15 @@ fn follow_job(mut next: Run, task: &Task, job: &Job, o: &Observed, timed_out: bo
             next.progress = progress.min(99);
         }
         JobState::Queued | JobState::Running => return unchanged(next),
+        // A commissioning job's end: its results are kept on the run; a failed test (or job)
+        // fails the run, naming it, and is not tried again.
+        _ if step == Step::Commission => {
+            next.tests = o.tests.clone().unwrap_or_default();
+            match crate::commission::failure(&next.tests) {
+                None => next.advance(&spec.purpose, n_conf, n_post, now),
+                Some(why) => next.step_failed(why, 0, now),
+            }
+        }
         // The machine rebooted into its installer; /boot/installed moves the run on when the
         // installer reports back. A hung installer is not retried: the machine sits in it until
         // someone power-cycles it.

@@ -41,7 +41,12 @@ pub struct Engine {
     passes: std::sync::atomic::AtomicU64,
     /// Powers machines with a BMC up (set once, at start).
     power: std::sync::OnceLock<Arc<crate::bmc::Power>>,
+    /// The commissioning tools' SHA-256, with the file's size and time it was taken at.
+    pub(super) tools_sha: std::sync::Mutex<Option<ToolsStamp>>,
 }
+
+/// A file's size and modification time, and its SHA-256 then.
+pub(super) type ToolsStamp = ((u64, Option<std::time::SystemTime>), String);
 
 impl Engine {
     pub fn new(
@@ -54,7 +59,20 @@ impl Engine {
     ) -> Engine {
         let passes = Default::default();
         let power = std::sync::OnceLock::new();
-        Engine { hub, cfg, renderer, http_base, domain, agent_url, ca_pem, wake: Notify::new(), passes, power }
+        let tools_sha = std::sync::Mutex::new(None);
+        Engine {
+            hub,
+            cfg,
+            renderer,
+            http_base,
+            domain,
+            agent_url,
+            ca_pem,
+            wake: Notify::new(),
+            passes,
+            power,
+            tools_sha,
+        }
     }
 
     /// Lets runs power machines that have a BMC up through it.
@@ -294,11 +312,42 @@ impl Engine {
                     if let (JobState::Running, Some(prefix)) = (job.state, prefix) {
                         o.job_percent = job_percent(&cmdb.last_output(jid, 4).await?, prefix);
                     }
+                    let ended = !matches!(job.state, JobState::Queued | JobState::Running);
+                    if let (Step::Commission, true, super::Purpose::Commission { profile }) =
+                        (run.step, ended, &task.spec.purpose)
+                    {
+                        o.tests = Some(self.judge(jid, &job, profile).await?);
+                    }
                     o.job = Some(job);
                 }
             }
         }
         Ok(o)
+    }
+
+    /// A commissioning job's results: its last attempt's output judged against the profile (a
+    /// job that did not succeed is a failed test too).
+    async fn judge(
+        &self,
+        jid: u64,
+        job: &crate::jobs::Job,
+        profile: &str,
+    ) -> anyhow::Result<Vec<crate::commission::TestResult>> {
+        let text: String =
+            self.hub.cmdb.output(jid).await?.into_iter().filter(|c| c.attempt == job.attempt).map(|c| c.data).collect();
+        let error = match (&job.state, &job.error, job.exit_code) {
+            (JobState::Succeeded, _, _) => None,
+            (_, Some(e), _) => Some(e.clone()),
+            (s, None, c) => Some(format!("the job ended {s:?} (exit code {c:?})").to_lowercase()),
+        };
+        Ok(match self.cfg.test_profiles.get(profile) {
+            Some(p) => crate::commission::judge(p, &text, error.as_deref()),
+            None => crate::commission::judge(
+                &crate::commission::TestProfile { name: profile.into(), ..Default::default() },
+                "",
+                Some(&format!("test profile {profile:?} is gone from the config")),
+            ),
+        })
     }
 
     /// Binds a `next` run to a machine whose BootOS agent is live and that no run holds.

@@ -7,6 +7,7 @@
 //! | asked | from | then |
 //! |---|---|---|
 //! | release | installed, failed, ready, discovered, rescue (its rescue ends) | releasing -> ready |
+//! | commission | ready, discovered, failed | commissioning -> ready (or failed, the test named) |
 //! | rescue | installed, failed | rescue (held) |
 //! | return | rescue | installed (boots its disk; the run waits for the installed agent) |
 //! | retire | ready, failed, discovered | retired |
@@ -96,6 +97,37 @@ pub async fn release(cmdb: &Cmdb, m: &Machine, erase: EraseMode, keep_reservatio
     }
     let purpose = Purpose::Release { erase, keep_reservation };
     start(cmdb, m, day_two(m, purpose, release_timeout_secs(m, erase))?).await
+}
+
+/// Runs test profile `profile` on `m` in BootOS: `ready` after, or `failed` with the test named.
+/// The disk write test overwrites disks: an installed machine is released first.
+pub async fn commission(cmdb: &Cmdb, m: &Machine, profile: &crate::commission::TestProfile) -> Result<Task, CmdbError> {
+    if !matches!(m.state, MachineState::Ready | MachineState::Discovered | MachineState::Failed) {
+        return Err(conflict(
+            m,
+            "only a machine in BootOS (ready, discovered or failed)",
+            "is commissioned: release it first",
+        ));
+    }
+    let disks = m.inventory.as_ref().map_or(1, |i| i.disks.len().max(1)) as u64;
+    let secs = |v: Option<u32>| u64::from(v.unwrap_or(0));
+    // Half an hour for the boot and the tools, then the tests' own time (memtester at 20 MiB/s
+    // at worst, under emulation).
+    let timeout = 1800 + secs(profile.cpu_secs) + secs(profile.disk_secs) * 3 * disks + secs(profile.memory_mib) / 20;
+    let purpose = Purpose::Commission { profile: profile.name.clone() };
+    start(cmdb, m, day_two(m, purpose, timeout.min(crate::jobs::MAX_TIMEOUT_SECS))?).await
+}
+
+/// Machine `id`'s commissioning runs, newest first, each with its profile's name.
+pub async fn test_runs(cmdb: &Cmdb, id: u64) -> Result<Vec<(String, Run)>, CmdbError> {
+    let mut out = Vec::new();
+    for task in cmdb.tasks(None, 100_000).await?.0 {
+        let Purpose::Commission { profile } = &task.spec.purpose else { continue };
+        for r in cmdb.runs(task.runs.clone()).await?.into_iter().filter(|r| r.machine_id == Some(id)) {
+            out.push((profile.clone(), r));
+        }
+    }
+    Ok(out)
 }
 
 /// Boots `m` into BootOS without touching its disks, and holds it there.

@@ -4,6 +4,8 @@
 //!
 //! ```text
 //! release: wait_agent -> erase (unless erase is none) -> done: the machine is ready
+//! commission: wait_agent -> commission (a job: the test profile's tests) -> done: ready
+//!   (a failed test fails the run and the machine, the test named)
 //! rescue:  wait_agent -> rescue (a job: the disks listed, mounted read-only if asked)
 //!          -> rescued (no job: held in BootOS for the operator's jobs)
 //!          -> [the operator returns it] reboot -> wait_installed -> done: installed
@@ -30,6 +32,9 @@ pub enum Purpose {
         #[serde(default)]
         keep_reservation: bool,
     },
+    /// Boot BootOS and run a test profile's tests (`[[provision.test_profiles]]`); the machine is
+    /// `ready` after, or `failed` with the test named.
+    Commission { profile: String },
     /// Boot BootOS without touching the disks, and hold the machine there for jobs until the
     /// operator returns it to its disk.
     Rescue {
@@ -50,6 +55,7 @@ impl Purpose {
             Purpose::Provision => "provision",
             Purpose::Release { .. } => "release",
             Purpose::Rescue { .. } => "rescue",
+            Purpose::Commission { .. } => "commission",
         }
     }
 }
@@ -62,6 +68,8 @@ impl Step {
             (Purpose::Release { erase: EraseMode::None, .. }, Step::WaitAgent) => Step::Done,
             (Purpose::Release { .. }, Step::WaitAgent) => Step::Erase,
             (Purpose::Release { .. }, _) => Step::Done,
+            (Purpose::Commission { .. }, Step::WaitAgent) => Step::Commission,
+            (Purpose::Commission { .. }, _) => Step::Done,
             (Purpose::Rescue { .. }, Step::WaitAgent) => Step::Rescue,
             (Purpose::Rescue { .. }, Step::Rescue) => Step::Rescued,
             // Held until the operator returns it: the return enters reboot.
@@ -77,6 +85,8 @@ impl Step {
         match (purpose, self) {
             (Purpose::Release { .. }, Step::Done) => MachineState::Ready,
             (Purpose::Release { .. }, _) => MachineState::Releasing,
+            (Purpose::Commission { .. }, Step::Done) => MachineState::Ready,
+            (Purpose::Commission { .. }, _) => MachineState::Commissioning,
             (Purpose::Rescue { .. }, Step::WaitAgent | Step::Rescue | Step::Rescued) => MachineState::Rescue,
             (_, s) => s.install_state(),
         }
@@ -91,6 +101,8 @@ impl Step {
             Purpose::Release { .. } => MachineState::Failed,
             // Its disks were not touched: it boots them again.
             Purpose::Rescue { .. } => MachineState::Installed,
+            // Not tested to the end: not trusted yet.
+            Purpose::Commission { .. } => MachineState::Failed,
         }
     }
 }

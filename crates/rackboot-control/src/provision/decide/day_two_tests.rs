@@ -84,4 +84,30 @@ fn a_rescue_runs_its_job_then_holds_the_machine_until_returned() {
     waits(&decide(&held, &t, &later), &held);
 }
 
+#[test]
+fn a_commissioning_run_keeps_its_results_and_fails_on_a_failed_test() {
+    use crate::commission::TestResult;
+    let t = task(json!({"purpose": {"kind": "commission", "profile": "burn-in"}, "reinstall": true, "retries": 3}));
+    let d = decide(&run_at(Step::WaitAgent), &t, &seen());
+    assert_eq!((d.run.step, save_of(&d).0.state), (Step::Commission, Some(MachineState::Commissioning)));
+    let result = |name: &str, passed: bool, figure: f64| TestResult {
+        name: name.into(),
+        passed,
+        figure: Some(figure),
+        unit: "MB/s".into(),
+        floor: Some(100.0),
+        note: if passed { String::new() } else { format!("{figure} MB/s is below the floor of 100") },
+    };
+    let (run, mut o) = with_job(run_at(Step::Commission), job(JobState::Succeeded));
+    o.tests = Some(vec![result("disk-read:vda", true, 300.0)]);
+    let d = decide(&run, &t, &o);
+    assert_eq!((d.run.step, d.run.state, d.run.tests.len()), (Step::Done, RunState::Done, 1));
+    assert_eq!(save_of(&d).0.state, Some(MachineState::Ready));
+    o.tests = Some(vec![result("disk-read:vda", true, 300.0), result("disk-write:vda", false, 42.0)]);
+    let d = decide(&run, &t, &o);
+    assert_eq!(d.run.state, RunState::Failed, "not retried, whatever the task's retries");
+    assert_eq!(d.run.error.as_deref(), Some("commission: test disk-write:vda: 42 MB/s is below the floor of 100"));
+    assert_eq!((d.run.tests.len(), save_of(&d).0.state), (2, Some(MachineState::Failed)));
+}
+
 const TIMEOUT_MS: u64 = 600_000;

@@ -17,7 +17,7 @@ mkdir -p "$CACHE" "$(dirname "$OUT")"
 exec 9>"$CACHE/.lock"
 flock 9
 PACKAGES="stress-ng memtester fio smartmontools"
-BINARIES="/usr/bin/stress-ng /usr/bin/memtester /usr/bin/fio /usr/sbin/smartctl"
+BINARIES="/usr/bin/stress-ng /usr/sbin/memtester /usr/bin/fio /usr/sbin/smartctl"
 say() { echo "bootos-tools: $*"; }
 
 if [ "$(cat "$CACHE/staging.done" 2>/dev/null)" = "$PACKAGES" ]; then

@@ -20,27 +20,26 @@ if [ "$MOUNT" = 1 ]; then
     lvm vgchange -ay --config "activation { read_only_volume_list = [ $vgs ] }" >/dev/null 2>&1 || true
   fi
 fi
-# Every block device with a file system (busybox blkid prints TYPE="...").
-blkid 2>/dev/null | while IFS= read -r line; do
-  dev=${line%%:*}
-  type=$(echo "$line" | sed -n 's/.* TYPE="\([^"]*\)".*/\1/p')
-  case "$type" in ""|swap|linux_raid_member|LVM2_member) say "  $dev ${type:-unknown}"; continue ;; esac
-  if [ "$MOUNT" != 1 ]; then
-    say "  $dev $type"
-    continue
-  fi
-  name=$(echo "${dev#/dev/}" | tr / _)
+# Every block device (BootOS's busybox has no blkid): with MOUNT=1, each is tried as the file
+# systems BootOS can mount, read-only; the listing names what mounted.
+mounted() { grep -q " $1 " /proc/mounts; }
+for n in $(awk 'NR > 2 {print $4}' /proc/partitions); do
+  case "$n" in loop*|ram*|zram*|sr*|fd*|nbd*) continue ;; esac
+  dev=/dev/$n
+  [ "$MOUNT" = 1 ] || continue
   # An LVM volume by its name (rackboot-root), not its dm-N.
-  [ -r "/sys/block/$name/dm/name" ] && name=$(cat "/sys/block/$name/dm/name")
+  name=$n
+  [ -r "/sys/block/$n/dm/name" ] && name=$(cat "/sys/block/$n/dm/name")
   at=/mnt/rescue/$name
-  opts=ro
-  case "$type" in ext3|ext4) opts=ro,noload ;; xfs) opts=ro,norecovery ;; esac
   mkdir -p "$at"
-  if mountpoint -q "$at" || mount -t "$type" -o "$opts" "$dev" "$at" 2>/dev/null; then
-    say "  $dev $type mounted read-only at $at"
-  else
-    rmdir "$at" 2>/dev/null
-    say "  $dev $type (not mounted: this BootOS cannot mount $type)"
-  fi
+  mounted "$at" && continue
+  for t in ext4 xfs vfat; do
+    case "$t" in ext4) opts=ro,noload ;; xfs) opts=ro,norecovery ;; *) opts=ro ;; esac
+    if mount -t "$t" -o "$opts" "$dev" "$at" 2>/dev/null; then
+      say "  $dev: $t, mounted read-only at $at"
+      break
+    fi
+  done
+  mounted "$at" || rmdir "$at" 2>/dev/null
 done
 say "ready: run jobs on this machine; return it to its disk when done"

@@ -15,6 +15,9 @@ use super::provision::{job_output, job_output_within};
 use crate::netns::libvirt::Libvirt;
 use crate::netns::{wait_for, Net};
 
+/// Test profiles: one a lab VM passes, one whose read floor no disk reaches.
+pub(super) const TEST_PROFILES: &str = "[[provision.test_profiles]]\nname = \"lab\"\ncpu_secs = 3\nmemory_mib = 16\ndisk_secs = 2\nmin_read_mbps = 1\nsmart = true\n[[provision.test_profiles]]\nname = \"too-much\"\ndisk_secs = 1\nmin_read_mbps = 1000000\n";
+
 pub(super) struct Vm<'a> {
     pub name: &'a str,
     pub mac: &'a str,
@@ -139,5 +142,34 @@ pub(super) fn check(net: &Net, lab: Option<&Libvirt>, bios: Vm, uefi: Vm, cloud:
     for file in files(&uefi) {
         let size = std::fs::metadata(&file).unwrap().len();
         assert!(zeros(&file, 0, size), "{}: not every byte is zero", file.display());
+    }
+
+    // Commissioned where they are (BootOS, ready): the SeaBIOS VM passes, the OVMF VM fails
+    // the floor no disk reaches, with its figure shown.
+    let pass = post(net, &format!("/machines/{}/commission", bios.mac), r#"{"profile":"lab"}"#);
+    let fail = post(net, &format!("/machines/{}/commission", uefi.mac), r#"{"profile":"too-much"}"#);
+    for (vm, task, want) in [(&bios, &pass, "done"), (&uefi, &fail, "failed")] {
+        let id = task["id"].as_u64().unwrap_or_else(|| panic!("{task}"));
+        let run = run_where(net, id, 900, "commissioned", |r| r["state"] != "active");
+        let tests = net.api("GET", &format!("/machines/{}/tests", vm.mac), None);
+        eprintln!("{}: commissioning: {}", vm.name, serde_json::to_string_pretty(&tests["runs"][0]).unwrap());
+        assert_eq!(run["state"], want, "{}: {run}", vm.name);
+        let results = tests["runs"][0]["tests"].as_array().unwrap().clone();
+        let named = |n: &str| results.iter().find(|t| t["name"] == n).cloned().unwrap_or_default();
+        let read = named("disk-read:vda");
+        assert!(read["figure"].as_f64().is_some_and(|v| v > 0.0), "{}: {read}", vm.name);
+        let state = net.api("GET", &format!("/machines/{}", vm.mac), None)["state"].clone();
+        if want == "done" {
+            assert!(results.iter().all(|t| t["passed"] == true), "{}: {results:?}", vm.name);
+            for n in ["cpu", "memory", "disk-write:vda", "disk-iops:vdb", "smart:vde"] {
+                assert!(named(n).is_object(), "{}: no {n}: {results:?}", vm.name);
+            }
+            assert_eq!(state, "ready");
+        } else {
+            assert_eq!(read["passed"], false, "{read}");
+            let error = run["error"].as_str().unwrap_or_default();
+            assert!(error.contains("disk-read:vda") && error.contains("below the floor of 1000000"), "{error}");
+            assert_eq!(state, "failed");
+        }
     }
 }

@@ -50,12 +50,14 @@ fn two_vms_bios_and_uefi_are_provisioned_from_an_image_and_check_in_installed() 
     vm_lab("assets.sh", &data.join("boot"));
     std::fs::create_dir_all(data.join("boot/images")).unwrap();
     vm_lab("os-image.sh", &data.join("boot/images/lab.img"));
+    vm_lab("../bootos/tools.sh", &data.join("boot/bootos-tools.tar.gz"));
     std::fs::create_dir_all(data.join("postinstall")).unwrap();
     std::fs::copy(concat!(env!("CARGO_MANIFEST_DIR"), "/postinstall/motd.sh"), data.join("postinstall/motd.sh"))
         .unwrap();
     let config = format!(
-        "{}\n[bmc]\nsoft_off_timeout_secs = 20\n[provision]\n[[provision.hardware_profiles]]\nname = \"lab\"\nvendors = [\"QEMU\", \"rackboot-lab\"]\nscripts = [\n  \"test -b \\\"$RACKBOOT_DISK\\\" && echo \\\"target $RACKBOOT_DISK is a block device\\\"\",\n  \"mdadm --zero-superblock /dev/vdb /dev/vdc 2>/dev/null; mdadm --create /dev/md0 --run --level=1 --raid-devices=2 --metadata=1.2 /dev/vdb /dev/vdc && cat /proc/mdstat\",\n]\n{PROD}",
-        full_config(&data)
+        "{}\n[bmc]\nsoft_off_timeout_secs = 20\n[provision]\n[[provision.hardware_profiles]]\nname = \"lab\"\nvendors = [\"QEMU\", \"rackboot-lab\"]\nscripts = [\n  \"test -b \\\"$RACKBOOT_DISK\\\" && echo \\\"target $RACKBOOT_DISK is a block device\\\"\",\n  \"mdadm --zero-superblock /dev/vdb /dev/vdc 2>/dev/null; mdadm --create /dev/md0 --run --level=1 --raid-devices=2 --metadata=1.2 /dev/vdb /dev/vdc && cat /proc/mdstat\",\n]\n{PROD}{}",
+        full_config(&data),
+        super::day_two::TEST_PROFILES
     );
     net.start_rackboot(&config);
     let vms = [

@@ -122,9 +122,9 @@ event_kinds! {
     /// A day-two run (release, rescue) ended as asked: released machines are ready, returned
     /// ones boot their disk.
     ProvisionDone = "provision.done", fields: "task, run, step, progress, state";
-    /// An operator released, retired or brought back the machine, or asked for its rescue or
-    /// its return (the run that carries it out has its own events).
-    MachineLifecycle = "machine.lifecycle", fields: "action, by, erase, keep_reservation, mount, task";
+    /// An operator retired the machine or brought it back (a release, a rescue or a
+    /// commissioning is a run: its events are `provision.*`).
+    MachineLifecycle = "machine.lifecycle", fields: "action (retire, unretire)";
     /// The run failed.
     ProvisionFailed = "provision.failed", fields: "run, step, error";
     /// The run was cancelled by an operator.

@@ -1,0 +1,215 @@
+use super::*;
+
+fn files() -> BootFiles {
+    rackboot_config::Config::load(None).unwrap().boot
+}
+
+fn plan(arch: Option<u16>, is_ipxe: bool) -> Option<DhcpBoot> {
+    let f = files();
+    let ctx = BootContext { http_base: "http://198.18.0.1", next_server: "198.18.0.1".parse().unwrap(), files: &f };
+    let req = DhcpBootRequest {
+        mac: "52:54:00:00:00:01".parse().unwrap(),
+        arch: arch.map(Arch::from_code),
+        is_ipxe,
+        uefi_loader: None,
+        windows: None,
+        boots_disk: false,
+    };
+    plan_dhcp(&req, &ctx)
+}
+
+#[test]
+fn arch_picks_the_ipxe_binary() {
+    let name = |a| plan(a, false).map(|b| b.filename);
+    assert_eq!(name(Some(0)).as_deref(), Some("undionly.kpxe"));
+    assert_eq!(name(None).as_deref(), Some("undionly.kpxe"));
+    assert_eq!(name(Some(7)).as_deref(), Some("ipxe.efi"));
+    assert_eq!(name(Some(9)).as_deref(), Some("ipxe.efi"));
+    assert_eq!(name(Some(11)).as_deref(), Some("ipxe-arm64.efi"));
+    assert_eq!(name(Some(6)), None);
+    assert_eq!(name(Some(0x1f)), None);
+}
+
+#[test]
+fn a_machine_that_boots_its_disk_gets_no_boot_file_from_dhcp() {
+    let f = files();
+    let ctx = BootContext { http_base: "http://x", next_server: Ipv4Addr::LOCALHOST, files: &f };
+    for arch in [Arch::Bios, Arch::UefiX64, Arch::HttpX64] {
+        let req = |is_ipxe| DhcpBootRequest {
+            mac: Mac([0; 6]),
+            arch: Some(arch),
+            is_ipxe,
+            uefi_loader: None,
+            windows: None,
+            boots_disk: true,
+        };
+        assert_eq!(plan_dhcp(&req(false), &ctx), None, "{arch:?}: the firmware goes on to the disk");
+        // iPXE already running (someone chained it by hand) still gets its script, which exits.
+        assert!(plan_dhcp(&req(true), &ctx).unwrap().filename.starts_with("http://x/boot/ipxe?mac="));
+    }
+}
+
+#[test]
+fn http_boot_clients_get_an_http_url_and_vendor_class() {
+    let b = plan(Some(16), false).unwrap();
+    assert_eq!(b.filename, "http://198.18.0.1/boot/files/ipxe.efi");
+    assert_eq!(b.vendor_class, "HTTPClient");
+}
+
+#[test]
+fn ipxe_gets_its_per_mac_script_which_breaks_the_loop() {
+    for arch in [Some(0), Some(7), None] {
+        let b = plan(arch, true).unwrap();
+        assert_eq!(b.filename, "http://198.18.0.1/boot/ipxe?mac=52:54:00:00:00:01");
+    }
+}
+
+fn profiles() -> std::collections::BTreeMap<String, rackboot_config::Profile> {
+    let mut p = rackboot_config::Config::load(None).unwrap().boot.profiles;
+    let installer = |name: &str, answer: &str| rackboot_config::Profile {
+        name: name.into(),
+        kernel: "http://mirror.example/linux".into(),
+        initrd: "d-i/initrd.gz".into(),
+        cmdline: "auto url={{ answer_url }}".into(),
+        answer: Some(answer.into()),
+        windows: None,
+    };
+    p.insert("debian12".into(), installer("debian12", "preseed"));
+    p.insert("ubuntu".into(), installer("ubuntu", "autoinstall"));
+    let rescue = rackboot_config::Profile { name: "rescue".into(), answer: None, ..installer("rescue", "") };
+    p.insert("rescue".into(), rescue);
+    p
+}
+
+/// The plan's profile name and reason, or "disk".
+fn which(m: Option<&Machine>) -> (String, &'static str) {
+    let p = profiles();
+    let ctx = PlanContext { http_base: "http://198.18.0.1:8080", discovery_profile: "discovery", profiles: &p };
+    match plan_boot(Mac([0x52, 0x54, 0, 0, 0, 1]), m, &ctx).unwrap() {
+        BootPlan::Profile(b) => (b.name, b.reason),
+        BootPlan::LocalDisk => ("disk".into(), "installed"),
+        BootPlan::Windows { profile, .. } => (profile, "windows"),
+    }
+}
+
+#[test]
+fn boot_plan_follows_state_and_pin() {
+    let mut m = Machine::new(1, vec![Mac([0; 6])], 0);
+    assert_eq!(which(None), ("discovery".into(), "discovery"));
+    assert_eq!(which(Some(&m)), ("discovery".into(), "discovery"));
+    m.state = MachineState::Installed;
+    assert_eq!(which(Some(&m)).0, "disk");
+    // A run installing from an answer file boots its installer until it reports back.
+    m.state = MachineState::Installing;
+    let boot =
+        rackboot_store::InstallerBoot { profile: "debian12".into(), run: 1, token: "t".into(), reported: false };
+    m.installer = Some(boot.clone());
+    assert_eq!(which(Some(&m)), ("debian12".into(), "installer"));
+    // Once it reported back, the machine boots what it installed.
+    m.state = MachineState::Installed;
+    m.installer = Some(rackboot_store::InstallerBoot { reported: true, ..boot });
+    assert_eq!(which(Some(&m)).0, "disk");
+    m.boot_profile = Some("rescue".into());
+    assert_eq!(which(Some(&m)), ("rescue".into(), "pinned"));
+}
+
+#[test]
+fn a_profile_plan_carries_every_url_resolved() {
+    let p = profiles();
+    let ctx = PlanContext { http_base: "http://198.18.0.1:8080", discovery_profile: "discovery", profiles: &p };
+    let mac = Mac([0x52, 0x54, 0, 0, 0, 1]);
+    let BootPlan::Profile(d) = plan_boot(mac, None, &ctx).unwrap() else { panic!("discovery") };
+    assert_eq!(d.kernel_url, "http://198.18.0.1:8080/boot/files/bootos/vmlinuz");
+    assert_eq!(
+        (d.initrd_url.as_str(), d.initrd_name.as_str()),
+        ("http://198.18.0.1:8080/boot/files/bootos/initrd.img", "initrd.img")
+    );
+    assert_eq!(d.answer_url, None);
+    let paths = (d.kernel_path.as_deref(), d.initrd_path.as_deref());
+    assert_eq!(paths, (Some("bootos/vmlinuz"), Some("bootos/initrd.img")), "TFTP paths for GRUB");
+    let mut m = Machine::new(1, vec![mac], 0);
+    for (profile, answer) in [
+        ("debian12", "http://198.18.0.1:8080/boot/answer/preseed?mac=52:54:00:00:00:01"),
+        ("ubuntu", "http://198.18.0.1:8080/boot/nocloud/52:54:00:00:00:01/"),
+    ] {
+        m.boot_profile = Some(profile.into());
+        let BootPlan::Profile(b) = plan_boot(mac, Some(&m), &ctx).unwrap() else { panic!("{profile}") };
+        assert_eq!(b.answer_url.as_deref(), Some(answer));
+        assert_eq!(b.kernel_url, "http://mirror.example/linux", "an http:// kernel is used as it is");
+        assert_eq!((b.kernel_path, b.initrd_path.as_deref()), (None, Some("d-i/initrd.gz")));
+        assert_eq!(b.initrd_url, "http://198.18.0.1:8080/boot/files/d-i/initrd.gz");
+    }
+    m.boot_profile = Some("gone".into());
+    assert_eq!(plan_boot(mac, Some(&m), &ctx), Err(UnknownProfile("gone".into())));
+}
+
+#[test]
+fn snponly_when_configured() {
+    let mut f = files();
+    f.uefi_x64_snp = true;
+    let ctx = BootContext { http_base: "http://x", next_server: Ipv4Addr::LOCALHOST, files: &f };
+    let req = DhcpBootRequest {
+        mac: Mac([0; 6]),
+        arch: Some(Arch::UefiX64),
+        is_ipxe: false,
+        uefi_loader: None,
+        windows: None,
+        boots_disk: false,
+    };
+    assert_eq!(plan_dhcp(&req, &ctx).unwrap().filename, "snponly.efi");
+}
+
+#[test]
+fn the_signed_chain_is_chosen_globally_or_per_subnet_for_uefi_x64_pxe_only() {
+    let mut f = files();
+    let ask = |f: &BootFiles, arch: Arch, is_ipxe: bool, uefi_loader: Option<UefiLoader>| {
+        let c = BootContext { http_base: "http://x", next_server: Ipv4Addr::LOCALHOST, files: f };
+        plan_dhcp(&DhcpBootRequest { mac: Mac([0; 6]), arch: Some(arch), is_ipxe, uefi_loader, windows: None, boots_disk: false }, &c)
+            .unwrap()
+    };
+    assert_eq!(ask(&f, Arch::UefiX64, false, Some(UefiLoader::Shim)).filename, "shimx64.efi");
+    assert_eq!(ask(&f, Arch::UefiX64, false, None).filename, "ipxe.efi");
+    f.uefi_loader = UefiLoader::Shim;
+    let b = ask(&f, Arch::UefiX64, false, None);
+    assert_eq!((b.filename.as_str(), b.vendor_class), ("shimx64.efi", "PXEClient"));
+    // A subnet may keep iPXE against the global choice.
+    assert_eq!(ask(&f, Arch::UefiX64, false, Some(UefiLoader::Ipxe)).filename, "ipxe.efi");
+    // BIOS, HTTP boot and iPXE itself are not affected.
+    assert_eq!(ask(&f, Arch::Bios, false, None).filename, "undionly.kpxe");
+    assert_eq!(ask(&f, Arch::HttpX64, false, None).filename, "http://x/boot/files/ipxe.efi");
+    assert!(ask(&f, Arch::UefiX64, true, None).filename.starts_with("http://x/boot/ipxe?mac="));
+}
+
+#[test]
+fn a_windows_profile_starts_its_media_boot_manager_from_uefi_pxe_only() {
+    let f = files();
+    let ctx = BootContext { http_base: "http://x", next_server: Ipv4Addr::LOCALHOST, files: &f };
+    let ask = |arch: Arch, is_ipxe: bool| {
+        let req = DhcpBootRequest {
+            mac: Mac([0; 6]),
+            arch: Some(arch),
+            is_ipxe,
+            uefi_loader: Some(UefiLoader::Shim),
+            windows: Some("w2022".into()),
+            boots_disk: false,
+        };
+        plan_dhcp(&req, &ctx).unwrap().filename
+    };
+    // Over the machine's loader choice too: the boot manager is signed by Microsoft.
+    assert_eq!(ask(Arch::UefiX64, false), "windows/w2022/bootmgfw.efi");
+    assert_eq!(ask(Arch::Bios, false), "undionly.kpxe");
+    assert!(ask(Arch::UefiX64, true).starts_with("http://x/boot/ipxe?mac="));
+    // The script iPXE then asks for says what the plan is instead of booting a kernel.
+    let mut profiles = profiles();
+    let win = rackboot_config::Profile {
+        name: "win".into(),
+        windows: Some("w2022".into()),
+        ..profiles["rescue"].clone()
+    };
+    profiles.insert("win".into(), win);
+    let pctx = PlanContext { http_base: "http://x", discovery_profile: "discovery", profiles: &profiles };
+    let mut m = Machine::new(1, vec![Mac([0; 6])], 0);
+    m.boot_profile = Some("win".into());
+    let want = BootPlan::Windows { profile: "win".into(), media: "w2022".into() };
+    assert_eq!(plan_boot(Mac([0; 6]), Some(&m), &pctx), Ok(want));
+}

@@ -342,6 +342,11 @@ pub struct AgentRecord {
     /// when the operator approves it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pending_macs: Vec<Mac>,
+    /// Hex SHA-256 of the installed system's credential, kept while a rescue holds the machine
+    /// in BootOS: once the machine is returned to its disk, it admits that system's agent
+    /// again (and only then). Gone with the next enrollment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kept_sha256: Option<String>,
 }
 
 /// An agent as the API shows it (no credential hash).

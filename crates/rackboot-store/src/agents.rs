@@ -50,6 +50,12 @@ pub struct Admission {
     /// Hex SHA-256 of the boot nonce presented (`rackboot.nonce=` of the boot being enrolled):
     /// proof that the caller is the boot rackboot served to the boot MAC's address.
     pub nonce: Option<String>,
+    /// The caller is a rescue's BootOS: the installed system's credential it replaces is kept
+    /// (`AgentRecord::kept_sha256`) for the system's return.
+    pub keep_installed: bool,
+    /// The machine is being returned from a rescue to its disk: the kept credential of its
+    /// installed system admits that system's agent.
+    pub returning: bool,
 }
 
 /// MACs one enrollment may carry (a big server has a dozen NICs).
@@ -99,7 +105,11 @@ impl Cmdb {
             }
             let holds_current = match (&admission.presented, &old) {
                 (Some((id, hash)), Some(rec)) => {
-                    Some(*id) == found && rec.approved && rackboot_base::secret::same_secret(&rec.secret_sha256, hash)
+                    let current = rec.approved && rackboot_base::secret::same_secret(&rec.secret_sha256, hash);
+                    let kept = admission.returning
+                        && req.mode == rackboot_agent::wire::AgentMode::Installed
+                        && rec.kept_sha256.as_deref().is_some_and(|k| rackboot_base::secret::same_secret(k, hash));
+                    Some(*id) == found && (current || kept)
                 }
                 _ => false,
             };
@@ -154,6 +164,15 @@ impl Cmdb {
                 stats: None,
                 stats_at: None,
                 pending_macs: pending_macs.clone(),
+                // A rescue's BootOS keeps the installed system's credential it replaces (or the
+                // one kept already, across a second BootOS boot of the same rescue).
+                kept_sha256: match &old {
+                    Some(o) if admission.keep_installed && o.approved && o.mode == rackboot_agent::wire::AgentMode::Installed => {
+                        Some(o.secret_sha256.clone())
+                    }
+                    Some(o) if admission.keep_installed => o.kept_sha256.clone(),
+                    _ => None,
+                },
             };
             // A proven boot under manual approval: the new credential waits beside the live one.
             let rec = match old {

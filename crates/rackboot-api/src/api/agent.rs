@@ -56,6 +56,28 @@ async fn machine(s: &ApiState, headers: &HeaderMap) -> Result<u64, ApiError> {
     })
 }
 
+/// Where the enrolling machine's rescue is, if it is in one: (a BootOS boot of the rescue, which
+/// keeps the installed system's credential; the installed system coming back after the return).
+async fn rescue_phase(s: &ApiState, req: &EnrollRequest) -> Result<(bool, bool), ApiError> {
+    use crate::provision::{Purpose, Step};
+    use rackboot_agent::wire::AgentMode;
+    let mac = req.boot_mac.as_deref().or(req.macs.first().map(String::as_str));
+    let Some(brief) = mac.and_then(|m| m.parse().ok()).and_then(|m| s.cmdb.brief_by_mac(m)) else {
+        return Ok((false, false));
+    };
+    if !matches!(brief.state, crate::cmdb::MachineState::Rescue | crate::cmdb::MachineState::Installed) {
+        return Ok((false, false));
+    }
+    let runs = s.cmdb.active_runs().await?;
+    let Some(run) = runs.iter().find(|r| r.machine_id == Some(brief.id)) else { return Ok((false, false)) };
+    if !matches!(s.cmdb.task(run.task_id).await?.spec.purpose, Purpose::Rescue { .. }) {
+        return Ok((false, false));
+    }
+    let keep = req.mode == AgentMode::Bootos && matches!(run.step, Step::WaitAgent | Step::Rescue | Step::Rescued);
+    let returning = req.mode == AgentMode::Installed && matches!(run.step, Step::Reboot | Step::WaitInstalled);
+    Ok((keep, returning))
+}
+
 /// Longest boot nonce read (rackboot issues 32 hex digits).
 const MAX_NONCE: usize = 128;
 
@@ -81,7 +103,8 @@ async fn enroll(
         }
         n => n.map(crate::cmdb::nonce_hash),
     };
-    let admission = Admission { auto, presented: Hub::presented(bearer), nonce };
+    let (keep_installed, returning) = rescue_phase(&s, &req).await?;
+    let admission = Admission { auto, presented: Hub::presented(bearer), nonce, keep_installed, returning };
     let (secret, hash) = Hub::new_secret().map_err(|e| ApiError::internal(e.to_string()))?;
     let enrolled = match s.hub.cmdb.enroll_agent(req, hash, admission, Some(peer.ip())).await? {
         EnrollOutcome::Enrolled(e) => e,

@@ -101,8 +101,7 @@ fn boot_plan_follows_state_and_pin() {
     assert_eq!(which(Some(&m)).0, "disk");
     // A run installing from an answer file boots its installer until it reports back.
     m.state = MachineState::Installing;
-    let boot =
-        rackboot_store::InstallerBoot { profile: "debian12".into(), run: 1, token: "t".into(), reported: false };
+    let boot = rackboot_store::InstallerBoot { profile: "debian12".into(), run: 1, token: "t".into(), reported: false };
     m.installer = Some(boot.clone());
     assert_eq!(which(Some(&m)), ("debian12".into(), "installer"));
     // Once it reported back, the machine boots what it installed.
@@ -164,8 +163,18 @@ fn the_signed_chain_is_chosen_globally_or_per_subnet_for_uefi_x64_pxe_only() {
     let mut f = files();
     let ask = |f: &BootFiles, arch: Arch, is_ipxe: bool, uefi_loader: Option<UefiLoader>| {
         let c = BootContext { http_base: "http://x", next_server: Ipv4Addr::LOCALHOST, files: f };
-        plan_dhcp(&DhcpBootRequest { mac: Mac([0; 6]), arch: Some(arch), is_ipxe, uefi_loader, windows: None, boots_disk: false }, &c)
-            .unwrap()
+        plan_dhcp(
+            &DhcpBootRequest {
+                mac: Mac([0; 6]),
+                arch: Some(arch),
+                is_ipxe,
+                uefi_loader,
+                windows: None,
+                boots_disk: false,
+            },
+            &c,
+        )
+        .unwrap()
     };
     assert_eq!(ask(&f, Arch::UefiX64, false, Some(UefiLoader::Shim)).filename, "shimx64.efi");
     assert_eq!(ask(&f, Arch::UefiX64, false, None).filename, "ipxe.efi");
@@ -201,11 +210,8 @@ fn a_windows_profile_starts_its_media_boot_manager_from_uefi_pxe_only() {
     assert!(ask(Arch::UefiX64, true).starts_with("http://x/boot/ipxe?mac="));
     // The script iPXE then asks for says what the plan is instead of booting a kernel.
     let mut profiles = profiles();
-    let win = rackboot_config::Profile {
-        name: "win".into(),
-        windows: Some("w2022".into()),
-        ..profiles["rescue"].clone()
-    };
+    let win =
+        rackboot_config::Profile { name: "win".into(), windows: Some("w2022".into()), ..profiles["rescue"].clone() };
     profiles.insert("win".into(), win);
     let pctx = PlanContext { http_base: "http://x", discovery_profile: "discovery", profiles: &profiles };
     let mut m = Machine::new(1, vec![Mac([0; 6])], 0);

@@ -15,13 +15,13 @@ fn req(macs: &[&str]) -> EnrollRequest {
 }
 
 fn presenting(machine: u64, secret: &str) -> Admission {
-    Admission { auto: false, presented: presented_credential(Some(&format!("{machine}.{secret}"))), nonce: None }
+    Admission { presented: presented_credential(Some(&format!("{machine}.{secret}"))), ..Default::default() }
 }
 
 /// The admission of a BootOS agent whose boot of `mac` rackboot served (`auto`: policy allows it).
 async fn booted(db: &Cmdb, mac: &str, auto: bool) -> Admission {
     let nonce = db.issue_boot_nonce(mac.parse().unwrap(), "198.18.0.10".into(), 600).await.unwrap();
-    Admission { auto, presented: None, nonce: Some(crate::nonce_hash(&nonce)) }
+    Admission { auto, nonce: Some(crate::nonce_hash(&nonce)), ..Default::default() }
 }
 
 fn enrolled(o: EnrollOutcome) -> Enrolled {
@@ -103,7 +103,7 @@ async fn an_enrollment_without_its_boot_nonce_never_supersedes_a_live_credential
     let other_mac = "52:54:00:00:00:07";
     let others = booted(&db, other_mac, true).await;
     let stale = db.issue_boot_nonce(MAC.parse().unwrap(), "198.18.0.10".into(), 0).await.unwrap();
-    let expired = Admission { auto: true, presented: None, nonce: Some(crate::nonce_hash(&stale)) };
+    let expired = Admission { auto: true, nonce: Some(crate::nonce_hash(&stale)), ..Default::default() };
     for (admission, reason) in [
         (Admission { auto: true, ..Default::default() }, "no boot nonce presented"),
         (genuine, "boot nonce unknown, used or superseded"),
@@ -137,7 +137,7 @@ async fn a_nonce_of_another_mac_admits_nothing_and_attaches_nothing() {
     let own = "52:54:00:00:00:0a";
     let own_nonce = db.issue_boot_nonce(own.parse().unwrap(), "198.18.0.12".into(), 600).await.unwrap();
     let other_nonce = db.issue_boot_nonce(other.parse().unwrap(), "198.18.0.13".into(), 600).await.unwrap();
-    let with = |nonce: &str| Admission { auto: true, presented: None, nonce: Some(crate::nonce_hash(nonce)) };
+    let with = |nonce: &str| Admission { auto: true, nonce: Some(crate::nonce_hash(nonce)), ..Default::default() };
     let shaped = |boot: Option<&str>, macs: &[&str]| {
         let mut r = req(macs);
         r.boot_mac = boot.map(String::from);
@@ -196,7 +196,7 @@ async fn a_later_nonce_of_the_same_mac_does_not_void_the_one_a_boot_holds() {
     for _ in 0..nonces::KEEP_EARLIER {
         later.push(db.issue_boot_nonce(MAC.parse().unwrap(), "198.18.0.10".into(), 600).await.unwrap());
     }
-    let with = |nonce: &str| Admission { auto: true, presented: None, nonce: Some(crate::nonce_hash(nonce)) };
+    let with = |nonce: &str| Admission { auto: true, nonce: Some(crate::nonce_hash(nonce)), ..Default::default() };
     let (_, h) = new_credential().unwrap();
     let e = enrolled(db.enroll_agent(req(&[MAC]), h, with(&held), None).await.unwrap());
     assert!(e.approved);
@@ -289,4 +289,44 @@ async fn a_bmc_found_in_band_is_recorded_with_the_lease_its_mac_holds() {
         ],
         "no BMC in the third inventory: nothing recorded"
     );
+}
+
+/// A rescue's BootOS replaces the installed system's credential but keeps it: after the return,
+/// that system's agent gets back in with it, and only then; a release's BootOS keeps nothing.
+#[tokio::test]
+async fn a_rescue_keeps_the_installed_credential_for_the_return_only() {
+    let (_d, db) = open();
+    let installed_req = || EnrollRequest { mode: rackboot_agent::wire::AgentMode::Installed, ..req(&[MAC]) };
+    let (_s0, h0) = new_credential().unwrap();
+    let id = enrolled(db.enroll_agent(req(&[MAC]), h0, booted(&db, MAC, true).await, None).await.unwrap()).machine_id;
+    // The installed system's agent, renewing with BootOS's credential handed on (as identity does).
+    let (s1, h1) = new_credential().unwrap();
+    db.write(move |ctx| {
+        let mut rec: AgentRecord = ctx.get(id)?;
+        rec.secret_sha256 = h1;
+        rec.mode = rackboot_agent::wire::AgentMode::Installed;
+        ctx.put(&rec)
+    })
+    .await
+    .unwrap();
+    // The rescue's BootOS enrolls: the installed credential is kept, no longer current.
+    let (_s2, h2) = new_credential().unwrap();
+    let rescue = Admission { keep_installed: true, ..booted(&db, MAC, true).await };
+    enrolled(db.enroll_agent(req(&[MAC]), h2, rescue, None).await.unwrap());
+    let rec = db.agent(id).await.unwrap().unwrap();
+    assert!(rec.kept_sha256.is_some() && rec.mode == rackboot_agent::wire::AgentMode::Bootos);
+    // Before the return, the installed credential admits nothing.
+    let (_s3, h3) = new_credential().unwrap();
+    let early = db.enroll_agent(installed_req(), h3.clone(), presenting(id, &s1), None).await.unwrap();
+    assert_eq!(conflict(early), "no boot nonce presented");
+    // Returned: it does, once; the new record keeps nothing.
+    let back = Admission { returning: true, ..presenting(id, &s1) };
+    assert!(enrolled(db.enroll_agent(installed_req(), h3, back.clone(), None).await.unwrap()).approved);
+    assert_eq!(db.agent(id).await.unwrap().unwrap().kept_sha256, None);
+    let (_s4, h4) = new_credential().unwrap();
+    assert_eq!(conflict(db.enroll_agent(installed_req(), h4, back, None).await.unwrap()), "no boot nonce presented");
+    // A release's BootOS (not a rescue's) keeps nothing: the installed credential is revoked.
+    let (_s5, h5) = new_credential().unwrap();
+    enrolled(db.enroll_agent(req(&[MAC]), h5, booted(&db, MAC, true).await, None).await.unwrap());
+    assert_eq!(db.agent(id).await.unwrap().unwrap().kept_sha256, None);
 }

@@ -39,7 +39,7 @@ async fn busy_machine(db: &Cmdb, macs: [&str; 2], hostname: &str, ip: u8) -> (u6
         .unwrap();
     let enroll = EnrollRequest { macs: macs.iter().map(|m| m.to_string()).collect(), ..Default::default() };
     let nonce = db.issue_boot_nonce(mac(macs[0]), "198.18.0.10".into(), 600).await.unwrap();
-    let auto = Admission { auto: true, presented: None, nonce: Some(crate::nonce_hash(&nonce)) };
+    let auto = Admission { auto: true, nonce: Some(crate::nonce_hash(&nonce)), ..Default::default() };
     let outcome = db.enroll_agent(enroll, "00".repeat(32), auto, None).await.unwrap();
     assert!(matches!(outcome, crate::EnrollOutcome::Enrolled(e) if e.machine_id == m.id && e.approved));
     let new = NewJob { action: Action::RefreshInventory, timeout_secs: 60, max_attempts: 1 };

@@ -54,6 +54,7 @@ pub(super) fn agent(mode: AgentMode, enrolled_at_ms: u64) -> AgentRecord {
         stats: None,
         stats_at: None,
         pending_macs: Vec::new(),
+        kept_sha256: None,
     }
 }
 

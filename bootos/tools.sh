@@ -37,17 +37,22 @@ fi
 S=$CACHE/staging
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-libpath="$S/lib/x86_64-linux-gnu:$S/usr/lib/x86_64-linux-gnu"
+# Every library directory of the packages, the private ones too (fio's librados finds
+# libceph-common in .../ceph through its RUNPATH, which ldd would look up on the host).
+libpath=$(find "$S/lib/x86_64-linux-gnu" "$S/usr/lib/x86_64-linux-gnu" -name '*.so*' -printf '%h\n' | sort -u | paste -sd: -)
 for bin in $BINARIES; do
   [ -f "$S$bin" ] || { echo "tools.sh: $bin is not in the extracted packages" >&2; exit 1; }
   mkdir -p "$T$(dirname "$bin")"
   cp "$S$bin" "$T$bin"
+  missing=$(LD_LIBRARY_PATH=$libpath ldd "$S$bin" | awk '/not found/ {print $1}' | sort -u)
+  [ -z "$missing" ] || { echo "tools.sh: $bin needs $missing, which no package brought" >&2; exit 1; }
   LD_LIBRARY_PATH=$libpath ldd "$S$bin" | awk '/=> \// {print $3}' | while read -r lib; do
     rel=${lib#"$S"}
     case "$rel" in /*) ;; *) rel=/$rel ;; esac
     [ -f "$S$rel" ] || rel=/lib/x86_64-linux-gnu/$(basename "$lib")
-    # BootOS has glibc already (the same release's): the overlay does not replace it.
-    case "$(basename "$rel")" in libc.so.*|libm.so.*|ld-linux*|libpthread.so.*|libdl.so.*|librt.so.*) continue ;; esac
+    # BootOS has the dynamic loader already; the rest of glibc comes along (BootOS's own tools
+    # may not need libm, for one), the same release's files.
+    case "$(basename "$rel")" in ld-linux*) continue ;; esac
     mkdir -p "$T$(dirname "$rel")"
     cp -L "$S$rel" "$T$rel" 2>/dev/null || cp -L "$lib" "$T$rel"
   done

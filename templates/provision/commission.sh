@@ -47,9 +47,10 @@ fi
 
 # fio's terse output (version 3): field 7 is the read bandwidth in KiB/s, 8 the read IOPS,
 # 48 the write bandwidth.
-fio_run() { # disk rw bs field [--readonly]
+fio_run() { # disk rw bs field [--readonly]: the field, and fio's own exit status
   fio --name=t --filename="/dev/$1" --rw="$2" --bs="$3" --direct=1 --ioengine=psync --runtime="$DISK_SECS" \
-    --time_based --output-format=terse ${5:-} 2>/tmp/fio.err | awk -F';' -v f="$4" '{print $f}'
+    --time_based --output-format=terse ${5:-} >/tmp/fio.out 2>/tmp/fio.err || return 1
+  awk -F';' -v f="$4" '{print $f}' /tmp/fio.out
 }
 for d in $DISKS; do
   if [ -n "$DISK_SECS" ]; then

@@ -68,10 +68,6 @@ pub struct DhcpBootRequest {
     pub uefi_loader: Option<UefiLoader>,
     /// The imported Windows media of the machine's pinned profile, if it is a Windows one.
     pub windows: Option<String>,
-    /// The machine boots its own disk (installed, no profile pinned): its firmware gets no boot
-    /// file, so it goes on to the disk at once instead of loading iPXE to be told to (a UEFI
-    /// server set to "network first" otherwise walks every NIC's network boot first).
-    pub boots_disk: bool,
 }
 
 /// Where the appliance is, for building boot answers.
@@ -97,9 +93,6 @@ pub struct DhcpBoot {
 
 /// Decides the boot file for a PXE, HTTP-boot or iPXE client; `None` for an arch we cannot boot.
 pub fn plan_dhcp(req: &DhcpBootRequest, ctx: &BootContext<'_>) -> Option<DhcpBoot> {
-    if req.boots_disk && !req.is_ipxe {
-        return None;
-    }
     let arch = req.arch.unwrap_or(Arch::Bios);
     let pxe = |filename: &str| {
         Some(DhcpBoot { filename: filename.to_string(), next_server: ctx.next_server, vendor_class: "PXEClient" })

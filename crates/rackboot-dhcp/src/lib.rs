@@ -55,12 +55,11 @@ impl DhcpService {
             return None;
         }
         let ctx = BootContext { http_base: &self.http_base, next_server: self.server_ip, files: &self.boot };
-        // The firmware's answer depends on it (an installed machine gets no boot file; a UEFI
-        // x64 one's loader); iPXE's does not: no index lookup there.
-        let brief = if req.is_ipxe { None } else { self.cmdb.brief_by_mac(req.mac) };
-        let boots_disk = brief
-            .as_ref()
-            .is_some_and(|b| b.state == rackboot_store::MachineState::Installed && b.boot_profile.is_none());
+        // Only a UEFI x64 PXE answer depends on it: no index lookup for anyone else.
+        let brief = match (req.arch, req.is_ipxe) {
+            (Some(planner::Arch::UefiX64), false) => self.cmdb.brief_by_mac(req.mac),
+            _ => None,
+        };
         // The machine's own choice, its rack's, its subnet's (else the config's, in the planner).
         let rack = || brief.as_ref()?.rack.as_deref().and_then(|r| self.cmdb.rack_uefi_loader(r));
         let uefi_loader =
@@ -68,8 +67,7 @@ impl DhcpService {
         // A machine pinned to a Windows profile starts its media's boot manager.
         let windows =
             rackboot_boot::media::pinned_media(&self.boot.profiles, brief.and_then(|b| b.boot_profile).as_deref());
-        let req =
-            DhcpBootRequest { mac: req.mac, arch: req.arch, is_ipxe: req.is_ipxe, uefi_loader, windows, boots_disk };
+        let req = DhcpBootRequest { mac: req.mac, arch: req.arch, is_ipxe: req.is_ipxe, uefi_loader, windows };
         planner::plan_dhcp(&req, &ctx)
     }
 

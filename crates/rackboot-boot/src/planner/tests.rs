@@ -13,7 +13,6 @@ fn plan(arch: Option<u16>, is_ipxe: bool) -> Option<DhcpBoot> {
         is_ipxe,
         uefi_loader: None,
         windows: None,
-        boots_disk: false,
     };
     plan_dhcp(&req, &ctx)
 }
@@ -28,25 +27,6 @@ fn arch_picks_the_ipxe_binary() {
     assert_eq!(name(Some(11)).as_deref(), Some("ipxe-arm64.efi"));
     assert_eq!(name(Some(6)), None);
     assert_eq!(name(Some(0x1f)), None);
-}
-
-#[test]
-fn a_machine_that_boots_its_disk_gets_no_boot_file_from_dhcp() {
-    let f = files();
-    let ctx = BootContext { http_base: "http://x", next_server: Ipv4Addr::LOCALHOST, files: &f };
-    for arch in [Arch::Bios, Arch::UefiX64, Arch::HttpX64] {
-        let req = |is_ipxe| DhcpBootRequest {
-            mac: Mac([0; 6]),
-            arch: Some(arch),
-            is_ipxe,
-            uefi_loader: None,
-            windows: None,
-            boots_disk: true,
-        };
-        assert_eq!(plan_dhcp(&req(false), &ctx), None, "{arch:?}: the firmware goes on to the disk");
-        // iPXE already running (someone chained it by hand) still gets its script, which exits.
-        assert!(plan_dhcp(&req(true), &ctx).unwrap().filename.starts_with("http://x/boot/ipxe?mac="));
-    }
 }
 
 #[test]
@@ -153,7 +133,6 @@ fn snponly_when_configured() {
         is_ipxe: false,
         uefi_loader: None,
         windows: None,
-        boots_disk: false,
     };
     assert_eq!(plan_dhcp(&req, &ctx).unwrap().filename, "snponly.efi");
 }
@@ -163,18 +142,8 @@ fn the_signed_chain_is_chosen_globally_or_per_subnet_for_uefi_x64_pxe_only() {
     let mut f = files();
     let ask = |f: &BootFiles, arch: Arch, is_ipxe: bool, uefi_loader: Option<UefiLoader>| {
         let c = BootContext { http_base: "http://x", next_server: Ipv4Addr::LOCALHOST, files: f };
-        plan_dhcp(
-            &DhcpBootRequest {
-                mac: Mac([0; 6]),
-                arch: Some(arch),
-                is_ipxe,
-                uefi_loader,
-                windows: None,
-                boots_disk: false,
-            },
-            &c,
-        )
-        .unwrap()
+        plan_dhcp(&DhcpBootRequest { mac: Mac([0; 6]), arch: Some(arch), is_ipxe, uefi_loader, windows: None }, &c)
+            .unwrap()
     };
     assert_eq!(ask(&f, Arch::UefiX64, false, Some(UefiLoader::Shim)).filename, "shimx64.efi");
     assert_eq!(ask(&f, Arch::UefiX64, false, None).filename, "ipxe.efi");
@@ -200,7 +169,6 @@ fn a_windows_profile_starts_its_media_boot_manager_from_uefi_pxe_only() {
             is_ipxe,
             uefi_loader: Some(UefiLoader::Shim),
             windows: Some("w2022".into()),
-            boots_disk: false,
         };
         plan_dhcp(&req, &ctx).unwrap().filename
     };

@@ -119,7 +119,7 @@ pub fn judge(profile: &TestProfile, output: &str, job_error: Option<&str>) -> Ve
             ("ok", Some(v), Some(min)) if v < min => (false, format!("{v} {unit} is below the floor of {min}")),
             ("ok", None, Some(_)) => (false, "no figure to compare with the floor".into()),
             ("ok", _, _) => (true, message),
-            (_, _, _) => (false, if message.is_empty() { format!("{status}") } else { message }),
+            (_, _, _) => (false, if message.is_empty() { status.to_string() } else { message }),
         };
         let unit = if unit == "-" { String::new() } else { unit.chars().take(16).collect() };
         out.push(TestResult { name: name.into(), passed, figure, unit, floor, note });

@@ -179,11 +179,25 @@ mod tests {
             m => V::from(minijinja::value::Serde(&m)), state => "discovered", notice => "",
             timeline => V::from(minijinja::value::Serde(Vec::<EventRow>::new())),
             jobs => V::from(minijinja::value::Serde(Vec::<JobRow>::new())),
-            run => V::from(minijinja::value::Serde(None::<RunView>)), head => 0,
+            run => V::from(minijinja::value::Serde(None::<RunView>)), head => 0, tests => None::<V>,
             seen_ms => None::<u64>, created_ms => 1_795_446_245_000_u64,
         };
         let html = views.render("machine.html", ctx).unwrap();
         assert!(html.contains("<dt>UEFI loader</dt><dd>default</dd>"), "{html}");
+    }
+
+    /// A failed commissioning run as the page gets it.
+    fn tested() -> V {
+        let t = rackboot_model::commission::TestResult {
+            name: "disk-read:vda".into(),
+            passed: false,
+            figure: Some(212.5),
+            unit: "MB/s".into(),
+            floor: Some(400.0),
+            note: "212.5 MB/s is below the floor of 400".into(),
+        };
+        let error = "test disk-read:vda: 212.5 MB/s is below the floor of 400";
+        minijinja::context! { profile => "burn-in", run => 4, state => "failed", error, tests => V::from(minijinja::value::Serde(vec![t])) }
     }
 
     /// The page with everything on it: inventory with an LLDP neighbour, a run, a job.
@@ -212,7 +226,7 @@ mod tests {
             timeline => V::from(minijinja::value::Serde(Vec::<EventRow>::new())),
             jobs => V::from(minijinja::value::Serde(Vec::<JobRow>::new())),
             run => V::from(minijinja::value::Serde(Some(RunView::from(run)))), head => 0,
-            seen_ms => None::<u64>, created_ms => 1_795_446_245_000_u64,
+            seen_ms => None::<u64>, created_ms => 1_795_446_245_000_u64, tests => tested(),
         };
         let html = views.render("machine.html", ctx).unwrap();
         assert!(html.contains("<td>tor-r1</td><td>Ethernet7 (&lt;b&gt;u7&lt;&#x2f;b&gt;)</td>"), "{html}");
@@ -220,6 +234,8 @@ mod tests {
         assert!(html.contains("<dt>Firmware</dt><dd>UEFI, Secure Boot on</dd>"), "{html}");
         assert!(html.contains("<dt>UEFI loader</dt><dd>shim</dd>"), "{html}");
         assert!(html.contains("2026-11-23T15:04:05Z"));
+        assert!(html.contains("test profile <strong>burn-in</strong>: failed, test disk-read:vda"), "{html}");
+        assert!(html.contains("<td>disk-read:vda</td><td>FAILED</td><td>212.5 MB&#x2f;s</td><td>400.0</td>"), "{html}");
         assert!(html.contains("data-live=\"/ui/machines/7/live?after=0\""));
         assert!(html.contains("href=\"/ui/machines/7/bmc\" id=\"bmc-link\">Set a BMC"), "an operator can set one");
     }

@@ -117,8 +117,12 @@ pub async fn start(cfg: Config) -> anyhow::Result<Running> {
         }
     }
     if core.cfg.windows.share {
-        let (smbd, conf) = crate::windows::share::start(&core.cfg, core.addrs.server_ip)?;
-        services.start("smbd", crate::windows::share::supervise(smbd, conf, token.clone()));
+        let smbd = crate::windows::share::start(&core.cfg, core.addrs.server_ip)?;
+        services.start("smbd", crate::child::supervise(smbd, token.clone()));
+    }
+    if core.cfg.proxy.enable {
+        let squid = crate::proxy::start(&core.cfg, core.addrs.server_ip)?;
+        services.start("squid", crate::child::supervise(squid, token.clone()));
     }
     // Blobs an upload wrote but never recorded (a crash in between) go away.
     match core.plugins.sweep().await {

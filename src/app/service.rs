@@ -94,6 +94,17 @@ impl Core {
     }
 }
 
+/// The proxy installers are pointed at: `provision.installer_proxy`, else the appliance's own
+/// package proxy when it runs one.
+fn installer_proxy(cfg: &Config, addrs: &Addresses) -> String {
+    match addrs.server_ip {
+        Some(ip) if cfg.provision.installer_proxy.is_empty() && cfg.proxy.enable => {
+            crate::proxy::url(ip, cfg.proxy.port)
+        }
+        _ => cfg.provision.installer_proxy.clone(),
+    }
+}
+
 impl Core {
     /// What the web listeners serve from, with the API's state over this core's handles.
     pub fn site(&self) -> crate::app::web::Site {
@@ -109,7 +120,7 @@ impl Core {
             root: cfg.tftp.root.clone(),
             domain: cfg.dns.domain.clone(),
             answer_repos: cfg.provision.answer_repos.clone(),
-            installer_proxy: cfg.provision.installer_proxy.clone(),
+            installer_proxy: installer_proxy(&cfg, &addrs),
             nonce_ttl_secs: cfg.agent.nonce_ttl.as_secs(),
         };
         let state = crate::api::ApiState {

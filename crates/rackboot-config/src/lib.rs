@@ -19,6 +19,7 @@ mod https;
 mod pair;
 mod plugins;
 mod provision;
+mod proxy;
 mod server;
 mod store;
 mod tftp;
@@ -41,6 +42,7 @@ pub use https::{ConnLimits, HttpsConfig, WireHttps};
 pub use pair::{PairConfig, PairRole, WirePair};
 pub use plugins::WirePlugins;
 pub use provision::{HardwareProfile, ProvisionConfig, WireProvision};
+pub use proxy::{ProxyConfig, WireProxy};
 pub use server::{WireHttp, WireServer};
 pub use store::{remote_host, PgConfig, StoreConfig, WireStore};
 pub use tftp::{TftpConfig, WireTftp};
@@ -67,6 +69,7 @@ pub struct WireConfig {
     pub plugins: WirePlugins,
     pub bmc: WireBmc,
     pub windows: WireWindows,
+    pub proxy: WireProxy,
     pub store: WireStore,
 }
 
@@ -106,6 +109,8 @@ pub struct Config {
     pub bmc: BmcConfig,
     /// Windows media and its SMB share.
     pub windows: WindowsConfig,
+    /// The package proxy for installing nodes.
+    pub proxy: ProxyConfig,
     /// Where the CMDB lives.
     pub store: StoreConfig,
     pub boot: BootFiles,
@@ -136,6 +141,7 @@ impl TryFrom<WireConfig> for Config {
             plugins,
             bmc,
             windows,
+            proxy,
             store,
         } = w;
         let plugins = rackboot_model::plugins::StoreLimits::try_from(plugins)?;
@@ -171,6 +177,7 @@ impl TryFrom<WireConfig> for Config {
         let auth = AuthConfig::try_from(auth)?;
         let bmc = BmcConfig::try_from(bmc)?;
         let windows = WindowsConfig::try_from(windows)?;
+        let proxy = ProxyConfig::try_from(proxy)?;
         let store = StoreConfig::try_from(store)?;
         let (boot, templates) = BootFiles::from_wire(boot)?;
         let log_json = server::log_json(&log_format)?;
@@ -209,6 +216,7 @@ impl TryFrom<WireConfig> for Config {
             plugins,
             bmc,
             windows,
+            proxy,
             store,
             boot,
             templates,

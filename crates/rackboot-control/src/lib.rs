@@ -9,6 +9,8 @@
 //! - [`auth`]: roles, API tokens, passwords, the role table and the login rate limiter.
 //! - [`racks`]: the rack sweep and a rack's machines into a provisioning task.
 //! - [`windows`]: Windows media import, the SMB share, TFTP names and answer files.
+//! - [`proxy`]: the package proxy (squid) installing nodes reach their mirrors through.
+//! - [`child`]: the helper daemons rackboot runs (smbd, squid, iperf3): started, restarted, stopped.
 //! - [`tls`]: the appliance CA, its server certificate and the rustls server config.
 //!
 //! The lower crates are re-exported under the names the code above uses (`cmdb`, `config`, ...).
@@ -22,9 +24,11 @@ pub use rackboot_tftp as tftp;
 
 pub mod auth;
 pub mod bmc;
+pub mod child;
 pub mod controller;
 pub mod plugins;
 pub mod provision;
+pub mod proxy;
 pub mod racks;
 pub mod tls;
 pub mod windows;

@@ -8,5 +8,6 @@
 mod dhcp;
 mod dns;
 mod pair;
+mod proxy;
 mod tftp;
 mod vm;

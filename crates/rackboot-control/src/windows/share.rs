@@ -6,13 +6,9 @@
 
 use std::fmt::Write as _;
 use std::net::Ipv4Addr;
-use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::path::PathBuf;
 
 use anyhow::Context;
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::Command;
-use tokio_util::sync::CancellationToken;
 
 use crate::config::Ipv4Net;
 
@@ -86,7 +82,7 @@ pub fn prepare(spec: &ShareSpec) -> anyhow::Result<PathBuf> {
     }
     std::fs::create_dir_all(&spec.path).with_context(|| format!("creating {}", spec.path.display()))?;
     let conf = spec.state.join("smb.conf");
-    stop_stale(&spec.state.join("run"), &conf);
+    crate::child::stop_stale(&spec.state.join("run").join("smbd.pid"), &conf);
     std::fs::write(&conf, config(spec)).with_context(|| format!("writing {}", conf.display()))?;
     Ok(conf)
 }
@@ -101,131 +97,19 @@ pub fn spec(cfg: &crate::config::Config, address: Ipv4Addr) -> ShareSpec {
     }
 }
 
-/// Checks `[windows]` and writes smbd's config for it: the smbd binary and the config's path.
-pub fn start(cfg: &crate::config::Config, address: Option<Ipv4Addr>) -> anyhow::Result<(PathBuf, PathBuf)> {
+/// Checks `[windows]` and writes smbd's config for it: smbd, to be run by [`crate::child::supervise`].
+pub fn start(cfg: &crate::config::Config, address: Option<Ipv4Addr>) -> anyhow::Result<crate::child::Program> {
     let address =
         address.context("windows.share needs the provisioning address (server.address or server.interface)")?;
     let smbd = cfg.windows.smbd.clone();
     anyhow::ensure!(smbd.is_file(), "windows.share: {} not found (apt-get install samba)", smbd.display());
     let spec = spec(cfg, address);
     let conf = prepare(&spec)?;
-    reachable_by_guests(&spec.path)?;
-    Ok((smbd, conf))
-}
-
-/// smbd serves guests as `nobody`: every directory above the share must let others through.
-fn reachable_by_guests(path: &Path) -> anyhow::Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    for dir in path.ancestors() {
-        let Ok(meta) = std::fs::metadata(dir) else { continue };
-        anyhow::ensure!(
-            meta.permissions().mode() & 0o001 != 0,
-            "windows.share: guests (smbd's `nobody`) cannot reach {}: {} is mode {:o} (chmod o+x {})",
-            path.display(),
-            dir.display(),
-            meta.permissions().mode() & 0o7777,
-            dir.display()
-        );
-    }
-    Ok(())
-}
-
-/// Stops an smbd of ours a previous run left behind (rackboot killed with no chance to stop it):
-/// it would hold port 445 with the old config. Only a process whose command line names our
-/// config is touched.
-fn stop_stale(run: &Path, conf: &Path) {
-    let Ok(dir) = std::fs::read_dir(run) else { return };
-    for pidfile in dir.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|e| e == "pid")) {
-        let Some(pid) = std::fs::read_to_string(&pidfile).ok().and_then(|t| t.trim().parse::<i32>().ok()) else {
-            continue;
-        };
-        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-        let ours = cmdline.split(|b| *b == 0).any(|arg| arg == conf.as_os_str().as_encoded_bytes());
-        if pid > 1 && ours {
-            tracing::warn!(pid, "stopping the smbd a previous run left behind");
-            let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
-        }
-    }
-}
-
-/// Runs smbd until `shutdown`, restarting it when it exits (1 s, doubling to 30 s while it keeps
-/// failing within a minute). Its output goes to the log.
-pub async fn supervise(smbd: PathBuf, conf: PathBuf, shutdown: CancellationToken) -> anyhow::Result<()> {
-    let mut backoff = Duration::from_secs(1);
-    loop {
-        let started = Instant::now();
-        // A failure to start or watch smbd is retried like an exit: the share must not take
-        // DHCP, TFTP and HTTP down with it.
-        let status = run_once(&smbd, &conf, &shutdown).await;
-        if shutdown.is_cancelled() {
-            return Ok(());
-        }
-        backoff = if started.elapsed() > Duration::from_secs(60) { Duration::from_secs(1) } else { backoff };
-        match status {
-            Ok(status) => tracing::warn!(?status, retry_in = ?backoff, "smbd exited; restarting it"),
-            Err(error) => tracing::warn!(%error, retry_in = ?backoff, "smbd could not be run; trying again"),
-        }
-        tokio::select! {
-            _ = shutdown.cancelled() => return Ok(()),
-            _ = tokio::time::sleep(backoff) => {}
-        }
-        backoff = (backoff * 2).min(Duration::from_secs(30));
-    }
-}
-
-async fn run_once(
-    smbd: &Path,
-    conf: &Path,
-    shutdown: &CancellationToken,
-) -> anyhow::Result<Option<std::process::ExitStatus>> {
-    let mut child = Command::new(smbd)
-        .args(["--foreground", "--no-process-group", "--debug-stdout", "-s"])
-        .arg(conf)
-        .env_clear()
-        .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        // Its own process group: the per-connection children are stopped with it.
-        .process_group(0)
-        .kill_on_drop(true)
-        .spawn()
-        .with_context(|| format!("starting {}", smbd.display()))?;
-    let pid = child.id();
-    tracing::info!(?pid, "smbd started (share \\\\{NAME})");
-    for out in [
-        child.stdout.take().map(|o| Box::new(o) as Box<dyn tokio::io::AsyncRead + Unpin + Send>),
-        child.stderr.take().map(|o| Box::new(o) as Box<dyn tokio::io::AsyncRead + Unpin + Send>),
-    ]
-    .into_iter()
-    .flatten()
-    {
-        tokio::spawn(async move {
-            let (mut reader, mut buf) = (BufReader::new(out), Vec::new());
-            // Bytes, not lines of text: one line that is not UTF-8 must not end the logging.
-            while reader.read_until(b'\n', &mut buf).await.is_ok_and(|n| n > 0) {
-                let line: String = String::from_utf8_lossy(&buf).trim().chars().take(512).collect();
-                if !line.is_empty() {
-                    tracing::info!(target: "rackboot::smbd", "{line}");
-                }
-                buf.clear();
-            }
-        });
-    }
-    tokio::select! {
-        status = child.wait() => Ok(Some(status?)),
-        _ = shutdown.cancelled() => {
-            if let Some(pid) = pid.and_then(|p| i32::try_from(p).ok()) {
-                let group = nix::unistd::Pid::from_raw(pid);
-                let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGTERM);
-                if tokio::time::timeout(Duration::from_secs(5), child.wait()).await.is_err() {
-                    let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL);
-                }
-            }
-            let _ = child.wait().await;
-            Ok(None)
-        }
-    }
+    crate::child::reachable_by_others(&spec.path, "windows.share: guests (smbd's `nobody`)")?;
+    let mut args: Vec<std::ffi::OsString> =
+        ["--foreground", "--no-process-group", "--debug-stdout", "-s"].map(Into::into).into();
+    args.push(conf.into());
+    Ok(crate::child::Program::new("smbd", smbd, args))
 }
 
 #[cfg(test)]

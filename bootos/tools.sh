@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the commissioning tools' overlay for BootOS from Debian packages only (apt-get download
-# + extract; nothing is installed on the build host): stress-ng, memtester, fio and smartctl with
+# + extract; nothing is installed on the build host): stress-ng, memtester, fio, smartctl and iperf3 with
 # the libraries they need, as a tar.gz that a commissioning job fetches by its SHA-256 and
 # unpacks into BootOS's root. BootOS itself stays small; only machines being tested fetch this.
 #
@@ -16,8 +16,8 @@ CACHE=${RACKBOOT_BOOTOS_CACHE:-$ROOT/target/bootos-cache}/tools
 mkdir -p "$CACHE" "$(dirname "$OUT")"
 exec 9>"$CACHE/.lock"
 flock 9
-PACKAGES="stress-ng memtester fio smartmontools"
-BINARIES="/usr/bin/stress-ng /usr/sbin/memtester /usr/bin/fio /usr/sbin/smartctl"
+PACKAGES="stress-ng memtester fio smartmontools iperf3"
+BINARIES="/usr/bin/stress-ng /usr/sbin/memtester /usr/bin/fio /usr/sbin/smartctl /usr/bin/iperf3"
 say() { echo "bootos-tools: $*"; }
 
 if [ "$(cat "$CACHE/staging.done" 2>/dev/null)" = "$PACKAGES" ]; then
@@ -58,6 +58,6 @@ for bin in $BINARIES; do
   done
 done
 # Reproducible: fixed owners, order and times, so the same packages give the same hash.
-tar --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 -C "$T" -cf - . | gzip -n -9 > "$OUT.tmp"
+tar --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 -C "$T" -cf - . | gzip -n -6 > "$OUT.tmp"
 mv "$OUT.tmp" "$OUT"
 say "$OUT: $(du -k "$OUT" | awk '{printf "%.1f MB", $1/1024}'), sha256 $(sha256sum "$OUT" | cut -c1-64)"

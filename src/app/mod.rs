@@ -120,6 +120,9 @@ pub async fn start(cfg: Config) -> anyhow::Result<Running> {
         let smbd = crate::windows::share::start(&core.cfg, core.addrs.server_ip)?;
         services.start("smbd", crate::child::supervise(smbd, token.clone()));
     }
+    if let Some(iperf3) = crate::provision::iperf::server(&core.cfg, core.addrs.server_ip)? {
+        services.start("iperf3", crate::child::supervise(iperf3, token.clone()));
+    }
     if core.cfg.proxy.enable {
         let squid = crate::proxy::start(&core.cfg, core.addrs.server_ip)?;
         services.start("squid", crate::child::supervise(squid, token.clone()));

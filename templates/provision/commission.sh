@@ -1,7 +1,7 @@
 #!/bin/sh
 set -u
 # rackboot commissioning (rendered per machine; runs in BootOS). Fetches the tools overlay
-# (stress-ng, memtester, fio, smartctl: `bootos/tools.sh OUT`) by its SHA-256, unpacks it
+# (stress-ng, memtester, fio, smartctl, iperf3: `bootos/tools.sh OUT`) by its SHA-256, unpacks it
 # into BootOS's root, runs the test profile's tests and prints one line per test, which the
 # appliance judges against the profile's floors:
 #   rackboot-test: NAME FIGURE UNIT STATUS [message]     (STATUS: ok, error or skipped)
@@ -13,6 +13,9 @@ MEMORY_MIB="{{ memory_mib }}"
 DISK_SECS="{{ disk_secs }}"
 SMART="{{ smart }}"
 DISKS="{{ disks }}"
+NETWORK_SECS="{{ network_secs }}"
+IPERF3_SERVER="{{ iperf3_server }}"
+IPERF3_PORT="{{ iperf3_port }}"
 result() { echo "rackboot-test: $*"; }
 say() { echo "commission: [$(cut -d' ' -f1 /proc/uptime)] $*"; }
 fail() { echo "commission: $*" >&2; exit 1; }
@@ -73,4 +76,24 @@ for d in $DISKS; do
     fi
   fi
 done
+# iperf3 to the appliance, each way. Its server runs one test at a time: a machine that finds
+# it busy waits its turn (up to 15 minutes, a random 5-14 s between tries).
+iperf() { # tx|rx
+  flag=; [ "$1" = rx ] && flag=-R
+  tries=0
+  while :; do
+    out=$(iperf3 -c "$IPERF3_SERVER" -p "$IPERF3_PORT" -t "$NETWORK_SECS" -f m $flag 2>&1); rc=$?
+    echo "$out" | grep -q "server is busy" || break
+    tries=$((tries + 1)); [ $tries -ge 90 ] && break
+    sleep $((5 + $(od -An -N1 -tu1 /dev/urandom) % 10))
+  done
+  echo "$out" | tail -4
+  mbps=$(echo "$out" | awk '/receiver$/ {v = $(NF-2)} END {print v + 0}')
+  result "network-$1" "$mbps" Mbit/s "$(status $rc)" "$(echo "$out" | grep -i error | head -1 | head -c 100)"
+}
+if [ -n "$NETWORK_SECS" ]; then
+  say "network: iperf3 to $IPERF3_SERVER for $NETWORK_SECS s each way"
+  iperf tx
+  iperf rx
+fi
 say "done"

@@ -41,7 +41,7 @@ pub use dns::{DnsConfig, WireDns};
 pub use https::{ConnLimits, HttpsConfig, WireHttps};
 pub use pair::{PairConfig, PairRole, WirePair};
 pub use plugins::WirePlugins;
-pub use provision::{HardwareProfile, ProvisionConfig, WireProvision};
+pub use provision::{HardwareProfile, ProvisionConfig, WireProvision, IPERF3_PORT};
 pub use proxy::{ProxyConfig, WireProxy};
 pub use server::{WireHttp, WireServer};
 pub use store::{remote_host, PgConfig, StoreConfig, WireStore};

@@ -21,7 +21,12 @@ pub struct WireProvision {
     pub test_profiles: Vec<rackboot_model::commission::TestProfile>,
     /// The commissioning tools' overlay in the boot directory (`bootos/tools.sh OUT`).
     pub test_tools: String,
+    /// The iperf3 binary the appliance serves network tests with.
+    pub iperf3: PathBuf,
 }
+
+/// The port of the appliance's iperf3 server (iperf3's own default).
+pub const IPERF3_PORT: u16 = 5201;
 
 /// `[[provision.networks]]`: a named network installed nodes take static addresses in.
 #[derive(Debug, Clone, Deserialize)]
@@ -55,6 +60,7 @@ impl Default for WireProvision {
             networks: Vec::new(),
             test_profiles: Vec::new(),
             test_tools: "bootos-tools.tar.gz".into(),
+            iperf3: PathBuf::from("/usr/bin/iperf3"),
         }
     }
 }
@@ -95,6 +101,15 @@ pub struct ProvisionConfig {
     pub test_profiles: BTreeMap<String, rackboot_model::commission::TestProfile>,
     /// The tools' overlay, a plain file name in the boot directory.
     pub test_tools: String,
+    /// The iperf3 binary; the appliance runs its server while a test profile tests the network.
+    pub iperf3: PathBuf,
+}
+
+impl ProvisionConfig {
+    /// Whether a test profile tests the network (the appliance then runs an iperf3 server).
+    pub fn tests_network(&self) -> bool {
+        self.test_profiles.values().any(|p| p.network_secs.is_some())
+    }
 }
 
 /// Checks one `[[provision.networks]]` entry.
@@ -143,7 +158,9 @@ impl ProvisionConfig {
             networks: wire_networks,
             test_profiles: wire_tests,
             test_tools,
+            iperf3,
         } = w;
+        anyhow::ensure!(iperf3.is_absolute(), "provision.iperf3 {:?} must be an absolute path", iperf3.display());
         let mut test_profiles = BTreeMap::new();
         for p in wire_tests {
             p.check().map_err(|e| anyhow::anyhow!("provision.{e}"))?;
@@ -229,6 +246,7 @@ impl ProvisionConfig {
             networks,
             test_profiles,
             test_tools,
+            iperf3,
         })
     }
 }

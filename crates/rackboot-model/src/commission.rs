@@ -1,4 +1,5 @@
-//! Commissioning tests: a test profile says what to run in BootOS (CPU, memory, disks, SMART)
+//! Commissioning tests: a test profile says what to run in BootOS (CPU, memory, disks, SMART,
+//! the network to the appliance)
 //! and the floors the figures must reach; the commissioning script measures and prints one line
 //! per test (`rackboot-test: NAME FIGURE UNIT STATUS [message]`), and [`judge`] decides here,
 //! in Rust, what passed. The results are kept on the run.
@@ -31,6 +32,13 @@ pub struct TestProfile {
     /// smartctl's health verdict on every disk that has SMART (others are skipped).
     #[serde(default)]
     pub smart: bool,
+    /// iperf3 to the appliance for this many seconds each way (`network-tx`: the machine
+    /// sends, `network-rx`: it receives); the appliance runs the server.
+    #[serde(default)]
+    pub network_secs: Option<u32>,
+    /// Floor for both directions, in Mbit/s.
+    #[serde(default)]
+    pub min_network_mbps: Option<f64>,
 }
 
 /// Longest test a profile may ask for, and most memory.
@@ -44,7 +52,7 @@ impl TestProfile {
         if !crate::records::valid_hostname(&self.name) {
             return Err(format!("{at}: the name must be letters, digits and '-'"));
         }
-        for (field, v) in [("cpu_secs", self.cpu_secs), ("disk_secs", self.disk_secs)] {
+        for (field, v) in [("cpu_secs", self.cpu_secs), ("disk_secs", self.disk_secs), ("network_secs", self.network_secs)] {
             if v.is_some_and(|v| v == 0 || v > MAX_SECS) {
                 return Err(format!("{at}: {field} must be 1-{MAX_SECS}"));
             }
@@ -65,8 +73,15 @@ impl TestProfile {
                 return Err(format!("{at}: {field} needs disk_secs (how long fio runs)"));
             }
         }
-        if self.cpu_secs.is_none() && self.memory_mib.is_none() && self.disk_secs.is_none() && !self.smart {
-            return Err(format!("{at}: it tests nothing (cpu_secs, memory_mib, disk_secs, smart)"));
+        if self.min_network_mbps.is_some_and(|v| !v.is_finite() || v < 0.0) {
+            return Err(format!("{at}: min_network_mbps must be a number of at least 0"));
+        }
+        if self.min_network_mbps.is_some() && self.network_secs.is_none() {
+            return Err(format!("{at}: min_network_mbps needs network_secs (how long iperf3 runs)"));
+        }
+        let none = self.cpu_secs.is_none() && self.memory_mib.is_none() && self.disk_secs.is_none();
+        if none && self.network_secs.is_none() && !self.smart {
+            return Err(format!("{at}: it tests nothing (cpu_secs, memory_mib, disk_secs, network_secs, smart)"));
         }
         Ok(())
     }
@@ -75,7 +90,8 @@ impl TestProfile {
 /// One test's outcome, as stored on the run and shown.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct TestResult {
-    /// `cpu`, `memory`, `disk-read:vda`, `disk-write:vda`, `disk-iops:vda`, `smart:vda`.
+    /// `cpu`, `memory`, `disk-read:vda`, `disk-write:vda`, `disk-iops:vda`, `smart:vda`,
+    /// `network-tx`, `network-rx`.
     pub name: String,
     pub passed: bool,
     /// What was measured, if a figure.
@@ -111,6 +127,7 @@ pub fn judge(profile: &TestProfile, output: &str, job_error: Option<&str>) -> Ve
             Some("disk-read") => profile.min_read_mbps,
             Some("disk-write") => profile.min_write_mbps,
             Some("disk-iops") => profile.min_iops,
+            Some("network-tx" | "network-rx") => profile.min_network_mbps,
             _ => None,
         };
         let message: String = f.collect::<Vec<_>>().join(" ").chars().take(200).collect();
@@ -133,6 +150,9 @@ pub fn judge(profile: &TestProfile, output: &str, job_error: Option<&str>) -> Ve
     }
     if profile.disk_secs.is_some() {
         want.extend(["disk-read", "disk-write", "disk-iops"]);
+    }
+    if profile.network_secs.is_some() {
+        want.extend(["network-tx", "network-rx"]);
     }
     for kind in want {
         if !out.iter().any(|r| r.name.split(':').next() == Some(kind)) {

@@ -62,10 +62,20 @@ pub struct CommissionVars {
     pub smart: String,
     /// Kernel names (`vda nvme0n1`), blank-separated.
     pub disks: String,
+    pub network_secs: String,
+    /// The appliance's iperf3 server (its provisioning address), when the profile tests the
+    /// network.
+    pub iperf3_server: String,
+    pub iperf3_port: String,
 }
 
 impl CommissionVars {
-    pub fn new(p: &rackboot_model::commission::TestProfile, tools: (String, String), disks: &[String]) -> Self {
+    pub fn new(
+        p: &rackboot_model::commission::TestProfile,
+        tools: (String, String),
+        disks: &[String],
+        iperf3: (String, u16),
+    ) -> Self {
         let num = |v: Option<u32>| v.map(|v| v.to_string()).unwrap_or_default();
         CommissionVars {
             tools_url: tools.0,
@@ -75,6 +85,9 @@ impl CommissionVars {
             disk_secs: num(p.disk_secs),
             smart: if p.smart { "1" } else { "" }.into(),
             disks: disks.join(" "),
+            network_secs: num(p.network_secs),
+            iperf3_server: iperf3.0,
+            iperf3_port: iperf3.1.to_string(),
         }
     }
 }
@@ -103,7 +116,7 @@ impl Renderer {
         if !url_ok {
             return Err(RenderError::Unsafe(vars.tools_url.clone()));
         }
-        let values = vars.disks.split(' ').chain([vars.tools_sha256.as_str()]);
+        let values = vars.disks.split(' ').chain([vars.tools_sha256.as_str(), vars.iperf3_server.as_str()]);
         if let Some(bad) = values.filter(|v| !v.is_empty()).find(|v| !plain(v)) {
             return Err(RenderError::Unsafe(bad.to_string()));
         }

@@ -100,7 +100,8 @@ impl Engine {
                     .ok_or_else(|| format!("no test profile {profile:?} in the config"))?;
                 let disks: Vec<String> =
                     all_disks(machine)?.iter().map(|d| d.trim_start_matches("/dev/").to_string()).collect();
-                let vars = crate::render::CommissionVars::new(p, self.test_tools()?, &disks);
+                let server = rackboot_base::net::url_host(&self.http_base).unwrap_or_default();
+                let vars = crate::render::CommissionVars::new(p, self.test_tools()?, &disks, (server, crate::config::IPERF3_PORT));
                 Ok(script(self.renderer.commission(&vars).map_err(|e| e.to_string())?, env(&[])))
             }
             Step::Rescue => {

@@ -7,6 +7,7 @@ pub mod action;
 pub mod decide;
 pub mod engine;
 pub mod images;
+pub mod iperf;
 pub mod lifecycle;
 pub mod network;
 

@@ -10,6 +10,8 @@ fn profile() -> TestProfile {
         min_write_mbps: Some(50.0),
         min_iops: None,
         smart: true,
+        network_secs: None,
+        min_network_mbps: None,
     }
 }
 
@@ -53,6 +55,21 @@ fn a_missing_or_failed_test_fails_and_junk_is_ignored() {
 }
 
 #[test]
+fn the_network_is_judged_both_ways_against_one_floor() {
+    let p = TestProfile { name: "net".into(), network_secs: Some(5), min_network_mbps: Some(900.0), ..Default::default() };
+    let out = "rackboot-test: network-tx 941.5 Mbit/s ok\nrackboot-test: network-rx 612 Mbit/s ok\n";
+    let r = judge(&p, out, None);
+    assert_eq!(r.len(), 2, "{r:?}");
+    assert!(r[0].passed && r[0].floor == Some(900.0));
+    assert!(!r[1].passed && r[1].note == "612 Mbit/s is below the floor of 900", "{:?}", r[1]);
+    // A server that never answered: both directions reported, as errors.
+    let out = "rackboot-test: network-tx 0 Mbit/s error the server is busy\n";
+    let r = judge(&p, out, None);
+    assert_eq!(r.iter().map(|t| (t.name.as_str(), t.passed)).collect::<Vec<_>>(), [("network-tx", false), ("network-rx", false)]);
+    assert_eq!(r[1].note, "no result");
+}
+
+#[test]
 fn a_profile_is_checked() {
     assert_eq!(profile().check(), Ok(()));
     let bad = [
@@ -62,6 +79,8 @@ fn a_profile_is_checked() {
         (TestProfile { name: "x".into(), min_iops: Some(5.0), smart: true, ..Default::default() }, "needs disk_secs"),
         (TestProfile { min_read_mbps: Some(f64::NAN), ..profile() }, "min_read_mbps"),
         (TestProfile { memory_mib: Some(u32::MAX), ..profile() }, "memory_mib"),
+        (TestProfile { name: "x".into(), min_network_mbps: Some(1.0), smart: true, ..Default::default() }, "needs network_secs"),
+        (TestProfile { network_secs: Some(0), ..profile() }, "network_secs"),
     ];
     for (p, want) in bad {
         let err = p.check().unwrap_err();

@@ -16,7 +16,7 @@ use crate::netns::libvirt::Libvirt;
 use crate::netns::{wait_for, Net};
 
 /// Test profiles: one a lab VM passes, one whose read floor no disk reaches.
-pub(super) const TEST_PROFILES: &str = "[[provision.test_profiles]]\nname = \"lab\"\ncpu_secs = 3\nmemory_mib = 16\ndisk_secs = 2\nmin_read_mbps = 1\nsmart = true\n[[provision.test_profiles]]\nname = \"too-much\"\ndisk_secs = 1\nmin_read_mbps = 1000000\n";
+pub(super) const TEST_PROFILES: &str = "[[provision.test_profiles]]\nname = \"lab\"\ncpu_secs = 3\nmemory_mib = 16\ndisk_secs = 2\nmin_read_mbps = 1\nsmart = true\nnetwork_secs = 2\nmin_network_mbps = 1\n[[provision.test_profiles]]\nname = \"too-much\"\ndisk_secs = 1\nmin_read_mbps = 1000000\n";
 
 pub(super) struct Vm<'a> {
     pub name: &'a str,
@@ -163,6 +163,10 @@ pub(super) fn check(net: &Net, lab: Option<&Libvirt>, bios: Vm, uefi: Vm, cloud:
             assert!(results.iter().all(|t| t["passed"] == true), "{}: {results:?}", vm.name);
             for n in ["cpu", "memory", "disk-write:vda", "disk-iops:vdb", "smart:vde"] {
                 assert!(named(n).is_object(), "{}: no {n}: {results:?}", vm.name);
+            }
+            // iperf3 to the appliance's server, both ways.
+            for n in ["network-tx", "network-rx"] {
+                assert!(named(n)["figure"].as_f64().is_some_and(|v| v >= 1.0), "{}: {n}: {results:?}", vm.name);
             }
             assert_eq!(state, "ready");
         } else {

@@ -44,7 +44,7 @@ const PROD: &str = "[[provision.networks]]\nname = \"prod\"\ncidr = \"198.19.10.
 #[test]
 #[ignore = "e2e: needs root, ip netns, qemu, ovmf, loop devices, debootstrap and a Debian mirror"]
 fn two_vms_bios_and_uefi_are_provisioned_from_an_image_and_check_in_installed() {
-    require(&["ip", "curl", "qemu-system-x86_64", "dig", "losetup", "apt-get"]);
+    require(&["ip", "curl", "qemu-system-x86_64", "dig", "losetup", "apt-get", "iperf3"]);
     let mut net = Net::new("pv");
     let data = net.path("data");
     vm_lab("assets.sh", &data.join("boot"));

@@ -108,14 +108,7 @@ impl Stages {
 /// hashing what arrives; reports progress about every 2 s.
 pub async fn deploy_image(sink: &mut Sink<'_>, spec: &JobSpec, url: &str, sha256: &str, disk: &str) -> JobResult {
     let start = Instant::now();
-    let done = |outcome, error: Option<String>| JobResult {
-        attempt: spec.attempt,
-        outcome,
-        exit_code: None,
-        duration_ms: start.elapsed().as_millis() as u64,
-        error,
-        plugin: None,
-    };
+    let done = |outcome, error: Option<String>| JobResult::ended(spec.attempt, start, outcome, error);
     let mut resp = match crate::client::get_stream(url).await {
         Ok(r) => r,
         Err(e) => return done(Outcome::Error, Some(format!("fetching {url}: {e:#}"))),

@@ -306,14 +306,7 @@ fn unmount_rescue(sys: &System) {
 /// Runs an erase job: plan, then each disk on a thread, progress forwarded as job output.
 pub async fn erase(sink: &mut Sink<'_>, spec: &JobSpec, disks: &[String], mode: EraseMode) -> JobResult {
     let started = Instant::now();
-    let done = |outcome, error: Option<String>| JobResult {
-        attempt: spec.attempt,
-        outcome,
-        exit_code: None,
-        duration_ms: started.elapsed().as_millis() as u64,
-        error,
-        plugin: None,
-    };
+    let done = |outcome, error: Option<String>| JobResult::ended(spec.attempt, started, outcome, error);
     let sys = System::default();
     unmount_rescue(&sys);
     release_holders();

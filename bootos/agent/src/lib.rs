@@ -12,11 +12,13 @@
 //! - [`bundle`]: plugin bundles unpacked under caps (shared with the appliance).
 //! - [`plugin`]: running a signed vendor plugin: fetch by hash, check, unpack, check/apply.
 //! - [`process`]: one job's child process: output streamed, timeout and cancel kill its group.
+//! - [`bootnext`]: boot from the network once (UEFI `BootNext`), for a machine whose disk comes first.
 //! - [`erase`]: a release's disk erase (quick, zero, or the device's own secure erase).
 //! - [`jobs`]: running a job (script or built-in action) with streamed output and a timeout.
 //! - [`net`]: network bring-up the G8OS way (kernel command line, else DHCP per interface).
 //! - [`run`]: the agent's main loop.
 
+pub mod bootnext;
 pub mod bundle;
 pub mod client;
 pub mod deploy;

@@ -251,14 +251,7 @@ impl Agent {
         let lease = Duration::from_secs(self.session.as_ref().map_or(60, |s| s.lease_secs));
         let heartbeat = (lease / 3).clamp(Duration::from_secs(1), Duration::from_secs(10));
         let started = std::time::Instant::now();
-        let done = |outcome, error: Option<String>| JobResult {
-            attempt: spec.attempt,
-            outcome,
-            exit_code: None,
-            duration_ms: started.elapsed().as_millis() as u64,
-            error,
-            plugin: None,
-        };
+        let done = |outcome, error: Option<String>| JobResult::ended(spec.attempt, started, outcome, error);
         match &spec.action {
             Action::Script { .. } => {
                 let workdir = self.opts.workdir.clone();
@@ -306,7 +299,13 @@ impl Agent {
                 Ok(s) => done(Outcome::Error, Some(format!("inventory refused: HTTP {s}"))),
                 Err(e) => done(Outcome::Error, Some(format!("{e:#}"))),
             },
-            Action::Reboot | Action::PowerOff => done(Outcome::Succeeded, None),
+            Action::Reboot { network: true } if self.opts.machine_actions => {
+                let said = crate::bootnext::network_next(&self.macs());
+                let mut sink = Sink::new(&mut self.client, spec);
+                sink.send(crate::wire::Stream::Stdout, format!("reboot: {said}\n")).await;
+                done(Outcome::Succeeded, None)
+            }
+            Action::Reboot { .. } | Action::PowerOff => done(Outcome::Succeeded, None),
         }
     }
 
@@ -341,7 +340,7 @@ impl Agent {
                 power(nix::sys::reboot::RebootMode::RB_AUTOBOOT);
             }
             match spec.action {
-                Action::Reboot => power(nix::sys::reboot::RebootMode::RB_AUTOBOOT),
+                Action::Reboot { .. } => power(nix::sys::reboot::RebootMode::RB_AUTOBOOT),
                 Action::PowerOff => power(nix::sys::reboot::RebootMode::RB_POWER_OFF),
                 _ => {}
             }

@@ -48,7 +48,7 @@ impl Engine {
                 Ok(script(body, env(&[])))
             }
             // Into the installer (the job's machine update makes PXE boot it).
-            Step::Install if spec.installer.is_some() => Ok(Action::Reboot),
+            Step::Install if spec.installer.is_some() => Ok(Action::Reboot { network: true }),
             Step::Install => {
                 let image = spec.image.as_deref().ok_or("the task has no image")?;
                 let sum = spec.image_sha256.as_deref().ok_or("the task has no image checksum")?;
@@ -82,7 +82,7 @@ impl Engine {
                 body += &self.renderer.identity(&vars).map_err(|e| e.to_string())?;
                 Ok(script(body, env(&[])))
             }
-            Step::Reboot => Ok(Action::Reboot),
+            Step::Reboot => Ok(Action::Reboot { network: false }),
             Step::Erase => {
                 let crate::provision::Purpose::Release { erase, .. } = spec.purpose else {
                     return Err("only a release erases disks".into());
@@ -131,12 +131,13 @@ impl Engine {
             format!("the test tools {} are missing ({e}): build them with bootos/tools.sh {0}", path.display())
         })?;
         let stamp = (meta.len(), meta.modified().ok());
-        let mut cached = self.tools_sha.lock().unwrap_or_else(|e| e.into_inner());
-        let sum = match &*cached {
-            Some((s, sum)) if *s == stamp => sum.clone(),
+        let known = self.tools_sha.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let sum = match known {
+            Some((s, sum)) if s == stamp => sum,
+            // Hashed with the lock released (the file is tens of MB; once per change of it).
             _ => {
                 let sum = super::sha256_file(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-                *cached = Some((stamp, sum.clone()));
+                *self.tools_sha.lock().unwrap_or_else(|e| e.into_inner()) = Some((stamp, sum.clone()));
                 sum
             }
         };

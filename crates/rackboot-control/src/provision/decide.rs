@@ -144,8 +144,10 @@ pub fn decide(run: &Run, task: &Task, o: &Observed) -> Decision {
                     return Decision { run: next, effects: vec![Effect::PowerOn { uefi }, save] };
                 }
                 let detail = json!({"task": task.id, "run": run.id, "step": "wait_agent"});
-                let job =
-                    NewJob { action: Action::Reboot, timeout_secs: spec.step_timeout_secs, max_attempts: JOB_ATTEMPTS };
+                // Into BootOS through the installed agent: from the network once, whatever the
+                // firmware's boot order says (UEFI BootNext).
+                let action = Action::Reboot { network: true };
+                let job = NewJob { action, timeout_secs: spec.step_timeout_secs, max_attempts: JOB_ATTEMPTS };
                 let event = (EventKind::ProvisionReinstallReboot, detail);
                 let start = Effect::StartJob { job, event, update: MachineUpdate::default(), installer: None };
                 return Decision { run: next, effects: vec![start] };

@@ -112,8 +112,10 @@ pub async fn commission(cmdb: &Cmdb, m: &Machine, profile: &crate::commission::T
     let disks = m.inventory.as_ref().map_or(1, |i| i.disks.len().max(1)) as u64;
     let secs = |v: Option<u32>| u64::from(v.unwrap_or(0));
     // Half an hour for the boot and the tools, then the tests' own time (memtester at 20 MiB/s
-    // at worst, under emulation).
-    let timeout = 1800 + secs(profile.cpu_secs) + secs(profile.disk_secs) * 3 * disks + secs(profile.memory_mib) / 20;
+    // at worst, under emulation; iperf3 both ways, after up to 15 minutes' wait for the server).
+    let network = profile.network_secs.map_or(0, |v| u64::from(v) * 2 + 900);
+    let timeout =
+        1800 + secs(profile.cpu_secs) + secs(profile.disk_secs) * 3 * disks + secs(profile.memory_mib) / 20 + network;
     let purpose = Purpose::Commission { profile: profile.name.clone() };
     start(cmdb, m, day_two(m, purpose, timeout.min(crate::jobs::MAX_TIMEOUT_SECS))?).await
 }

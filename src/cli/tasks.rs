@@ -25,6 +25,10 @@ pub(super) struct CreateTask {
     /// A [[provision.hardware_profiles]] entry: check vendor/model, run its configure scripts.
     #[arg(long)]
     hardware_profile: Option<String>,
+    /// A [[provision.test_profiles]] entry each machine passes in BootOS before it is
+    /// configured and installed (a failed test fails its run).
+    #[arg(long)]
+    commission: Option<String>,
     /// Hostname pattern: {n}, {n:02} (the run's number) and {mac}, e.g. node-{n:02}.
     #[arg(long)]
     hostname: Option<String>,
@@ -139,6 +143,7 @@ pub(super) async fn tasks(c: ApiClient, cmd: TasksCmd) -> anyhow::Result<()> {
                 image,
                 installer,
                 hardware_profile,
+                commission,
                 hostname,
                 ip_pool,
                 disk,
@@ -163,6 +168,7 @@ pub(super) async fn tasks(c: ApiClient, cmd: TasksCmd) -> anyhow::Result<()> {
                 ("image", image),
                 ("installer", installer),
                 ("hardware_profile", hardware_profile),
+                ("commission", commission),
                 ("hostname_pattern", hostname),
                 ("ip_pool", ip_pool),
             ] {

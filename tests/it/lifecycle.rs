@@ -174,6 +174,29 @@ async fn release_rescue_and_retire_walk_their_steps_and_refuse_what_they_must() 
     let out = a.get(&format!("/jobs/{}/output", job["id"])).await;
     assert!(out["text"].as_str().unwrap().contains("this is not BootOS"), "{out}");
 
+    // A provisioning task may commission its machines first: an unknown profile is refused; the
+    // tests run after the check and before the install, and a failed one fails the run (the
+    // image step never starts), the test named, the machine `failed`.
+    // The disk is a file of the test's: this agent runs on the host, and a bug that let the
+    // install start must not reach a real disk.
+    let scratch = a.dir.path().join("scratch.disk");
+    let spec = |profile: &str| json!({"select": {"macs": [mac]}, "image": "lab.img", "disk": scratch.display().to_string(), "commission": profile});
+    let (st, v) = post(&a, "/tasks", Some(spec("nope"))).await;
+    assert!(st == 400 && v["detail"].as_str().unwrap().contains("test profile"), "{v}");
+    std::fs::create_dir_all(a.dir.path().join("boot/images")).unwrap();
+    std::fs::write(a.dir.path().join("boot/images/lab.img"), vec![0u8; 4096]).unwrap();
+    let (st, t) = post(&a, "/tasks", Some(spec("quick"))).await;
+    assert_eq!(st, 201, "{t}");
+    let task = t["task"]["id"].as_u64().unwrap();
+    let run = run_where(&a, task, 30, "commissioning", |r| r["step"]["step"] == "commission").await;
+    assert_eq!(run["state"], "active", "{run}");
+    let run = run_where(&a, task, 30, "failed", |r| r["state"] != "active").await;
+    assert_eq!((run["state"].as_str(), run["step"]["step"].as_str()), (Some("failed"), Some("commission")), "{run}");
+    assert!(run["error"].as_str().unwrap().contains("test cpu: no result"), "{run}");
+    assert_eq!(state(&a, mac).await, "failed");
+    let tests = a.get(&format!("{base}/tests")).await;
+    assert_eq!(tests["runs"].as_array().unwrap().len(), 2, "a task's run is not a commissioning run's: {tests}");
+
     // The timeline and the audit log say what happened.
     let ev = a.get(&format!("{base}/events")).await;
     let kinds: Vec<&str> = ev["events"].as_array().unwrap().iter().map(|e| e["kind"].as_str().unwrap()).collect();

@@ -60,11 +60,7 @@ pub fn parse_load_option(number: u16, data: &[u8]) -> Option<Entry> {
 pub fn pick(entries: &[Entry], macs: &[[u8; 6]]) -> Option<u16> {
     let ours = |e: &&Entry| e.mac.is_some_and(|m| macs.contains(&m));
     let net = || entries.iter().filter(|e| e.mac.is_some());
-    net()
-        .find(|e| ours(e) && e.ipv4)
-        .or_else(|| net().find(|e| e.ipv4))
-        .or_else(|| net().next())
-        .map(|e| e.number)
+    net().find(|e| ours(e) && e.ipv4).or_else(|| net().find(|e| e.ipv4)).or_else(|| net().next()).map(|e| e.number)
 }
 
 fn read_var(efivars: &Path, name: &str) -> Option<Vec<u8>> {
@@ -113,10 +109,8 @@ pub fn network_once(efivars: &Path, macs: &[[u8; 6]]) -> Result<String, String> 
         rest.sort_unstable();
         numbers.extend(rest);
     }
-    let entries: Vec<Entry> = numbers
-        .iter()
-        .filter_map(|n| parse_load_option(*n, &read_var(efivars, &format!("Boot{n:04X}"))?))
-        .collect();
+    let entries: Vec<Entry> =
+        numbers.iter().filter_map(|n| parse_load_option(*n, &read_var(efivars, &format!("Boot{n:04X}"))?)).collect();
     let Some(next) = pick(&entries, macs) else {
         return Err(format!("no network boot entry among {} (the firmware's boot order decides)", entries.len()));
     };

@@ -52,7 +52,9 @@ impl TestProfile {
         if !crate::records::valid_hostname(&self.name) {
             return Err(format!("{at}: the name must be letters, digits and '-'"));
         }
-        for (field, v) in [("cpu_secs", self.cpu_secs), ("disk_secs", self.disk_secs), ("network_secs", self.network_secs)] {
+        for (field, v) in
+            [("cpu_secs", self.cpu_secs), ("disk_secs", self.disk_secs), ("network_secs", self.network_secs)]
+        {
             if v.is_some_and(|v| v == 0 || v > MAX_SECS) {
                 return Err(format!("{at}: {field} must be 1-{MAX_SECS}"));
             }

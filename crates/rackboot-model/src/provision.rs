@@ -37,7 +37,7 @@ mod purpose;
 pub use hints::RootDeviceHints;
 pub use layout::{FileSystem, FsType, Layout, MIRROR_DEVICE, VOLUME_GROUP};
 pub use names::{hostname, ip_from_pool, parse_pool, profile_fits};
-pub use purpose::Purpose;
+pub use purpose::{Purpose, Route};
 pub use rackboot_agent::wire::EraseMode;
 
 /// Which machines a task provisions.
@@ -110,6 +110,10 @@ pub struct TaskSpec {
     /// which the machine endpoints create.
     #[serde(default, skip_serializing_if = "Purpose::is_provision")]
     pub purpose: Purpose,
+    /// A test profile (`[[provision.test_profiles]]`) each machine passes in BootOS before it
+    /// is configured and installed; a failed test fails its run, the test named.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commission: Option<String>,
 }
 
 fn auto() -> String {
@@ -168,13 +172,15 @@ pub enum Step {
 }
 
 impl Step {
-    /// An install's step after this one, given how many configure and post-install scripts
-    /// there are.
-    fn next_install(self, configure: usize, post_install: usize) -> Step {
+    /// An install's step after this one: commissioning first when the task asks for it, then
+    /// the configure scripts, the install, and the post-install scripts.
+    fn next_install(self, r: Route<'_>) -> Step {
+        let (configure, post_install) = (r.configure, r.post_install);
         match self {
             Step::WaitAgent => Step::Check,
-            Step::Check if configure > 0 => Step::Configure(0),
-            Step::Check => Step::Install,
+            Step::Check if r.commission => Step::Commission,
+            Step::Check | Step::Commission if configure > 0 => Step::Configure(0),
+            Step::Check | Step::Commission => Step::Install,
             Step::Configure(i) if i + 1 < configure => Step::Configure(i + 1),
             Step::Configure(_) => Step::Install,
             Step::Install => Step::Identity,
@@ -183,9 +189,7 @@ impl Step {
             Step::WaitInstalled if post_install > 0 => Step::PostInstall(0),
             Step::WaitInstalled => Step::Done,
             Step::PostInstall(i) if i + 1 < post_install => Step::PostInstall(i + 1),
-            Step::PostInstall(_) | Step::Done | Step::Erase | Step::Rescue | Step::Rescued | Step::Commission => {
-                Step::Done
-            }
+            Step::PostInstall(_) | Step::Done | Step::Erase | Step::Rescue | Step::Rescued => Step::Done,
         }
     }
 
@@ -230,7 +234,8 @@ impl Step {
     fn install_state(self) -> crate::records::MachineState {
         use crate::records::MachineState as S;
         match self {
-            Step::WaitAgent | Step::Check | Step::Erase | Step::Commission => S::Queued,
+            Step::WaitAgent | Step::Check | Step::Erase => S::Queued,
+            Step::Commission => S::Commissioning,
             Step::Rescue | Step::Rescued => S::Rescue,
             Step::Configure(_) => S::Configuring,
             Step::Install | Step::Identity => S::Installing,
@@ -330,10 +335,10 @@ impl Run {
         }
     }
 
-    /// Moves to the next step of a run for `purpose`.
-    pub fn advance(&mut self, purpose: &Purpose, spec_configure: usize, spec_post: usize, now_ms: u64) {
-        self.enter(self.step.next(purpose, spec_configure, spec_post), now_ms);
-        if self.state == RunState::Installed && !purpose.is_provision() {
+    /// Moves to the next step of `route`.
+    pub fn advance(&mut self, route: Route<'_>, now_ms: u64) {
+        self.enter(self.step.next(route), now_ms);
+        if self.state == RunState::Installed && !route.purpose.is_provision() {
             self.state = RunState::Done;
         }
     }

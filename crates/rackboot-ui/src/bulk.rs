@@ -44,6 +44,8 @@ enum Action {
         /// cloud-init user-data for the installed machines.
         user_data: Option<String>,
         reinstall: bool,
+        /// A test profile the machines pass before the install.
+        commission: Option<String>,
     },
     /// Day two (`POST /machines/{id}/<what>`): release (with its erase), rescue, return,
     /// retire, unretire.
@@ -92,7 +94,11 @@ impl Action {
                 let user_data = f.get("user_data").map(|v| v.replace("\r\n", "\n")).filter(|v| !v.trim().is_empty());
                 let reinstall = f.get("reinstall").is_some();
                 let layout = f.layout()?;
-                Ok(Action::Provision { image, installer, root_device, layout, user_data, reinstall })
+                let commission = field("test_profile");
+                if commission.as_ref().is_some_and(|p| p.len() > 64) {
+                    return Err("a test profile's name is at most 64 characters".into());
+                }
+                Ok(Action::Provision { image, installer, root_device, layout, user_data, reinstall, commission })
             }
             "release" => {
                 let erase = f.get("erase").unwrap_or("");
@@ -193,8 +199,11 @@ pub async fn run(State(s): State<UiState>, session: Session, headers: HeaderMap,
         let what = if action == Action::Delete { format!("{} (or delete)", ids.len()) } else { ids.len().to_string() };
         return bad(format!("nothing was done: type {what} in the confirmation box to act on {} machines", ids.len()));
     }
-    if let Action::Provision { image, installer, root_device, layout, user_data, reinstall } = &action {
+    if let Action::Provision { image, installer, root_device, layout, user_data, reinstall, commission } = &action {
         let mut spec = json!({"image": image, "installer": installer, "reinstall": reinstall});
+        if let Some(p) = commission {
+            spec["commission"] = json!(p);
+        }
         if let Some(hints) = root_device {
             spec["root_device"] = json!(hints);
         }

@@ -125,6 +125,11 @@ async fn create(
             crate::plugins::usage::resolve(&s.cmdb, r).await.map_err(|e| bad(format!("hardware profile {p}: {e}")))?;
         }
     }
+    if let Some(p) = &spec.commission {
+        if !engine.cfg.test_profiles.contains_key(p) {
+            return Err(ApiError::field("commission", format!("no test profile {p:?} in [[provision.test_profiles]]")));
+        }
+    }
     for name in &spec.post_install {
         if !plain_name(name) || !engine.cfg.postinstall_dir.join(name).is_file() {
             return Err(bad(format!(

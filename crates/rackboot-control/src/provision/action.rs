@@ -90,9 +90,7 @@ impl Engine {
                 Ok(Action::Erase { disks: all_disks(machine)?, mode: erase })
             }
             Step::Commission => {
-                let crate::provision::Purpose::Commission { profile } = &spec.purpose else {
-                    return Err("only a commissioning run has tests".into());
-                };
+                let profile = spec.test_profile().ok_or("this run has no test profile")?;
                 let p = self
                     .cfg
                     .test_profiles
@@ -101,7 +99,12 @@ impl Engine {
                 let disks: Vec<String> =
                     all_disks(machine)?.iter().map(|d| d.trim_start_matches("/dev/").to_string()).collect();
                 let server = rackboot_base::net::url_host(&self.http_base).unwrap_or_default();
-                let vars = crate::render::CommissionVars::new(p, self.test_tools()?, &disks, (server, crate::config::IPERF3_PORT));
+                let vars = crate::render::CommissionVars::new(
+                    p,
+                    self.test_tools()?,
+                    &disks,
+                    (server, crate::config::IPERF3_PORT),
+                );
                 Ok(script(self.renderer.commission(&vars).map_err(|e| e.to_string())?, env(&[])))
             }
             Step::Rescue => {

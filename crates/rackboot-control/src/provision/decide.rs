@@ -111,7 +111,7 @@ pub fn decide(run: &Run, task: &Task, o: &Observed) -> Decision {
     let mut next = run.clone();
     let spec = &task.spec;
     let now = o.now_ms;
-    let (n_conf, n_post) = (o.configure_scripts, spec.post_install.len());
+    let n_conf = o.configure_scripts;
     let timed_out = now.saturating_sub(run.step_started_ms) > spec.step_timeout_secs.saturating_mul(1000);
     let wait = |run: &Run| Decision { run: run.clone(), effects: vec![] };
     let Some(machine) = &o.machine else {
@@ -167,12 +167,12 @@ pub fn decide(run: &Run, task: &Task, o: &Observed) -> Decision {
             if machine.inventory.is_none() || o.slots_in_use >= spec.concurrency.max(1) {
                 return wait(run);
             }
-            next.advance(&spec.purpose, n_conf, n_post, now);
+            next.advance(spec.route(n_conf), now);
             saved(next, task, vec![Effect::TakeSlot])
         }
         Step::Check => {
             if o.profile_fits {
-                next.advance(&spec.purpose, n_conf, n_post, now);
+                next.advance(spec.route(n_conf), now);
             } else {
                 let why = format!(
                     "hardware profile {:?} does not fit {} {}",
@@ -191,7 +191,7 @@ pub fn decide(run: &Run, task: &Task, o: &Observed) -> Decision {
                 a.approved && a.mode == AgentMode::Installed && a.enrolled_at >= since / 1000
             });
             if back {
-                next.advance(&spec.purpose, n_conf, n_post, now);
+                next.advance(spec.route(n_conf), now);
             } else if timed_out {
                 next.step_failed("the installed system's agent did not check in".into(), 0, now);
             } else {
@@ -284,7 +284,7 @@ fn start_step(mut next: Run, task: &Task, machine: &Machine, o: &Observed) -> De
 /// A job step with its job: wait for it, follow its progress, or move on when it ends.
 fn follow_job(mut next: Run, task: &Task, job: &Job, o: &Observed, timed_out: bool) -> Decision {
     let (spec, step, now) = (&task.spec, next.step, o.now_ms);
-    let (n_conf, n_post) = (o.configure_scripts, spec.post_install.len());
+    let n_conf = o.configure_scripts;
     let unchanged = |next: Run| Decision { run: next, effects: vec![] };
     let mut effects = vec![];
     // A destructive step is never tried again without the operator.
@@ -319,11 +319,13 @@ fn follow_job(mut next: Run, task: &Task, job: &Job, o: &Observed, timed_out: bo
         JobState::Queued | JobState::Running => return unchanged(next),
         // A commissioning job's end: its results are kept on the run; a failed test (or job)
         // fails the run, naming it, and is not tried again.
+        // No results judged (no profile to judge against) is a failure too: never a pass.
         _ if step == Step::Commission => {
             next.tests = o.tests.clone().unwrap_or_default();
-            match crate::commission::failure(&next.tests) {
-                None => next.advance(&spec.purpose, n_conf, n_post, now),
-                Some(why) => next.step_failed(why, 0, now),
+            match (&o.tests, crate::commission::failure(&next.tests)) {
+                (Some(_), None) => next.advance(spec.route(n_conf), now),
+                (Some(_), Some(why)) => next.step_failed(why, 0, now),
+                (None, _) => next.step_failed("the tests' results were not judged".into(), 0, now),
             }
         }
         // The machine rebooted into its installer; /boot/installed moves the run on when the
@@ -340,7 +342,7 @@ fn follow_job(mut next: Run, task: &Task, job: &Job, o: &Observed, timed_out: bo
             next.step_failed(why, 0, now);
         }
         JobState::Succeeded => {
-            next.advance(&spec.purpose, n_conf, n_post, now);
+            next.advance(spec.route(n_conf), now);
             if step == Step::Reboot {
                 next.installed_after_ms = Some(job.finished_at_ms.unwrap_or(now));
             }

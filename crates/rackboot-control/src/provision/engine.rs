@@ -313,9 +313,7 @@ impl Engine {
                         o.job_percent = job_percent(&cmdb.last_output(jid, 4).await?, prefix);
                     }
                     let ended = !matches!(job.state, JobState::Queued | JobState::Running);
-                    if let (Step::Commission, true, super::Purpose::Commission { profile }) =
-                        (run.step, ended, &task.spec.purpose)
-                    {
+                    if let (Step::Commission, true, Some(profile)) = (run.step, ended, task.spec.test_profile()) {
                         o.tests = Some(self.judge(jid, &job, profile).await?);
                     }
                     o.job = Some(job);

@@ -15,8 +15,9 @@ pub fn server(cfg: &Config, address: Option<Ipv4Addr>) -> anyhow::Result<Option<
     if !cfg.provision.tests_network() {
         return Ok(None);
     }
-    let address = address
-        .context("a test profile with network_secs needs the provisioning address (server.address or server.interface)")?;
+    let address = address.context(
+        "a test profile with network_secs needs the provisioning address (server.address or server.interface)",
+    )?;
     let iperf3 = cfg.provision.iperf3.clone();
     anyhow::ensure!(
         iperf3.is_file(),

@@ -62,6 +62,7 @@ fn day_two(m: &Machine, purpose: Purpose, step_timeout_secs: u64) -> Result<Task
         reinstall: true,
         user_data: None,
         purpose,
+        commission: None,
     })
 }
 

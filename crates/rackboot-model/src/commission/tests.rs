@@ -56,7 +56,8 @@ fn a_missing_or_failed_test_fails_and_junk_is_ignored() {
 
 #[test]
 fn the_network_is_judged_both_ways_against_one_floor() {
-    let p = TestProfile { name: "net".into(), network_secs: Some(5), min_network_mbps: Some(900.0), ..Default::default() };
+    let p =
+        TestProfile { name: "net".into(), network_secs: Some(5), min_network_mbps: Some(900.0), ..Default::default() };
     let out = "rackboot-test: network-tx 941.5 Mbit/s ok\nrackboot-test: network-rx 612 Mbit/s ok\n";
     let r = judge(&p, out, None);
     assert_eq!(r.len(), 2, "{r:?}");
@@ -65,7 +66,10 @@ fn the_network_is_judged_both_ways_against_one_floor() {
     // A server that never answered: both directions reported, as errors.
     let out = "rackboot-test: network-tx 0 Mbit/s error the server is busy\n";
     let r = judge(&p, out, None);
-    assert_eq!(r.iter().map(|t| (t.name.as_str(), t.passed)).collect::<Vec<_>>(), [("network-tx", false), ("network-rx", false)]);
+    assert_eq!(
+        r.iter().map(|t| (t.name.as_str(), t.passed)).collect::<Vec<_>>(),
+        [("network-tx", false), ("network-rx", false)]
+    );
     assert_eq!(r[1].note, "no result");
 }
 
@@ -79,7 +83,10 @@ fn a_profile_is_checked() {
         (TestProfile { name: "x".into(), min_iops: Some(5.0), smart: true, ..Default::default() }, "needs disk_secs"),
         (TestProfile { min_read_mbps: Some(f64::NAN), ..profile() }, "min_read_mbps"),
         (TestProfile { memory_mib: Some(u32::MAX), ..profile() }, "memory_mib"),
-        (TestProfile { name: "x".into(), min_network_mbps: Some(1.0), smart: true, ..Default::default() }, "needs network_secs"),
+        (
+            TestProfile { name: "x".into(), min_network_mbps: Some(1.0), smart: true, ..Default::default() },
+            "needs network_secs",
+        ),
         (TestProfile { network_secs: Some(0), ..profile() }, "network_secs"),
     ];
     for (p, want) in bad {

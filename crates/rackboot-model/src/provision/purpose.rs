@@ -60,11 +60,43 @@ impl Purpose {
     }
 }
 
+/// What a run's steps follow: its task's purpose and, for an install, how many configure and
+/// post-install scripts there are and whether it is commissioned first.
+#[derive(Debug, Clone, Copy)]
+pub struct Route<'a> {
+    pub purpose: &'a Purpose,
+    pub configure: usize,
+    pub post_install: usize,
+    /// The task names a test profile (`commission`): its tests run after the check.
+    pub commission: bool,
+}
+
+impl super::TaskSpec {
+    /// The test profile its runs' commission step runs: a commissioning task's, or the one an
+    /// install is commissioned with first.
+    pub fn test_profile(&self) -> Option<&str> {
+        match (&self.purpose, &self.commission) {
+            (Purpose::Commission { profile }, _) => Some(profile),
+            (Purpose::Provision, Some(profile)) => Some(profile),
+            _ => None,
+        }
+    }
+
+    /// The route of this task's runs, with `configure` scripts from its hardware profile.
+    pub fn route(&self, configure: usize) -> Route<'_> {
+        Route {
+            purpose: &self.purpose,
+            configure,
+            post_install: self.post_install.len(),
+            commission: self.commission.is_some(),
+        }
+    }
+}
+
 impl Step {
-    /// The step after this one for `purpose`, given how many configure and post-install
-    /// scripts there are (a day-two run has none).
-    pub fn next(self, purpose: &Purpose, configure: usize, post_install: usize) -> Step {
-        match (purpose, self) {
+    /// The step after this one on `route` (a day-two run has no scripts).
+    pub fn next(self, route: Route<'_>) -> Step {
+        match (route.purpose, self) {
             (Purpose::Release { erase: EraseMode::None, .. }, Step::WaitAgent) => Step::Done,
             (Purpose::Release { .. }, Step::WaitAgent) => Step::Erase,
             (Purpose::Release { .. }, _) => Step::Done,
@@ -76,7 +108,7 @@ impl Step {
             (Purpose::Rescue { .. }, Step::Rescued) => Step::Rescued,
             (Purpose::Rescue { .. }, Step::Reboot) => Step::WaitInstalled,
             (Purpose::Rescue { .. }, _) => Step::Done,
-            (Purpose::Provision, s) => s.next_install(configure, post_install),
+            (Purpose::Provision, s) => s.next_install(route),
         }
     }
 

@@ -1,11 +1,16 @@
 use super::*;
 
+/// A route with `configure` and `post` scripts, commissioned first or not.
+fn route(purpose: &Purpose, configure: usize, post_install: usize, commission: bool) -> Route<'_> {
+    Route { purpose, configure, post_install, commission }
+}
+
 #[test]
 fn steps_run_in_order_with_optional_scripts() {
     let mut s = Step::WaitAgent;
     let mut seen = vec![s];
     while s != Step::Done {
-        s = s.next(&Purpose::Provision, 2, 1);
+        s = s.next(route(&Purpose::Provision, 2, 1, false));
         seen.push(s);
     }
     assert_eq!(
@@ -23,17 +28,29 @@ fn steps_run_in_order_with_optional_scripts() {
             Step::Done
         ]
     );
-    assert_eq!(Step::Check.next(&Purpose::Provision, 0, 0), Step::Install);
-    assert_eq!(Step::WaitInstalled.next(&Purpose::Provision, 0, 0), Step::Done);
+    assert_eq!(Step::Check.next(route(&Purpose::Provision, 0, 0, false)), Step::Install);
+    assert_eq!(Step::WaitInstalled.next(route(&Purpose::Provision, 0, 0, false)), Step::Done);
     let progress: Vec<u8> = seen.iter().map(|s| s.progress()).collect();
     assert!(progress.windows(2).all(|w| w[0] <= w[1]), "progress only grows: {progress:?}");
 }
 
 #[test]
+fn a_commissioned_install_tests_the_machine_before_configuring_it() {
+    use crate::records::MachineState as S;
+    let p = Purpose::Provision;
+    let r = route(&p, 1, 0, true);
+    assert_eq!(Step::Check.next(r), Step::Commission);
+    assert_eq!(Step::Commission.next(r), Step::Configure(0));
+    assert_eq!(Step::Commission.next(route(&p, 0, 0, true)), Step::Install);
+    assert_eq!(Step::Commission.machine_state(&p), S::Commissioning);
+    assert_eq!(Step::Check.next(route(&p, 1, 0, false)), Step::Configure(0), "not asked: no tests");
+}
+
+#[test]
 fn a_run_retries_a_failed_step_then_fails() {
     let mut r = Run::new(1, 1, 1, Some(7), 0);
-    r.advance(&Purpose::Provision, 0, 0, 10);
-    r.advance(&Purpose::Provision, 0, 0, 20);
+    r.advance(route(&Purpose::Provision, 0, 0, false), 10);
+    r.advance(route(&Purpose::Provision, 0, 0, false), 20);
     assert_eq!(r.step, Step::Install);
     r.job = Some(5);
     r.step_failed("checksum mismatch".into(), 1, 30);
@@ -48,7 +65,7 @@ fn a_run_retries_a_failed_step_then_fails() {
 fn a_run_ends_installed() {
     let mut r = Run::new(1, 1, 1, Some(7), 0);
     while r.state == RunState::Active {
-        r.advance(&Purpose::Provision, 1, 1, 5);
+        r.advance(route(&Purpose::Provision, 1, 1, false), 5);
     }
     assert_eq!((r.state, r.progress, r.finished_at_ms), (RunState::Installed, 100, Some(5)));
 }
@@ -61,7 +78,7 @@ fn day_two_runs_take_their_own_steps_and_end_done() {
         r.step = from;
         let mut seen = vec![(r.step, r.step.machine_state(purpose))];
         while r.state == RunState::Active && seen.len() < 10 {
-            r.advance(purpose, 0, 0, 5);
+            r.advance(route(purpose, 0, 0, false), 5);
             seen.push((r.step, r.step.machine_state(purpose)));
             if r.step == Step::Rescued && seen.len() > 3 {
                 break;

@@ -108,6 +108,27 @@ fn a_commissioning_run_keeps_its_results_and_fails_on_a_failed_test() {
     assert_eq!(d.run.state, RunState::Failed, "not retried, whatever the task's retries");
     assert_eq!(d.run.error.as_deref(), Some("commission: test disk-write:vda: 42 MB/s is below the floor of 100"));
     assert_eq!((d.run.tests.len(), save_of(&d).0.state), (2, Some(MachineState::Failed)));
+    // Nothing judged is no pass.
+    o.tests = None;
+    let d = decide(&run, &t, &o);
+    assert_eq!(d.run.state, RunState::Failed);
+    assert_eq!(d.run.error.as_deref(), Some("commission: the tests' results were not judged"));
+}
+
+#[test]
+fn an_install_commissioned_first_runs_its_tests_after_the_check_and_a_failure_stops_it() {
+    let t = task(json!({"image": "lab.img", "commission": "burn-in", "retries": 3}));
+    let mut o = seen();
+    o.profile_fits = true;
+    let d = decide(&run_at(Step::Check), &t, &o);
+    assert_eq!(d.run.step, Step::Commission);
+    let (run, mut o) = with_job(run_at(Step::Commission), job(JobState::Succeeded));
+    o.tests = Some(vec![]);
+    let d = decide(&run, &t, &o);
+    assert_eq!((d.run.step, d.run.state), (Step::Install, RunState::Active), "passed: on to the install");
+    o.tests = None;
+    let d = decide(&run, &t, &o);
+    assert_eq!((d.run.step, d.run.state), (Step::Commission, RunState::Failed), "never installed untested");
 }
 
 const TIMEOUT_MS: u64 = 600_000;

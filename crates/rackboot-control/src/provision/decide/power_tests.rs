@@ -77,7 +77,12 @@ fn a_stuck_step_on_a_machine_with_a_bmc_is_power_cycled_once_before_it_fails() {
     let mut run = Run::new(9, 3, 1, Some(7), NOW - 1000);
     run.enter(Step::Install, NOW - 700_000);
     run.job = Some(42);
-    let mut job = Job::new(42, 7, NewJob { action: Action::Reboot { network: false }, timeout_secs: 600, max_attempts: 3 }, NOW - 690_000);
+    let mut job = Job::new(
+        42,
+        7,
+        NewJob { action: Action::Reboot { network: false }, timeout_secs: 600, max_attempts: 3 },
+        NOW - 690_000,
+    );
     job.state = JobState::Running;
     let o = Observed { job: Some(job.clone()), ..seen(Some(false)) };
     let d = decide(&run, &t, &o);

@@ -59,7 +59,12 @@ pub(super) fn agent(mode: AgentMode, enrolled_at_ms: u64) -> AgentRecord {
 }
 
 pub(super) fn job(state: JobState) -> Job {
-    let mut j = Job::new(42, 7, NewJob { action: Action::Reboot { network: false }, timeout_secs: 60, max_attempts: 3 }, NOW - 900);
+    let mut j = Job::new(
+        42,
+        7,
+        NewJob { action: Action::Reboot { network: false }, timeout_secs: 60, max_attempts: 3 },
+        NOW - 900,
+    );
     j.state = state;
     j
 }

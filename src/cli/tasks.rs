@@ -29,7 +29,8 @@ pub(super) struct CreateTask {
     /// configured and installed (a failed test fails its run).
     #[arg(long)]
     commission: Option<String>,
-    /// Hostname pattern: {n}, {n:02} (the run's number) and {mac}, e.g. node-{n:02}.
+    /// Hostname pattern: the run's number in braces (n, or n:02 for two digits) and {mac}, e.g.
+    /// node-{n:02}.
     #[arg(long)]
     hostname: Option<String>,
     /// Addresses to reserve for the machines, FIRST-LAST, e.g. 198.18.0.60-198.18.0.69.

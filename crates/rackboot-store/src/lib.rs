@@ -31,6 +31,7 @@ mod provision;
 pub mod quarantine;
 mod racks;
 mod store;
+mod tasks;
 pub use store::open_file;
 mod templates;
 mod unclaimed;

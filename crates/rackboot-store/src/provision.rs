@@ -13,7 +13,7 @@ use super::store::{decode, find_all, ACTIVE_RUNS, RUNS, TASKS};
 use super::writer::WriteCtx;
 use super::{now_ms, now_secs, Cmdb, CmdbError};
 use rackboot_model::jobs::{Job, NewJob};
-use rackboot_model::provision::{Run, RunState, Step, Task, TaskSpec, TaskState};
+use rackboot_model::provision::{Run, RunState, Step, Task, TaskState};
 
 /// A run to create: its machine (if known yet), hostname and address.
 #[derive(Debug, Clone)]
@@ -36,76 +36,6 @@ pub struct MachineUpdate {
 }
 
 impl Cmdb {
-    /// Creates a task and its runs; the machines named get their hostname, reservation and the
-    /// `queued` state. A machine already in an active run is refused.
-    pub async fn create_task(&self, mut spec: TaskSpec, runs: Vec<NewRun>) -> Result<(Task, Vec<Run>), CmdbError> {
-        // Its user-data is kept apart from the task (`userdata`), in the same write.
-        let user_data = spec.user_data.take();
-        self.write(move |ctx| {
-            let active = active_runs_in(ctx)?;
-            let busy: Vec<u64> = active.iter().filter_map(|r| r.machine_id).collect();
-            let held_ips: Vec<Ipv4Addr> = active.iter().filter_map(|r| r.ip).collect();
-            distinct_runs(&runs)?;
-            for r in &runs {
-                if let Some(m) = r.machine_id {
-                    if busy.contains(&m) {
-                        return Err(CmdbError::Conflict(format!("machine {m} is already being provisioned")));
-                    }
-                    let machine: Machine = ctx.get(m)?;
-                    check_unique(ctx, Some(m), &machine.macs, r.hostname.as_deref(), r.ip)?;
-                } else if let Some(h) = r.hostname.as_deref() {
-                    if ctx.index.by_hostname(h).is_some() {
-                        return Err(CmdbError::Conflict(format!("hostname {h} belongs to another machine")));
-                    }
-                }
-                if let Some(ip) = r.ip {
-                    if held_ips.contains(&ip) || (r.machine_id.is_none() && ctx.index.reserved_owner(ip).is_some()) {
-                        return Err(CmdbError::Conflict(format!("{ip} is held by another machine or run")));
-                    }
-                }
-            }
-            let now = now_ms();
-            let task_id = ctx.t.tx.open_table(TASKS)?.last()?.map_or(1, |(k, _)| k.value() + 1);
-            let first_run = ctx.t.tx.open_table(RUNS)?.last()?.map_or(1, |(k, _)| k.value() + 1);
-            let mut out = Vec::new();
-            for (i, nr) in runs.iter().enumerate() {
-                let mut run = Run::new(first_run + i as u64, task_id, i as u32 + 1, nr.machine_id, now);
-                run.hostname = nr.hostname.clone();
-                run.ip = nr.ip;
-                out.push(run);
-            }
-            let task = Task {
-                v: 1,
-                id: task_id,
-                spec,
-                state: TaskState::Active,
-                created_at_ms: now,
-                runs: out.iter().map(|r| r.id).collect(),
-            };
-            ctx.put(&task)?;
-            if let Some(text) = user_data {
-                super::userdata::put_in(ctx, &super::userdata::Owner::Task(task_id), text)?;
-            }
-            let first_state = Step::WaitAgent.machine_state(&task.spec.purpose);
-            for run in &out {
-                let update = MachineUpdate {
-                    state: Some(first_state),
-                    hostname: run.hostname.clone(),
-                    reserved_ip: run.ip,
-                    ..Default::default()
-                };
-                store_run(
-                    ctx,
-                    run.clone(),
-                    &update,
-                    Some((EventKind::ProvisionQueued, json!({"task": task_id, "run": run.id}))),
-                )?;
-            }
-            Ok((task, out))
-        })
-        .await
-    }
-
     /// Queues the job for a run's step and records it on the run (with `update` to its machine),
     /// in one transaction, so a crash can never leave a job that no run knows about (and submit
     /// it twice).
@@ -126,43 +56,6 @@ impl Cmdb {
             detail["job"] = json!(job.id);
             let run = write_run(ctx, run, machine, &update, Some((kind, detail)))?;
             Ok((run, job))
-        })
-        .await
-    }
-
-    /// Cancels a task: every unfinished run (and the job it is at) in one transaction, then the
-    /// task. Machines the run had not installed yet go back to `ready`. Returns the cancelled jobs.
-    pub async fn cancel_task(&self, task_id: u64) -> Result<Vec<Job>, CmdbError> {
-        self.write(move |ctx| {
-            let mut task: Task = ctx.get(task_id)?;
-            if task.state != TaskState::Active {
-                return Err(CmdbError::Conflict(format!("task {task_id} is already {:?}", task.state).to_lowercase()));
-            }
-            // Read every run and its job first; then write.
-            let runs: Vec<Run> = find_all(&ctx.t.tx.open_table(RUNS)?, task.runs.clone())?;
-            let mut plan = Vec::new();
-            for mut run in runs {
-                if !run.cancel(now_ms()) {
-                    continue;
-                }
-                let job = match run.job.take() {
-                    Some(j) => ctx.find::<Job>(j)?,
-                    None => None,
-                };
-                let state = run.step.cancelled_state(&task.spec.purpose);
-                let update = MachineUpdate { state: Some(state), installer: Some(None), ..Default::default() };
-                let machine = check_run(ctx, &run, &update)?;
-                plan.push((run, job, machine, update));
-            }
-            let mut jobs = Vec::new();
-            for (run, job, machine, update) in plan {
-                jobs.extend(cancel_job_in(ctx, job)?);
-                let detail = json!({"task": task_id, "run": run.id});
-                write_run(ctx, run, machine, &update, Some((EventKind::ProvisionCancelled, detail)))?;
-            }
-            task.state = TaskState::Cancelled;
-            ctx.put(&task)?;
-            Ok(jobs)
         })
         .await
     }
@@ -294,32 +187,11 @@ pub(super) fn active_runs_in(ctx: &WriteCtx<'_>) -> Result<Vec<Run>, CmdbError> 
     find_all(&ctx.t.tx.open_table(RUNS)?, ids)
 }
 
-/// A task's new runs may not share a machine, a hostname or an address among themselves
-/// (checked before anything is written, as the checks against stored rows are).
-fn distinct_runs(runs: &[NewRun]) -> Result<(), CmdbError> {
-    for (i, a) in runs.iter().enumerate() {
-        for b in &runs[..i] {
-            if a.machine_id.is_some() && a.machine_id == b.machine_id {
-                return Err(CmdbError::Conflict(format!("machine {:?} is named twice", a.machine_id)));
-            }
-            if let (Some(x), Some(y)) = (&a.hostname, &b.hostname) {
-                if x.eq_ignore_ascii_case(y) {
-                    return Err(CmdbError::Conflict(format!("hostname {x} is given to two runs")));
-                }
-            }
-            if a.ip.is_some() && a.ip == b.ip {
-                return Err(CmdbError::Conflict(format!("{:?} is given to two runs", a.ip)));
-            }
-        }
-    }
-    Ok(())
-}
-
 /// Checks a run write before anything is written: the run has not changed since it was read,
 /// a machine being bound is held by no other run, and the machine's new hostname and address
 /// are free. Returns the machine to update (`None`: unbound, or deleted meanwhile, in which
 /// case the run is still stored and fails on its next pass).
-fn check_run(ctx: &WriteCtx<'_>, run: &Run, update: &MachineUpdate) -> Result<Option<Machine>, CmdbError> {
+pub(super) fn check_run(ctx: &WriteCtx<'_>, run: &Run, update: &MachineUpdate) -> Result<Option<Machine>, CmdbError> {
     if let Some(stored) = ctx.find::<Run>(run.id)? {
         if stored.rev != run.rev {
             return Err(CmdbError::Conflict(format!("run {} changed meanwhile", run.id)));
@@ -340,7 +212,7 @@ fn check_run(ctx: &WriteCtx<'_>, run: &Run, update: &MachineUpdate) -> Result<Op
 }
 
 /// Writes a run checked by [`check_run`], with its machine's changes and timeline event.
-fn write_run(
+pub(super) fn write_run(
     ctx: &mut WriteCtx<'_>,
     mut run: Run,
     machine: Option<Machine>,
@@ -384,7 +256,7 @@ fn write_run(
 }
 
 /// Checks and writes a run in the caller's batch.
-fn store_run(
+pub(super) fn store_run(
     ctx: &mut WriteCtx<'_>,
     run: Run,
     update: &MachineUpdate,

@@ -66,9 +66,12 @@ fn day_two(m: &Machine, purpose: Purpose, step_timeout_secs: u64) -> Result<Task
     })
 }
 
+fn new_run(m: &Machine) -> NewRun {
+    NewRun { machine_id: Some(m.id), hostname: None, ip: None }
+}
+
 async fn start(cmdb: &Cmdb, m: &Machine, spec: TaskSpec) -> Result<Task, CmdbError> {
-    let run = NewRun { machine_id: Some(m.id), hostname: None, ip: None };
-    Ok(cmdb.create_task(spec, vec![run]).await?.0)
+    Ok(cmdb.create_task(spec, vec![new_run(m)]).await?.0)
 }
 
 /// The machine's active run and its task, if it has one.
@@ -84,12 +87,13 @@ async fn active(cmdb: &Cmdb, id: u64) -> Result<Option<(Run, Task)>, CmdbError> 
 /// kept or dropped). A machine in rescue ends its rescue and is erased from there.
 pub async fn release(cmdb: &Cmdb, m: &Machine, erase: EraseMode, keep_reservation: bool) -> Result<Task, CmdbError> {
     use MachineState as S;
+    let mut rescue = None;
     match m.state {
         S::Installed | S::Failed | S::Ready | S::Discovered => {}
         S::Rescue => {
             if let Some((_, task)) = active(cmdb, m.id).await? {
                 if matches!(task.spec.purpose, Purpose::Rescue { .. }) {
-                    cmdb.cancel_task(task.id).await?;
+                    rescue = Some(task.id);
                 }
             }
         }
@@ -97,7 +101,12 @@ pub async fn release(cmdb: &Cmdb, m: &Machine, erase: EraseMode, keep_reservatio
         _ => return Err(conflict(m, "cancel its task or wait for it to end before", "releasing it")),
     }
     let purpose = Purpose::Release { erase, keep_reservation };
-    start(cmdb, m, day_two(m, purpose, release_timeout_secs(m, erase))?).await
+    let spec = day_two(m, purpose, release_timeout_secs(m, erase))?;
+    match rescue {
+        // The rescue ends and the release starts in one write.
+        Some(id) => Ok(cmdb.replace_task(id, spec, vec![new_run(m)]).await?.0),
+        None => start(cmdb, m, spec).await,
+    }
 }
 
 /// Runs test profile `profile` on `m` in BootOS: `ready` after, or `failed` with the test named.

@@ -9,7 +9,7 @@ use crate::events::EventKind;
 use crate::mac::Mac;
 
 /// Current record schema version; bump it together with a step in `store::migrate`.
-pub const SCHEMA_VERSION: u64 = 10;
+pub const SCHEMA_VERSION: u64 = 11;
 
 /// Where a machine is in its lifecycle.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]

@@ -12,7 +12,7 @@
 
 use super::index::Delta;
 use super::model::{Lease, LeaseState, Machine};
-use super::store::{scan, ACTIVE_JOBS, ACTIVE_RUNS, AGENTS, JOBS, JOB_OUTPUT, MACHINE_JOBS, RUNS};
+use super::store::{scan, ACTIVE_JOBS, ACTIVE_RUNS, AGENTS, JOBS, JOB_OUTPUT, MACHINE_JOBS, MACHINE_RUNS, RUNS};
 use super::writer::WriteCtx;
 use super::{now_ms, now_secs, CmdbError};
 use rackboot_model::provision::{Run, RunState};
@@ -67,6 +67,7 @@ pub(super) fn delete_machine_rows(ctx: &mut WriteCtx<'_>, id: u64) -> Result<(),
     }
     ctx.t.tx.open_table(MACHINE_JOBS)?.retain_in((id, 0)..=(id, u64::MAX), |_, _| false)?;
     ctx.t.tx.open_table(ACTIVE_JOBS)?.retain_in((id, 0)..=(id, u64::MAX), |_, _| false)?;
+    ctx.t.tx.open_table(MACHINE_RUNS)?.retain_in((id, 0)..=(id, u64::MAX), |_, _| false)?;
     for mut run in runs {
         // No retries: the run fails (as the engine would fail it on its next pass).
         run.step_failed("the machine was deleted".into(), 0, now_ms());

@@ -45,6 +45,7 @@ macro_rules! every_table {
             $f(TASKS)?,
             $f(RUNS)?,
             $f(ACTIVE_RUNS)?,
+            $f(MACHINE_RUNS)?,
             $f(USERS)?,
             $f(TOKENS)?,
             $f(AUDIT)?,

@@ -9,7 +9,7 @@ use super::events::{push_event, EventKind};
 use super::jobs::{cancel_job_in, insert_job};
 use super::machines::check_unique;
 use super::model::{AgentRecord, InstallerBoot, Machine, MachineState};
-use super::store::{decode, find_all, ACTIVE_RUNS, RUNS, TASKS};
+use super::store::{decode, find_all, ACTIVE_RUNS, MACHINE_RUNS, RUNS, TASKS};
 use super::writer::WriteCtx;
 use super::{now_ms, now_secs, Cmdb, CmdbError};
 use rackboot_model::jobs::{Job, NewJob};
@@ -169,6 +169,21 @@ impl Cmdb {
         self.read(move |rtx| find_all(&rtx.open_table(RUNS)?, ids)).await
     }
 
+    /// Every run machine `id` has been bound to, newest first (at most `limit`).
+    pub async fn machine_runs(&self, id: u64, limit: usize) -> Result<Vec<Run>, CmdbError> {
+        self.read(move |rtx| {
+            let ids: Vec<u64> = rtx
+                .open_table(MACHINE_RUNS)?
+                .range((id, 0)..=(id, u64::MAX))?
+                .rev()
+                .take(limit)
+                .map(|r| r.map(|(k, _)| k.value().1))
+                .collect::<Result<_, _>>()?;
+            find_all(&rtx.open_table(RUNS)?, ids)
+        })
+        .await
+    }
+
     /// Every run not yet finished, oldest first.
     pub async fn active_runs(&self) -> Result<Vec<Run>, CmdbError> {
         self.read(|rtx| {
@@ -246,6 +261,9 @@ pub(super) fn write_run(
         }
     }
     ctx.put(&run)?;
+    if let Some(m) = run.machine_id {
+        ctx.t.tx.open_table(MACHINE_RUNS)?.insert((m, run.id), ())?;
+    }
     let mut active = ctx.t.tx.open_table(ACTIVE_RUNS)?;
     if run.state == RunState::Active {
         active.insert(run.id, ())?;

@@ -45,6 +45,8 @@ pub const TASKS: Def<u64, &[u8]> = Def::new("tasks");
 pub const RUNS: Def<u64, &[u8]> = Def::new("runs");
 /// Run ids not yet finished: what the provisioning engine walks.
 pub const ACTIVE_RUNS: Def<u64, ()> = Def::new("active_runs");
+/// (machine id, run id): every run a machine has been bound to, for its pages.
+pub const MACHINE_RUNS: Def<(u64, u64), ()> = Def::new("machine_runs");
 
 /// The global event log: sequence -> machine id, so the event stream can resume from a sequence
 /// across every machine (schema 6). The event itself lives in `events`.
@@ -306,6 +308,18 @@ fn migrate(tx: &WriteTransaction, from: u64) -> Result<(), CmdbError> {
             9 => {
                 tx.open_table(BMCS.redb)?;
             }
+            // 10 -> 11: an index of each machine's runs, built from every stored run.
+            10 => {
+                let runs = tx.open_table(RUNS.redb)?;
+                let mut index = tx.open_table(MACHINE_RUNS.redb)?;
+                for row in runs.iter()? {
+                    let (k, v) = row?;
+                    let run: Run = decode(v.value())?;
+                    if let Some(m) = run.machine_id {
+                        index.insert((m, k.value()), ())?;
+                    }
+                }
+            }
             v => return Err(CmdbError::Storage(format!("no migration from schema {v}"))),
         }
         version += 1;
@@ -328,6 +342,31 @@ mod tests {
         let meta = rtx.open_table(META.redb).unwrap();
         assert_eq!(meta.get(KEY_SCHEMA).unwrap().unwrap().value(), SCHEMA_VERSION);
         assert_eq!(meta.get(KEY_NEXT_MACHINE).unwrap().unwrap().value(), 1);
+    }
+
+    #[test]
+    fn a_schema_10_file_gets_the_index_of_each_machines_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.redb");
+        {
+            let db = open(&path).unwrap();
+            let tx = db.begin_write().unwrap();
+            tx.delete_table(MACHINE_RUNS.redb).unwrap();
+            {
+                let mut runs = tx.open_table(RUNS.redb).unwrap();
+                for (id, machine) in [(1u64, Some(7)), (2, None), (3, Some(7)), (4, Some(9))] {
+                    let run = Run::new(id, 1, id as u32, machine, 0);
+                    runs.insert(id, encode(&run).as_slice()).unwrap();
+                }
+            }
+            tx.open_table(META.redb).unwrap().insert(KEY_SCHEMA, 10).unwrap();
+            tx.commit().unwrap();
+        }
+        let db = open(&path).unwrap();
+        let rtx = db.begin_read().unwrap();
+        let index = rtx.open_table(MACHINE_RUNS.redb).unwrap();
+        let keys: Vec<(u64, u64)> = index.iter().unwrap().map(|r| r.unwrap().0.value()).collect();
+        assert_eq!(keys, [(7, 1), (7, 3), (9, 4)], "every bound run, by machine; none for an unbound one");
     }
 
     #[test]

@@ -68,8 +68,11 @@ async fn rescue_phase(s: &ApiState, req: &EnrollRequest) -> Result<(bool, bool),
     if !matches!(brief.state, crate::cmdb::MachineState::Rescue | crate::cmdb::MachineState::Installed) {
         return Ok((false, false));
     }
-    let runs = s.cmdb.active_runs().await?;
-    let Some(run) = runs.iter().find(|r| r.machine_id == Some(brief.id)) else { return Ok((false, false)) };
+    // The machine's newest run (its own index), if still going.
+    let runs = s.cmdb.machine_runs(brief.id, 1).await?;
+    let Some(run) = runs.first().filter(|r| r.state == crate::provision::RunState::Active) else {
+        return Ok((false, false));
+    };
     if !matches!(s.cmdb.task(run.task_id).await?.spec.purpose, Purpose::Rescue { .. }) {
         return Ok((false, false));
     }

@@ -133,10 +133,15 @@ pub async fn commission(cmdb: &Cmdb, m: &Machine, profile: &crate::commission::T
 /// Machine `id`'s commissioning runs, newest first, each with its profile's name.
 pub async fn test_runs(cmdb: &Cmdb, id: u64) -> Result<Vec<(String, Run)>, CmdbError> {
     let mut out = Vec::new();
-    for task in cmdb.tasks(None, 100_000).await?.0 {
-        let Purpose::Commission { profile } = &task.spec.purpose else { continue };
-        for r in cmdb.runs(task.runs.clone()).await?.into_iter().filter(|r| r.machine_id == Some(id)) {
-            out.push((profile.clone(), r));
+    // Its newest runs (the machine's own index), each task read once.
+    let mut tasks = std::collections::HashMap::new();
+    for run in cmdb.machine_runs(id, 1000).await? {
+        let task = match tasks.get(&run.task_id) {
+            Some(t) => t,
+            None => tasks.entry(run.task_id).or_insert(cmdb.task(run.task_id).await?),
+        };
+        if let Purpose::Commission { profile } = &task.spec.purpose {
+            out.push((profile.clone(), run));
         }
     }
     Ok(out)

@@ -48,6 +48,7 @@ TOOLS="busybox-static dmidecode ethtool ipmitool pciutils pci.ids mdadm fdisk e2
 # 1. Packages: the kernel, the tools, and every library they need (recursively), extracted.
 say() { echo "bootos: $*"; }
 # The cache holds what this list names: a changed list downloads again.
+source "$ROOT/bootos/debs.sh"
 if [ "$(cat "$CACHE/staging.done" 2>/dev/null)" = "$META $TOOLS" ]; then
   say "1/4 Debian packages: cached in $CACHE"
 else
@@ -57,16 +58,8 @@ else
     apt-get update -q >/dev/null
     kpkg=$(apt-cache depends "$META" | awk '/Depends: linux-image-/ {print $2; exit}')
   fi
-  libs=$(apt-cache depends --recurse --no-recommends --no-suggests --no-conflicts --no-breaks --no-replaces \
-    --no-enhances --no-pre-depends $TOOLS | awk '/^lib[^<]*$/ {print $1}' | sort -u)
-  rm -rf "$CACHE/debs" "$CACHE/staging"; mkdir -p "$CACHE/debs"
-  chmod 777 "$CACHE/debs"  # apt's _apt user writes the downloads
-  (cd "$CACHE/debs" && apt-get download -q "$kpkg" $TOOLS >/dev/null)
-  say "    $(echo $libs | wc -w) libraries"
-  for l in $libs; do (cd "$CACHE/debs" && apt-get download -q "$l" >/dev/null 2>&1) || true; done
-  for deb in "$CACHE"/debs/*.deb; do dpkg-deb -x "$deb" "$CACHE/staging"; done
+  debs_stage "$CACHE" "$META $TOOLS" "$kpkg" $TOOLS
   echo "$kpkg" > "$CACHE/kernel-package"
-  echo "$META $TOOLS" > "$CACHE/staging.done"
 fi
 [ $PACKAGES_ONLY = 1 ] && exit 0
 S=$CACHE/staging
@@ -93,25 +86,13 @@ cp "$AGENT" "$T/bin/rackboot-agent"
 cp "$S/usr/share/misc/pci.ids" "$T/usr/share/misc/" 2>/dev/null || true
 
 # Tools and their shared libraries, resolved inside the staging tree (never the host's).
-libpath="$S/lib/x86_64-linux-gnu:$S/usr/lib/x86_64-linux-gnu"
-copy_with_libs() {
-  local bin=$1 dest=$2
-  cp "$S$bin" "$T$dest"
-  LD_LIBRARY_PATH=$libpath ldd "$S$bin" | awk '/=> \// {print $3}' | while read -r lib; do
-    local rel=${lib#"$S"}
-    case "$rel" in /*) ;; *) rel=/$rel ;; esac
-    [ -f "$S$rel" ] || rel=/lib/x86_64-linux-gnu/$(basename "$lib")
-    mkdir -p "$T$(dirname "$rel")"
-    cp -L "$S$rel" "$T$rel" 2>/dev/null || cp -L "$lib" "$T$rel"
-  done
-}
 for tool in dmidecode ethtool ipmitool lspci mdadm sfdisk resize2fs e2fsck mke2fs lvm mkfs.xfs hdparm; do
   found=
   for dir in /usr/sbin /usr/bin /sbin /bin; do
     if [ -f "$S$dir/$tool" ]; then found=$dir/$tool; break; fi
   done
   [ -n "$found" ] || { echo "build.sh: $tool not found in the extracted packages" >&2; exit 1; }
-  copy_with_libs "$found" "$found"
+  debs_copy "$S" "$T" "$found"
 done
 # mke2fs -t ext4 takes the file system types from its configuration.
 cp "$S/etc/mke2fs.conf" "$T/etc/"

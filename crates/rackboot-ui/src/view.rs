@@ -8,7 +8,7 @@ use minijinja::{Environment, UndefinedBehavior, Value};
 
 use rackboot_store::now_ms;
 
-const PAGES: [(&str, &str); 23] = [
+const PAGES: [(&str, &str); 24] = [
     ("base.html", include_str!("../../../templates/ui/base.html")),
     ("login.html", include_str!("../../../templates/ui/login.html")),
     ("machines.html", include_str!("../../../templates/ui/machines.html")),
@@ -18,6 +18,7 @@ const PAGES: [(&str, &str); 23] = [
     ("userdata.html", include_str!("../../../templates/ui/userdata.html")),
     ("event.html", include_str!("../../../templates/ui/event.html")),
     ("job.html", include_str!("../../../templates/ui/job.html")),
+    ("day_two_fields.html", include_str!("../../../templates/ui/day_two_fields.html")),
     ("message.html", include_str!("../../../templates/ui/message.html")),
     ("dashboard.html", include_str!("../../../templates/ui/dashboard.html")),
     ("audit.html", include_str!("../../../templates/ui/audit.html")),

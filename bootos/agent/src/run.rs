@@ -16,6 +16,8 @@ use crate::jobs::{run_script, Sink};
 use crate::wire::{Action, AgentMode, EnrollRequest, EnrollResponse, JobResult, JobSpec, Outcome};
 use crate::{inventory, lldp, stats};
 
+mod execute;
+
 /// How the agent is set up.
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -241,71 +243,6 @@ impl Agent {
                 Ok(Next::Continue)
             }
             _ => anyhow::bail!("poll: HTTP {}: {}", r.status, r.error_text()),
-        }
-    }
-
-    async fn execute(&mut self, spec: &JobSpec) -> JobResult {
-        tracing::info!(job = spec.id, attempt = spec.attempt, "job started");
-        // A heartbeat keeps the lease and is when a cancel is heard: a third of the lease, at
-        // most 10 s apart.
-        let lease = Duration::from_secs(self.session.as_ref().map_or(60, |s| s.lease_secs));
-        let heartbeat = (lease / 3).clamp(Duration::from_secs(1), Duration::from_secs(10));
-        let started = std::time::Instant::now();
-        let done = |outcome, error: Option<String>| JobResult::ended(spec.attempt, started, outcome, error);
-        match &spec.action {
-            Action::Script { .. } => {
-                let workdir = self.opts.workdir.clone();
-                // Scripts may carry the agent on (the identity step writes the session into the
-                // installed system): they get the appliance URL and a file (0600, removed after
-                // the job) holding this session; the credential never goes into an environment.
-                let session_file = match &self.session {
-                    Some(s) => save_session(&workdir, s).ok().map(|()| workdir.join("session.json")),
-                    None => None,
-                };
-                let mut extra = vec![("RACKBOOT_URL".to_string(), self.opts.url.clone())];
-                if let Some(f) = &session_file {
-                    extra.push(("RACKBOOT_SESSION_FILE".to_string(), f.display().to_string()));
-                }
-                let mut sink = Sink::new(&mut self.client, spec);
-                let result = run_script(&mut sink, spec, heartbeat, &workdir, &extra).await;
-                // The BootOS state dir may be the work dir: keep a session the agent relies on.
-                if session_file.is_some() && self.opts.state_dir.as_deref() != Some(workdir.as_path()) {
-                    let _ = std::fs::remove_file(workdir.join("session.json"));
-                }
-                result
-            }
-            Action::Plugin { .. } => {
-                let workdir = self.opts.workdir.clone();
-                let mut sink = Sink::new(&mut self.client, spec);
-                crate::plugin::run(&mut sink, spec, heartbeat, &workdir).await
-            }
-            Action::DeployImage { url, sha256, disk } => {
-                let mut sink = Sink::new(&mut self.client, spec);
-                crate::deploy::deploy_image(&mut sink, spec, url, sha256, disk).await
-            }
-            Action::Erase { .. } if !self.opts.machine_actions => done(
-                Outcome::Failed,
-                Some("this agent does not act on its machine (a simulation): nothing was erased".into()),
-            ),
-            Action::Erase { .. } if self.opts.mode != AgentMode::Bootos => {
-                done(Outcome::Failed, Some("only BootOS erases disks: an installed system runs from them".into()))
-            }
-            Action::Erase { disks, mode } => {
-                let mut sink = Sink::new(&mut self.client, spec);
-                crate::erase::erase(&mut sink, spec, disks, *mode).await
-            }
-            Action::RefreshInventory => match self.send_inventory().await {
-                Ok(s) if (200..300).contains(&s) => done(Outcome::Succeeded, None),
-                Ok(s) => done(Outcome::Error, Some(format!("inventory refused: HTTP {s}"))),
-                Err(e) => done(Outcome::Error, Some(format!("{e:#}"))),
-            },
-            Action::Reboot { network: true } if self.opts.machine_actions => {
-                let said = crate::bootnext::network_next(&self.macs());
-                let mut sink = Sink::new(&mut self.client, spec);
-                sink.send(crate::wire::Stream::Stdout, format!("reboot: {said}\n")).await;
-                done(Outcome::Succeeded, None)
-            }
-            Action::Reboot { .. } | Action::PowerOff => done(Outcome::Succeeded, None),
         }
     }
 

@@ -10,6 +10,7 @@ pub mod images;
 pub mod iperf;
 pub mod lifecycle;
 pub mod network;
+mod observe;
 
 pub use rackboot_model::provision::*;
 

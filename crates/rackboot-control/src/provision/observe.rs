@@ -1,0 +1,145 @@
+//! What the engine reads before it decides about a bound run: the machine, its agent, the job
+//! the run is at (with an image write's or erase's progress, and a commissioning job's results
+//! judged against its profile), the BMC, the concurrency in use.
+
+use std::collections::HashMap;
+
+use super::decide::Observed;
+use super::engine::Engine;
+use super::{profile_fits, Run, Step, Task};
+use crate::cmdb::now_ms;
+use crate::jobs::JobState;
+
+impl Engine {
+    /// Reads what a decision about a bound run looks at.
+    pub(super) async fn observe(
+        &self,
+        run: &Run,
+        task: &Task,
+        in_flight: &HashMap<u64, u32>,
+    ) -> anyhow::Result<Observed> {
+        let cmdb = &self.hub.cmdb;
+        let mid = run.machine_id.expect("a bound run");
+        let profile = self.profile(task);
+        let mut o = Observed {
+            now_ms: now_ms(),
+            stats_secs: self.hub.cfg.stats.as_secs(),
+            slots_in_use: in_flight.get(&task.id).copied().unwrap_or(0),
+            configure_scripts: profile.map_or(0, |p| p.scripts.len() + p.plugins.len()),
+            ..Default::default()
+        };
+        o.machine = match cmdb.machine(mid).await {
+            Ok(m) => Some(m),
+            Err(crate::cmdb::CmdbError::NotFound(_)) => return Ok(o),
+            Err(e) => return Err(e.into()),
+        };
+        let machine = o.machine.as_ref().expect("read above");
+        o.agent = cmdb.agent(mid).await?;
+        if let (Some(_), Some(bmc)) = (self.power.get(), cmdb.bmc(mid).await?) {
+            // The BMC's boot mode, else the last architecture DHCP saw; else UEFI.
+            o.bmc_uefi = Some(match bmc.boot_mode {
+                Some(mode) => mode == crate::bmc::BootMode::Uefi,
+                None => !machine.last_arch.as_deref().is_some_and(|a| a.starts_with("bios")),
+            });
+        }
+        o.profile_fits = profile
+            .is_none_or(|p| profile_fits(&p.vendors, &p.models, machine.vendor.as_deref(), machine.model.as_deref()));
+        if run.step.is_job() {
+            match run.job {
+                None => {
+                    o.action = Some(match (run.step, profile) {
+                        // Past its scripts, a profile's configure steps are its plugins.
+                        (Step::Configure(i), Some(p)) if i >= p.scripts.len() => {
+                            match p.plugins.get(i - p.scripts.len()) {
+                                Some(r) => crate::plugins::usage::step_action(cmdb, &p.name, r, machine).await,
+                                None => Err("the hardware profile has fewer plugins now".into()),
+                            }
+                        }
+                        (Step::Identity, _) => {
+                            let net = super::network::effective(cmdb, &self.cfg.networks, machine).await?;
+                            net.files().and_then(|files| self.action(run.step, run, task, machine, files))
+                        }
+                        _ => self.action(run.step, run, task, machine, Vec::new()),
+                    })
+                }
+                Some(jid) => {
+                    let job = cmdb.job(jid).await?;
+                    let prefix = match run.step {
+                        Step::Install if task.spec.image.is_some() => Some("deploy: "),
+                        Step::Erase => Some("erase: "),
+                        _ => None,
+                    };
+                    if let (JobState::Running, Some(prefix)) = (job.state, prefix) {
+                        o.job_percent = job_percent(&cmdb.last_output(jid, 4).await?, prefix);
+                    }
+                    let ended = !matches!(job.state, JobState::Queued | JobState::Running);
+                    if let (Step::Commission, true, Some(profile)) = (run.step, ended, task.spec.test_profile()) {
+                        o.tests = Some(self.judge(jid, &job, profile).await?);
+                    }
+                    o.job = Some(job);
+                }
+            }
+        }
+        Ok(o)
+    }
+
+    /// A commissioning job's results: its last attempt's output judged against the profile (a
+    /// job that did not succeed is a failed test too).
+    async fn judge(
+        &self,
+        jid: u64,
+        job: &crate::jobs::Job,
+        profile: &str,
+    ) -> anyhow::Result<Vec<crate::commission::TestResult>> {
+        let text: String =
+            self.hub.cmdb.output(jid).await?.into_iter().filter(|c| c.attempt == job.attempt).map(|c| c.data).collect();
+        let error = match (&job.state, &job.error, job.exit_code) {
+            (JobState::Succeeded, _, _) => None,
+            (_, Some(e), _) => Some(e.clone()),
+            (s, None, c) => Some(format!("the job ended {s:?} (exit code {c:?})").to_lowercase()),
+        };
+        Ok(match self.cfg.test_profiles.get(profile) {
+            Some(p) => crate::commission::judge(p, &text, error.as_deref()),
+            None => crate::commission::judge(
+                &crate::commission::TestProfile { name: profile.into(), ..Default::default() },
+                "",
+                Some(&format!("test profile {profile:?} is gone from the config")),
+            ),
+        })
+    }
+}
+
+/// The newest percentage a deploy_image or erase job reported (`deploy: 42% ...` lines, with
+/// `prefix` "deploy: ").
+fn job_percent(chunks: &[crate::cmdb::StoredChunk], prefix: &str) -> Option<u8> {
+    chunks.iter().rev().find_map(|c| {
+        let line = c.data.lines().rev().find(|l| l.starts_with(prefix) && l.contains('%'))?;
+        line[prefix.len()..].split('%').next()?.trim().parse::<u8>().ok().map(|p| p.min(100))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rackboot_agent::wire::Stream;
+
+    fn chunk(data: &str) -> crate::cmdb::StoredChunk {
+        crate::cmdb::StoredChunk { attempt: 1, seq: 0, stream: Stream::Stdout, data: data.into(), at_ms: 0 }
+    }
+
+    #[test]
+    fn job_percent_is_the_newest_reported() {
+        assert_eq!(job_percent(&[], "deploy: "), None);
+        assert_eq!(job_percent(&[chunk("deploy: 1048576 bytes, 3.0 MB/s\n")], "deploy: "), None, "no size known");
+        let chunks = [
+            chunk("deploy: 12% 1048576 bytes, 3.0 MB/s\n"),
+            chunk("deploy: 40% 4194304 bytes, 3.1 MB/s\ndeploy: 57% 5000000 bytes, 3.1 MB/s\n"),
+            chunk("something else\n"),
+        ];
+        assert_eq!(job_percent(&chunks, "deploy: "), Some(57));
+        assert_eq!(job_percent(&[chunk("deploy: 100% 9 bytes in 0.1 s (1 MB/s), sha256 ok\n")], "deploy: "), Some(100));
+        let erase = [chunk("erase: quick of /dev/vda (2147483648 bytes): 142606336 bytes to write\nerase: 37% 52428800 of 142606336 bytes, 20.1 MB/s (/dev/vda)\n")];
+        assert_eq!(job_percent(&erase, "erase: "), Some(37));
+        assert_eq!(job_percent(&erase, "deploy: "), None);
+    }
+}

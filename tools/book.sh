@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # The book (docs/, mdBook): writes its reference pages from the binary (`rackboot reference`),
-# checks every relative link in the book and the top-level docs, and builds it into target/book.
+# and the shell completions and man pages the Debian package installs (dist/completions,
+# dist/man: `rackboot completions`, `rackboot man`), checks every relative link in the book and
+# the top-level docs, and builds it into target/book.
 #   tools/book.sh [--check] [BINARY]
-#   --check   fail if a reference page in the tree differs from what the binary prints (CI)
+#   --check   fail if a reference page, completion or man page in the tree differs from what the
+#             binary prints (CI)
 #   BINARY    default target/debug/rackboot (built if missing)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,6 +26,19 @@ for page in cli events; do
   fi
   mv "$new" "$file"
 done
+gen=$(mktemp -d)
+for shell in bash zsh fish; do env -u RACKBOOT_API "$BIN" completions $shell > "$gen/$shell"; done
+mkdir -p "$gen/man" && env -u RACKBOOT_API "$BIN" man "$gen/man" 2>/dev/null
+mkdir -p "$gen/completions" && mv "$gen/bash" "$gen/completions/rackboot.bash" && mv "$gen/zsh" "$gen/completions/_rackboot" \
+  && mv "$gen/fish" "$gen/completions/rackboot.fish"
+for d in completions man; do
+  if [ $CHECK = 1 ] && ! diff -r "dist/$d" "$gen/$d" >/dev/null 2>&1; then
+    diff -ru "dist/$d" "$gen/$d" | head -40
+    echo "book: dist/$d is not what $BIN prints: run tools/book.sh and commit it"; rm -rf "$gen"; exit 1
+  fi
+  rm -rf "dist/$d" && cp -r "$gen/$d" "dist/$d"
+done
+rm -rf "$gen"
 python3 tools/check-links.py
 if ! command -v mdbook >/dev/null || [ "$(mdbook --version | awk '{print $2}')" != "v$MDBOOK_VERSION" ]; then
   echo "book: cargo install mdbook $MDBOOK_VERSION (once; cargo shows its progress)"

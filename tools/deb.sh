@@ -76,9 +76,11 @@ list=$(dpkg-deb -c "$DEB")
 grep -q '^ Package: rackboot$' <<< "$info" || fail "package name"
 grep -Eq '^ Depends:.*\bipxe\b' <<< "$info" || fail "does not depend on ipxe"
 for f in ./usr/bin/rackboot ./usr/lib/systemd/system/rackboot.service ./etc/rackboot/rackboot.toml \
-         ./usr/share/rackboot/templates/ipxe/profile.ipxe; do
+         ./usr/share/rackboot/templates/ipxe/profile.ipxe ./usr/share/bash-completion/completions/rackboot \
+         ./usr/share/zsh/vendor-completions/_rackboot ./usr/share/fish/vendor_completions.d/rackboot.fish; do
   grep -q " $f\$" <<< "$list" || fail "$f is not in the package"
 done
+grep -Eq " ./usr/share/man/man1/rackboot-tasks-create.1(.gz)?$" <<< "$list" || fail "the man pages are not in the package"
 [ "$(dpkg-deb -f "$DEB" Package)" = rackboot ] || fail "control file"
 dpkg-deb --ctrl-tarfile "$DEB" | tar -xO ./conffiles | grep -qx /etc/rackboot/rackboot.toml || fail "config is not a conffile"
 if [ -n "$BOOTOS" ]; then

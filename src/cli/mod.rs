@@ -102,6 +102,22 @@ Examples:
         #[arg(value_parser = ["cli", "events"])]
         page: String,
     },
+    /// Print a shell completion script for bash, zsh or fish (the Debian package installs them).
+    #[command(after_help = "\
+Examples:
+  rackboot completions bash > /etc/bash_completion.d/rackboot
+  rackboot completions zsh > \"${fpath[1]}/_rackboot\"
+  rackboot completions fish > ~/.config/fish/completions/rackboot.fish")]
+    Completions {
+        #[arg(value_enum)]
+        shell: reference::Shell,
+    },
+    /// Write the man pages (rackboot.1 and one per command, rackboot-machines-list.1, ...) into DIR.
+    #[command(after_help = "Example:\n  rackboot man /usr/local/share/man/man1 && man rackboot-tasks-create")]
+    Man {
+        /// Directory to write the pages into (made if missing).
+        dir: PathBuf,
+    },
     /// Print the embedded default configuration (every key documented, with its default).
     #[command(after_help = "Example:\n  rackboot default-config > /etc/rackboot/rackboot.toml")]
     DefaultConfig,
@@ -343,6 +359,15 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Reference { page } => {
             print!("{}", if page == "cli" { reference::cli() } else { reference::events() });
+            Ok(())
+        }
+        Command::Completions { shell } => {
+            print!("{}", reference::completions(shell));
+            Ok(())
+        }
+        Command::Man { dir } => {
+            let pages = reference::man_pages(&dir)?;
+            eprintln!("rackboot: {pages} man pages written to {}", dir.display());
             Ok(())
         }
         Command::DefaultConfig => {

@@ -48,6 +48,7 @@ mod boot_http;
 mod boot_sendfile;
 mod boot_storm;
 mod cloudinit;
+mod completions;
 mod dhcp_inprocess;
 mod dhcp_pair;
 mod disk_full;

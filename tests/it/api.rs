@@ -141,8 +141,27 @@ async fn openapi_health_and_metrics_are_served() {
             "rackboot_dhcp_packets_received_total{type=\"discover\"} 1",
             "rackboot_dhcp_packets_sent_total{type=\"ack\"} 1",
             "rackboot_http_requests_total",
+            // Read when /metrics is: the CMDB's machines by state, the empty boot directory's
+            // missing assets, no BMC held off.
+            "rackboot_machines{state=\"",
+            "rackboot_bmc_auth_holds 0",
         ] {
             anyhow::ensure!(metrics.contains(name), "metrics lack {name}:\n{metrics}");
+        }
+        let missing = metrics.lines().find_map(|l| l.strip_prefix("rackboot_boot_assets_missing "));
+        anyhow::ensure!(missing.is_some_and(|n| n != "0"), "boot assets missing: {missing:?}");
+        // Every metric the shipped alert rules and dashboard name is one rackboot exports.
+        for file in ["rackboot-rules.yml", "rackboot-dashboard.json"] {
+            let text = std::fs::read_to_string(format!("{}/dist/prometheus/{file}", env!("CARGO_MANIFEST_DIR")))?;
+            let names: std::collections::BTreeSet<&str> = text
+                .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .filter(|w| w.starts_with("rackboot_"))
+                .collect();
+            anyhow::ensure!(names.len() >= 8, "{file}: {names:?}");
+            for name in names {
+                let family = name.trim_end_matches("_total").trim_end_matches("_bucket");
+                anyhow::ensure!(metrics.contains(&format!("# TYPE {family} ")), "{file} names {name}, which is not exported");
+            }
         }
         Ok(())
     })

@@ -64,6 +64,7 @@ mod plugins;
 mod plugins_bench;
 mod provision_formats;
 mod provision_image;
+mod prometheus_rules;
 mod provision_installer;
 mod racks;
 mod shared_plugins;

@@ -74,6 +74,17 @@ pub struct Metrics {
     pub cmdb_storage_ok: Gauge,
     /// Connections closed at once because a connection cap was reached.
     pub http_connections_refused: Family<ConnRefusedLabel, Counter>,
+    /// Machines in the CMDB by state (set when /metrics is read).
+    pub machines: Family<StateLabel, Gauge>,
+    /// Boot assets the config needs that are missing (set when /metrics is read).
+    pub boot_assets_missing: Gauge,
+    /// BMCs not tried because they refused their credentials lately (set when /metrics is read).
+    pub bmc_auth_holds: Gauge,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct StateLabel {
+    pub state: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -173,6 +184,13 @@ impl Metrics {
             "http_connections_refused",
             "Connections closed at accept because a connection cap was reached, by listener and cap",
             self.http_connections_refused.clone(),
+        );
+        r.register("machines", "Machines in the CMDB, by state", self.machines.clone());
+        r.register("boot_assets_missing", "Boot assets the config needs that are missing (machines cannot PXE-boot)", self.boot_assets_missing.clone());
+        r.register(
+            "bmc_auth_holds",
+            "BMCs not tried because they refused their credentials lately (bmc.auth_hold_secs)",
+            self.bmc_auth_holds.clone(),
         );
         let mut out = String::new();
         prometheus_client::encoding::text::encode(&mut out, &r).expect("writing to a String cannot fail");

@@ -144,11 +144,31 @@ async fn limit_body(State(s): State<ApiState>, req: Request, next: Next) -> Resp
 const PLUGIN_UPLOAD: &str = "/api/v1/plugins";
 
 /// `/metrics`: a viewer's token is needed unless `auth.public_metrics` is set.
-async fn metrics(State(s): State<ApiState>, headers: axum::http::HeaderMap) -> Response {
+async fn metrics(
+    State(s): State<ApiState>,
+    check: Option<axum::Extension<Arc<crate::assets::Check>>>,
+    headers: axum::http::HeaderMap,
+) -> Response {
+    let check = check.map(|axum::Extension(c)| c);
     if !s.auth.cfg.public_metrics {
         if let Err(refused) = auth::require(&s, &headers, crate::auth::Role::Viewer).await {
             return refused;
         }
+    }
+    // The gauges read from elsewhere: machines by state (the CMDB's index), missing boot assets
+    // (the guard's check, as /healthz makes it), BMCs held off.
+    // A state no machine is in any more is dropped, not left at its last count.
+    s.metrics.machines.clear();
+    for (state, n) in s.cmdb.count_by_state() {
+        let Some(name) = serde_json::to_value(state).ok().and_then(|v| v.as_str().map(str::to_string)) else { continue };
+        s.metrics.machines.get_or_create(&crate::metrics::StateLabel { state: name }).set(i64::try_from(n).unwrap_or(i64::MAX));
+    }
+    if let Some(check) = check {
+        let gaps = tokio::task::spawn_blocking(move || crate::assets::missing(&check.root, &check.needed).len()).await;
+        s.metrics.boot_assets_missing.set(gaps.map_or(0, |n| n as i64));
+    }
+    if let Some(power) = &s.power {
+        s.metrics.bmc_auth_holds.set(power.auth_holds() as i64);
     }
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], s.metrics.render()).into_response()
 }

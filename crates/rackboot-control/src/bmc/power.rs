@@ -201,6 +201,12 @@ impl Power {
         })
     }
 
+    /// How many BMCs are held off now because they refused their credentials lately.
+    pub fn auth_holds(&self) -> usize {
+        let refused = self.refused.lock().expect("refused lock");
+        refused.values().filter(|(_, at)| at.elapsed() < self.cfg.auth_hold).count()
+    }
+
     /// Why machine `bmc`'s BMC is not tried now (it refused these credentials lately).
     fn held(&self, bmc: &Bmc) -> Option<String> {
         let mut refused = self.refused.lock().expect("refused lock");

@@ -34,7 +34,8 @@ fn every_dashboard_query_is_valid_promql() {
     for panel in dash["panels"].as_array().unwrap() {
         for target in panel["targets"].as_array().unwrap() {
             let expr = target["expr"].as_str().unwrap().replace("$instance", ".*");
-            rules += &format!("      - record: dashboard:q{n}\n        expr: {}\n", serde_json::to_string(&expr).unwrap());
+            rules +=
+                &format!("      - record: dashboard:q{n}\n        expr: {}\n", serde_json::to_string(&expr).unwrap());
             n += 1;
         }
     }

@@ -186,7 +186,11 @@ impl Metrics {
             self.http_connections_refused.clone(),
         );
         r.register("machines", "Machines in the CMDB, by state", self.machines.clone());
-        r.register("boot_assets_missing", "Boot assets the config needs that are missing (machines cannot PXE-boot)", self.boot_assets_missing.clone());
+        r.register(
+            "boot_assets_missing",
+            "Boot assets the config needs that are missing (machines cannot PXE-boot)",
+            self.boot_assets_missing.clone(),
+        );
         r.register(
             "bmc_auth_holds",
             "BMCs not tried because they refused their credentials lately (bmc.auth_hold_secs)",

@@ -160,8 +160,13 @@ async fn metrics(
     // A state no machine is in any more is dropped, not left at its last count.
     s.metrics.machines.clear();
     for (state, n) in s.cmdb.count_by_state() {
-        let Some(name) = serde_json::to_value(state).ok().and_then(|v| v.as_str().map(str::to_string)) else { continue };
-        s.metrics.machines.get_or_create(&crate::metrics::StateLabel { state: name }).set(i64::try_from(n).unwrap_or(i64::MAX));
+        let Some(name) = serde_json::to_value(state).ok().and_then(|v| v.as_str().map(str::to_string)) else {
+            continue;
+        };
+        s.metrics
+            .machines
+            .get_or_create(&crate::metrics::StateLabel { state: name })
+            .set(i64::try_from(n).unwrap_or(i64::MAX));
     }
     if let Some(check) = check {
         let gaps = tokio::task::spawn_blocking(move || crate::assets::missing(&check.root, &check.needed).len()).await;

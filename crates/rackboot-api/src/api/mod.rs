@@ -155,9 +155,9 @@ async fn metrics(
             return refused;
         }
     }
-    // The gauges read from elsewhere: machines by state (the CMDB's index), missing boot assets
-    // (the guard's check, as /healthz makes it), BMCs held off.
-    // A state no machine is in any more is dropped, not left at its last count.
+    // The gauges read from elsewhere: machines by state (the CMDB's index; a state no machine is
+    // in any more is dropped, not left at its last count), missing boot assets (the guard's
+    // check, as /healthz makes it), BMCs held off.
     s.metrics.machines.clear();
     for (state, n) in s.cmdb.count_by_state() {
         let Some(name) = serde_json::to_value(state).ok().and_then(|v| v.as_str().map(str::to_string)) else {

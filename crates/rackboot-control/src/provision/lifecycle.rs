@@ -136,11 +136,10 @@ pub async fn test_runs(cmdb: &Cmdb, id: u64) -> Result<Vec<(String, Run)>, CmdbE
     // Its newest runs (the machine's own index), each task read once.
     let mut tasks = std::collections::HashMap::new();
     for run in cmdb.machine_runs(id, 1000).await? {
-        let task = match tasks.get(&run.task_id) {
-            Some(t) => t,
-            None => tasks.entry(run.task_id).or_insert(cmdb.task(run.task_id).await?),
-        };
-        if let Purpose::Commission { profile } = &task.spec.purpose {
+        if let std::collections::hash_map::Entry::Vacant(e) = tasks.entry(run.task_id) {
+            e.insert(cmdb.task(run.task_id).await?);
+        }
+        if let Purpose::Commission { profile } = &tasks[&run.task_id].spec.purpose {
             out.push((profile.clone(), run));
         }
     }

@@ -107,6 +107,42 @@ async fn a_machine_can_take_the_signed_chain_whatever_the_config_says() {
 }
 
 #[tokio::test]
+async fn an_installed_machines_firmware_gets_an_address_but_no_boot_program() {
+    let lab = Lab::start("").await;
+    let mac = [0x52, 0x54, 0, 0, 2, 0x51];
+    lab.api.ok(Method::POST, "/machines", Some(json!({"macs": ["52:54:00:00:02:51"]}))).await.unwrap();
+    let set = |v: serde_json::Value| {
+        let lab = &lab;
+        async move { lab.api.ok(Method::PATCH, "/machines/52:54:00:00:02:51", Some(v)).await.unwrap() }
+    };
+    set(json!({"state": "installed"})).await;
+    let offer = |xid, arch, ipxe: bool| {
+        let lab = &lab;
+        async move {
+            let mut m = pxe(msg(MessageType::Discover, mac, xid), arch);
+            if ipxe {
+                m.opts_mut().insert(DhcpOption::UserClass(b"iPXE".to_vec()));
+            }
+            let offer = lab.exchange(&m).await.unwrap();
+            assert!(!offer.yiaddr().is_unspecified(), "an address all the same");
+            offer.fname_str().and_then(Result::ok).map(|f| f.trim_end_matches('\0').to_string()).unwrap_or_default()
+        }
+    };
+    // Firmware (BIOS, UEFI x64, arm64): nothing to load, so it goes on to its disk at once.
+    for (i, arch) in [0u16, 7, 11].into_iter().enumerate() {
+        assert_eq!(offer(370 + i as u32, arch, false).await, "", "arch {arch}");
+    }
+    // iPXE, where it is the NIC's ROM, still gets the script (which exits to the disk).
+    assert!(offer(374, 0, true).await.ends_with("/boot/ipxe?mac=52:54:00:00:02:51"));
+    let http = lab.app.as_ref().unwrap().http_addr;
+    let script = http_get(http, "/boot/ipxe?mac=52:54:00:00:02:51").await;
+    assert!(script.contains("from its local disk"), "{script}");
+    // Pinned to a profile, it boots that profile again.
+    set(json!({"boot_profile": "discovery"})).await;
+    assert_eq!(offer(375, 7, false).await, "ipxe.efi");
+}
+
+#[tokio::test]
 async fn a_rack_chooses_the_loader_of_its_machines_and_a_machines_own_choice_wins() {
     let lab = Lab::start("").await;
     let (placed, own, loose) = ([0x52, 0x54, 0, 0, 2, 0x41], [0x52, 0x54, 0, 0, 2, 0x42], [0x52, 0x54, 0, 0, 2, 0x43]);

@@ -68,6 +68,8 @@ pub struct DhcpBootRequest {
     pub uefi_loader: Option<UefiLoader>,
     /// The imported Windows media of the machine's pinned profile, if it is a Windows one.
     pub windows: Option<String>,
+    /// The machine boots its own disk (see [`boots_own_disk`]).
+    pub boots_disk: bool,
 }
 
 /// Where the appliance is, for building boot answers.
@@ -91,8 +93,20 @@ pub struct DhcpBoot {
     pub vendor_class: &'static str,
 }
 
-/// Decides the boot file for a PXE, HTTP-boot or iPXE client; `None` for an arch we cannot boot.
+/// Whether a machine boots its own disk: installed, no profile pinned, no installer under way.
+/// Its firmware is then offered no boot program and goes on to its disk at once (as Tinkerbell's
+/// `allowPXE: false`), instead of loading iPXE only to be told to exit, once per network boot
+/// entry; iPXE, where it is the firmware's own ROM, still gets the script that exits to the disk.
+pub fn boots_own_disk(state: MachineState, pinned: bool, installer_pending: bool) -> bool {
+    state == MachineState::Installed && !pinned && !installer_pending
+}
+
+/// Decides the boot file for a PXE, HTTP-boot or iPXE client; `None` for an arch we cannot boot
+/// and for the firmware of a machine that boots its own disk.
 pub fn plan_dhcp(req: &DhcpBootRequest, ctx: &BootContext<'_>) -> Option<DhcpBoot> {
+    if req.boots_disk && !req.is_ipxe {
+        return None;
+    }
     let arch = req.arch.unwrap_or(Arch::Bios);
     let pxe = |filename: &str| {
         Some(DhcpBoot { filename: filename.to_string(), next_server: ctx.next_server, vendor_class: "PXEClient" })
@@ -188,7 +202,8 @@ pub fn plan_boot(mac: Mac, machine: Option<&Machine>, ctx: &PlanContext<'_>) -> 
         Some(m) if m.installer.as_ref().is_some_and(|i| !i.reported) => {
             (m.installer.as_ref().map(|i| i.profile.clone()).unwrap_or_default(), "installer")
         }
-        Some(m) if m.state == MachineState::Installed => return Ok(BootPlan::LocalDisk),
+        // (The two arms above are the other two conditions of `boots_own_disk`.)
+        Some(m) if boots_own_disk(m.state, false, false) => return Ok(BootPlan::LocalDisk),
         _ => (ctx.discovery_profile.to_string(), "discovery"),
     };
     let p = ctx.profiles.get(&name).ok_or_else(|| UnknownProfile(name.clone()))?;

@@ -51,24 +51,36 @@ impl DhcpService {
     /// The boot answer for a PXE or iPXE client. The UEFI loader is the machine's choice, else
     /// its rack's, else its subnet's (when known), else the config's.
     fn boot_for(&self, req: &Request, subnet: Option<&Subnet>) -> Option<DhcpBoot> {
+        planner::plan_dhcp(&self.boot_request(req, subnet)?, &self.boot_context())
+    }
+
+    fn boot_context(&self) -> BootContext<'_> {
+        BootContext { http_base: &self.http_base, next_server: self.server_ip, files: &self.boot }
+    }
+
+    /// What the planner is asked for a PXE or iPXE client (`None` for anyone else).
+    fn boot_request(&self, req: &Request, subnet: Option<&Subnet>) -> Option<DhcpBootRequest> {
         if !(req.is_pxe || req.is_ipxe) {
             return None;
         }
-        let ctx = BootContext { http_base: &self.http_base, next_server: self.server_ip, files: &self.boot };
-        // Only a UEFI x64 PXE answer depends on it: no index lookup for anyone else.
-        let brief = match (req.arch, req.is_ipxe) {
-            (Some(planner::Arch::UefiX64), false) => self.cmdb.brief_by_mac(req.mac),
+        // Only the firmware's answer depends on the machine: no index lookup for iPXE.
+        let brief = if req.is_ipxe { None } else { self.cmdb.brief_by_mac(req.mac) };
+        let boots_disk = brief
+            .as_ref()
+            .is_some_and(|b| planner::boots_own_disk(b.state, b.boot_profile.is_some(), b.installer_pending));
+        // The machine's own choice, its rack's, its subnet's (else the config's, in the planner):
+        // only a UEFI x64 answer depends on it.
+        let rack = || brief.as_ref()?.rack.as_deref().and_then(|r| self.cmdb.rack_uefi_loader(r));
+        let uefi_loader = match req.arch {
+            Some(planner::Arch::UefiX64) => {
+                brief.as_ref().and_then(|b| b.uefi_loader).or_else(rack).or(subnet.and_then(|s| s.uefi_loader))
+            }
             _ => None,
         };
-        // The machine's own choice, its rack's, its subnet's (else the config's, in the planner).
-        let rack = || brief.as_ref()?.rack.as_deref().and_then(|r| self.cmdb.rack_uefi_loader(r));
-        let uefi_loader =
-            brief.as_ref().and_then(|b| b.uefi_loader).or_else(rack).or(subnet.and_then(|s| s.uefi_loader));
         // A machine pinned to a Windows profile starts its media's boot manager.
         let windows =
             rackboot_boot::media::pinned_media(&self.boot.profiles, brief.and_then(|b| b.boot_profile).as_deref());
-        let req = DhcpBootRequest { mac: req.mac, arch: req.arch, is_ipxe: req.is_ipxe, uefi_loader, windows };
-        planner::plan_dhcp(&req, &ctx)
+        Some(DhcpBootRequest { mac: req.mac, arch: req.arch, is_ipxe: req.is_ipxe, uefi_loader, windows, boots_disk })
     }
 
     fn sighting(&self, req: &Request) -> Sighting {

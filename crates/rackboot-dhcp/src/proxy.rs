@@ -17,13 +17,18 @@ use rackboot_store::EventKind;
 /// instead of running boot-server discovery.
 const PXE_VENDOR_OPTIONS: [u8; 4] = [6, 1, 8, 255];
 
-fn pxe_reply(svc: &DhcpService, req: &Request, kind: MessageType) -> Option<dhcproto::v4::Message> {
+/// The boot-only reply, or why there is none: the drop counter's reason.
+fn pxe_reply(svc: &DhcpService, req: &Request, kind: MessageType) -> Result<dhcproto::v4::Message, &'static str> {
     // A subnet listed in the config may choose its UEFI loader in proxy mode too.
-    let boot = svc.boot_for(req, super::select_subnet(svc, req).map(|(_, s)| s))?;
+    let ask = svc.boot_request(req, super::select_subnet(svc, req).map(|(_, s)| s)).ok_or("not_pxe")?;
+    let Some(boot) = rackboot_boot::planner::plan_dhcp(&ask, &svc.boot_context()) else {
+        // An installed machine's firmware goes on to its disk: silence is its answer here.
+        return Err(if ask.boots_disk { "boots_own_disk" } else { "unbootable_arch" });
+    };
     let mut m = packet::reply(req, kind, svc.server_ip);
     boot_options(&mut m, &boot, Mode::Proxy);
     m.opts_mut().insert(DhcpOption::VendorExtensions(PXE_VENDOR_OPTIONS.to_vec()));
-    Some(m)
+    Ok(m)
 }
 
 /// Port 67 in proxy mode: answer a PXE DISCOVER with a boot-only offer. A REQUEST (to the real
@@ -40,10 +45,13 @@ pub async fn handle_offer(svc: &DhcpService, socket: &UdpSocket, req: Request) {
     if req.kind != MessageType::Discover || !(req.is_pxe || req.is_ipxe) {
         return;
     }
-    let Some(reply) = pxe_reply(svc, &req, MessageType::Offer) else {
-        svc.metrics.dhcp_drop("unbootable_arch");
-        debug!(mac = %req.mac, arch = ?req.arch, "no boot file for this architecture");
-        return;
+    let reply = match pxe_reply(svc, &req, MessageType::Offer) {
+        Ok(reply) => reply,
+        Err(why) => {
+            svc.metrics.dhcp_drop(why);
+            debug!(mac = %req.mac, arch = ?req.arch, why, "no boot offer");
+            return;
+        }
     };
     let to = packet::destination(&req, MessageType::Offer, svc.cfg.reply_port, svc.cfg.relay_port);
     send(svc, socket, &reply, to, &req, EventKind::DhcpProxyOffer).await;
@@ -57,7 +65,7 @@ pub async fn handle_boot_request(svc: &DhcpService, socket: &UdpSocket, req: Req
     if let SocketAddr::V4(a) = from {
         svc.cmdb.saw_address(req.mac, *a.ip());
     }
-    let Some(mut reply) = pxe_reply(svc, &req, MessageType::Ack) else { return };
+    let Ok(mut reply) = pxe_reply(svc, &req, MessageType::Ack) else { return };
     reply.set_ciaddr(req.msg.ciaddr());
     let to = match from {
         SocketAddr::V4(a) if !a.ip().is_unspecified() => from,

@@ -31,6 +31,8 @@ pub struct Brief {
     pub boot_profile: Option<String>,
     /// The rack it is placed in, for DHCP (the rack's UEFI loader).
     pub rack: Option<String>,
+    /// An installer a provisioning run set up has not reported back yet, for DHCP.
+    pub installer_pending: bool,
 }
 
 impl From<&Machine> for Brief {
@@ -46,6 +48,7 @@ impl From<&Machine> for Brief {
             uefi_loader: m.uefi_loader,
             boot_profile: m.boot_profile.clone(),
             rack: m.rack.clone(),
+            installer_pending: m.installer.as_ref().is_some_and(|i| !i.reported),
         }
     }
 }

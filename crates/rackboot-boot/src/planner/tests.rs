@@ -13,6 +13,7 @@ fn plan(arch: Option<u16>, is_ipxe: bool) -> Option<DhcpBoot> {
         is_ipxe,
         uefi_loader: None,
         windows: None,
+        boots_disk: false,
     };
     plan_dhcp(&req, &ctx)
 }
@@ -27,6 +28,36 @@ fn arch_picks_the_ipxe_binary() {
     assert_eq!(name(Some(11)).as_deref(), Some("ipxe-arm64.efi"));
     assert_eq!(name(Some(6)), None);
     assert_eq!(name(Some(0x1f)), None);
+}
+
+#[test]
+fn an_installed_machines_firmware_is_offered_nothing_but_ipxe_still_gets_its_script() {
+    use rackboot_store::MachineState::*;
+    assert!(boots_own_disk(Installed, false, false));
+    assert!(!boots_own_disk(Installed, true, false), "a pinned profile boots");
+    assert!(!boots_own_disk(Installed, false, true), "an installer under way boots");
+    for state in [Discovered, Ready, Installing, Releasing, Rescue, Failed] {
+        assert!(!boots_own_disk(state, false, false), "{state:?}");
+    }
+    let f = files();
+    let ctx = BootContext { http_base: "http://x", next_server: Ipv4Addr::LOCALHOST, files: &f };
+    let ask = |arch: u16, is_ipxe: bool| {
+        let req = DhcpBootRequest {
+            mac: Mac([0; 6]),
+            arch: Some(Arch::from_code(arch)),
+            is_ipxe,
+            uefi_loader: None,
+            windows: None,
+            boots_disk: true,
+        };
+        plan_dhcp(&req, &ctx).map(|b| b.filename)
+    };
+    // BIOS and UEFI PXE, and HTTP boot: no boot program, so the firmware tries its disk next.
+    for arch in [0, 7, 9, 11, 16, 19] {
+        assert_eq!(ask(arch, false), None, "arch {arch}");
+    }
+    // iPXE (a ROM of its own, or loaded by hand) asks for the script that exits to the disk.
+    assert_eq!(ask(0, true).as_deref(), Some("http://x/boot/ipxe?mac=00:00:00:00:00:00"));
 }
 
 #[test]
@@ -133,6 +164,7 @@ fn snponly_when_configured() {
         is_ipxe: false,
         uefi_loader: None,
         windows: None,
+        boots_disk: false,
     };
     assert_eq!(plan_dhcp(&req, &ctx).unwrap().filename, "snponly.efi");
 }
@@ -142,8 +174,18 @@ fn the_signed_chain_is_chosen_globally_or_per_subnet_for_uefi_x64_pxe_only() {
     let mut f = files();
     let ask = |f: &BootFiles, arch: Arch, is_ipxe: bool, uefi_loader: Option<UefiLoader>| {
         let c = BootContext { http_base: "http://x", next_server: Ipv4Addr::LOCALHOST, files: f };
-        plan_dhcp(&DhcpBootRequest { mac: Mac([0; 6]), arch: Some(arch), is_ipxe, uefi_loader, windows: None }, &c)
-            .unwrap()
+        plan_dhcp(
+            &DhcpBootRequest {
+                mac: Mac([0; 6]),
+                arch: Some(arch),
+                is_ipxe,
+                uefi_loader,
+                windows: None,
+                boots_disk: false,
+            },
+            &c,
+        )
+        .unwrap()
     };
     assert_eq!(ask(&f, Arch::UefiX64, false, Some(UefiLoader::Shim)).filename, "shimx64.efi");
     assert_eq!(ask(&f, Arch::UefiX64, false, None).filename, "ipxe.efi");
@@ -169,6 +211,7 @@ fn a_windows_profile_starts_its_media_boot_manager_from_uefi_pxe_only() {
             is_ipxe,
             uefi_loader: Some(UefiLoader::Shim),
             windows: Some("w2022".into()),
+            boots_disk: false,
         };
         plan_dhcp(&req, &ctx).unwrap().filename
     };

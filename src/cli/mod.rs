@@ -9,10 +9,12 @@ use rackboot::client::ApiClient;
 use rackboot::config::Config;
 use serde_json::{json, Value};
 
+mod api;
 mod assets;
 mod backup;
 mod bmc;
 mod ca;
+mod inventory;
 mod jobs;
 mod machines;
 mod plugins;
@@ -26,9 +28,11 @@ mod userdata;
 mod users;
 mod windows;
 
+use api::{api, ApiArgs, ApiCall};
 use assets::{assets, AssetsCmd};
 use bmc::{bmc, power, BmcCmd, PowerArgs};
 use ca::{ca, CaCmd};
+use inventory::{inventory, InventoryArgs};
 use jobs::{jobs, JobsCmd};
 use machines::{machines, MachinesCmd};
 use plugins::{plugins, PluginsCmd};
@@ -284,6 +288,34 @@ Example:
         #[command(subcommand)]
         cmd: StoreCmd,
     },
+    /// Call any REST API path with the CLI's token and CA; prints the answer (JSON, or a stream as
+    /// it comes) and fails on an error status.
+    #[command(after_help = "\
+Examples:
+  rackboot api GET '/machines?state=installed&limit=10'
+  rackboot api PATCH /machines/node07 --data '{\"tags\": [\"web\"]}'
+  rackboot api PUT /machines/node07/bmc --data @bmc.json   # a secret: from a file, not the command line
+  rackboot api GET /events/stream")]
+    Api {
+        #[command(flatten)]
+        api: ApiArgs,
+        #[command(flatten)]
+        call: ApiCall,
+    },
+    /// The machines as an Ansible dynamic inventory: use it as the inventory script.
+    #[command(after_help = "\
+The inventory script, /etc/ansible/rackboot.sh (chmod +x; a viewer's token will do):
+  #!/bin/sh
+  exec rackboot inventory --ansible --token-file /etc/ansible/rackboot.token \"$@\"
+Then:
+  ansible-inventory -i /etc/ansible/rackboot.sh --graph
+  ansible -i /etc/ansible/rackboot.sh state_installed -m ping")]
+    Inventory {
+        #[command(flatten)]
+        api: ApiArgs,
+        #[command(flatten)]
+        args: InventoryArgs,
+    },
     /// DHCP leases (address, MAC, state, expiry).
     Leases {
         #[command(flatten)]
@@ -316,33 +348,6 @@ Example:
         #[arg(long)]
         count: Option<usize>,
     },
-}
-
-#[derive(Args)]
-struct ApiArgs {
-    /// Base URL of the rackboot API.
-    #[arg(long, env = "RACKBOOT_API", default_value = "https://127.0.0.1", global = true)]
-    api: String,
-    /// The CA certificate (PEM) the server's certificate must chain to (`rackboot ca show`).
-    #[arg(long, value_name = "FILE", default_value = "/var/lib/rackboot/tls/ca.pem", global = true)]
-    ca: PathBuf,
-    /// File holding an API token (`rackboot serve` writes the admin's, admin.token, into its
-    /// data_dir on first start; `rackboot tokens create` makes others). Only from a file: a
-    /// token in an argument or the environment would show in `ps` and /proc to every user.
-    #[arg(long, value_name = "FILE", default_value = "/var/lib/rackboot/admin.token", global = true)]
-    token_file: PathBuf,
-}
-
-impl ApiArgs {
-    fn client(&self) -> anyhow::Result<ApiClient> {
-        let token = std::fs::read_to_string(&self.token_file)
-            .with_context(|| format!("reading the API token from {} (--token-file)", self.token_file.display()))?
-            .trim()
-            .to_string();
-        let ca =
-            std::fs::read(&self.ca).with_context(|| format!("reading the CA certificate {}", self.ca.display()))?;
-        ApiClient::new(&self.api, token, &ca)
-    }
 }
 
 /// Runs the chosen subcommand.
@@ -395,6 +400,8 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<()> {
             let w = rackboot::watch::Watch { machine, kind, state, after, count };
             rackboot::watch::run(&api.client()?, w, &mut std::io::stdout()).await
         }
+        Command::Api { api: a, call } => api(a.client()?, call).await,
+        Command::Inventory { api, args } => inventory(api.client()?, args).await,
         Command::Leases { api } => {
             let v = api.client()?.ok(Method::GET, "/leases", None).await?;
             for l in v["leases"].as_array().into_iter().flatten() {

@@ -6,7 +6,7 @@ use std::time::Duration;
 use crate::common::*;
 use hyper::Method;
 use rackboot::client::ApiClient;
-use serde_json::json;
+use serde_json::{json, Value};
 
 #[tokio::test]
 async fn every_api_call_needs_the_token() {
@@ -276,4 +276,34 @@ fn serve_stops_cleanly_on_sigterm_and_fails_loudly_on_a_bad_start() {
     let out = bin().args(["serve", "--config"]).arg(&cfg).output().unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("dhcp.mode"));
+}
+
+// Multi-threaded: the CLI runs as a blocking child process while the server answers it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rackboot_api_makes_any_call_with_the_clis_token_and_refuses_a_bad_body_before_sending() {
+    let lab = Lab::start("").await;
+    let (ok, out) =
+        lab.cli(&["api", "post", "/machines", "--data", r#"{"macs": ["52:54:00:00:07:01"], "hostname": "cli-01"}"#]);
+    assert!(ok, "{out}");
+    assert_eq!(serde_json::from_str::<Value>(&out).unwrap()["hostname"], "cli-01", "{out}");
+    let body = lab.dir.path().join("patch.json");
+    std::fs::write(&body, r#"{"tags": ["web"]}"#).unwrap();
+    let (ok, out) = lab.cli(&["api", "PATCH", "/machines/cli-01-is-no-id", "--data", &format!("@{}", body.display())]);
+    assert!(!ok && out.contains("400"), "not an id or MAC: {out}");
+    let (ok, out) =
+        lab.cli(&["api", "PATCH", "/machines/52:54:00:00:07:01", "--data", &format!("@{}", body.display())]);
+    assert!(ok, "{out}");
+    let (ok, out) = lab.cli(&["api", "GET", "/machines?tag=web&limit=5"]);
+    let listed: Value = serde_json::from_str(&out).unwrap();
+    assert!(ok && listed["total"] == 1 && listed["machines"][0]["hostname"] == "cli-01", "{out}");
+    // An error status fails the command, with the problem printed.
+    let (ok, out) = lab.cli(&["api", "GET", "/machines/52:54:00:00:07:99"]);
+    assert!(!ok && out.contains("404") && out.contains("problem"), "{out}");
+    // A body that is not JSON is refused before anything is sent; so is a path outside /api/v1's form.
+    let (ok, out) = lab.cli(&["api", "POST", "/machines", "--data", "{macs: nope"]);
+    assert!(!ok && out.contains("not JSON"), "{out}");
+    let (ok, out) = lab.cli(&["api", "GET", "machines"]);
+    assert!(!ok && out.contains("starts with /"), "{out}");
+    let all = lab.api.ok(Method::GET, "/machines", None).await.unwrap();
+    assert_eq!(all["total"], 1, "nothing else was made: {all}");
 }

@@ -5,6 +5,7 @@
 //! harness has. `tools/test.sh` runs `e2e::vm` in a process of its own beside all the other
 //! tests: a VM under TCG keeps one core busy, the rest of the suite the other.
 
+mod ansible;
 mod dhcp;
 mod dns;
 mod pair;

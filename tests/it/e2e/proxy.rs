@@ -14,7 +14,7 @@ const NODE_MAC: &str = "52:54:00:3c:00:01";
 const PROXY: &str = "http://198.18.0.1:3128";
 
 /// Takes a lease with udhcpc and puts its address on eth0; returns the address.
-fn lease(net: &Net, ns: &str) -> String {
+pub(super) fn lease(net: &Net, ns: &str) -> String {
     let script = net.path("udhcpc-apply.sh");
     std::fs::write(
         &script,

@@ -13,6 +13,7 @@ mod bmc;
 pub mod boot;
 mod doc;
 mod events;
+mod inventory;
 mod jobs;
 mod lifecycle;
 mod machines;
@@ -81,6 +82,7 @@ fn protected_routes() -> OpenApiRouter<ApiState> {
         .merge(jobs::routes())
         .merge(tasks::routes())
         .merge(racks::routes())
+        .merge(inventory::routes())
         .merge(network::routes())
         .merge(userdata::routes())
         .merge(bmc::routes())

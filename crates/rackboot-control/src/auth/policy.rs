@@ -80,6 +80,7 @@ mod tests {
             (Method::PUT, "/machines/{id}/network", O),
             (Method::DELETE, "/machines/{id}/network", O),
             (Method::GET, "/networks", V),
+            (Method::GET, "/inventory/ansible", V),
             (Method::GET, "/machines/{id}/user-data", O),
             (Method::PUT, "/machines/{id}/user-data", O),
             (Method::DELETE, "/machines/{id}/user-data", O),

@@ -16,6 +16,9 @@ _rackboot() {
             ",$1")
                 cmd="rackboot"
                 ;;
+            rackboot,api)
+                cmd="rackboot__subcmd__api"
+                ;;
             rackboot,assets)
                 cmd="rackboot__subcmd__assets"
                 ;;
@@ -39,6 +42,9 @@ _rackboot() {
                 ;;
             rackboot,help)
                 cmd="rackboot__subcmd__help"
+                ;;
+            rackboot,inventory)
+                cmd="rackboot__subcmd__inventory"
                 ;;
             rackboot,jobs)
                 cmd="rackboot__subcmd__jobs"
@@ -145,6 +151,9 @@ _rackboot() {
             rackboot__subcmd__ca__subcmd__help,show)
                 cmd="rackboot__subcmd__ca__subcmd__help__subcmd__show"
                 ;;
+            rackboot__subcmd__help,api)
+                cmd="rackboot__subcmd__help__subcmd__api"
+                ;;
             rackboot__subcmd__help,assets)
                 cmd="rackboot__subcmd__help__subcmd__assets"
                 ;;
@@ -168,6 +177,9 @@ _rackboot() {
                 ;;
             rackboot__subcmd__help,help)
                 cmd="rackboot__subcmd__help__subcmd__help"
+                ;;
+            rackboot__subcmd__help,inventory)
+                cmd="rackboot__subcmd__help__subcmd__inventory"
                 ;;
             rackboot__subcmd__help,jobs)
                 cmd="rackboot__subcmd__help__subcmd__jobs"
@@ -833,12 +845,46 @@ _rackboot() {
 
     case "${cmd}" in
         rackboot)
-            opts="-h -V --help --version serve reference completions man default-config assets windows ca machines templates bmc power racks plugins jobs tasks users tokens audit backup restore store leases watch help"
+            opts="-h -V --help --version serve reference completions man default-config assets windows ca machines templates bmc power racks plugins jobs tasks users tokens audit backup restore store api inventory leases watch help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rackboot__subcmd__api)
+            opts="-d -h --api --ca --token-file --data --help GET HEAD POST PUT PATCH DELETE"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --api)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ca)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --data)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -d)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -1361,8 +1407,22 @@ _rackboot() {
             return 0
             ;;
         rackboot__subcmd__help)
-            opts="serve reference completions man default-config assets windows ca machines templates bmc power racks plugins jobs tasks users tokens audit backup restore store leases watch help"
+            opts="serve reference completions man default-config assets windows ca machines templates bmc power racks plugins jobs tasks users tokens audit backup restore store api inventory leases watch help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rackboot__subcmd__help__subcmd__api)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -1557,6 +1617,20 @@ _rackboot() {
             return 0
             ;;
         rackboot__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rackboot__subcmd__help__subcmd__inventory)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -2599,6 +2673,36 @@ _rackboot() {
                 return 0
             fi
             case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rackboot__subcmd__inventory)
+            opts="-h --api --ca --token-file --ansible --list --host --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --api)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ca)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --host)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;

@@ -47,7 +47,7 @@ async fn scripts_follow_the_planner() {
 
     let (status, err) =
         lab.api.call(Method::PATCH, &format!("/machines/{id}"), Some(json!({"boot_profile": "nope"}))).await.unwrap();
-    assert_eq!(status, 400, "{err}");
+    assert_eq!(status, 404, "no such profile: {err}");
     lab.api.ok(Method::PATCH, &format!("/machines/{id}"), Some(json!({"boot_profile": "discovery"}))).await.unwrap();
     let (_, _, pinned) = http(&lab, lo, "GET /boot/ipxe?mac=52:54:00:0b:00:01 HTTP/1.0").await;
     assert!(String::from_utf8(pinned).unwrap().contains("boots profile discovery"), "a pin wins over installed");

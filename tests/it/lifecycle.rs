@@ -148,7 +148,7 @@ async fn release_rescue_and_retire_walk_their_steps_and_refuse_what_they_must() 
     // saying how to build it; with one, the script refuses to run outside BootOS (this agent
     // runs on the host), and the judged results say the job failed and the CPU test is missing.
     let (st, v) = post(&a, &format!("{base}/commission"), Some(json!({"profile": "nope"}))).await;
-    assert!(st == 400 && v["detail"].as_str().unwrap().contains("quick"), "{v}");
+    assert!(st == 404 && v["detail"].as_str().unwrap().contains("quick"), "no such test profile: {v}");
     let (st, t) = post(&a, &format!("{base}/commission"), Some(json!({"profile": "quick"}))).await;
     assert_eq!(st, 201, "{t}");
     let run = run_where(&a, t["id"].as_u64().unwrap(), 30, "failed", |r| r["state"] != "active").await;

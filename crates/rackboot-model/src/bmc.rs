@@ -182,21 +182,29 @@ pub struct BmcView {
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BmcInput {
-    /// `host` or `host:port`.
+    /// `host` or `host:port` (`[v6]:port`).
+    #[schema(
+        max_length = 255,
+        pattern = r"^([A-Za-z0-9._-]+|\[[0-9A-Fa-f:.]+\])(:([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5]))?$"
+    )]
     pub address: String,
     pub protocol: Protocol,
+    #[schema(pattern = r"^[^\u0000-\u001f\u007f-\u009f]{1,255}$")]
     pub username: String,
     /// Required the first time; left out, the stored one is kept.
     #[serde(default)]
+    #[schema(pattern = r"^[^\n\r\u0000]{1,255}$")]
     pub password: Option<String>,
     /// SHA-256 of the BMC's certificate (hex, colons allowed, optional `sha256:` prefix).
     #[serde(default)]
+    #[schema(pattern = "^(sha256:)?(:*[0-9A-Fa-f]){64}:*$")]
     pub fingerprint: Option<String>,
     /// Accept any certificate (shown as a warning).
     #[serde(default)]
     pub insecure: bool,
     /// Redfish system id when the BMC has several systems.
     #[serde(default)]
+    #[schema(pattern = "^[A-Za-z0-9._-]{1,128}$")]
     pub system_id: Option<String>,
     /// `uefi` or `legacy`: the mode a PXE boot override asks for. Left out, the mode DHCP last
     /// saw the machine in (UEFI for a machine never seen).
@@ -217,11 +225,13 @@ impl BmcInput {
         if split_address(&self.address, 0).is_none() {
             return bad("address", "must be host or host:port with a port of 1-65535");
         }
-        if self.username.is_empty() || self.username.len() > MAX_FIELD || self.username.chars().any(char::is_control) {
+        let chars = |s: &str| s.chars().count();
+        if self.username.is_empty() || chars(&self.username) > MAX_FIELD || self.username.chars().any(char::is_control)
+        {
             return bad("username", "must be 1-255 printable characters");
         }
         if let Some(p) = &self.password {
-            if p.is_empty() || p.len() > MAX_FIELD || p.contains(['\n', '\r', '\0']) {
+            if p.is_empty() || chars(p) > MAX_FIELD || p.contains(['\n', '\r', '\0']) {
                 return bad("password", "must be 1-255 characters without line breaks");
             }
         }

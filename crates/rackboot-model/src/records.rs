@@ -216,14 +216,21 @@ pub struct NewMachine {
     #[serde(default)]
     pub serial: Option<String>,
     #[serde(default)]
+    #[schema(value_type = Vec<Tag>)]
     pub tags: Vec<String>,
 }
+
+/// A tag, as the document shows one: 1-64 characters.
+#[derive(ToSchema)]
+#[schema(min_length = 1, max_length = 64)]
+pub struct Tag(pub String);
 
 /// A partial update; `Some(None)` clears an optional field.
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MachinePatch {
     #[serde(default, with = "double_option")]
+    #[schema(pattern = r"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$")]
     pub hostname: Option<Option<String>>,
     #[serde(default, with = "double_option")]
     #[schema(value_type = Option<String>, format = Ipv4)]
@@ -231,12 +238,15 @@ pub struct MachinePatch {
     #[serde(default, with = "double_option")]
     pub serial: Option<Option<String>>,
     #[serde(default)]
+    #[schema(value_type = Option<Vec<Tag>>)]
     pub tags: Option<Vec<String>>,
     #[serde(default)]
     pub macs: Option<Vec<Mac>>,
     #[serde(default)]
     pub state: Option<MachineState>,
+    /// A boot profile's name (`null` unpins).
     #[serde(default, with = "double_option")]
+    #[schema(pattern = r"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$")]
     pub boot_profile: Option<Option<String>>,
     /// `"ipxe"` or `"shim"`; `null` follows the subnet and the config again.
     #[serde(default, with = "double_option")]
@@ -288,12 +298,16 @@ mod double_option {
 pub struct StoredProfile {
     #[serde(default)]
     pub name: String,
+    /// A path in the boot directory or an `http(s)://` URL (not blank).
+    #[schema(pattern = r"\S")]
     pub kernel: String,
+    #[schema(pattern = r"\S")]
     pub initrd: String,
     #[serde(default)]
     pub cmdline: String,
     /// For an installer: the answer file it reads (see `Profile::answer` in the config).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(pattern = "^(kickstart|preseed|autoinstall)$")]
     pub answer: Option<String>,
 }
 

@@ -356,6 +356,7 @@ mod tests {
                 uefi_loader: None,
                 boot_profile: None,
                 rack: None,
+                installer_pending: false,
             }),
             Delta::Upsert(Brief {
                 id: 2,
@@ -368,6 +369,7 @@ mod tests {
                 uefi_loader: None,
                 boot_profile: None,
                 rack: None,
+                installer_pending: false,
             }),
             // Machine 1's NIC leased under whatever the client said: the CMDB name wins.
             lease([10, 0, 0, 6], 1, Some("client-says"), 200),

@@ -160,7 +160,7 @@ fn validate(macs: &[Mac], hostname: Option<&str>, tags: &[String]) -> Result<(),
     if macs.iter().any(|m| !seen.insert(*m)) {
         return Err(CmdbError::Invalid("a MAC is listed twice".into()));
     }
-    if tags.iter().any(|t| t.is_empty() || t.len() > 64) {
+    if tags.iter().any(|t| t.is_empty() || t.chars().count() > 64) {
         return Err(CmdbError::Invalid("tags must be 1 to 64 characters".into()));
     }
     Ok(())

@@ -43,6 +43,7 @@ pub struct AuditQuery {
     limit: Option<usize>,
     /// Where the page starts: `next_cursor` of the previous page.
     #[serde(default, deserialize_with = "super::page::empty_none")]
+    #[param(pattern = r"^(audit\.[0-9]{1,18})?$")]
     cursor: Option<String>,
 }
 

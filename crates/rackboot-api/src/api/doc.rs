@@ -3,8 +3,9 @@
 //!
 //! Responses every operation shares are added here once: 401 and 403 (bearer token and its role;
 //! not on the public login; this document needs a viewer unless `auth.public_openapi`), 400 for anything
-//! with parameters or a body, 404 for anything with a path parameter, 413/415 for a body, 500
-//! for a CMDB that cannot be read or written. Each error is a [`Problem`].
+//! with parameters or a body, 404 for anything with a path parameter or `machine=`, 413/415 for a
+//! body, 500 for a CMDB that cannot be read or written. Each error is a [`Problem`]. The
+//! `kind=` filters get their pattern from the list of event kinds.
 
 use std::sync::OnceLock;
 
@@ -12,6 +13,7 @@ use axum::http::header;
 use axum::response::IntoResponse;
 use utoipa::openapi::path::{Operation, ParameterIn};
 use utoipa::openapi::response::ResponseBuilder;
+use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, SchemaFormat, Type};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme};
 use utoipa::openapi::{ContentBuilder, OpenApi, Ref, RefOr};
 use utoipa::OpenApi as _;
@@ -98,12 +100,33 @@ fn finish(doc: &mut OpenApi) {
             .content(PROBLEM_JSON, ContentBuilder::new().schema(Some(Ref::from_schema_name("Problem"))).build())
             .build()
     };
+    let kinds = kind_list_pattern();
     for (path, item) in doc.paths.paths.iter_mut() {
         let ops: [&mut Option<Operation>; 5] =
             [&mut item.get, &mut item.post, &mut item.put, &mut item.patch, &mut item.delete];
         for op in ops.into_iter().flatten() {
+            // `kind=`: comma-separated event kinds, from the one list of them.
+            for p in op.parameters.iter_mut().flatten() {
+                if let RefOr::T(p) = p {
+                    if p.name == "kind" && p.parameter_in == ParameterIn::Query {
+                        let kind = ObjectBuilder::new().schema_type(Type::String).pattern(Some(kinds.clone()));
+                        p.schema = Some(RefOr::T(kind.into()));
+                    }
+                    // An optional header is absent or a number, never `null`.
+                    if p.name == "Last-Event-ID" {
+                        let id = ObjectBuilder::new()
+                            .schema_type(Type::Integer)
+                            .format(Some(SchemaFormat::KnownFormat(KnownFormat::Int64)))
+                            .minimum(Some(0));
+                        p.schema = Some(RefOr::T(id.into()));
+                    }
+                }
+            }
             let params = op.parameters.as_deref().unwrap_or_default();
-            let has_path = params.iter().any(|p| matches!(p, RefOr::T(p) if p.parameter_in == ParameterIn::Path));
+            // A path parameter, or `machine=` naming one, may name nothing.
+            let has_path = params
+                .iter()
+                .any(|p| matches!(p, RefOr::T(p) if p.parameter_in == ParameterIn::Path || p.name == "machine"));
             let has_input = !params.is_empty() || op.request_body.is_some();
             let responses = &mut op.responses.responses;
             let mut add = |code: &str, what: &str| {
@@ -129,6 +152,12 @@ fn finish(doc: &mut OpenApi) {
             }
         }
     }
+}
+
+/// `kind=`'s pattern: empty, or event kinds separated by commas.
+fn kind_list_pattern() -> String {
+    let one = EventKind::ALL.iter().map(|(_, name, _, _)| name.replace('.', "\\.")).collect::<Vec<_>>().join("|");
+    format!("^(({one})(,({one}))*)?$")
 }
 
 #[cfg(test)]

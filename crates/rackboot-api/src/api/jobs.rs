@@ -145,6 +145,7 @@ async fn list(
 pub struct JobQuery {
     /// A machine id or MAC.
     #[serde(default, deserialize_with = "super::page::empty_none")]
+    #[param(pattern = r"^([0-9]{1,19}|[:-]*([0-9A-Fa-f][:-]*){12})?$")]
     machine: Option<String>,
     state: Option<JobState>,
     /// Page size (default 100).
@@ -152,6 +153,7 @@ pub struct JobQuery {
     limit: Option<usize>,
     /// Where the page starts: `next_cursor` of the previous page.
     #[serde(default, deserialize_with = "super::page::empty_none")]
+    #[param(pattern = r"^(jobs\.[0-9]{1,18})?$")]
     cursor: Option<String>,
 }
 

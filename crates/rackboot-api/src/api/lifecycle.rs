@@ -35,7 +35,7 @@ pub struct ReleaseRequest {
     /// `none`, `quick` (partition tables and signatures), `zero` (every byte) or `secure` (the
     /// device's own erase; refused, with nothing written, where a disk cannot do it). No default:
     /// the caller says what happens to the data.
-    #[schema(value_type = String)]
+    #[schema(value_type = String, pattern = "^(none|quick|zero|secure)$")]
     pub erase: EraseMode,
     /// Keep the machine's address reservation (default: dropped).
     #[serde(default)]
@@ -56,6 +56,7 @@ pub struct RescueRequest {
 #[serde(deny_unknown_fields)]
 pub struct CommissionRequest {
     /// A test profile of the config (`[[provision.test_profiles]]`).
+    #[schema(pattern = r"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$")]
     pub profile: String,
 }
 
@@ -131,7 +132,7 @@ async fn rescue(
 #[utoipa::path(post, path = "/machines/{id}/commission", tag = "machines", request_body = CommissionRequest,
     params(("id" = String, Path, description = "Machine id or one of its MACs", pattern = r"^([0-9]{1,19}|[:-]*([0-9A-Fa-f][:-]*){12})$")),
     responses((status = 201, description = "The commissioning's task (one run)", body = Task),
-        (status = 400, description = "No such test profile", body = super::Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such machine, or no such test profile", body = super::Problem, content_type = "application/problem+json"),
         (status = 409, description = "The machine is installed or busy", body = super::Problem, content_type = "application/problem+json")))]
 async fn commission(
     State(s): State<ApiState>,
@@ -142,7 +143,7 @@ async fn commission(
     let engine = engine(&s)?;
     let Some(profile) = engine.cfg.test_profiles.get(&req.profile) else {
         let known: Vec<&String> = engine.cfg.test_profiles.keys().collect();
-        return Err(ApiError::field("profile", format!("no test profile {:?}; known: {known:?}", req.profile)));
+        return Err(ApiError::not_found(format!("no test profile {:?}; known: {known:?}", req.profile)));
     };
     let m = resolve(&s, &key).await?;
     let task = lifecycle::commission(&s.cmdb, &m, profile).await?;

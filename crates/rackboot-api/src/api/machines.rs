@@ -56,6 +56,7 @@ pub struct MachineQuery {
     limit: Option<usize>,
     /// Where the page starts: `next_cursor` of the previous page.
     #[serde(default, deserialize_with = "super::page::empty_none")]
+    #[param(pattern = r"^(machines\.[0-9]{1,18})?$")]
     cursor: Option<String>,
 }
 
@@ -103,7 +104,8 @@ async fn create(
     State(s): State<ApiState>,
     body: Result<Json<NewMachine>, JsonRejection>,
 ) -> Result<(StatusCode, Json<Machine>), ApiError> {
-    let Json(new) = body?;
+    let Json(mut new) = body?;
+    once_each(&mut new.macs);
     Ok((StatusCode::CREATED, Json(s.cmdb.create_machine(new).await?.shown())))
 }
 
@@ -125,16 +127,25 @@ async fn update(
     Path(key): Path<String>,
     body: Result<Json<MachinePatch>, JsonRejection>,
 ) -> Result<Json<Machine>, ApiError> {
-    let Json(patch) = body?;
+    let Json(mut patch) = body?;
+    if let Some(macs) = &mut patch.macs {
+        once_each(macs);
+    }
     if let Some(Some(name)) = &patch.boot_profile {
         let all = super::profiles::all_profiles(&s).await?;
         if !all.contains_key(name) {
             let known: Vec<&String> = all.keys().collect();
-            return Err(ApiError::field("boot_profile", format!("no boot profile {name:?}; known: {known:?}")));
+            return Err(ApiError::not_found(format!("no boot profile {name:?}; known: {known:?}")));
         }
     }
     let m = resolve(&s, &key).await?;
     Ok(Json(s.cmdb.update_machine(m.id, patch).await?.shown()))
+}
+
+/// A MAC given twice (the same NIC written two ways, say) is listed once, in its first place.
+fn once_each(macs: &mut Vec<crate::mac::Mac>) {
+    let mut seen = std::collections::HashSet::new();
+    macs.retain(|m| seen.insert(*m));
 }
 
 /// Deletes a machine and everything that hangs off it (timeline, agent, jobs).
@@ -160,6 +171,7 @@ pub struct TimelineQuery {
     limit: Option<usize>,
     /// Where the page starts: `next_cursor` of the previous page.
     #[serde(default, deserialize_with = "super::page::empty_none")]
+    #[param(pattern = r"^(timeline\.[0-9]{1,18})?$")]
     cursor: Option<String>,
 }
 
@@ -203,6 +215,7 @@ pub struct LeaseQuery {
     limit: Option<usize>,
     /// Where the page starts: `next_cursor` of the previous page.
     #[serde(default, deserialize_with = "super::page::empty_none")]
+    #[param(pattern = r"^(leases\.[0-9]{1,18})?$")]
     cursor: Option<String>,
 }
 

@@ -18,6 +18,7 @@ mod jobs;
 mod lifecycle;
 mod machines;
 pub mod network;
+mod numbers;
 pub mod page;
 pub mod plain;
 mod plugin_keys;
@@ -105,7 +106,10 @@ pub const STORE_UNREACHABLE: &str = "the appliance cannot read its CMDB right no
 pub fn router(state: ApiState) -> Router {
     let (api, _) =
         protected_routes().route_layer(middleware::from_fn_with_state(state.clone(), auth::guard)).split_for_parts();
-    let api = api.fallback(problem::no_route).layer(middleware::from_fn(problem::problem_layer));
+    let api = api
+        .fallback(problem::no_route)
+        .layer(middleware::from_fn(numbers::integral_floats))
+        .layer(middleware::from_fn(problem::problem_layer));
     let agent = agent::routes().fallback(problem::no_route).layer(middleware::from_fn(problem::problem_layer));
     let router = Router::new()
         .nest("/api/v1", api)

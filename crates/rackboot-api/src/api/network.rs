@@ -119,7 +119,7 @@ async fn view(s: &ApiState, m: &Machine) -> Result<NetworkView, ApiError> {
 /// A machine's installed network: the spec in force, where it comes from, and the devices,
 /// addresses and routes it resolves to.
 #[utoipa::path(get, path = "/machines/{id}/network", tag = "network",
-    params(("id" = String, Path, description = "Machine id or one of its MACs")),
+    params(("id" = String, Path, description = "Machine id or one of its MACs", pattern = r"^([0-9]{1,19}|[:-]*([0-9A-Fa-f][:-]*){12})$")),
     responses((status = 200, description = "The machine's network", body = NetworkView)))]
 async fn show(State(s): State<ApiState>, Path(key): Path<String>) -> Result<Json<NetworkView>, ApiError> {
     let m = resolve(&s, &key).await?;
@@ -131,7 +131,7 @@ async fn show(State(s): State<ApiState>, Path(key): Path<String>) -> Result<Json
 /// address is another machine's or in a rack's plan. An empty spec `{}` returns the machine to
 /// its rack's default.
 #[utoipa::path(put, path = "/machines/{id}/network", tag = "network", request_body = NetSpec,
-    params(("id" = String, Path, description = "Machine id or one of its MACs")),
+    params(("id" = String, Path, description = "Machine id or one of its MACs", pattern = r"^([0-9]{1,19}|[:-]*([0-9A-Fa-f][:-]*){12})$")),
     responses((status = 200, description = "The machine's network", body = NetworkView),
         (status = 400, description = "A bad spec (the field is named)", body = super::Problem, content_type = "application/problem+json"),
         (status = 409, description = "An address is held by another machine or a rack's plan", body = super::Problem, content_type = "application/problem+json")))]
@@ -149,7 +149,7 @@ async fn put(
 
 /// Removes a machine's own network: its rack's default (or DHCP everywhere) applies again.
 #[utoipa::path(delete, path = "/machines/{id}/network", tag = "network",
-    params(("id" = String, Path, description = "Machine id or one of its MACs")),
+    params(("id" = String, Path, description = "Machine id or one of its MACs", pattern = r"^([0-9]{1,19}|[:-]*([0-9A-Fa-f][:-]*){12})$")),
     responses((status = 200, description = "The machine's network now", body = NetworkView)))]
 async fn clear(State(s): State<ApiState>, Path(key): Path<String>) -> Result<Json<NetworkView>, ApiError> {
     let m = resolve(&s, &key).await?;

@@ -1,5 +1,7 @@
-//! Cursor pagination shared by every list: `limit` is bounded, and a cursor is an opaque token
-//! that only the list that made it accepts.
+//! Cursor pagination shared by every list: `limit` is bounded, and a cursor is `<list>.<key>`
+//! (`machines.42`: the page after machine 42). Only the list that made it accepts it, and any
+//! value of its pattern is a position in that list (the document says the pattern), so a
+//! cursor is never refused for what it says, only for its form.
 
 use super::ApiError;
 
@@ -42,28 +44,21 @@ pub fn seconds(field: &str, v: Option<u64>) -> Result<Option<u64>, ApiError> {
 
 /// The cursor of list `list` that continues at `key`.
 pub fn cursor(list: &str, key: u64) -> String {
-    format!("{list}:{key}").bytes().map(|b| format!("{b:02x}")).collect()
+    format!("{list}.{key}")
 }
 
-/// The key a cursor of list `list` continues at; a cursor of another list, or one that was
-/// never made, is refused.
+/// The key a cursor of list `list` continues at: `<list>.` and 1-18 digits (the document's
+/// pattern); a cursor of another list or another form is refused.
 pub fn key(list: &str, cursor: Option<&str>) -> Result<Option<u64>, ApiError> {
     let Some(c) = cursor else { return Ok(None) };
-    let bad = || ApiError::field("cursor", format!("cursor {c:?} is not one this list handed out"));
-    if c.len() % 2 != 0 || c.len() > 64 || !c.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return Err(bad());
+    let digits = c.strip_prefix(list).and_then(|rest| rest.strip_prefix('.')).unwrap_or_default();
+    if !(1..=18).contains(&digits.len()) || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(ApiError::field(
+            "cursor",
+            format!("cursor {c:?} is not {list}.<number> (a next_cursor of this list)"),
+        ));
     }
-    let bytes: Vec<u8> = (0..c.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&c[i..i + 2], 16))
-        .collect::<Result<_, _>>()
-        .map_err(|_| bad())?;
-    let text = String::from_utf8(bytes).map_err(|_| bad())?;
-    let (l, k) = text.split_once(':').ok_or_else(bad)?;
-    if l != list {
-        return Err(bad());
-    }
-    k.parse().map(Some).map_err(|_| bad())
+    digits.parse().map(Some).map_err(|_| ApiError::field("cursor", "cursor out of range"))
 }
 
 #[cfg(test)]
@@ -75,8 +70,12 @@ mod tests {
         let c = cursor("machines", 42);
         assert_eq!(key("machines", Some(&c)).unwrap(), Some(42));
         assert_eq!(key("jobs", Some(&c)).unwrap_err().field.as_deref(), Some("cursor"));
-        assert!(key("machines", Some("zz")).is_err());
-        assert!(key("machines", Some("6d3a")).is_err());
+        assert_eq!(c, "machines.42");
+        // Any number is a position, as the pattern says; anything else is refused.
+        assert_eq!(key("machines", Some("machines.999999999999999999")).unwrap(), Some(999_999_999_999_999_999));
+        for bad in ["zz", "machines.", "machines.1a", "machines.0000000000000000001", "machinesx1", "jobs.1"] {
+            assert!(key("machines", Some(bad)).is_err(), "{bad}");
+        }
         assert_eq!(key("machines", None).unwrap(), None);
     }
 

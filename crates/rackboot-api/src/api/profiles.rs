@@ -73,7 +73,7 @@ async fn list(State(s): State<ApiState>) -> Result<Json<ProfileList>, ApiError> 
 
 /// Creates or replaces a boot profile (the name in the path wins over one in the body).
 #[utoipa::path(put, path = "/profiles/{name}", tag = "profiles", request_body = StoredProfile,
-    params(("name" = String, Path, description = "Profile name: letters, digits and '-'")),
+    params(("name" = String, Path, description = "Profile name: letters, digits and '-'", pattern = r"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$")),
     responses((status = 200, description = "The stored profile", body = StoredProfile),
         (status = 409, description = "The config file defines this profile", body = super::Problem, content_type = "application/problem+json")))]
 async fn upsert(
@@ -109,7 +109,7 @@ async fn upsert(
 
 /// Deletes an API-defined profile that no machine is pinned to.
 #[utoipa::path(delete, path = "/profiles/{name}", tag = "profiles",
-    params(("name" = String, Path, description = "Profile name")),
+    params(("name" = String, Path, description = "Profile name", pattern = r"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$")),
     responses((status = 204, description = "Deleted"),
         (status = 409, description = "The config file defines it, or machines are pinned to it", body = super::Problem, content_type = "application/problem+json")))]
 async fn remove(State(s): State<ApiState>, Path(name): Path<String>) -> Result<StatusCode, ApiError> {

@@ -261,6 +261,7 @@ pub struct TaskQuery {
     limit: Option<usize>,
     /// Where the page starts: `next_cursor` of the previous page.
     #[serde(default, deserialize_with = "super::page::empty_none")]
+    #[param(pattern = r"^(tasks\.[0-9]{1,18})?$")]
     cursor: Option<String>,
 }
 

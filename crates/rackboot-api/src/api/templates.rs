@@ -62,6 +62,7 @@ pub struct TemplateText {
 pub struct PreviewRequest {
     pub text: String,
     /// The machine (one not in the CMDB gets the discovery plan).
+    #[schema(pattern = r"^[:-]*([0-9A-Fa-f][:-]*){12}$")]
     pub mac: String,
 }
 

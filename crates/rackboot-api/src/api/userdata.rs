@@ -63,7 +63,7 @@ async fn rack_owner(s: &ApiState, name: String) -> Result<Owner, ApiError> {
 
 /// A machine's cloud-init user-data (wins over its task's and its rack's).
 #[utoipa::path(get, path = "/machines/{id}/user-data", tag = "cloud-init",
-    params(("id" = String, Path, description = "Machine id or one of its MACs")),
+    params(("id" = String, Path, description = "Machine id or one of its MACs", pattern = r"^([0-9]{1,19}|[:-]*([0-9A-Fa-f][:-]*){12})$")),
     responses((status = 200, description = "The user-data", body = UserDataBody),
         (status = 404, description = "None set", body = super::Problem, content_type = "application/problem+json")))]
 async fn machine_get(State(s): State<ApiState>, Path(key): Path<String>) -> Result<Json<UserDataBody>, ApiError> {
@@ -73,7 +73,7 @@ async fn machine_get(State(s): State<ApiState>, Path(key): Path<String>) -> Resu
 
 /// Sets a machine's user-data; its next install's cloud-init gets it.
 #[utoipa::path(put, path = "/machines/{id}/user-data", tag = "cloud-init", request_body = UserDataBody,
-    params(("id" = String, Path, description = "Machine id or one of its MACs")),
+    params(("id" = String, Path, description = "Machine id or one of its MACs", pattern = r"^([0-9]{1,19}|[:-]*([0-9A-Fa-f][:-]*){12})$")),
     responses((status = 204, description = "Stored"),
         (status = 400, description = "Too long, or not a cloud-init format", body = super::Problem, content_type = "application/problem+json")))]
 async fn machine_put(
@@ -88,7 +88,7 @@ async fn machine_put(
 
 /// Removes a machine's user-data (its task's or rack's applies).
 #[utoipa::path(delete, path = "/machines/{id}/user-data", tag = "cloud-init",
-    params(("id" = String, Path, description = "Machine id or one of its MACs")),
+    params(("id" = String, Path, description = "Machine id or one of its MACs", pattern = r"^([0-9]{1,19}|[:-]*([0-9A-Fa-f][:-]*){12})$")),
     responses((status = 204, description = "Removed"),
         (status = 404, description = "None set", body = super::Problem, content_type = "application/problem+json")))]
 async fn machine_delete(State(s): State<ApiState>, Path(key): Path<String>) -> Result<StatusCode, ApiError> {

@@ -102,7 +102,7 @@ async fn create_user(
 
 /// One user (admin).
 #[utoipa::path(get, path = "/users/{name}", tag = "users",
-    params(("name" = String, Path, description = "Username")),
+    params(("name" = String, Path, description = "Username", pattern = "^[a-z0-9._-]{1,64}$")),
     responses((status = 200, description = "The user", body = UserView),
         (status = 403, description = "Needs role admin", body = super::Problem, content_type = "application/problem+json")))]
 async fn show_user(State(s): State<ApiState>, Path(name): Path<String>) -> Result<Json<UserView>, ApiError> {
@@ -113,7 +113,7 @@ async fn show_user(State(s): State<ApiState>, Path(name): Path<String>) -> Resul
 /// Changes a user's role, password or disabled flag (admin). Nobody can demote or disable
 /// themselves, nor the last enabled admin.
 #[utoipa::path(patch, path = "/users/{name}", tag = "users", request_body = UserPatch,
-    params(("name" = String, Path, description = "Username")),
+    params(("name" = String, Path, description = "Username", pattern = "^[a-z0-9._-]{1,64}$")),
     responses((status = 200, description = "The changed user", body = UserView),
         (status = 403, description = "Needs role admin", body = super::Problem, content_type = "application/problem+json"),
         (status = 409, description = "It is the caller or the last enabled admin", body = super::Problem, content_type = "application/problem+json")))]
@@ -138,7 +138,7 @@ async fn update_user(
 /// Deletes a user and every token of theirs (admin). Nobody can delete themselves, nor the last
 /// enabled admin.
 #[utoipa::path(delete, path = "/users/{name}", tag = "users",
-    params(("name" = String, Path, description = "Username")),
+    params(("name" = String, Path, description = "Username", pattern = "^[a-z0-9._-]{1,64}$")),
     responses((status = 204, description = "Deleted, with their tokens"),
         (status = 403, description = "Needs role admin", body = super::Problem, content_type = "application/problem+json"),
         (status = 409, description = "It is the caller or the last enabled admin", body = super::Problem, content_type = "application/problem+json")))]
@@ -163,7 +163,7 @@ pub struct TokenQuery {
     /// Only this user's (an admin may name anyone; others only themselves). Default: an
     /// admin sees everyone's, others their own.
     #[serde(default, deserialize_with = "super::page::empty_none")]
-    #[param(max_length = 64)]
+    #[param(max_length = 64, pattern = "^[a-z0-9._-]{0,64}$")]
     user: Option<String>,
 }
 
@@ -178,7 +178,7 @@ pub struct TokenList {
 #[serde(deny_unknown_fields)]
 pub struct NewToken {
     /// What it is for, e.g. `ci` (1-64 printable characters).
-    #[schema(min_length = 1, max_length = 64)]
+    #[schema(min_length = 1, max_length = 64, pattern = r"^[^\u0000-\u001f\u007f-\u009f]{1,64}$")]
     pub name: String,
     /// Default: the caller's role; never above it.
     pub role: Option<Role>,

@@ -144,10 +144,10 @@ addressing!(Ethernet, Bond, Vlan);
 #[serde(deny_unknown_fields)]
 pub struct Ethernet {
     /// The name bonds and VLANs use for it (and the installed system gives it).
-    #[schema(max_length = 15)]
+    #[schema(max_length = 15, pattern = r"^(?!\.{1,2}$)[A-Za-z0-9_.-]{1,15}$")]
     pub name: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<String>, example = "52:54:00:12:34:56")]
+    #[schema(value_type = Option<String>, example = "52:54:00:12:34:56", pattern = "^[:-]*([0-9A-Fa-f][:-]*){12}$")]
     pub mac: Option<Mac>,
     /// The kernel's name for it in the installed system; `*` and `?` match any characters.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -178,7 +178,7 @@ pub struct Ethernet {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Bond {
-    #[schema(max_length = 15)]
+    #[schema(max_length = 15, pattern = r"^(?!\.{1,2}$)[A-Za-z0-9_.-]{1,15}$")]
     pub name: String,
     /// Names of `ethernets`, at least one, none in another bond.
     #[schema(max_items = 8)]
@@ -218,7 +218,7 @@ pub struct Vlan {
     pub link: String,
     /// Default `<link>.<id>`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(max_length = 15)]
+    #[schema(max_length = 15, pattern = r"^(?!\.{1,2}$)[A-Za-z0-9_.-]{1,15}$")]
     pub name: Option<String>,
     /// DHCP on this device.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]

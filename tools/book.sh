@@ -4,16 +4,25 @@
 # dist/man: `rackboot completions`, `rackboot man`), checks every relative link in the book and
 # the top-level docs, and builds it into target/book.
 #   tools/book.sh [--check] [BINARY]
+#   tools/book.sh --install-mdbook   only install mdBook (pinned below) if it is missing
 #   --check   fail if a reference page, completion or man page in the tree differs from what the
 #             binary prints (CI)
 #   BINARY    default target/debug/rackboot (built if missing)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+MDBOOK_VERSION=0.5.4
+# mdBook, installed once (tools/test.sh starts this early, in the background).
+install_mdbook() {
+  if ! command -v mdbook >/dev/null || [ "$(mdbook --version | awk '{print $2}')" != "v$MDBOOK_VERSION" ]; then
+    echo "book: cargo install mdbook $MDBOOK_VERSION (once; cargo shows its progress)"
+    cargo install mdbook --locked --version "$MDBOOK_VERSION"
+  fi
+}
+[ "${1:-}" = --install-mdbook ] && { install_mdbook; exit 0; }
 CHECK=0
 [ "${1:-}" = --check ] && { CHECK=1; shift; }
 BIN=${1:-target/debug/rackboot}
 [ -x "$BIN" ] || cargo build --locked --bin rackboot
-MDBOOK_VERSION=0.5.4
 # Each generated page keeps its introduction up to the marker; what follows is the binary's.
 for page in cli events; do
   file=docs/reference/$page.md
@@ -40,9 +49,6 @@ for d in completions man; do
 done
 rm -rf "$gen"
 python3 tools/check-links.py
-if ! command -v mdbook >/dev/null || [ "$(mdbook --version | awk '{print $2}')" != "v$MDBOOK_VERSION" ]; then
-  echo "book: cargo install mdbook $MDBOOK_VERSION (once; cargo shows its progress)"
-  cargo install mdbook --locked --version "$MDBOOK_VERSION"
-fi
+install_mdbook
 mdbook build docs
 echo "book: target/book/index.html"

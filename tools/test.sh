@@ -37,6 +37,17 @@ assets_ready() {
   return "$rc"
 }
 
+# mdBook for the book stage, compiled at the lowest priority from the start: it takes the cycles
+# the builds and tests leave (a fresh machine compiles it for minutes), not a lane's time.
+rm -f target/mdbook-install.rc
+(nice -n 19 tools/book.sh --install-mdbook >target/mdbook-install.log 2>&1; echo $? >target/mdbook-install.rc) &
+# Read from a lane (a subshell, which cannot `wait` for this shell's child): its exit status.
+mdbook_ready() {
+  while [ ! -s target/mdbook-install.rc ]; do sleep 2; done
+  tail -n 3 target/mdbook-install.log
+  return "$(cat target/mdbook-install.rc)"
+}
+
 stage "cargo clippy" cargo clippy --workspace --all-targets --locked -- -D warnings
 stage "build the tests (one build for every stage below)" cargo test --workspace --locked --no-run
 stage "lab assets (built in the background since the start: vm-lab/assets.sh, vm-lab/os-image.sh)" assets_ready
@@ -88,6 +99,7 @@ rest_lane() {
   stage "the CMDB and in-process appliance tests on PostgreSQL (tests/pg/cluster.sh: a throwaway cluster)" on_postgres
   # The book: its reference pages must be what the binary prints, every link must resolve, and
   # it must build (mdBook, installed once).
+  stage "mdBook (installed in the background since the start)" mdbook_ready
   stage "the book (tools/book.sh --check: reference pages, links, mdbook build)" \
     tools/book.sh --check target/debug/rackboot
   stage "Debian package with BootOS: build and check (tools/deb.sh --dev --bootos)" deb

@@ -281,6 +281,26 @@ pub async fn http_get_with_header(addr: SocketAddr, path: &str, header: Option<&
     out
 }
 
+/// A file from the lab's TFTP server (octet mode, 512-byte blocks) from source address `from`,
+/// as text.
+pub async fn tftp_get(lab: &Lab, from: std::net::Ipv4Addr, name: &str) -> String {
+    let server = lab.app.as_ref().unwrap().tftp_addr.expect("TFTP runs");
+    let sock = tokio::net::UdpSocket::bind(SocketAddr::from((from, 0))).await.unwrap();
+    let mut rrq = vec![0, 1];
+    rrq.extend_from_slice(format!("{name}\0octet\0").as_bytes());
+    sock.send_to(&rrq, server).await.unwrap();
+    let (mut file, mut buf) = (Vec::new(), vec![0u8; 600]);
+    loop {
+        let (n, peer) = tokio::time::timeout(Duration::from_secs(5), sock.recv_from(&mut buf)).await.unwrap().unwrap();
+        assert_eq!(&buf[..2], [0, 3], "a DATA block: {:?}", String::from_utf8_lossy(&buf[..n]));
+        file.extend_from_slice(&buf[4..n]);
+        sock.send_to(&[0, 4, buf[2], buf[3]], peer).await.unwrap();
+        if n - 4 < 512 {
+            return String::from_utf8(file).unwrap();
+        }
+    }
+}
+
 /// The colon form of a MAC.
 pub fn mac_text(m: &[u8; 6]) -> String {
     m.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":")

@@ -107,7 +107,7 @@ async fn a_machine_can_take_the_signed_chain_whatever_the_config_says() {
 }
 
 #[tokio::test]
-async fn an_installed_machines_firmware_gets_an_address_but_no_boot_program() {
+async fn an_installed_machines_firmware_gets_an_address_and_at_most_a_loader_that_boots_its_disk() {
     let lab = Lab::start("").await;
     let mac = [0x52, 0x54, 0, 0, 2, 0x51];
     lab.api.ok(Method::POST, "/machines", Some(json!({"macs": ["52:54:00:00:02:51"]}))).await.unwrap();
@@ -128,10 +128,14 @@ async fn an_installed_machines_firmware_gets_an_address_but_no_boot_program() {
             offer.fname_str().and_then(Result::ok).map(|f| f.trim_end_matches('\0').to_string()).unwrap_or_default()
         }
     };
-    // Firmware (BIOS, UEFI x64, arm64): nothing to load, so it goes on to its disk at once.
-    for (i, arch) in [0u16, 7, 11].into_iter().enumerate() {
+    // BIOS and arm64 firmware: nothing to load, so it goes on to its disk.
+    for (i, arch) in [0u16, 11].into_iter().enumerate() {
         assert_eq!(offer(370 + i as u32, arch, false).await, "", "arch {arch}");
     }
+    // UEFI x64: the signed GRUB, whose config for it chainloads the disk's own loader.
+    assert_eq!(offer(372, 7, false).await, "shimx64.efi");
+    let grub = tftp_get(&lab, Ipv4Addr::LOCALHOST, "grub/grub.cfg-52:54:00:00:02:51").await;
+    assert!(grub.contains("chainloader ($esp)/EFI/BOOT/BOOTX64.EFI"), "{grub}");
     // iPXE, where it is the NIC's ROM, still gets the script (which exits to the disk).
     assert!(offer(374, 0, true).await.ends_with("/boot/ipxe?mac=52:54:00:00:02:51"));
     let http = lab.app.as_ref().unwrap().http_addr;

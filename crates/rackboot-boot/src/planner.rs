@@ -94,20 +94,28 @@ pub struct DhcpBoot {
 }
 
 /// Whether a machine boots its own disk: installed, no profile pinned, no installer under way.
-/// Its firmware is then offered no boot program and goes on to its disk at once (as Tinkerbell's
-/// `allowPXE: false`), instead of loading iPXE only to be told to exit, once per network boot
-/// entry; iPXE, where it is the firmware's own ROM, still gets the script that exits to the disk.
+/// Its firmware is then offered no boot program (as Tinkerbell's `allowPXE: false`) and goes on
+/// to its disk, instead of loading iPXE only to be told to exit, once per network boot entry;
+/// UEFI x64 firmware, which would wait on each of those entries, gets the signed GRUB that starts
+/// the disk's own loader. iPXE, where it is the NIC's own ROM, still gets the script that exits
+/// to the disk.
 pub fn boots_own_disk(state: MachineState, pinned: bool, installer_pending: bool) -> bool {
     state == MachineState::Installed && !pinned && !installer_pending
 }
 
 /// Decides the boot file for a PXE, HTTP-boot or iPXE client; `None` for an arch we cannot boot
-/// and for the firmware of a machine that boots its own disk.
+/// and for most firmware of a machine that boots its own disk (see [`boots_own_disk`]).
 pub fn plan_dhcp(req: &DhcpBootRequest, ctx: &BootContext<'_>) -> Option<DhcpBoot> {
-    if req.boots_disk && !req.is_ipxe {
-        return None;
-    }
     let arch = req.arch.unwrap_or(Arch::Bios);
+    if req.boots_disk && !req.is_ipxe {
+        // UEFI x64 gets the signed chain, whose GRUB chainloads the installed system's loader
+        // from its disk (`grub/localboot.cfg`); the others go on to their disk.
+        return (arch == Arch::UefiX64).then(|| DhcpBoot {
+            filename: ctx.files.shim.clone(),
+            next_server: ctx.next_server,
+            vendor_class: "PXEClient",
+        });
+    }
     let pxe = |filename: &str| {
         Some(DhcpBoot { filename: filename.to_string(), next_server: ctx.next_server, vendor_class: "PXEClient" })
     };

@@ -39,22 +39,7 @@ async fn script_nonce(lab: &Lab, from: Ipv4Addr, mac: [u8; 6]) -> Option<String>
 /// The signed GRUB's config for `mac` (`grub/grub.cfg-<mac>`) over TFTP from source address
 /// `from`, as the shim chain fetches it; returns the nonce it carries.
 async fn grub_nonce(lab: &Lab, from: Ipv4Addr, mac: [u8; 6]) -> Option<String> {
-    let server = lab.app.as_ref().unwrap().tftp_addr.expect("TFTP runs");
-    let sock = tokio::net::UdpSocket::bind(SocketAddr::from((from, 0))).await.unwrap();
-    let mut rrq = vec![0, 1];
-    rrq.extend_from_slice(format!("grub/grub.cfg-{}\0octet\0", mac_text(mac)).as_bytes());
-    sock.send_to(&rrq, server).await.unwrap();
-    let (mut cfg, mut buf) = (Vec::new(), vec![0u8; 600]);
-    loop {
-        let (n, peer) = tokio::time::timeout(Duration::from_secs(5), sock.recv_from(&mut buf)).await.unwrap().unwrap();
-        assert_eq!(&buf[..2], [0, 3], "a DATA block: {:?}", String::from_utf8_lossy(&buf[..n]));
-        cfg.extend_from_slice(&buf[4..n]);
-        sock.send_to(&[0, 4, buf[2], buf[3]], peer).await.unwrap();
-        if n - 4 < 512 {
-            break;
-        }
-    }
-    let cfg = String::from_utf8(cfg).unwrap();
+    let cfg = tftp_get(lab, from, &format!("grub/grub.cfg-{}", mac_text(mac))).await;
     assert!(cfg.contains("rackboot.mac="), "a BootOS config: {cfg}");
     cfg.split_whitespace().find_map(|w| w.strip_prefix("rackboot.nonce=")).map(|n| n.trim_matches('\'').to_string())
 }

@@ -266,6 +266,13 @@ fn two_vms_bios_and_uefi_are_provisioned_from_an_image_and_check_in_installed() 
         // The job's answers (its own hostname, Debian 12, the motd post-install wrote) come from
         // the system on the disk, not from BootOS (whose hostname is "bootos", on a busybox root).
         super::layout::check(&net, vm.name, vm.mac);
+        // Where the time from its reboot to its agent went, once in its own system.
+        let boot = job_output(
+            &net,
+            vm.mac,
+            "systemd-analyze 2>&1 | head -2; systemd-analyze blame 2>&1 | head -4; grep -m2 Up /var/log/cloud-init-output.log; true",
+        );
+        eprintln!("{}: the installed system's boot:\n{boot}", vm.name);
     }
 
     // The UEFI VM came up with its network spec: bond0 over both NICs, VLAN 10 at its static

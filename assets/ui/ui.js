@@ -54,8 +54,8 @@
     });
     window.addEventListener("pagehide", function () { source.close(); });
   }
-  // A rack page: its elevation rows and flags arrive whole (server-rendered, escaped) and
-  // replace the old ones.
+  // A rack page: its elevation rows, its picture (SVG) and flags arrive whole (server-rendered,
+  // escaped) and replace the old ones.
   function startRack() {
     var rows = document.querySelector("[data-rack-live]");
     if (!rows || !window.EventSource) { return; }
@@ -68,6 +68,10 @@
       if (status) { status.textContent = "Live updates paused; reconnecting…"; }
     });
     source.addEventListener("elevation", function (ev) { rows.innerHTML = ev.data; });
+    source.addEventListener("picture", function (ev) {
+      var picture = document.getElementById("picture");
+      if (picture) { picture.innerHTML = ev.data; }
+    });
     source.addEventListener("flags", function (ev) {
       var flags = document.getElementById("flags");
       if (flags) { flags.innerHTML = ev.data; }

@@ -114,6 +114,25 @@ async fn a_rack_is_brought_up_from_the_form_and_fills_in_live() {
     assert!(flags.contains("Ethernet3"), "the flag says where LLDP found it: {flags}");
     let marker = c.execute("return window.rackMarker || null;", vec![]).await.unwrap();
     assert_eq!(marker, "still the same page", "the elevation updated without a reload");
+    // The front view: one box per U from the top one down, the machines in theirs with their
+    // state in words and colour, the mis-cabled one marked; live like the table.
+    let picture = "var s = document.querySelector('#picture svg'); if (!s) return null; \
+        return {units: s.querySelectorAll('g.slot').length, text: s.textContent, \
+        u4: s.querySelector('g[data-slot=\"4\"] rect').getAttribute('class')};";
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let seen = loop {
+        let v = c.execute(picture, vec![]).await.unwrap();
+        let text = v["text"].as_str().unwrap_or_default();
+        if (text.contains("r1-u02") && text.contains("miscabled")) || std::time::Instant::now() > deadline {
+            break v;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(seen["units"], 4, "U4 down to U1: {seen}");
+    let text = seen["text"].as_str().unwrap();
+    assert!(text.contains("U4") && text.contains("r1-u04") && text.contains("discovered"), "{seen}");
+    assert!(text.contains("⚑ miscabled"), "{seen}");
+    assert!(seen["u4"].as_str().unwrap().contains("flagged"), "{seen}");
     b.shot("21-rack-live").await;
 
     // Nothing the page loaded came from anywhere but the appliance.

@@ -284,7 +284,9 @@ async fn live(State(s): State<UiState>, session: Session, Path(name): Path<Strin
                 let Ok(next) = s.api.cmdb.rack_view(name.clone()).await else { return };
                 view = next;
                 let ctx = view_ctx(&session, &view);
-                for (frame, template) in [("elevation", "rack_rows.html"), ("flags", "rack_flags.html")] {
+                let frames =
+                    [("elevation", "rack_rows.html"), ("flags", "rack_flags.html"), ("picture", "rack_picture.html")];
+                for (frame, template) in frames {
                     let Ok(html) = s.views.render(template, ctx.clone()) else { return };
                     if tx.send(SseEvent::default().event(frame).data(html.replace('\n', " "))).await.is_err() {
                         return;

@@ -8,7 +8,7 @@ use minijinja::{Environment, UndefinedBehavior, Value};
 
 use rackboot_store::now_ms;
 
-const PAGES: [(&str, &str); 24] = [
+const PAGES: [(&str, &str); 25] = [
     ("base.html", include_str!("../../../templates/ui/base.html")),
     ("login.html", include_str!("../../../templates/ui/login.html")),
     ("machines.html", include_str!("../../../templates/ui/machines.html")),
@@ -27,6 +27,7 @@ const PAGES: [(&str, &str); 24] = [
     ("rack.html", include_str!("../../../templates/ui/rack.html")),
     ("rack_rows.html", include_str!("../../../templates/ui/rack_rows.html")),
     ("rack_flags.html", include_str!("../../../templates/ui/rack_flags.html")),
+    ("rack_picture.html", include_str!("../../../templates/ui/rack_picture.html")),
     ("tasks.html", include_str!("../../../templates/ui/tasks.html")),
     ("task.html", include_str!("../../../templates/ui/task.html")),
     ("leases.html", include_str!("../../../templates/ui/leases.html")),

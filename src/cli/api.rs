@@ -72,7 +72,12 @@ pub async fn api(client: ApiClient, call: ApiCall) -> anyhow::Result<()> {
     let headers = [("content-type", "application/json"), ("accept", "application/json, text/event-stream")];
     let resp = client.send(method, &call.path, &headers, body).await?;
     let status = resp.status();
-    let json = resp.headers().get("content-type").is_some_and(|v| v.as_bytes().ends_with(b"json"));
+    // `application/json` or `application/problem+json`, with parameters or without.
+    let json = resp
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.split(';').next().unwrap_or_default().trim().ends_with("json"));
     let mut out = std::io::stdout().lock();
     let mut body = resp.into_body();
     if json {

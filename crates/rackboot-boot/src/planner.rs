@@ -207,11 +207,12 @@ pub struct UnknownProfile(pub String);
 pub fn plan_boot(mac: Mac, machine: Option<&Machine>, ctx: &PlanContext<'_>) -> Result<BootPlan, UnknownProfile> {
     let (name, reason) = match machine {
         Some(m) if m.boot_profile.is_some() => (m.boot_profile.clone().unwrap_or_default(), "pinned"),
-        Some(m) if m.installer.as_ref().is_some_and(|i| !i.reported) => {
+        Some(m) if m.installer_pending() => {
             (m.installer.as_ref().map(|i| i.profile.clone()).unwrap_or_default(), "installer")
         }
-        // (The two arms above are the other two conditions of `boots_own_disk`.)
-        Some(m) if boots_own_disk(m.state, false, false) => return Ok(BootPlan::LocalDisk),
+        Some(m) if boots_own_disk(m.state, m.boot_profile.is_some(), m.installer_pending()) => {
+            return Ok(BootPlan::LocalDisk)
+        }
         _ => (ctx.discovery_profile.to_string(), "discovery"),
     };
     let p = ctx.profiles.get(&name).ok_or_else(|| UnknownProfile(name.clone()))?;

@@ -117,6 +117,11 @@ pub struct InstallerBoot {
 }
 
 impl Machine {
+    /// An installer a provisioning run set up has not reported back yet: PXE boots it.
+    pub fn installer_pending(&self) -> bool {
+        self.installer.as_ref().is_some_and(|i| !i.reported)
+    }
+
     /// The machine as the API shows it: without its installer token, which only the machine
     /// itself is given (in its answer file).
     pub fn shown(mut self) -> Machine {

@@ -48,7 +48,7 @@ impl From<&Machine> for Brief {
             uefi_loader: m.uefi_loader,
             boot_profile: m.boot_profile.clone(),
             rack: m.rack.clone(),
-            installer_pending: m.installer.as_ref().is_some_and(|i| !i.reported),
+            installer_pending: m.installer_pending(),
         }
     }
 }

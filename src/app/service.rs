@@ -43,6 +43,8 @@ pub struct Core {
     pub power: Arc<crate::bmc::Power>,
     /// The boot templates both web listeners render from (overrides loaded by [`crate::app`]).
     pub templates: crate::templates::Templates,
+    /// Webhook subscriptions and their delivery.
+    pub webhooks: Arc<crate::webhooks::Webhooks>,
 }
 
 impl Core {
@@ -78,6 +80,7 @@ impl Core {
         let power = Arc::new(crate::bmc::Power::new(cfg.bmc.clone(), cmdb.clone(), sealer.clone(), tls.ca_pem.clone()));
         engine.use_power(power.clone());
         let templates = crate::templates::Templates::new(cfg.templates.as_deref()).context("loading templates")?;
+        let webhooks = Arc::new(crate::webhooks::Webhooks::new(cfg.webhooks.clone(), cmdb.clone(), sealer.clone()));
         Ok(Core {
             cfg: Arc::new(cfg),
             addrs: Arc::new(addrs),
@@ -90,6 +93,7 @@ impl Core {
             plugins,
             power,
             templates,
+            webhooks,
         })
     }
 }
@@ -108,7 +112,8 @@ fn installer_proxy(cfg: &Config, addrs: &Addresses) -> String {
 impl Core {
     /// What the web listeners serve from, with the API's state over this core's handles.
     pub fn site(&self) -> crate::app::web::Site {
-        let Core { cfg, addrs, cmdb, metrics, hub, engine, tls, sealer: _, plugins, power, templates } = self.clone();
+        let Core { cfg, addrs, cmdb, metrics, hub, engine, tls, sealer: _, plugins, power, templates, webhooks } =
+            self.clone();
         let boot = crate::api::boot::BootState {
             renderer: templates,
             profiles: cfg.boot.profiles.clone(),
@@ -133,6 +138,7 @@ impl Core {
             power: Some(power),
             streams: Arc::new(tokio::sync::Semaphore::new(crate::api::MAX_STREAMS)),
             plugins: Some(plugins),
+            webhooks: Some(webhooks),
         };
         crate::app::web::Site { cfg, addrs, tls, state }
     }

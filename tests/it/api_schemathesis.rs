@@ -28,7 +28,7 @@ const CHECKS: &str = "[checks.ensure_resource_availability]\nenabled = false\n";
 /// Operations whose bodies are also checked by rules a schema cannot state, so a body the
 /// document calls valid may still be refused (400, the rule named in `detail`): a field against
 /// another or against what exists, or the text inside a field.
-const RULES: [(&str, &str, &str); 13] = [
+const RULES: [(&str, &str, &str); 15] = [
     ("POST", "^/jobs$", "exactly one of machine and tag; what an action may do"),
     ("POST", "^/plugins$", "the bundle's signature and manifest"),
     ("POST", "^/racks$", "slots, addresses and names against each other and the networks"),
@@ -42,6 +42,8 @@ const RULES: [(&str, &str, &str); 13] = [
     ("PUT", "^/templates/[^/]+$", "the template text must parse and render"),
     ("POST", "^/templates/[^/]+/preview$", "the same"),
     ("PUT", "^/profiles/[^/]+$", "the command line against the template"),
+    ("POST", "^/webhooks$", "plain http only to hosts webhooks.allow_http names; a CA's PEM must parse"),
+    ("PATCH", "^/webhooks/[^/]+$", "the same"),
 ];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -81,3 +81,4 @@ mod ui_provisioning;
 mod ui_racks;
 mod ui_templates;
 mod users;
+mod webhooks;

@@ -24,6 +24,7 @@ mod server;
 mod store;
 mod tftp;
 pub mod value;
+mod webhooks;
 mod windows;
 
 use std::net::{Ipv4Addr, SocketAddr};
@@ -47,6 +48,7 @@ pub use server::{WireHttp, WireServer};
 pub use store::{remote_host, PgConfig, StoreConfig, WireStore};
 pub use tftp::{TftpConfig, WireTftp};
 pub use value::{Ipv4Net, Pool};
+pub use webhooks::{WebhooksConfig, WireWebhooks};
 pub use windows::{WindowsConfig, WireWindows};
 
 /// The embedded default configuration: what `rackboot serve` runs with no `--config`.
@@ -71,6 +73,7 @@ pub struct WireConfig {
     pub windows: WireWindows,
     pub proxy: WireProxy,
     pub store: WireStore,
+    pub webhooks: WireWebhooks,
 }
 
 /// Validated runtime configuration.
@@ -113,6 +116,8 @@ pub struct Config {
     pub proxy: ProxyConfig,
     /// Where the CMDB lives.
     pub store: StoreConfig,
+    /// Webhook delivery (`[webhooks]`).
+    pub webhooks: WebhooksConfig,
     pub boot: BootFiles,
     /// Directory whose `ipxe/*.ipxe` and `provision/identity.sh` override the embedded templates.
     pub templates: Option<PathBuf>,
@@ -143,6 +148,7 @@ impl TryFrom<WireConfig> for Config {
             windows,
             proxy,
             store,
+            webhooks,
         } = w;
         let plugins = rackboot_model::plugins::StoreLimits::try_from(plugins)?;
         let WireServer {
@@ -179,6 +185,7 @@ impl TryFrom<WireConfig> for Config {
         let windows = WindowsConfig::try_from(windows)?;
         let proxy = ProxyConfig::try_from(proxy)?;
         let store = StoreConfig::try_from(store)?;
+        let webhooks = WebhooksConfig::try_from(webhooks)?;
         let (boot, templates) = BootFiles::from_wire(boot)?;
         let log_json = server::log_json(&log_format)?;
         let dhcp = DhcpConfig::from_wire(dhcp, dns.enabled.then_some(dns.domain.as_str()))?;
@@ -218,6 +225,7 @@ impl TryFrom<WireConfig> for Config {
             windows,
             proxy,
             store,
+            webhooks,
             boot,
             templates,
         })

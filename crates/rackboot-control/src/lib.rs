@@ -12,6 +12,7 @@
 //! - [`proxy`]: the package proxy (squid) installing nodes reach their mirrors through.
 //! - [`child`]: the helper daemons rackboot runs (smbd, squid, iperf3): started, restarted, stopped.
 //! - [`tls`]: the appliance CA, its server certificate and the rustls server config.
+//! - [`webhooks`]: webhook subscriptions and their signed, ordered, resumable delivery.
 //!
 //! The lower crates are re-exported under the names the code above uses (`cmdb`, `config`, ...).
 
@@ -31,4 +32,5 @@ pub mod provision;
 pub mod proxy;
 pub mod racks;
 pub mod tls;
+pub mod webhooks;
 pub mod windows;

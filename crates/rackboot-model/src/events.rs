@@ -157,6 +157,9 @@ event_kinds! {
     PowerAction = "power.action", fields: "action, state, uefi, attempts, fallback, ms, by";
     /// A power action through the BMC failed.
     PowerFailed = "power.failed", fields: "action, error, kind, ms, by";
+    /// A webhook subscription was stopped: its receiver failed for longer than
+    /// `webhooks.disable_after_secs`; recorded on the machine whose event it could not take.
+    WebhookDisabled = "webhook.disabled", fields: "webhook, seq, failing_since_ms, error";
 }
 
 impl std::fmt::Display for EventKind {

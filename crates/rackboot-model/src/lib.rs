@@ -16,6 +16,7 @@
 //! - [`racks`]: racks (switch, port -> slot map, address plan, CSV), placement by option 82,
 //!   LLDP or CSV, and the flags a person must look at.
 //! - [`plugins`]: vendor plugins: manifest, parameter schema, minisign signatures, references.
+//! - [`webhooks`]: webhook subscriptions: URL, filter, TLS check, delivery status.
 
 pub mod bmc;
 pub mod boot;
@@ -31,3 +32,4 @@ pub mod provision;
 pub mod racks;
 pub mod records;
 pub mod role;
+pub mod webhooks;

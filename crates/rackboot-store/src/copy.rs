@@ -12,6 +12,7 @@ use super::quarantine::QUARANTINE;
 use super::store::*;
 use super::templates::TEMPLATES;
 use super::userdata::USER_DATA;
+use super::webhooks::WEBHOOKS;
 use super::CmdbError;
 
 /// What one table held.
@@ -55,6 +56,7 @@ macro_rules! every_table {
             $f(PLUGIN_ACTIVE)?,
             $f(BMCS)?,
             $f(QUARANTINE)?,
+            $f(WEBHOOKS)?,
         ]
     };
 }

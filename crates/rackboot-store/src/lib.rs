@@ -37,6 +37,7 @@ mod templates;
 mod unclaimed;
 pub mod userdata;
 mod users;
+pub mod webhooks;
 mod whereabouts;
 pub mod writer;
 

@@ -31,6 +31,7 @@ mod tasks;
 mod templates;
 mod userdata;
 mod users;
+mod webhooks;
 
 use std::sync::Arc;
 
@@ -66,6 +67,8 @@ pub struct ApiState {
     pub streams: Arc<tokio::sync::Semaphore>,
     /// The plugin store (`/api/v1/plugins`, `/agent/v1/plugins`); `None` serves none.
     pub plugins: Option<Arc<crate::plugins::Store>>,
+    /// Webhook subscriptions and their delivery (`/api/v1/webhooks`); `None` serves none.
+    pub webhooks: Option<Arc<crate::webhooks::Webhooks>>,
 }
 
 /// Event streams open at once; more are refused with 503.
@@ -90,6 +93,7 @@ fn protected_routes() -> OpenApiRouter<ApiState> {
         .merge(auth::routes())
         .merge(users::routes())
         .merge(audit::routes())
+        .merge(webhooks::routes())
         .merge(backup::routes())
         .merge(quarantine::routes())
         .merge(appliances::routes())

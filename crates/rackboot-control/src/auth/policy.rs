@@ -40,7 +40,8 @@ pub fn required(method: &Method, route: &str, public_doc: bool) -> Access {
         ("openapi.json", true) if public_doc => Access::Public,
         ("auth", _) if route == "/auth/login" => Access::Public,
         ("auth" | "tokens", _) => Access::Role(Role::Viewer),
-        ("users" | "audit" | "backup" | "quarantine", _) => Access::Role(Role::Admin),
+        // Webhooks say where events go and hold a secret: an admin's, read or write.
+        ("users" | "audit" | "backup" | "quarantine" | "webhooks", _) => Access::Role(Role::Admin),
         // Where a machine's BMC is and who logs in to it is an operator's business; so is
         // user-data, which may hold secrets.
         ("machines", true) if route.ends_with("/bmc") => Access::Role(Role::Operator),
@@ -103,6 +104,10 @@ mod tests {
             (Method::PATCH, "/users/{name}", A),
             (Method::DELETE, "/users/{name}", A),
             (Method::GET, "/audit", A),
+            (Method::GET, "/webhooks", A),
+            (Method::GET, "/webhooks/{id}", A),
+            (Method::POST, "/webhooks", A),
+            (Method::PATCH, "/webhooks/{id}", A),
             (Method::GET, "/backup", A),
             (Method::GET, "/appliances", V),
             (Method::GET, "/quarantine", A),

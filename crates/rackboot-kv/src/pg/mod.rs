@@ -26,6 +26,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (4, include_str!("../../migrations/postgres/0004_appliances.sql")),
     (5, include_str!("../../migrations/postgres/0005_user_data.sql")),
     (6, include_str!("../../migrations/postgres/0006_machine_runs.sql")),
+    (7, include_str!("../../migrations/postgres/0007_webhooks.sql")),
 ];
 
 /// Rows a range reads per round trip, at most; the first read of each end asks for

@@ -15,7 +15,15 @@ pub fn figures(hour: &Hour, samples: &[Sample], pool_now: Sample) -> Vec<Plot> {
         ) + " UTC"
     });
     let counts = |id, title, unit, series: Vec<Series>| {
-        let spec = Spec { id, title, unit, shape: Shape::Counts, first_known: hour.first_known, note: cut.clone() };
+        let spec = Spec {
+            id,
+            title,
+            unit,
+            shape: Shape::Counts,
+            first_known: hour.first_known,
+            unknown: "not read",
+            note: cut.clone(),
+        };
         plot(&spec, &series)
     };
     let line = |key: &str, label: &str, values: &[u64]| Series {
@@ -46,6 +54,7 @@ pub fn figures(hour: &Hour, samples: &[Sample], pool_now: Sample) -> Vec<Plot> {
         unit: "machines",
         shape: Shape::Levels,
         first_known: hour.first_known,
+        unknown: "not read",
         note: cut.clone(),
     };
     out.push(plot(&spec, &states));
@@ -63,6 +72,7 @@ pub fn figures(hour: &Hour, samples: &[Sample], pool_now: Sample) -> Vec<Plot> {
             unit: "leases",
             shape: Shape::Levels,
             first_known: first,
+            unknown: "before the appliance started",
             note: Some(note),
         };
         out.push(plot(&spec, &[line("leases", "leases in use", &leased)]));

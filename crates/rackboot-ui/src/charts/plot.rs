@@ -46,6 +46,8 @@ pub struct Spec<'a> {
     pub shape: Shape,
     /// Slots before this one are unknown (not read, or before the appliance started).
     pub first_known: usize,
+    /// Why, in two or three words (`not read`), written over them when it fits.
+    pub unknown: &'a str,
     /// Said under the chart (why some minutes are unknown).
     pub note: Option<String>,
 }
@@ -59,8 +61,8 @@ pub struct Plot {
     pub width: u32,
     pub height: u32,
     pub area: Area,
-    /// The unknown minutes' area, if any.
-    pub unknown: Option<Area>,
+    /// The unknown minutes, if any.
+    pub unknown: Option<Unknown>,
     pub y_ticks: Vec<Tick>,
     pub x_ticks: Vec<Tick>,
     pub bars: Vec<Bar>,
@@ -79,6 +81,14 @@ pub struct Area {
     pub y: f64,
     pub w: f64,
     pub h: f64,
+}
+
+/// The minutes nothing is known of: their area and why, with where the words go when they fit.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Unknown {
+    pub at: Area,
+    pub text: String,
+    pub label: Option<(f64, f64)>,
 }
 
 /// A labelled place on an axis (`at`: y for the counts, x for the minutes).
@@ -159,7 +169,7 @@ pub fn plot(spec: &Spec<'_>, series: &[Series]) -> Plot {
         width: WIDTH,
         height: HEIGHT,
         area: Area { x: LEFT, y: TOP, w: PLOT_W, h: PLOT_H },
-        unknown: (known > 0).then(|| Area { x: LEFT, y: TOP, w: r1(known as f64 * SLOT_W), h: PLOT_H }),
+        unknown: (known > 0).then(|| unknown(known, spec.unknown)),
         y_ticks: y_ticks.collect(),
         x_ticks: x_ticks.collect(),
         bars,
@@ -169,6 +179,13 @@ pub fn plot(spec: &Spec<'_>, series: &[Series]) -> Plot {
         columns: series.iter().map(|s| s.label.clone()).collect(),
         rows: rows(spec.shape, series, known),
     }
+}
+
+fn unknown(known: usize, text: &str) -> Unknown {
+    let at = Area { x: LEFT, y: TOP, w: r1(known as f64 * SLOT_W), h: PLOT_H };
+    // About 6 px a character at the chart's 11 px font.
+    let fits = at.w >= text.chars().count() as f64 * 6.0 + 12.0;
+    Unknown { at, text: text.to_string(), label: fits.then(|| (r1(at.x + at.w / 2.0), r1(at.y + at.h / 2.0))) }
 }
 
 /// The tallest bar: the largest value, or the largest stack.
@@ -247,7 +264,10 @@ fn summary(spec: &Spec<'_>, series: &[Series], known: usize) -> String {
                     v.join(", ")
                 }
             };
-            format!("Now: {}. {}: {}.", at(MINUTES - 1), capital(&when(MINUTES - 1 - known)), at(known))
+            match known {
+                k if k >= MINUTES - 1 => format!("Now: {}.", at(MINUTES - 1)),
+                k => format!("Now: {}. {}: {}.", at(MINUTES - 1), capital(&when(MINUTES - 1 - k)), at(k)),
+            }
         }
     }
 }

@@ -156,8 +156,9 @@ fn a_read_cut_short_leaves_the_minutes_before_it_unknown() {
     let plots = figures(&h, &[], Sample { at_ms: NOW, leased: 0, pool: 0 });
     let boots = &plots[0];
     assert_eq!(boots.id, "boots");
-    let unknown = boots.unknown.expect("the unknown minutes are drawn");
-    assert_eq!((unknown.x, unknown.w), (44.0, 400.0));
+    let unknown = boots.unknown.as_ref().expect("the unknown minutes are drawn");
+    assert_eq!((unknown.at.x, unknown.at.w), (44.0, 400.0));
+    assert_eq!((unknown.text.as_str(), unknown.label), ("not read", Some((244.0, 78.0))));
     assert!(boots.bars.iter().all(|b| b.ago < 20), "no bar in the unknown minutes: {:?}", boots.bars);
     let note = boots.note.as_deref().unwrap();
     assert!(note.starts_with("Only the newest events were read: minutes before ") && note.ends_with(" UTC"), "{note}");
@@ -175,7 +176,8 @@ fn series(key: &str, values: &[(usize, u64)]) -> Series {
 
 #[test]
 fn counts_are_drawn_side_by_side_and_told_in_words() {
-    let spec = Spec { id: "t", title: "T", unit: "things", shape: Shape::Counts, first_known: 0, note: None };
+    let spec =
+        Spec { id: "t", title: "T", unit: "things", shape: Shape::Counts, first_known: 0, unknown: "", note: None };
     let p = plot(&spec, &[series("a", &[(59, 3), (10, 1)]), series("b", &[(59, 1)])]);
     assert_eq!(p.bars.len(), 3);
     let a = p.bars.iter().find(|b| b.key == "a" && b.ago == 0).unwrap();
@@ -200,7 +202,8 @@ fn counts_are_drawn_side_by_side_and_told_in_words() {
 
 #[test]
 fn levels_are_stacked_and_the_table_lists_the_changes() {
-    let spec = Spec { id: "s", title: "S", unit: "machines", shape: Shape::Levels, first_known: 0, note: None };
+    let spec =
+        Spec { id: "s", title: "S", unit: "machines", shape: Shape::Levels, first_known: 0, unknown: "", note: None };
     let mut ready = series("ready", &[]);
     ready.values = vec![2; MINUTES];
     let failed = series("failed", &(30..MINUTES).map(|i| (i, 1)).collect::<Vec<_>>());

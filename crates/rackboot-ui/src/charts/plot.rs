@@ -156,7 +156,7 @@ pub fn plot(spec: &Spec<'_>, series: &[Series]) -> Plot {
             bars.push(Bar { key: s.key.clone(), ago, value: v, at, title: format!("{}: {v} {}", when(ago), s.label) });
         }
     }
-    let mid = (top % 2 == 0).then_some(top / 2);
+    let mid = top.is_multiple_of(2).then_some(top / 2);
     let y_ticks =
         [Some(0), mid, Some(top)].into_iter().flatten().map(|v| Tick { at: r1(y(v as f64)), label: v.to_string() });
     let x_ticks = [60usize, 45, 30, 15, 0]

@@ -48,7 +48,7 @@ pub async fn serve_https(listener: TcpListener, site: Site, shutdown: Cancellati
     let Site { cfg, tls, state, .. } = site;
     let metrics = state.metrics.clone();
     let api = api::router(state.clone());
-    let ui = crate::ui::router(state, api.clone()).context("building the web UI")?;
+    let ui = crate::ui::router(state, api.clone(), shutdown.clone()).context("building the web UI")?;
     let app = crate::assets::guard(api.merge(ui), &cfg);
     let acceptor = tokio_rustls::TlsAcceptor::from(tls.config.clone());
     let settings = conn::Listener {

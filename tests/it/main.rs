@@ -74,6 +74,7 @@ mod tftp_inprocess;
 mod tls;
 mod ui_bmc;
 mod ui_browser;
+mod ui_charts;
 mod ui_pages;
 mod ui_plugins;
 mod ui_power;

@@ -1,6 +1,7 @@
 //! `/ui/dashboard`: machines by state (each a link to the filtered list), what failed lately
-//! (machines in `failed`, failed jobs) and the appliance's health (boot assets, as `/healthz`
-//! says; active jobs and runs; open live streams).
+//! (machines in `failed`, failed jobs), the appliance's health (boot assets, as `/healthz`
+//! says; active jobs and runs; open live streams) and the last hour in charts ([`charts`]),
+//! also served alone at `/ui/dashboard/charts` for the page to refresh each minute.
 
 use std::sync::Arc;
 
@@ -11,15 +12,62 @@ use axum::{Extension, Router};
 use minijinja::value::Serde;
 use minijinja::Value as V;
 
+use super::charts::{self, pool, Hour};
 use super::machine::job_row;
 use super::session::Session;
 use super::view::state_name;
 use super::UiState;
 use rackboot_model::jobs::JobState;
-use rackboot_store::{JobFilter, MachineFilter, MachineState};
+use rackboot_store::{now_ms, Cmdb, CmdbError, EventFilter, JobFilter, MachineFilter, MachineState};
 
 pub fn routes() -> Router<UiState> {
-    Router::new().route("/ui/dashboard", get(show))
+    Router::new().route("/ui/dashboard", get(show)).route("/ui/dashboard/charts", get(charts_only))
+}
+
+/// Timeline entries the charts read at most, the newest: an hour with more is drawn from where
+/// the read began, and says so.
+pub const CHART_READ: usize = 20_000;
+
+/// The charts' part of the page's context: `plots`, `pool_counted`, `read_at`, `error`.
+async fn charts_ctx(s: &UiState) -> V {
+    let now = now_ms();
+    let pool_now = pool::reading(&s.api.metrics, now);
+    let (plots, error) = match last_hour(&s.api.cmdb, now).await {
+        Ok(hour) => (charts::figures::figures(&hour, &s.pool.samples(), pool_now), None),
+        Err(e) => {
+            tracing::warn!(error = %e, "dashboard charts: the timeline could not be read");
+            (Vec::new(), Some(format!("the timeline could not be read: {e}")))
+        }
+    };
+    minijinja::context! { plots => V::from(Serde(&plots)), pool_counted => pool_now.pool > 0, read_at => now, error }
+}
+
+/// The hour ending at `now` from the newest [`CHART_READ`] timeline entries and the machines'
+/// states now.
+async fn last_hour(cmdb: &Cmdb, now: u64) -> Result<Hour, CmdbError> {
+    let since = now.saturating_sub(charts::HOUR_MS);
+    let counts = cmdb.count_by_state();
+    let after = cmdb.event_head().await?.saturating_sub(CHART_READ as u64);
+    let filter = EventFilter { kinds: charts::kinds(), since_ms: Some(since), ..Default::default() };
+    // Entries committed since the head was read may fall past the scan; the next refresh has them.
+    let (events, _) = cmdb.event_log(filter, after, CHART_READ, CHART_READ).await?;
+    // Cut short when the oldest entry read is inside the hour: the ones before it were not read.
+    let cut = match after {
+        0 => None,
+        _ => cmdb
+            .event_log(EventFilter::default(), after, 1, 1)
+            .await?
+            .0
+            .first()
+            .map(|e| e.at_ms)
+            .filter(|at| *at > since),
+    };
+    Ok(charts::hour(&events, now, &counts, cut))
+}
+
+/// The charts alone (the page's section, refreshed by htmx).
+async fn charts_only(State(s): State<UiState>, _session: Session) -> Response {
+    s.views.page("dashboard_charts.html", charts_ctx(&s).await)
 }
 
 /// Failed machines and jobs the page lists.
@@ -77,7 +125,7 @@ async fn show(
         user => &session.caller.user, role => session.caller.role.as_str(), csrf => &session.csrf,
         operator => session.operator(), total, counts, failed, jobs => V::from(Serde(&jobs)),
         assets, active_jobs, active_runs, streams, max_streams => rackboot_api::api::MAX_STREAMS, pool_use,
-        failed_state => state_name(&MachineState::Failed),
+        failed_state => state_name(&MachineState::Failed), ..charts_ctx(&s).await
     };
     s.views.page("dashboard.html", ctx)
 }

@@ -4,7 +4,7 @@
 //! role table, validation and audit log apply to the UI unchanged. Sessions live in a cookie
 //! that only `/ui` accepts ([`session`]); every POST carries the session's CSRF token.
 //!
-//! A page is a module with its routes: [`dashboard`], [`machines`] (list, search, bulk
+//! A page is a module with its routes: [`dashboard`] (with the last hour's [`charts`]), [`machines`] (list, search, bulk
 //! actions), [`machine`] (one machine, live through [`live`]), [`racks`] (rack bring-up: the
 //! form, the elevation kept live), [`provisioning`] (tasks, runs, leases), [`profiles`] (boot
 //! profiles with a rendered preview), [`templates`] (boot templates: edit, preview, reset), [`plugins`] (signed plugins, the admin's upload form),
@@ -17,6 +17,7 @@ mod admin;
 pub mod assets;
 mod bmc;
 mod bulk;
+mod charts;
 mod dashboard;
 mod form;
 mod forward;
@@ -45,16 +46,18 @@ use axum::routing::get;
 use axum::Router;
 
 use rackboot_api::api::ApiState;
+use tokio_util::sync::CancellationToken;
 
 pub use session::COOKIE;
 
 /// What every UI handler has: the API's state (CMDB, hub, auth settings), the API router the
-/// UI forwards changes to, and the page templates.
+/// UI forwards changes to, the page templates and the DHCP pool's samples for the dashboard.
 #[derive(Clone)]
 pub struct UiState {
     pub api: ApiState,
     internal: Router,
     views: Arc<view::Views>,
+    pool: charts::pool::PoolHistory,
 }
 
 /// The Content-Security-Policy of every UI response: nothing but the appliance's own origin,
@@ -62,10 +65,13 @@ pub struct UiState {
 pub const CSP: &str = "default-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'";
 
 /// The UI's routes (`/` redirects to `/ui/`), to merge into the HTTPS router. `api` is the
-/// REST API router (`api::router`) the UI forwards changes to.
-pub fn router(state: ApiState, api: Router) -> anyhow::Result<Router> {
+/// REST API router (`api::router`) the UI forwards changes to. Starts the dashboard's DHCP pool
+/// sampler, which runs until `stop`.
+pub fn router(state: ApiState, api: Router, stop: CancellationToken) -> anyhow::Result<Router> {
     let max_bundle = state.plugins.as_ref().map_or(0, |p| p.limits.max_bundle_bytes);
-    let ui = UiState { api: state, internal: api, views: Arc::new(view::Views::new()?) };
+    let pool = charts::pool::PoolHistory::default();
+    tokio::spawn(charts::pool::sample(pool.clone(), state.metrics.clone(), stop));
+    let ui = UiState { api: state, internal: api, views: Arc::new(view::Views::new()?), pool };
     Ok(Router::new()
         .route("/", get(|| async { Redirect::to("/ui/") }))
         .route("/ui", get(|| async { Redirect::to("/ui/") }))

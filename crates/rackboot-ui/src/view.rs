@@ -8,7 +8,7 @@ use minijinja::{Environment, UndefinedBehavior, Value};
 
 use rackboot_store::now_ms;
 
-const PAGES: [(&str, &str); 25] = [
+const PAGES: [(&str, &str); 26] = [
     ("base.html", include_str!("../../../templates/ui/base.html")),
     ("login.html", include_str!("../../../templates/ui/login.html")),
     ("machines.html", include_str!("../../../templates/ui/machines.html")),
@@ -21,6 +21,7 @@ const PAGES: [(&str, &str); 25] = [
     ("day_two_fields.html", include_str!("../../../templates/ui/day_two_fields.html")),
     ("message.html", include_str!("../../../templates/ui/message.html")),
     ("dashboard.html", include_str!("../../../templates/ui/dashboard.html")),
+    ("dashboard_charts.html", include_str!("../../../templates/ui/dashboard_charts.html")),
     ("audit.html", include_str!("../../../templates/ui/audit.html")),
     ("users.html", include_str!("../../../templates/ui/users.html")),
     ("racks.html", include_str!("../../../templates/ui/racks.html")),

@@ -53,7 +53,8 @@ def handler(secret: bytes, out, seen: set):
             event = json.loads(body)
             first = delivery not in seen
             seen.add(delivery)
-            out.write(json.dumps({"delivery": delivery, "first": first, "event": event}) + "\n")
+            line = {"delivery": delivery, "first": first, "signature": signature, "body": body.decode(), "event": event}
+            out.write(json.dumps(line) + "\n")
             out.flush()
             self.answer(204)
 

@@ -163,7 +163,9 @@ pub async fn start(cfg: Config) -> anyhow::Result<Running> {
     // Flags that come with time (silent slots, failed machines) get their events unasked.
     services.start("racks", crate::racks::sweep(core.cmdb.clone(), std::time::Duration::from_secs(30), token.clone()));
     // Events to the webhook receivers, each subscription from where it left off.
-    services.start("webhooks", core.webhooks.clone().serve(token.clone()));
+    if core.cfg.webhooks.deliver {
+        services.start("webhooks", core.webhooks.clone().serve(token.clone()));
+    }
     if let Some((every, keep)) = core.cfg.backups {
         services.start("backups", core.cmdb.clone().scheduled_backups(every, keep, token.clone()));
     }

@@ -176,3 +176,52 @@ async fn the_machine_list_at_10000_machines() {
     let (_, page) = raw(&app, "GET", "/ui/machines?sort=hostname&dir=desc", &[("cookie", &cookie)], "").await;
     assert!(page.contains("10000 machines match") && page.contains("n09999"), "sorted descending");
 }
+
+/// The webhooks page: an admin's, listing each subscription's delivery (a failing receiver with
+/// its error, never a secret); "Stop" and "Enable again" change it through the API.
+#[tokio::test]
+async fn the_webhooks_page_shows_delivery_and_stops_and_enables_again() {
+    let app = Appliance::start("[webhooks]\nretry_max_secs = 1\n").await;
+    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let made = app
+        .api
+        .ok(Method::POST, "/webhooks", Some(json!({"url": format!("http://127.0.0.1:{dead}/h")})))
+        .await
+        .unwrap();
+    let (id, secret) = (made["webhook"]["id"].as_u64().unwrap(), made["secret"].as_str().unwrap().to_string());
+    // An event to deliver, to a port nobody listens on.
+    app.api.ok(Method::POST, "/machines", Some(json!({"macs": ["52:54:00:bb:0e:01"]}))).await.unwrap();
+    crate::common::eventually(|| async {
+        let w = app.api.ok(Method::GET, &format!("/webhooks/{id}"), None).await?;
+        anyhow::ensure!(w["status"]["last_error"].is_string(), "not failed yet: {w}");
+        Ok(())
+    })
+    .await;
+
+    user(&app, "olga", "operator").await;
+    let (cookie, _) = ui_login(&app, "olga").await;
+    let (status, _) = raw(&app, "GET", "/ui/webhooks", &[("cookie", cookie.as_str())], "").await;
+    assert_eq!(status, 403, "webhooks are the admin's");
+
+    user(&app, "ada", "admin").await;
+    let (cookie, csrf) = ui_login(&app, "ada").await;
+    let c = ("cookie", cookie.as_str());
+    let (status, page) = raw(&app, "GET", "/ui/webhooks", &[c], "").await;
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains(&format!("127.0.0.1:{dead}")) && page.contains("failing"), "{page}");
+    assert!(page.contains("Connection refused") || page.contains("connecting"), "the error is shown: {page}");
+    assert!(!page.contains(&secret), "the secret is never shown");
+    let stop = format!("enabled=false&csrf={csrf}");
+    let (status, _) = raw(&app, "POST", &format!("/ui/webhooks/{id}/enabled"), &[c, FORM], "enabled=false").await;
+    assert_eq!(status, 403, "a form without its CSRF token changes nothing");
+    let (status, _) = raw(&app, "POST", &format!("/ui/webhooks/{id}/enabled"), &[c, FORM], &stop).await;
+    assert_eq!(status, 303);
+    assert_eq!(app.get(&format!("/webhooks/{id}")).await["enabled"], false);
+    let (_, page) = raw(&app, "GET", "/ui/webhooks", &[c], "").await;
+    assert!(page.contains("stopped") && page.contains("Enable again"), "{page}");
+    let again = format!("enabled=true&csrf={csrf}");
+    let (status, _) = raw(&app, "POST", &format!("/ui/webhooks/{id}/enabled"), &[c, FORM], &again).await;
+    assert_eq!(status, 303);
+    let w = app.get(&format!("/webhooks/{id}")).await;
+    assert!(w["enabled"].as_bool().unwrap() && w["status"]["disabled_reason"].is_null(), "{w}");
+}

@@ -12,6 +12,7 @@ use crate::Ipv4Net;
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct WireWebhooks {
+    pub deliver: bool,
     pub allow_http: Vec<String>,
     pub ca_bundle: PathBuf,
     pub request_timeout_secs: u64,
@@ -23,6 +24,7 @@ pub struct WireWebhooks {
 impl Default for WireWebhooks {
     fn default() -> Self {
         WireWebhooks {
+            deliver: true,
             allow_http: Vec::new(),
             ca_bundle: "/etc/ssl/certs/ca-certificates.crt".into(),
             request_timeout_secs: 10,
@@ -36,6 +38,8 @@ impl Default for WireWebhooks {
 /// Validated `[webhooks]` settings.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WebhooksConfig {
+    /// Whether this appliance delivers (on a shared store, exactly one of them should).
+    pub deliver: bool,
     /// Networks a receiver may be reached over plain HTTP in (loopback always may).
     pub allow_http: Vec<Ipv4Net>,
     /// The CA bundle a receiver's certificate is checked against unless its subscription pins
@@ -61,6 +65,7 @@ impl TryFrom<WireWebhooks> for WebhooksConfig {
 
     fn try_from(w: WireWebhooks) -> anyhow::Result<Self> {
         let WireWebhooks {
+            deliver,
             allow_http,
             ca_bundle,
             request_timeout_secs,
@@ -85,6 +90,7 @@ impl TryFrom<WireWebhooks> for WebhooksConfig {
         );
         anyhow::ensure!((1..=1000).contains(&max_subscriptions), "webhooks.max_subscriptions must be 1..=1000");
         Ok(WebhooksConfig {
+            deliver,
             allow_http,
             ca_bundle,
             request_timeout: Duration::from_secs(request_timeout_secs),

@@ -64,21 +64,15 @@ pub struct DeliveryStatus {
     /// Events acknowledged since the subscription was made.
     pub delivered: u64,
     /// Unix milliseconds of the last attempt, the last 2xx.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub last_attempt_ms: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub last_ok_ms: Option<u64>,
     /// The last answer's HTTP status, if there was an answer.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub last_status: Option<u16>,
-    /// Why the last attempt failed; absent once one succeeds.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// Why the last attempt failed; null once one succeeds.
     pub last_error: Option<String>,
     /// Unix milliseconds of the first failure in the current run of failures.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub failing_since_ms: Option<u64>,
     /// Why delivery was stopped (a receiver failing for too long), if it was.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub disabled_reason: Option<String>,
 }
 

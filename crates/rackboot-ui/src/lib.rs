@@ -35,6 +35,7 @@ mod session;
 mod templates;
 mod userdata;
 mod view;
+mod webhooks;
 
 use std::sync::Arc;
 
@@ -90,6 +91,7 @@ pub fn router(state: ApiState, api: Router, stop: CancellationToken) -> anyhow::
         .merge(templates::routes())
         .merge(plugins::routes(max_bundle))
         .merge(admin::routes())
+        .merge(webhooks::routes())
         .route_layer(middleware::from_fn(headers))
         .with_state(ui))
 }

@@ -8,7 +8,7 @@ use minijinja::{Environment, UndefinedBehavior, Value};
 
 use rackboot_store::now_ms;
 
-const PAGES: [(&str, &str); 26] = [
+const PAGES: [(&str, &str); 27] = [
     ("base.html", include_str!("../../../templates/ui/base.html")),
     ("login.html", include_str!("../../../templates/ui/login.html")),
     ("machines.html", include_str!("../../../templates/ui/machines.html")),
@@ -24,6 +24,7 @@ const PAGES: [(&str, &str); 26] = [
     ("dashboard_charts.html", include_str!("../../../templates/ui/dashboard_charts.html")),
     ("audit.html", include_str!("../../../templates/ui/audit.html")),
     ("users.html", include_str!("../../../templates/ui/users.html")),
+    ("webhooks.html", include_str!("../../../templates/ui/webhooks.html")),
     ("racks.html", include_str!("../../../templates/ui/racks.html")),
     ("rack.html", include_str!("../../../templates/ui/rack.html")),
     ("rack_rows.html", include_str!("../../../templates/ui/rack_rows.html")),

@@ -67,7 +67,9 @@ async fn create(
 ) -> Result<(StatusCode, Json<CreatedWebhook>), ApiError> {
     let new: NewWebhook = object(body?)?;
     let made = service(&s)?.create(new, caller.user).await?;
-    tracing::info!(webhook = made.webhook.id, url = %made.webhook.url, "webhook subscribed");
+    // The host only: a query may carry a receiver's token.
+    let host = made.webhook.url.split('?').next().unwrap_or_default().to_string();
+    tracing::info!(webhook = made.webhook.id, url = %host, "webhook subscribed");
     Ok((StatusCode::CREATED, Json(CreatedWebhook { webhook: made.webhook.shown(), secret: made.secret })))
 }
 

@@ -53,7 +53,10 @@ pub async fn run(svc: Arc<Webhooks>, hook: Webhook, stop: CancellationToken) {
         }
     };
     let w = Worker { svc: svc.clone(), hook, target, tls, secret };
-    w.deliver_all(stop).await;
+    w.deliver_all(stop.clone()).await;
+    // However it ended, the supervisor sees it at once: a worker still wanted is started again.
+    stop.cancel();
+    svc.changed.notify_one();
 }
 
 struct Worker {
@@ -143,6 +146,9 @@ impl Worker {
         let mut wait = Duration::from_secs(1);
         let mut failed = false;
         loop {
+            if stop.is_cancelled() {
+                return Outcome::Stop;
+            }
             let t = now_ms() / 1000;
             let headers = [
                 (sign::HEADER, sign::signature(&self.secret, t, &body)),
@@ -150,7 +156,10 @@ impl Worker {
                 ("rackboot-delivery", format!("{id}.{}", e.seq)),
                 ("rackboot-event", e.kind.to_string()),
             ];
-            let answer = post::post(&self.target, &self.tls, &headers, body.clone(), cfg.request_timeout).await;
+            let answer = tokio::select! {
+                a = post::post(&self.target, &self.tls, &headers, body.clone(), cfg.request_timeout) => a,
+                _ = stop.cancelled() => return Outcome::Stop,
+            };
             let at = now_ms();
             match answer {
                 Ok(status) if (200..300).contains(&status) => {
@@ -189,11 +198,16 @@ impl Worker {
     async fn disable(&self, e: &Event, since: u64, error: String) {
         let id = self.hook.id;
         let hours = self.svc.cfg.disable_after.as_secs() as f64 / 3600.0;
-        tracing::warn!(webhook = id, url = %self.hook.url, %error, "webhook disabled: its receiver failed for {hours:.1} h");
+        let host = &self.target.host;
+        tracing::warn!(webhook = id, %host, %error, "webhook disabled: its receiver failed for {hours:.1} h");
         let reason = format!("the receiver failed for {hours:.1} h without taking an event; last: {error}");
         let detail = json!({"webhook": id, "seq": e.seq, "failing_since_ms": since, "error": error});
         let event = Some((e.machine_id, EventKind::WebhookDisabled, detail));
+        let setup = self.hook.clone();
         let change = move |w: &mut Webhook| {
+            if !super::same_setup(w, &setup) {
+                return Err(CmdbError::Conflict("the subscription changed".into()));
+            }
             w.enabled = false;
             w.status.disabled_reason = Some(reason);
             Ok(())
@@ -206,7 +220,12 @@ impl Worker {
     /// Keeps the place reached (and the last success, which ends any failures); false when the
     /// subscription is gone.
     async fn save(&self, cursor: u64, delivered: u64, last_ok: Option<(u64, u16)>) -> bool {
+        let setup = self.hook.clone();
         let change = move |w: &mut Webhook| {
+            // A worker for a changed subscription keeps nothing: its successor goes on.
+            if !super::same_setup(w, &setup) {
+                return Err(CmdbError::Conflict("the subscription changed".into()));
+            }
             let s = &mut w.status;
             s.delivered_seq = s.delivered_seq.max(cursor);
             s.delivered += delivered;
@@ -220,7 +239,7 @@ impl Worker {
         };
         match self.svc.cmdb.update_webhook(self.hook.id, change, None).await {
             Ok(_) => true,
-            Err(CmdbError::NotFound(_)) => false,
+            Err(CmdbError::NotFound(_) | CmdbError::Conflict(_)) => false,
             Err(error) => {
                 tracing::warn!(webhook = self.hook.id, %error, "saving the webhook's place");
                 true

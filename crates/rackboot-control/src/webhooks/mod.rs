@@ -99,6 +99,11 @@ impl Webhooks {
             .update_webhook(
                 id,
                 move |w| {
+                    if (&w.url, &w.filter, &w.tls) != (&url, &filter, &tls) {
+                        // A new receiver or check starts with a clean slate.
+                        let s = &mut w.status;
+                        (s.failing_since_ms, s.last_error, s.last_status) = (None, None, None);
+                    }
                     (w.url, w.filter, w.tls) = (url, filter, tls);
                     match enabled {
                         Some(true) if !w.enabled => {
@@ -146,6 +151,9 @@ impl Webhooks {
                     return Err(CmdbError::Invalid("tls.sha256 must be sha256: and 64 lowercase hex digits".into()));
                 }
             }
+            WebhookTls::Ca { pem } if pem.len() > 65_536 => {
+                return Err(CmdbError::Invalid("tls.pem: at most 64 KiB".into()));
+            }
             WebhookTls::Ca { pem } => {
                 crate::tls::client_config(pem.as_bytes()).map_err(|e| CmdbError::Invalid(format!("tls.pem: {e:#}")))?;
             }
@@ -157,27 +165,34 @@ impl Webhooks {
     /// Runs a worker for every enabled subscription until `token` is cancelled, restarting a
     /// subscription's worker whenever it changes.
     pub async fn serve(self: Arc<Self>, token: CancellationToken) -> anyhow::Result<()> {
-        // Subscription id -> (what its worker was started with, its stop).
-        let mut running: HashMap<u64, (Webhook, CancellationToken)> = HashMap::new();
+        // Subscription id -> (what its worker was started with, its stop, the worker).
+        let mut running: HashMap<u64, (Webhook, CancellationToken, tokio::task::JoinHandle<()>)> = HashMap::new();
         loop {
             match self.cmdb.webhooks().await {
                 Ok(hooks) => {
                     let wanted: HashMap<u64, Webhook> =
                         hooks.into_iter().filter(|h| h.enabled).map(|h| (h.id, h)).collect();
-                    running.retain(|id, (started, stop)| {
-                        let keep = wanted.get(id).is_some_and(|w| same_setup(w, started)) && !stop.is_cancelled();
-                        if !keep {
-                            stop.cancel();
-                        }
-                        keep
-                    });
+                    let ended: Vec<u64> = running
+                        .iter()
+                        .filter(|(id, (started, stop, _))| {
+                            !wanted.get(id).is_some_and(|w| same_setup(w, started)) || stop.is_cancelled()
+                        })
+                        .map(|(id, _)| *id)
+                        .collect();
+                    for id in ended {
+                        let (_, stop, worker) = running.remove(&id).expect("listed");
+                        stop.cancel();
+                        // Never two workers on one subscription: the old one has stopped (its
+                        // POST is raced against the stop) before a new one starts.
+                        let _ = worker.await;
+                    }
                     for (id, hook) in wanted {
                         if running.contains_key(&id) {
                             continue;
                         }
                         let stop = token.child_token();
-                        running.insert(id, (hook.clone(), stop.clone()));
-                        tokio::spawn(deliver::run(self.clone(), hook, stop));
+                        let worker = tokio::spawn(deliver::run(self.clone(), hook.clone(), stop.clone()));
+                        running.insert(id, (hook, stop, worker));
                     }
                 }
                 Err(error) => tracing::warn!(%error, "reading the webhook subscriptions"),
@@ -185,13 +200,18 @@ impl Webhooks {
             tokio::select! {
                 _ = self.changed.notified() => {}
                 _ = tokio::time::sleep(RESCAN) => {}
-                _ = token.cancelled() => return Ok(()),
+                _ = token.cancelled() => {
+                    for (_, (_, _, worker)) in running.drain() {
+                        let _ = worker.await;
+                    }
+                    return Ok(());
+                }
             }
         }
     }
 }
 
 /// Whether two versions of a subscription deliver the same way (status aside).
-fn same_setup(a: &Webhook, b: &Webhook) -> bool {
+pub(crate) fn same_setup(a: &Webhook, b: &Webhook) -> bool {
     a.url == b.url && a.filter == b.filter && a.tls == b.tls && a.secret_sealed == b.secret_sealed
 }

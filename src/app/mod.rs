@@ -2,6 +2,7 @@
 //! then starts each service (see [`crate::service`]) under one cancellation token, and stops them
 //! all when one fails or a shutdown signal arrives.
 
+mod fallback;
 mod fdlimit;
 pub mod service;
 pub mod web;
@@ -40,6 +41,8 @@ pub struct Running {
     pub admin_token: String,
     pub token: CancellationToken,
     services: Services,
+    /// The appliance's address on the fallback network, while it runs.
+    _fallback: Option<fallback::FallbackAddress>,
 }
 
 /// The appliance's provisioning address as `rackboot serve` would find it: `server.address`,
@@ -80,6 +83,10 @@ pub async fn start(cfg: Config) -> anyhow::Result<Running> {
         TcpListener::bind(cfg.https.listen).await.with_context(|| format!("binding https {}", cfg.https.listen))?;
     let https_addr = https.local_addr()?;
     let mut addrs = resolve(&cfg, http_addr, https_addr.port(), lookup_interface)?;
+    let fallback = match cfg.fallback {
+        Some(net) => Some(fallback::FallbackAddress::add(net, &addrs.interface)?),
+        None => None,
+    };
     let names = crate::tls::names(&cfg, addrs.server_ip);
     let tls = crate::tls::load(&cfg, &names).context("setting up TLS")?;
     let (ca_pem, ca_pin) = (tls.ca_pem.clone(), tls.ca_pin.clone());
@@ -189,6 +196,7 @@ pub async fn start(cfg: Config) -> anyhow::Result<Running> {
         admin_token,
         token,
         services,
+        _fallback: fallback,
     })
 }
 

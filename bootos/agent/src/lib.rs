@@ -16,6 +16,7 @@
 //! - [`erase`]: a release's disk erase (quick, zero, or the device's own secure erase).
 //! - [`jobs`]: running a job (script or built-in action) with streamed output and a timeout.
 //! - [`net`]: network bring-up the G8OS way (kernel command line, else DHCP per interface).
+//! - [`fallback`]: the last-resort network: an ARP-probed address, the appliance at `.254`.
 //! - [`run`]: the agent's main loop.
 
 pub mod bootnext;
@@ -23,6 +24,7 @@ pub mod bundle;
 pub mod client;
 pub mod deploy;
 pub mod erase;
+pub mod fallback;
 pub mod image;
 pub mod inventory;
 pub mod jobs;

@@ -1,9 +1,10 @@
 //! `rackboot-agent`: see the library docs. Settings come from the kernel command line
-//! (`rackboot.url=`, `rackboot.ca=sha256:<hex>`, `rackboot.mac=`, `ip=`) in BootOS, or from
-//! flags on an installed node:
+//! (`rackboot.url=`, `rackboot.ca=sha256:<hex>`, `rackboot.mac=`, `ip=`, `rackboot.fallback=`,
+//! `rackboot.fallback_ip=`, `rackboot.ifaces=`) in BootOS, or from flags (which win):
 //!
 //! ```text
 //! rackboot-agent [--url URL] [--ca FILE] [--mode bootos|installed] [--state-dir DIR] [--no-network]
+//!                [--udhcpc-script FILE] [--fallback CIDR|off] [--fallback-ip IP] [--interfaces A,B]
 //! ```
 
 use std::path::PathBuf;
@@ -13,14 +14,14 @@ use rackboot_agent::run::{Agent, Options};
 use rackboot_agent::tls::Trust;
 use rackboot_agent::wire::AgentMode;
 
-const USAGE: &str = "usage: rackboot-agent [--url URL] [--ca FILE] [--mode bootos|installed] [--state-dir DIR] [--no-network] [--udhcpc-script FILE]";
+const USAGE: &str = "usage: rackboot-agent [--url URL] [--ca FILE] [--mode bootos|installed] [--state-dir DIR] [--no-network] [--udhcpc-script FILE] [--fallback CIDR|off] [--fallback-ip IP] [--interfaces A,B]";
 
 fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
         .with_writer(std::io::stderr)
         .init();
-    let cmdline = net::parse_cmdline(&std::fs::read_to_string("/proc/cmdline").unwrap_or_default());
+    let mut cmdline = net::parse_cmdline(&std::fs::read_to_string("/proc/cmdline").unwrap_or_default());
     let mut url = std::env::var("RACKBOOT_URL").ok().or(cmdline.url.clone());
     let mut ca_file: Option<PathBuf> = None;
     let mut mode = AgentMode::Bootos;
@@ -42,6 +43,13 @@ fn main() -> anyhow::Result<()> {
             }
             "--state-dir" => state_dir = Some(PathBuf::from(value()?)),
             "--udhcpc-script" => script = value()?,
+            "--fallback" => cmdline.fallback = net::parse_fallback(&value()?),
+            "--fallback-ip" => {
+                let v = value()?;
+                cmdline.fallback_ip =
+                    Some(v.parse().map_err(|_| anyhow::anyhow!("--fallback-ip {v:?} is no IPv4 address"))?);
+            }
+            "--interfaces" => cmdline.interfaces = net::parse_interfaces(&value()?),
             "--no-network" => network = false,
             "-h" | "--help" => {
                 println!("{USAGE}");
@@ -66,7 +74,7 @@ fn main() -> anyhow::Result<()> {
             "/run/rackboot-agent"
         }))
     });
-    let opts = Options {
+    let mut opts = Options {
         url: url.clone(),
         trust: trust.clone(),
         mode,
@@ -79,22 +87,33 @@ fn main() -> anyhow::Result<()> {
         } else {
             "/run/rackboot-agent"
         }),
-        macs: None,
+        // Interfaces named on the command line are the machine's, whatever the inventory would
+        // count (it takes NICs with a device behind them).
+        macs: cmdline.interfaces.as_ref().map(|list| {
+            list.iter()
+                .filter_map(|i| std::fs::read_to_string(format!("/sys/class/net/{i}/address")).ok())
+                .map(|m| m.trim().to_string())
+                .collect()
+        }),
         lldp: true,
         machine_actions: true,
     };
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     rt.block_on(async move {
         if network && mode == AgentMode::Bootos {
-            let health = format!("{}/healthz", url.trim_end_matches('/'));
-            net::bring_up(&cmdline, &script, async || reachable(&health, &trust).await).await;
+            let via =
+                async |fallback: Option<std::net::Ipv4Addr>| reachable(&net::url_at(&url, fallback), &trust).await;
+            if let Some(appliance) = net::bring_up(&cmdline, &script, via).await {
+                // Reached on the fallback network: the appliance is there from now on.
+                opts.url = net::url_at(&url, Some(appliance));
+            }
         }
         Agent::new(opts)?.run().await
     })
 }
 
-async fn reachable(health_url: &str, trust: &Trust) -> bool {
-    let Some(rest) = health_url.strip_prefix("https://") else { return false };
+async fn reachable(url: &str, trust: &Trust) -> bool {
+    let Some(rest) = url.strip_prefix("https://") else { return false };
     let base = format!("https://{}", rest.split('/').next().unwrap_or_default());
     let Ok(mut c) = rackboot_agent::client::Client::new(&base, trust) else { return false };
     // Any answer proves the appliance is reachable over this interface: /healthz is 503 while some

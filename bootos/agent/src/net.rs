@@ -1,7 +1,8 @@
 //! Network bring-up the G8OS way: a static configuration from the kernel command line when one
 //! is given (`ip=<client>::<gateway>:<netmask>:<hostname>:<device>:off`, the kernel's own
 //! syntax), otherwise DHCP on each interface with a link, one by one, until the appliance
-//! answers. Uses busybox `ip` and `udhcpc` (the BootOS image carries both and the udhcpc
+//! answers; when that fails too, each interface in turn on the fallback network
+//! ([`crate::fallback`]), and the whole round again, for ever. Uses busybox `ip` and `udhcpc` (the BootOS image carries both and the udhcpc
 //! script; udhcpc stays in the background after its lease and renews it, since a node can wait
 //! in BootOS for a long time). Installed nodes skip all of this: their OS owns the network.
 
@@ -22,6 +23,13 @@ pub struct Cmdline {
     pub nonce: Option<String>,
     /// `ip=` when it is a static configuration.
     pub static_ip: Option<StaticIp>,
+    /// `rackboot.fallback=<a.b.c.0/n>|off`: the last-resort network (default 10.254.254.0/24).
+    pub fallback: Option<crate::fallback::Net>,
+    /// `rackboot.fallback_ip=`: the fallback address to try first (another is chosen when a
+    /// node answers for it).
+    pub fallback_ip: Option<std::net::Ipv4Addr>,
+    /// `rackboot.ifaces=eth0,eth1`: only these interfaces (default: every one with a device).
+    pub interfaces: Option<Vec<String>>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -33,7 +41,7 @@ pub struct StaticIp {
 }
 
 pub fn parse_cmdline(text: &str) -> Cmdline {
-    let mut c = Cmdline::default();
+    let mut c = Cmdline { fallback: Some(crate::fallback::DEFAULT), ..Cmdline::default() };
     for word in text.split_whitespace() {
         if let Some(v) = word.strip_prefix("rackboot.url=") {
             c.url = Some(v.to_string());
@@ -45,6 +53,12 @@ pub fn parse_cmdline(text: &str) -> Cmdline {
             c.nonce = Some(v.to_string());
         } else if let Some(v) = word.strip_prefix("ip=") {
             c.static_ip = parse_ip(v);
+        } else if let Some(v) = word.strip_prefix("rackboot.fallback=") {
+            c.fallback = parse_fallback(v);
+        } else if let Some(v) = word.strip_prefix("rackboot.fallback_ip=") {
+            c.fallback_ip = v.parse().ok();
+        } else if let Some(v) = word.strip_prefix("rackboot.ifaces=") {
+            c.interfaces = parse_interfaces(v);
         }
     }
     c
@@ -62,6 +76,37 @@ fn parse_ip(v: &str) -> Option<StaticIp> {
         prefix: u32::from(netmask).count_ones() as u8,
         device: f.get(5).filter(|d| !d.is_empty()).map(|d| d.to_string()),
     })
+}
+
+/// `off` (or anything that is no fallback network) turns the fallback off.
+pub fn parse_fallback(v: &str) -> Option<crate::fallback::Net> {
+    let net = crate::fallback::Net::parse(v);
+    if net.is_none() && v != "off" {
+        tracing::warn!(value = v, "rackboot.fallback is no a.b.c.0/n network (n 8..=24): no fallback network");
+    }
+    net
+}
+
+/// A comma-separated list of interface names; none when empty.
+pub fn parse_interfaces(v: &str) -> Option<Vec<String>> {
+    let list: Vec<String> = v.split(',').map(str::trim).filter(|n| !n.is_empty()).map(String::from).collect();
+    (!list.is_empty()).then_some(list)
+}
+
+/// `url` (`https://host[:port][/path]`) with its host replaced by `ip` when given.
+pub fn url_at(url: &str, ip: Option<std::net::Ipv4Addr>) -> String {
+    let Some(ip) = ip else { return url.to_string() };
+    let rest = url.strip_prefix("https://").unwrap_or(url);
+    let (authority, path) = rest.split_once('/').map_or((rest, None), |(a, p)| (a, Some(p)));
+    let port = match authority.strip_prefix('[') {
+        Some(v6) => v6.split_once("]:").map(|(_, p)| p),
+        None => authority.rsplit_once(':').map(|(_, p)| p),
+    };
+    let port = port.map_or(String::new(), |p| format!(":{p}"));
+    match path {
+        Some(path) => format!("https://{ip}{port}/{path}"),
+        None => format!("https://{ip}{port}"),
+    }
 }
 
 fn run(cmd: &str, args: &[&str]) -> bool {
@@ -84,27 +129,37 @@ pub fn candidate_interfaces(sys: &Path) -> Vec<String> {
     v
 }
 
-/// Brings the network up until `reachable` says the appliance answers; never gives up (a node
-/// that cannot reach the appliance has nothing else to do), backing off up to 30 s.
-pub async fn bring_up(cmdline: &Cmdline, udhcpc_script: &str, reachable: impl AsyncFn() -> bool) {
+/// Brings the network up until `reachable(None)` says the appliance answers at its URL, or
+/// `reachable(Some(ip))` that it answers at `ip` on the fallback network; never gives up (a node
+/// that cannot reach the appliance has nothing else to do), backing off up to 30 s. Returns the
+/// appliance's fallback address when that is how it was reached.
+pub async fn bring_up(
+    cmdline: &Cmdline,
+    udhcpc_script: &str,
+    reachable: impl AsyncFn(Option<std::net::Ipv4Addr>) -> bool,
+) -> Option<std::net::Ipv4Addr> {
+    let interfaces = || match &cmdline.interfaces {
+        Some(list) => list.clone(),
+        None => candidate_interfaces(Path::new("/sys")),
+    };
     let mut backoff = Duration::from_secs(1);
     loop {
         run("ip", &["link", "set", "lo", "up"]);
         if let Some(s) = &cmdline.static_ip {
-            let dev = s.device.clone().or_else(|| candidate_interfaces(Path::new("/sys")).into_iter().next());
+            let dev = s.device.clone().or_else(|| interfaces().into_iter().next());
             if let Some(dev) = dev {
                 run("ip", &["link", "set", &dev, "up"]);
                 run("ip", &["addr", "replace", &format!("{}/{}", s.address, s.prefix), "dev", &dev]);
                 if let Some(gw) = &s.gateway {
                     run("ip", &["route", "replace", "default", "via", gw]);
                 }
-                if reachable().await {
+                if reachable(None).await {
                     tracing::info!(%dev, address = %s.address, "network up (static, from the kernel command line)");
-                    return;
+                    return None;
                 }
             }
         } else {
-            for dev in candidate_interfaces(Path::new("/sys")) {
+            for dev in interfaces() {
                 run("ip", &["link", "set", &dev, "up"]);
                 if !wait_for_carrier(&dev, Duration::from_secs(3)).await {
                     continue;
@@ -118,10 +173,22 @@ pub async fn bring_up(cmdline: &Cmdline, udhcpc_script: &str, reachable: impl As
                     }
                 }
                 if run("udhcpc", &["-i", &dev, "-n", "-t", "4", "-T", "2", "-p", &pidfile, "-s", udhcpc_script])
-                    && reachable().await
+                    && reachable(None).await
                 {
                     tracing::info!(%dev, "network up (dhcp)");
-                    return;
+                    return None;
+                }
+            }
+        }
+        if let Some(net) = &cmdline.fallback {
+            for dev in interfaces() {
+                run("ip", &["link", "set", &dev, "up"]);
+                if !wait_for_carrier(&dev, Duration::from_secs(3)).await {
+                    continue;
+                }
+                let at = async |ip| reachable(Some(ip)).await;
+                if crate::fallback::try_interface(net, &dev, cmdline.fallback_ip, &at).await.is_some() {
+                    return Some(net.appliance());
                 }
             }
         }
@@ -167,6 +234,19 @@ mod tests {
             })
         );
         assert_eq!(parse_cmdline("ip=dhcp").static_ip, None);
+        assert_eq!(c.fallback, Some(crate::fallback::DEFAULT), "on unless turned off");
+        let c =
+            parse_cmdline("rackboot.fallback=10.99.0.0/16 rackboot.fallback_ip=10.99.0.7 rackboot.ifaces=eth1,,eth2");
+        assert_eq!(c.fallback.unwrap().appliance(), std::net::Ipv4Addr::new(10, 99, 0, 254));
+        assert_eq!(c.fallback_ip, Some(std::net::Ipv4Addr::new(10, 99, 0, 7)));
+        assert_eq!(c.interfaces, Some(vec!["eth1".to_string(), "eth2".to_string()]));
+        assert_eq!(parse_cmdline("rackboot.fallback=off").fallback, None);
+        let ip = Some(std::net::Ipv4Addr::new(10, 254, 254, 254));
+        assert_eq!(url_at("https://198.18.0.1:8443", ip), "https://10.254.254.254:8443");
+        assert_eq!(url_at("https://rackboot.lab/x", ip), "https://10.254.254.254/x");
+        assert_eq!(url_at("https://[fd00::1]:443/", ip), "https://10.254.254.254:443/");
+        assert_eq!(url_at("https://[fd00::1]", ip), "https://10.254.254.254");
+        assert_eq!(url_at("https://a:1", None), "https://a:1");
         assert_eq!(parse_cmdline("ip=10.0.0.5").static_ip.unwrap().prefix, 24);
     }
 }

@@ -82,6 +82,9 @@ pub fn resolve(
         (true, false) => subnets.clone(),
         (true, true) => vec![slash24(public_ip)],
     };
+    let mut agent_networks = or_default(&cfg.agent.networks);
+    // Nodes on the fallback network are the appliance's own.
+    agent_networks.extend(cfg.fallback);
     Ok(Addresses {
         interface: found.map(|(iface, _)| iface).unwrap_or_else(|| cfg.interface.clone()),
         server_ip,
@@ -90,7 +93,7 @@ pub fn resolve(
         dhcp,
         dns,
         reverse_zones: or_default(&cfg.dns.reverse_zones),
-        agent_networks: or_default(&cfg.agent.networks),
+        agent_networks,
         name_server: None,
     })
 }

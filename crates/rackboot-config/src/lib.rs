@@ -44,7 +44,7 @@ pub use pair::{PairConfig, PairRole, WirePair};
 pub use plugins::WirePlugins;
 pub use provision::{HardwareProfile, ProvisionConfig, WireProvision, IPERF3_PORT};
 pub use proxy::{ProxyConfig, WireProxy};
-pub use server::{WireHttp, WireServer};
+pub use server::{fallback_address, WireHttp, WireServer};
 pub use store::{remote_host, PgConfig, StoreConfig, WireStore};
 pub use tftp::{TftpConfig, WireTftp};
 pub use value::{Ipv4Net, Pool};
@@ -88,6 +88,9 @@ pub struct Config {
     /// Machines only seen on the network (no operator data, never approved) kept at most; the
     /// oldest go first.
     pub max_unclaimed_machines: usize,
+    /// The last-resort network nodes fall back to when neither a static address nor DHCP
+    /// reaches the appliance; the appliance answers at its `.254` on `interface`.
+    pub fallback: Option<Ipv4Net>,
     /// Scheduled snapshots of the CMDB into `data_dir/backups`: (every, how many kept).
     pub backups: Option<(std::time::Duration, usize)>,
     pub http_listen: SocketAddr,
@@ -159,6 +162,7 @@ impl TryFrom<WireConfig> for Config {
             max_unclaimed_machines,
             backup_interval_secs,
             backup_keep,
+            fallback_network,
         } = server;
         let backups = server::backups(backup_interval_secs, backup_keep)?;
         anyhow::ensure!(
@@ -200,6 +204,13 @@ impl TryFrom<WireConfig> for Config {
             );
         }
         let public_url = server::public_url(&public_url)?;
+        let fallback = server::fallback_network(&fallback_network, &interface, &dhcp.networks())?;
+        if fallback.is_some() {
+            anyhow::ensure!(
+                https.listen.ip().is_unspecified(),
+                "server.fallback_network needs https.listen on every address (0.0.0.0): agents reach it at the fallback address"
+            );
+        }
         let tftp = TftpConfig::from_wire(tftp, &data_dir)?;
         let provision = ProvisionConfig::from_wire(provision, &data_dir, &tftp.root)?;
         Ok(Config {
@@ -208,6 +219,7 @@ impl TryFrom<WireConfig> for Config {
             address,
             log_json,
             max_unclaimed_machines,
+            fallback,
             backups,
             http_listen: listen,
             loopback_api,

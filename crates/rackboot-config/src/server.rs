@@ -6,6 +6,8 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 
+use crate::Ipv4Net;
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct WireServer {
@@ -16,6 +18,7 @@ pub struct WireServer {
     pub max_unclaimed_machines: usize,
     pub backup_interval_secs: u64,
     pub backup_keep: usize,
+    pub fallback_network: String,
 }
 
 impl Default for WireServer {
@@ -28,6 +31,7 @@ impl Default for WireServer {
             max_unclaimed_machines: rackboot_model::records::DEFAULT_UNCLAIMED_CAP,
             backup_interval_secs: 0,
             backup_keep: 7,
+            fallback_network: String::new(),
         }
     }
 }
@@ -96,4 +100,27 @@ pub fn backups(interval_secs: u64, keep: usize) -> anyhow::Result<Option<(std::t
     anyhow::ensure!(interval_secs >= 60, "server.backup_interval_secs must be 0 (off) or at least 60");
     anyhow::ensure!((1..=1000).contains(&keep), "server.backup_keep must be 1..=1000");
     Ok(Some((std::time::Duration::from_secs(interval_secs), keep)))
+}
+
+/// `server.fallback_network`: empty (off), or a network of /8 to /24 in which the appliance
+/// answers at `.254` on its provisioning interface, overlapping no DHCP subnet.
+pub fn fallback_network(text: &str, interface: &str, subnets: &[Ipv4Net]) -> anyhow::Result<Option<Ipv4Net>> {
+    if text.is_empty() {
+        return Ok(None);
+    }
+    let net: Ipv4Net = text.parse().map_err(|_| anyhow::anyhow!("server.fallback_network {text:?} is not a CIDR"))?;
+    anyhow::ensure!(
+        (8..=24).contains(&net.prefix_len()) && net.network() == net.addr(),
+        "server.fallback_network must be a network of /8 to /24 (no host bits), e.g. \"10.254.254.0/24\""
+    );
+    anyhow::ensure!(!interface.is_empty(), "server.fallback_network needs server.interface: its address goes on it");
+    if let Some(s) = subnets.iter().find(|s| s.contains(&net.network()) || net.contains(&s.network())) {
+        anyhow::bail!("server.fallback_network {net} overlaps the DHCP subnet {s}");
+    }
+    Ok(Some(net))
+}
+
+/// Where the appliance answers on the fallback network: its `.254`.
+pub fn fallback_address(net: Ipv4Net) -> Ipv4Addr {
+    Ipv4Addr::from(u32::from(net.network()) + 254)
 }

@@ -8,6 +8,7 @@
 mod ansible;
 mod dhcp;
 mod dns;
+mod fallback;
 mod pair;
 mod proxy;
 mod tftp;

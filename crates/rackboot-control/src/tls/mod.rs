@@ -118,6 +118,10 @@ pub fn names(cfg: &Config, server_ip: Option<std::net::Ipv4Addr>) -> Vec<String>
     if !cfg.https.listen.ip().is_unspecified() {
         add(cfg.https.listen.ip().to_string());
     }
+    // Nodes that fell back to the last-resort network reach the appliance there.
+    if let Some(net) = cfg.fallback {
+        add(crate::config::fallback_address(net).to_string());
+    }
     if let Some(host) = url_host(&cfg.public_url) {
         add(host);
     }

@@ -92,7 +92,9 @@ parse_boot() {
       if (!("rackboot" in t)) exit
       ref = "dnsmasq"
       if (!("dnsmasq" in t) || (("atftpd" in t) && t["atftpd"] + 0 < t["dnsmasq"] + 0)) ref = "atftpd"
-      printf "boot\tTFTP, %s parallel 1 MB transfers (s)\t%s (%s failed)\t%s\t%s (%s failed)\tl\n", n, t["rackboot"], f["rackboot"], ref, t[ref], f[ref]
+      # More failures than the reference is worse whatever the time: no ratio.
+      d = f["rackboot"] + 0 > f[ref] + 0 ? "f" : "l"
+      printf "boot\tTFTP, %s parallel 1 MB transfers (s)\t%s (%s failed)\t%s\t%s (%s failed)\t%s\n", n, t["rackboot"], f["rackboot"], ref, t[ref], f[ref], d
     }' "$1"
 }
 
@@ -190,6 +192,7 @@ rows() {
       a = lead($3); b = lead($5); r = "-"
       if ($6 == "h" && a >= 0 && b > 0) r = sprintf("%.2f", a / b)
       if ($6 == "l" && a > 0 && b >= 0) r = sprintf("%.2f", b / a)
+      if ($6 == "f") r = "worse: failures"
       ref = $4 == "" ? "-" : ($5 == "" ? $4 ": -" : $4 ": " $5)
       print $1, $2, $3, ref, r }'
 }

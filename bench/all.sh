@@ -7,8 +7,8 @@
 #   bench/all.sh [NAME...]        (as root) names: dhcp dns boot http storm store agents api
 #   bench/all.sh --report DIR     the table again from a finished run's logs (no root, runs nothing)
 #
-# Run time: about 10 minutes on 2 cores once the release build exists (estimated per benchmark
-# below from BENCHMARKS.md's figures; the build itself, on a cold target, comes on top of that).
+# Run time: 262 s of benchmarks on 2 cores (2026-11-28), after the release build (5 min 41 s on a
+# cold target, nothing when warm) and tools/setup.sh --bench.
 # It builds rackboot, the agent's agent-load, rackboot-storm and the api_list example in release
 # mode once, up front, with the commands the scripts use, so their own builds are no-ops.
 #

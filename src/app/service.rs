@@ -80,7 +80,12 @@ impl Core {
         let power = Arc::new(crate::bmc::Power::new(cfg.bmc.clone(), cmdb.clone(), sealer.clone(), tls.ca_pem.clone()));
         engine.use_power(power.clone());
         let templates = crate::templates::Templates::new(cfg.templates.as_deref()).context("loading templates")?;
-        let webhooks = Arc::new(crate::webhooks::Webhooks::new(cfg.webhooks.clone(), cmdb.clone(), sealer.clone()));
+        let webhooks = Arc::new(crate::webhooks::Webhooks::new(
+            cfg.webhooks.clone(),
+            cmdb.clone(),
+            sealer.clone(),
+            metrics.clone(),
+        ));
         Ok(Core {
             cfg: Arc::new(cfg),
             addrs: Arc::new(addrs),

@@ -198,6 +198,13 @@ async fn the_webhooks_page_shows_delivery_and_stops_and_enables_again() {
     })
     .await;
 
+    let running = app.app.as_ref().unwrap();
+    let (_, metrics) =
+        crate::common::https_get_with(running.https_addr, &running.ca_pem, "/metrics", Some(&running.admin_token))
+            .await;
+    assert!(metrics.contains("rackboot_webhooks_failing 1"), "{metrics}");
+    assert!(metrics.contains("rackboot_webhook_deliveries_total{outcome=\"failed\"}"), "{metrics}");
+
     user(&app, "olga", "operator").await;
     let (cookie, _) = ui_login(&app, "olga").await;
     let (status, _) = raw(&app, "GET", "/ui/webhooks", &[("cookie", cookie.as_str())], "").await;

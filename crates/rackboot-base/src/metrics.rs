@@ -80,6 +80,12 @@ pub struct Metrics {
     pub boot_assets_missing: Gauge,
     /// BMCs not tried because they refused their credentials lately (set when /metrics is read).
     pub bmc_auth_holds: Gauge,
+    /// Webhook deliveries by outcome (`ok`: the receiver answered 2xx; `failed`: anything else).
+    pub webhook_deliveries: Family<OutcomeLabel, Counter>,
+    /// Enabled webhook subscriptions whose receiver is failing (set when /metrics is read).
+    pub webhooks_failing: Gauge,
+    /// Webhook subscriptions stopped after failing too long (set when /metrics is read).
+    pub webhooks_disabled: Gauge,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -195,6 +201,21 @@ impl Metrics {
             "bmc_auth_holds",
             "BMCs not tried because they refused their credentials lately (bmc.auth_hold_secs)",
             self.bmc_auth_holds.clone(),
+        );
+        r.register(
+            "webhook_deliveries",
+            "Webhook deliveries by outcome (ok: a 2xx answer; failed: anything else, retried)",
+            self.webhook_deliveries.clone(),
+        );
+        r.register(
+            "webhooks_failing",
+            "Enabled webhook subscriptions whose receiver is failing",
+            self.webhooks_failing.clone(),
+        );
+        r.register(
+            "webhooks_disabled",
+            "Webhook subscriptions stopped after failing for webhooks.disable_after_secs",
+            self.webhooks_disabled.clone(),
         );
         let mut out = String::new();
         prometheus_client::encoding::text::encode(&mut out, &r).expect("writing to a String cannot fail");

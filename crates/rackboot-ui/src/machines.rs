@@ -201,8 +201,9 @@ async fn list(
 }
 
 /// The states a filter offers, as the API spells them.
-pub const STATES: [&str; 11] = [
+pub const STATES: [&str; 12] = [
     "discovered",
+    "commissioning",
     "ready",
     "queued",
     "configuring",

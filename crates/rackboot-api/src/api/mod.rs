@@ -185,6 +185,9 @@ async fn metrics(
     if let Some(power) = &s.power {
         s.metrics.bmc_auth_holds.set(power.auth_holds() as i64);
     }
+    if let Some(webhooks) = &s.webhooks {
+        webhooks.refresh_metrics().await;
+    }
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], s.metrics.render()).into_response()
 }
 

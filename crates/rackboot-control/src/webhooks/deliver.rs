@@ -163,10 +163,12 @@ impl Worker {
             let at = now_ms();
             match answer {
                 Ok(status) if (200..300).contains(&status) => {
+                    self.svc.count(true);
                     let after_failures = failed || self.hook.status.failing_since_ms.is_some();
                     return Outcome::Delivered { status, at, after_failures };
                 }
                 answer => {
+                    self.svc.count(false);
                     let (status, error) = match answer {
                         Ok(s) => (Some(s), format!("the receiver answered {s}")),
                         Err(e) => (None, e),

@@ -30,6 +30,7 @@ pub struct Webhooks {
     cfg: WebhooksConfig,
     /// Woken when a subscription changed, so its worker is restarted at once.
     changed: Notify,
+    metrics: rackboot_base::metrics::Metrics,
 }
 
 /// A subscription just made, with its secret (answered this once, never again).
@@ -39,8 +40,31 @@ pub struct Created {
 }
 
 impl Webhooks {
-    pub fn new(cfg: WebhooksConfig, cmdb: Cmdb, sealer: Arc<Sealer>) -> Webhooks {
-        Webhooks { cmdb, sealer, cfg, changed: Notify::new() }
+    pub fn new(
+        cfg: WebhooksConfig,
+        cmdb: Cmdb,
+        sealer: Arc<Sealer>,
+        metrics: rackboot_base::metrics::Metrics,
+    ) -> Webhooks {
+        Webhooks { cmdb, sealer, cfg, changed: Notify::new(), metrics }
+    }
+
+    /// Counts one delivery attempt's outcome.
+    fn count(&self, ok: bool) {
+        let outcome = if ok { "ok" } else { "failed" };
+        self.metrics
+            .webhook_deliveries
+            .get_or_create(&rackboot_base::metrics::OutcomeLabel { outcome: outcome.into() })
+            .inc();
+    }
+
+    /// Sets the gauges `/metrics` shows: subscriptions failing, and stopped for failing.
+    pub async fn refresh_metrics(&self) {
+        let Ok(hooks) = self.cmdb.webhooks().await else { return };
+        let failing = hooks.iter().filter(|w| w.enabled && w.status.failing_since_ms.is_some()).count();
+        let disabled = hooks.iter().filter(|w| !w.enabled && w.status.disabled_reason.is_some()).count();
+        self.metrics.webhooks_failing.set(failing as i64);
+        self.metrics.webhooks_disabled.set(disabled as i64);
     }
 
     /// Makes a subscription; delivery starts with the next event.

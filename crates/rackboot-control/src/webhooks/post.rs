@@ -11,8 +11,6 @@ use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Bytes;
 use hyper::Request;
 use hyper_util::rt::TokioIo;
-use rackboot_agent::tls::CertCheck;
-use rustls::client::danger::ServerCertVerified;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::CertificateDer;
 
@@ -103,25 +101,7 @@ pub fn connector(tls: &WebhookTls, cfg: &WebhooksConfig) -> anyhow::Result<tokio
                 .with_no_client_auth()
         }
         WebhookTls::Fingerprint { sha256 } => {
-            let pin = sha256.trim_start_matches("sha256:").to_string();
-            let check = CertCheck::new(
-                provider.clone(),
-                Box::new(move |end_entity, _, _, _, _| {
-                    let got = crate::tls::fingerprint(end_entity);
-                    if got == pin {
-                        Ok(ServerCertVerified::assertion())
-                    } else {
-                        Err(rustls::Error::General(format!(
-                            "the receiver's certificate sha256:{got} is not the pinned sha256:{pin}"
-                        )))
-                    }
-                }),
-            );
-            rustls::ClientConfig::builder_with_provider(provider)
-                .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])?
-                .dangerous()
-                .with_custom_certificate_verifier(Arc::new(check))
-                .with_no_client_auth()
+            crate::tls::pinned::client_config(Some(sha256.trim_start_matches("sha256:").to_string()), "the receiver")?
         }
     };
     Ok(tokio_rustls::TlsConnector::from(Arc::new(config)))

@@ -29,7 +29,9 @@ pub use rackboot_api::{api, assets};
 pub use rackboot_base::{metrics, net, secrets};
 pub use rackboot_boot::{planner, render, templates};
 pub use rackboot_config as config;
-pub use rackboot_control::{auth, bmc, child, controller, plugins, provision, proxy, racks, tls, webhooks, windows};
+pub use rackboot_control::{
+    auth, bmc, child, controller, plugins, provision, proxy, racks, tang, tls, webhooks, windows,
+};
 pub use rackboot_dhcp as dhcp;
 pub use rackboot_dhcp::ra;
 pub use rackboot_dns as dns;

@@ -173,6 +173,8 @@ pub async fn start(cfg: Config) -> anyhow::Result<Running> {
     if core.cfg.webhooks.deliver {
         services.start("webhooks", core.webhooks.clone().serve(token.clone()));
     }
+    // Re-bind jobs' ends recorded, and Tang keys no machine is bound to any more deleted.
+    services.start("tang", core.tang.clone().serve(token.clone()));
     if let Some((every, keep)) = core.cfg.backups {
         services.start("backups", core.cmdb.clone().scheduled_backups(every, keep, token.clone()));
     }

@@ -45,6 +45,8 @@ pub struct Core {
     pub templates: crate::templates::Templates,
     /// Webhook subscriptions and their delivery.
     pub webhooks: Arc<crate::webhooks::Webhooks>,
+    /// The Tang server encrypted file systems are bound to.
+    pub tang: Arc<crate::tang::Tang>,
 }
 
 impl Core {
@@ -86,6 +88,8 @@ impl Core {
             sealer.clone(),
             metrics.clone(),
         ));
+        let tang = Arc::new(crate::tang::Tang::new(cmdb.clone(), sealer.clone(), &addrs.http_base));
+        engine.use_tang(tang.clone());
         Ok(Core {
             cfg: Arc::new(cfg),
             addrs: Arc::new(addrs),
@@ -99,6 +103,7 @@ impl Core {
             power,
             templates,
             webhooks,
+            tang,
         })
     }
 }
@@ -117,7 +122,7 @@ fn installer_proxy(cfg: &Config, addrs: &Addresses) -> String {
 impl Core {
     /// What the web listeners serve from, with the API's state over this core's handles.
     pub fn site(&self) -> crate::app::web::Site {
-        let Core { cfg, addrs, cmdb, metrics, hub, engine, tls, sealer: _, plugins, power, templates, webhooks } =
+        let Core { cfg, addrs, cmdb, metrics, hub, engine, tls, sealer: _, plugins, power, templates, webhooks, tang } =
             self.clone();
         let boot = crate::api::boot::BootState {
             renderer: templates,
@@ -144,6 +149,7 @@ impl Core {
             streams: Arc::new(tokio::sync::Semaphore::new(crate::api::MAX_STREAMS)),
             plugins: Some(plugins),
             webhooks: Some(webhooks),
+            tang: Some(tang),
         };
         crate::app::web::Site { cfg, addrs, tls, state }
     }

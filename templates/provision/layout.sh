@@ -11,16 +11,23 @@ set -u
 #   volume per extra file system, each made fresh and mounted by UUID through /etc/fstab.
 # The root keeps its UUID, so the image's fstab and GRUB's search for it still hold; GRUB is
 # installed on each disk for BIOS (the ESP's signed shim and GRUB read LVM and RAID for UEFI).
-# The image must have mdadm (mirrored) and lvm2 (LVM) installed, so its initramfs finds the root.
+# An encrypted file system is LUKS2 on its volume, bound with Clevis to the appliance's Tang
+# server (from the advertisement below: no trust question, no network needed to bind) and to
+# nothing else: the random key it was made with lives in BootOS's memory and is dropped, so it
+# unlocks (at boot, by clevis-luks-askpass) only while the appliance answers.
+# The image must have mdadm (mirrored) and lvm2 (LVM) installed, so its initramfs finds the
+# root; cryptsetup and clevis (clevis-luks, clevis-systemd) for an encrypted file system.
 # A retry resumes: once DISK's root partition is a RAID member or an LVM volume the copy is
 # done, and every later part checks what is there first.
 layout() {
   DISK="{{ disk }}"
   MIRROR="{{ mirror }}"
   LVM="{{ lvm }}"
-  # mount point, file system, MiB, logical volume; one per line
-  FILESYSTEMS="{% for fs in filesystems %}{{ fs.mount }} {{ fs.fstype }} {{ fs.size_mib }} {{ fs.volume }}
+  # mount point, file system, MiB, logical volume, "1" when encrypted; one per line
+  FILESYSTEMS="{% for fs in filesystems %}{{ fs.mount }} {{ fs.fstype }} {{ fs.size_mib }} {{ fs.volume }}{% if fs.encrypted %} 1{% endif %}
 {% endfor %}"
+  TANG_URL="{{ tang_url }}"
+  TANG_ADV='{{ tang_adv }}'
   VG="{{ volume_group }}" MD="{{ mirror_device }}" R=/mnt/layout
   RAID_TYPE=A19D880F-05FC-4D3B-A006-743F0F84911E LVM_TYPE=E6D6D379-F507-44C2-A23C-238F2A3DF928
   say() { echo "layout: [$(cut -d' ' -f1 /proc/uptime)] $*"; }
@@ -154,19 +161,24 @@ layout() {
   [ "$LVM" = 1 ] && ROOTDEV=/dev/$VG/root
   [ -b "$ROOTDEV" ] || fail "$ROOTDEV is missing"
 
-  # Extra file systems, then the root grows to what is left.
-  echo "$FILESYSTEMS" | while read -r mount fstype mib vol; do
+  # A new file system on $2 (its type $1).
+  make_fs() {
+    id=$(cat /proc/sys/kernel/random/uuid)
+    case "$1" in
+      # e2fsprogs' mke2fs by its path: busybox's sh runs its own applet of that name first.
+      ext4) out=$(/sbin/mke2fs -q -F -t ext4 -U "$id" "$2" 2>&1) ;;
+      xfs) out=$(mkfs.xfs -q -f -m uuid="$id" "$2" 2>&1) ;;
+    esac || fail "mkfs.$1 on $2: $out"
+  }
+  # Extra file systems (an encrypted one's once the installed system's tools are at hand),
+  # then the root grows to what is left.
+  echo "$FILESYSTEMS" | while read -r mount fstype mib vol enc; do
     [ -n "$mount" ] || continue
     if ! lvm lvs "$VG/$vol" >/dev/null 2>&1; then
       lvm lvcreate -q -y -Wy -Zy -n "$vol" -L "${mib}m" "$VG" >/dev/null || fail "no room for $mount ($mib MiB) in $VG"
     fi
-    if [ -z "$(uuid "/dev/$VG/$vol")" ]; then
-      id=$(cat /proc/sys/kernel/random/uuid)
-      case "$fstype" in
-        # e2fsprogs' mke2fs by its path: busybox's sh runs its own applet of that name first.
-        ext4) out=$(/sbin/mke2fs -q -F -t ext4 -U "$id" "/dev/$VG/$vol" 2>&1) ;;
-        xfs) out=$(mkfs.xfs -q -f -m uuid="$id" "/dev/$VG/$vol" 2>&1) ;;
-      esac || fail "mkfs.$fstype for $mount: $out"
+    if [ "$enc" != 1 ] && [ -z "$(uuid "/dev/$VG/$vol")" ]; then
+      make_fs "$fstype" "/dev/$VG/$vol"
       say "$mount: $fstype on $VG/$vol ($mib MiB)"
     fi
   done || exit 1
@@ -182,18 +194,60 @@ layout() {
   mount "$ROOTDEV" "$R" || fail "cannot mount $ROOTDEV"
   for m in dev proc sys; do mount --bind "/$m" "$R/$m"; done
   trap 'for m in sys proc dev ""; do umount "$R/$m" 2>/dev/null; done' EXIT
+  tool() { for d in usr/sbin sbin usr/bin bin; do [ -x "$R/$d/$1" ] && { echo "$R/$d/$1"; return; }; done; }
+  # Encrypted file systems: LUKS2 made with a random key held in BootOS's memory, the file
+  # system made inside, a Clevis binding to the Tang server added with that key, and the key's
+  # own slot wiped. A volume that is LUKS2 with a Clevis binding already is kept as it is; one
+  # that is not (an earlier try stopped half way) is made again.
+  in_os() { chroot "$R" "$@"; }
+  echo "$FILESYSTEMS" | while read -r mount fstype mib vol enc; do
+    [ "$enc" = 1 ] || continue
+    dev=/dev/$VG/$vol name=crypt-$vol
+    if in_os cryptsetup isLuks "$dev" 2>/dev/null && in_os cryptsetup luksDump "$dev" 2>/dev/null | grep -q ': clevis'; then
+      say "$mount: LUKS2 on $VG/$vol, bound to the Tang server already"
+      continue
+    fi
+    [ -n "$(tool cryptsetup)" ] && [ -n "$(tool clevis)" ] \
+      || fail "the image has no cryptsetup and clevis (clevis-luks, clevis-systemd): $mount cannot be encrypted"
+    # BootOS's kernel does the encryption (dm-crypt, AES-XTS, the kernel crypto API).
+    modprobe -a dm_crypt xts ecb af_alg algif_skcipher 2>/dev/null || true
+    key=/tmp/layout-$vol.key
+    od -An -tx1 -N48 /dev/urandom | tr -d ' \n' > "$key"
+    in_os cryptsetup luksFormat -q --type luks2 --pbkdf pbkdf2 --pbkdf-force-iterations 1000 --key-file=- "$dev" < "$key" \
+      || { rm -f "$key"; fail "cryptsetup luksFormat on $dev failed"; }
+    in_os cryptsetup open --key-file=- "$dev" "$name" < "$key" || { rm -f "$key"; fail "cannot open $dev"; }
+    make_fs "$fstype" "/dev/mapper/$name"
+    in_os cryptsetup close "$name"
+    if ! in_os clevis luks bind -y -d "$dev" -k - tang "{\"url\":\"$TANG_URL\",\"adv\":$TANG_ADV}" < "$key"; then
+      rm -f "$key"; fail "clevis could not bind $dev to the Tang server at $TANG_URL"
+    fi
+    rm -f "$key"
+    in_os cryptsetup luksKillSlot -q "$dev" 0 || fail "cannot wipe the first key slot of $dev"
+    say "$mount: $fstype on LUKS2 on $VG/$vol ($mib MiB), bound to the Tang server at $TANG_URL"
+  done || exit 1
   sed -i '/# rackboot layout$/d' "$R/etc/fstab"
-  echo "$FILESYSTEMS" | while read -r mount fstype mib vol; do
+  [ -f "$R/etc/crypttab" ] && sed -i '/^crypt-[A-Za-z0-9_]* UUID=/d' "$R/etc/crypttab"
+  echo "$FILESYSTEMS" | while read -r mount fstype mib vol enc; do
     [ -n "$mount" ] || continue
     mkdir -p "$R$mount"
+    if [ "$enc" = 1 ]; then
+      # Unlocked once the network is up, by clevis-luks-askpass; the boot does not wait for it.
+      echo "crypt-$vol UUID=$(in_os cryptsetup luksUUID "/dev/$VG/$vol") none luks,_netdev,nofail" >> "$R/etc/crypttab"
+      echo "/dev/mapper/crypt-$vol $mount $fstype _netdev,nofail 0 0 # rackboot layout" >> "$R/etc/fstab"
+      continue
+    fi
     pass=2; [ "$fstype" = xfs ] && pass=0
     echo "UUID=$(uuid "/dev/$VG/$vol") $mount $fstype defaults 0 $pass # rackboot layout" >> "$R/etc/fstab"
   done
+  if grep -q '^crypt-' "$R/etc/crypttab" 2>/dev/null; then
+    chmod 0600 "$R/etc/crypttab"
+    in_os systemctl enable clevis-luks-askpass.path remote-cryptsetup.target >/dev/null 2>&1 \
+      || fail "cannot enable clevis-luks-askpass.path in the installed system"
+  fi
   if [ -n "$MIRROR" ]; then
     mkdir -p "$R/etc/mdadm"
     { echo "# rackboot layout: the root's mirror"; echo "HOMEHOST <ignore>"; mdadm --detail --scan | sed 's/ spares=[0-9]*//'; } > "$R/etc/mdadm/mdadm.conf"
   fi
-  tool() { for d in usr/sbin sbin; do [ -x "$R/$d/$1" ] && { echo "$R/$d/$1"; return; }; done; }
   [ -n "$(tool mdadm)" ] || [ -z "$MIRROR" ] || fail "the image has no mdadm: its initramfs could not assemble the mirror"
   [ -n "$(tool lvm)" ] || [ "$LVM" != 1 ] || fail "the image has no lvm2: its initramfs could not find the root"
   # grub-mkconfig names the root by UUID only where /dev/disk/by-uuid has the link udev makes.

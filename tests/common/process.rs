@@ -44,6 +44,7 @@ impl Drop for Process {
 #[derive(Debug, Clone, Copy)]
 pub struct Listening {
     pub https: SocketAddr,
+    pub http: Option<SocketAddr>,
     pub dhcp: Option<SocketAddr>,
 }
 
@@ -75,7 +76,7 @@ pub async fn start(config: &Path, data: &Path) -> (Process, ApiClient, Listening
         ) {
             let v: serde_json::Value = serde_json::from_str(&text).unwrap();
             let addr = |k: &str| v[k].as_str().map(|a| a.parse::<SocketAddr>().unwrap());
-            let listening = Listening { https: addr("https").unwrap(), dhcp: addr("dhcp") };
+            let listening = Listening { https: addr("https").unwrap(), http: addr("http"), dhcp: addr("dhcp") };
             let api = ApiClient::new(&format!("https://{}", listening.https), token.trim().to_string(), &ca).unwrap();
             if api.call(Method::GET, "/leases?limit=1", None).await.is_ok_and(|(s, _)| s == 200) {
                 return (process, api, listening);

@@ -69,6 +69,7 @@ mod provision_installer;
 mod racks;
 mod shared_plugins;
 mod sigterm;
+mod tang;
 mod templates;
 mod tftp_inprocess;
 mod tls;

@@ -86,6 +86,16 @@ pub struct Metrics {
     pub webhooks_failing: Gauge,
     /// Webhook subscriptions stopped after failing too long (set when /metrics is read).
     pub webhooks_disabled: Gauge,
+    /// Tang recovery requests by outcome (`ok`; `refused`: no such key, or not a point).
+    pub tang_recoveries: Family<OutcomeLabel, Counter>,
+}
+
+impl Metrics {
+    /// Counts one Tang recovery request.
+    pub fn tang_recoveries(&self, ok: bool) {
+        let outcome = if ok { "ok" } else { "refused" };
+        self.tang_recoveries.get_or_create(&OutcomeLabel { outcome: outcome.into() }).inc();
+    }
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -206,6 +216,11 @@ impl Metrics {
             "webhook_deliveries",
             "Webhook deliveries by outcome (ok: a 2xx answer; failed: anything else, retried)",
             self.webhook_deliveries.clone(),
+        );
+        r.register(
+            "tang_recoveries",
+            "Tang recovery requests (a bound disk unlocking) by outcome (ok; refused: unknown key or bad point)",
+            self.tang_recoveries.clone(),
         );
         r.register(
             "webhooks_failing",

@@ -13,6 +13,7 @@
 //! - [`child`]: the helper daemons rackboot runs (smbd, squid, iperf3): started, restarted, stopped.
 //! - [`tls`]: the appliance CA, its server certificate and the rustls server config.
 //! - [`webhooks`]: webhook subscriptions and their signed, ordered, resumable delivery.
+//! - [`tang`]: the Tang server encrypted volumes are bound to, key rotation and re-binding.
 //!
 //! The lower crates are re-exported under the names the code above uses (`cmdb`, `config`, ...).
 
@@ -31,6 +32,7 @@ pub mod plugins;
 pub mod provision;
 pub mod proxy;
 pub mod racks;
+pub mod tang;
 pub mod tls;
 pub mod webhooks;
 pub mod windows;

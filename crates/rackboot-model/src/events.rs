@@ -160,6 +160,13 @@ event_kinds! {
     /// A webhook subscription was stopped: its receiver failed for longer than
     /// `webhooks.disable_after_secs`; recorded on the machine whose event it could not take.
     WebhookDisabled = "webhook.disabled", fields: "webhook, seq, failing_since_ms, error";
+    /// The machine's encrypted volumes were bound to the appliance's Tang key `key` (the
+    /// identity step that laid them out was handed to the agent).
+    DiskBound = "disk.bound", fields: "key, volumes, run";
+    /// A re-bind job moved the machine's encrypted volumes to a newer Tang key.
+    DiskRebound = "disk.rebound", fields: "from_key, to_key, job";
+    /// A re-bind job failed: the volumes stay bound to the older key, which is kept.
+    DiskRebindFailed = "disk.rebind_failed", fields: "key, job, error";
 }
 
 impl std::fmt::Display for EventKind {

@@ -32,4 +32,5 @@ pub mod provision;
 pub mod racks;
 pub mod records;
 pub mod role;
+pub mod tang;
 pub mod webhooks;

@@ -10,6 +10,7 @@ use super::kv::{Db, Def, PgCols, ReadTx, WriteTx};
 use super::nonces::BOOT_NONCES;
 use super::quarantine::QUARANTINE;
 use super::store::*;
+use super::tang::{TANG_BINDINGS, TANG_KEYS};
 use super::templates::TEMPLATES;
 use super::userdata::USER_DATA;
 use super::webhooks::WEBHOOKS;
@@ -57,6 +58,8 @@ macro_rules! every_table {
             $f(BMCS)?,
             $f(QUARANTINE)?,
             $f(WEBHOOKS)?,
+            $f(TANG_KEYS)?,
+            $f(TANG_BINDINGS)?,
         ]
     };
 }

@@ -33,6 +33,7 @@ mod racks;
 mod store;
 mod tasks;
 pub use store::open_file;
+pub mod tang;
 mod templates;
 mod unclaimed;
 pub mod userdata;

@@ -49,6 +49,7 @@ use crate::cmdb::EventKind;
         (name = "users", description = "Users and their roles (admin)"),
         (name = "tokens", description = "API tokens: one's own, or everyone's (admin)"),
         (name = "audit", description = "The audit log of every change (admin)"),
+        (name = "tang", description = "The Tang server encrypted file systems are bound to: keys, bindings, rotation (admin)"),
         (name = "webhooks", description = "Webhook subscriptions: events POSTed to receivers, signed, in order, at least once (admin)"),
         (name = "backup", description = "Consistent snapshots of the CMDB (admin)"),
         (name = "quarantine", description = "Records that did not decode at a start, moved aside (admin)"),

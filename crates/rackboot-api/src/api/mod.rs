@@ -27,6 +27,7 @@ mod problem;
 pub mod profiles;
 mod quarantine;
 pub mod racks;
+mod tang;
 mod tasks;
 mod templates;
 mod userdata;
@@ -69,6 +70,8 @@ pub struct ApiState {
     pub plugins: Option<Arc<crate::plugins::Store>>,
     /// Webhook subscriptions and their delivery (`/api/v1/webhooks`); `None` serves none.
     pub webhooks: Option<Arc<crate::webhooks::Webhooks>>,
+    /// The Tang server (`/api/v1/tang`, and `/tang` on plain HTTP); `None` serves none.
+    pub tang: Option<Arc<crate::tang::Tang>>,
 }
 
 /// Event streams open at once; more are refused with 503.
@@ -94,6 +97,7 @@ fn protected_routes() -> OpenApiRouter<ApiState> {
         .merge(users::routes())
         .merge(audit::routes())
         .merge(webhooks::routes())
+        .merge(tang::routes())
         .merge(backup::routes())
         .merge(quarantine::routes())
         .merge(appliances::routes())

@@ -1,4 +1,5 @@
-//! The plain-HTTP router: `/boot` for firmware and installers and `/healthz`; the REST API,
+//! The plain-HTTP router: `/boot` for firmware and installers, `/tang` for Clevis, and
+//! `/healthz`; the REST API,
 //! the agent API and `/metrics` answer a refusal naming the HTTPS URL, before any token is read.
 
 use axum::extract::Request;
@@ -13,6 +14,7 @@ use crate::api::{self, ApiError, ApiState};
 pub fn router(state: ApiState, https_base: String) -> Router {
     let router = Router::new()
         .nest("/boot", api::boot::routes(&state))
+        .nest("/tang", api::tang::protocol())
         .route("/healthz", get(crate::assets::healthz))
         .fallback(move |req: Request| refuse(req, https_base.clone()));
     api::bounded(router, &state).with_state(state)

@@ -19,6 +19,10 @@ pub struct LayoutVars {
     pub filesystems: Vec<LayoutFs>,
     pub volume_group: &'static str,
     pub mirror_device: &'static str,
+    /// The Tang server encrypted file systems are bound to (empty: none is encrypted).
+    pub tang_url: String,
+    /// Its advertisement (a JWS in JSON), trusted as it is: the script needs no network to bind.
+    pub tang_adv: String,
 }
 
 /// One extra file system, as the script takes it.
@@ -28,6 +32,8 @@ pub struct LayoutFs {
     pub fstype: &'static str,
     pub size_mib: u64,
     pub volume: String,
+    /// "1": on LUKS2, bound to the Tang server.
+    pub encrypted: &'static str,
 }
 
 impl LayoutVars {
@@ -38,6 +44,7 @@ impl LayoutVars {
             fstype: f.fstype.as_str(),
             size_mib: f.size_mib,
             volume: f.volume(),
+            encrypted: if f.encrypted { "1" } else { "" },
         };
         LayoutVars {
             disk: disk.into(),
@@ -46,7 +53,15 @@ impl LayoutVars {
             filesystems: layout.filesystems.iter().map(fs).collect(),
             volume_group: rackboot_model::provision::VOLUME_GROUP,
             mirror_device: rackboot_model::provision::MIRROR_DEVICE,
+            tang_url: String::new(),
+            tang_adv: String::new(),
         }
+    }
+
+    /// With the Tang server's URL and advertisement the encrypted file systems are bound to.
+    pub fn with_tang(mut self, (url, adv): (String, String)) -> LayoutVars {
+        (self.tang_url, self.tang_adv) = (url, adv);
+        self
     }
 }
 
@@ -105,6 +120,18 @@ impl Renderer {
         let fs = vars.filesystems.iter().flat_map(|f| [&f.mount, &f.volume]);
         if let Some(bad) = paths.chain(fs).find(|v| !plain(v)) {
             return Err(RenderError::Unsafe(bad.clone()));
+        }
+        // The advertisement goes into single quotes: JSON of base64url strings only.
+        let adv_ok = vars.tang_adv.chars().all(|c| c.is_ascii_alphanumeric() || "_-{}\":,[].".contains(c));
+        let url_ok = vars.tang_url.is_empty()
+            || (vars.tang_url.starts_with("http")
+                && vars.tang_url.chars().all(|c| c.is_ascii_alphanumeric() || "/_.-:[]".contains(c)));
+        if !adv_ok || !url_ok {
+            return Err(RenderError::Unsafe(format!("{} {}", vars.tang_url, vars.tang_adv)));
+        }
+        let encrypts = vars.filesystems.iter().any(|f| !f.encrypted.is_empty());
+        if encrypts && (vars.tang_url.is_empty() || vars.tang_adv.is_empty()) {
+            return Err(RenderError::Unsafe("an encrypted file system without a Tang server to bind to".into()));
         }
         Ok(self.env.get_template("provision/layout.sh")?.render(val(vars))?)
     }
@@ -174,5 +201,15 @@ mod tests {
         let mut vars = LayoutVars::new(&sample(), "/dev/vda", Some("/dev/vdd"));
         vars.filesystems[0].mount = "/srv\n/ etc".into();
         assert!(matches!(r.layout(&vars), Err(RenderError::Unsafe(_))));
+        // An encrypted file system needs the Tang server; its advertisement stays in its quotes.
+        let mut vars = LayoutVars::new(&sample(), "/dev/vda", None);
+        vars.filesystems[0].encrypted = "1";
+        assert!(matches!(r.layout(&vars), Err(RenderError::Unsafe(_))), "no tang server");
+        let tang = |adv: &str| vars.clone().with_tang(("http://198.18.0.1:8080/tang".into(), adv.into()));
+        assert!(matches!(r.layout(&tang(r#"{"payload":"a'; reboot; '"}"#)), Err(RenderError::Unsafe(_))));
+        let script =
+            r.layout(&tang(r#"{"payload":"eyJr","signatures":[{"protected":"eyJh","signature":"AB-_"}]}"#)).unwrap();
+        assert!(script.contains("/srv/data xfs 320 srv_data 1\n"), "{script}");
+        assert!(script.contains(r#"TANG_ADV='{"payload":"eyJr","#), "{script}");
     }
 }

@@ -41,7 +41,8 @@ pub fn required(method: &Method, route: &str, public_doc: bool) -> Access {
         ("auth", _) if route == "/auth/login" => Access::Public,
         ("auth" | "tokens", _) => Access::Role(Role::Viewer),
         // Webhooks say where events go and hold a secret: an admin's, read or write.
-        ("users" | "audit" | "backup" | "quarantine" | "webhooks", _) => Access::Role(Role::Admin),
+        // Tang keys guard every encrypted disk: an admin's, read or write.
+        ("users" | "audit" | "backup" | "quarantine" | "webhooks" | "tang", _) => Access::Role(Role::Admin),
         // Where a machine's BMC is and who logs in to it is an operator's business; so is
         // user-data, which may hold secrets.
         ("machines", true) if route.ends_with("/bmc") => Access::Role(Role::Operator),
@@ -108,6 +109,9 @@ mod tests {
             (Method::GET, "/webhooks/{id}", A),
             (Method::POST, "/webhooks", A),
             (Method::PATCH, "/webhooks/{id}", A),
+            (Method::GET, "/tang/keys", A),
+            (Method::GET, "/tang/bindings", A),
+            (Method::POST, "/tang/rotate", A),
             (Method::GET, "/backup", A),
             (Method::GET, "/appliances", V),
             (Method::GET, "/quarantine", A),

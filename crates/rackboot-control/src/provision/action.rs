@@ -11,7 +11,8 @@ use crate::render::IdentityVars;
 
 impl Engine {
     /// The agent action for a job step.
-    /// `network_files`: the identity step's systemd-networkd files (the machine's network).
+    /// `network_files`: the identity step's systemd-networkd files (the machine's network);
+    /// `tang`: the Tang server's URL and advertisement its encrypted file systems bind to.
     pub(super) fn action(
         &self,
         step: Step,
@@ -19,6 +20,7 @@ impl Engine {
         task: &Task,
         machine: &Machine,
         network_files: Vec<crate::render::NetFile>,
+        tang: Option<(String, String)>,
     ) -> Result<Action, String> {
         let spec = &task.spec;
         let disk = target_disk(&spec.disk, spec.root_device.as_ref(), machine)?;
@@ -74,7 +76,10 @@ impl Engine {
                 let mut body = match layout {
                     // The layout first, in the same job: the identity step's disk is its root.
                     Some(l) => {
-                        let vars = crate::render::LayoutVars::new(l, &disk, mirror.as_deref());
+                        let mut vars = crate::render::LayoutVars::new(l, &disk, mirror.as_deref());
+                        if let Some(tang) = tang {
+                            vars = vars.with_tang(tang);
+                        }
                         self.renderer.layout(&vars).map_err(|e| e.to_string())? + "\n"
                     }
                     None => String::new(),

@@ -40,6 +40,8 @@ pub struct Engine {
     passes: std::sync::atomic::AtomicU64,
     /// Powers machines with a BMC up (set once, at start).
     pub(super) power: std::sync::OnceLock<Arc<crate::bmc::Power>>,
+    /// The Tang server a layout's encrypted file systems are bound to (set once, at start).
+    pub(super) tang: std::sync::OnceLock<Arc<crate::tang::Tang>>,
     /// The commissioning tools' SHA-256, with the file's size and time it was taken at.
     pub(super) tools_sha: std::sync::Mutex<Option<ToolsStamp>>,
 }
@@ -70,6 +72,7 @@ impl Engine {
             wake: Notify::new(),
             passes,
             power,
+            tang: std::sync::OnceLock::new(),
             tools_sha,
         }
     }
@@ -77,6 +80,11 @@ impl Engine {
     /// Lets runs power machines that have a BMC up through it.
     pub fn use_power(&self, power: Arc<crate::bmc::Power>) {
         let _ = self.power.set(power);
+    }
+
+    /// Binds layouts' encrypted file systems to this Tang server.
+    pub fn use_tang(&self, tang: Arc<crate::tang::Tang>) {
+        let _ = self.tang.set(tang);
     }
 
     /// Runs a step pass now rather than at the next second.

@@ -10,6 +10,9 @@ use super::{profile_fits, Run, Step, Task};
 use crate::cmdb::now_ms;
 use crate::jobs::JobState;
 
+/// The Tang server's URL and advertisement.
+type Tang = (String, String);
+
 impl Engine {
     /// Reads what a decision about a bound run looks at.
     pub(super) async fn observe(
@@ -57,9 +60,12 @@ impl Engine {
                         }
                         (Step::Identity, _) => {
                             let net = super::network::effective(cmdb, &self.cfg.networks, machine).await?;
-                            net.files().and_then(|files| self.action(run.step, run, task, machine, files))
+                            let tang = self.tang_binding(run, task, mid).await?;
+                            tang.and_then(|tang| {
+                                net.files().and_then(|files| self.action(run.step, run, task, machine, files, tang))
+                            })
                         }
-                        _ => self.action(run.step, run, task, machine, Vec::new()),
+                        _ => self.action(run.step, run, task, machine, Vec::new(), None),
                     })
                 }
                 Some(jid) => {
@@ -81,6 +87,26 @@ impl Engine {
             }
         }
         Ok(o)
+    }
+
+    /// For a layout with encrypted file systems: the machine's volumes recorded as bound to the
+    /// Tang server's advertised key, and its URL and advertisement for the script.
+    async fn tang_binding(&self, run: &Run, task: &Task, mid: u64) -> anyhow::Result<Result<Option<Tang>, String>> {
+        let Some(layout) = task.spec.layout.as_ref().filter(|l| l.encrypts()) else { return Ok(Ok(None)) };
+        let Some(tang) = self.tang.get() else {
+            return Ok(Err("this appliance has no Tang server to bind encrypted file systems to".into()));
+        };
+        let volumes = layout
+            .filesystems
+            .iter()
+            .filter(|f| f.encrypted)
+            .map(|f| format!("/dev/{}/{}", crate::provision::VOLUME_GROUP, f.volume()))
+            .collect();
+        match tang.bind(mid, run.id, volumes).await {
+            Ok(found) => Ok(Ok(Some(found))),
+            Err(crate::tang::TangError::Cmdb(e)) => Err(e.into()),
+            Err(e) => Ok(Err(e.to_string())),
+        }
     }
 
     /// A commissioning job's results: its last attempt's output judged against the profile (a

@@ -27,6 +27,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (5, include_str!("../../migrations/postgres/0005_user_data.sql")),
     (6, include_str!("../../migrations/postgres/0006_machine_runs.sql")),
     (7, include_str!("../../migrations/postgres/0007_webhooks.sql")),
+    (8, include_str!("../../migrations/postgres/0008_tang.sql")),
 ];
 
 /// Rows a range reads per round trip, at most; the first read of each end asks for

@@ -34,16 +34,23 @@ pub struct Layout {
     pub filesystems: Vec<FileSystem>,
 }
 
-/// An extra file system: made fresh, mounted through `/etc/fstab` by UUID.
+/// An extra file system: made fresh, mounted through `/etc/fstab` by UUID; or, `encrypted`,
+/// on LUKS2 bound with Clevis to the appliance's Tang server (see [`crate::tang`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FileSystem {
     /// Where it is mounted: an absolute path such as `/srv/data`.
     pub mount: String,
     pub fstype: FsType,
-    /// Its size in MiB.
+    /// Its size in MiB (with an encrypted one's 16 MiB LUKS2 header).
     pub size_mib: u64,
+    /// On LUKS2, unlocked at boot only while the appliance's Tang server answers.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub encrypted: bool,
 }
+
+/// The room an encrypted file system's LUKS2 header takes.
+pub const LUKS_HEADER_MIB: u64 = 16;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
@@ -108,12 +115,14 @@ impl Layout {
                     fs.mount, o.mount
                 ));
             }
-            if fs.size_mib < fs.fstype.min_mib() || fs.size_mib > 1 << 30 {
+            let header = if fs.encrypted { LUKS_HEADER_MIB } else { 0 };
+            if fs.size_mib < fs.fstype.min_mib() + header || fs.size_mib > 1 << 30 {
                 return Err(format!(
-                    "{at}.size_mib {}: {} needs at least {} MiB (and at most 1 PiB)",
+                    "{at}.size_mib {}: {}{} needs at least {} MiB (and at most 1 PiB)",
                     fs.size_mib,
                     fs.fstype.as_str(),
-                    fs.fstype.min_mib()
+                    if fs.encrypted { " on LUKS2" } else { "" },
+                    fs.fstype.min_mib() + header
                 ));
             }
         }
@@ -121,7 +130,7 @@ impl Layout {
     }
 
     /// A layout from the CLI's and the UI's words: the mirror's hints (`KEY=VALUE`), LVM, and
-    /// file systems (`MOUNT:FSTYPE:SIZE_MIB`); None when none is given. Checked.
+    /// file systems (`MOUNT:FSTYPE:SIZE_MIB[:encrypted]`); None when none is given. Checked.
     pub fn from_words<'a>(
         mirror: impl IntoIterator<Item = &'a str>,
         lvm: bool,
@@ -145,6 +154,11 @@ impl Layout {
         Ok(Some(layout))
     }
 
+    /// Whether a file system is encrypted (bound to the appliance's Tang server).
+    pub fn encrypts(&self) -> bool {
+        self.filesystems.iter().any(|f| f.encrypted)
+    }
+
     /// Whether the image is laid down as it is (no mirror, no LVM).
     pub fn is_plain(&self) -> bool {
         self.mirror.is_none() && !self.lvm
@@ -161,13 +175,20 @@ impl Layout {
 }
 
 impl FileSystem {
-    /// `MOUNT:FSTYPE:SIZE_MIB`, e.g. `/srv/data:xfs:512` (the CLI's `--fs`, the UI's field).
+    /// `MOUNT:FSTYPE:SIZE_MIB[:encrypted]`, e.g. `/srv/data:xfs:512` (the CLI's `--fs`, the
+    /// UI's field).
     pub fn parse(s: &str) -> Result<FileSystem, String> {
-        let usage = || format!("file system {s:?}: MOUNT:FSTYPE:SIZE_MIB, e.g. /srv/data:xfs:512");
+        let usage = || format!("file system {s:?}: MOUNT:FSTYPE:SIZE_MIB[:encrypted], e.g. /srv/data:xfs:512");
         let mut parts = s.trim().split(':');
-        let (Some(mount), Some(fstype), Some(size), None) = (parts.next(), parts.next(), parts.next(), parts.next())
+        let (Some(mount), Some(fstype), Some(size), flag, None) =
+            (parts.next(), parts.next(), parts.next(), parts.next(), parts.next())
         else {
             return Err(usage());
+        };
+        let encrypted = match flag.map(str::trim) {
+            None => false,
+            Some("encrypted") => true,
+            Some(_) => return Err(usage()),
         };
         let fstype = match fstype.trim() {
             "ext4" => FsType::Ext4,
@@ -175,7 +196,7 @@ impl FileSystem {
             other => return Err(format!("file system {s:?}: {other:?} is not ext4 or xfs")),
         };
         let size_mib = size.trim().parse().map_err(|_| usage())?;
-        Ok(FileSystem { mount: mount.trim().to_string(), fstype, size_mib })
+        Ok(FileSystem { mount: mount.trim().to_string(), fstype, size_mib, encrypted })
     }
 
     /// The logical volume's name, from the mount point: `/srv/data` -> `srv_data`.
@@ -206,15 +227,25 @@ mod tests {
 
     #[test]
     fn a_layout_from_words() {
-        let l =
-            Layout::from_words(["serial=S2"], true, ["/srv/data:xfs:512", " /var/log : ext4 : 64 "]).unwrap().unwrap();
-        assert_eq!(l.mirror.unwrap().serial.as_deref(), Some("S2"));
-        assert_eq!(l.filesystems[1], FileSystem { mount: "/var/log".into(), fstype: FsType::Ext4, size_mib: 64 });
+        let l = Layout::from_words(
+            ["serial=S2"],
+            true,
+            ["/srv/data:xfs:512", " /var/log : ext4 : 64 ", "/k:ext4:32:encrypted"],
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(l.mirror.as_ref().unwrap().serial.as_deref(), Some("S2"));
+        let log = FileSystem { mount: "/var/log".into(), fstype: FsType::Ext4, size_mib: 64, encrypted: false };
+        assert_eq!(l.filesystems[1], log);
+        assert!(l.filesystems[2].encrypted && l.encrypts() && !l.filesystems[0].encrypted);
+        assert!(!serde_json::to_string(&l.filesystems[0]).unwrap().contains("encrypted"), "false is not written");
         assert_eq!(Layout::from_words([""], false, [""]).unwrap(), None, "blank fields: no layout");
         for (fs, want) in [
             ("/srv:btrfs:64", "not ext4 or xfs"),
             ("/srv:xfs", "MOUNT:FSTYPE:SIZE_MIB"),
             ("/srv:ext4:big", "MOUNT:FSTYPE"),
+            ("/srv:ext4:64:secret", "[:encrypted]"),
+            ("/srv:ext4:31:encrypted", "ext4 on LUKS2 needs at least 32 MiB"),
         ] {
             let err = Layout::from_words([], true, [fs]).unwrap_err();
             assert!(err.contains(want), "{fs}: {err}");

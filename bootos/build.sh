@@ -109,14 +109,17 @@ cp -L "$S/lib64/ld-linux-x86-64.so.2" "$T/lib64/" 2>/dev/null || cp -L "$S/lib/x
 # the dependencies on the full module tree, then again on the subset that goes in).
 "$BB" depmod -b "$S" "$KVER"
 M=lib/modules/$KVER
+# An encrypted file system of a disk layout is made in BootOS: dm-crypt (in drivers/md) with
+# AES-XTS, and the kernel crypto API cryptsetup reaches its key slots through.
+CRYPTO="kernel/crypto/xts.ko kernel/crypto/ecb.ko kernel/crypto/af_alg.ko kernel/crypto/algif_skcipher.ko"
 want() {
   case "$KERNEL" in
     cloud) (cd "$S/$M" && find kernel/drivers/virtio kernel/drivers/net/virtio_net.ko kernel/drivers/block/virtio_blk.ko \
       kernel/drivers/scsi/virtio_scsi.ko kernel/drivers/scsi/sd_mod.ko kernel/drivers/md kernel/drivers/nvme \
-      kernel/drivers/char/ipmi kernel/fs/efivarfs kernel/fs/xfs -name '*.ko' 2>/dev/null || true) ;;
+      kernel/drivers/char/ipmi kernel/fs/efivarfs kernel/fs/xfs $CRYPTO -name '*.ko' 2>/dev/null || true) ;;
     generic) (cd "$S/$M" && find kernel/drivers/virtio kernel/drivers/net/ethernet kernel/drivers/net/virtio_net.ko \
       kernel/drivers/block kernel/drivers/scsi kernel/drivers/ata kernel/drivers/nvme kernel/drivers/md \
-      kernel/drivers/char/ipmi kernel/drivers/usb/storage kernel/fs/efivarfs kernel/fs/xfs -name '*.ko' 2>/dev/null || true) ;;
+      kernel/drivers/char/ipmi kernel/drivers/usb/storage kernel/fs/efivarfs kernel/fs/xfs $CRYPTO -name '*.ko' 2>/dev/null || true) ;;
   esac
 }
 want | while read -r m; do

@@ -6,7 +6,8 @@
 # with Secure Boot on). The network comes up by DHCP (systemd-networkd); the provisioning
 # identity step adds the hostname, SSH keys, the machine's network spec, cloud-init's NoCloud
 # seed (Debian's cloud-init is installed, idle until then) and the rackboot agent with its
-# service; a declared layout (RAID 1, LVM) finds mdadm and lvm2 installed. Cached in
+# service; a declared layout (RAID 1, LVM, LUKS2 bound with Clevis) finds mdadm, lvm2,
+# cryptsetup and clevis installed. Cached in
 # target/vm-lab-cache; needs root (loop devices, mounts) and a Debian mirror.
 #
 #   vm-lab/os-image.sh OUT.img
@@ -52,7 +53,7 @@ while read -r major minor _ name; do
   case "$name" in "$(basename "$LOOP")"p*) [ -b "/dev/$name" ] || mknod "/dev/$name" b "$major" "$minor" ;; esac
 done < /proc/partitions
 mkfs.vfat -F 32 -n ESP "${LOOP}p2" >/dev/null
-mkfs.ext4 -q -L root "${LOOP}p3"
+mkfs.ext4 -q -m 1 -L root "${LOOP}p3"
 mount "${LOOP}p3" "$MNT"
 mkdir -p "$MNT/boot/efi"  # the ESP is filled with mtools below: the build host may lack vfat
 echo "os-image: debootstrap from $MIRROR (a minute or two)"
@@ -80,13 +81,17 @@ GRUB_DISABLE_OS_PROBER=true
 GRUB
 for m in dev dev/pts proc sys; do mount --bind "/$m" "$MNT/$m"; done
 # cloud-init, ping (for the lab's VLAN checks) and the tools a declared disk layout boots
-# through (mdadm and lvm2 in the initramfs, xfsprogs for extra file systems) through apt in the
+# through (mdadm and lvm2 in the initramfs, xfsprogs for extra file systems, cryptsetup and
+# Clevis for encrypted ones, unlocked against the appliance's Tang server) through apt in the
 # new system (debootstrap's own resolver cannot configure cloud-init's Python dependencies in
 # order); no service starts here.
 cp /etc/resolv.conf "$MNT/etc/resolv.conf" 2>/dev/null || true
 printf '#!/bin/sh\nexit 101\n' > "$MNT/usr/sbin/policy-rc.d"; chmod 0755 "$MNT/usr/sbin/policy-rc.d"
+# (debootstrap's own packages are dropped first: at its peak the install needs the room.)
+chroot "$MNT" apt-get clean
 chroot "$MNT" apt-get update -q >"$CACHE/apt.log" 2>&1 && chroot "$MNT" env DEBIAN_FRONTEND=noninteractive \
-  apt-get install -y -q --no-install-recommends cloud-init iputils-ping mdadm lvm2 xfsprogs >>"$CACHE/apt.log" 2>&1 \
+  apt-get install -y -q --no-install-recommends cloud-init iputils-ping mdadm lvm2 xfsprogs \
+    cryptsetup-bin clevis clevis-luks clevis-systemd >>"$CACHE/apt.log" 2>&1 \
   || { tail -20 "$CACHE/apt.log"; exit 1; }
 rm -f "$MNT/usr/sbin/policy-rc.d"
 # The image is minimal: no locale but C.UTF-8 to generate, no SSH server to make keys for (each

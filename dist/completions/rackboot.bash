@@ -79,6 +79,9 @@ _rackboot() {
             rackboot,store)
                 cmd="rackboot__subcmd__store"
                 ;;
+            rackboot,tang)
+                cmd="rackboot__subcmd__tang"
+                ;;
             rackboot,tasks)
                 cmd="rackboot__subcmd__tasks"
                 ;;
@@ -213,6 +216,9 @@ _rackboot() {
                 ;;
             rackboot__subcmd__help,store)
                 cmd="rackboot__subcmd__help__subcmd__store"
+                ;;
+            rackboot__subcmd__help,tang)
+                cmd="rackboot__subcmd__help__subcmd__tang"
                 ;;
             rackboot__subcmd__help,tasks)
                 cmd="rackboot__subcmd__help__subcmd__tasks"
@@ -366,6 +372,15 @@ _rackboot() {
                 ;;
             rackboot__subcmd__help__subcmd__store,migrate)
                 cmd="rackboot__subcmd__help__subcmd__store__subcmd__migrate"
+                ;;
+            rackboot__subcmd__help__subcmd__tang,bindings)
+                cmd="rackboot__subcmd__help__subcmd__tang__subcmd__bindings"
+                ;;
+            rackboot__subcmd__help__subcmd__tang,keys)
+                cmd="rackboot__subcmd__help__subcmd__tang__subcmd__keys"
+                ;;
+            rackboot__subcmd__help__subcmd__tang,rotate)
+                cmd="rackboot__subcmd__help__subcmd__tang__subcmd__rotate"
                 ;;
             rackboot__subcmd__help__subcmd__tasks,cancel)
                 cmd="rackboot__subcmd__help__subcmd__tasks__subcmd__cancel"
@@ -700,6 +715,30 @@ _rackboot() {
             rackboot__subcmd__store__subcmd__help,migrate)
                 cmd="rackboot__subcmd__store__subcmd__help__subcmd__migrate"
                 ;;
+            rackboot__subcmd__tang,bindings)
+                cmd="rackboot__subcmd__tang__subcmd__bindings"
+                ;;
+            rackboot__subcmd__tang,help)
+                cmd="rackboot__subcmd__tang__subcmd__help"
+                ;;
+            rackboot__subcmd__tang,keys)
+                cmd="rackboot__subcmd__tang__subcmd__keys"
+                ;;
+            rackboot__subcmd__tang,rotate)
+                cmd="rackboot__subcmd__tang__subcmd__rotate"
+                ;;
+            rackboot__subcmd__tang__subcmd__help,bindings)
+                cmd="rackboot__subcmd__tang__subcmd__help__subcmd__bindings"
+                ;;
+            rackboot__subcmd__tang__subcmd__help,help)
+                cmd="rackboot__subcmd__tang__subcmd__help__subcmd__help"
+                ;;
+            rackboot__subcmd__tang__subcmd__help,keys)
+                cmd="rackboot__subcmd__tang__subcmd__help__subcmd__keys"
+                ;;
+            rackboot__subcmd__tang__subcmd__help,rotate)
+                cmd="rackboot__subcmd__tang__subcmd__help__subcmd__rotate"
+                ;;
             rackboot__subcmd__tasks,cancel)
                 cmd="rackboot__subcmd__tasks__subcmd__cancel"
                 ;;
@@ -845,7 +884,7 @@ _rackboot() {
 
     case "${cmd}" in
         rackboot)
-            opts="-h -V --help --version serve reference completions man default-config assets windows ca machines templates bmc power racks plugins jobs tasks users tokens audit backup restore store api inventory leases watch help"
+            opts="-h -V --help --version serve reference completions man default-config assets windows ca machines templates bmc power racks plugins jobs tasks users tokens tang audit backup restore store api inventory leases watch help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1407,7 +1446,7 @@ _rackboot() {
             return 0
             ;;
         rackboot__subcmd__help)
-            opts="serve reference completions man default-config assets windows ca machines templates bmc power racks plugins jobs tasks users tokens audit backup restore store api inventory leases watch help"
+            opts="serve reference completions man default-config assets windows ca machines templates bmc power racks plugins jobs tasks users tokens tang audit backup restore store api inventory leases watch help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2331,6 +2370,62 @@ _rackboot() {
             return 0
             ;;
         rackboot__subcmd__help__subcmd__store__subcmd__migrate)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rackboot__subcmd__help__subcmd__tang)
+            opts="keys bindings rotate"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rackboot__subcmd__help__subcmd__tang__subcmd__bindings)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rackboot__subcmd__help__subcmd__tang__subcmd__keys)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rackboot__subcmd__help__subcmd__tang__subcmd__rotate)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -4892,6 +4987,180 @@ _rackboot() {
                     return 0
                     ;;
                 --tls-ca-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rackboot__subcmd__tang)
+            opts="-h --api --ca --token-file --help keys bindings rotate help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --api)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ca)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rackboot__subcmd__tang__subcmd__bindings)
+            opts="-h --api --ca --token-file --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --api)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ca)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rackboot__subcmd__tang__subcmd__help)
+            opts="keys bindings rotate help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rackboot__subcmd__tang__subcmd__help__subcmd__bindings)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rackboot__subcmd__tang__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rackboot__subcmd__tang__subcmd__help__subcmd__keys)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rackboot__subcmd__tang__subcmd__help__subcmd__rotate)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rackboot__subcmd__tang__subcmd__keys)
+            opts="-h --api --ca --token-file --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --api)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ca)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rackboot__subcmd__tang__subcmd__rotate)
+            opts="-h --api --ca --token-file --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --api)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ca)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -18,6 +18,7 @@ use super::reference;
 use super::store::StoreCmd;
 use super::tasks::TasksCmd;
 use super::templates::TemplatesCmd;
+use super::tang::TangCmd;
 use super::users::{AuditArgs, TokensCmd, UsersCmd};
 use super::windows::WindowsCmd;
 
@@ -190,6 +191,14 @@ Examples:
         api: ApiArgs,
         #[command(subcommand)]
         cmd: TokensCmd,
+    },
+    /// The Tang server encrypted file systems are bound to (admin): keys, bindings, rotate.
+    #[command(after_help = "Examples:\n  rackboot tang keys\n  rackboot tang rotate")]
+    Tang {
+        #[command(flatten)]
+        api: ApiArgs,
+        #[command(subcommand)]
+        cmd: TangCmd,
     },
     /// The audit log (admin): every change through the API, refused changes and failed logins.
     #[command(after_help = "Examples:\n  rackboot audit --limit 20\n  rackboot audit --user alice --outcome denied")]

@@ -27,6 +27,7 @@ mod templates;
 mod text;
 mod userdata;
 mod users;
+mod tang;
 mod windows;
 
 use api::api;
@@ -40,6 +41,7 @@ use machines::machines;
 use plugins::plugins;
 use racks::racks;
 use tasks::tasks;
+use tang::tang;
 use templates::templates;
 use text::{enc, s};
 use userdata::user_data;
@@ -119,6 +121,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Users { api, cmd } => users(api.client()?, cmd).await,
         Command::Tokens { api, cmd } => tokens(api.client()?, cmd).await,
         Command::Audit { api, filter } => audit(api.client()?, filter).await,
+        Command::Tang { api, cmd } => tang(api.client()?, cmd).await,
         Command::Backup { api, file } => backup::backup(api.client()?, &file).await,
         Command::Restore { config, file } => backup::restore(config.as_deref(), &file),
         Command::Store { cmd } => store::store(cmd).await,

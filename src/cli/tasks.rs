@@ -72,8 +72,9 @@ pub(super) struct LayoutArgs {
     /// Root on LVM (volume group rackboot), growing to the space the file systems leave.
     #[arg(long)]
     lvm: bool,
-    /// An extra file system on LVM, MOUNT:FSTYPE:SIZE_MIB, e.g. /srv/data:xfs:512 (repeatable).
-    #[arg(long = "fs", value_name = "MOUNT:FSTYPE:SIZE_MIB")]
+    /// An extra file system on LVM, MOUNT:FSTYPE:SIZE_MIB, e.g. /srv/data:xfs:512 (repeatable);
+    /// with :encrypted at the end, on LUKS2 bound to the appliance's Tang server.
+    #[arg(long = "fs", value_name = "MOUNT:FSTYPE:SIZE_MIB[:encrypted]")]
     filesystems: Vec<String>,
 }
 

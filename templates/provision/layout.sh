@@ -200,18 +200,22 @@ layout() {
   # own slot wiped. A volume that is LUKS2 with a Clevis binding already is kept as it is; one
   # that is not (an earlier try stopped half way) is made again.
   in_os() { chroot "$R" "$@"; }
+  # Clevis is bash with process substitution: /dev/fd must be there (BootOS has no udev to make it).
+  [ -e /dev/fd ] || ln -s /proc/self/fd /dev/fd
   echo "$FILESYSTEMS" | while read -r mount fstype mib vol enc; do
     [ "$enc" = 1 ] || continue
-    dev=/dev/$VG/$vol name=crypt-$vol
+    dev=/dev/$VG/$vol name=crypt-$vol key=/tmp/layout-$vol.key
     if in_os cryptsetup isLuks "$dev" 2>/dev/null && in_os cryptsetup luksDump "$dev" 2>/dev/null | grep -q ': clevis'; then
+      # (An earlier try that stopped before the make-key's slot went left the key here.)
+      [ -f "$key" ] && in_os cryptsetup luksRemoveKey -q --key-file=- "$dev" < "$key" >/dev/null 2>&1
+      rm -f "$key"
       say "$mount: LUKS2 on $VG/$vol, bound to the Tang server already"
       continue
     fi
     [ -n "$(tool cryptsetup)" ] && [ -n "$(tool clevis)" ] \
       || fail "the image has no cryptsetup and clevis (clevis-luks, clevis-systemd): $mount cannot be encrypted"
     # BootOS's kernel does the encryption (dm-crypt, AES-XTS, the kernel crypto API).
-    modprobe -a dm_crypt xts ecb af_alg algif_skcipher 2>/dev/null || true
-    key=/tmp/layout-$vol.key
+    for m in dm_crypt xts ecb af_alg algif_skcipher; do modprobe "$m" 2>/dev/null || true; done
     od -An -tx1 -N48 /dev/urandom | tr -d ' \n' > "$key"
     in_os cryptsetup luksFormat -q --type luks2 --pbkdf pbkdf2 --pbkdf-force-iterations 1000 --key-file=- "$dev" < "$key" \
       || { rm -f "$key"; fail "cryptsetup luksFormat on $dev failed"; }
@@ -219,10 +223,16 @@ layout() {
     make_fs "$fstype" "/dev/mapper/$name"
     in_os cryptsetup close "$name"
     if ! in_os clevis luks bind -y -d "$dev" -k - tang "{\"url\":\"$TANG_URL\",\"adv\":$TANG_ADV}" < "$key"; then
-      rm -f "$key"; fail "clevis could not bind $dev to the Tang server at $TANG_URL"
+      # (The key stays in memory: a retry that finds the binding there after all drops its slot.)
+      fail "clevis could not bind $dev to the Tang server at $TANG_URL"
     fi
+    # The make-key's own slot goes: Clevis's is the only one left.
+    out=$(in_os cryptsetup luksRemoveKey -q --key-file=- "$dev" < "$key" 2>&1)
+    rc=$?
     rm -f "$key"
-    in_os cryptsetup luksKillSlot -q "$dev" 0 || fail "cannot wipe the first key slot of $dev"
+    [ "$rc" = 0 ] || fail "cannot wipe the make-key's slot of $dev: $out"
+    slots=$(in_os cryptsetup luksDump "$dev" | grep -c '^  [0-9]*: luks2')
+    [ "$slots" = 1 ] || fail "$dev has $slots key slots, not Clevis's alone"
     say "$mount: $fstype on LUKS2 on $VG/$vol ($mib MiB), bound to the Tang server at $TANG_URL"
   done || exit 1
   sed -i '/# rackboot layout$/d' "$R/etc/fstab"

@@ -167,6 +167,9 @@ event_kinds! {
     DiskRebound = "disk.rebound", fields: "from_key, to_key, job";
     /// A re-bind job failed: the volumes stay bound to the older key, which is kept.
     DiskRebindFailed = "disk.rebind_failed", fields: "key, job, error";
+    /// The machine's binding was forgotten: it is back in the pool (released or commissioned),
+    /// so its volumes no longer keep a Tang key alive.
+    DiskForgotten = "disk.forgotten", fields: "key, state";
 }
 
 impl std::fmt::Display for EventKind {

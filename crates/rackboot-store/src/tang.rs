@@ -126,8 +126,16 @@ impl Cmdb {
         .await
     }
 
-    /// Forgets machine `machine`'s binding (its disks were erased, or it is gone).
-    pub async fn delete_tang_binding(&self, machine: u64) -> Result<bool, CmdbError> {
-        self.write(move |ctx| Ok(ctx.t.tx.open_table(TANG_BINDINGS)?.remove(machine)?.is_some())).await
+    /// Forgets machine `machine`'s binding, with `event` when the machine is still there.
+    pub async fn delete_tang_binding(&self, machine: u64, event: WithEvent) -> Result<bool, CmdbError> {
+        self.write(move |ctx| {
+            if let Some((m, kind, detail)) = event {
+                if ctx.find::<rackboot_model::records::Machine>(m)?.is_some() {
+                    push_event(ctx, m, kind, detail)?;
+                }
+            }
+            Ok(ctx.t.tx.open_table(TANG_BINDINGS)?.remove(machine)?.is_some())
+        })
+        .await
     }
 }

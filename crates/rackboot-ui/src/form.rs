@@ -31,7 +31,7 @@ impl Form {
     }
 
     /// The disk layout of the `mirror` (comma-separated `KEY=VALUE` hints), `lvm` (a checkbox)
-    /// and `filesystems` (`MOUNT:FSTYPE:SIZE_MIB` per line) fields; None when all are empty.
+    /// and `filesystems` (`MOUNT:FSTYPE:SIZE_MIB[:encrypted]` per line) fields; None when all are empty.
     pub fn layout(&self) -> Result<Option<rackboot_model::provision::Layout>, String> {
         let mirror = self.get("mirror").unwrap_or("");
         let filesystems = self.get("filesystems").unwrap_or("");

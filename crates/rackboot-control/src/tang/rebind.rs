@@ -107,6 +107,20 @@ impl Tang {
     pub async fn sweep(&self) -> Result<(), TangError> {
         let bindings = self.cmdb.tang_bindings().await?;
         for mut b in bindings.iter().cloned() {
+            // A machine that is gone, or back in the pool (released, commissioned), keeps no
+            // key alive: what was on its disks stays locked for good once the key goes.
+            let state = match self.cmdb.machine(b.machine).await {
+                Ok(m) => Some(m.state),
+                Err(crate::cmdb::CmdbError::NotFound(_)) => None,
+                Err(e) => return Err(e.into()),
+            };
+            if matches!(state, None | Some(MachineState::Ready | MachineState::Discovered)) {
+                let state = state.map_or("gone".to_string(), |s| format!("{s:?}").to_lowercase());
+                info!(machine = b.machine, key = b.key, %state, "tang binding forgotten");
+                let event = (b.machine, EventKind::DiskForgotten, json!({"key": b.key, "state": state}));
+                self.cmdb.delete_tang_binding(b.machine, Some(event)).await?;
+                continue;
+            }
             let (Some(jid), Some(to)) = (b.rebind_job, b.rebind_to) else { continue };
             let job = match self.cmdb.job(jid).await {
                 Ok(j) => j,

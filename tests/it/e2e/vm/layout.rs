@@ -1,13 +1,14 @@
 //! The disk layout the provisioned VMs of `provision` came up on: the root on LVM on a RAID 1
 //! across the two disks the task's hints named (vda, by the root-device hint; vdd, by the
-//! layout's mirror hint), an extra XFS file system beside it, and the disk no hint named
+//! layout's mirror hint), an extra XFS file system beside it and an encrypted one
+//! ([`super::disk_crypt`]), and the disk no hint named
 //! untouched; and each disk's `by_path` in the inventory is a name udev gives it there. The machine booting from it and answering jobs is the rest of the proof.
 
 use super::provision::job_output;
 use crate::netns::Net;
 
 /// The task's layout (with `root_device` {"serial": "RBLAB-VDA"}).
-pub(super) const LAYOUT: &str = r#"{"mirror":{"serial":"RBLAB-VDD"},"lvm":true,"filesystems":[{"mount":"/srv/data","fstype":"xfs","size_mib":320}]}"#;
+pub(super) const LAYOUT: &str = r#"{"mirror":{"serial":"RBLAB-VDD"},"lvm":true,"filesystems":[{"mount":"/srv/data","fstype":"xfs","size_mib":320},{"mount":"/srv/secret","fstype":"ext4","size_mib":64,"encrypted":true}]}"#;
 
 /// The disks: vda and vdd carry the layout, vdb and vdc the hardware profile's RAID, vde
 /// nothing.
@@ -29,7 +30,7 @@ pub(super) fn check(net: &Net, name: &str, mac: &str) {
         assert!(out.lines().any(|l| l.trim_end().ends_with(member)), "{name}: {member} is not in the mirror: {out}");
     }
     let volumes: Vec<Vec<&str>> = out.lines().map(|l| l.split_whitespace().collect()).collect();
-    for lv in ["root", "srv_data"] {
+    for lv in ["root", "srv_data", "srv_secret"] {
         assert!(volumes.contains(&vec!["rackboot", lv]), "{name}: no logical volume rackboot/{lv}: {out}");
     }
     assert!(out.contains("root: /dev/mapper/rackboot-root ext4"), "{name}: {out}");
@@ -41,4 +42,5 @@ pub(super) fn check(net: &Net, name: &str, mac: &str) {
         let path = disk["by_path"].as_str().unwrap_or_else(|| panic!("{name}: no by_path: {disk}"));
         assert!(out.lines().any(|l| l == format!("by-path: {path}")), "{name}: {path} is not udev's: {out}");
     }
+    super::disk_crypt::check_bound(net, name, mac);
 }

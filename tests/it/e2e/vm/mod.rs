@@ -4,6 +4,7 @@
 //! outside it may start a VM or libvirtd.
 
 mod day_two;
+mod disk_crypt;
 mod fallback;
 mod installer;
 mod layout;

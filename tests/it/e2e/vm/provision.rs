@@ -59,7 +59,7 @@ fn two_vms_bios_and_uefi_are_provisioned_from_an_image_and_check_in_installed() 
         full_config(&data),
         super::day_two::TEST_PROFILES
     );
-    net.start_rackboot(&config);
+    let rackboot = net.start_rackboot(&config);
     let vms = [
         Vm { name: "bios", mac: "52:54:00:e6:00:01", nic2: None, uefi: false },
         Vm { name: "uefi", mac: "52:54:00:e6:00:02", nic2: Some("52:54:00:e6:00:12"), uefi: true },
@@ -338,6 +338,15 @@ fn two_vms_bios_and_uefi_are_provisioned_from_an_image_and_check_in_installed() 
         }
         None => eprintln!("NOTE: VMs started directly: the failover half needs libvirt (domif-setlink)"),
     }
+
+    // The encrypted file system: re-bound on a key rotation, locked while the appliance is away.
+    let macs = [vms[0].mac, vms[1].mac];
+    let console = net.path(&format!("{}.serial", vms[0].name));
+    let bios_serial = || match &lab {
+        Some(lab) => lab.serial(vms[0].name),
+        None => std::fs::read_to_string(&console).unwrap_or_default(),
+    };
+    let _rackboot = super::disk_crypt::check_rotation_and_absence(&mut net, rackboot, &config, macs, &bios_serial);
 
     // cloud-init ran once per install with the user-data that applies to each VM; a reboot does
     // not run it again.

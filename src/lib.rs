@@ -35,7 +35,7 @@ pub use rackboot_control::{
 pub use rackboot_dhcp as dhcp;
 pub use rackboot_dhcp::ra;
 pub use rackboot_dns as dns;
-pub use rackboot_model::{jobs, mac};
+pub use rackboot_model::{firmware, jobs, mac};
 pub use rackboot_store as cmdb;
 pub use rackboot_tftp as tftp;
 pub use rackboot_ui as ui;

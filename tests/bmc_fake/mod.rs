@@ -58,6 +58,7 @@ pub struct Fake {
     power: Mutex<&'static str>,
     boot: Mutex<Value>,
     pub resets: Mutex<Vec<String>>,
+    paths: Mutex<Vec<String>>,
     /// Added to every answer (so overlapping commands would overlap on the server).
     delay: Duration,
     pub port: u16,
@@ -94,6 +95,7 @@ pub async fn start(mode: Mode, global: Arc<Gauge>, delay: Duration, cert: &Cert)
         power: Mutex::new("Off"),
         boot: Mutex::new(json!({"BootSourceOverrideTarget": "None", "BootSourceOverrideEnabled": "Disabled"})),
         resets: Mutex::default(),
+        paths: Mutex::default(),
         delay,
         port,
         fingerprint: cert.fingerprint.clone(),
@@ -142,6 +144,7 @@ impl Fake {
         self.requests.fetch_add(1, Ordering::SeqCst);
         tokio::time::sleep(self.delay).await;
         let (method, path) = (req.method().clone(), req.uri().path().to_string());
+        self.paths.lock().unwrap().push(req.uri().to_string());
         let token_ok = req.headers().get("x-auth-token").is_some_and(|t| t == "tok");
         let body: Value =
             serde_json::from_slice(&req.into_body().collect().await.unwrap().to_bytes()).unwrap_or_default();
@@ -183,7 +186,8 @@ impl Fake {
             }
             ("GET", "/redfish/v1/Systems/1") => reply(
                 StatusCode::OK,
-                json!({"@odata.id": "/redfish/v1/Systems/1", "PowerState": self.power_state(),
+                json!({"@odata.id": "/redfish/v1/Systems/1", "PowerState": self.power_state(), "BiosVersion": "2.19.1",
+                    "Bios": {"@odata.id": "/redfish/v1/Systems/1/Bios"},
                     "Boot": *self.boot.lock().unwrap(),
                     "Actions": {"#ComputerSystem.Reset": {"target": "/redfish/v1/Systems/1/Actions/ComputerSystem.Reset",
                         "ResetType@Redfish.AllowableValues": ["On", "ForceOff", "GracefulShutdown", "ForceRestart"]}}}),
@@ -210,7 +214,46 @@ impl Fake {
                 }
                 reply(StatusCode::NO_CONTENT, Value::Null)
             }
+            // Firmware: BIOS attributes (one not plain), a pending change, and an inventory
+            // longer than the appliance keeps, one member linked off the BMC.
+            ("GET", "/redfish/v1/Systems/1/Bios") => reply(
+                StatusCode::OK,
+                json!({"AttributeRegistry": "BiosAttributeRegistry.v1_0_0",
+                    "Attributes": {"BootMode": "Uefi", "ProcVirtualization": "Disabled", "NumCores": 8, "Nested": {"a": 1}},
+                    "@Redfish.Settings": {"SettingsObject": {"@odata.id": "/redfish/v1/Systems/1/Bios/Settings"}}}),
+            ),
+            ("GET", "/redfish/v1/Systems/1/Bios/Settings") => reply(
+                StatusCode::OK,
+                json!({"Attributes": {"BootMode": "Uefi", "ProcVirtualization": "Enabled"}}),
+            ),
+            ("GET", "/redfish/v1") => {
+                reply(StatusCode::OK, json!({"UpdateService": {"@odata.id": "/redfish/v1/UpdateService"}}))
+            }
+            ("GET", "/redfish/v1/UpdateService") => reply(
+                StatusCode::OK,
+                json!({"FirmwareInventory": {"@odata.id": "/redfish/v1/UpdateService/FirmwareInventory"}}),
+            ),
+            ("GET", "/redfish/v1/UpdateService/FirmwareInventory") => {
+                let mut members: Vec<Value> = (0..200)
+                    .map(|i| json!({"@odata.id": format!("/redfish/v1/UpdateService/FirmwareInventory/fw{i}")}))
+                    .collect();
+                members.insert(1, json!({"@odata.id": "https://elsewhere/redfish/v1/x"}));
+                reply(StatusCode::OK, json!({"Members": members}))
+            }
+            ("GET", p) if p.starts_with("/redfish/v1/UpdateService/FirmwareInventory/fw") => {
+                let id = p.rsplit('/').next().unwrap_or_default();
+                reply(
+                    StatusCode::OK,
+                    json!({"Id": id, "Name": format!("component {id}"), "Version": "1.0.0", "Updateable": true,
+                        "Status": {"Health": "OK"}}),
+                )
+            }
             _ => reply(StatusCode::NOT_FOUND, Value::Null),
         }
+    }
+
+    /// Every path asked for so far.
+    pub fn paths(&self) -> Vec<String> {
+        self.paths.lock().unwrap().clone()
     }
 }

@@ -2,7 +2,8 @@
 //! wrong credentials fail at once without a retry storm and are then held off; a BMC that never
 //! answers times out; 500s are retried a bounded number of times; a redirect loop and a
 //! certificate that does not match the pin are refused; a restart that is advertised but fails
-//! falls back to off + on; 50 BMCs at once keep the global cap and one command per BMC.
+//! falls back to off + on; 50 BMCs at once keep the global cap and one command per BMC. A
+//! firmware read takes what a BMC offers, within bounds, and follows no link off it.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -58,6 +59,7 @@ impl Rig {
             boot_mode: None,
             power: None,
             updated_at: 0,
+            firmware: None,
         };
         self.cmdb.put_bmc(b, false).await.unwrap();
         m.id
@@ -256,4 +258,39 @@ async fn actions_queued_behind_a_refused_one_do_not_try_again() {
         assert!(res.unwrap().is_err());
     }
     assert!(f.requests() <= 2, "ten queued actions, one refusal: {} requests", f.requests());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_firmware_read_keeps_what_the_bmc_offers_within_bounds() {
+    let rig = rig(4).await;
+    let good = fake(Mode::Good).await;
+    let id = rig.machine(1, &good, None).await;
+    let report = rig.power.firmware(id).await.unwrap();
+    assert_eq!(report.bios_version.as_deref(), Some("2.19.1"));
+    let bios = report.bios.as_ref().expect("the BIOS attributes");
+    assert_eq!(bios["BootMode"], "Uefi");
+    assert_eq!(bios["ProcVirtualization"], "Enabled");
+    assert!(!bios.contains_key("Nested"), "an object is no attribute value: {bios:?}");
+    assert_eq!(report.attribute_registry.as_deref(), Some("BiosAttributeRegistry.v1_0_0"));
+    // Pending: only what differs from the current value.
+    let pending: Vec<&String> = report.bios_pending.keys().collect();
+    assert_eq!(pending, ["ProcVirtualization"], "{report:?}");
+    let inventory = report.inventory.as_ref().expect("the firmware inventory");
+    assert_eq!(inventory.len(), rackboot::firmware::MAX_INVENTORY, "bounded");
+    assert_eq!(inventory[0].version.as_deref(), Some("1.0.0"));
+    assert!(report.notes.iter().any(|n| n.contains("left out")), "{:?}", report.notes);
+    assert!(report.notes.iter().any(|n| n.contains("the first 128")), "{:?}", report.notes);
+    // Kept on the BMC record, with an event; the link off the BMC was not followed.
+    let stored = rig.cmdb.bmc(id).await.unwrap().unwrap();
+    assert_eq!(stored.firmware.as_ref(), Some(&report));
+    assert!(!good.paths().iter().any(|p| p.contains("elsewhere")), "{:?}", good.paths());
+    let events = rig.cmdb.events(id, 0, 100).await.unwrap();
+    assert!(events.iter().any(|e| e.kind == rackboot::cmdb::EventKind::BmcFirmware), "{events:?}");
+
+    // A BMC that refuses the credentials: an error, held off like a power action.
+    let wrong = fake(Mode::WrongCredentials).await;
+    let id = rig.machine(2, &wrong, None).await;
+    let err = rig.power.firmware(id).await.unwrap_err();
+    assert!(matches!(err, PowerError::Bmc { error: BmcError::Auth(_), .. }), "{err}");
+    assert!(rig.cmdb.bmc(id).await.unwrap().unwrap().firmware.is_none());
 }

@@ -155,6 +155,14 @@ async fn power_through_sushy_emulator_is_verified_by_reading_back() {
         .collect();
     assert_eq!(actions, ["status", "pxe-once", "pxe-once", "on", "cycle", "off"]);
 
+    // Firmware: the fake driver offers no BIOS and no firmware inventory, and the report says
+    // so; it is kept for GET.
+    let (st, v) = lab.api.call(Method::GET, &format!("/machines/{id}/firmware"), None).await.unwrap();
+    assert_eq!(st, 404, "never read yet: {v}");
+    let v = lab.api.ok(Method::POST, &format!("/machines/{id}/firmware"), None).await.unwrap();
+    assert!(v.get("bios").is_none() && v.get("inventory").is_none() && v["read_at_ms"].is_u64(), "{v}");
+    assert_eq!(lab.api.ok(Method::GET, &format!("/machines/{id}/firmware"), None).await.unwrap(), v);
+
     // The password is sealed in the CMDB file, not in the clear.
     let db = std::fs::read(lab.dir.path().join("rackboot.redb")).unwrap();
     assert!(!db.windows(PASSWORD.len()).any(|w| w == PASSWORD.as_bytes()), "password in the clear in the CMDB");

@@ -109,6 +109,9 @@ pub struct Bmc {
     #[serde(default)]
     pub power: Option<PowerReading>,
     pub updated_at: u64,
+    /// The last read of its firmware (BIOS attributes, inventory), on an operator's request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub firmware: Option<crate::firmware::FirmwareReport>,
 }
 
 impl Bmc {
@@ -331,6 +334,7 @@ mod tests {
             boot_mode: Some(BootMode::Legacy),
             power: Some(PowerReading { state: PowerState::On, at_ms: 1_000, error: None }),
             updated_at: 1,
+            firmware: None,
         };
         let v = b.view(61_000);
         let json = serde_json::to_string(&v).unwrap();

@@ -153,6 +153,8 @@ event_kinds! {
     BmcSet = "bmc.set", fields: "address, protocol, username, tls";
     /// An operator removed the machine's BMC.
     BmcRemoved = "bmc.removed", fields: "(none)";
+    /// The machine's firmware was read through its BMC (counts; the report is on the BMC).
+    BmcFirmware = "bmc.firmware", fields: "bios_version, bios_attributes, pending, inventory";
     /// A power action through the BMC succeeded and was verified by reading the state back.
     PowerAction = "power.action", fields: "action, state, uefi, attempts, fallback, ms, by";
     /// A power action through the BMC failed.

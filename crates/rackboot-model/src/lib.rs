@@ -23,6 +23,7 @@ pub mod boot;
 pub mod cloudinit;
 pub mod commission;
 pub mod events;
+pub mod firmware;
 pub mod jobs;
 pub mod mac;
 pub mod network;

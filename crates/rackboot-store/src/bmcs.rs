@@ -10,6 +10,7 @@ use super::model::Machine;
 use super::store::{scan, Record, BMCS};
 use super::{now_secs, Cmdb, CmdbError};
 use rackboot_model::bmc::{Bmc, PowerReading};
+use rackboot_model::firmware::FirmwareReport;
 
 impl Record for Bmc {
     const TABLE: Def<u64, &'static [u8]> = BMCS;
@@ -50,7 +51,8 @@ impl Cmdb {
                 b.password_sealed = old.password_sealed.clone();
             }
             // A reading of the same BMC stays; a new address starts without one.
-            b.power = old.filter(|o| o.address == b.address && o.protocol == b.protocol).and_then(|o| o.power);
+            let same = old.filter(|o| o.address == b.address && o.protocol == b.protocol);
+            (b.power, b.firmware) = same.map(|o| (o.power, o.firmware)).unwrap_or_default();
             b.updated_at = now_secs();
             ctx.put(&b)?;
             let detail = json!({"address": b.address, "protocol": b.protocol, "username": b.username, "tls": b.tls});
@@ -68,6 +70,30 @@ impl Cmdb {
                 return Err(CmdbError::NotFound(format!("bmc of machine {id}")));
             }
             push_event(ctx, id, EventKind::BmcRemoved, json!({}))
+        })
+        .await
+    }
+
+    /// Stores a firmware report on the BMC whose password is still `sealed` (a record changed
+    /// meanwhile is left alone), with a `bmc.firmware` event.
+    pub async fn record_firmware(&self, id: u64, sealed: String, report: FirmwareReport) -> Result<(), CmdbError> {
+        self.write(move |ctx| {
+            let detail = json!({
+                "bios_version": report.bios_version,
+                "bios_attributes": report.bios.as_ref().map(|b| b.len()),
+                "pending": report.bios_pending.len(),
+                "inventory": report.inventory.as_ref().map(|i| i.len()),
+            });
+            if let Some(mut b) = ctx.find::<Bmc>(id)? {
+                if b.password_sealed == sealed {
+                    b.firmware = Some(report);
+                    ctx.put(&b)?;
+                }
+            }
+            match ctx.find::<Machine>(id)? {
+                Some(_) => push_event(ctx, id, EventKind::BmcFirmware, detail),
+                None => Ok(()),
+            }
         })
         .await
     }
@@ -121,6 +147,7 @@ mod tests {
             boot_mode: None,
             power: None,
             updated_at: 0,
+            firmware: None,
         }
     }
 

@@ -3,7 +3,9 @@
 //! /api/v1/machines/{id}/bmc` (removing, `DELETE`), so the API's bounds, sealing, role table and
 //! audit decide; a refused save keeps what was typed (except the password) and names the field.
 //! A machine without a record gets the address its agent found in band (`ipmitool lan print`
-//! in the inventory) filled in.
+//! in the inventory) filled in. Below it, the last firmware read (BIOS version and attributes,
+//! those pending a reboot, the firmware inventory) and a button to read it now (`POST
+//! /api/v1/machines/{id}/firmware`).
 
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, Method, StatusCode};
@@ -53,11 +55,19 @@ async fn render(s: &UiState, session: &Session, key: &str, form: Option<&Form>, 
         _ => return message(&s.views, bmc.status, "BMC", &bmc.message(), session),
     };
     let in_band = machine.body["inventory"]["bmc"]["ip"].as_str().map(String::from);
+    let firmware = match stored.is_null() {
+        true => Value::Null,
+        false => {
+            let f = forward::as_session(s, session, Method::GET, &format!("{path}/firmware"), None).await;
+            if f.status.is_success() { f.body } else { Value::Null }
+        }
+    };
     let status = if error.is_some() { StatusCode::BAD_REQUEST } else { StatusCode::OK };
     let ctx = minijinja::context! {
         user => &session.caller.user, role => session.caller.role.as_str(), csrf => &session.csrf,
         operator => session.operator(), m => V::from(Serde(&machine.body)),
         bmc => (!stored.is_null()).then(|| V::from(Serde(&stored))),
+        firmware => (!firmware.is_null()).then(|| V::from(Serde(&firmware))),
         f => V::from(Serde(fields(form, &stored, in_band.as_deref()))), in_band, error,
     };
     let mut resp = s.views.page("bmc.html", ctx);
@@ -69,7 +79,7 @@ async fn show(State(s): State<UiState>, session: Session, Path(key): Path<String
     render(&s, &session, &key, None, None).await
 }
 
-/// "Save" or "Remove" from the form.
+/// "Save" or "Remove" from the form, or "Read firmware now".
 async fn submit(
     State(s): State<UiState>,
     session: Session,
@@ -86,6 +96,16 @@ async fn submit(
     }
     let path = format!("/machines/{}/bmc", urlencode(&key));
     let remove = f.get("action") == Some("remove");
+    if f.get("action") == Some("firmware") {
+        let answer =
+            forward::as_session(&s, &session, Method::POST, &format!("/machines/{}/firmware", urlencode(&key)), None)
+                .await;
+        if answer.status.is_success() {
+            let to = format!("/ui/machines/{}/bmc#firmware", urlencode(&key));
+            return Redirect::to(&to).into_response();
+        }
+        return render(&s, &session, &key, None, Some(format!("Firmware not read: {}", answer.message()))).await;
+    }
     let answer = if remove {
         forward::as_session(&s, &session, Method::DELETE, &path, None).await
     } else {

@@ -21,7 +21,7 @@ pub fn routes() -> OpenApiRouter<ApiState> {
     OpenApiRouter::new().routes(routes!(show, set, remove)).routes(routes!(power))
 }
 
-fn service(s: &ApiState) -> Result<&Arc<Power>, ApiError> {
+pub(super) fn service(s: &ApiState) -> Result<&Arc<Power>, ApiError> {
     s.power.as_ref().ok_or_else(|| ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "power control is not running"))
 }
 
@@ -67,6 +67,7 @@ async fn set(
         boot_mode: input.boot_mode,
         power: None,
         updated_at: now_secs(),
+        firmware: None,
     };
     let stored = s.cmdb.put_bmc(b, input.password.is_none()).await.map_err(|e| match e {
         crate::cmdb::CmdbError::Invalid(why) => ApiError::field("password", why),
@@ -114,13 +115,17 @@ async fn power(
     let Json(req) = body?;
     let power = service(&s)?;
     let m = resolve(&s, &key).await?;
-    power.act(m.id, req.action, req.uefi, Caller::Operator).await.map(Json).map_err(|e| match e {
-        PowerError::NoBmc(_) => ApiError::conflict(format!("{e}: set one with PUT /api/v1/machines/{}/bmc", m.id)),
+    power.act(m.id, req.action, req.uefi, Caller::Operator).await.map(Json).map_err(|e| power_error(e, m.id))
+}
+
+/// A power service error as the API answers it: no BMC or a password that does not open 409,
+/// the BMC's refusal or failure 502, its silence 504.
+pub(super) fn power_error(e: PowerError, id: u64) -> ApiError {
+    match e {
+        PowerError::NoBmc(_) => ApiError::conflict(format!("{e}: set one with PUT /api/v1/machines/{id}/bmc")),
         PowerError::Cmdb(c) => c.into(),
         PowerError::Sealed(_) => ApiError::conflict(e.to_string()),
-        PowerError::Bmc { error: BmcError::Timeout(_), .. } => {
-            ApiError::new(StatusCode::GATEWAY_TIMEOUT, e.to_string())
-        }
+        PowerError::Bmc { error: BmcError::Timeout(_), .. } => ApiError::new(StatusCode::GATEWAY_TIMEOUT, e.to_string()),
         PowerError::Bmc { .. } => ApiError::new(StatusCode::BAD_GATEWAY, e.to_string()),
-    })
+    }
 }

@@ -13,6 +13,7 @@ mod bmc;
 pub mod boot;
 mod doc;
 mod events;
+mod firmware;
 mod inventory;
 mod jobs;
 mod lifecycle;
@@ -93,6 +94,7 @@ fn protected_routes() -> OpenApiRouter<ApiState> {
         .merge(network::routes())
         .merge(userdata::routes())
         .merge(bmc::routes())
+        .merge(firmware::routes())
         .merge(auth::routes())
         .merge(users::routes())
         .merge(audit::routes())

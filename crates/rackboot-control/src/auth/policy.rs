@@ -78,6 +78,8 @@ mod tests {
             (Method::PUT, "/machines/{id}/bmc", O),
             (Method::DELETE, "/machines/{id}/bmc", O),
             (Method::POST, "/machines/{id}/power", O),
+            (Method::GET, "/machines/{id}/firmware", V),
+            (Method::POST, "/machines/{id}/firmware", O),
             (Method::GET, "/machines/{id}/network", V),
             (Method::PUT, "/machines/{id}/network", O),
             (Method::DELETE, "/machines/{id}/network", O),

@@ -131,6 +131,16 @@ impl Driver {
         }
     }
 
+    /// The firmware report (Redfish only: IPMI has no BIOS attributes or inventory to read).
+    pub async fn firmware(&self, now_ms: u64) -> Result<rackboot_model::firmware::FirmwareReport, BmcError> {
+        match self {
+            Driver::Redfish(r) => r.firmware(now_ms).await,
+            Driver::Ipmi { .. } => Err(BmcError::Other(
+                "IPMI has no BIOS attributes or firmware inventory to read: set the machine's BMC as Redfish".into(),
+            )),
+        }
+    }
+
     /// Ends a Redfish session.
     pub async fn close(self) {
         if let Driver::Redfish(r) = self {

@@ -16,6 +16,7 @@ use utoipa::ToSchema;
 use super::actions::{perform, Pace};
 use super::driver::{Driver, Settings};
 use super::model::{Bmc, PowerAction, PowerReading, PowerState};
+use rackboot_model::firmware::FirmwareReport;
 use super::BmcError;
 use crate::cmdb::{now_ms, Cmdb, CmdbError, EventKind};
 use crate::config::BmcConfig;
@@ -162,6 +163,57 @@ impl Power {
         }
     }
 
+    /// Reads machine `id`'s firmware through its BMC (Redfish), under the same one-at-a-time
+    /// lock, global cap, deadline and credential hold as power actions, and keeps the report on
+    /// the BMC record.
+    pub async fn firmware(&self, id: u64) -> Result<FirmwareReport, PowerError> {
+        let bmc = self.cmdb.bmc(id).await?.ok_or(PowerError::NoBmc(id))?;
+        let fail = |error| PowerError::Bmc { machine: id, action: "firmware", error };
+        if let Some(why) = self.held(&bmc) {
+            return Err(fail(BmcError::Auth(why)));
+        }
+        let password = self
+            .sealer
+            .open(&bmc.password_sealed, &Bmc::seal_binding(id))
+            .map_err(|e| PowerError::Sealed(e.to_string()))?;
+        let password = String::from_utf8(password).map_err(|_| PowerError::Sealed("not UTF-8".into()))?;
+        let lock = self.lock_for(&bmc.address);
+        let guard = lock.lock().await;
+        let permit = self.global.acquire().await.expect("the semaphore is never closed");
+        let read = async {
+            let driver = Driver::open(&bmc, &password, &self.settings()).await?;
+            let report = driver.firmware(now_ms()).await;
+            driver.close().await;
+            report
+        };
+        let result = tokio::time::timeout(self.cfg.action_deadline, read)
+            .await
+            .unwrap_or(Err(BmcError::Timeout(self.cfg.action_deadline)));
+        drop((permit, guard, lock));
+        self.unlock_unused(&bmc.address);
+        match result {
+            Ok(report) => {
+                self.cmdb.record_firmware(id, bmc.password_sealed.clone(), report.clone()).await?;
+                Ok(report)
+            }
+            Err(error) => {
+                if matches!(error, BmcError::Auth(_)) {
+                    self.refused.lock().expect("refused lock").insert(id, (version(&bmc), Instant::now()));
+                }
+                Err(fail(error))
+            }
+        }
+    }
+
+    fn settings(&self) -> Settings {
+        Settings {
+            timeout: self.cfg.request_timeout,
+            ca_pem: self.ca_pem.clone(),
+            ipmitool: self.cfg.ipmitool.clone(),
+            cipher_suite: self.cfg.ipmi_cipher_suite,
+        }
+    }
+
     async fn run(
         &self,
         bmc: &Bmc,
@@ -169,12 +221,7 @@ impl Power {
         action: PowerAction,
         uefi: bool,
     ) -> Result<super::actions::Done, BmcError> {
-        let settings = Settings {
-            timeout: self.cfg.request_timeout,
-            ca_pem: self.ca_pem.clone(),
-            ipmitool: self.cfg.ipmitool.clone(),
-            cipher_suite: self.cfg.ipmi_cipher_suite,
-        };
+        let settings = self.settings();
         let pace = Pace {
             retries: self.cfg.retries,
             backoff: self.cfg.retry_backoff,

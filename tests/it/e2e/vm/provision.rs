@@ -367,6 +367,14 @@ fn two_vms_bios_and_uefi_are_provisioned_from_an_image_and_check_in_installed() 
     let day_two = |vm: &Vm| super::day_two::Vm { name: vm.name, mac: vm.mac };
     super::day_two::check(&net, lab.as_ref(), day_two(&vms[0]), day_two(&vms[1]), cloud, &first_boot);
 
+    // Firmware through sushy-emulator's libvirt driver: BIOS attributes it keeps per domain.
+    if lab.is_some() {
+        let fw = net.api("POST", &format!("/machines/{}/firmware", vms[1].mac), None);
+        eprintln!("uefi: firmware through Redfish: {fw}");
+        assert!(fw["bios"]["BootMode"].is_string(), "BIOS attributes through sushy's libvirt driver: {fw}");
+        assert_eq!(net.api("GET", &format!("/machines/{}/firmware", vms[1].mac), None), fw);
+    }
+
     // Powered off through the BMCs (graceful, forced after 20 s), read back and seen by libvirt.
     if let Some(lab) = &lab {
         for vm in &vms {

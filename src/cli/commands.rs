@@ -16,9 +16,9 @@ use super::plugins::PluginsCmd;
 use super::racks::RacksCmd;
 use super::reference;
 use super::store::StoreCmd;
+use super::tang::TangCmd;
 use super::tasks::TasksCmd;
 use super::templates::TemplatesCmd;
-use super::tang::TangCmd;
 use super::users::{AuditArgs, TokensCmd, UsersCmd};
 use super::windows::WindowsCmd;
 

@@ -40,7 +40,8 @@ pub(super) async fn tang(c: ApiClient, cmd: TangCmd) -> anyhow::Result<()> {
                     (_, Value::String(e)) => format!("failed: {e}"),
                     _ => "-".into(),
                 };
-                let volumes: Vec<&str> = b["volumes"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+                let volumes: Vec<&str> =
+                    b["volumes"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
                 println!("{:>8} {:>4} {rebind:<10} {}", b["machine"], b["key"], volumes.join(" "));
             }
         }

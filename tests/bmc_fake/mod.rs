@@ -222,10 +222,9 @@ impl Fake {
                     "Attributes": {"BootMode": "Uefi", "ProcVirtualization": "Disabled", "NumCores": 8, "Nested": {"a": 1}},
                     "@Redfish.Settings": {"SettingsObject": {"@odata.id": "/redfish/v1/Systems/1/Bios/Settings"}}}),
             ),
-            ("GET", "/redfish/v1/Systems/1/Bios/Settings") => reply(
-                StatusCode::OK,
-                json!({"Attributes": {"BootMode": "Uefi", "ProcVirtualization": "Enabled"}}),
-            ),
+            ("GET", "/redfish/v1/Systems/1/Bios/Settings") => {
+                reply(StatusCode::OK, json!({"Attributes": {"BootMode": "Uefi", "ProcVirtualization": "Enabled"}}))
+            }
             ("GET", "/redfish/v1") => {
                 reply(StatusCode::OK, json!({"UpdateService": {"@odata.id": "/redfish/v1/UpdateService"}}))
             }

@@ -46,6 +46,7 @@ async fn power_actions_on_many_bmcs() {
             boot_mode: None,
             power: None,
             updated_at: 0,
+            firmware: None,
         };
         cmdb.put_bmc(b, false).await.unwrap();
         ids.push(m.id);

@@ -269,12 +269,13 @@ async fn a_firmware_read_keeps_what_the_bmc_offers_within_bounds() {
     assert_eq!(report.bios_version.as_deref(), Some("2.19.1"));
     let bios = report.bios.as_ref().expect("the BIOS attributes");
     assert_eq!(bios["BootMode"], "Uefi");
-    assert_eq!(bios["ProcVirtualization"], "Enabled");
+    assert_eq!(bios["ProcVirtualization"], "Disabled");
     assert!(!bios.contains_key("Nested"), "an object is no attribute value: {bios:?}");
     assert_eq!(report.attribute_registry.as_deref(), Some("BiosAttributeRegistry.v1_0_0"));
     // Pending: only what differs from the current value.
     let pending: Vec<&String> = report.bios_pending.keys().collect();
     assert_eq!(pending, ["ProcVirtualization"], "{report:?}");
+    assert_eq!(report.bios_pending["ProcVirtualization"], "Enabled");
     let inventory = report.inventory.as_ref().expect("the firmware inventory");
     assert_eq!(inventory.len(), rackboot::firmware::MAX_INVENTORY, "bounded");
     assert_eq!(inventory[0].version.as_deref(), Some("1.0.0"));

@@ -76,6 +76,7 @@ impl Rig {
             boot_mode: None,
             power: None,
             updated_at: 0,
+            firmware: None,
         };
         self.cmdb.put_bmc(b, false).await.unwrap();
         m.id

@@ -101,7 +101,8 @@ mod tests {
         assert_eq!(kept["Long"].as_str().unwrap().len(), MAX_TEXT);
         assert_eq!(kept["Ctl"], "ab");
         assert_eq!(dropped, 2, "an object and a list are no attribute values");
-        let many: serde_json::Map<String, Value> = (0..MAX_ATTRIBUTES + 5).map(|i| (format!("A{i}"), json!(i))).collect();
+        let many: serde_json::Map<String, Value> =
+            (0..MAX_ATTRIBUTES + 5).map(|i| (format!("A{i}"), json!(i))).collect();
         let (kept, dropped) = attributes(&Value::Object(many));
         assert_eq!((kept.len(), dropped), (MAX_ATTRIBUTES, 5));
         assert_eq!(attributes(&json!("not an object")).0.len(), 0);

@@ -76,7 +76,7 @@ impl Cmdb {
 
     /// Stores a firmware report on the BMC whose password is still `sealed` (a record changed
     /// meanwhile is left alone), with a `bmc.firmware` event.
-    pub async fn record_firmware(&self, id: u64, sealed: String, report: FirmwareReport) -> Result<(), CmdbError> {
+    pub async fn record_bmc_firmware(&self, id: u64, sealed: String, report: FirmwareReport) -> Result<(), CmdbError> {
         self.write(move |ctx| {
             let detail = json!({
                 "bios_version": report.bios_version,

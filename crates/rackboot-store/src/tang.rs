@@ -25,6 +25,8 @@ impl Record for TangKey {
 impl Record for TangBinding {
     const TABLE: Def<u64, &'static [u8]> = TANG_BINDINGS;
     const NAME: &'static str = "tang binding";
+    // The record's key is its machine; its `key` field is the Tang key it is bound to.
+    #[allow(clippy::misnamed_getters)]
     fn key(&self) -> u64 {
         self.machine
     }

@@ -59,7 +59,11 @@ async fn render(s: &UiState, session: &Session, key: &str, form: Option<&Form>, 
         true => Value::Null,
         false => {
             let f = forward::as_session(s, session, Method::GET, &format!("{path}/firmware"), None).await;
-            if f.status.is_success() { f.body } else { Value::Null }
+            if f.status.is_success() {
+                f.body
+            } else {
+                Value::Null
+            }
         }
     };
     let status = if error.is_some() { StatusCode::BAD_REQUEST } else { StatusCode::OK };

@@ -125,7 +125,9 @@ pub(super) fn power_error(e: PowerError, id: u64) -> ApiError {
         PowerError::NoBmc(_) => ApiError::conflict(format!("{e}: set one with PUT /api/v1/machines/{id}/bmc")),
         PowerError::Cmdb(c) => c.into(),
         PowerError::Sealed(_) => ApiError::conflict(e.to_string()),
-        PowerError::Bmc { error: BmcError::Timeout(_), .. } => ApiError::new(StatusCode::GATEWAY_TIMEOUT, e.to_string()),
+        PowerError::Bmc { error: BmcError::Timeout(_), .. } => {
+            ApiError::new(StatusCode::GATEWAY_TIMEOUT, e.to_string())
+        }
         PowerError::Bmc { .. } => ApiError::new(StatusCode::BAD_GATEWAY, e.to_string()),
     }
 }

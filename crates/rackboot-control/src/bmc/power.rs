@@ -16,11 +16,11 @@ use utoipa::ToSchema;
 use super::actions::{perform, Pace};
 use super::driver::{Driver, Settings};
 use super::model::{Bmc, PowerAction, PowerReading, PowerState};
-use rackboot_model::firmware::FirmwareReport;
 use super::BmcError;
 use crate::cmdb::{now_ms, Cmdb, CmdbError, EventKind};
 use crate::config::BmcConfig;
 use crate::secrets::Sealer;
+use rackboot_model::firmware::FirmwareReport;
 
 /// Why a power action did not happen or failed.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -189,11 +189,12 @@ impl Power {
         let result = tokio::time::timeout(self.cfg.action_deadline, read)
             .await
             .unwrap_or(Err(BmcError::Timeout(self.cfg.action_deadline)));
-        drop((permit, guard, lock));
+        drop((permit, guard));
+        drop(lock);
         self.unlock_unused(&bmc.address);
         match result {
             Ok(report) => {
-                self.cmdb.record_firmware(id, bmc.password_sealed.clone(), report.clone()).await?;
+                self.cmdb.record_bmc_firmware(id, bmc.password_sealed.clone(), report.clone()).await?;
                 Ok(report)
             }
             Err(error) => {

@@ -32,16 +32,25 @@ pub(super) fn check_bound(net: &Net, name: &str, mac: &str) {
     let jobs = net.api("GET", &format!("/jobs?machine={mac}&limit=1000"), None);
     for j in jobs["jobs"].as_array().unwrap() {
         if j["action"]["body"].as_str().is_some_and(|b| b.contains("rackboot layout step")) {
-            let text = net.api("GET", &format!("/jobs/{}/output", j["id"]), None)["text"].as_str().unwrap_or_default().to_string();
+            let text = net.api("GET", &format!("/jobs/{}/output", j["id"]), None)["text"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
             let said: Vec<&str> = text.lines().filter(|l| l.contains("layout") || l.contains("crypt")).collect();
             eprintln!("{name}: layout job {} ({}):\n{}", j["id"], j["state"], said.join("\n"));
         }
     }
     assert!(out.contains(&format!("secret: /dev/mapper/{MAPPED} ext4")), "{name}: {out}");
     assert!(out.contains("Version:       \t2") || out.contains("Version:"), "{name}: LUKS2: {out}");
-    let slots = out.lines().filter(|l| l.trim_start().split_once(": luks2").is_some_and(|(n, _)| n.trim().parse::<u32>().is_ok())).count();
+    let slots = out
+        .lines()
+        .filter(|l| l.trim_start().split_once(": luks2").is_some_and(|(n, _)| n.trim().parse::<u32>().is_ok()))
+        .count();
     assert_eq!(slots, 1, "{name}: one key slot (Clevis's), the make-key wiped: {out}");
-    assert!(out.contains(": tang '{\"url\":\"http://198.18.0.1:8080/tang\"}'"), "{name}: bound to the appliance: {out}");
+    assert!(
+        out.contains(": tang '{\"url\":\"http://198.18.0.1:8080/tang\"}'"),
+        "{name}: bound to the appliance: {out}"
+    );
 }
 
 fn now() -> f64 {
@@ -80,7 +89,11 @@ pub(super) fn check_rotation_and_absence(
     }
     for mac in macs {
         let ev = net.api("GET", &format!("/machines/{mac}/events?limit=1000"), None);
-        let rebound = ev["events"].as_array().unwrap().iter().any(|e| e["kind"] == "disk.rebound" && e["detail"]["from_key"] == old);
+        let rebound = ev["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["kind"] == "disk.rebound" && e["detail"]["from_key"] == old);
         assert!(rebound, "{mac}: no disk.rebound event: {ev}");
     }
 
@@ -119,9 +132,17 @@ pub(super) fn check_rotation_and_absence(
         ),
         420,
     );
-    eprintln!("bios: after a reboot with the appliance away {:.0} s (agent back {} s after it):\n{out}", back - stopped, t0.elapsed().as_secs());
+    eprintln!(
+        "bios: after a reboot with the appliance away {:.0} s (agent back {} s after it):\n{out}",
+        back - stopped,
+        t0.elapsed().as_secs()
+    );
     let field = |key: &str| -> f64 {
-        out.split_whitespace().skip_while(|w| *w != key).nth(1).and_then(|v| v.parse().ok()).unwrap_or_else(|| panic!("{key} in {out}"))
+        out.split_whitespace()
+            .skip_while(|w| *w != key)
+            .nth(1)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("{key} in {out}"))
     };
     let (vm_now, up) = (field("now:"), field("up:"));
     let unlocked_mono: f64 = out
@@ -133,8 +154,14 @@ pub(super) fn check_rotation_and_absence(
     assert!(out.contains(&format!("/dev/mapper/{MAPPED}")), "unlocked and mounted once the appliance is back: {out}");
     let booted = vm_now - up;
     let opened = booted + unlocked_mono;
-    assert!(booted > stopped - 5.0, "the VM rebooted after the appliance stopped: booted {booted:.0}, stopped {stopped:.0}");
-    assert!(unlocked_mono > 0.0 && opened > back - 5.0, "unlocked at {opened:.0}, before the appliance was back at {back:.0}: {out}");
+    assert!(
+        booted > stopped - 5.0,
+        "the VM rebooted after the appliance stopped: booted {booted:.0}, stopped {stopped:.0}"
+    );
+    assert!(
+        unlocked_mono > 0.0 && opened > back - 5.0,
+        "unlocked at {opened:.0}, before the appliance was back at {back:.0}: {out}"
+    );
     assert!(back - booted >= 60.0, "up at least a minute without the appliance: booted {booted:.0}, back {back:.0}");
     eprintln!(
         "bios: booted {:.0} s after the stop, unlocked {:.0} s after boot ({:.0} s after the appliance was back)",

@@ -186,6 +186,7 @@ async fn ipmi_through_virtualbmc_and_libvirt() {
             boot_mode: None,
             power: None,
             updated_at: 0,
+            firmware: None,
         };
         cmdb.put_bmc(b, false).await.unwrap();
         ids.push(m.id);

@@ -66,8 +66,7 @@ impl Redfish {
             match self.get(&path).await {
                 Ok(settings) => {
                     let (pending, _) = firmware::attributes(&settings["Attributes"]);
-                    report.bios_pending =
-                        pending.into_iter().filter(|(k, v)| current.get(k) != Some(v)).collect();
+                    report.bios_pending = pending.into_iter().filter(|(k, v)| current.get(k) != Some(v)).collect();
                 }
                 Err(e) if not_offered(&e) => {}
                 Err(e) => report.notes.push(format!("Bios settings at {path}: {e}")),
@@ -111,7 +110,10 @@ mod tests {
 
     #[test]
     fn only_links_on_this_bmc_are_followed() {
-        assert_eq!(link(&json!({"@odata.id": "/redfish/v1/Systems/1/Bios"})).as_deref(), Some("/redfish/v1/Systems/1/Bios"));
+        assert_eq!(
+            link(&json!({"@odata.id": "/redfish/v1/Systems/1/Bios"})).as_deref(),
+            Some("/redfish/v1/Systems/1/Bios")
+        );
         for bad in ["https://elsewhere/redfish/v1/x", "/other/x", "/redfish/v1/../../etc", ""] {
             assert_eq!(link(&json!({"@odata.id": bad})), None, "{bad}");
         }

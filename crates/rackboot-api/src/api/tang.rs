@@ -43,7 +43,7 @@ impl From<TangError> for ApiError {
             TangError::BadRequest(e) => ApiError::bad(e.0),
             TangError::UnknownKey(_) => ApiError::not_found(e.to_string()),
             TangError::Cmdb(e) => e.into(),
-            TangError::Keys(_) => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
+            TangError::Keys(_) | TangError::Busy => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
         }
     }
 }
@@ -73,7 +73,7 @@ async fn rec(State(s): State<ApiState>, Path(kid): Path<String>, body: Bytes) ->
 
 /// A Tang key pair (public halves) and how many machines are bound to it.
 #[derive(Serialize, ToSchema)]
-pub struct ShownKey {
+pub struct ShownTangKey {
     #[serde(flatten)]
     pub key: TangKey,
     /// The signing key's thumbprint (SHA-256): what `clevis encrypt tang` takes as `thp`.
@@ -82,46 +82,46 @@ pub struct ShownKey {
 }
 
 #[derive(Serialize, ToSchema)]
-pub struct KeyList {
+pub struct TangKeyList {
     /// The Tang URL bound volumes reach.
     pub url: String,
-    pub keys: Vec<ShownKey>,
+    pub keys: Vec<ShownTangKey>,
 }
 
 /// The Tang keys, the advertised one last, with the machines bound to each.
 #[utoipa::path(get, path = "/tang/keys", tag = "tang",
-    responses((status = 200, description = "The keys (public halves)", body = KeyList)))]
-async fn keys(State(s): State<ApiState>) -> Result<Json<KeyList>, ApiError> {
+    responses((status = 200, description = "The keys (public halves)", body = TangKeyList)))]
+async fn keys(State(s): State<ApiState>) -> Result<Json<TangKeyList>, ApiError> {
     let tang = service(&s)?;
     let shown = |(key, bound_machines): (TangKey, usize)| {
         let [signing_thumbprint, _] = crate::tang::jose::thumbprints(&key.signing);
-        ShownKey { key, signing_thumbprint, bound_machines }
+        ShownTangKey { key, signing_thumbprint, bound_machines }
     };
     let keys = tang.list().await?.into_iter().map(shown).collect();
-    Ok(Json(KeyList { url: tang.url.clone(), keys }))
+    Ok(Json(TangKeyList { url: tang.url.clone(), keys }))
 }
 
 #[derive(Serialize, ToSchema)]
-pub struct BindingList {
+pub struct TangBindingList {
     pub bindings: Vec<TangBinding>,
 }
 
 /// Which machines' encrypted volumes are bound to which key, and re-binds under way.
 #[utoipa::path(get, path = "/tang/bindings", tag = "tang",
-    responses((status = 200, description = "Every binding", body = BindingList)))]
-async fn bindings(State(s): State<ApiState>) -> Result<Json<BindingList>, ApiError> {
-    Ok(Json(BindingList { bindings: s.cmdb.tang_bindings().await? }))
+    responses((status = 200, description = "Every binding", body = TangBindingList)))]
+async fn bindings(State(s): State<ApiState>) -> Result<Json<TangBindingList>, ApiError> {
+    Ok(Json(TangBindingList { bindings: s.cmdb.tang_bindings().await? }))
 }
 
 #[derive(Serialize, ToSchema)]
-pub struct Rotated {
+pub struct TangRotated {
     pub key: TangKey,
     /// The re-bind job queued on each bound machine.
-    pub jobs: Vec<RebindJob>,
+    pub jobs: Vec<TangRebindJob>,
 }
 
 #[derive(Serialize, ToSchema)]
-pub struct RebindJob {
+pub struct TangRebindJob {
     pub machine: u64,
     pub job: u64,
 }
@@ -129,12 +129,12 @@ pub struct RebindJob {
 /// Makes a new key pair the advertised one and queues a re-bind job on every machine bound to
 /// an older one; each older key is deleted once no machine is bound to it.
 #[utoipa::path(post, path = "/tang/rotate", tag = "tang",
-    responses((status = 201, description = "Rotated", body = Rotated)))]
-async fn rotate(State(s): State<ApiState>) -> Result<(StatusCode, Json<Rotated>), ApiError> {
+    responses((status = 201, description = "TangRotated", body = TangRotated)))]
+async fn rotate(State(s): State<ApiState>) -> Result<(StatusCode, Json<TangRotated>), ApiError> {
     let (key, queued) = service(&s)?.rotate(&s.hub.cfg).await?;
     for (machine, _) in &queued {
         s.hub.wake(*machine);
     }
-    let jobs = queued.into_iter().map(|(machine, job)| RebindJob { machine, job }).collect();
-    Ok((StatusCode::CREATED, Json(Rotated { key, jobs })))
+    let jobs = queued.into_iter().map(|(machine, job)| TangRebindJob { machine, job }).collect();
+    Ok((StatusCode::CREATED, Json(TangRotated { key, jobs })))
 }

@@ -26,6 +26,9 @@ use crate::secrets::Sealer;
 /// How long the opened keys are used before they are read again (another appliance of a
 /// shared store may have rotated them).
 const RELOAD: Duration = Duration::from_secs(5);
+/// Recovery exchanges at once; more are refused (503) rather than queued: the protocol takes no
+/// credentials, so a flood from the VLAN must not take the appliance's CPU.
+pub const MAX_EXCHANGES: usize = 8;
 
 /// The Tang server over the store's keys.
 pub struct Tang {
@@ -34,6 +37,7 @@ pub struct Tang {
     /// The URL bound volumes reach it at (`<http_base>/tang`).
     pub url: String,
     loaded: Mutex<Option<(Instant, Arc<Keys>)>>,
+    exchanges: Arc<tokio::sync::Semaphore>,
 }
 
 /// The keys as served: opened, with their thumbprints and the advertisement.
@@ -63,13 +67,16 @@ pub enum TangError {
     UnknownKey(String),
     #[error("the tang keys: {0}")]
     Keys(String),
+    #[error("{MAX_EXCHANGES} recovery exchanges are under way: try again")]
+    Busy,
     #[error(transparent)]
     Cmdb(#[from] CmdbError),
 }
 
 impl Tang {
     pub fn new(cmdb: Cmdb, sealer: Arc<Sealer>, http_base: &str) -> Tang {
-        Tang { cmdb, sealer, url: format!("{http_base}/tang"), loaded: Mutex::new(None) }
+        let exchanges = Arc::new(tokio::sync::Semaphore::new(MAX_EXCHANGES));
+        Tang { cmdb, sealer, url: format!("{http_base}/tang"), loaded: Mutex::new(None), exchanges }
     }
 
     /// The keys, read again when they are older than [`RELOAD`] or `fresh` asks for it.
@@ -175,11 +182,18 @@ impl Tang {
 
     /// `POST /rec/{kid}`: the exchange with the key (advertised or older) whose thumbprint is
     /// `kid`.
+    /// At most [`MAX_EXCHANGES`] at once, each on the blocking pool.
     pub async fn recover(&self, kid: &str, body: &[u8]) -> Result<Value, TangError> {
+        let permit = self.exchanges.clone().try_acquire_owned().map_err(|_| TangError::Busy)?;
         for fresh in [false, true] {
             let keys = self.keys(fresh).await?;
             if let Some(k) = keys.keys.iter().find(|k| k.exchange_thp.iter().any(|t| t == kid)) {
-                return Ok(jose::recover(&k.exchange, body)?);
+                let (key, body) = (k.exchange.clone(), body.to_vec());
+                let exchange = tokio::task::spawn_blocking(move || {
+                    let _permit = permit;
+                    jose::recover(&key, &body)
+                });
+                return Ok(exchange.await.map_err(|e| TangError::Keys(format!("the exchange: {e}")))??);
             }
         }
         Err(TangError::UnknownKey(kid.into()))

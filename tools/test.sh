@@ -66,7 +66,7 @@ on_postgres() {
   RACKBOOT_TEST_POSTGRES=$PGURL cargo test --locked --test it -- \
     api:: api_contract:: dhcp_inprocess:: agent_inprocess:: agent_json:: racks:: users:: audit:: templates:: \
     bmc_api:: plugins:: tls:: dns_inprocess:: kill9:: kill9_provision:: sigterm:: provision_image:: provision_installer:: \
-    plugin_agent:: boot_http:: lifecycle:: \
+    plugin_agent:: boot_http:: lifecycle:: tang:: \
     hostile::enroll_nonce:: hostile::conn_limits:: hostile::operator:: hostile::sightings::a_flood_of_boot_script \
     "${skip[@]}"
   tests/pg/cluster.sh stop "$PGLAB"; trap - EXIT

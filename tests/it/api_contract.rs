@@ -302,3 +302,60 @@ async fn a_resume_past_the_newest_event_is_reset_and_job_ids_are_never_reused() 
     api.ok(Method::POST, "/machines", Some(json!({"macs": ["52:54:00:ab:00:02"]}))).await.unwrap();
     assert!(job("52:54:00:ab:00:02").await > first, "a deleted job's id is not handed out again");
 }
+
+/// The OpenAPI document names each schema after its Rust type, and a second type of the same
+/// name silently takes the first one's place (a Tang key list once stood in for the plugin
+/// keys' list): every type the document may carry has a name of its own. Types with
+/// `#[schema(as = ...)]` are named by that.
+#[test]
+fn every_schema_type_has_a_name_of_its_own() {
+    fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p);
+            }
+        }
+    }
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    for dir in ["crates", "src"] {
+        walk(&root.join(dir), &mut files);
+    }
+    let mut seen: std::collections::HashMap<String, String> = Default::default();
+    let mut twice = Vec::new();
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        for (i, l) in lines.iter().enumerate() {
+            if !(l.contains("derive(") && l.contains("ToSchema")) {
+                continue;
+            }
+            // The item the derive is on: the next `struct` or `enum` line, unless renamed.
+            let rest = &lines[i + 1..(i + 12).min(lines.len())];
+            if rest
+                .iter()
+                .take_while(|r| !r.contains(" struct ") && !r.contains(" enum "))
+                .any(|r| r.contains("schema(as"))
+            {
+                continue;
+            }
+            let Some(item) = rest.iter().find(|r| r.contains(" struct ") || r.contains(" enum ")) else { continue };
+            let name: String = item
+                .split_whitespace()
+                .skip_while(|w| *w != "struct" && *w != "enum")
+                .nth(1)
+                .unwrap_or_default()
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            let at = format!("{}:{}", f.strip_prefix(root).unwrap().display(), i + 1);
+            if let Some(first) = seen.insert(name.clone(), at.clone()) {
+                twice.push(format!("{name}: {first} and {at}"));
+            }
+        }
+    }
+    assert!(twice.is_empty(), "schema types sharing a name (rename one):\n{}", twice.join("\n"));
+}

@@ -52,8 +52,10 @@ pub struct Match {
     pub any: Vec<Match>,
 }
 
-/// `[check]`: a file in the bundle and its time limit.
+/// `[check]`: a file in the bundle and its time limit. (`PluginStep` in the OpenAPI document:
+/// a run's `Step` has the name there.)
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[schema(as = PluginStep)]
 #[serde(deny_unknown_fields)]
 pub struct Step {
     /// A file in the bundle, run directly (its own `#!`), no shell in between.

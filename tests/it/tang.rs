@@ -14,16 +14,16 @@ use serde_json::Value;
 
 use crate::common::process::start;
 
-/// `clevis encrypt tang CFG` of `secret`: the JWE, or why not.
-fn encrypt(cfg: &str, secret: &str) -> Result<String, String> {
+/// `clevis ARGS` with `input` on stdin: its output, or its error.
+fn clevis(args: &[&str], input: &str) -> Result<String, String> {
     let mut child = Command::new("clevis")
-        .args(["encrypt", "tang", cfg])
+        .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    child.stdin.take().unwrap().write_all(secret.as_bytes()).unwrap();
+    child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
     let out = child.wait_with_output().unwrap();
     match out.status.success() {
         true => Ok(String::from_utf8(out.stdout).unwrap()),
@@ -31,21 +31,14 @@ fn encrypt(cfg: &str, secret: &str) -> Result<String, String> {
     }
 }
 
+/// `clevis encrypt tang CFG` of `secret`: the JWE, or why not.
+fn encrypt(cfg: &str, secret: &str) -> Result<String, String> {
+    clevis(&["encrypt", "tang", cfg], secret)
+}
+
 /// `clevis decrypt` of `jwe`: the secret, or why not.
 fn decrypt(jwe: &str) -> Result<String, String> {
-    let mut child = Command::new("clevis")
-        .arg("decrypt")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(jwe.as_bytes()).unwrap();
-    let out = child.wait_with_output().unwrap();
-    match out.status.success() {
-        true => Ok(String::from_utf8(out.stdout).unwrap()),
-        false => Err(String::from_utf8_lossy(&out.stderr).into_owned()),
-    }
+    clevis(&["decrypt"], jwe)
 }
 
 /// `curl` on plain HTTP: (status, body).

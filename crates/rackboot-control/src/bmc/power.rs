@@ -96,11 +96,7 @@ impl Power {
         if let Some(why) = self.held(&bmc) {
             return Err(fail(BmcError::Auth(why)));
         }
-        let password = self
-            .sealer
-            .open(&bmc.password_sealed, &Bmc::seal_binding(id))
-            .map_err(|e| PowerError::Sealed(e.to_string()))?;
-        let password = String::from_utf8(password).map_err(|_| PowerError::Sealed("not UTF-8".into()))?;
+        let password = self.password(&bmc)?;
 
         let lock = self.lock_for(&bmc.address);
         let guard = lock.lock().await;
@@ -172,11 +168,7 @@ impl Power {
         if let Some(why) = self.held(&bmc) {
             return Err(fail(BmcError::Auth(why)));
         }
-        let password = self
-            .sealer
-            .open(&bmc.password_sealed, &Bmc::seal_binding(id))
-            .map_err(|e| PowerError::Sealed(e.to_string()))?;
-        let password = String::from_utf8(password).map_err(|_| PowerError::Sealed("not UTF-8".into()))?;
+        let password = self.password(&bmc)?;
         let lock = self.lock_for(&bmc.address);
         let guard = lock.lock().await;
         let permit = self.global.acquire().await.expect("the semaphore is never closed");
@@ -204,6 +196,15 @@ impl Power {
                 Err(fail(error))
             }
         }
+    }
+
+    /// The BMC's password, opened.
+    fn password(&self, bmc: &Bmc) -> Result<String, PowerError> {
+        let plain = self
+            .sealer
+            .open(&bmc.password_sealed, &Bmc::seal_binding(bmc.machine_id))
+            .map_err(|e| PowerError::Sealed(e.to_string()))?;
+        String::from_utf8(plain).map_err(|_| PowerError::Sealed("not UTF-8".into()))
     }
 
     fn settings(&self) -> Settings {

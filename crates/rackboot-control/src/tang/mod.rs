@@ -58,6 +58,14 @@ struct Opened {
     signing_thp: [String; 2],
 }
 
+/// The advertisement of the advertised key pairs, signed by their signing keys (and by `also`).
+fn advertise(keys: &[Opened], also: Option<&SecretKey>) -> String {
+    let active: Vec<&Opened> = keys.iter().filter(|k| k.record.active).collect();
+    let pairs: Vec<_> = active.iter().map(|k| (&k.record.signing, &k.record.exchange)).collect();
+    let signers: Vec<&SecretKey> = active.iter().map(|k| &k.signing).chain(also).collect();
+    jose::advertisement(&pairs, &signers)
+}
+
 /// Why a Tang request was not answered.
 #[derive(Debug, thiserror::Error)]
 pub enum TangError {
@@ -113,11 +121,8 @@ impl Tang {
             let signing_thp = jose::thumbprints(&record.signing);
             keys.push(Opened { record, signing, exchange, exchange_thp, signing_thp });
         }
-        let active: Vec<&Opened> = keys.iter().filter(|k| k.record.active).collect();
-        let pairs: Vec<_> = active.iter().map(|k| (&k.record.signing, &k.record.exchange)).collect();
-        let signers: Vec<&SecretKey> = active.iter().map(|k| &k.signing).collect();
-        let adv = jose::advertisement(&pairs, &signers);
-        let active = active.last().map(|k| k.record.id);
+        let adv = advertise(&keys, None);
+        let active = keys.iter().rfind(|k| k.record.active).map(|k| k.record.id);
         Ok(Keys { keys, adv, active })
     }
 
@@ -174,10 +179,7 @@ impl Tang {
         if signer.record.active {
             return Ok(keys.adv.clone());
         }
-        let active: Vec<&Opened> = keys.keys.iter().filter(|k| k.record.active).collect();
-        let pairs: Vec<_> = active.iter().map(|k| (&k.record.signing, &k.record.exchange)).collect();
-        let signers: Vec<&SecretKey> = active.iter().map(|k| &k.signing).chain([&signer.signing]).collect();
-        Ok(jose::advertisement(&pairs, &signers))
+        Ok(advertise(&keys.keys, Some(&signer.signing)))
     }
 
     /// `POST /rec/{kid}`: the exchange with the key (advertised or older) whose thumbprint is
@@ -203,10 +205,7 @@ impl Tang {
     pub async fn list(&self) -> Result<Vec<(TangKey, usize)>, TangError> {
         let bindings = self.cmdb.tang_bindings().await?;
         let keys = self.cmdb.tang_keys().await?;
-        Ok(keys
-            .into_iter()
-            .map(|k| (k.id, k))
-            .map(|(id, k)| (k.shown(), bindings.iter().filter(|b| b.key == id).count()))
-            .collect())
+        let bound = |id: u64| bindings.iter().filter(|b| b.key == id).count();
+        Ok(keys.into_iter().map(|k| (bound(k.id), k.shown())).map(|(n, k)| (k, n)).collect())
     }
 }

@@ -58,6 +58,8 @@ pub struct Fake {
     power: Mutex<&'static str>,
     boot: Mutex<Value>,
     pub resets: Mutex<Vec<String>>,
+    /// The BIOS's current attributes and those pending until the next reset.
+    pub bios: Mutex<(Value, Value)>,
     paths: Mutex<Vec<String>>,
     /// Added to every answer (so overlapping commands would overlap on the server).
     delay: Duration,
@@ -95,6 +97,11 @@ pub async fn start(mode: Mode, global: Arc<Gauge>, delay: Duration, cert: &Cert)
         power: Mutex::new("Off"),
         boot: Mutex::new(json!({"BootSourceOverrideTarget": "None", "BootSourceOverrideEnabled": "Disabled"})),
         resets: Mutex::default(),
+        bios: Mutex::new((
+            json!({"BootMode": "Uefi", "ProcVirtualization": "Disabled", "NumCores": 8, "Nested": {"a": 1},
+                "EmbeddedSata": "Raid", "QuietBoot": true}),
+            json!({"BootMode": "Uefi", "ProcVirtualization": "Enabled"}),
+        )),
         paths: Mutex::default(),
         delay,
         port,
@@ -199,6 +206,9 @@ impl Fake {
             ("POST", "/redfish/v1/Systems/1/Actions/ComputerSystem.Reset") => {
                 let kind = body["ResetType"].as_str().unwrap_or_default().to_string();
                 self.resets.lock().unwrap().push(kind.clone());
+                if kind == "On" || kind == "ForceRestart" {
+                    self.reset_bios();
+                }
                 let mut p = self.power.lock().unwrap();
                 match kind.as_str() {
                     "On" => *p = "On",
@@ -219,11 +229,34 @@ impl Fake {
             ("GET", "/redfish/v1/Systems/1/Bios") => reply(
                 StatusCode::OK,
                 json!({"AttributeRegistry": "BiosAttributeRegistry.v1_0_0",
-                    "Attributes": {"BootMode": "Uefi", "ProcVirtualization": "Disabled", "NumCores": 8, "Nested": {"a": 1}},
-                    "@Redfish.Settings": {"SettingsObject": {"@odata.id": "/redfish/v1/Systems/1/Bios/Settings"}}}),
+                    "Attributes": self.bios.lock().unwrap().0.clone(),
+                    "@Redfish.Settings": {"SettingsObject": {"@odata.id": "/redfish/v1/Systems/1/Bios/Settings"},
+                        "SupportedApplyTimes": ["OnReset"]}}),
             ),
             ("GET", "/redfish/v1/Systems/1/Bios/Settings") => {
-                reply(StatusCode::OK, json!({"Attributes": {"BootMode": "Uefi", "ProcVirtualization": "Enabled"}}))
+                reply(StatusCode::OK, json!({"Attributes": self.bios.lock().unwrap().1.clone()}))
+            }
+            // Settings wait for the next reset. EmbeddedSata takes Raid or Ahci only; QuietBoot
+            // is taken and then lost at the reset (a BMC that accepts what it cannot apply).
+            ("PATCH", "/redfish/v1/Systems/1/Bios/Settings") => {
+                if body["@Redfish.SettingsApplyTime"]["ApplyTime"] != "OnReset" {
+                    return reply(StatusCode::BAD_REQUEST, json!({"error": {"message": "ApplyTime OnReset expected"}}));
+                }
+                let attrs = body["Attributes"].as_object().cloned().unwrap_or_default();
+                if let Some(v) = attrs.get("EmbeddedSata").filter(|v| *v != "Raid" && *v != "Ahci") {
+                    let message =
+                        format!("The value {v} for the property EmbeddedSata is not in the list of acceptable values.");
+                    return reply(
+                        StatusCode::BAD_REQUEST,
+                        json!({"error": {"code": "Base.1.8.PropertyValueNotInList",
+                        "message": "See @Message.ExtendedInfo", "@Message.ExtendedInfo": [{"Message": message}]}}),
+                    );
+                }
+                let mut bios = self.bios.lock().unwrap();
+                for (k, v) in attrs {
+                    bios.1[k] = v;
+                }
+                reply(StatusCode::NO_CONTENT, Value::Null)
             }
             ("GET", "/redfish/v1") => {
                 reply(StatusCode::OK, json!({"UpdateService": {"@odata.id": "/redfish/v1/UpdateService"}}))
@@ -248,6 +281,17 @@ impl Fake {
                 )
             }
             _ => reply(StatusCode::NOT_FOUND, Value::Null),
+        }
+    }
+
+    /// A reset applies the pending BIOS settings (all but QuietBoot).
+    fn reset_bios(&self) {
+        let mut bios = self.bios.lock().unwrap();
+        let pending = std::mem::take(bios.1.as_object_mut().unwrap());
+        for (k, v) in pending {
+            if k != "QuietBoot" {
+                bios.0[k] = v;
+            }
         }
     }
 

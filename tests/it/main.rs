@@ -40,6 +40,7 @@ mod audit;
 mod backup;
 mod bmc_api;
 mod bmc_bench;
+mod bmc_bios;
 mod bmc_faults;
 mod bmc_ipmi;
 mod bmc_provision;

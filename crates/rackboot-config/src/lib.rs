@@ -283,6 +283,14 @@ mod tests {
     }
 
     #[test]
+    fn a_hardware_profile_declares_bios_settings_as_a_table() {
+        let c = Config::parse("[[provision.hardware_profiles]]\nname = \"r640\"\nvendors = [\"Dell\"]\n[provision.hardware_profiles.bios]\nProcTurboMode = \"Disabled\"\nNumCores = 8\nQuietBoot = false\n").unwrap();
+        let bios = &c.provision.hardware_profiles["r640"].bios;
+        assert_eq!(bios["ProcTurboMode"], "Disabled");
+        assert_eq!((bios["NumCores"].as_i64(), bios["QuietBoot"].as_bool()), (Some(8), Some(false)));
+    }
+
+    #[test]
     fn bad_configs_say_why() {
         let cases = [
             ("[dhcp]\nmode = \"bogus\"", "dhcp.mode"),
@@ -298,6 +306,14 @@ mod tests {
             ("[agent]\nenroll = \"anyone\"", "agent.enroll"),
             ("[agent]\nnetworks = [\"10.0.0.0/33\"]", "agent.networks"),
             ("[dns]\nupstreams = [\"resolver\"]", "dns.upstreams"),
+            (
+                "[[provision.hardware_profiles]]\nname = \"r640\"\n[provision.hardware_profiles.bios]\n\"Proc Turbo\" = \"Disabled\"",
+                "hardware profile r640: BIOS attribute name \"Proc Turbo\"",
+            ),
+            (
+                "[[provision.hardware_profiles]]\nname = \"r640\"\n[provision.hardware_profiles.bios]\nBootOrder = [\"Pxe\"]",
+                "BIOS attribute BootOrder: the value must be a string, a number or a boolean",
+            ),
             ("[store]\nbackend = \"mysql\"", "store.backend"),
             ("[store]\nbackend = \"postgres\"", "needs store.url"),
             ("[store]\nbackend = \"postgres\"\nurl = \"postgres://u:hunter2@db/x\"", "must not carry the password"),

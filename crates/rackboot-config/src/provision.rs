@@ -81,6 +81,10 @@ pub struct HardwareProfile {
     /// Signed vendor plugins run after the scripts, in order, on machines their `[match]` fits.
     #[serde(default)]
     pub plugins: Vec<rackboot_model::plugins::refs::PluginRef>,
+    /// BIOS attributes set through the machine's Redfish BMC before the scripts (a restart,
+    /// then read back); a machine without a Redfish BMC fails the step.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub bios: rackboot_model::bios::Settings,
 }
 
 /// Validated provisioning settings.
@@ -224,6 +228,7 @@ impl ProvisionConfig {
                     r.name
                 );
             }
+            rackboot_model::bios::check(&p.bios).map_err(|e| anyhow::anyhow!("hardware profile {}: {e}", p.name))?;
             let name = p.name.clone();
             anyhow::ensure!(by_name.insert(name.clone(), p).is_none(), "hardware profile {name} is defined twice");
         }

@@ -4,6 +4,7 @@
 //! - [`mac`]: the MAC address type used everywhere.
 //! - [`jobs`]: the agent job record and its state machine.
 //! - [`bmc`]: a machine's BMC record, its power states and actions, and the input that sets it.
+//! - [`bios`]: BIOS settings a hardware profile declares, and how a reading differs from them.
 //! - [`role`]: the roles of users and tokens.
 //! - [`events`]: the kinds of a machine's timeline events.
 //! - [`boot`]: the UEFI loader a machine is handed.
@@ -18,6 +19,7 @@
 //! - [`plugins`]: vendor plugins: manifest, parameter schema, minisign signatures, references.
 //! - [`webhooks`]: webhook subscriptions: URL, filter, TLS check, delivery status.
 
+pub mod bios;
 pub mod bmc;
 pub mod boot;
 pub mod cloudinit;

@@ -8,6 +8,8 @@
 //! wait_agent (no job: the machine's BootOS agent is enrolled with an inventory; an installed
 //!   machine being reinstalled is rebooted into BootOS first)
 //! -> check (no job: the hardware profile fits the inventory's vendor/model)
+//! -> bios (no job: the profile's BIOS settings written through the Redfish BMC, a restart
+//!   into BootOS, read back)
 //! -> configure[i] (the profile's scripts) -> install (deploy_image: stream, verify, write)
 //! -> identity (rendered script: hostname, network, SSH keys, the agent and its credential)
 //! -> reboot (the machine is marked installed first, so PXE now boots its disk)
@@ -154,6 +156,8 @@ pub struct Task {
 pub enum Step {
     WaitAgent,
     Check,
+    /// The hardware profile's BIOS settings, through the machine's Redfish BMC.
+    Bios,
     Configure(usize),
     Install,
     Identity,
@@ -178,9 +182,10 @@ impl Step {
         let (configure, post_install) = (r.configure, r.post_install);
         match self {
             Step::WaitAgent => Step::Check,
-            Step::Check if r.commission => Step::Commission,
-            Step::Check | Step::Commission if configure > 0 => Step::Configure(0),
-            Step::Check | Step::Commission => Step::Install,
+            Step::Check if r.bios => Step::Bios,
+            Step::Check | Step::Bios if r.commission => Step::Commission,
+            Step::Check | Step::Bios | Step::Commission if configure > 0 => Step::Configure(0),
+            Step::Check | Step::Bios | Step::Commission => Step::Install,
             Step::Configure(i) if i + 1 < configure => Step::Configure(i + 1),
             Step::Configure(_) => Step::Install,
             Step::Install => Step::Identity,
@@ -198,6 +203,7 @@ impl Step {
         match self {
             Step::WaitAgent => 0,
             Step::Check => 5,
+            Step::Bios => 7,
             Step::Configure(_) => 10,
             Step::Install => 20,
             Step::Identity => 70,
@@ -237,7 +243,7 @@ impl Step {
             Step::WaitAgent | Step::Check | Step::Erase => S::Queued,
             Step::Commission => S::Commissioning,
             Step::Rescue | Step::Rescued => S::Rescue,
-            Step::Configure(_) => S::Configuring,
+            Step::Bios | Step::Configure(_) => S::Configuring,
             Step::Install | Step::Identity => S::Installing,
             Step::Reboot | Step::WaitInstalled | Step::Done => S::Installed,
             Step::PostInstall(_) => S::PostInstall,
@@ -304,6 +310,9 @@ pub struct Run {
     /// A commissioning run's test results.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tests: Vec<crate::commission::TestResult>,
+    /// Where the BIOS step is (at that step only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bios: Option<crate::bios::BiosPhase>,
 }
 
 impl Run {
@@ -332,6 +341,7 @@ impl Run {
             stuck_cycled: false,
             rev: 0,
             tests: Vec::new(),
+            bios: None,
         }
     }
 
@@ -351,6 +361,7 @@ impl Run {
         self.failures = 0;
         self.step_started_ms = now_ms;
         self.stuck_cycled = false;
+        self.bios = None;
         if self.step == Step::Done {
             self.state = RunState::Installed;
             self.finished_at_ms = Some(now_ms);
@@ -368,6 +379,7 @@ impl Run {
         } else {
             self.error = Some(format!("{} (retrying): {why}", step_name(self.step)));
             self.step_started_ms = now_ms;
+            self.bios = None;
             self.progress = self.step.progress();
         }
     }

@@ -141,6 +141,16 @@ impl Driver {
         }
     }
 
+    /// Writes the declared BIOS attributes that differ (Redfish only); their names.
+    pub async fn bios_apply(&self, want: &rackboot_model::bios::Settings) -> Result<Vec<String>, BmcError> {
+        match self {
+            Driver::Redfish(r) => r.bios_apply(want).await,
+            Driver::Ipmi { .. } => {
+                Err(BmcError::Other("IPMI has no BIOS attributes to set: set the machine's BMC as Redfish".into()))
+            }
+        }
+    }
+
     /// Ends a Redfish session.
     pub async fn close(self) {
         if let Driver::Redfish(r) = self {

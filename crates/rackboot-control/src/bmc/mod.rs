@@ -6,10 +6,12 @@
 //! - [`ipmi`]: the IPMI driver (`ipmitool` lanplus as a subprocess).
 //! - [`actions`]: what each action does on a connected BMC (retries, read-back, fallbacks).
 //! - [`driver`]: one connected BMC, whichever protocol, in the terms the power service uses.
+//! - [`bios`]: BIOS settings written, the machine restarted, read back (Redfish).
 //! - [`power`]: the power service: one command per BMC, a global cap, retries, read-back
 //!   verification, fallbacks, events; and the periodic power-state refresh.
 
 pub mod actions;
+pub mod bios;
 pub mod driver;
 pub mod ipmi;
 pub use rackboot_model::bmc as model;

@@ -163,39 +163,58 @@ impl Power {
     /// lock, global cap, deadline and credential hold as power actions, and keeps the report on
     /// the BMC record.
     pub async fn firmware(&self, id: u64) -> Result<FirmwareReport, PowerError> {
+        let (bmc, report) = self.with_driver(id, "firmware", |d| async move { d.firmware(now_ms()).await }).await?;
+        self.cmdb.record_bmc_firmware(id, bmc.password_sealed.clone(), report.clone()).await?;
+        Ok(report)
+    }
+
+    /// Runs `f` on machine `id`'s connected BMC under the same one-at-a-time lock, global cap,
+    /// deadline and credential hold as power actions (a refusal of the credentials holds the
+    /// BMC off); returns the record it used with `f`'s result.
+    pub(super) async fn with_driver<T, Fut>(
+        &self,
+        id: u64,
+        what: &'static str,
+        f: impl FnOnce(Arc<Driver>) -> Fut,
+    ) -> Result<(Bmc, T), PowerError>
+    where
+        Fut: std::future::Future<Output = Result<T, BmcError>>,
+    {
         let bmc = self.cmdb.bmc(id).await?.ok_or(PowerError::NoBmc(id))?;
-        let fail = |error| PowerError::Bmc { machine: id, action: "firmware", error };
+        let fail = |error| PowerError::Bmc { machine: id, action: what, error };
         if let Some(why) = self.held(&bmc) {
             return Err(fail(BmcError::Auth(why)));
         }
         let password = self.password(&bmc)?;
         let lock = self.lock_for(&bmc.address);
         let guard = lock.lock().await;
-        let permit = self.global.acquire().await.expect("the semaphore is never closed");
-        let read = async {
-            let driver = Driver::open(&bmc, &password, &self.settings()).await?;
-            let report = driver.firmware(now_ms()).await;
-            driver.close().await;
-            report
-        };
-        let result = tokio::time::timeout(self.cfg.action_deadline, read)
-            .await
-            .unwrap_or(Err(BmcError::Timeout(self.cfg.action_deadline)));
-        drop((permit, guard));
-        drop(lock);
-        self.unlock_unused(&bmc.address);
-        match result {
-            Ok(report) => {
-                self.cmdb.record_bmc_firmware(id, bmc.password_sealed.clone(), report.clone()).await?;
-                Ok(report)
-            }
-            Err(error) => {
-                if matches!(error, BmcError::Auth(_)) {
+        let result = match self.held(&bmc) {
+            // A call queued behind one that was just refused does not try again.
+            Some(why) => Err(BmcError::Auth(why)),
+            None => {
+                let permit = self.global.acquire().await.expect("the semaphore is never closed");
+                let work = async {
+                    let driver = Arc::new(Driver::open(&bmc, &password, &self.settings()).await?);
+                    let result = f(driver.clone()).await;
+                    if let Ok(d) = Arc::try_unwrap(driver) {
+                        d.close().await;
+                    }
+                    result
+                };
+                let result = tokio::time::timeout(self.cfg.action_deadline, work)
+                    .await
+                    .unwrap_or(Err(BmcError::Timeout(self.cfg.action_deadline)));
+                drop(permit);
+                if matches!(result, Err(BmcError::Auth(_))) {
                     self.refused.lock().expect("refused lock").insert(id, (version(&bmc), Instant::now()));
                 }
-                Err(fail(error))
+                result
             }
-        }
+        };
+        drop(guard);
+        drop(lock);
+        self.unlock_unused(&bmc.address);
+        result.map(|v| (bmc, v)).map_err(fail)
     }
 
     /// The BMC's password, opened.

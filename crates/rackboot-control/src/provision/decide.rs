@@ -12,6 +12,7 @@
 //! | wait_agent | otherwise | - | - |
 //! | check | the hardware profile fits (or there is none) | configure[0] / install | save |
 //! | check | it does not fit | failed | save |
+//! | bios | (its phases: see [`bios`]) | | |
 //! | job step | no job, the action cannot be built / an installer but a pinned boot profile | retry or failed (no retries) | save |
 //! | job step | no job | same step | start the step's job (install with an installer: the machine's installer boot) |
 //! | job step | job queued or running past the step timeout, a BMC, not yet cycled in this step | same step, its clock restarted | power-cycle through the BMC (PXE once + cycle), save |
@@ -34,6 +35,8 @@
 
 use rackboot_agent::wire::{Action, AgentMode};
 use serde_json::json;
+
+pub mod bios;
 
 use super::{step_name, Run, RunState, Step, Task};
 use crate::cmdb::EventKind;
@@ -69,6 +72,8 @@ pub struct Observed {
     pub tests: Option<Vec<crate::commission::TestResult>>,
     /// The machine has a BMC, and whether it boots UEFI (else legacy BIOS).
     pub bmc_uefi: Option<bool>,
+    /// The hardware profile declares BIOS settings: them, the BMC's protocol, the step's call.
+    pub bios: Option<bios::BiosObserved>,
 }
 
 /// Power-ons through a BMC before a run that still has no BootOS agent fails.
@@ -89,6 +94,8 @@ pub enum Effect {
     Save { update: MachineUpdate, event: (EventKind, serde_json::Value) },
     /// Through the machine's BMC, in the background: PXE once, then power on (cycle if on).
     PowerOn { uefi: bool },
+    /// A BIOS step's call to the machine's BMC, in the background.
+    Bios(bios::BiosCall),
 }
 
 /// The installer boot an install step sets up: PXE boots `profile` until it reports back.
@@ -167,12 +174,12 @@ pub fn decide(run: &Run, task: &Task, o: &Observed) -> Decision {
             if machine.inventory.is_none() || o.slots_in_use >= spec.concurrency.max(1) {
                 return wait(run);
             }
-            next.advance(spec.route(n_conf), now);
+            next.advance(spec.route(n_conf, o.bios.is_some()), now);
             saved(next, task, vec![Effect::TakeSlot])
         }
         Step::Check => {
             if o.profile_fits {
-                next.advance(spec.route(n_conf), now);
+                next.advance(spec.route(n_conf, o.bios.is_some()), now);
             } else {
                 let why = format!(
                     "hardware profile {:?} does not fit {} {}",
@@ -184,6 +191,7 @@ pub fn decide(run: &Run, task: &Task, o: &Observed) -> Decision {
             }
             saved(next, task, vec![])
         }
+        Step::Bios => bios::step(next, task, o, agent),
         Step::WaitInstalled => {
             let since = run.installed_after_ms.unwrap_or(run.step_started_ms);
             let back = agent.is_some_and(|a| {
@@ -191,7 +199,7 @@ pub fn decide(run: &Run, task: &Task, o: &Observed) -> Decision {
                 a.approved && a.mode == AgentMode::Installed && a.enrolled_at >= since / 1000
             });
             if back {
-                next.advance(spec.route(n_conf), now);
+                next.advance(spec.route(n_conf, o.bios.is_some()), now);
             } else if timed_out {
                 next.step_failed("the installed system's agent did not check in".into(), 0, now);
             } else {
@@ -323,7 +331,7 @@ fn follow_job(mut next: Run, task: &Task, job: &Job, o: &Observed, timed_out: bo
         _ if step == Step::Commission => {
             next.tests = o.tests.clone().unwrap_or_default();
             match (&o.tests, crate::commission::failure(&next.tests)) {
-                (Some(_), None) => next.advance(spec.route(n_conf), now),
+                (Some(_), None) => next.advance(spec.route(n_conf, o.bios.is_some()), now),
                 (Some(_), Some(why)) => next.step_failed(why, 0, now),
                 (None, _) => next.step_failed("the tests' results were not judged".into(), 0, now),
             }
@@ -342,7 +350,7 @@ fn follow_job(mut next: Run, task: &Task, job: &Job, o: &Observed, timed_out: bo
             next.step_failed(why, 0, now);
         }
         JobState::Succeeded => {
-            next.advance(spec.route(n_conf), now);
+            next.advance(spec.route(n_conf, o.bios.is_some()), now);
             if step == Step::Reboot {
                 next.installed_after_ms = Some(job.finished_at_ms.unwrap_or(now));
             }
@@ -390,6 +398,8 @@ fn saved(run: Run, task: &Task, mut effects: Vec<Effect>) -> Decision {
     Decision { run, effects }
 }
 
+#[cfg(test)]
+mod bios_tests;
 #[cfg(test)]
 mod day_two_tests;
 #[cfg(test)]

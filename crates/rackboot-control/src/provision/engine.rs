@@ -14,6 +14,7 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
+use super::decide::bios::{BiosCall, BiosOutcome};
 use super::decide::{decide, Decision, Effect};
 use super::{Run, RunState, Step, Task, TaskState};
 use crate::cmdb::EventKind;
@@ -44,6 +45,8 @@ pub struct Engine {
     pub(super) tang: std::sync::OnceLock<Arc<crate::tang::Tang>>,
     /// The commissioning tools' SHA-256, with the file's size and time it was taken at.
     pub(super) tools_sha: std::sync::Mutex<Option<ToolsStamp>>,
+    /// What runs' BIOS calls to their BMCs came to: by run, with the phase they were made for.
+    pub(super) bios_outcomes: Arc<std::sync::Mutex<HashMap<u64, (u64, BiosOutcome)>>>,
 }
 
 /// A file's size and modification time, and its SHA-256 then.
@@ -74,6 +77,7 @@ impl Engine {
             power,
             tang: std::sync::OnceLock::new(),
             tools_sha,
+            bios_outcomes: Arc::default(),
         }
     }
 
@@ -139,6 +143,8 @@ impl Engine {
             }
         }
         let mut still_active: HashSet<u64> = HashSet::new();
+        let at_bios: HashSet<u64> = runs.iter().filter(|r| r.step == Step::Bios).map(|r| r.id).collect();
+        self.bios_outcomes.lock().expect("bios outcomes lock").retain(|id, _| at_bios.contains(id));
         for run in runs {
             if let std::collections::hash_map::Entry::Vacant(e) = tasks.entry(run.task_id) {
                 e.insert(self.hub.cmdb.task(run.task_id).await?);
@@ -242,6 +248,7 @@ impl Engine {
                     saved = true;
                 }
                 Effect::PowerOn { uefi } => self.power_on(mid, uefi),
+                Effect::Bios(call) => self.bios_call(run.id, mid, call),
             }
         }
         Ok((run.state, saved))
@@ -260,6 +267,31 @@ impl Engine {
                     return;
                 }
             }
+        });
+    }
+
+    /// A BIOS step's call to the machine's BMC, in the background; the run's next pass reads
+    /// what it came to (a call lost to a restart of the appliance times out in the run).
+    fn bios_call(&self, run: u64, mid: u64, call: BiosCall) {
+        let Some(power) = self.power.get().cloned() else { return };
+        let outcomes = self.bios_outcomes.clone();
+        let failed =
+            |e: crate::bmc::power::PowerError| BiosOutcome::Failed { last: !e.transient(), error: e.to_string() };
+        tokio::spawn(async move {
+            let (at_ms, outcome) = match call {
+                BiosCall::Apply { settings, uefi, at_ms } => match power.bios_apply(mid, &settings, uefi).await {
+                    Ok((changed, restarted_ms)) => (at_ms, BiosOutcome::Applied { changed, restarted_ms }),
+                    Err(e) => (at_ms, failed(e)),
+                },
+                BiosCall::Verify { settings, at_ms } => match power.bios_verify(mid, &settings).await {
+                    Ok(differing) => (at_ms, BiosOutcome::Verified { differing }),
+                    Err(e) => (at_ms, failed(e)),
+                },
+            };
+            if let BiosOutcome::Failed { error, .. } = &outcome {
+                warn!(machine = mid, run, %error, "BIOS settings: the BMC call failed");
+            }
+            outcomes.lock().expect("bios outcomes lock").insert(run, (at_ms, outcome));
         });
     }
 

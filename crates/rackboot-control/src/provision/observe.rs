@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 
+use super::decide::bios::BiosObserved;
 use super::decide::Observed;
 use super::engine::Engine;
 use super::{profile_fits, Run, Step, Task};
@@ -38,12 +39,22 @@ impl Engine {
         };
         let machine = o.machine.as_ref().expect("read above");
         o.agent = cmdb.agent(mid).await?;
+        let mut redfish = false;
         if let (Some(_), Some(bmc)) = (self.power.get(), cmdb.bmc(mid).await?) {
             // The BMC's boot mode, else the last architecture DHCP saw; else UEFI.
             o.bmc_uefi = Some(match bmc.boot_mode {
                 Some(mode) => mode == crate::bmc::BootMode::Uefi,
                 None => !machine.last_arch.as_deref().is_some_and(|a| a.starts_with("bios")),
             });
+            redfish = bmc.protocol == crate::bmc::Protocol::Redfish;
+        }
+        if let Some(p) = profile.filter(|p| !p.bios.is_empty()) {
+            // The outcome of the call made for the run's current phase (another is stale).
+            let outcome = run.bios.and_then(|phase| {
+                let outcomes = self.bios_outcomes.lock().expect("bios outcomes lock");
+                outcomes.get(&run.id).filter(|(at, _)| *at == phase.at_ms()).map(|(_, o)| o.clone())
+            });
+            o.bios = Some(BiosObserved { settings: p.bios.clone(), redfish, outcome });
         }
         o.profile_fits = profile
             .is_none_or(|p| profile_fits(&p.vendors, &p.models, machine.vendor.as_deref(), machine.model.as_deref()));

@@ -69,6 +69,8 @@ pub struct Route<'a> {
     pub post_install: usize,
     /// The task names a test profile (`commission`): its tests run after the check.
     pub commission: bool,
+    /// The hardware profile declares BIOS settings: they are applied after the check.
+    pub bios: bool,
 }
 
 impl super::TaskSpec {
@@ -82,13 +84,15 @@ impl super::TaskSpec {
         }
     }
 
-    /// The route of this task's runs, with `configure` scripts from its hardware profile.
-    pub fn route(&self, configure: usize) -> Route<'_> {
+    /// The route of this task's runs, with `configure` scripts from its hardware profile and
+    /// its BIOS settings if it declares any.
+    pub fn route(&self, configure: usize, bios: bool) -> Route<'_> {
         Route {
             purpose: &self.purpose,
             configure,
             post_install: self.post_install.len(),
             commission: self.commission.is_some(),
+            bios,
         }
     }
 }

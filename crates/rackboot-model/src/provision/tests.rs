@@ -2,7 +2,7 @@ use super::*;
 
 /// A route with `configure` and `post` scripts, commissioned first or not.
 fn route(purpose: &Purpose, configure: usize, post_install: usize, commission: bool) -> Route<'_> {
-    Route { purpose, configure, post_install, commission }
+    Route { purpose, configure, post_install, commission, bios: false }
 }
 
 #[test]
@@ -44,6 +44,28 @@ fn a_commissioned_install_tests_the_machine_before_configuring_it() {
     assert_eq!(Step::Commission.next(route(&p, 0, 0, true)), Step::Install);
     assert_eq!(Step::Commission.machine_state(&p), S::Commissioning);
     assert_eq!(Step::Check.next(route(&p, 1, 0, false)), Step::Configure(0), "not asked: no tests");
+}
+
+#[test]
+fn bios_settings_are_applied_after_the_check_and_before_the_tests() {
+    use crate::records::MachineState as S;
+    let p = Purpose::Provision;
+    let r = Route { bios: true, ..route(&p, 1, 0, true) };
+    assert_eq!(Step::Check.next(r), Step::Bios);
+    assert_eq!(Step::Bios.next(r), Step::Commission);
+    assert_eq!(Step::Bios.next(Route { bios: true, ..route(&p, 1, 0, false) }), Step::Configure(0));
+    assert_eq!(Step::Bios.next(Route { bios: true, ..route(&p, 0, 0, false) }), Step::Install);
+    assert_eq!(Step::Check.next(route(&p, 1, 0, false)), Step::Configure(0), "none declared: no BIOS step");
+    assert_eq!(Step::Bios.machine_state(&p), S::Configuring);
+    assert!(!Step::Bios.is_job(), "the appliance talks to the BMC itself");
+    let mut run = Run::new(1, 1, 1, Some(7), 0);
+    run.enter(Step::Bios, 5);
+    run.bios = Some(crate::bios::BiosPhase::Restart { at_ms: 6 });
+    run.step_failed("refused".into(), 1, 7);
+    assert_eq!(run.bios, None, "a retry starts the step over");
+    run.bios = Some(crate::bios::BiosPhase::Verify { at_ms: 8 });
+    run.advance(r, 9);
+    assert_eq!((run.step, run.bios), (Step::Commission, None));
 }
 
 #[test]

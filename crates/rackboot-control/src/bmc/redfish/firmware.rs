@@ -11,7 +11,7 @@ use crate::bmc::BmcError;
 use rackboot_model::firmware::{self, FirmwareItem, FirmwareReport, MAX_INVENTORY};
 
 /// A link in a Redfish answer (`{"@odata.id": ...}`), when it is a path on this BMC.
-fn link(v: &Value) -> Option<String> {
+pub(super) fn link(v: &Value) -> Option<String> {
     let path = v["@odata.id"].as_str()?;
     (path.starts_with("/redfish/") && !path.contains("..")).then(|| path.to_string())
 }
@@ -22,7 +22,7 @@ fn not_offered(e: &BmcError) -> bool {
 }
 
 impl Redfish {
-    async fn get(&self, path: &str) -> Result<Value, BmcError> {
+    pub(super) async fn get(&self, path: &str) -> Result<Value, BmcError> {
         self.call(Method::GET, path, None).await?.json()
     }
 

@@ -4,6 +4,7 @@
 //! SessionService (`X-Auth-Token`, deleted at the end) and falls back to basic auth where the
 //! BMC has no sessions.
 
+pub mod bios;
 pub mod firmware;
 pub mod http;
 pub mod tls;

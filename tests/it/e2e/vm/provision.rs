@@ -1,9 +1,11 @@
-//! Provisioning end to end in vm-lab: a task for two fresh VMs (one SeaBIOS, one OVMF). Each
-//! PXE-boots BootOS, runs the hardware profile's script, gets the lab OS image (vm-lab/os-image.sh:
-//! Debian 12 with GRUB for BIOS and UEFI) streamed onto the disk a root-device hint names (by
-//! serial, as BootOS's inventory reads it) and checked, laid out as the task declares (RAID 1
-//! with a second disk named by serial, LVM, an XFS file system: see `layout`), gets its identity
-//! and the agent written in, reboots from its own disks, and its installed agent checks in; the post-install script
+//! Provisioning end to end in vm-lab: a task each for two fresh VMs (one SeaBIOS, one OVMF).
+//! Each PXE-boots BootOS (the OVMF VM's profile first sets two BIOS attributes through its
+//! Redfish BMC, restarts it into BootOS and reads them back), runs the hardware profile's
+//! script, gets the lab OS image (vm-lab/os-image.sh: Debian 12 with GRUB for BIOS and UEFI)
+//! streamed onto the disk a root-device hint names (by serial, as BootOS's inventory reads it)
+//! and checked, laid out as the task declares (RAID 1 with a second disk named by serial, LVM,
+//! an XFS file system: see `layout`), gets its identity and the agent written in, reboots from
+//! its own disks, and its installed agent checks in; the post-install script
 //! runs there. Then the machine is `installed`, its hostname resolves through rackboot's DNS and
 //! a job runs on the installed system. Prints the seconds from power-on to each step. Then day
 //! two (`day_two`): a rescue and its return, and a release with each erase.
@@ -41,6 +43,17 @@ const ON_VLAN: &str = r#"{"ethernets":[{"name":"nic0","mac":"52:54:00:e6:00:01",
 /// `prod`: VLAN 10 (its gateway is nobody: the route is written, not used).
 const PROD: &str = "[[provision.networks]]\nname = \"prod\"\ncidr = \"198.19.10.0/24\"\ngateway = \"198.19.10.1\"\nvlan = 10\nrange = \"198.19.10.20-198.19.10.29\"\n";
 
+/// BIOS attributes the OVMF VM's profile sets (sushy's libvirt driver has them as Enabled and Raid).
+const BIOS: &str = "[provision.hardware_profiles.bios]\nProcTurboMode = \"Disabled\"\nEmbeddedSata = \"Ahci\"\n";
+
+/// The lab's hardware profile `name`: a check of the target disk and a RAID 1 over the two
+/// small disks, with `extra` (its BIOS table).
+fn lab_profile(name: &str, extra: &str) -> String {
+    format!(
+        "[[provision.hardware_profiles]]\nname = \"{name}\"\nvendors = [\"QEMU\", \"rackboot-lab\"]\nscripts = [\n  \"test -b \\\"$RACKBOOT_DISK\\\" && echo \\\"target $RACKBOOT_DISK is a block device\\\"\",\n  \"mdadm --zero-superblock /dev/vdb /dev/vdc 2>/dev/null; mdadm --create /dev/md0 --run --level=1 --raid-devices=2 --metadata=1.2 /dev/vdb /dev/vdc && cat /proc/mdstat\",\n]\n{extra}"
+    )
+}
+
 #[test]
 #[ignore = "e2e: needs root, ip netns, qemu, ovmf, loop devices, debootstrap and a Debian mirror"]
 fn two_vms_bios_and_uefi_are_provisioned_from_an_image_and_check_in_installed() {
@@ -55,8 +68,10 @@ fn two_vms_bios_and_uefi_are_provisioned_from_an_image_and_check_in_installed() 
     std::fs::copy(concat!(env!("CARGO_MANIFEST_DIR"), "/postinstall/motd.sh"), data.join("postinstall/motd.sh"))
         .unwrap();
     let config = format!(
-        "{}\n[bmc]\nsoft_off_timeout_secs = 20\n[provision]\n[[provision.hardware_profiles]]\nname = \"lab\"\nvendors = [\"QEMU\", \"rackboot-lab\"]\nscripts = [\n  \"test -b \\\"$RACKBOOT_DISK\\\" && echo \\\"target $RACKBOOT_DISK is a block device\\\"\",\n  \"mdadm --zero-superblock /dev/vdb /dev/vdc 2>/dev/null; mdadm --create /dev/md0 --run --level=1 --raid-devices=2 --metadata=1.2 /dev/vdb /dev/vdc && cat /proc/mdstat\",\n]\n{PROD}{}",
+        "{}\n[bmc]\nsoft_off_timeout_secs = 20\n[provision]\n{}{}{PROD}{}",
         full_config(&data),
+        lab_profile("lab", ""),
+        lab_profile("lab-bios", BIOS),
         super::day_two::TEST_PROFILES
     );
     let rackboot = net.start_rackboot(&config);
@@ -111,18 +126,29 @@ fn two_vms_bios_and_uefi_are_provisioned_from_an_image_and_check_in_installed() 
             assert_eq!(lab.state_of(vm.name), "shut off", "{}: nothing powered it on yet", vm.name);
         }
     }
-    let task = net.api(
-        "POST",
-        "/tasks",
-        Some(&format!(
-            r#"{{"select":{{"macs":["{}","{}"]}},"image":"lab.img","hardware_profile":"lab","root_device":{{"serial":"RBLAB-VDA","min_size_gib":2}},"layout":{},"hostname_pattern":"node-{{n:02}}","ip_pool":"198.18.0.60-198.18.0.69","ssh_keys":["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIE2e lab@rackboot"],"post_install":["motd.sh"],"step_timeout_secs":600,"user_data":{}}}"#,
-            vms[0].mac,
-            vms[1].mac,
-            super::layout::LAYOUT,
-            serde_json::to_string(&user_data("the task")).unwrap()
-        )),
-    );
-    let task_id = task["task"]["id"].as_u64().unwrap();
+    // One task per VM: the OVMF VM's hardware profile also sets BIOS attributes through its
+    // Redfish BMC (sushy's libvirt driver keeps them in the domain); the SeaBIOS VM's BMC is
+    // IPMI, which has none.
+    let tasks: Vec<u64> = vms
+        .iter()
+        .enumerate()
+        .map(|(i, vm)| {
+            let profile = if vm.uefi && lab.is_some() { "lab-bios" } else { "lab" };
+            let task = net.api(
+                "POST",
+                "/tasks",
+                Some(&format!(
+                    r#"{{"select":{{"macs":["{}"]}},"image":"lab.img","hardware_profile":"{profile}","root_device":{{"serial":"RBLAB-VDA","min_size_gib":2}},"layout":{},"hostname_pattern":"node-{:02}","ip_pool":"198.18.0.{}-198.18.0.69","ssh_keys":["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIE2e lab@rackboot"],"post_install":["motd.sh"],"step_timeout_secs":600,"user_data":{}}}"#,
+                    vm.mac,
+                    super::layout::LAYOUT,
+                    i + 1,
+                    60 + i,
+                    serde_json::to_string(&user_data("the task")).unwrap()
+                )),
+            );
+            task["task"]["id"].as_u64().unwrap()
+        })
+        .collect();
     let srv = net.srv.clone();
     let powered_on = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64;
     for vm in lab.is_none().then_some(&vms).into_iter().flatten() {
@@ -146,8 +172,8 @@ fn two_vms_bios_and_uefi_are_provisioned_from_an_image_and_check_in_installed() 
 
     let deadline = Instant::now() + Duration::from_secs(1200);
     let runs = loop {
-        let t = net.api("GET", &format!("/tasks/{task_id}"), None);
-        let runs = t["runs"].as_array().unwrap().clone();
+        let runs: Vec<serde_json::Value> =
+            tasks.iter().map(|t| net.api("GET", &format!("/tasks/{t}"), None)["runs"][0].clone()).collect();
         if runs.iter().all(|r| r["state"] != "active") {
             break runs;
         }
@@ -183,11 +209,21 @@ fn two_vms_bios_and_uefi_are_provisioned_from_an_image_and_check_in_installed() 
                     line += &format!(" enrolled({}) {at:.1}s", e["detail"]["mode"].as_str().unwrap_or("?"))
                 }
                 "provision.step" if e["detail"]["job"].is_u64() => line += &format!(" {step} {at:.1}s"),
+                "provision.step" if e["detail"]["bios"].is_string() => {
+                    line += &format!(" bios:{} {at:.1}s", e["detail"]["bios"].as_str().unwrap_or_default())
+                }
                 "provision.installed" => line += &format!(" installed {at:.1}s"),
                 _ => {}
             }
         }
         eprintln!("{line}");
+        if vm.uefi && lab.is_some() {
+            // The BIOS step wrote both attributes, restarted the VM into BootOS, read them back.
+            let phases: Vec<&str> = events.iter().filter_map(|e| e["detail"]["bios"].as_str()).collect();
+            assert_eq!(phases, ["apply", "written", "verify", "verified"], "{}: {line}", vm.name);
+            let written = events.iter().find(|e| e["detail"]["bios"] == "written").unwrap();
+            assert_eq!(written["detail"]["attributes"], serde_json::json!(["EmbeddedSata", "ProcTurboMode"]));
+        }
         // The image write moved the run's progress along (an event each 10% of the image).
         let install_progress: Vec<u64> = ev["events"]
             .as_array()
@@ -372,6 +408,12 @@ fn two_vms_bios_and_uefi_are_provisioned_from_an_image_and_check_in_installed() 
         let fw = net.api("POST", &format!("/machines/{}/firmware", vms[1].mac), None);
         eprintln!("uefi: firmware through Redfish: {fw}");
         assert!(fw["bios"]["BootMode"].is_string(), "BIOS attributes through sushy's libvirt driver: {fw}");
+        // The hardware profile's two attributes, set before the install and still so.
+        assert_eq!(
+            (fw["bios"]["ProcTurboMode"].as_str(), fw["bios"]["EmbeddedSata"].as_str()),
+            (Some("Disabled"), Some("Ahci")),
+            "{fw}"
+        );
         assert_eq!(net.api("GET", &format!("/machines/{}/firmware", vms[1].mac), None), fw);
     }
 

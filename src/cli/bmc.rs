@@ -46,6 +46,15 @@ pub(super) enum BmcCmd {
         /// Machine id or MAC.
         id: String,
     },
+    /// Set up (or give a new password to) the appliance's own account on the machine's BMC, in
+    /// band through its agent; the password is made on the machine, sealed, never shown.
+    #[command(
+        after_help = "Example:\n  rackboot bmc inband 52:54:00:12:34:56\n  rackboot jobs show JOB   # its outcome"
+    )]
+    Inband {
+        /// Machine id or MAC.
+        id: String,
+    },
 }
 
 pub(super) async fn bmc(c: ApiClient, cmd: BmcCmd) -> anyhow::Result<()> {
@@ -73,6 +82,10 @@ pub(super) async fn bmc(c: ApiClient, cmd: BmcCmd) -> anyhow::Result<()> {
         BmcCmd::Rm { id } => {
             c.ok(Method::DELETE, &format!("/machines/{}/bmc", enc(&id)), None).await?;
         }
+        BmcCmd::Inband { id } => {
+            let job = c.ok(Method::POST, &format!("/machines/{}/bmc/inband", enc(&id)), None).await?;
+            println!("queued job {} (bmc_account) on machine {}", s(&job["id"]), s(&job["machine_id"]));
+        }
     }
     Ok(())
 }
@@ -94,6 +107,10 @@ fn print_bmc(v: &Value) {
     }
     if let Some(m) = v["boot_mode"].as_str() {
         println!("boot      {m}");
+    }
+    if !v["inband"].is_null() {
+        let i = &v["inband"];
+        println!("in band   user {} on channel {}, set by job {}", s(&i["user_id"]), s(&i["channel"]), s(&i["job"]));
     }
     match v["power"].is_null() {
         true => println!("power     not read yet"),

@@ -47,6 +47,7 @@ async fn power_actions_on_many_bmcs() {
             power: None,
             updated_at: 0,
             firmware: None,
+            inband: None,
         };
         cmdb.put_bmc(b, false).await.unwrap();
         ids.push(m.id);

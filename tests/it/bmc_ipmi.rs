@@ -77,6 +77,7 @@ impl Rig {
             power: None,
             updated_at: 0,
             firmware: None,
+            inband: None,
         };
         self.cmdb.put_bmc(b, false).await.unwrap();
         m.id

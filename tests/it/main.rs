@@ -42,6 +42,7 @@ mod bmc_api;
 mod bmc_bench;
 mod bmc_bios;
 mod bmc_faults;
+mod bmc_inband;
 mod bmc_ipmi;
 mod bmc_provision;
 mod bmc_sushy;

@@ -13,12 +13,14 @@
 //! - [`plugin`]: running a signed vendor plugin: fetch by hash, check, unpack, check/apply.
 //! - [`process`]: one job's child process: output streamed, timeout and cancel kill its group.
 //! - [`bootnext`]: boot from the network once (UEFI `BootNext`), for a machine whose disk comes first.
+//! - [`bmcuser`]: the appliance's own BMC account, set up in band (ipmitool on `/dev/ipmi0`).
 //! - [`erase`]: a release's disk erase (quick, zero, or the device's own secure erase).
 //! - [`jobs`]: running a job (script or built-in action) with streamed output and a timeout.
 //! - [`net`]: network bring-up the G8OS way (kernel command line, else DHCP per interface).
 //! - [`fallback`]: the last-resort network: an ARP-probed address, the appliance at `.254`.
 //! - [`run`]: the agent's main loop.
 
+pub mod bmcuser;
 pub mod bootnext;
 pub mod bundle;
 pub mod client;

@@ -141,6 +141,41 @@ pub enum Action {
     },
     /// Power the node off (the result is reported first).
     PowerOff,
+    /// Set up (or reset) the appliance's own account on the machine's BMC in band, through
+    /// `/dev/ipmi0` with ipmitool: user `username` (an unused user slot, or the one already so
+    /// named) with a random password the agent makes, administrator on LAN `channel`, IPMI
+    /// messaging and link auth on, enabled, the password tested. The password goes to the
+    /// appliance in a [`BmcAccountReport`], never into the job's output.
+    BmcAccount { username: String, channel: u8 },
+}
+
+/// What an in-band BMC account job set up (`POST /agent/v1/jobs/{id}/bmc-account`).
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct BmcAccountReport {
+    /// The IPMI user slot.
+    pub user_id: u8,
+    pub username: String,
+    /// The new password (the appliance seals it at once).
+    pub password: String,
+    pub channel: u8,
+    /// The BMC's LAN address (`ipmitool lan print`).
+    pub address: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mac: Option<String>,
+}
+
+impl std::fmt::Debug for BmcAccountReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BmcAccountReport")
+            .field("user_id", &self.user_id)
+            .field("username", &self.username)
+            .field("password", &"<hidden>")
+            .field("channel", &self.channel)
+            .field("address", &self.address)
+            .field("mac", &self.mac)
+            .finish()
+    }
 }
 
 /// How a release erases a machine's disks.

@@ -20,6 +20,9 @@ pub struct WireBmc {
     pub refresh_interval_secs: u64,
     pub ipmitool: PathBuf,
     pub ipmi_cipher_suite: u8,
+    pub inband_accounts: bool,
+    pub inband_username: String,
+    pub inband_channel: u8,
 }
 
 impl Default for WireBmc {
@@ -36,6 +39,9 @@ impl Default for WireBmc {
             refresh_interval_secs: 300,
             ipmitool: "/usr/bin/ipmitool".into(),
             ipmi_cipher_suite: 3,
+            inband_accounts: false,
+            inband_username: "rackboot".into(),
+            inband_channel: 1,
         }
     }
 }
@@ -66,6 +72,11 @@ pub struct BmcConfig {
     pub ipmitool: PathBuf,
     /// The RMCP+ cipher suite ipmitool uses (`-C`).
     pub ipmi_cipher_suite: u8,
+    /// A BootOS agent that finds a BMC in band on a machine with none on record sets up the
+    /// appliance's own account on it (`inband_username`, LAN channel `inband_channel`).
+    pub inband_accounts: bool,
+    pub inband_username: String,
+    pub inband_channel: u8,
 }
 
 impl Default for BmcConfig {
@@ -90,7 +101,16 @@ impl TryFrom<WireBmc> for BmcConfig {
             refresh_interval_secs,
             ipmitool,
             ipmi_cipher_suite,
+            inband_accounts,
+            inband_username,
+            inband_channel,
         } = w;
+        anyhow::ensure!(
+            (1..=16).contains(&inband_username.len())
+                && inband_username.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'),
+            "bmc.inband_username must be 1 to 16 letters, digits, '-' or '_'"
+        );
+        anyhow::ensure!((1..=11).contains(&inband_channel), "bmc.inband_channel must be a LAN channel, 1..=11");
         anyhow::ensure!((1..=120).contains(&request_timeout_secs), "bmc.request_timeout_secs must be 1..=120");
         anyhow::ensure!((10..=3600).contains(&action_deadline_secs), "bmc.action_deadline_secs must be 10..=3600");
         anyhow::ensure!(
@@ -119,6 +139,9 @@ impl TryFrom<WireBmc> for BmcConfig {
             refresh_interval: (refresh_interval_secs > 0).then(|| Duration::from_secs(refresh_interval_secs)),
             ipmitool,
             ipmi_cipher_suite,
+            inband_accounts,
+            inband_username,
+            inband_channel,
         })
     }
 }

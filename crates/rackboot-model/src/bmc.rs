@@ -112,6 +112,23 @@ pub struct Bmc {
     /// The last read of its firmware (BIOS attributes, inventory), on an operator's request.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub firmware: Option<crate::firmware::FirmwareReport>,
+    /// Set when the account is the appliance's own, set up in band by the machine's agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inband: Option<InbandAccount>,
+}
+
+/// The appliance's own BMC account, set up in band (IPMI through `/dev/ipmi0`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct InbandAccount {
+    /// The IPMI user slot and LAN channel.
+    pub user_id: u8,
+    pub channel: u8,
+    /// The BMC's MAC address as it reported it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mac: Option<String>,
+    /// The agent job that set the password, and when (Unix ms).
+    pub job: u64,
+    pub set_at_ms: u64,
 }
 
 impl Bmc {
@@ -137,6 +154,7 @@ impl Bmc {
             power: self.power.clone(),
             power_age_secs: self.power.as_ref().map(|p| now_ms.saturating_sub(p.at_ms) / 1000),
             updated_at: self.updated_at,
+            inband: self.inband.clone(),
         }
     }
 }
@@ -178,6 +196,9 @@ pub struct BmcView {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub power_age_secs: Option<u64>,
     pub updated_at: u64,
+    /// The account is the appliance's own, set up in band (its password rotated by the same job).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inband: Option<InbandAccount>,
 }
 
 /// `PUT /machines/{id}/bmc`: a machine's BMC. The certificate check is `fingerprint`, else
@@ -335,6 +356,7 @@ mod tests {
             power: Some(PowerReading { state: PowerState::On, at_ms: 1_000, error: None }),
             updated_at: 1,
             firmware: None,
+            inband: None,
         };
         let v = b.view(61_000);
         let json = serde_json::to_string(&v).unwrap();

@@ -151,6 +151,9 @@ event_kinds! {
     BmcFound = "bmc.found", fields: "ip, mac, lease";
     /// An operator set the machine's BMC (never its password).
     BmcSet = "bmc.set", fields: "address, protocol, username, tls";
+    /// The machine's agent set up the appliance's own BMC account in band (a new random
+    /// password, sealed; never shown): the BMC is now that account at the address it reported.
+    BmcInband = "bmc.inband", fields: "job, user_id, username, channel, address, mac, rotated";
     /// An operator removed the machine's BMC.
     BmcRemoved = "bmc.removed", fields: "(none)";
     /// The machine's firmware was read through its BMC (counts; the report is on the BMC).

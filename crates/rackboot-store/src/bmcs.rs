@@ -49,6 +49,10 @@ impl Cmdb {
                     ));
                 }
                 b.password_sealed = old.password_sealed.clone();
+                // The same account keeps what it is (the appliance's own, set up in band).
+                if old.username == b.username {
+                    b.inband = old.inband.clone();
+                }
             }
             // A reading of the same BMC stays; a new address starts without one.
             let same = old.filter(|o| o.address == b.address && o.protocol == b.protocol);
@@ -57,6 +61,21 @@ impl Cmdb {
             ctx.put(&b)?;
             let detail = json!({"address": b.address, "protocol": b.protocol, "username": b.username, "tls": b.tls});
             push_event(ctx, b.machine_id, EventKind::BmcSet, detail)?;
+            Ok(b)
+        })
+        .await
+    }
+
+    /// Stores the BMC account a machine's agent set up in band (replacing the machine's BMC,
+    /// keeping its boot mode), with `event` (never the password) in the same transaction.
+    pub async fn put_inband_bmc(&self, mut b: Bmc, event: (EventKind, serde_json::Value)) -> Result<Bmc, CmdbError> {
+        self.write(move |ctx| {
+            ctx.get::<Machine>(b.machine_id)?;
+            let old: Option<Bmc> = ctx.find(b.machine_id)?;
+            b.boot_mode = b.boot_mode.or(old.and_then(|o| o.boot_mode));
+            b.updated_at = now_secs();
+            ctx.put(&b)?;
+            push_event(ctx, b.machine_id, event.0, event.1)?;
             Ok(b)
         })
         .await
@@ -148,6 +167,7 @@ mod tests {
             power: None,
             updated_at: 0,
             firmware: None,
+            inband: None,
         }
     }
 

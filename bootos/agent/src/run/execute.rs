@@ -66,6 +66,28 @@ impl Agent {
                 done(Outcome::Succeeded, None)
             }
             Action::Reboot { .. } | Action::PowerOff => done(Outcome::Succeeded, None),
+            Action::BmcAccount { .. } if !self.opts.machine_actions => done(
+                Outcome::Failed,
+                Some("this agent does not act on its machine (a simulation): no BMC account was touched".into()),
+            ),
+            Action::BmcAccount { username, channel } => {
+                let workdir = self.opts.workdir.clone();
+                let mut sink = Sink::new(&mut self.client, spec);
+                let report = crate::bmcuser::set_up(&mut sink, &workdir, username, *channel).await;
+                let report = match report {
+                    Ok(r) => r,
+                    Err(e) => return done(Outcome::Failed, Some(e)),
+                };
+                // The password goes to the appliance on its own, never into the output.
+                let path = format!("/agent/v1/jobs/{}/bmc-account", spec.id);
+                match self.client.call(Method::POST, &path, Some(&report), Duration::from_secs(30)).await {
+                    Ok(r) if r.ok() => done(Outcome::Succeeded, None),
+                    Ok(r) => {
+                        done(Outcome::Failed, Some(format!("the appliance refused the account: {}", r.error_text())))
+                    }
+                    Err(e) => done(Outcome::Error, Some(format!("the account was set up but not reported: {e:#}"))),
+                }
+            }
         }
     }
 }

@@ -30,16 +30,17 @@ pub fn routes() -> Router<ApiState> {
         .route("/jobs/next", get(next_job))
         .route("/jobs/{id}/output", post(output))
         .route("/jobs/{id}/result", post(result))
+        .route("/jobs/{id}/bmc-account", post(super::agent_bmc::bmc_account))
         .route("/stats", post(stats))
         .route("/plugins/{sha256}", get(plugin_blob))
 }
 
-fn bad_json(e: JsonRejection) -> ApiError {
+pub(super) fn bad_json(e: JsonRejection) -> ApiError {
     ApiError::new(StatusCode::BAD_REQUEST, e.body_text())
 }
 
 /// The calling machine, from its credential.
-async fn machine(s: &ApiState, headers: &HeaderMap) -> Result<u64, ApiError> {
+pub(super) async fn machine(s: &ApiState, headers: &HeaderMap) -> Result<u64, ApiError> {
     let bearer =
         headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
     s.hub.authenticate(bearer).await.map_err(|e| match e {
@@ -141,7 +142,12 @@ async fn inventory(
 ) -> Result<StatusCode, ApiError> {
     let id = machine(&s, &headers).await?;
     let Json(inv) = body.map_err(bad_json)?;
+    let found = inv.bmc.is_some().then(|| Inventory { bmc: inv.bmc.clone(), ..Default::default() });
     s.hub.cmdb.put_inventory(id, inv).await?;
+    // A BMC found in band on a machine with none on record: the appliance's own account.
+    if let (Some(power), Some(found)) = (&s.power, found) {
+        super::agent_bmc::inventoried(&s, power, id, &found).await;
+    }
     // An installed system's network is checked against its spec (a mismatch is an event and
     // stays on the machine until it matches).
     if s.hub.cmdb.agent(id).await?.is_some_and(|a| a.mode == rackboot_agent::wire::AgentMode::Installed) {

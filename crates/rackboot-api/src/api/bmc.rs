@@ -18,7 +18,7 @@ use crate::bmc::{Bmc, BmcError, BmcInput, BmcView, Power, PowerAction, PowerOutc
 use crate::cmdb::{now_ms, now_secs};
 
 pub fn routes() -> OpenApiRouter<ApiState> {
-    OpenApiRouter::new().routes(routes!(show, set, remove)).routes(routes!(power))
+    OpenApiRouter::new().routes(routes!(show, set, remove)).routes(routes!(power)).routes(routes!(inband))
 }
 
 pub(super) fn service(s: &ApiState) -> Result<&Arc<Power>, ApiError> {
@@ -68,6 +68,7 @@ async fn set(
         power: None,
         updated_at: now_secs(),
         firmware: None,
+        inband: None,
     };
     let stored = s.cmdb.put_bmc(b, input.password.is_none()).await.map_err(|e| match e {
         crate::cmdb::CmdbError::Invalid(why) => ApiError::field("password", why),
@@ -85,6 +86,27 @@ async fn remove(State(s): State<ApiState>, Path(key): Path<String>) -> Result<St
     let m = resolve(&s, &key).await?;
     s.cmdb.delete_bmc(m.id).await?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// Sets up, or gives a new password to, the appliance's own account on the machine's BMC, in
+/// band: queues a `bmc_account` job for its agent (BootOS has ipmitool), which makes a random
+/// password, sets the user up (`bmc.inband_username`, administrator on `bmc.inband_channel`)
+/// and reports it to the appliance alone; sealed, it makes that account the machine's BMC
+/// (`bmc.inband` on the timeline). The password is never shown.
+#[utoipa::path(post, path = "/machines/{id}/bmc/inband", tag = "power",
+    params(("id" = String, Path, description = "Machine id or one of its MACs", pattern = r"^([0-9]{1,19}|[:-]*([0-9A-Fa-f][:-]*){12})$")),
+    responses((status = 202, description = "Queued: the job", body = crate::jobs::Job),
+        (status = 404, description = "No such machine", body = super::Problem, content_type = "application/problem+json"),
+        (status = 503, description = "Power control is not running", body = super::Problem, content_type = "application/problem+json")))]
+async fn inband(
+    State(s): State<ApiState>,
+    Path(key): Path<String>,
+) -> Result<(StatusCode, Json<crate::jobs::Job>), ApiError> {
+    let power = service(&s)?;
+    let m = resolve(&s, &key).await?;
+    let job = crate::bmc::inband::queue(&s.cmdb, power.config(), m.id).await?;
+    s.hub.wake(m.id);
+    Ok((StatusCode::ACCEPTED, Json(job)))
 }
 
 /// A power action.

@@ -83,6 +83,12 @@ async fn submit(
     if matches!(req.action, Action::Erase { .. }) {
         return Err(ApiError::field("action", "disks are erased by a release: POST /machines/{id}/release"));
     }
+    if matches!(req.action, Action::BmcAccount { .. }) {
+        return Err(ApiError::field(
+            "action",
+            "the in-band BMC account is the appliance's (bmc.inband_username): POST /machines/{id}/bmc/inband",
+        ));
+    }
     if let Action::Script { interpreter, body, .. } = &req.action {
         if interpreter.trim().is_empty() || body.is_empty() {
             return Err(ApiError::field("action", "a script needs an interpreter and a body"));

@@ -5,6 +5,7 @@
 //! errors to one problem+json shape.
 
 pub mod agent;
+mod agent_bmc;
 mod appliances;
 mod audit;
 pub mod auth;

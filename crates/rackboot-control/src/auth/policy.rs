@@ -78,6 +78,7 @@ mod tests {
             (Method::PUT, "/machines/{id}/bmc", O),
             (Method::DELETE, "/machines/{id}/bmc", O),
             (Method::POST, "/machines/{id}/power", O),
+            (Method::POST, "/machines/{id}/bmc/inband", O),
             (Method::GET, "/machines/{id}/firmware", V),
             (Method::POST, "/machines/{id}/firmware", O),
             (Method::GET, "/machines/{id}/network", V),

@@ -7,12 +7,14 @@
 //! - [`actions`]: what each action does on a connected BMC (retries, read-back, fallbacks).
 //! - [`driver`]: one connected BMC, whichever protocol, in the terms the power service uses.
 //! - [`bios`]: BIOS settings written, the machine restarted, read back (Redfish).
+//! - [`inband`]: the appliance's own account, set up in band by the machine's agent.
 //! - [`power`]: the power service: one command per BMC, a global cap, retries, read-back
 //!   verification, fallbacks, events; and the periodic power-state refresh.
 
 pub mod actions;
 pub mod bios;
 pub mod driver;
+pub mod inband;
 pub mod ipmi;
 pub use rackboot_model::bmc as model;
 pub mod power;

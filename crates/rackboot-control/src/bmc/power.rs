@@ -84,6 +84,11 @@ impl Power {
         Power { cfg, cmdb, sealer, ca_pem, global, locks: Mutex::default(), refused: Mutex::default() }
     }
 
+    /// The `[bmc]` settings it runs with.
+    pub fn config(&self) -> &BmcConfig {
+        &self.cfg
+    }
+
     /// Seals a BMC password for machine `id`.
     pub fn seal(&self, id: u64, password: &str) -> Result<String, crate::secrets::SealError> {
         self.sealer.seal(password.as_bytes(), &Bmc::seal_binding(id))

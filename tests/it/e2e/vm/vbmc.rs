@@ -187,6 +187,7 @@ async fn ipmi_through_virtualbmc_and_libvirt() {
             power: None,
             updated_at: 0,
             firmware: None,
+            inband: None,
         };
         cmdb.put_bmc(b, false).await.unwrap();
         ids.push(m.id);

@@ -68,26 +68,13 @@ pub(super) fn step(mut next: Run, task: &Task, o: &Observed, agent: Option<&Agen
         next.advance(route, now);
         return saved(next, task, vec![]);
     };
+    let declares = format!("hardware profile {profile:?} declares BIOS settings");
     let uefi = match (o.bmc_uefi, b.redfish) {
         (Some(uefi), true) => uefi,
-        (None, _) => return fail(
-            next,
-            task,
-            now,
-            format!(
-                "hardware profile {profile:?} declares BIOS settings, and the machine has no BMC to set them through"
-            ),
-            0,
-        ),
-        (Some(_), false) => return fail(
-            next,
-            task,
-            now,
-            format!(
-                "hardware profile {profile:?} declares BIOS settings, which need a Redfish BMC: this machine's is IPMI"
-            ),
-            0,
-        ),
+        (None, _) => return fail(next, task, now, format!("{declares}, and the machine has no BMC to set them"), 0),
+        (Some(_), false) => {
+            return fail(next, task, now, format!("{declares}, which need a Redfish BMC: this one is IPMI"), 0)
+        }
     };
     let timeout_ms = spec.step_timeout_secs.saturating_mul(1000);
     let call_ms = timeout_ms.min(BMC_CALL_SECS * 1000);

@@ -30,7 +30,7 @@ pub use rackboot_base::{metrics, net, secrets};
 pub use rackboot_boot::{planner, render, templates};
 pub use rackboot_config as config;
 pub use rackboot_control::{
-    auth, bmc, child, controller, plugins, provision, proxy, racks, tang, tls, webhooks, windows,
+    auth, bmc, child, controller, plugins, provision, proxy, racks, tang, tls, vmedia, webhooks, windows,
 };
 pub use rackboot_dhcp as dhcp;
 pub use rackboot_dhcp::ra;

@@ -19,14 +19,15 @@ done
 # what its report uses. bootos/build.sh and vm-lab/os-image.sh bring their own.
 PKGS=(iproute2 curl qemu-system-x86 ipxe-qemu ipxe ovmf cpio zstd jq bc bind9-dnsutils
       isc-dhcp-relay lldpd minisign openssl ipmitool python3-venv)
-# openipmi (tests): ipmi_sim, a BMC simulator the fallback VM run gives a VM as its in-band BMC.
+# openipmi (tests): ipmi_sim, a BMC simulator the in-band account test sets users up on.
+# xorriso, mtools (with grub-efi-amd64-bin): grub-mkrescue makes virtual-media boot ISOs.
 # qemu-img: the appliance converts qcow2 images to raw with it (the Debian package recommends it).
 PKGS+=(qemu-utils)
 [ $SETUP_LAB = 1 ] || PKGS+=(isc-dhcp-client udhcpc dhcpcd5 dnsmasq-base atftp tftp-hpa dpkg-dev
       debian-installer-12-netboot-amd64 ndisc6 sslscan chromium chromium-driver
       python3-yaml python3-jsonschema python3-requests python3-configobj python3-jsonpatch
       samba smbclient wimtools grub-efi-amd64-bin postgresql kea-admin squid iperf3 prometheus
-      ansible-core openssh-server clevis openipmi)
+      ansible-core openssh-server clevis openipmi xorriso mtools)
 [ $SETUP_BENCH = 1 ] && PKGS+=(kea-dhcp4-server kea-admin atftpd nginx-light wrk dnsperf)
 # --libvirt: libvirt (daemons started by hand, no systemd) and what VirtualBMC's libvirt-python
 # builds with, for tests/it/e2e/vm/vbmc.rs and `vm-lab/run.sh --libvirt`.

@@ -167,6 +167,7 @@ pub async fn start(cfg: Config) -> anyhow::Result<Running> {
     }
     services.start("provision", core.engine.clone().run(token.clone()));
     services.start("bmc", crate::bmc::power::serve(core.power.clone(), token.clone()));
+    services.start("vmedia", core.vmedia.clone().serve(token.clone()));
     // Flags that come with time (silent slots, failed machines) get their events unasked.
     services.start("racks", crate::racks::sweep(core.cmdb.clone(), std::time::Duration::from_secs(30), token.clone()));
     // Events to the webhook receivers, each subscription from where it left off.

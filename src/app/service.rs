@@ -47,6 +47,8 @@ pub struct Core {
     pub webhooks: Arc<crate::webhooks::Webhooks>,
     /// The Tang server encrypted file systems are bound to.
     pub tang: Arc<crate::tang::Tang>,
+    /// BootOS from virtual media for machines whose BMC is set so.
+    pub vmedia: Arc<crate::vmedia::VirtualMedia>,
 }
 
 impl Core {
@@ -90,6 +92,26 @@ impl Core {
         ));
         let tang = Arc::new(crate::tang::Tang::new(cmdb.clone(), sealer.clone(), &addrs.http_base));
         engine.use_tang(tang.clone());
+        let vmedia = crate::vmedia::Settings {
+            dir: cfg.data_dir.join("vmedia"),
+            boot_root: cfg.tftp.root.clone(),
+            tool: cfg.bmc.vmedia_tool.clone(),
+            ttl: cfg.bmc.vmedia_ttl,
+            http_base: addrs.http_base.clone(),
+            agent_url: addrs.https_base.clone(),
+            ca_pin: tls.ca_pin.clone(),
+            discovery_profile: cfg.boot.discovery_profile.clone(),
+            profiles: cfg.boot.profiles.clone(),
+            templates: templates.clone(),
+            networks: cfg.provision.networks.clone(),
+            subnets: cfg.dhcp.subnets.clone(),
+            nonce_ttl_secs: cfg.agent.nonce_ttl.as_secs(),
+        };
+        let vmedia = Arc::new(
+            crate::vmedia::VirtualMedia::new(vmedia, cmdb.clone(), power.clone())
+                .context("the virtual-media directory")?,
+        );
+        engine.use_vmedia(vmedia.clone());
         Ok(Core {
             cfg: Arc::new(cfg),
             addrs: Arc::new(addrs),
@@ -104,6 +126,7 @@ impl Core {
             templates,
             webhooks,
             tang,
+            vmedia,
         })
     }
 }
@@ -122,8 +145,22 @@ fn installer_proxy(cfg: &Config, addrs: &Addresses) -> String {
 impl Core {
     /// What the web listeners serve from, with the API's state over this core's handles.
     pub fn site(&self) -> crate::app::web::Site {
-        let Core { cfg, addrs, cmdb, metrics, hub, engine, tls, sealer: _, plugins, power, templates, webhooks, tang } =
-            self.clone();
+        let Core {
+            cfg,
+            addrs,
+            cmdb,
+            metrics,
+            hub,
+            engine,
+            tls,
+            sealer: _,
+            plugins,
+            power,
+            templates,
+            webhooks,
+            tang,
+            vmedia,
+        } = self.clone();
         let boot = crate::api::boot::BootState {
             renderer: templates,
             profiles: cfg.boot.profiles.clone(),
@@ -150,6 +187,7 @@ impl Core {
             plugins: Some(plugins),
             webhooks: Some(webhooks),
             tang: Some(tang),
+            vmedia: Some(vmedia),
         };
         crate::app::web::Site { cfg, addrs, tls, state }
     }

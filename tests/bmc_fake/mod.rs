@@ -31,6 +31,10 @@ pub enum Mode {
     RedirectLoop,
     /// Advertises ForceRestart but answers it with 500; On and ForceOff work.
     RestartFails,
+    /// Has no virtual media.
+    NoMedia,
+    /// Has a virtual CD whose insert fails (500).
+    InsertFails,
 }
 
 /// Sessions open at once, now and at most.
@@ -60,6 +64,8 @@ pub struct Fake {
     pub resets: Mutex<Vec<String>>,
     /// The BIOS's current attributes and those pending until the next reset.
     pub bios: Mutex<(Value, Value)>,
+    /// The virtual CD: the last InsertMedia body while inserted (`Null`: empty), and ejects.
+    pub cd: Mutex<(Value, u32)>,
     paths: Mutex<Vec<String>>,
     /// Added to every answer (so overlapping commands would overlap on the server).
     delay: Duration,
@@ -102,6 +108,7 @@ pub async fn start(mode: Mode, global: Arc<Gauge>, delay: Duration, cert: &Cert)
                 "EmbeddedSata": "Raid", "QuietBoot": true}),
             json!({"BootMode": "Uefi", "ProcVirtualization": "Enabled"}),
         )),
+        cd: Mutex::new((Value::Null, 0)),
         paths: Mutex::default(),
         delay,
         port,
@@ -195,6 +202,7 @@ impl Fake {
                 StatusCode::OK,
                 json!({"@odata.id": "/redfish/v1/Systems/1", "PowerState": self.power_state(), "BiosVersion": "2.19.1",
                     "Bios": {"@odata.id": "/redfish/v1/Systems/1/Bios"},
+                    "VirtualMedia": if self.mode == Mode::NoMedia { Value::Null } else { json!({"@odata.id": "/redfish/v1/Systems/1/VirtualMedia"}) },
                     "Boot": *self.boot.lock().unwrap(),
                     "Actions": {"#ComputerSystem.Reset": {"target": "/redfish/v1/Systems/1/Actions/ComputerSystem.Reset",
                         "ResetType@Redfish.AllowableValues": ["On", "ForceOff", "GracefulShutdown", "ForceRestart"]}}}),
@@ -256,6 +264,39 @@ impl Fake {
                 for (k, v) in attrs {
                     bios.1[k] = v;
                 }
+                reply(StatusCode::NO_CONTENT, Value::Null)
+            }
+            // Virtual media: a floppy (passed over) and a CD.
+            ("GET", "/redfish/v1/Systems/1/VirtualMedia") => reply(
+                StatusCode::OK,
+                json!({"Members": [{"@odata.id": "/redfish/v1/Systems/1/VirtualMedia/Floppy"},
+                    {"@odata.id": "/redfish/v1/Systems/1/VirtualMedia/Cd"}]}),
+            ),
+            ("GET", "/redfish/v1/Systems/1/VirtualMedia/Floppy") => {
+                reply(StatusCode::OK, json!({"MediaTypes": ["Floppy"], "Inserted": false}))
+            }
+            ("GET", "/redfish/v1/Systems/1/VirtualMedia/Cd") => {
+                let cd = self.cd.lock().unwrap().0.clone();
+                reply(
+                    StatusCode::OK,
+                    json!({"MediaTypes": ["CD", "DVD"], "Inserted": !cd.is_null(), "Image": cd["Image"],
+                        "Actions": {"#VirtualMedia.InsertMedia": {"target": "/redfish/v1/Systems/1/VirtualMedia/Cd/Actions/VirtualMedia.InsertMedia"},
+                            "#VirtualMedia.EjectMedia": {"target": "/redfish/v1/Systems/1/VirtualMedia/Cd/Actions/VirtualMedia.EjectMedia"}}}),
+                )
+            }
+            ("POST", "/redfish/v1/Systems/1/VirtualMedia/Cd/Actions/VirtualMedia.InsertMedia") => {
+                if self.mode == Mode::InsertFails {
+                    return reply(
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        json!({"error": {"message": "image not reachable"}}),
+                    );
+                }
+                self.cd.lock().unwrap().0 = body;
+                reply(StatusCode::NO_CONTENT, Value::Null)
+            }
+            ("POST", "/redfish/v1/Systems/1/VirtualMedia/Cd/Actions/VirtualMedia.EjectMedia") => {
+                let mut cd = self.cd.lock().unwrap();
+                *cd = (Value::Null, cd.1 + 1);
                 reply(StatusCode::NO_CONTENT, Value::Null)
             }
             ("GET", "/redfish/v1") => {

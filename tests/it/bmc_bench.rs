@@ -48,6 +48,7 @@ async fn power_actions_on_many_bmcs() {
             updated_at: 0,
             firmware: None,
             inband: None,
+            boot_via: Default::default(),
         };
         cmdb.put_bmc(b, false).await.unwrap();
         ids.push(m.id);

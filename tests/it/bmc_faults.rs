@@ -61,6 +61,7 @@ impl Rig {
             updated_at: 0,
             firmware: None,
             inband: None,
+            boot_via: Default::default(),
         };
         self.cmdb.put_bmc(b, false).await.unwrap();
         m.id

@@ -46,6 +46,7 @@ mod bmc_inband;
 mod bmc_ipmi;
 mod bmc_provision;
 mod bmc_sushy;
+mod bmc_vmedia;
 mod boot_http;
 mod boot_sendfile;
 mod boot_storm;

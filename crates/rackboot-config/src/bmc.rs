@@ -23,6 +23,8 @@ pub struct WireBmc {
     pub inband_accounts: bool,
     pub inband_username: String,
     pub inband_channel: u8,
+    pub vmedia_tool: PathBuf,
+    pub vmedia_ttl_secs: u64,
 }
 
 impl Default for WireBmc {
@@ -42,6 +44,8 @@ impl Default for WireBmc {
             inband_accounts: false,
             inband_username: "rackboot".into(),
             inband_channel: 1,
+            vmedia_tool: "/usr/bin/grub-mkrescue".into(),
+            vmedia_ttl_secs: 1800,
         }
     }
 }
@@ -77,6 +81,10 @@ pub struct BmcConfig {
     pub inband_accounts: bool,
     pub inband_username: String,
     pub inband_channel: u8,
+    /// The program that makes a virtual-media boot ISO (`grub-mkrescue`).
+    pub vmedia_tool: PathBuf,
+    /// A virtual CD not ejected by then (its machine's BootOS never called in) is ejected.
+    pub vmedia_ttl: Duration,
 }
 
 impl Default for BmcConfig {
@@ -104,7 +112,11 @@ impl TryFrom<WireBmc> for BmcConfig {
             inband_accounts,
             inband_username,
             inband_channel,
+            vmedia_tool,
+            vmedia_ttl_secs,
         } = w;
+        anyhow::ensure!(vmedia_tool.is_absolute(), "bmc.vmedia_tool must be an absolute path");
+        anyhow::ensure!((60..=86_400).contains(&vmedia_ttl_secs), "bmc.vmedia_ttl_secs must be 60..=86400");
         anyhow::ensure!(
             (1..=16).contains(&inband_username.len())
                 && inband_username.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'),
@@ -142,6 +154,8 @@ impl TryFrom<WireBmc> for BmcConfig {
             inband_accounts,
             inband_username,
             inband_channel,
+            vmedia_tool,
+            vmedia_ttl: Duration::from_secs(vmedia_ttl_secs),
         })
     }
 }

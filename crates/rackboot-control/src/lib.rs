@@ -14,6 +14,7 @@
 //! - [`tls`]: the appliance CA, its server certificate and the rustls server config.
 //! - [`webhooks`]: webhook subscriptions and their signed, ordered, resumable delivery.
 //! - [`tang`]: the Tang server encrypted volumes are bound to, key rotation and re-binding.
+//! - [`vmedia`]: BootOS from a virtual CD where no DHCP answers: the ISO, its serving, its ejection.
 //!
 //! The lower crates are re-exported under the names the code above uses (`cmdb`, `config`, ...).
 
@@ -34,5 +35,6 @@ pub mod proxy;
 pub mod racks;
 pub mod tang;
 pub mod tls;
+pub mod vmedia;
 pub mod webhooks;
 pub mod windows;

@@ -37,6 +37,24 @@ pub enum BootMode {
     Legacy,
 }
 
+/// How the machine is booted into BootOS through its BMC.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum BootVia {
+    /// From the network once (PXE), DHCP answering it.
+    #[default]
+    Pxe,
+    /// From a small ISO the BMC inserts as a virtual CD (Redfish VirtualMedia): BootOS with the
+    /// machine's static address, for a segment where no DHCP answers it.
+    VirtualMedia,
+}
+
+impl BootVia {
+    pub fn is_pxe(&self) -> bool {
+        *self == BootVia::Pxe
+    }
+}
+
 /// A power state read from a BMC.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "kebab-case")]
@@ -115,6 +133,9 @@ pub struct Bmc {
     /// Set when the account is the appliance's own, set up in band by the machine's agent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub inband: Option<InbandAccount>,
+    /// How provisioning boots it into BootOS.
+    #[serde(default, skip_serializing_if = "BootVia::is_pxe")]
+    pub boot_via: BootVia,
 }
 
 /// The appliance's own BMC account, set up in band (IPMI through `/dev/ipmi0`).
@@ -155,6 +176,7 @@ impl Bmc {
             power_age_secs: self.power.as_ref().map(|p| now_ms.saturating_sub(p.at_ms) / 1000),
             updated_at: self.updated_at,
             inband: self.inband.clone(),
+            boot_via: self.boot_via,
         }
     }
 }
@@ -199,6 +221,8 @@ pub struct BmcView {
     /// The account is the appliance's own, set up in band (its password rotated by the same job).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub inband: Option<InbandAccount>,
+    /// How provisioning boots the machine into BootOS.
+    pub boot_via: BootVia,
 }
 
 /// `PUT /machines/{id}/bmc`: a machine's BMC. The certificate check is `fingerprint`, else
@@ -234,6 +258,9 @@ pub struct BmcInput {
     /// saw the machine in (UEFI for a machine never seen).
     #[serde(default)]
     pub boot_mode: Option<BootMode>,
+    /// `pxe` (the default) or `virtual-media`: how provisioning boots it into BootOS (Redfish).
+    #[serde(default)]
+    pub boot_via: BootVia,
 }
 
 impl BmcInput {
@@ -263,6 +290,9 @@ impl BmcInput {
             if id.is_empty() || id.len() > 128 || !id.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) {
                 return bad("system_id", "must be 1-128 of [A-Za-z0-9-_.]");
             }
+        }
+        if self.boot_via == BootVia::VirtualMedia && self.protocol != Protocol::Redfish {
+            return bad("boot_via", "virtual media needs a Redfish BMC");
         }
         match (&self.fingerprint, self.insecure) {
             (Some(_), true) => bad("insecure", "give a fingerprint or insecure, not both"),
@@ -316,6 +346,7 @@ mod tests {
             insecure: false,
             system_id: None,
             boot_mode: None,
+            boot_via: Default::default(),
         }
     }
 
@@ -357,6 +388,7 @@ mod tests {
             updated_at: 1,
             firmware: None,
             inband: None,
+            boot_via: Default::default(),
         };
         let v = b.view(61_000);
         let json = serde_json::to_string(&v).unwrap();

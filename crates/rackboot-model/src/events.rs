@@ -154,6 +154,14 @@ event_kinds! {
     /// The machine's agent set up the appliance's own BMC account in band (a new random
     /// password, sealed; never shown): the BMC is now that account at the address it reported.
     BmcInband = "bmc.inband", fields: "job, user_id, username, channel, address, mac, rotated";
+    /// A boot ISO was inserted into the machine's virtual CD and the machine started from it
+    /// once (its static address, a one-time enrollment nonce).
+    VmediaInserted = "bmc.vmedia_inserted", fields: "url, bytes, address, uefi";
+    /// Booting from virtual media failed (no virtual CD, the insert refused, the ISO not made).
+    VmediaFailed = "bmc.vmedia_failed", fields: "error";
+    /// The virtual CD was ejected: BootOS called in (`enrolled`) or it was there too long
+    /// (`expired`); how often the BMC fetched the ISO.
+    VmediaEjected = "bmc.vmedia_ejected", fields: "why, fetches, error";
     /// An operator removed the machine's BMC.
     BmcRemoved = "bmc.removed", fields: "(none)";
     /// The machine's firmware was read through its BMC (counts; the report is on the BMC).

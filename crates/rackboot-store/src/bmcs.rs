@@ -168,6 +168,7 @@ mod tests {
             updated_at: 0,
             firmware: None,
             inband: None,
+            boot_via: Default::default(),
         }
     }
 

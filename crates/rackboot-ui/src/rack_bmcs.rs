@@ -63,6 +63,7 @@ pub fn parse(text: &str, username: &str, password: &str, insecure: bool) -> Resu
             insecure: insecure && protocol == Protocol::Redfish,
             system_id: None,
             boot_mode,
+            boot_via: Default::default(),
         };
         input.validate().map_err(|(field, why)| at(&format!("{field} {why}")))?;
         if rows.iter().any(|r| r.mac == mac) {

@@ -69,6 +69,7 @@ async fn set(
         updated_at: now_secs(),
         firmware: None,
         inband: None,
+        boot_via: input.boot_via,
     };
     let stored = s.cmdb.put_bmc(b, input.password.is_none()).await.map_err(|e| match e {
         crate::cmdb::CmdbError::Invalid(why) => ApiError::field("password", why),

@@ -34,6 +34,7 @@ mod tasks;
 mod templates;
 mod userdata;
 mod users;
+mod vmedia;
 mod webhooks;
 
 use std::sync::Arc;
@@ -74,6 +75,8 @@ pub struct ApiState {
     pub webhooks: Option<Arc<crate::webhooks::Webhooks>>,
     /// The Tang server (`/api/v1/tang`, and `/tang` on plain HTTP); `None` serves none.
     pub tang: Option<Arc<crate::tang::Tang>>,
+    /// Virtual-media boot ISOs (`/vmedia`, to the BMCs that insert them); `None` serves none.
+    pub vmedia: Option<Arc<crate::vmedia::VirtualMedia>>,
 }
 
 /// Event streams open at once; more are refused with 503.
@@ -126,6 +129,7 @@ pub fn router(state: ApiState) -> Router {
         .nest("/api/v1", api)
         .nest("/boot", boot::routes(&state))
         .nest("/agent/v1", agent)
+        .route("/vmedia/{name}", get(vmedia::iso))
         .route("/healthz", get(crate::assets::healthz))
         .route("/metrics", get(metrics));
     bounded(router, &state).with_state(state)

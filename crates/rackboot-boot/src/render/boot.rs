@@ -39,7 +39,7 @@ impl Loader {
 
 /// `cmdline` as GRUB words: each word GRUB would read differently (`$`, quotes, `;`, braces,
 /// backslashes...) goes in single quotes, so the kernel gets exactly the rendered text.
-fn grub_words(cmdline: &str) -> String {
+pub fn grub_words(cmdline: &str) -> String {
     let plain = |c: char| c.is_ascii_alphanumeric() || "._-:/=,+@%".contains(c);
     let word = |w: &str| match w.chars().all(plain) {
         true => w.to_string(),
@@ -67,6 +67,20 @@ impl Renderer {
         self.script(Loader::Grub, plan, vars)
     }
 
+    /// A profile boot's kernel command line rendered with the machine's values (and its
+    /// answer-file URL), with the boot's enrollment nonce for an agent profile.
+    pub fn cmdline(&self, p: &crate::planner::ProfileBoot, vars: &ScriptVars) -> Result<String, RenderError> {
+        let mut cmdline = match &p.answer_url {
+            Some(answer_url) => self.env.render_str(&p.cmdline, minijinja::context! { answer_url, ..val(vars) })?,
+            None => self.env.render_str(&p.cmdline, val(vars))?,
+        };
+        if let Some(nonce) = vars.boot_nonce.as_deref().filter(|_| p.agent) {
+            cmdline.push_str(" rackboot.nonce=");
+            cmdline.push_str(nonce);
+        }
+        Ok(cmdline)
+    }
+
     /// A plan rendered for `loader`.
     pub fn script(&self, loader: Loader, plan: &BootPlan, vars: &ScriptVars) -> Result<String, RenderError> {
         let (profile_template, localboot) = loader.templates();
@@ -74,16 +88,7 @@ impl Renderer {
             BootPlan::Windows { profile, media } => Ok(loader.windows_notice(profile, media)),
             BootPlan::LocalDisk => Ok(self.env.get_template(localboot)?.render(val(vars))?),
             BootPlan::Profile(p) => {
-                let mut cmdline = match &p.answer_url {
-                    Some(answer_url) => {
-                        self.env.render_str(&p.cmdline, minijinja::context! { answer_url, ..val(vars) })?
-                    }
-                    None => self.env.render_str(&p.cmdline, val(vars))?,
-                };
-                if let Some(nonce) = vars.boot_nonce.as_deref().filter(|_| p.agent) {
-                    cmdline.push_str(" rackboot.nonce=");
-                    cmdline.push_str(nonce);
-                }
+                let mut cmdline = self.cmdline(p, vars)?;
                 if loader == Loader::Grub {
                     cmdline = grub_words(&cmdline);
                     for path in p.kernel_path.iter().chain(&p.initrd_path) {

@@ -12,7 +12,7 @@ mod boot;
 mod layout;
 mod unattend;
 
-pub use boot::Loader;
+pub use boot::{grub_words, Loader};
 pub use layout::{CommissionVars, LayoutFs, LayoutVars};
 pub use unattend::UnattendVars;
 

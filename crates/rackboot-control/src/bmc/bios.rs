@@ -1,26 +1,18 @@
 //! BIOS settings through the power service: written (Redfish) under the same lock, cap,
-//! deadline and credential hold as power actions, the machine restarted into BootOS (PXE once
-//! and a cycle, both verified and on its timeline), then read back after it booted.
+//! deadline and credential hold as power actions (the engine then restarts the machine into
+//! BootOS), and read back after it booted.
 
-use super::power::{Caller, PowerError};
-use super::{BmcError, Power, PowerAction};
-use crate::cmdb::now_ms;
+use super::power::PowerError;
+use super::{BmcError, Power};
 use rackboot_model::bios::{self, Settings};
 
 impl Power {
-    /// Writes the declared attributes that differ on machine `id`'s BMC and, if any did,
-    /// restarts the machine from the network once (in UEFI mode or legacy); returns their names
-    /// and when the restart was read back (empty: all were set already, nothing restarted).
-    pub async fn bios_apply(&self, id: u64, want: &Settings, uefi: bool) -> Result<(Vec<String>, u64), PowerError> {
-        let want2 = want.clone();
-        let (_, changed) = self.with_driver(id, "bios", |d| async move { d.bios_apply(&want2).await }).await?;
-        if changed.is_empty() {
-            return Ok((changed, 0));
-        }
-        for action in [PowerAction::PxeOnce, PowerAction::Cycle] {
-            self.act(id, action, uefi, Caller::Provision).await?;
-        }
-        Ok((changed, now_ms()))
+    /// Writes the declared attributes that differ on machine `id`'s BMC; returns their names
+    /// (empty: all were set already). They apply at the next restart.
+    pub async fn bios_apply(&self, id: u64, want: &Settings) -> Result<Vec<String>, PowerError> {
+        let want = want.clone();
+        let (_, changed) = self.with_driver(id, "bios", |d| async move { d.bios_apply(&want).await }).await?;
+        Ok(changed)
     }
 
     /// Reads machine `id`'s firmware (kept on its BMC record) and names the declared

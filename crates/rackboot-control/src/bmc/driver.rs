@@ -151,6 +151,16 @@ impl Driver {
         }
     }
 
+    /// The Redfish client, for what only Redfish has (virtual media).
+    pub fn redfish(&self) -> Result<&Redfish, BmcError> {
+        match self {
+            Driver::Redfish(r) => Ok(r),
+            Driver::Ipmi { .. } => {
+                Err(BmcError::Other("IPMI has no virtual media: set the machine's BMC as Redfish".into()))
+            }
+        }
+    }
+
     /// Ends a Redfish session.
     pub async fn close(self) {
         if let Driver::Redfish(r) = self {

@@ -121,6 +121,7 @@ pub async fn register(
         updated_at: 0,
         firmware: None,
         inband: Some(inband),
+        boot_via: Default::default(),
     };
     let stored = cmdb.put_inband_bmc(b, (EventKind::BmcInband, detail)).await?;
     // Out of band through the new account: the reading (or why it failed) is on the record.

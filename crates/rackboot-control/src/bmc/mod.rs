@@ -8,6 +8,7 @@
 //! - [`driver`]: one connected BMC, whichever protocol, in the terms the power service uses.
 //! - [`bios`]: BIOS settings written, the machine restarted, read back (Redfish).
 //! - [`inband`]: the appliance's own account, set up in band by the machine's agent.
+//! - [`vmedia`]: a virtual CD inserted, booted from once, ejected (Redfish).
 //! - [`power`]: the power service: one command per BMC, a global cap, retries, read-back
 //!   verification, fallbacks, events; and the periodic power-state refresh.
 
@@ -19,6 +20,7 @@ pub mod ipmi;
 pub use rackboot_model::bmc as model;
 pub mod power;
 pub mod redfish;
+pub mod vmedia;
 
 pub use model::{Bmc, BmcInput, BmcView, BootMode, PowerAction, PowerReading, PowerState, Protocol, TlsPolicy};
 pub use power::{Power, PowerOutcome};

@@ -18,7 +18,7 @@ use super::decide::bios::{BiosCall, BiosOutcome};
 use super::decide::{decide, Decision, Effect};
 use super::{Run, RunState, Step, Task, TaskState};
 use crate::cmdb::EventKind;
-use crate::cmdb::{now_secs, InstallerBoot, MachineFilter, MachineState, MachineUpdate};
+use crate::cmdb::{now_ms, now_secs, InstallerBoot, MachineFilter, MachineState, MachineUpdate};
 use crate::config::{HardwareProfile, ProvisionConfig};
 use crate::controller::Hub;
 use crate::render::Renderer;
@@ -43,6 +43,8 @@ pub struct Engine {
     pub(super) power: std::sync::OnceLock<Arc<crate::bmc::Power>>,
     /// The Tang server a layout's encrypted file systems are bound to (set once, at start).
     pub(super) tang: std::sync::OnceLock<Arc<crate::tang::Tang>>,
+    /// Boots machines set to it from virtual media (set once, at start).
+    pub(super) vmedia: std::sync::OnceLock<Arc<crate::vmedia::VirtualMedia>>,
     /// The commissioning tools' SHA-256, with the file's size and time it was taken at.
     pub(super) tools_sha: std::sync::Mutex<Option<ToolsStamp>>,
     /// What runs' BIOS calls to their BMCs came to: by run, with the phase they were made for.
@@ -76,6 +78,7 @@ impl Engine {
             passes,
             power,
             tang: std::sync::OnceLock::new(),
+            vmedia: std::sync::OnceLock::new(),
             tools_sha,
             bios_outcomes: Arc::default(),
         }
@@ -84,6 +87,11 @@ impl Engine {
     /// Lets runs power machines that have a BMC up through it.
     pub fn use_power(&self, power: Arc<crate::bmc::Power>) {
         let _ = self.power.set(power);
+    }
+
+    /// Boots machines whose BMC says so from virtual media.
+    pub fn use_vmedia(&self, vmedia: Arc<crate::vmedia::VirtualMedia>) {
+        let _ = self.vmedia.set(vmedia);
     }
 
     /// Binds layouts' encrypted file systems to this Tang server.
@@ -254,18 +262,15 @@ impl Engine {
         Ok((run.state, saved))
     }
 
-    /// PXE once, then on (or a cycle if it is on), in the background; the power service
-    /// records both on the machine's timeline, and the run sees the agent that boots.
+    /// Into BootOS through the machine's BMC, in the background: PXE once, then on (or a cycle
+    /// if it is on), or its virtual CD where its BMC says so; the power service records both on
+    /// the machine's timeline, and the run sees the agent that boots.
     fn power_on(&self, mid: u64, uefi: bool) {
-        use crate::bmc::power::Caller;
-        use crate::bmc::PowerAction;
         let Some(power) = self.power.get().cloned() else { return };
+        let (cmdb, vmedia) = (self.hub.cmdb.clone(), self.vmedia.get().cloned());
         tokio::spawn(async move {
-            for action in [PowerAction::PxeOnce, PowerAction::Cycle] {
-                if let Err(error) = power.act(mid, action, uefi, Caller::Provision).await {
-                    warn!(machine = mid, %error, "provisioning could not power the machine up");
-                    return;
-                }
+            if let Err(error) = into_bootos(&power, &cmdb, vmedia.as_deref(), mid, uefi).await {
+                warn!(machine = mid, %error, "provisioning could not power the machine up");
             }
         });
     }
@@ -274,13 +279,19 @@ impl Engine {
     /// what it came to (a call lost to a restart of the appliance times out in the run).
     fn bios_call(&self, run: u64, mid: u64, call: BiosCall) {
         let Some(power) = self.power.get().cloned() else { return };
+        let (cmdb, vmedia) = (self.hub.cmdb.clone(), self.vmedia.get().cloned());
         let outcomes = self.bios_outcomes.clone();
         let failed =
             |e: crate::bmc::power::PowerError| BiosOutcome::Failed { last: !e.transient(), error: e.to_string() };
         tokio::spawn(async move {
             let (at_ms, outcome) = match call {
-                BiosCall::Apply { settings, uefi, at_ms } => match power.bios_apply(mid, &settings, uefi).await {
-                    Ok((changed, restarted_ms)) => (at_ms, BiosOutcome::Applied { changed, restarted_ms }),
+                BiosCall::Apply { settings, uefi, at_ms } => match power.bios_apply(mid, &settings).await {
+                    Ok(changed) if changed.is_empty() => (at_ms, BiosOutcome::Applied { changed, restarted_ms: 0 }),
+                    // The settings apply at the restart, into BootOS the machine's usual way.
+                    Ok(changed) => match into_bootos(&power, &cmdb, vmedia.as_deref(), mid, uefi).await {
+                        Ok(()) => (at_ms, BiosOutcome::Applied { changed, restarted_ms: now_ms() }),
+                        Err(error) => (at_ms, BiosOutcome::Failed { error, last: false }),
+                    },
                     Err(e) => (at_ms, failed(e)),
                 },
                 BiosCall::Verify { settings, at_ms } => match power.bios_verify(mid, &settings).await {
@@ -328,4 +339,26 @@ impl Engine {
         }
         Ok(false)
     }
+}
+
+/// Restarts machine `mid` into BootOS through its BMC: its virtual CD where the BMC is set so
+/// (and virtual media runs here), else PXE once and a cycle (on from off).
+async fn into_bootos(
+    power: &crate::bmc::Power,
+    cmdb: &crate::cmdb::Cmdb,
+    vmedia: Option<&crate::vmedia::VirtualMedia>,
+    mid: u64,
+    uefi: bool,
+) -> Result<(), String> {
+    use crate::bmc::power::Caller;
+    use crate::bmc::PowerAction;
+    let via = cmdb.bmc(mid).await.map_err(|e| e.to_string())?.map(|b| b.boot_via).unwrap_or_default();
+    if via == crate::bmc::model::BootVia::VirtualMedia {
+        let vmedia = vmedia.ok_or("the machine boots from virtual media, which is not running here")?;
+        return vmedia.boot(mid, uefi).await;
+    }
+    for action in [PowerAction::PxeOnce, PowerAction::Cycle] {
+        power.act(mid, action, uefi, Caller::Provision).await.map_err(|e| e.to_string())?;
+    }
+    Ok(())
 }

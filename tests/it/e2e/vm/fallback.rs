@@ -4,14 +4,6 @@
 //! 10.254.254.0/24 with ARP-probed addresses and enroll with the appliance at `.254`. Two
 //! started together end on different addresses; the third, told to try the first one's address,
 //! hears it answered and takes another.
-//!
-//! The first VM also has a BMC in band: qemu's `isa-ipmi-kcs` device talks to OpenIPMI's
-//! `ipmi_sim` (a full BMC simulator: users, channels, LAN on 198.18.0.5:623) through
-//! `ipmi-bmc-extern`. With `[bmc] inband_accounts`, BootOS's inventory finds it, the agent sets
-//! up the `rackboot` user with a password it makes (see `inband`), the appliance seals it and
-//! powers through that account out of band; an operator's rotation does it again. qemu's own
-//! `ipmi-bmc-sim` has no user or LAN commands, so it could not show this. Skipped (with a
-//! note) without `ipmi_sim` (Debian's openipmi).
 
 use std::process::Command;
 
@@ -29,8 +21,7 @@ fn bootos_without_dhcp_enrolls_through_the_fallback_network() {
     vm_lab("assets.sh", &boot);
     let config = format!(
         "[server]\ndata_dir = \"{}\"\ninterface = \"br0\"\nfallback_network = \"10.254.254.0/24\"\n\
-         [http]\nlisten = \"198.18.0.1:8080\"\n[dhcp]\nmode = \"off\"\n[tftp]\nroot = \"{}\"\n\
-         [bmc]\ninband_accounts = true\nrefresh_interval_secs = 0\n",
+         [http]\nlisten = \"198.18.0.1:8080\"\n[dhcp]\nmode = \"off\"\n[tftp]\nroot = \"{}\"\n",
         data.display(),
         boot.display()
     );
@@ -43,7 +34,6 @@ fn bootos_without_dhcp_enrolls_through_the_fallback_network() {
     let pin = String::from_utf8(pin.stdout).unwrap().trim().to_string();
     assert_eq!(pin.len(), 64, "the CA's pin");
     let srv = net.srv.clone();
-    let ipmi = super::inband::Sim::start(&mut net);
     let start = |net: &mut Net, i: usize, extra: &str| {
         let name = format!("fv{i}");
         net.add_tap(&format!("tap-{name}"));
@@ -59,9 +49,6 @@ fn bootos_without_dhcp_enrolls_through_the_fallback_network() {
         args.extend(["-kernel".into(), boot.join("bootos/vmlinuz").display().to_string()]);
         args.extend(["-initrd".into(), boot.join("bootos/initrd.img").display().to_string()]);
         args.extend(["-append".into(), append]);
-        if i == 0 && ipmi.is_some() {
-            args.extend(super::inband::QEMU_ARGS.iter().map(|a| a.to_string()));
-        }
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         net.spawn(&srv, &args, &format!("{name}.qemu.log"));
     };
@@ -86,7 +73,4 @@ fn bootos_without_dhcp_enrolls_through_the_fallback_network() {
     assert!(from.starts_with("10.254.254.") && !addrs.contains(&from), "a free address: {from} among {addrs:?}");
     assert!(serial(&net, 2).contains("in use by another node"), "{}", serial(&net, 2));
     println!("fallback addresses: {addrs:?} and {from}");
-    if let Some(ipmi) = ipmi {
-        ipmi.check(&net, MACS[0]);
-    }
 }

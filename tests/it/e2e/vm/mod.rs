@@ -6,7 +6,6 @@
 mod day_two;
 mod disk_crypt;
 mod fallback;
-mod inband;
 mod installer;
 mod layout;
 mod provision;

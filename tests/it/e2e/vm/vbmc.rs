@@ -188,6 +188,7 @@ async fn ipmi_through_virtualbmc_and_libvirt() {
             updated_at: 0,
             firmware: None,
             inband: None,
+            boot_via: Default::default(),
         };
         cmdb.put_bmc(b, false).await.unwrap();
         ids.push(m.id);

@@ -8,6 +8,7 @@ pub mod bios;
 pub mod firmware;
 pub mod http;
 pub mod tls;
+pub mod vmedia;
 
 use std::sync::Arc;
 use std::time::Duration;

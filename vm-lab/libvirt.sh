@@ -109,6 +109,13 @@ up)
   daemon /usr/sbin/virtlogd /run/libvirt/virtlogd-sock /run/virtlogd.pid
   daemon /usr/sbin/libvirtd /run/libvirt/libvirt-sock /run/libvirtd.pid
   virsh version >/dev/null
+  # sushy-emulator's virtual media uploads the image it fetched into the storage pool
+  # `default`, then attaches it as the domain's CD.
+  if ! virsh pool-info default >/dev/null 2>&1; then
+    mkdir -p /var/lib/libvirt/images/pool-default
+    virsh pool-define-as default dir --target /var/lib/libvirt/images/pool-default >/dev/null
+  fi
+  virsh pool-info default | grep -q running || virsh pool-start default >/dev/null
   ;;
 vm)
   name=$3 mac=$4 uefi=$5 ns=$6 port=$7
@@ -186,6 +193,9 @@ down)
   for n in $(cat "$STATE/vbmcs" 2>/dev/null); do vbmc delete "$prefix$n" >/dev/null 2>&1 || true; done
   for p in $(cat "$STATE/emulators" 2>/dev/null); do kill "$p" 2>/dev/null || true; done
   for n in $(cat "$STATE/vms" 2>/dev/null); do
+    # What sushy-emulator uploaded for its virtual media is named after the domain's UUID.
+    uuid=$(virsh domuuid "$prefix$n" 2>/dev/null || true)
+    [ -n "$uuid" ] && rm -f /var/lib/libvirt/images/pool-default/*-"$uuid".img
     virsh destroy "$prefix$n" >/dev/null 2>&1 || true
     virsh undefine --nvram "$prefix$n" >/dev/null 2>&1 || true
     rm -rf "/var/lib/libvirt/images/$prefix$n"
@@ -196,6 +206,7 @@ down)
     kill "$p" 2>/dev/null || continue
     for _ in $(seq 100); do [ -d "/proc/$p" ] && [ "$(cut -d' ' -f3 "/proc/$p/stat")" != Z ] || break; sleep 0.1; done
   done
+  virsh pool-refresh default >/dev/null 2>&1 || true
   rm -f "$STATE/vms" "$STATE/vbmcs" "$STATE/emulators" "$STATE/daemons"
   ;;
 *)

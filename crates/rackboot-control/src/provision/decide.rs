@@ -23,6 +23,7 @@
 //! | install (installer) | job succeeded, past the timeout, a BMC, not yet cycled in this step | same step, its clock restarted | power-cycle through the BMC, save |
 //! | install (installer) | job succeeded, past the timeout | failed (no retries: it sits in the installer) | save |
 //! | job step | job succeeded | next step (reboot: installed after the job ended) | save |
+//! | reboot (virtual media) | job succeeded (the OS powered off) | wait_installed | off, disk once, on through the BMC; save |
 //! | job step | job failed, timed out, cancelled, error | retry or failed | save |
 //! | wait_installed | the installed agent enrolled after the reboot | post_install[0] / done | save |
 //! | wait_installed | past the step timeout | failed (no retries) | save |
@@ -74,6 +75,9 @@ pub struct Observed {
     pub bmc_uefi: Option<bool>,
     /// The hardware profile declares BIOS settings: them, the BMC's protocol, the step's call.
     pub bios: Option<bios::BiosObserved>,
+    /// The machine boots BootOS from virtual media: its OS powers off at the reboot step and
+    /// the BMC starts it from its disk (no CD, no network boot without DHCP).
+    pub bmc_vmedia: bool,
 }
 
 /// Power-ons through a BMC before a run that still has no BootOS agent fails.
@@ -96,6 +100,9 @@ pub enum Effect {
     PowerOn { uefi: bool },
     /// A BIOS step's call to the machine's BMC, in the background.
     Bios(bios::BiosCall),
+    /// Through the machine's BMC, in the background: off (it is powering off), its disk once,
+    /// on.
+    BootDisk { uefi: bool },
 }
 
 /// The installer boot an install step sets up: PXE boots `profile` until it reports back.
@@ -353,6 +360,9 @@ fn follow_job(mut next: Run, task: &Task, job: &Job, o: &Observed, timed_out: bo
             next.advance(spec.route(n_conf, o.bios.is_some()), now);
             if step == Step::Reboot {
                 next.installed_after_ms = Some(job.finished_at_ms.unwrap_or(now));
+                if let (true, Some(uefi)) = (o.bmc_vmedia, o.bmc_uefi) {
+                    effects.push(Effect::BootDisk { uefi });
+                }
             }
         }
         other => {

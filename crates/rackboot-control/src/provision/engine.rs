@@ -257,6 +257,14 @@ impl Engine {
                 }
                 Effect::PowerOn { uefi } => self.power_on(mid, uefi),
                 Effect::Bios(call) => self.bios_call(run.id, mid, call),
+                Effect::BootDisk { uefi } => {
+                    let Some(power) = self.power.get().cloned() else { continue };
+                    tokio::spawn(async move {
+                        if let Err(error) = power.boot_disk_once(mid, uefi).await {
+                            warn!(machine = mid, %error, "the installed system could not be started from its disk");
+                        }
+                    });
+                }
             }
         }
         Ok((run.state, saved))

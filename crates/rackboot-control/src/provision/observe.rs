@@ -47,6 +47,7 @@ impl Engine {
                 None => !machine.last_arch.as_deref().is_some_and(|a| a.starts_with("bios")),
             });
             redfish = bmc.protocol == crate::bmc::Protocol::Redfish;
+            o.bmc_vmedia = bmc.boot_via == crate::bmc::model::BootVia::VirtualMedia;
         }
         if let Some(p) = profile.filter(|p| !p.bios.is_empty()) {
             // The outcome of the call made for the run's current phase (another is stale).
@@ -76,6 +77,8 @@ impl Engine {
                                 net.files().and_then(|files| self.action(run.step, run, task, machine, files, tang))
                             })
                         }
+                        // Booted from virtual media: the OS powers off, the BMC starts the disk.
+                        (Step::Reboot, _) if o.bmc_vmedia => Ok(rackboot_agent::wire::Action::PowerOff),
                         _ => self.action(run.step, run, task, machine, Vec::new(), None),
                     })
                 }

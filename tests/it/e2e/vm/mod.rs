@@ -11,5 +11,6 @@ mod layout;
 mod provision;
 mod secureboot;
 mod vbmc;
+mod vmedia;
 mod vmlab;
 mod windows;

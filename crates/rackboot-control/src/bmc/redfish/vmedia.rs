@@ -97,18 +97,18 @@ impl Redfish {
         }
     }
 
-    /// Boots from the CD once at the next start (UEFI or legacy); read back.
-    pub async fn set_cd_once(&self, uefi: bool) -> Result<(), BmcError> {
+    /// Boots from `target` (`Cd`, `Hdd`) once at the next start (UEFI or legacy); read back.
+    pub async fn set_boot_once(&self, target: &str, uefi: bool) -> Result<(), BmcError> {
         let body = json!({"Boot": {
-            "BootSourceOverrideTarget": "Cd",
+            "BootSourceOverrideTarget": target,
             "BootSourceOverrideEnabled": "Once",
             "BootSourceOverrideMode": if uefi { "UEFI" } else { "Legacy" },
         }});
         self.call(Method::PATCH, &self.system, Some(&body)).await?;
         let b = self.boot_override().await?;
         match b.target.as_deref() {
-            Some("Cd") => Ok(()),
-            _ => Err(BmcError::Verify(format!("the boot override reads back as {b:?}, not a CD once"))),
+            Some(t) if t == target => Ok(()),
+            _ => Err(BmcError::Verify(format!("the boot override reads back as {b:?}, not {target} once"))),
         }
     }
 }

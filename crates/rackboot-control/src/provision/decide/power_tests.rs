@@ -128,3 +128,24 @@ fn a_reinstall_of_a_machine_with_a_bmc_goes_through_the_bmc_not_the_agent() {
     let later = Observed { now_ms: NOW + 60_000, agent: Some(installed), ..seen(Some(false)) };
     assert!(decide(&d.run, &t, &later).effects.is_empty());
 }
+
+#[test]
+fn a_machine_booted_from_virtual_media_is_started_from_its_disk_by_its_bmc() {
+    use crate::jobs::{Job, JobState, NewJob};
+    use rackboot_agent::wire::Action;
+    let t = task();
+    let mut run = Run::new(9, 3, 1, Some(7), NOW - 1000);
+    run.enter(Step::Reboot, NOW - 10_000);
+    run.job = Some(42);
+    let mut job = Job::new(42, 7, NewJob { action: Action::PowerOff, timeout_secs: 600, max_attempts: 3 }, NOW - 9_000);
+    job.state = JobState::Succeeded;
+    job.finished_at_ms = Some(NOW - 1_000);
+    let o = Observed { job: Some(job.clone()), bmc_vmedia: true, ..seen(Some(true)) };
+    let d = decide(&run, &t, &o);
+    assert_eq!(d.run.step, Step::WaitInstalled);
+    assert_eq!(d.run.installed_after_ms, Some(NOW - 1_000));
+    assert_eq!(d.effects[0], Effect::BootDisk { uefi: true }, "off, the disk once, on");
+    // A machine that PXE-boots reboots itself: nothing through the BMC.
+    let d = decide(&run, &t, &Observed { job: Some(job), ..seen(Some(true)) });
+    assert!(!d.effects.iter().any(|e| matches!(e, Effect::BootDisk { .. })));
+}

@@ -35,6 +35,10 @@ pub(super) enum BmcCmd {
         /// UEFI for a machine never seen).
         #[arg(long, value_parser = ["uefi", "legacy"])]
         boot_mode: Option<String>,
+        /// pxe (the default) or virtual-media: how provisioning boots it into BootOS (Redfish;
+        /// virtual media where no DHCP answers it).
+        #[arg(long, value_parser = ["pxe", "virtual-media"])]
+        boot_via: Option<String>,
     },
     /// Show a machine's BMC (never the password) and its last power state with its age.
     Show {
@@ -59,7 +63,18 @@ pub(super) enum BmcCmd {
 
 pub(super) async fn bmc(c: ApiClient, cmd: BmcCmd) -> anyhow::Result<()> {
     match cmd {
-        BmcCmd::Set { id, address, protocol, username, password_file, fingerprint, insecure, system_id, boot_mode } => {
+        BmcCmd::Set {
+            id,
+            address,
+            protocol,
+            username,
+            password_file,
+            fingerprint,
+            insecure,
+            system_id,
+            boot_mode,
+            boot_via,
+        } => {
             let mut body = json!({"address": address, "protocol": protocol, "username": username,
                 "insecure": insecure});
             if let Some(f) = password_file {
@@ -74,6 +89,9 @@ pub(super) async fn bmc(c: ApiClient, cmd: BmcCmd) -> anyhow::Result<()> {
             }
             if let Some(m) = boot_mode {
                 body["boot_mode"] = json!(m);
+            }
+            if let Some(v) = boot_via {
+                body["boot_via"] = json!(v);
             }
             let v = c.ok(Method::PUT, &format!("/machines/{}/bmc", enc(&id)), Some(body)).await?;
             print_bmc(&v);
@@ -107,6 +125,9 @@ fn print_bmc(v: &Value) {
     }
     if let Some(m) = v["boot_mode"].as_str() {
         println!("boot      {m}");
+    }
+    if v["boot_via"] == "virtual-media" {
+        println!("BootOS    from virtual media (a one-time ISO the BMC inserts)");
     }
     if !v["inband"].is_null() {
         let i = &v["inband"];

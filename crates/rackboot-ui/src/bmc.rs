@@ -39,6 +39,7 @@ fn fields(f: Option<&Form>, stored: &Value, found_in_band: Option<&str>) -> Valu
         "insecure": f.map_or(tls["mode"] == "insecure", |f| f.get("insecure").is_some()),
         "system_id": typed("system_id").or_else(|| stored["system_id"].as_str().map(String::from)).unwrap_or_default(),
         "boot_mode": typed("boot_mode").or_else(|| stored["boot_mode"].as_str().map(String::from)).unwrap_or_default(),
+        "boot_via": typed("boot_via").or_else(|| stored["boot_via"].as_str().map(String::from)).unwrap_or_else(|| "pxe".into()),
     })
 }
 
@@ -118,7 +119,7 @@ async fn submit(
             "username": f.get("username").unwrap_or(""), "insecure": f.get("insecure").is_some(),
         });
         // Each optional field only when given: an empty password keeps the stored one.
-        for k in ["password", "fingerprint", "system_id", "boot_mode"] {
+        for k in ["password", "fingerprint", "system_id", "boot_mode", "boot_via"] {
             if let Some(v) = f.get(k) {
                 body[k] = json!(if k == "password" { v } else { v.trim() });
             }

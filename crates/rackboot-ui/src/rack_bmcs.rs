@@ -1,4 +1,4 @@
-//! The rack form's BMCs: CSV rows `mac,bmc-address,protocol[,boot-mode[,sha256]]` with one user
+//! The rack form's BMCs: CSV rows `mac,bmc-address,protocol[,boot-mode[,sha256[,boot-via]]]` with one user
 //! and password for the rack's BMCs (as racks are usually delivered). Every row is checked with
 //! the API's own bounds before the rack is created, so a bad row refuses the whole form and
 //! nothing is stored; once the rack exists, each row is an API call (the machine registered by
@@ -11,6 +11,7 @@ use serde_json::json;
 use super::forward;
 use super::session::Session;
 use super::UiState;
+use rackboot_control::bmc::model::BootVia;
 use rackboot_control::bmc::{BmcInput, BootMode, Protocol};
 use rackboot_model::mac::Mac;
 
@@ -39,8 +40,8 @@ pub fn parse(text: &str, username: &str, password: &str, insecure: bool) -> Resu
             continue;
         }
         let cols: Vec<&str> = line.split(',').map(str::trim).collect();
-        if !(3..=5).contains(&cols.len()) {
-            return Err(at("expected mac,bmc-address,protocol[,boot-mode[,sha256]]"));
+        if !(3..=6).contains(&cols.len()) {
+            return Err(at("expected mac,bmc-address,protocol[,boot-mode[,sha256[,boot-via]]]"));
         }
         let mac: Mac = cols[0].parse().map_err(|_| at(&format!("{:?} is not a MAC", cols[0])))?;
         let protocol = match cols[2].to_ascii_lowercase().as_str() {
@@ -54,6 +55,11 @@ pub fn parse(text: &str, username: &str, password: &str, insecure: bool) -> Resu
             Some("legacy") => Some(BootMode::Legacy),
             Some(m) => return Err(at(&format!("boot mode {m:?} is not uefi or legacy"))),
         };
+        let boot_via = match cols.get(5).map(|v| v.to_ascii_lowercase()).as_deref() {
+            None | Some("") | Some("pxe") => BootVia::Pxe,
+            Some("virtual-media") => BootVia::VirtualMedia,
+            Some(v) => return Err(at(&format!("boot-via {v:?} is not pxe or virtual-media"))),
+        };
         let input = BmcInput {
             address: cols[1].to_string(),
             protocol,
@@ -63,7 +69,7 @@ pub fn parse(text: &str, username: &str, password: &str, insecure: bool) -> Resu
             insecure: insecure && protocol == Protocol::Redfish,
             system_id: None,
             boot_mode,
-            boot_via: Default::default(),
+            boot_via,
         };
         input.validate().map_err(|(field, why)| at(&format!("{field} {why}")))?;
         if rows.iter().any(|r| r.mac == mac) {
@@ -119,6 +125,8 @@ mod tests {
             (Protocol::Ipmi, Some(BootMode::Legacy), false)
         );
         assert_eq!((ok[1].input.address.as_str(), ok[1].input.insecure), ("10.0.9.2:8443", true));
+        let edge = parse("52:54:00:00:00:03,10.0.9.3,redfish,uefi,,virtual-media\n", "admin", "pw", true).unwrap();
+        assert_eq!(edge[0].input.boot_via, BootVia::VirtualMedia, "a rack's machine booted from virtual media");
         assert!(parse("", "", "", false).unwrap().is_empty(), "no rows, no credentials needed");
         for (text, why) in [
             ("52:54:00:00:00:01,10.0.9.1", "line 1: expected"),
@@ -127,6 +135,8 @@ mod tests {
             ("52:54:00:00:00:01,10.0.9.1,telnet", "telnet"),
             ("52:54:00:00:00:01,10.0.9.1,ipmi,bios", "boot mode"),
             ("52:54:00:00:00:01,10.0.9.1,redfish,,abcd", "fingerprint"),
+            ("52:54:00:00:00:01,10.0.9.1,redfish,,,usb", "boot-via"),
+            ("52:54:00:00:00:01,10.0.9.1,ipmi,,,virtual-media", "needs a Redfish BMC"),
             (
                 "52:54:00:00:00:01,10.0.9.1,ipmi\n52:54:00:00:00:01,10.0.9.2,ipmi",
                 "line 2: 52:54:00:00:00:01 is listed twice",

@@ -138,6 +138,7 @@ impl Appliance {
             macs: Some(vec![mac.into()]),
             lldp: false,
             machine_actions: false,
+            ipmitool: "ipmitool".into(),
         }
     }
 

@@ -40,6 +40,7 @@ fn agent(
         macs: Some(vec![mac.into()]),
         lldp: false,
         machine_actions: false,
+        ipmitool: "ipmitool".into(),
     };
     tokio::spawn(async move {
         let _ = Agent::new(opts).unwrap().run().await;

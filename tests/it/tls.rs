@@ -89,6 +89,7 @@ async fn agents_accept_only_the_pinned_ca() {
         macs: Some(vec!["52:54:00:c0:00:01".into()]),
         lldp: false,
         machine_actions: false,
+        ipmitool: "ipmitool".into(),
     };
     let agent = tokio::spawn(async move {
         let _ = rackboot_agent::run::Agent::new(opts).unwrap().run().await;

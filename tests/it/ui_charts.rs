@@ -55,6 +55,7 @@ async fn agent(lab: &Lab, mac: &str, workdir: &std::path::Path) -> tokio::task::
         macs: Some(vec![mac.into()]),
         lldp: false,
         machine_actions: false,
+        ipmitool: "ipmitool".into(),
     };
     tokio::spawn(async move {
         let _ = Agent::new(opts).unwrap().run().await;

@@ -88,32 +88,31 @@ fn password() -> std::io::Result<String> {
     Ok(out)
 }
 
-async fn ipmitool(args: &[&str]) -> Result<String, String> {
-    let run = tokio::process::Command::new("ipmitool").args(args).kill_on_drop(true).output();
+async fn ipmitool(program: &Path, args: &[&str]) -> Result<String, String> {
+    let run = tokio::process::Command::new(program).args(args).kill_on_drop(true).output();
     let out = tokio::time::timeout(Duration::from_secs(IPMITOOL_SECS), run)
         .await
         .map_err(|_| format!("ipmitool {} did not finish within {IPMITOOL_SECS} s", args.join(" ")))?
         .map_err(|e| format!("ipmitool: {e} (BootOS has it; an installed system may not)"))?;
     let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     if out.status.success() {
-        Ok(text)
-    } else {
-        Err(format!("ipmitool {} failed: {}", args.join(" "), text.trim()))
+        return Ok(text);
     }
+    let hint =
+        if Path::new("/dev/ipmi0").exists() { "" } else { " (no /dev/ipmi0: no BMC in band, or no driver for it)" };
+    Err(format!("ipmitool {} failed{hint}: {}", args.join(" "), text.trim()))
 }
 
 /// Sets the account up; what goes to the appliance. Progress lines go to the job's output.
 pub async fn set_up(
     sink: &mut Sink<'_>,
+    program: &Path,
     workdir: &Path,
     username: &str,
     channel: u8,
 ) -> Result<BmcAccountReport, String> {
-    if !Path::new("/dev/ipmi0").exists() {
-        return Err("no in-band IPMI device (/dev/ipmi0): no BMC, or its driver did not load".into());
-    }
     let ch = channel.to_string();
-    let slots = parse_users(&ipmitool(&["user", "list", &ch]).await?);
+    let slots = parse_users(&ipmitool(program, &["user", "list", &ch]).await?);
     let (id, new) = pick_slot(&slots, username)
         .ok_or_else(|| format!("no free user slot on channel {channel} for {username:?}"))?;
     sink.send(
@@ -125,7 +124,7 @@ pub async fn set_up(
     let file = workdir.join("bmc-account.ipmitool");
     write_private(workdir, &file, &script(id, new, username, &password, channel))
         .map_err(|e| format!("writing {}: {e}", file.display()))?;
-    let run = ipmitool(&["exec", &file.display().to_string()]).await;
+    let run = ipmitool(program, &["exec", &file.display().to_string()]).await;
     let _ = std::fs::remove_file(&file);
     let out = match run {
         Ok(t) => t,
@@ -137,13 +136,13 @@ pub async fn set_up(
         return Err(format!("the BMC did not accept the new password for user {id}"));
     }
     // Read back: named, IPMI messaging on, administrator.
-    let after = parse_users(&ipmitool(&["user", "list", &ch]).await?);
+    let after = parse_users(&ipmitool(program, &["user", "list", &ch]).await?);
     let slot = after.iter().find(|s| s.id == id).cloned();
     match slot {
         Some(s) if s.name == username && s.ipmi_msg && s.privilege.starts_with("ADMINISTRATOR") => {}
         other => return Err(format!("user {id} reads back as {other:?}")),
     }
-    let lan = crate::inventory::parse_ipmitool_lan(&ipmitool(&["lan", "print", &ch]).await?);
+    let lan = crate::inventory::parse_ipmitool_lan(&ipmitool(program, &["lan", "print", &ch]).await?);
     let address = lan
         .as_ref()
         .and_then(|l| l.ip.clone())

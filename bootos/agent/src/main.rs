@@ -97,6 +97,7 @@ fn main() -> anyhow::Result<()> {
         }),
         lldp: true,
         machine_actions: true,
+        ipmitool: "ipmitool".into(),
     };
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     rt.block_on(async move {

@@ -42,6 +42,8 @@ pub struct Options {
     /// Act on the machine itself: reboot and power off for those actions, and erase its disks
     /// (off in tests and simulations, whose "machine" is the host running them).
     pub machine_actions: bool,
+    /// The ipmitool program the in-band BMC account job runs (its open interface, `/dev/ipmi0`).
+    pub ipmitool: PathBuf,
 }
 
 const MAX_BACKOFF: Duration = Duration::from_secs(30);

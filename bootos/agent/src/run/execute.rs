@@ -71,9 +71,9 @@ impl Agent {
                 Some("this agent does not act on its machine (a simulation): no BMC account was touched".into()),
             ),
             Action::BmcAccount { username, channel } => {
-                let workdir = self.opts.workdir.clone();
+                let (workdir, ipmitool) = (self.opts.workdir.clone(), self.opts.ipmitool.clone());
                 let mut sink = Sink::new(&mut self.client, spec);
-                let report = crate::bmcuser::set_up(&mut sink, &workdir, username, *channel).await;
+                let report = crate::bmcuser::set_up(&mut sink, &ipmitool, &workdir, username, *channel).await;
                 let report = match report {
                     Ok(r) => r,
                     Err(e) => return done(Outcome::Failed, Some(e)),

@@ -121,6 +121,9 @@ _rackboot() {
             rackboot__subcmd__bmc,help)
                 cmd="rackboot__subcmd__bmc__subcmd__help"
                 ;;
+            rackboot__subcmd__bmc,inband)
+                cmd="rackboot__subcmd__bmc__subcmd__inband"
+                ;;
             rackboot__subcmd__bmc,rm)
                 cmd="rackboot__subcmd__bmc__subcmd__rm"
                 ;;
@@ -132,6 +135,9 @@ _rackboot() {
                 ;;
             rackboot__subcmd__bmc__subcmd__help,help)
                 cmd="rackboot__subcmd__bmc__subcmd__help__subcmd__help"
+                ;;
+            rackboot__subcmd__bmc__subcmd__help,inband)
+                cmd="rackboot__subcmd__bmc__subcmd__help__subcmd__inband"
                 ;;
             rackboot__subcmd__bmc__subcmd__help,rm)
                 cmd="rackboot__subcmd__bmc__subcmd__help__subcmd__rm"
@@ -243,6 +249,9 @@ _rackboot() {
                 ;;
             rackboot__subcmd__help__subcmd__assets,install)
                 cmd="rackboot__subcmd__help__subcmd__assets__subcmd__install"
+                ;;
+            rackboot__subcmd__help__subcmd__bmc,inband)
+                cmd="rackboot__subcmd__help__subcmd__bmc__subcmd__inband"
                 ;;
             rackboot__subcmd__help__subcmd__bmc,rm)
                 cmd="rackboot__subcmd__help__subcmd__bmc__subcmd__rm"
@@ -1138,7 +1147,7 @@ _rackboot() {
             return 0
             ;;
         rackboot__subcmd__bmc)
-            opts="-h --api --ca --token-file --help set show rm help"
+            opts="-h --api --ca --token-file --help set show rm inband help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1164,7 +1173,7 @@ _rackboot() {
             return 0
             ;;
         rackboot__subcmd__bmc__subcmd__help)
-            opts="set show rm help"
+            opts="set show rm inband help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1178,6 +1187,20 @@ _rackboot() {
             return 0
             ;;
         rackboot__subcmd__bmc__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rackboot__subcmd__bmc__subcmd__help__subcmd__inband)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1233,6 +1256,32 @@ _rackboot() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        rackboot__subcmd__bmc__subcmd__inband)
+            opts="-h --api --ca --token-file --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --api)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ca)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         rackboot__subcmd__bmc__subcmd__rm)
             opts="-h --api --ca --token-file --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -1260,7 +1309,7 @@ _rackboot() {
             return 0
             ;;
         rackboot__subcmd__bmc__subcmd__set)
-            opts="-h --address --protocol --username --password-file --fingerprint --insecure --system-id --boot-mode --api --ca --token-file --help"
+            opts="-h --address --protocol --username --password-file --fingerprint --insecure --system-id --boot-mode --boot-via --api --ca --token-file --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1292,6 +1341,10 @@ _rackboot() {
                     ;;
                 --boot-mode)
                     COMPREPLY=($(compgen -W "uefi legacy" -- "${cur}"))
+                    return 0
+                    ;;
+                --boot-via)
+                    COMPREPLY=($(compgen -W "pxe virtual-media" -- "${cur}"))
                     return 0
                     ;;
                 --api)
@@ -1544,8 +1597,22 @@ _rackboot() {
             return 0
             ;;
         rackboot__subcmd__help__subcmd__bmc)
-            opts="set show rm"
+            opts="set show rm inband"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rackboot__subcmd__help__subcmd__bmc__subcmd__inband)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi

@@ -242,14 +242,15 @@ complete -c rackboot -n "__fish_rackboot_using_subcommand templates; and __fish_
 complete -c rackboot -n "__fish_rackboot_using_subcommand templates; and __fish_seen_subcommand_from help" -f -a "set" -d 'Replace a template with a file\'s text (checked by the appliance before it is used)'
 complete -c rackboot -n "__fish_rackboot_using_subcommand templates; and __fish_seen_subcommand_from help" -f -a "reset" -d 'Delete a template\'s override: its default is used again'
 complete -c rackboot -n "__fish_rackboot_using_subcommand templates; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c rackboot -n "__fish_rackboot_using_subcommand bmc; and not __fish_seen_subcommand_from set show rm help" -l api -d 'Base URL of the rackboot API' -r
-complete -c rackboot -n "__fish_rackboot_using_subcommand bmc; and not __fish_seen_subcommand_from set show rm help" -l ca -d 'The CA certificate (PEM) the server\'s certificate must chain to (`rackboot ca show`)' -r -F
-complete -c rackboot -n "__fish_rackboot_using_subcommand bmc; and not __fish_seen_subcommand_from set show rm help" -l token-file -d 'File holding an API token (`rackboot serve` writes the admin\'s, admin.token, into its data_dir on first start; `rackboot tokens create` makes others). Only from a file: a token in an argument or the environment would show in `ps` and /proc to every user' -r -F
-complete -c rackboot -n "__fish_rackboot_using_subcommand bmc; and not __fish_seen_subcommand_from set show rm help" -s h -l help -d 'Print help'
-complete -c rackboot -n "__fish_rackboot_using_subcommand bmc; and not __fish_seen_subcommand_from set show rm help" -f -a "set" -d 'Set a machine\'s BMC; the password is read from a file (never an argument) and sealed'
-complete -c rackboot -n "__fish_rackboot_using_subcommand bmc; and not __fish_seen_subcommand_from set show rm help" -f -a "show" -d 'Show a machine\'s BMC (never the password) and its last power state with its age'
-complete -c rackboot -n "__fish_rackboot_using_subcommand bmc; and not __fish_seen_subcommand_from set show rm help" -f -a "rm" -d 'Remove a machine\'s BMC'
-complete -c rackboot -n "__fish_rackboot_using_subcommand bmc; and not __fish_seen_subcommand_from set show rm help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c rackboot -n "__fish_rackboot_using_subcommand bmc; and not __fish_seen_subcommand_from set show rm inband help" -l api -d 'Base URL of the rackboot API' -r
+complete -c rackboot -n "__fish_rackboot_using_subcommand bmc; and not __fish_seen_subcommand_from set show rm inband help" -l ca -d 'The CA certificate (PEM) the server\'s certificate must chain to (`rackboot ca show`)' -r -F
+complete -c rackboot -n "__fish_rackboot_using_subcommand bmc; and not __fish_seen_subcommand_from set show rm inband help" -l token-file -d 'File holding an API token (`rackboot serve` writes the admin\'s, admin.token, into its data_dir on first start; `rackboot tokens create` makes others). Only from a file: a token in an argument or the environment would show in `ps` and /proc to every user' -r -F
+complete -c rackboot -n "__fish_rackboot_using_subcommand bmc; and not __fish_seen_subcommand_from set show rm inband help" -s h -l help -d 'Print help'
+complete -c rackboot -n "__fish_rackboot_using_subcommand bmc; and not __fish_seen_subcommand_from set show rm inband help" -f -a "set" -d 'Set a machine\'s BMC; the password is read from a file (never an argument) and sealed'
+complete -c rackboot -n "__fish_rackboot_using_subcommand bmc; and not __fish_seen_subcommand_from set show rm inband help" -f -a "show" -d 'Show a machine\'s BMC (never the password) and its last power state with its age'
+complete -c rackboot -n "__fish_rackboot_using_subcommand bmc; and not __fish_seen_subcommand_from set show rm inband help" -f -a "rm" -d 'Remove a machine\'s BMC'
+complete -c rackboot -n "__fish_rackboot_using_subcommand bmc; and not __fish_seen_subcommand_from set show rm inband help" -f -a "inband" -d 'Set up (or give a new password to) the appliance\'s own account on the machine\'s BMC, in band through its agent; the password is made on the machine, sealed, never shown'
+complete -c rackboot -n "__fish_rackboot_using_subcommand bmc; and not __fish_seen_subcommand_from set show rm inband help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c rackboot -n "__fish_rackboot_using_subcommand bmc; and __fish_seen_subcommand_from set" -l address -d 'host or host:port of the BMC' -r
 complete -c rackboot -n "__fish_rackboot_using_subcommand bmc; and __fish_seen_subcommand_from set" -l protocol -d 'redfish or ipmi' -r
 complete -c rackboot -n "__fish_rackboot_using_subcommand bmc; and __fish_seen_subcommand_from set" -l username -r
@@ -258,6 +259,8 @@ complete -c rackboot -n "__fish_rackboot_using_subcommand bmc; and __fish_seen_s
 complete -c rackboot -n "__fish_rackboot_using_subcommand bmc; and __fish_seen_subcommand_from set" -l system-id -d 'Redfish system id when the BMC has several' -r
 complete -c rackboot -n "__fish_rackboot_using_subcommand bmc; and __fish_seen_subcommand_from set" -l boot-mode -d 'uefi or legacy: the mode a PXE boot override asks for (else the mode DHCP last saw, UEFI for a machine never seen)' -r -f -a "uefi\t''
 legacy\t''"
+complete -c rackboot -n "__fish_rackboot_using_subcommand bmc; and __fish_seen_subcommand_from set" -l boot-via -d 'pxe (the default) or virtual-media: how provisioning boots it into BootOS (Redfish; virtual media where no DHCP answers it)' -r -f -a "pxe\t''
+virtual-media\t''"
 complete -c rackboot -n "__fish_rackboot_using_subcommand bmc; and __fish_seen_subcommand_from set" -l api -d 'Base URL of the rackboot API' -r
 complete -c rackboot -n "__fish_rackboot_using_subcommand bmc; and __fish_seen_subcommand_from set" -l ca -d 'The CA certificate (PEM) the server\'s certificate must chain to (`rackboot ca show`)' -r -F
 complete -c rackboot -n "__fish_rackboot_using_subcommand bmc; and __fish_seen_subcommand_from set" -l token-file -d 'File holding an API token (`rackboot serve` writes the admin\'s, admin.token, into its data_dir on first start; `rackboot tokens create` makes others). Only from a file: a token in an argument or the environment would show in `ps` and /proc to every user' -r -F
@@ -271,9 +274,14 @@ complete -c rackboot -n "__fish_rackboot_using_subcommand bmc; and __fish_seen_s
 complete -c rackboot -n "__fish_rackboot_using_subcommand bmc; and __fish_seen_subcommand_from rm" -l ca -d 'The CA certificate (PEM) the server\'s certificate must chain to (`rackboot ca show`)' -r -F
 complete -c rackboot -n "__fish_rackboot_using_subcommand bmc; and __fish_seen_subcommand_from rm" -l token-file -d 'File holding an API token (`rackboot serve` writes the admin\'s, admin.token, into its data_dir on first start; `rackboot tokens create` makes others). Only from a file: a token in an argument or the environment would show in `ps` and /proc to every user' -r -F
 complete -c rackboot -n "__fish_rackboot_using_subcommand bmc; and __fish_seen_subcommand_from rm" -s h -l help -d 'Print help'
+complete -c rackboot -n "__fish_rackboot_using_subcommand bmc; and __fish_seen_subcommand_from inband" -l api -d 'Base URL of the rackboot API' -r
+complete -c rackboot -n "__fish_rackboot_using_subcommand bmc; and __fish_seen_subcommand_from inband" -l ca -d 'The CA certificate (PEM) the server\'s certificate must chain to (`rackboot ca show`)' -r -F
+complete -c rackboot -n "__fish_rackboot_using_subcommand bmc; and __fish_seen_subcommand_from inband" -l token-file -d 'File holding an API token (`rackboot serve` writes the admin\'s, admin.token, into its data_dir on first start; `rackboot tokens create` makes others). Only from a file: a token in an argument or the environment would show in `ps` and /proc to every user' -r -F
+complete -c rackboot -n "__fish_rackboot_using_subcommand bmc; and __fish_seen_subcommand_from inband" -s h -l help -d 'Print help'
 complete -c rackboot -n "__fish_rackboot_using_subcommand bmc; and __fish_seen_subcommand_from help" -f -a "set" -d 'Set a machine\'s BMC; the password is read from a file (never an argument) and sealed'
 complete -c rackboot -n "__fish_rackboot_using_subcommand bmc; and __fish_seen_subcommand_from help" -f -a "show" -d 'Show a machine\'s BMC (never the password) and its last power state with its age'
 complete -c rackboot -n "__fish_rackboot_using_subcommand bmc; and __fish_seen_subcommand_from help" -f -a "rm" -d 'Remove a machine\'s BMC'
+complete -c rackboot -n "__fish_rackboot_using_subcommand bmc; and __fish_seen_subcommand_from help" -f -a "inband" -d 'Set up (or give a new password to) the appliance\'s own account on the machine\'s BMC, in band through its agent; the password is made on the machine, sealed, never shown'
 complete -c rackboot -n "__fish_rackboot_using_subcommand bmc; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c rackboot -n "__fish_rackboot_using_subcommand power" -l api -d 'Base URL of the rackboot API' -r
 complete -c rackboot -n "__fish_rackboot_using_subcommand power" -l ca -d 'The CA certificate (PEM) the server\'s certificate must chain to (`rackboot ca show`)' -r -F
@@ -704,6 +712,7 @@ complete -c rackboot -n "__fish_rackboot_using_subcommand help; and __fish_seen_
 complete -c rackboot -n "__fish_rackboot_using_subcommand help; and __fish_seen_subcommand_from bmc" -f -a "set" -d 'Set a machine\'s BMC; the password is read from a file (never an argument) and sealed'
 complete -c rackboot -n "__fish_rackboot_using_subcommand help; and __fish_seen_subcommand_from bmc" -f -a "show" -d 'Show a machine\'s BMC (never the password) and its last power state with its age'
 complete -c rackboot -n "__fish_rackboot_using_subcommand help; and __fish_seen_subcommand_from bmc" -f -a "rm" -d 'Remove a machine\'s BMC'
+complete -c rackboot -n "__fish_rackboot_using_subcommand help; and __fish_seen_subcommand_from bmc" -f -a "inband" -d 'Set up (or give a new password to) the appliance\'s own account on the machine\'s BMC, in band through its agent; the password is made on the machine, sealed, never shown'
 complete -c rackboot -n "__fish_rackboot_using_subcommand help; and __fish_seen_subcommand_from racks" -f -a "list" -d 'List racks'
 complete -c rackboot -n "__fish_rackboot_using_subcommand help; and __fish_seen_subcommand_from racks" -f -a "show" -d 'Show a rack\'s elevation (slot, port, machine, state, last event) and its flags'
 complete -c rackboot -n "__fish_rackboot_using_subcommand help; and __fish_seen_subcommand_from racks" -f -a "create" -d 'Create a rack: where its switch\'s ports are cabled, how its machines are named and addressed'

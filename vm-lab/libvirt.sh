@@ -115,7 +115,8 @@ up)
     mkdir -p /var/lib/libvirt/images/pool-default
     virsh pool-define-as default dir --target /var/lib/libvirt/images/pool-default >/dev/null
   fi
-  virsh pool-info default | grep -q running || virsh pool-start default >/dev/null
+  state=$(virsh pool-info default | awk '$1 == "State:" {print $2}')
+  [ "$state" = running ] || virsh pool-start default >/dev/null
   ;;
 vm)
   name=$3 mac=$4 uefi=$5 ns=$6 port=$7

@@ -142,11 +142,11 @@ async fn inventory(
 ) -> Result<StatusCode, ApiError> {
     let id = machine(&s, &headers).await?;
     let Json(inv) = body.map_err(bad_json)?;
-    let found = inv.bmc.is_some().then(|| Inventory { bmc: inv.bmc.clone(), ..Default::default() });
+    let found = inv.bmc.as_ref().is_some_and(|b| b.ip.is_some());
     s.hub.cmdb.put_inventory(id, inv).await?;
     // A BMC found in band on a machine with none on record: the appliance's own account.
-    if let (Some(power), Some(found)) = (&s.power, found) {
-        super::agent_bmc::inventoried(&s, power, id, &found).await;
+    if let (Some(power), true) = (&s.power, found) {
+        super::agent_bmc::inventoried(&s, power, id).await;
     }
     // An installed system's network is checked against its spec (a mismatch is an event and
     // stays on the machine until it matches).

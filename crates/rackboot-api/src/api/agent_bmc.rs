@@ -6,20 +6,20 @@ use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::Json;
-use rackboot_agent::wire::{AgentMode, BmcAccountReport, Inventory};
+use rackboot_agent::wire::{AgentMode, BmcAccountReport};
 
 use super::agent::{bad_json, machine};
 use super::{ApiError, ApiState};
 use crate::bmc::inband::{self, InbandError};
 
-/// Queues the set-up for a BootOS agent's machine if it is due (failures are logged: the
+/// Queues the set-up for a BootOS agent's machine whose inventory found a BMC, if it is due (failures are logged: the
 /// inventory itself was taken).
-pub(super) async fn inventoried(s: &ApiState, power: &crate::bmc::Power, id: u64, found: &Inventory) {
+pub(super) async fn inventoried(s: &ApiState, power: &crate::bmc::Power, id: u64) {
     let bootos = match s.hub.cmdb.agent(id).await {
         Ok(a) => a.is_some_and(|a| a.mode == AgentMode::Bootos),
         Err(_) => false,
     };
-    match inband::queue_if_due(&s.hub.cmdb, power.config(), id, found, bootos).await {
+    match inband::queue_if_due(&s.hub.cmdb, power.config(), id, true, bootos).await {
         Ok(Some(job)) => {
             tracing::info!(machine = id, job = job.id, "in-band BMC account queued");
             s.hub.wake(id);

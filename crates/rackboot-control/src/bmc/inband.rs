@@ -6,7 +6,7 @@
 //! BMC, then reads the power state through it (out of band) to show it works. An operator
 //! resets the password through the same job.
 
-use rackboot_agent::wire::{Action, BmcAccountReport, Inventory};
+use rackboot_agent::wire::{Action, BmcAccountReport};
 use serde_json::json;
 
 use super::model::InbandAccount;
@@ -49,15 +49,15 @@ pub async fn queue(cmdb: &Cmdb, cfg: &BmcConfig, id: u64) -> Result<Job, CmdbErr
 }
 
 /// After a BootOS agent's inventory: queues the set-up when the config asks for it, the agent
-/// found a BMC in band, the machine has none on record, and no set-up was queued for it lately.
+/// `found` a BMC in band (with a LAN address), the machine has none on record, and no set-up
+/// was queued for it lately.
 pub async fn queue_if_due(
     cmdb: &Cmdb,
     cfg: &BmcConfig,
     id: u64,
-    inv: &Inventory,
+    found: bool,
     bootos: bool,
 ) -> Result<Option<Job>, CmdbError> {
-    let found = inv.bmc.as_ref().is_some_and(|b| b.ip.is_some());
     if !cfg.inband_accounts || !bootos || !found || cmdb.bmc(id).await?.is_some() {
         return Ok(None);
     }

@@ -167,7 +167,11 @@ impl VirtualMedia {
         };
         self.sessions.lock().expect("vmedia lock").insert(mid, session);
         let url = format!("{}/vmedia/{mid}.iso", self.s.agent_url);
-        self.power.boot_virtual_cd(mid, &url, (USER, &password), uefi).await.map_err(|e| e.to_string())?;
+        if let Err(e) = self.power.boot_virtual_cd(mid, &url, (USER, &password), uefi).await {
+            // A boot that did not happen leaves nothing in the CD (best effort: there may be none).
+            let _ = self.power.eject_virtual_cd(mid).await;
+            return Err(e.to_string());
+        }
         let detail = json!({"url": url, "bytes": bytes, "address": net.address.to_string(), "uefi": uefi});
         self.cmdb.record(Sighting { mac: Some(mac), ..Default::default() }, vec![(EventKind::VmediaInserted, detail)]);
         Ok(())

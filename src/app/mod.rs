@@ -33,6 +33,8 @@ pub struct Running {
     /// Local address of the DHCP socket, when DHCP runs.
     pub dhcp_addr: Option<SocketAddr>,
     pub pxe_addr: Option<SocketAddr>,
+    /// The DHCPv6 socket's address, when `[dhcp6]` is enabled.
+    pub dhcp6_addr: Option<SocketAddr>,
     pub tftp_addr: Option<SocketAddr>,
     /// Address DNS answers on (UDP and TCP), when DNS runs.
     pub dns_addr: Option<SocketAddr>,
@@ -93,12 +95,14 @@ pub async fn start(cfg: Config) -> anyhow::Result<Running> {
     // DNS binds first so DHCP knows whether to hand out our address as the name server.
     let dns = bind_dns(&cfg, &mut addrs)?;
     let dhcp = bind_dhcp(&cfg, &addrs)?;
+    let dhcp6 = bind_dhcp6(&cfg, &addrs)?;
     let ra = bind_ra(&cfg, &addrs);
     let tftp = bind_tftp(&cfg, &addrs)?;
     std::fs::create_dir_all(&cfg.provision.images_dir).ok();
     let dhcp_addr = dhcp.as_ref().map(|b| b.socket.local_addr()).transpose()?;
     let pxe_addr = dhcp.as_ref().and_then(|b| b.pxe.as_ref()).map(|s| s.local_addr()).transpose()?;
     let tftp_addr = tftp.as_ref().map(|s| s.local_addr()).transpose()?;
+    let dhcp6_addr = dhcp6.as_ref().map(|s| s.local_addr()).transpose()?;
     let dns_addr = dns.as_ref().map(|b| b.addr);
 
     let token = CancellationToken::new();
@@ -110,6 +114,9 @@ pub async fn start(cfg: Config) -> anyhow::Result<Running> {
     }
     if let Some(bound) = dhcp {
         services.start("dhcp", dhcp::serve(bound, core.dhcp_handle(), token.clone()));
+    }
+    if let Some(socket) = dhcp6 {
+        services.start("dhcp6", dhcp::v6::serve(socket, core.dhcp_handle(), token.clone()));
     }
     if let Some(bound) = ra {
         services.start("ra", ra::serve(bound, token.clone()));
@@ -193,6 +200,7 @@ pub async fn start(cfg: Config) -> anyhow::Result<Running> {
         ca_pin,
         dhcp_addr,
         pxe_addr,
+        dhcp6_addr,
         tftp_addr,
         dns_addr,
         cmdb,
@@ -234,12 +242,23 @@ fn bind_dhcp(cfg: &Config, addrs: &Addresses) -> anyhow::Result<Option<dhcp::Bou
     Ok(Some(dhcp::Bound { socket, pxe }))
 }
 
+/// The DHCPv6 socket on the provisioning interface, when `[dhcp6]` is enabled.
+fn bind_dhcp6(cfg: &Config, addrs: &Addresses) -> anyhow::Result<Option<UdpSocket>> {
+    if !cfg.dhcp6.enabled {
+        return Ok(None);
+    }
+    let socket = dhcp::v6::bind(&cfg.dhcp6, &addrs.interface)?;
+    info!(iface = %addrs.interface, port = cfg.dhcp6.port, "dhcp6 bound");
+    Ok(Some(socket))
+}
+
 /// The router-advertisement socket, beside DHCP; without it iPXE only waits longer.
 fn bind_ra(cfg: &Config, addrs: &Addresses) -> Option<ra::Bound> {
-    if addrs.dhcp == DhcpMode::Off || !cfg.dhcp.router_advertisements {
+    if (addrs.dhcp == DhcpMode::Off && !cfg.dhcp6.enabled) || !cfg.dhcp.router_advertisements {
         return None;
     }
     ra::bind(&addrs.interface)
+        .map(|b| b.advertising(ra::Advert::for_dhcp6(&cfg.dhcp6)))
         // Unprivileged (no CAP_NET_RAW) or no IPv6.
         .inspect_err(|error| {
             warn!(iface = %addrs.interface, error = format!("{error:#}"), "not answering IPv6 router solicitations")
@@ -261,7 +280,7 @@ impl Running {
     /// The addresses the listeners got, as `rackboot serve --listening-file` writes them.
     pub fn listening(&self) -> serde_json::Value {
         serde_json::json!({
-            "http": self.http_addr, "https": self.https_addr, "dhcp": self.dhcp_addr, "pxe": self.pxe_addr,
+            "http": self.http_addr, "https": self.https_addr, "dhcp": self.dhcp_addr, "pxe": self.pxe_addr, "dhcp6": self.dhcp6_addr,
             "tftp": self.tftp_addr, "dns": self.dns_addr,
         })
     }

@@ -49,6 +49,10 @@ pub struct Metrics {
     pub dhcp_sent: Family<TypeLabel, Counter>,
     pub dhcp_dropped: Family<ReasonLabel, Counter>,
     pub leases_in_use: Gauge,
+    pub dhcp6_received: Family<TypeLabel, Counter>,
+    pub dhcp6_sent: Family<TypeLabel, Counter>,
+    pub dhcp6_dropped: Family<ReasonLabel, Counter>,
+    pub leases6_in_use: Gauge,
     /// 1 while this appliance answers DHCP (always, outside a pair; see `dhcp::pair`).
     pub dhcp_pair_active: Gauge,
     /// Addresses in the DHCP pools (full mode; 0 otherwise), for the pool use the UI shows.
@@ -146,6 +150,10 @@ impl Metrics {
         r.register("dhcp_packets_sent", "DHCP packets sent, by message type", self.dhcp_sent.clone());
         r.register("dhcp_packets_dropped", "DHCP packets dropped, by reason", self.dhcp_dropped.clone());
         r.register("dhcp_leases_in_use", "Active (unexpired) DHCP leases", self.leases_in_use.clone());
+        r.register("dhcp6_packets_received", "DHCPv6 messages received, by message type", self.dhcp6_received.clone());
+        r.register("dhcp6_packets_sent", "DHCPv6 messages sent, by message type", self.dhcp6_sent.clone());
+        r.register("dhcp6_packets_dropped", "DHCPv6 messages dropped, by reason", self.dhcp6_dropped.clone());
+        r.register("dhcp6_leases_in_use", "Active (unexpired) DHCPv6 leases", self.leases6_in_use.clone());
         r.register(
             "dhcp_pair_active",
             "1 while this appliance answers DHCP (always outside a pair; in a pair, the primary, or the standby while the primary is silent)",
@@ -280,6 +288,11 @@ impl Metrics {
     /// Counts a dropped DHCP packet.
     pub fn dhcp_drop(&self, reason: &str) {
         self.dhcp_dropped.get_or_create(&ReasonLabel { reason: reason.into() }).inc();
+    }
+
+    /// Counts a dropped DHCPv6 message.
+    pub fn dhcp6_drop(&self, reason: &str) {
+        self.dhcp6_dropped.get_or_create(&ReasonLabel { reason: reason.into() }).inc();
     }
 }
 

@@ -54,6 +54,44 @@ pub fn interface_ipv4(interface: &str) -> anyhow::Result<Ipv4Addr> {
     anyhow::bail!("interface {interface:?} does not exist or has no IPv4 address")
 }
 
+/// The IPv6 addresses of `interface` other than link-local ones, in the order the kernel lists
+/// them (empty when it has none or does not exist).
+pub fn interface_ipv6(interface: &str) -> Vec<std::net::Ipv6Addr> {
+    let Ok(addrs) = getifaddrs() else { return Vec::new() };
+    addrs
+        .filter(|ifa| ifa.interface_name == interface)
+        .filter_map(|ifa| ifa.address.as_ref().and_then(|a| a.as_sockaddr_in6()).map(|a| a.ip()))
+        .filter(|ip| !ip.is_unicast_link_local() && !ip.is_loopback())
+        .collect()
+}
+
+/// A UDP socket on `[::]:port` restricted to `interface`, IPv6 only, that hears the
+/// link-scoped multicast `group` there (DHCPv6: ff02::1:2, All_DHCP_Relay_Agents_and_Servers).
+pub fn bind_udp6(port: u16, interface: &str, group: std::net::Ipv6Addr) -> anyhow::Result<tokio::net::UdpSocket> {
+    let index = nix::net::if_::if_nametoindex(interface).with_context(|| format!("no interface {interface:?}"))?;
+    let sock = Socket::new(Domain::IPV6, Type::DGRAM, Some(Protocol::UDP))?;
+    sock.set_only_v6(true)?;
+    sock.bind_device(Some(interface.as_bytes()))
+        .with_context(|| format!("SO_BINDTODEVICE {interface} (needs root or CAP_NET_RAW)"))?;
+    use nix::sys::socket::{setsockopt, sockopt};
+    if setsockopt(&sock, sockopt::RcvBufForce, &(8 << 20)).is_err() {
+        let _ = sock.set_recv_buffer_size(8 << 20);
+    }
+    sock.join_multicast_v6(&group, index).with_context(|| format!("joining {group} on {interface}"))?;
+    sock.set_multicast_if_v6(index)?;
+    let addr = SocketAddr::V6(std::net::SocketAddrV6::new(std::net::Ipv6Addr::UNSPECIFIED, port, 0, 0));
+    sock.bind(&addr.into()).with_context(|| format!("binding udp {addr}"))?;
+    sock.set_nonblocking(true)?;
+    Ok(tokio::net::UdpSocket::from_std(sock.into())?)
+}
+
+/// The interface's hardware address (for a DUID), from sysfs.
+pub fn interface_mac(interface: &str) -> Option<[u8; 6]> {
+    let text = std::fs::read_to_string(format!("/sys/class/net/{interface}/address")).ok()?;
+    let bytes: Vec<u8> = text.trim().split(':').map(|h| u8::from_str_radix(h, 16)).collect::<Result<_, _>>().ok()?;
+    bytes.try_into().ok()
+}
+
 /// The first interface that is up, not loopback, and has an IPv4 address.
 pub fn first_usable_interface() -> Option<(String, Ipv4Addr)> {
     let addrs = getifaddrs().ok()?;

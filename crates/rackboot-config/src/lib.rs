@@ -14,6 +14,7 @@ mod auth;
 mod bmc;
 mod boot;
 mod dhcp;
+mod dhcp6;
 mod dns;
 mod https;
 mod pair;
@@ -38,6 +39,7 @@ pub use auth::{AuthConfig, WireAuth, MAX_SESSION_SECS};
 pub use bmc::{BmcConfig, WireBmc};
 pub use boot::{BootFiles, Profile, UefiLoader, WireBoot, WireProfile, GRUB_EFI};
 pub use dhcp::{DhcpConfig, DhcpMode, Subnet, WireDhcp, WireSubnet};
+pub use dhcp6::{Dhcp6Config, Pool6, Subnet6, WireDhcp6, WireSubnet6};
 pub use dns::{DnsConfig, WireDns};
 pub use https::{ConnLimits, HttpsConfig, WireHttps};
 pub use pair::{PairConfig, PairRole, WirePair};
@@ -62,6 +64,7 @@ pub struct WireConfig {
     pub http: WireHttp,
     pub https: WireHttps,
     pub dhcp: WireDhcp,
+    pub dhcp6: WireDhcp6,
     pub tftp: WireTftp,
     pub boot: WireBoot,
     pub dns: WireDns,
@@ -103,6 +106,8 @@ pub struct Config {
     /// The HTTPS listener (API, agent API, metrics) and its certificate.
     pub https: HttpsConfig,
     pub dhcp: DhcpConfig,
+    /// The DHCPv6 server (`[dhcp6]`).
+    pub dhcp6: Dhcp6Config,
     pub tftp: TftpConfig,
     pub dns: DnsConfig,
     pub agent: AgentConfig,
@@ -140,6 +145,7 @@ impl TryFrom<WireConfig> for Config {
             http,
             https,
             dhcp,
+            dhcp6,
             tftp,
             boot,
             dns,
@@ -203,6 +209,8 @@ impl TryFrom<WireConfig> for Config {
                 "dhcp.mode = \"full\" needs server.interface (or server.address)"
             );
         }
+        let dhcp6 = Dhcp6Config::try_from(dhcp6)?;
+        anyhow::ensure!(!dhcp6.enabled || !interface.is_empty(), "dhcp6.enabled needs server.interface");
         let public_url = server::public_url(&public_url)?;
         let fallback = server::fallback_network(&fallback_network, &interface, &dhcp.networks())?;
         if fallback.is_some() {
@@ -227,6 +235,7 @@ impl TryFrom<WireConfig> for Config {
             http_limits,
             https,
             dhcp,
+            dhcp6,
             tftp,
             dns,
             agent,

@@ -11,6 +11,7 @@ pub mod pair;
 mod proxy;
 pub mod ra;
 mod request;
+pub mod v6;
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
@@ -63,24 +64,7 @@ impl DhcpService {
         if !(req.is_pxe || req.is_ipxe) {
             return None;
         }
-        // Only the firmware's answer depends on the machine: no index lookup for iPXE.
-        let brief = if req.is_ipxe { None } else { self.cmdb.brief_by_mac(req.mac) };
-        let boots_disk = brief
-            .as_ref()
-            .is_some_and(|b| planner::boots_own_disk(b.state, b.boot_profile.is_some(), b.installer_pending));
-        // The machine's own choice, its rack's, its subnet's (else the config's, in the planner):
-        // only a UEFI x64 answer depends on it.
-        let rack = || brief.as_ref()?.rack.as_deref().and_then(|r| self.cmdb.rack_uefi_loader(r));
-        let uefi_loader = match req.arch {
-            Some(planner::Arch::UefiX64) => {
-                brief.as_ref().and_then(|b| b.uefi_loader).or_else(rack).or(subnet.and_then(|s| s.uefi_loader))
-            }
-            _ => None,
-        };
-        // A machine pinned to a Windows profile starts its media's boot manager.
-        let windows =
-            rackboot_boot::media::pinned_media(&self.boot.profiles, brief.and_then(|b| b.boot_profile).as_deref());
-        Some(DhcpBootRequest { mac: req.mac, arch: req.arch, is_ipxe: req.is_ipxe, uefi_loader, windows, boots_disk })
+        Some(boot_request(&self.cmdb, &self.boot, req.mac, req.arch, req.is_ipxe, subnet.and_then(|s| s.uefi_loader)))
     }
 
     fn sighting(&self, req: &Request) -> Sighting {
@@ -95,6 +79,31 @@ impl DhcpService {
     fn count_sent(&self, kind: MessageType) {
         self.metrics.dhcp_sent.get_or_create(&TypeLabel { r#type: format!("{kind:?}").to_lowercase() }).inc();
     }
+}
+
+/// What the planner is asked for a network boot client of either IP version: the machine's
+/// own UEFI loader, else its rack's, else `subnet_loader` (else the config's, in the planner).
+pub(crate) fn boot_request(
+    cmdb: &Cmdb,
+    boot: &BootFiles,
+    mac: rackboot_model::mac::Mac,
+    arch: Option<planner::Arch>,
+    is_ipxe: bool,
+    subnet_loader: Option<rackboot_config::UefiLoader>,
+) -> DhcpBootRequest {
+    // Only the firmware's answer depends on the machine: no index lookup for iPXE.
+    let brief = if is_ipxe { None } else { cmdb.brief_by_mac(mac) };
+    let boots_disk =
+        brief.as_ref().is_some_and(|b| planner::boots_own_disk(b.state, b.boot_profile.is_some(), b.installer_pending));
+    // Only a UEFI x64 answer depends on the loader choice.
+    let rack = || brief.as_ref()?.rack.as_deref().and_then(|r| cmdb.rack_uefi_loader(r));
+    let uefi_loader = match arch {
+        Some(planner::Arch::UefiX64) => brief.as_ref().and_then(|b| b.uefi_loader).or_else(rack).or(subnet_loader),
+        _ => None,
+    };
+    // A machine pinned to a Windows profile starts its media's boot manager.
+    let windows = rackboot_boot::media::pinned_media(&boot.profiles, brief.and_then(|b| b.boot_profile).as_deref());
+    DhcpBootRequest { mac, arch, is_ipxe, uefi_loader, windows, boots_disk }
 }
 
 /// DHCP's bound sockets: the DHCP port, and in proxy mode the PXE boot-server port (4011).

@@ -1,4 +1,5 @@
-//! IPv6 router advertisements that end iPXE's wait for one.
+//! IPv6 router advertisements: they end iPXE's wait for one, and with `[dhcp6]` they tell hosts
+//! to ask DHCPv6 for their addresses.
 //!
 //! iPXE configures an interface with DHCP and, at the same time, IPv6 (router solicitations).
 //! On a provisioning network without an IPv6 router it fetches nothing until that IPv6 attempt
@@ -8,6 +9,11 @@
 //! lifetime 0 (not a default router), no prefixes, neither the managed nor the other-config
 //! flag (RFC 4861 4.2). iPXE's IPv6 configuration then ends at once; a Linux host learns
 //! nothing from it (no default route, no address).
+//!
+//! With the DHCPv6 server on ([`Advert::for_dhcp6`]), the advertisement carries the managed and
+//! other-config flags (addresses and options from DHCPv6) and a prefix information option for
+//! each `[[dhcp6.subnets]]` with `advertise` (on-link; autonomous only with `slaac`). It is still
+//! not a default router: the appliance routes nothing.
 
 use std::collections::HashMap;
 use std::net::{Ipv6Addr, SocketAddrV6};
@@ -27,11 +33,47 @@ const PER_SOURCE: Duration = Duration::from_secs(1);
 /// Sources remembered for the rate limit before the table is cleared.
 const MAX_SOURCES: usize = 4096;
 
+/// What an advertisement says.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Advert {
+    /// The M flag: addresses come from DHCPv6.
+    pub managed: bool,
+    /// The O flag: other configuration (DNS) comes from DHCPv6.
+    pub other: bool,
+    /// Prefix information: (prefix, autonomous, valid and preferred lifetimes).
+    pub prefixes: Vec<(ipnet::Ipv6Net, bool, u32, u32)>,
+}
+
+impl Advert {
+    /// The advertisement beside the DHCPv6 server `cfg` (nothing, when it is off).
+    pub fn for_dhcp6(cfg: &rackboot_config::Dhcp6Config) -> Advert {
+        if !cfg.enabled {
+            return Advert::default();
+        }
+        let prefixes = cfg
+            .subnets
+            .iter()
+            .filter(|s| s.advertise)
+            .map(|s| (s.prefix, s.slaac, s.valid_secs, s.preferred_secs))
+            .collect();
+        Advert { managed: true, other: true, prefixes }
+    }
+}
+
 /// The advertisement: type 134, code 0, checksum (the kernel fills it in), current hop limit
-/// 0 (unspecified), flags 0, router lifetime 0, reachable time 0, retransmit timer 0.
-pub fn advertisement() -> [u8; 16] {
-    let mut p = [0u8; 16];
+/// 0 (unspecified), the M and O flags, router lifetime 0, reachable time 0, retransmit timer 0,
+/// then a prefix information option (RFC 4861 4.6.2) per prefix.
+pub fn advertisement(a: &Advert) -> Vec<u8> {
+    let mut p = vec![0u8; 16];
     p[0] = ADVERTISEMENT;
+    p[5] = if a.managed { 0x80 } else { 0 } | if a.other { 0x40 } else { 0 };
+    for (net, autonomous, valid, preferred) in &a.prefixes {
+        p.extend_from_slice(&[3, 4, net.prefix_len(), 0x80 | if *autonomous { 0x40 } else { 0 }]);
+        p.extend_from_slice(&valid.to_be_bytes());
+        p.extend_from_slice(&preferred.to_be_bytes());
+        p.extend_from_slice(&[0; 4]);
+        p.extend_from_slice(&net.network().octets());
+    }
     p
 }
 
@@ -52,10 +94,11 @@ pub fn is_solicitation(icmp: &[u8]) -> bool {
     true
 }
 
-/// The bound ICMPv6 socket and its interface's index.
+/// The bound ICMPv6 socket, its interface's index, and what it advertises.
 pub struct Bound {
     sock: Socket,
     index: u32,
+    pub advert: Advert,
 }
 
 /// An ICMPv6 socket on `interface` that hears the all-routers group, and the interface index.
@@ -70,20 +113,27 @@ pub fn bind(interface: &str) -> anyhow::Result<Bound> {
     // Reads wake up now and then to see whether the appliance is stopping (a stop waits for
     // at most one such wait).
     sock.set_read_timeout(Some(Duration::from_millis(100)))?;
-    Ok(Bound { sock, index })
+    Ok(Bound { sock, index, advert: Advert::default() })
+}
+
+impl Bound {
+    /// The same socket, advertising `advert`.
+    pub fn advertising(self, advert: Advert) -> Bound {
+        Bound { advert, ..self }
+    }
 }
 
 /// Answers router solicitations on `bound` until `shutdown` is cancelled (on a thread of the
 /// blocking pool: a raw socket has no async wrapper in tokio that needs no `unsafe`).
 pub async fn serve(bound: Bound, shutdown: CancellationToken) -> anyhow::Result<()> {
-    let Bound { sock, index } = bound;
-    tokio::task::spawn_blocking(move || answer(&sock, index, &shutdown)).await?
+    let Bound { sock, index, advert } = bound;
+    tokio::task::spawn_blocking(move || answer(&sock, index, &advert, &shutdown)).await?
 }
 
-fn answer(sock: &Socket, index: u32, token: &CancellationToken) -> anyhow::Result<()> {
+fn answer(sock: &Socket, index: u32, advert: &Advert, token: &CancellationToken) -> anyhow::Result<()> {
     let mut last: HashMap<Ipv6Addr, Instant> = HashMap::new();
     let mut buf = [0u8; 1500];
-    let ra = advertisement();
+    let ra = advertisement(advert);
     while !token.is_cancelled() {
         let (n, from) = match recvfrom::<SockaddrIn6>(sock.as_raw_fd(), &mut buf) {
             Ok(v) => v,
@@ -138,8 +188,24 @@ mod tests {
         assert!(!is_solicitation(&[134, 0, 0, 0, 0, 0, 0, 0]), "an advertisement");
         assert!(!is_solicitation(&[133, 0, 0, 0, 0, 0, 0, 0, 1, 0]), "zero-length option");
         assert!(!is_solicitation(&[133, 0, 0, 0, 0, 0, 0, 0, 1, 2, 0, 0]), "option past the end");
-        let ra = advertisement();
+        let ra = advertisement(&Advert::default());
+        assert_eq!(ra.len(), 16);
         assert_eq!(ra[0], 134);
         assert_eq!(&ra[4..8], &[0, 0, 0, 0], "no flags, router lifetime 0: not a router");
+    }
+
+    #[test]
+    fn beside_dhcp6_the_advertisement_asks_for_it_and_carries_the_prefixes() {
+        let w: rackboot_config::WireDhcp6 = toml::from_str(
+            "enabled = true\n[[subnets]]\nprefix = \"fd18::/64\"\npools = [\"fd18::100-fd18::1ff\"]\nslaac = true\n[[subnets]]\nprefix = \"fd19::/64\"\npools = [\"fd19::100-fd19::1ff\"]\nadvertise = false",
+        )
+        .unwrap();
+        let ra = advertisement(&Advert::for_dhcp6(&rackboot_config::Dhcp6Config::try_from(w).unwrap()));
+        assert_eq!(ra[5], 0xc0, "managed and other-config");
+        assert_eq!(&ra[6..8], &[0, 0], "still not a default router");
+        assert_eq!(ra.len(), 16 + 32, "one prefix: the second is not advertised");
+        assert_eq!(&ra[16..20], &[3, 4, 64, 0xc0], "on-link and autonomous");
+        assert_eq!(&ra[20..24], &7200u32.to_be_bytes());
+        assert_eq!(&ra[32..48], &"fd18::".parse::<Ipv6Addr>().unwrap().octets());
     }
 }

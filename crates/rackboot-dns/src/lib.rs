@@ -114,6 +114,10 @@ pub struct DnsService {
     pub server_ip: Ipv4Addr,
     /// Networks whose reverse zones are served (config, or derived from the DHCP subnets).
     pub reverse: Vec<rackboot_config::Ipv4Net>,
+    /// IPv6 prefixes whose `ip6.arpa` zones are served (the DHCPv6 subnets).
+    pub reverse6: Vec<ipnet::Ipv6Net>,
+    /// The appliance's IPv6 address in the first of them, for `rackboot.<domain>`'s AAAA.
+    pub server_ip6: Option<std::net::Ipv6Addr>,
 }
 
 /// What the DNS service takes from the appliance: its config, its resolved addresses, the
@@ -134,6 +138,10 @@ pub async fn serve(bound: Bound, core: Handle, shutdown: CancellationToken) -> a
         metrics: core.metrics.clone(),
         server_ip: core.addrs.server_ip.context("dns needs the appliance's address")?,
         reverse: core.addrs.reverse_zones.clone(),
+        reverse6: core.cfg.dhcp6.subnets.iter().map(|s| s.prefix).collect(),
+        server_ip6: rackboot_base::net::interface_ipv6(&core.addrs.interface)
+            .into_iter()
+            .find(|ip| core.cfg.dhcp6.subnets.iter().any(|s| s.prefix.contains(ip))),
     };
     run(bound, svc, shutdown).await
 }
@@ -145,6 +153,8 @@ pub async fn run(bound: Bound, svc: DnsService, token: CancellationToken) -> any
         server_ip: svc.server_ip,
         ttl: svc.cfg.ttl,
         reverse: svc.reverse,
+        reverse6: svc.reverse6,
+        server_ip6: svc.server_ip6,
     };
     let mut refresher = Refresher::new(settings, svc.cmdb.clone());
     let cell: ZoneCell = Arc::new(RwLock::new(refresher.current.clone()));
@@ -228,6 +238,7 @@ struct Refresher {
     settings: ZoneSettings,
     cmdb: Cmdb,
     hosts: Vec<(String, Ipv4Addr)>,
+    hosts6: Vec<(String, std::net::Ipv6Addr)>,
     next_expiry: Option<u64>,
     current: Arc<Zones>,
 }
@@ -236,8 +247,8 @@ impl Refresher {
     fn new(settings: ZoneSettings, cmdb: Cmdb) -> Refresher {
         let now = now_secs();
         let dh = cmdb.dns_hosts(now);
-        let current = Arc::new(Zones::build(&settings, &dh.hosts, now as u32));
-        Refresher { settings, cmdb, hosts: dh.hosts, next_expiry: dh.next_expiry, current }
+        let current = Arc::new(build(&settings, &dh, now as u32));
+        Refresher { settings, cmdb, hosts: dh.hosts, hosts6: dh.hosts6, next_expiry: dh.next_expiry, current }
     }
 
     /// Returns whether a new snapshot was built.
@@ -245,14 +256,22 @@ impl Refresher {
         let now = now_secs();
         let dh = self.cmdb.dns_hosts(now);
         self.next_expiry = dh.next_expiry;
-        if dh.hosts == self.hosts {
+        if dh.hosts == self.hosts && dh.hosts6 == self.hosts6 {
             return false;
         }
         let serial = next_serial(self.current.serial(), now as u32);
-        self.current = Arc::new(Zones::build(&self.settings, &dh.hosts, serial));
+        self.current = Arc::new(build(&self.settings, &dh, serial));
         self.hosts = dh.hosts;
+        self.hosts6 = dh.hosts6;
         true
     }
+}
+
+/// Every zone from the CMDB's names and addresses, IPv4 and IPv6.
+fn build(settings: &ZoneSettings, dh: &rackboot_store::DnsHosts, serial: u32) -> Zones {
+    let mut zones = Zones::build(settings, &dh.hosts, serial);
+    zones.add_hosts6(settings, &dh.hosts6);
+    zones
 }
 
 /// The serial after `old`: the clock when it is ahead, else one more.

@@ -1,11 +1,12 @@
 //! The zones rackboot is authoritative for, as an immutable snapshot built from the CMDB's
 //! hostnames and addresses: the forward zone (`dns.domain`) and one reverse zone per /8, /16 or
-//! /24 of the configured networks. Pure data: building and lookups do no I/O.
+//! /24 of the configured networks, and one `ip6.arpa` zone per DHCPv6 prefix (on a nibble
+//! boundary). Pure data: building and lookups do no I/O.
 
 use std::collections::HashMap;
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 
-use hickory_server::proto::rr::rdata::{A, NS, PTR, SOA};
+use hickory_server::proto::rr::rdata::{A, AAAA, NS, PTR, SOA};
 use hickory_server::proto::rr::{LowerName, Name, RData, Record, RecordType};
 
 use rackboot_config::Ipv4Net;
@@ -20,6 +21,10 @@ pub struct ZoneSettings {
     pub ttl: u32,
     /// Networks whose reverse zones we serve.
     pub reverse: Vec<Ipv4Net>,
+    /// IPv6 prefixes whose `ip6.arpa` zones we serve (the DHCPv6 subnets).
+    pub reverse6: Vec<ipnet::Ipv6Net>,
+    /// The appliance's IPv6 address: `rackboot.<domain>` gets an AAAA too.
+    pub server_ip6: Option<Ipv6Addr>,
 }
 
 /// The name the appliance itself has in the forward zone (and the zones' NS target).
@@ -83,13 +88,19 @@ impl Zones {
         };
 
         let mut authorities = vec![new_authority(domain.clone())];
-        for origin in reverse_origins(&s.reverse) {
+        for origin in reverse_origins(&s.reverse).into_iter().chain(reverse_origins6(&s.reverse6)) {
             authorities.push(new_authority(origin));
         }
         let glue = Record::from_rdata(ns_name.clone(), ttl, RData::A(A(s.server_ip)));
         let mut zones = Zones { authorities, ns_glue: vec![glue.clone()], serial };
         zones.insert(glue);
         zones.insert(Record::from_rdata(reverse_name(s.server_ip), ttl, RData::PTR(PTR(ns_name.clone()))));
+        if let Some(ip6) = s.server_ip6 {
+            let glue6 = Record::from_rdata(ns_name.clone(), ttl, RData::AAAA(AAAA(ip6)));
+            zones.ns_glue.push(glue6.clone());
+            zones.insert(glue6);
+            zones.insert(Record::from_rdata(reverse_name6(ip6), ttl, RData::PTR(PTR(ns_name.clone()))));
+        }
         for (host, ip) in hosts {
             if host.eq_ignore_ascii_case(SELF_LABEL) {
                 continue;
@@ -99,6 +110,20 @@ impl Zones {
             zones.insert(Record::from_rdata(reverse_name(*ip), ttl, RData::PTR(PTR(name))));
         }
         zones
+    }
+
+    /// Adds each host's AAAA record and its `ip6.arpa` PTR (where a zone of ours holds it), as
+    /// [`Zones::build`] does for IPv4.
+    pub fn add_hosts6(&mut self, s: &ZoneSettings, hosts: &[(String, Ipv6Addr)]) {
+        let Ok(domain) = Name::from_ascii(format!("{}.", s.domain)) else { return };
+        for (host, ip) in hosts {
+            if host.eq_ignore_ascii_case(SELF_LABEL) {
+                continue;
+            }
+            let Ok(name) = Name::from_ascii(host).and_then(|n| n.append_domain(&domain)) else { continue };
+            self.insert(Record::from_rdata(name.clone(), s.ttl, RData::AAAA(AAAA(*ip))));
+            self.insert(Record::from_rdata(reverse_name6(*ip), s.ttl, RData::PTR(PTR(name))));
+        }
     }
 
     /// Adds a record to the zone that holds its name, creating the empty non-terminals above
@@ -169,6 +194,35 @@ impl Zones {
 pub fn reverse_name(ip: Ipv4Addr) -> Name {
     let [a, b, c, d] = ip.octets();
     Name::from_ascii(format!("{d}.{c}.{b}.{a}.in-addr.arpa.")).expect("a valid name")
+}
+
+/// The `ip6.arpa` name of `ip`: its 32 nibbles, last first (RFC 3596 2.5).
+pub fn reverse_name6(ip: Ipv6Addr) -> Name {
+    let n = u128::from(ip);
+    let nibbles: Vec<String> = (0..32).map(|i| format!("{:x}", (n >> (4 * i)) & 0xf)).collect();
+    Name::from_ascii(format!("{}.ip6.arpa.", nibbles.join("."))).expect("a valid name")
+}
+
+/// The `ip6.arpa` zone apexes covering `nets`: a prefix is split on nibble boundaries (a /62
+/// is four /64 zones); a prefix longer than /124 is served as its /124.
+pub fn reverse_origins6(nets: &[ipnet::Ipv6Net]) -> Vec<Name> {
+    let mut out: Vec<Name> = Vec::new();
+    for n in nets {
+        let len = n.prefix_len();
+        let zone_len = (len.div_ceil(4) * 4).clamp(4, 124);
+        let count = 1u128 << zone_len.saturating_sub(len);
+        let base = u128::from(n.network()) & (u128::MAX << (128 - u32::from(zone_len)));
+        for i in 0..count {
+            let start = base + (i << (128 - u32::from(zone_len)));
+            let labels: Vec<String> =
+                (0..usize::from(zone_len / 4)).map(|k| format!("{:x}", (start >> (124 - 4 * k)) & 0xf)).rev().collect();
+            let name = Name::from_ascii(format!("{}.ip6.arpa.", labels.join("."))).expect("a valid name");
+            if !out.contains(&name) {
+                out.push(name);
+            }
+        }
+    }
+    out
 }
 
 /// The reverse zone apexes covering `nets`: a network is split on octet boundaries (a /23 is

@@ -61,6 +61,12 @@ event_kinds! {
     DhcpDecline = "dhcp.decline", fields: "ip";
     /// An INFORM was answered.
     DhcpInform = "dhcp.inform", fields: "ciaddr; repeats, first_ms when folded";
+    /// A DHCPv6 lease was confirmed to the client (durable before the REPLY left).
+    Dhcp6Reply = "dhcp6.reply", fields: "ip, iaid, valid_secs, boot_url, relay; repeats, first_ms when folded";
+    /// A DHCPv6 client released its address.
+    Dhcp6Release = "dhcp6.release", fields: "ip";
+    /// A DHCPv6 client declined an address (in use on its link).
+    Dhcp6Decline = "dhcp6.decline", fields: "ip";
     /// proxyDHCP offered boot options.
     DhcpProxyOffer = "dhcp.proxy_offer", fields: "arch, boot_file; repeats, first_ms when folded";
     /// The PXE boot server (port 4011) acknowledged.

@@ -10,6 +10,7 @@
 //! - [`boot`]: the UEFI loader a machine is handed.
 //! - [`cloudinit`]: cloud-init user-data's bounds and precedence, NoCloud's meta-data.
 //! - [`records`]: the CMDB's records: machines, leases, events, agents, sightings.
+//! - [`lease6`]: DHCPv6 leases, and a DHCPv6 client's MAC from its DUID or link-local address.
 //! - [`placement`]: where a machine stands in a rack, and what says so.
 //! - [`provision`]: provisioning tasks and runs, the step sequence, hostname patterns, IP plans.
 //! - [`network`]: the installed node's network: ports, bonds, VLANs, static addresses from
@@ -27,6 +28,7 @@ pub mod commission;
 pub mod events;
 pub mod firmware;
 pub mod jobs;
+pub mod lease6;
 pub mod mac;
 pub mod network;
 pub mod placement;

@@ -7,6 +7,7 @@
 use sha2::{Digest, Sha256};
 
 use super::kv::{Db, Def, PgCols, ReadTx, WriteTx};
+use super::leases6::LEASES6;
 use super::nonces::BOOT_NONCES;
 use super::quarantine::QUARANTINE;
 use super::store::*;
@@ -60,6 +61,7 @@ macro_rules! every_table {
             $f(WEBHOOKS)?,
             $f(TANG_KEYS)?,
             $f(TANG_BINDINGS)?,
+            $f(LEASES6)?,
         ]
     };
 }

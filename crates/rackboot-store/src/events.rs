@@ -57,7 +57,7 @@ pub(super) fn state_of(ctx: &mut WriteCtx<'_>, machine_id: u64) -> Option<Machin
         match d {
             Delta::Upsert(b) => pending.state.insert(b.id, Some(b.state)),
             Delta::Remove(id) => pending.state.insert(*id, None),
-            Delta::Lease(..) => None,
+            Delta::Lease(..) | Delta::Lease6(..) => None,
         };
     }
     pending.seen = ctx.delta.len();

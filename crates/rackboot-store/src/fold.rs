@@ -27,6 +27,7 @@ fn folds(kind: &EventKind) -> bool {
         EventKind::DhcpOffer
             | EventKind::DhcpAck
             | EventKind::DhcpInform
+            | EventKind::Dhcp6Reply
             | EventKind::DhcpProxyOffer
             | EventKind::DhcpProxyAck
     )

@@ -32,6 +32,9 @@ pub fn change_of(appliance: &str, delta: &[Delta], published: &[Event], racks: b
             Delta::Upsert(b) => change.machines.push(b.id),
             Delta::Remove(id) => change.machines.push(*id),
             Delta::Lease(ip, _) => change.leases.push(u64::from(u32::from(*ip))),
+            // Not in the change log: another appliance's DHCPv6 leases reach this one's DNS at
+            // its next full reload (DHCPv6 itself reads the table, not the index).
+            Delta::Lease6(..) => {}
         }
     }
     change.machines.sort_unstable();
@@ -264,6 +267,7 @@ pub(super) fn everything(db: &Db, now: u64) -> Result<Vec<Delta>, CmdbError> {
             .filter(|l| l.state == LeaseState::Active && l.expires_at > now)
             .map(|l| Delta::Lease(l.ip, Some(LeaseBrief::from(l)))),
     );
+    all.extend(super::leases6::held(&rtx, now)?);
     Ok(all)
 }
 

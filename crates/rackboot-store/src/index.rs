@@ -1,10 +1,11 @@
 //! In-memory index of the hot subset of the CMDB (MAC -> machine, reservations, hostnames), kept
 //! in step with redb by the writer thread so the DHCP path never waits on storage for a lookup.
 
+mod dns6;
 mod facets;
 
 use std::collections::{BTreeSet, HashMap};
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
 
 pub use facets::Facet;
@@ -70,6 +71,8 @@ pub enum Delta {
     Remove(u64),
     /// An address now leased (`Some`) or no longer (`None`).
     Lease(Ipv4Addr, Option<LeaseBrief>),
+    /// The same for a DHCPv6 address (only those whose client's MAC is known).
+    Lease6(Ipv6Addr, Option<LeaseBrief>),
 }
 
 /// What the index keeps of an active lease.
@@ -93,6 +96,8 @@ impl From<&Lease> for LeaseBrief {
 pub struct DnsHosts {
     /// (lowercase hostname, address), sorted and without duplicates.
     pub hosts: Vec<(String, Ipv4Addr)>,
+    /// The same for IPv6 (AAAA): each named machine's newest DHCPv6 address.
+    pub hosts6: Vec<(String, Ipv6Addr)>,
     /// When the earliest lease behind one of `hosts` expires (Unix seconds).
     pub next_expiry: Option<u64>,
 }
@@ -105,6 +110,8 @@ pub struct Index {
     by_ip: HashMap<Ipv4Addr, u64>,
     by_hostname: HashMap<String, u64>,
     leased: HashMap<Ipv4Addr, LeaseBrief>,
+    /// DHCPv6 addresses held, by the MAC their client was known by (see `dns6`).
+    leased6: HashMap<Ipv6Addr, LeaseBrief>,
     /// Ids of unclaimed machines, oldest (lowest id) first.
     unclaimed: BTreeSet<u64>,
     /// All ids, by state and by tag, for the machine list.
@@ -118,7 +125,7 @@ pub struct Index {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Key {
     Machine(u64),
-    Address(Ipv4Addr),
+    Address(IpAddr),
 }
 
 impl Delta {
@@ -126,7 +133,8 @@ impl Delta {
         match self {
             Delta::Upsert(b) => Key::Machine(b.id),
             Delta::Remove(id) => Key::Machine(*id),
-            Delta::Lease(ip, _) => Key::Address(*ip),
+            Delta::Lease(ip, _) => Key::Address(IpAddr::V4(*ip)),
+            Delta::Lease6(ip, _) => Key::Address(IpAddr::V6(*ip)),
         }
     }
 }
@@ -238,7 +246,8 @@ impl Index {
         }
         hosts.sort();
         hosts.dedup();
-        DnsHosts { hosts, next_expiry }
+        let hosts6 = self.dns_hosts6(now, &mut next_expiry);
+        DnsHosts { hosts, hosts6, next_expiry }
     }
 
     /// `whole` (every machine and held address in the store) plus the removals that make this
@@ -246,15 +255,18 @@ impl Index {
     pub fn replace_with(&self, mut whole: Vec<Delta>) -> Vec<Delta> {
         let mut machines: std::collections::HashSet<u64> = std::collections::HashSet::new();
         let mut addresses: std::collections::HashSet<Ipv4Addr> = std::collections::HashSet::new();
+        let mut addresses6: std::collections::HashSet<Ipv6Addr> = std::collections::HashSet::new();
         for d in &whole {
             match d {
                 Delta::Upsert(b) => machines.insert(b.id),
                 Delta::Lease(ip, Some(_)) => addresses.insert(*ip),
-                Delta::Remove(_) | Delta::Lease(_, None) => false,
+                Delta::Lease6(ip, Some(_)) => addresses6.insert(*ip),
+                Delta::Remove(_) | Delta::Lease(_, None) | Delta::Lease6(_, None) => false,
             };
         }
         whole.extend(self.machines.keys().filter(|id| !machines.contains(id)).map(|id| Delta::Remove(*id)));
         whole.extend(self.leased.keys().filter(|ip| !addresses.contains(ip)).map(|ip| Delta::Lease(*ip, None)));
+        whole.extend(self.leased6.keys().filter(|ip| !addresses6.contains(ip)).map(|ip| Delta::Lease6(*ip, None)));
         whole
     }
 
@@ -304,6 +316,12 @@ impl Index {
                 }
                 Delta::Lease(ip, None) => {
                     self.leased.remove(&ip);
+                }
+                Delta::Lease6(ip, Some(lease)) => {
+                    self.leased6.insert(ip, lease);
+                }
+                Delta::Lease6(ip, None) => {
+                    self.leased6.remove(&ip);
                 }
             }
         }

@@ -20,6 +20,7 @@ mod index;
 mod jobs;
 pub use rackboot_kv as kv;
 mod leases;
+mod leases6;
 mod machines;
 pub use rackboot_model::records as model;
 mod network;

@@ -7,6 +7,7 @@
 
 mod ansible;
 mod dhcp;
+mod dhcp6;
 mod dns;
 mod fallback;
 mod pair;

@@ -6,6 +6,8 @@ fn settings() -> ZoneSettings {
         server_ip: Ipv4Addr::new(198, 18, 0, 1),
         ttl: 30,
         reverse: vec!["198.18.0.0/24".parse().unwrap()],
+        reverse6: vec![],
+        server_ip6: None,
     }
 }
 
@@ -122,4 +124,39 @@ fn transfer_is_soa_records_soa() {
     assert_eq!(a, 5, "rackboot, node1, node2 x2, far");
     assert!(xfr.iter().any(|r| r.record_type() == RecordType::NS));
     assert!(z.transfer(&name("node1.rack.internal.")).is_none());
+}
+
+#[test]
+fn aaaa_and_ip6_arpa_answers_beside_a_and_ptr() {
+    let s = ZoneSettings {
+        reverse6: vec!["fd18::/64".parse().unwrap()],
+        server_ip6: Some("fd18::1".parse().unwrap()),
+        ..settings()
+    };
+    let mut z = Zones::build(&s, &hosts(), 9);
+    z.add_hosts6(&s, &[("node1".into(), "fd18::100".parse().unwrap()), ("far".into(), "2001:db8::5".parse().unwrap())]);
+    assert_eq!(rdata(z.lookup(&name("node1.rack.internal."), RecordType::AAAA)), ["fd18::100"]);
+    assert_eq!(rdata(z.lookup(&name("node1.rack.internal."), RecordType::A)), ["198.18.0.10"], "both families");
+    let ptr = format!("0.0.1.0.{}8.1.d.f.ip6.arpa.", "0.".repeat(24));
+    assert_eq!(reverse_name6("fd18::100".parse().unwrap()).to_string(), ptr);
+    let ptr = ptr.as_str();
+    assert_eq!(rdata(z.lookup(&name(ptr), RecordType::PTR)), ["node1.rack.internal."]);
+    assert_eq!(rdata(z.lookup(&name("rackboot.rack.internal."), RecordType::AAAA)), ["fd18::1"]);
+    // Outside every ip6.arpa zone of ours: forward only.
+    assert_eq!(rdata(z.lookup(&name("far.rack.internal."), RecordType::AAAA)), ["2001:db8::5"]);
+    let far = reverse_name6("2001:db8::5".parse().unwrap());
+    assert_eq!(z.lookup(&LowerName::from(&far), RecordType::PTR), Lookup::NotOurs);
+    // A name in the zone without a record: NXDOMAIN from our SOA.
+    let other = reverse_name6("fd18::200".parse().unwrap());
+    assert!(matches!(z.lookup(&LowerName::from(&other), RecordType::PTR), Lookup::NxDomain(_)));
+}
+
+#[test]
+fn ip6_arpa_zones_fall_on_nibble_boundaries() {
+    let zones = |p: &str| reverse_origins6(&[p.parse().unwrap()]).iter().map(|n| n.to_string()).collect::<Vec<_>>();
+    assert_eq!(zones("fd18::/64"), ["0.0.0.0.0.0.0.0.0.0.0.0.8.1.d.f.ip6.arpa."]);
+    assert_eq!(zones("fd18::/48"), ["0.0.0.0.0.0.0.0.8.1.d.f.ip6.arpa."]);
+    let split = zones("fd18::/62");
+    assert_eq!(split.len(), 4, "{split:?}");
+    assert_eq!(split[3], "3.0.0.0.0.0.0.0.0.0.0.0.8.1.d.f.ip6.arpa.");
 }

@@ -1,0 +1,141 @@
+//! DHCPv6 leases: their table (created on the first write), reads, and a lease write queued
+//! with the sighting from the same packet, as for IPv4 (`leases`).
+
+use tokio::sync::oneshot;
+
+use super::events::EventKind;
+use super::index::{Delta, LeaseBrief};
+use super::kv::{Def, ReadTx};
+use super::model::LeaseState;
+use super::store::{decode, encode};
+use super::writer::{Job, WriteCtx};
+use super::{machines, now_secs, racks, Cmdb, CmdbError, Sighting};
+use rackboot_model::lease6::Lease6;
+
+/// IPv6 address (its 16 bytes, so the table is in address order) -> JSON `Lease6`.
+pub const LEASES6: Def<&[u8], &[u8]> = Def::new("leases6");
+
+impl Cmdb {
+    /// Every DHCPv6 lease as stored, in address order (the DHCPv6 server loads them at start).
+    pub async fn leases6(&self) -> Result<Vec<Lease6>, CmdbError> {
+        self.read(|rtx| {
+            let Some(t) = rtx.open_table_if_any(LEASES6)? else { return Ok(Vec::new()) };
+            let mut out = Vec::new();
+            for row in t.range::<&[u8]>(..)? {
+                out.push(decode(row?.1.value())?);
+            }
+            Ok(out)
+        })
+        .await
+    }
+
+    /// Queues a DHCPv6 lease write now, in the caller's order, with what was learned from the
+    /// packet; what it returns resolves once the write has committed (a REPLY goes out only
+    /// then). With the write queue full it is refused at once: the client retransmits.
+    pub fn queue_lease6(
+        &self,
+        lease: Lease6,
+        sighting: Sighting,
+        events: Vec<(EventKind, serde_json::Value)>,
+    ) -> Result<impl std::future::Future<Output = Result<(), CmdbError>> + Send + 'static, CmdbError> {
+        if let Some(refused) = self.inner.storage.refusal() {
+            return Err(refused);
+        }
+        let (growth, cache) = (self.inner.growth.clone(), self.inner.racks.clone());
+        let (done_tx, done_rx) = oneshot::channel();
+        let job: Job = Box::new(move |ctx| {
+            let out = check_free(ctx, &lease)
+                .and_then(|()| machines::observe(ctx, &sighting, events, &growth))
+                .and_then(|()| racks::place_sighted(ctx, &cache, &sighting))
+                .and_then(|()| put(ctx, &lease));
+            Box::new(move |committed: Result<(), CmdbError>| {
+                let _ = done_tx.send(committed.and(out));
+            })
+        });
+        let tx = self.inner.tx.as_ref().expect("sender lives as long as the handle");
+        tx.try_send(job).map_err(|e| match e {
+            tokio::sync::mpsc::error::TrySendError::Full(_) => CmdbError::Storage("the write queue is full".into()),
+            tokio::sync::mpsc::error::TrySendError::Closed(_) => CmdbError::Storage("cmdb writer stopped".into()),
+        })?;
+        let this = self.clone();
+        Ok(async move { done_rx.await.map_err(|_| this.dropped())?.map_err(|e| this.explained(e)) })
+    }
+}
+
+/// Refuses a lease on an address another client holds in the table (on a shared store another
+/// appliance may have given it out; the embedded store's only writer is this server, which
+/// checked its own map).
+fn check_free(ctx: &WriteCtx<'_>, lease: &Lease6) -> Result<(), CmdbError> {
+    if !ctx.t.tx.shared() {
+        return Ok(());
+    }
+    let table = ctx.t.tx.open_table(LEASES6)?;
+    let Some(held) = table.get(lease.ip.octets().as_slice())? else { return Ok(()) };
+    let held: Lease6 = decode(held.value())?;
+    if lease.state == LeaseState::Active && held.held_by_other(&lease.duid, lease.iaid, now_secs()) {
+        return Err(CmdbError::Conflict(format!(
+            "{} is leased to DUID {} (through another appliance) until {}",
+            lease.ip, held.duid, held.expires_at
+        )));
+    }
+    Ok(())
+}
+
+fn put(ctx: &mut WriteCtx<'_>, lease: &Lease6) -> Result<(), CmdbError> {
+    ctx.t.tx.open_table(LEASES6)?.insert(lease.ip.octets().as_slice(), encode(lease).as_slice())?;
+    ctx.delta.push(Delta::Lease6(lease.ip, brief(lease, u64::MIN)));
+    Ok(())
+}
+
+/// What the index keeps of `l`: an active lease, unexpired at `now`, of a client whose MAC is
+/// known (DNS names machines, found by MAC).
+fn brief(l: &Lease6, now: u64) -> Option<LeaseBrief> {
+    let mac = l.mac?;
+    (l.state == LeaseState::Active && l.expires_at > now).then_some(LeaseBrief {
+        mac,
+        hostname: None,
+        expires_at: l.expires_at,
+    })
+}
+
+/// The index's deltas for every DHCPv6 address held at `now` (the index is built from these at
+/// start and on a follower's reload).
+pub(super) fn held(rtx: &ReadTx, now: u64) -> Result<Vec<Delta>, CmdbError> {
+    let Some(t) = rtx.open_table_if_any(LEASES6)? else { return Ok(Vec::new()) };
+    let mut out = Vec::new();
+    for row in t.range::<&[u8]>(..)? {
+        let l: Lease6 = decode(row?.1.value())?;
+        if let Some(b) = brief(&l, now) {
+            out.push(Delta::Lease6(l.ip, Some(b)));
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::Ipv6Addr;
+
+    use super::*;
+
+    fn lease(mac: Option<[u8; 6]>, expires_at: u64, state: LeaseState) -> Lease6 {
+        Lease6 {
+            v: 1,
+            ip: Ipv6Addr::LOCALHOST,
+            duid: "0003000152540000000a".into(),
+            iaid: 7,
+            mac: mac.map(rackboot_model::mac::Mac),
+            expires_at,
+            state,
+            updated_at: 0,
+        }
+    }
+
+    #[test]
+    fn the_index_keeps_only_held_leases_of_known_macs() {
+        assert!(brief(&lease(Some([2, 0, 0, 0, 0, 1]), 10, LeaseState::Active), 5).is_some());
+        assert!(brief(&lease(None, 10, LeaseState::Active), 5).is_none(), "no MAC, no name");
+        assert!(brief(&lease(Some([2, 0, 0, 0, 0, 1]), 10, LeaseState::Released), 5).is_none());
+        assert!(brief(&lease(Some([2, 0, 0, 0, 0, 1]), 10, LeaseState::Active), 10).is_none(), "expired");
+    }
+}

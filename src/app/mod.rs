@@ -5,6 +5,7 @@
 mod fallback;
 mod fdlimit;
 pub mod service;
+mod six;
 pub mod web;
 
 use std::future::Future;
@@ -89,7 +90,9 @@ pub async fn start(cfg: Config) -> anyhow::Result<Running> {
         Some(net) => Some(fallback::FallbackAddress::add(net, &addrs.interface)?),
         None => None,
     };
-    let names = crate::tls::names(&cfg, addrs.server_ip);
+    addrs.server_ip6 = six::server_ip6(&cfg, &addrs.interface);
+    let mut names = crate::tls::names(&cfg, addrs.server_ip);
+    names.extend(addrs.server_ip6.map(|ip| ip.to_string()));
     let tls = crate::tls::load(&cfg, &names).context("setting up TLS")?;
     let (ca_pem, ca_pin) = (tls.ca_pem.clone(), tls.ca_pin.clone());
     // DNS binds first so DHCP knows whether to hand out our address as the name server.
@@ -98,6 +101,11 @@ pub async fn start(cfg: Config) -> anyhow::Result<Running> {
     let dhcp6 = bind_dhcp6(&cfg, &addrs)?;
     let ra = bind_ra(&cfg, &addrs);
     let tftp = bind_tftp(&cfg, &addrs)?;
+    let mut six = six::bind(&cfg, &addrs, http_addr, https_addr).await?;
+    let dns = match (dns, six.dns.take()) {
+        (Some(v4), Some(v6)) => Some(v4.also(v6)),
+        (dns, _) => dns,
+    };
     std::fs::create_dir_all(&cfg.provision.images_dir).ok();
     let dhcp_addr = dhcp.as_ref().map(|b| b.socket.local_addr()).transpose()?;
     let pxe_addr = dhcp.as_ref().and_then(|b| b.pxe.as_ref()).map(|s| s.local_addr()).transpose()?;
@@ -122,7 +130,8 @@ pub async fn start(cfg: Config) -> anyhow::Result<Running> {
         services.start("ra", ra::serve(bound, token.clone()));
     }
     if let Some(socket) = tftp {
-        services.start("tftp", tftp::serve(socket, core.tftp_handle()?, token.clone()));
+        let sockets = std::iter::once(socket).chain(six.tftp.take()).collect();
+        services.start("tftp", tftp::serve(sockets, core.tftp_handle()?, token.clone()));
     }
     for p in core.cfg.boot.profiles.values() {
         let Some(media) = &p.windows else { continue };
@@ -190,6 +199,12 @@ pub async fn start(cfg: Config) -> anyhow::Result<Running> {
     // client reaches the API (plain HTTP serves it too with `http.loopback_api`).
     let site = core.site();
     services.start("http", web::serve(http, site.clone(), token.clone()));
+    if let Some(http6) = six.http.take() {
+        services.start("http6", web::serve(http6, site.clone(), token.clone()));
+    }
+    if let Some(https6) = six.https.take() {
+        services.start("https6", web::serve_https(https6, site.clone(), token.clone()));
+    }
     services.start("https", web::serve_https(https, site, token.clone()));
     info!(%http_addr, http_base = %core.addrs.http_base, "http serving (firmware: /boot, /healthz)");
     info!(%https_addr, https_base = %core.addrs.https_base, %ca_pin, "https serving (api, agents, metrics)");

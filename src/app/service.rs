@@ -167,6 +167,8 @@ impl Core {
             discovery_profile: cfg.boot.discovery_profile.clone(),
             http_base: addrs.http_base.clone(),
             agent_url: addrs.https_base.clone(),
+            http_base6: addrs.server_ip6.map(|ip| with_host(&addrs.http_base, ip)),
+            agent_url6: addrs.server_ip6.map(|ip| with_host(&addrs.https_base, ip)),
             ca_pin: tls.ca_pin.clone(),
             ca_pem: tls.ca_pem.clone(),
             root: cfg.tftp.root.clone(),
@@ -315,5 +317,16 @@ mod tests {
         assert_eq!(ticks.load(std::sync::atomic::Ordering::SeqCst), 3);
         stop.cancel();
         run.await.unwrap().unwrap();
+    }
+}
+
+/// `base` (`scheme://host[:port]`) with `ip` as its host.
+fn with_host(base: &str, ip: std::net::Ipv6Addr) -> String {
+    let (scheme, rest) = base.split_once("://").unwrap_or(("http", base));
+    let host_port = rest.split('/').next().unwrap_or(rest);
+    let port = host_port.rsplit_once(':').map(|(_, p)| p).filter(|p| p.chars().all(|c| c.is_ascii_digit()));
+    match port {
+        Some(p) => format!("{scheme}://[{ip}]:{p}"),
+        None => format!("{scheme}://[{ip}]"),
     }
 }

@@ -69,16 +69,41 @@ pub fn interface_ipv6(interface: &str) -> Vec<std::net::Ipv6Addr> {
 /// link-scoped multicast `group` there (DHCPv6: ff02::1:2, All_DHCP_Relay_Agents_and_Servers).
 pub fn bind_udp6(port: u16, interface: &str, group: std::net::Ipv6Addr) -> anyhow::Result<tokio::net::UdpSocket> {
     let index = nix::net::if_::if_nametoindex(interface).with_context(|| format!("no interface {interface:?}"))?;
+    let sock = udp6(interface)?;
+    sock.join_multicast_v6(&group, index).with_context(|| format!("joining {group} on {interface}"))?;
+    sock.set_multicast_if_v6(index)?;
+    bound6(sock, port)
+}
+
+/// A UDP socket on `[::]:port` (0: any), IPv6 only, restricted to `interface` when it is not
+/// empty: TFTP's on IPv6, and each IPv6 transfer's own.
+pub fn bind_udp6_unicast(port: u16, interface: &str) -> anyhow::Result<tokio::net::UdpSocket> {
+    bound6(udp6(interface)?, port)
+}
+
+/// The UDP socket for talking to `peer`: [`bind_udp`] or [`bind_udp6_unicast`] on any port.
+pub fn bind_udp_for(peer: SocketAddr, interface: &str) -> anyhow::Result<tokio::net::UdpSocket> {
+    match peer {
+        SocketAddr::V4(_) => bind_udp(0, interface, false),
+        SocketAddr::V6(_) => bind_udp6_unicast(0, interface),
+    }
+}
+
+fn udp6(interface: &str) -> anyhow::Result<Socket> {
     let sock = Socket::new(Domain::IPV6, Type::DGRAM, Some(Protocol::UDP))?;
     sock.set_only_v6(true)?;
-    sock.bind_device(Some(interface.as_bytes()))
-        .with_context(|| format!("SO_BINDTODEVICE {interface} (needs root or CAP_NET_RAW)"))?;
+    if !interface.is_empty() {
+        sock.bind_device(Some(interface.as_bytes()))
+            .with_context(|| format!("SO_BINDTODEVICE {interface} (needs root or CAP_NET_RAW)"))?;
+    }
     use nix::sys::socket::{setsockopt, sockopt};
     if setsockopt(&sock, sockopt::RcvBufForce, &(8 << 20)).is_err() {
         let _ = sock.set_recv_buffer_size(8 << 20);
     }
-    sock.join_multicast_v6(&group, index).with_context(|| format!("joining {group} on {interface}"))?;
-    sock.set_multicast_if_v6(index)?;
+    Ok(sock)
+}
+
+fn bound6(sock: Socket, port: u16) -> anyhow::Result<tokio::net::UdpSocket> {
     let addr = SocketAddr::V6(std::net::SocketAddrV6::new(std::net::Ipv6Addr::UNSPECIFIED, port, 0, 0));
     sock.bind(&addr.into()).with_context(|| format!("binding udp {addr}"))?;
     sock.set_nonblocking(true)?;

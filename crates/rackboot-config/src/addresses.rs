@@ -36,6 +36,9 @@ pub struct Addresses {
     /// The name server DHCP gives subnets that name none: this appliance, once DNS is bound on
     /// port 53 (clients cannot be pointed at another port).
     pub name_server: Option<Ipv4Addr>,
+    /// The appliance's IPv6 address on the interface inside a `[[dhcp6.subnets]]` prefix, when
+    /// the DHCPv6 server runs (boot URLs, DNS, HTTP and HTTPS listen there too).
+    pub server_ip6: Option<std::net::Ipv6Addr>,
 }
 
 /// Resolves the addresses from `cfg`, the bound HTTP address, the bound HTTPS port and `lookup`
@@ -95,6 +98,7 @@ pub fn resolve(
         reverse_zones: or_default(&cfg.dns.reverse_zones),
         agent_networks,
         name_server: None,
+        server_ip6: None,
     })
 }
 

@@ -19,13 +19,7 @@ pub struct WireDhcp6 {
 
 impl Default for WireDhcp6 {
     fn default() -> Self {
-        WireDhcp6 {
-            enabled: false,
-            port: 547,
-            rapid_commit: true,
-            preference: 255,
-            subnets: Vec::new(),
-        }
+        WireDhcp6 { enabled: false, port: 547, rapid_commit: true, preference: 255, subnets: Vec::new() }
     }
 }
 

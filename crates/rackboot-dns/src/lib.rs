@@ -12,7 +12,7 @@ pub mod handler;
 mod udp;
 pub mod zone;
 
-use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -44,17 +44,22 @@ fn settle_after(last_rebuild: Duration) -> Duration {
 }
 
 /// Bound DNS sockets: one UDP socket per core (SO_REUSEPORT spreads queries across them) and
-/// one TCP listener, all on the same address.
+/// one TCP listener, all on the same address (and the same again on an IPv6 address, with
+/// [`Bound::also`]).
 pub struct Bound {
     udp: Vec<tokio::net::UdpSocket>,
-    tcp: tokio::net::TcpListener,
+    tcp: Vec<tokio::net::TcpListener>,
     pub addr: SocketAddr,
 }
 
 /// Binds `ip:port` (port 0 picks one) on `interface` (empty: any) for UDP and TCP.
-pub fn bind(ip: Ipv4Addr, port: u16, interface: &str) -> anyhow::Result<Bound> {
+pub fn bind(ip: impl Into<std::net::IpAddr>, port: u16, interface: &str) -> anyhow::Result<Bound> {
+    let ip: std::net::IpAddr = ip.into();
     let new = |ty: Type, proto: Protocol| -> anyhow::Result<Socket> {
-        let s = Socket::new(Domain::IPV4, ty, Some(proto))?;
+        let s = Socket::new(Domain::for_address(SocketAddr::new(ip, 0)), ty, Some(proto))?;
+        if ip.is_ipv6() {
+            s.set_only_v6(true)?;
+        }
         // REUSEPORT only lets our own sockets (same user) share the port; another DNS server
         // already on it still makes the bind fail, as it should.
         s.set_reuse_port(true)?;
@@ -71,7 +76,7 @@ pub fn bind(ip: Ipv4Addr, port: u16, interface: &str) -> anyhow::Result<Bound> {
     let hint = |addr: SocketAddr| format!("binding dns {addr} (set dns.port, or dns.enabled = false)");
     // SO_REUSEPORT would let a second rackboot (same user) bind beside us and split the
     // queries, so first make sure nobody has the port: a plain bind must succeed.
-    let want = SocketAddr::V4(SocketAddrV4::new(ip, port));
+    let want = SocketAddr::new(ip, port);
     let probe = |want: SocketAddr| -> anyhow::Result<SocketAddr> {
         let udp = std::net::UdpSocket::bind(want).with_context(|| hint(want))?;
         let addr = udp.local_addr()?;
@@ -103,7 +108,16 @@ pub fn bind(ip: Ipv4Addr, port: u16, interface: &str) -> anyhow::Result<Bound> {
     tcp.bind(&addr.into()).with_context(|| hint(addr))?;
     tcp.listen(1024)?;
     let tcp = tokio::net::TcpListener::from_std(tcp.into())?;
-    Ok(Bound { udp, tcp, addr })
+    Ok(Bound { udp, tcp: vec![tcp], addr })
+}
+
+impl Bound {
+    /// These sockets and `other`'s, served as one (`addr` stays this one's).
+    pub fn also(mut self, other: Bound) -> Bound {
+        self.udp.extend(other.udp);
+        self.tcp.extend(other.tcp);
+        self
+    }
 }
 
 /// Everything the DNS service needs besides its sockets.
@@ -139,9 +153,7 @@ pub async fn serve(bound: Bound, core: Handle, shutdown: CancellationToken) -> a
         server_ip: core.addrs.server_ip.context("dns needs the appliance's address")?,
         reverse: core.addrs.reverse_zones.clone(),
         reverse6: core.cfg.dhcp6.subnets.iter().map(|s| s.prefix).collect(),
-        server_ip6: rackboot_base::net::interface_ipv6(&core.addrs.interface)
-            .into_iter()
-            .find(|ip| core.cfg.dhcp6.subnets.iter().any(|s| s.prefix.contains(ip))),
+        server_ip6: core.addrs.server_ip6,
     };
     run(bound, svc, shutdown).await
 }
@@ -163,7 +175,9 @@ pub async fn run(bound: Bound, svc: DnsService, token: CancellationToken) -> any
     let handler = Arc::new(Handler::new(cell.clone(), forwarder, svc.cfg.allow_transfer, svc.metrics));
     // TCP (rare: truncated answers, transfers) through hickory's server; UDP through our loop.
     let mut server = hickory_server::Server::new(SharedHandler(handler.clone()));
-    server.register_listener(bound.tcp, TCP_IDLE, 64 * 1024);
+    for tcp in bound.tcp {
+        server.register_listener(tcp, TCP_IDLE, 64 * 1024);
+    }
     // One token stops the UDP loops and the TCP server, whichever way this function ends.
     let stop = server.shutdown_token().clone();
     let _stop_on_exit = stop.clone().drop_guard();

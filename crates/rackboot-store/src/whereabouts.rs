@@ -64,9 +64,14 @@ impl Cmdb {
     /// reservation, else the address its MAC was seen asking for, else where its approved agent
     /// enrolled from. `false` when rackboot knows no address for it.
     pub async fn is_address_of(&self, ip: IpAddr, mac: Mac, m: Option<&Machine>) -> bool {
-        let Some(ip) = peer_v4(ip) else { return false };
         let owns = |id: u64| m.is_some_and(|m| m.id == id);
         let has_mac = |x: Mac| x == mac || m.is_some_and(|m| m.macs.contains(&x));
+        let Some(ip) = peer_v4(ip) else {
+            // IPv6: only a DHCPv6 lease of this machine's MAC on the address says so.
+            let IpAddr::V6(ip6) = ip else { return false };
+            let index = self.inner.index.read().expect("index lock");
+            return index.active_lease6_to(ip6, now_secs()).is_some_and(has_mac);
+        };
         let leased_or_reserved = {
             let index = self.inner.index.read().expect("index lock");
             match index.reserved_owner(ip) {

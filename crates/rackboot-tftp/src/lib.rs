@@ -92,9 +92,10 @@ pub struct Handle {
     pub generate: Vec<Generate>,
 }
 
-/// The TFTP service: serves the configured boot directory on `socket` until `shutdown`, each
-/// finished transfer recorded through the handle's store and metrics.
-pub async fn serve(socket: UdpSocket, core: Handle, shutdown: CancellationToken) -> anyhow::Result<()> {
+/// The TFTP service: serves the configured boot directory on `sockets` (IPv4, and IPv6 beside
+/// the DHCPv6 server) until `shutdown`, each finished transfer recorded through the handle's
+/// store and metrics; both share one set of transfer slots.
+pub async fn serve(sockets: Vec<UdpSocket>, core: Handle, shutdown: CancellationToken) -> anyhow::Result<()> {
     let svc = TftpService {
         root: core.cfg.tftp.root.clone(),
         interface: core.addrs.interface.clone(),
@@ -103,7 +104,14 @@ pub async fn serve(socket: UdpSocket, core: Handle, shutdown: CancellationToken)
         metrics: core.metrics.clone(),
         generate: Some(chain(core.generate)),
     };
-    run(socket, svc, shutdown).await
+    let mut loops = tokio::task::JoinSet::new();
+    for socket in sockets {
+        loops.spawn(run(socket, svc.clone(), shutdown.clone()));
+    }
+    while let Some(done) = loops.join_next().await {
+        done??;
+    }
+    Ok(())
 }
 
 /// Serves read requests arriving on `socket` (port 69) until `token` is cancelled. Each transfer
@@ -186,7 +194,7 @@ async fn handle(
         outcome,
         elapsed: started.elapsed(),
     };
-    let sock = match rackboot_base::net::bind_udp(0, &svc.interface, false) {
+    let sock = match rackboot_base::net::bind_udp_for(client, &svc.interface) {
         Ok(s) if s.connect(client).await.is_ok() => s,
         _ => return (svc.on_report)(report(Outcome::Failed("no socket for the transfer".into()), 0, 0, None)),
     };

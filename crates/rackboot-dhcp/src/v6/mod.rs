@@ -66,7 +66,8 @@ pub async fn serve(socket: UdpSocket, core: Handle, shutdown: CancellationToken)
         cmdb: core.cmdb.clone(),
         metrics: core.metrics.clone(),
         server_id: duid_ll(Mac(mac)),
-        own: rackboot_base::net::interface_ipv6(&interface),
+        // The address in a DHCPv6 subnet first: boot URLs name it.
+        own: core.addrs.server_ip6.into_iter().chain(rackboot_base::net::interface_ipv6(&interface)).collect(),
         boot: core.cfg.boot.clone(),
         http_port: core.cfg.http_listen.port(),
     };

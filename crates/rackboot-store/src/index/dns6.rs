@@ -1,4 +1,5 @@
-//! The AAAA side of [`Index::dns_hosts`]: each named machine's newest DHCPv6 address.
+//! The IPv6 side of the index: each named machine's newest DHCPv6 address for DNS (the AAAA
+//! side of [`Index::dns_hosts`]), and who holds an address.
 
 use std::collections::HashMap;
 use std::net::Ipv6Addr;
@@ -7,6 +8,11 @@ use super::{Index, LeaseBrief};
 use rackboot_model::mac::Mac;
 
 impl Index {
+    /// The MAC holding an unexpired DHCPv6 lease on `ip` at `now`.
+    pub fn active_lease6_to(&self, ip: Ipv6Addr, now: u64) -> Option<Mac> {
+        self.leased6.get(&ip).filter(|l| l.expires_at > now).map(|l| l.mac)
+    }
+
     /// (lowercase hostname, address) for every machine with a hostname and an unexpired DHCPv6
     /// lease at `now` (its newest, as for IPv4), sorted; `next_expiry` is lowered to the earliest
     /// of their leases' ends.

@@ -38,6 +38,10 @@ pub struct BootState {
     pub http_base: String,
     /// The HTTPS base URL agents use (`{{ agent_url }}`).
     pub agent_url: String,
+    /// The same two on the appliance's IPv6 address (beside the DHCPv6 server): a machine that
+    /// asks over IPv6 is sent there.
+    pub http_base6: Option<String>,
+    pub agent_url6: Option<String>,
     /// `sha256:<hex>` of the CA certificate agents pin (`{{ ca_pin }}`).
     pub ca_pin: String,
     /// The CA certificate (PEM) installed nodes trust.
@@ -118,11 +122,12 @@ pub async fn script_for(
     let boot = s.boot.as_ref().ok_or_else(|| ApiError::new(StatusCode::NOT_FOUND, "boot endpoints are off"))?;
     let machine = s.cmdb.machine_by_mac(mac).await.ok();
     let profiles = super::profiles::all_profiles(s).await?;
-    let ctx = planner::PlanContext {
-        http_base: &boot.http_base,
-        discovery_profile: &boot.discovery_profile,
-        profiles: &profiles,
+    // A machine that asked over IPv6 (not an IPv4-mapped address) fetches the rest there too.
+    let (http_base, agent_url) = match (peer, &boot.http_base6, &boot.agent_url6) {
+        (IpAddr::V6(ip), Some(h), Some(a)) if ip.to_ipv4_mapped().is_none() => (h, a),
+        _ => (&boot.http_base, &boot.agent_url),
     };
+    let ctx = planner::PlanContext { http_base, discovery_profile: &boot.discovery_profile, profiles: &profiles };
     let plan = planner::plan_boot(mac, machine.as_ref(), &ctx).map_err(|e| {
         tracing::warn!(%mac, error = %e, "cannot plan a boot");
         ApiError::internal(e.to_string())
@@ -139,9 +144,9 @@ pub async fn script_for(
         mac: mac.to_string(),
         hostname: machine.as_ref().and_then(|m| m.hostname.clone()),
         uefi,
-        http_base: boot.http_base.clone(),
+        http_base: http_base.clone(),
         boot_nonce,
-        agent_url: boot.agent_url.clone(),
+        agent_url: agent_url.clone(),
         ca_pin: boot.ca_pin.clone(),
     };
     let script = boot.renderer.current().script(loader, &plan, &vars).map_err(|e| {

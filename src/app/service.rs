@@ -267,6 +267,17 @@ impl Services {
 
 pub use rackboot_base::periodic::every;
 
+/// `base` (`scheme://host[:port]`) with `ip` as its host.
+fn with_host(base: &str, ip: std::net::Ipv6Addr) -> String {
+    let (scheme, rest) = base.split_once("://").unwrap_or(("http", base));
+    let host_port = rest.split('/').next().unwrap_or(rest);
+    let port = host_port.rsplit_once(':').map(|(_, p)| p).filter(|p| p.chars().all(|c| c.is_ascii_digit()));
+    match port {
+        Some(p) => format!("{scheme}://[{ip}]:{p}"),
+        None => format!("{scheme}://[{ip}]"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -317,16 +328,5 @@ mod tests {
         assert_eq!(ticks.load(std::sync::atomic::Ordering::SeqCst), 3);
         stop.cancel();
         run.await.unwrap().unwrap();
-    }
-}
-
-/// `base` (`scheme://host[:port]`) with `ip` as its host.
-fn with_host(base: &str, ip: std::net::Ipv6Addr) -> String {
-    let (scheme, rest) = base.split_once("://").unwrap_or(("http", base));
-    let host_port = rest.split('/').next().unwrap_or(rest);
-    let port = host_port.rsplit_once(':').map(|(_, p)| p).filter(|p| p.chars().all(|c| c.is_ascii_digit()));
-    match port {
-        Some(p) => format!("{scheme}://[{ip}]:{p}"),
-        None => format!("{scheme}://[{ip}]"),
     }
 }

@@ -29,6 +29,31 @@ impl Cmdb {
         .await
     }
 
+    /// DHCPv6 leases in address order after `after`, at most `limit`, and whether more follow.
+    pub async fn lease6_page(
+        &self,
+        after: Option<std::net::Ipv6Addr>,
+        limit: usize,
+    ) -> Result<(Vec<Lease6>, bool), CmdbError> {
+        self.read(move |rtx| {
+            let Some(t) = rtx.open_table_if_any(LEASES6)? else { return Ok((Vec::new(), false)) };
+            let from = after.map(|a| a.octets());
+            let rows = match &from {
+                Some(k) => t.range::<&[u8]>((std::ops::Bound::Excluded(k.as_slice()), std::ops::Bound::Unbounded))?,
+                None => t.range::<&[u8]>(..)?,
+            };
+            let mut out = Vec::new();
+            for row in rows {
+                if out.len() == limit {
+                    return Ok((out, true));
+                }
+                out.push(decode(row?.1.value())?);
+            }
+            Ok((out, false))
+        })
+        .await
+    }
+
     /// Queues a DHCPv6 lease write now, in the caller's order, with what was learned from the
     /// packet; what it returns resolves once the write has committed (a REPLY goes out only
     /// then). With the write queue full it is refused at once: the client retransmits.

@@ -36,7 +36,7 @@ use crate::cmdb::EventKind;
     tags(
         (name = "machines", description = "The CMDB's machines and their agents"),
         (name = "events", description = "Every machine's timeline, paged or live"),
-        (name = "leases", description = "DHCP leases"),
+        (name = "leases", description = "DHCP and DHCPv6 leases"),
         (name = "jobs", description = "Jobs run by node agents"),
         (name = "tasks", description = "Provisioning tasks and their runs"),
         (name = "profiles", description = "Boot profiles"),
@@ -183,6 +183,7 @@ mod tests {
             "/racks/{name}/csv",
             "/profiles",
             "/leases",
+            "/leases6",
             "/users",
             "/tokens",
             "/audit",

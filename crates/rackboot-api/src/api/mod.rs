@@ -17,6 +17,7 @@ mod events;
 mod firmware;
 mod inventory;
 mod jobs;
+mod leases6;
 mod lifecycle;
 mod machines;
 pub mod network;
@@ -87,6 +88,7 @@ pub const MAX_STREAMS: usize = events::MAX_STREAMS;
 /// (`auth::policy`: the login and this document are public).
 fn protected_routes() -> OpenApiRouter<ApiState> {
     machines::routes()
+        .merge(leases6::routes())
         .merge(lifecycle::routes())
         .merge(events::routes())
         .merge(profiles::routes())

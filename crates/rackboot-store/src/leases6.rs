@@ -156,6 +156,43 @@ mod tests {
         }
     }
 
+    fn at(ip: &str, duid: &str, iaid: u32, expires_at: u64) -> Lease6 {
+        Lease6 {
+            v: 1,
+            ip: ip.parse().unwrap(),
+            duid: duid.into(),
+            iaid,
+            mac: Some(rackboot_model::mac::Mac([0x52, 0x54, 0, 0, 6, 1])),
+            expires_at,
+            state: LeaseState::Active,
+            updated_at: 1,
+        }
+    }
+
+    /// On the embedded store, and on PostgreSQL with RACKBOOT_TEST_POSTGRES (migration 9).
+    #[tokio::test]
+    async fn leases_are_kept_paged_in_address_order_and_seen_by_the_index() {
+        let dir = tempfile::tempdir().unwrap();
+        let cmdb = Cmdb::open_for_test(&dir.path().join("cmdb.redb"), 64).unwrap();
+        assert!(cmdb.leases6().await.unwrap().is_empty(), "no table yet: nothing, not an error");
+        let far = now_secs() + 600;
+        for ip in ["fd18::200", "fd18::10", "fd18::1:0"] {
+            let s = Sighting { mac: Some(rackboot_model::mac::Mac([0x52, 0x54, 0, 0, 6, 1])), ..Default::default() };
+            cmdb.queue_lease6(at(ip, "0003000152540000060a", 1, far), s, vec![]).unwrap().await.unwrap();
+        }
+        let all: Vec<String> = cmdb.leases6().await.unwrap().iter().map(|l| l.ip.to_string()).collect();
+        assert_eq!(all, ["fd18::10", "fd18::200", "fd18::1:0"], "address order, not text order");
+        let (page, more) = cmdb.lease6_page(None, 2).await.unwrap();
+        assert_eq!((page.len(), more), (2, true));
+        let (rest, more) = cmdb.lease6_page(Some(page[1].ip), 2).await.unwrap();
+        assert_eq!(
+            (rest.iter().map(|l| l.ip.to_string()).collect::<Vec<_>>(), more),
+            (vec!["fd18::1:0".to_string()], false)
+        );
+        let held = cmdb.inner.index.read().unwrap().active_lease6_to("fd18::200".parse().unwrap(), now_secs());
+        assert_eq!(held, Some(rackboot_model::mac::Mac([0x52, 0x54, 0, 0, 6, 1])));
+    }
+
     #[test]
     fn the_index_keeps_only_held_leases_of_known_macs() {
         assert!(brief(&lease(Some([2, 0, 0, 0, 0, 1]), 10, LeaseState::Active), 5).is_some());

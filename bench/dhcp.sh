@@ -6,18 +6,29 @@
 # test: it prints figures and never fails on them.
 #
 #   bench/dhcp.sh [RATES...]        default rates: 2000 5000 8000 10000 12000 15000   (as root)
+#   bench/dhcp.sh -6 [RATES...]     DHCPv6 instead: rackboot's [dhcp6] against kea-dhcp6 (memfile),
+#                                   perfdhcp -6 SOLICIT/ADVERTISE/REQUEST/REPLY on fd18::/64
 #   PROFILE=DIR bench/dhcp.sh RATE  also records `perf record -g` of rackboot at each rate into
 #                                   DIR/rackboot-RATE.perf (read it with `perf report -i`)
 #
-# Needs root, perfdhcp (kea-admin), kea-dhcp4-server; builds rackboot in release mode.
+# Needs root, perfdhcp (kea-admin), kea-dhcp4-server (kea-dhcp6-server for -6); builds rackboot
+# in release mode.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+V6=0
+[ "${1:-}" = "-6" ] && { V6=1; shift; }
 RATES=("${@:-2000 5000 8000 10000 12000 15000}")
 read -r -a RATES <<< "${RATES[*]}"
 PERIOD=${PERIOD:-10}
 SRV=rbbench-srv CLI=rbbench-cli PREFIX=15
 source bench/pair.sh
 mkdir -p /run/kea
+if [ $V6 = 1 ]; then
+  for ns in $SRV $CLI; do ip netns exec $ns sysctl -qw net.ipv6.conf.eth0.accept_dad=0; done
+  ip -n $SRV addr add fd18::1/64 dev eth0 nodad
+  for ns in $SRV $CLI; do ip -n $ns link set eth0 down; ip -n $ns link set eth0 up; done
+  sleep 1
+fi
 
 start_rackboot() {
   rm -rf "$WORK/rb"; mkdir -p "$WORK/rb"
@@ -27,6 +38,21 @@ data_dir = "$WORK/rb"
 interface = "eth0"
 [http]
 listen = "198.18.0.1:8080"
+TOML
+  if [ $V6 = 1 ]; then
+    cat >> "$WORK/rb.toml" <<TOML
+[dhcp]
+mode = "off"
+[dhcp6]
+enabled = true
+[[dhcp6.subnets]]
+prefix = "fd18::/64"
+pools = ["fd18::1:0-fd18::ffff:ffff"]
+preferred_secs = 3000
+valid_secs = 4000
+TOML
+  else
+    cat >> "$WORK/rb.toml" <<TOML
 [dhcp]
 mode = "full"
 [[dhcp.subnets]]
@@ -35,6 +61,7 @@ pools = ["198.18.1.0-198.19.255.250"]
 routers = ["198.18.0.1"]
 lease_secs = 4000
 TOML
+  fi
   taskset -c 0 ip netns exec $SRV "$BIN" serve --config "$WORK/rb.toml" > "$WORK/rb.log" 2>&1 &
   PID=$!
   for _ in $(seq 50); do ip netns exec $SRV curl -s -o /dev/null http://198.18.0.1:8080/healthz && return; sleep 0.1; done
@@ -43,6 +70,19 @@ TOML
 
 start_kea() {
   rm -f "$WORK/kea.leases"
+  if [ $V6 = 1 ]; then
+    cat > "$WORK/kea.json" <<JSON
+{"Dhcp6": {"interfaces-config": {"interfaces": ["eth0"]},
+ "lease-database": {"type": "memfile", "persist": true, "name": "$WORK/kea.leases", "lfc-interval": 0},
+ "preferred-lifetime": 3000, "valid-lifetime": 4000,
+ "subnet6": [{"id": 1, "subnet": "fd18::/64", "interface": "eth0", "pools": [{"pool": "fd18::1:0-fd18::ffff:ffff"}]}],
+ "loggers": [{"name": "kea-dhcp6", "output_options": [{"output": "$WORK/kea.log"}], "severity": "WARN"}]}}
+JSON
+    taskset -c 0 ip netns exec $SRV kea-dhcp6 -c "$WORK/kea.json" > "$WORK/kea.out" 2>&1 &
+    PID=$!
+    sleep 1.5
+    return
+  fi
   cat > "$WORK/kea.json" <<JSON
 {"Dhcp4": {"interfaces-config": {"interfaces": ["eth0"], "dhcp-socket-type": "udp"},
  "lease-database": {"type": "memfile", "persist": true, "name": "$WORK/kea.leases", "lfc-interval": 0},
@@ -67,7 +107,9 @@ cpu_ticks() { awk '{print $14+$15}' /proc/"$PID"/stat 2>/dev/null || echo 0; }
 measure() {
   local t0 t1 out
   t0=$(cpu_ticks)
-  out=$({ taskset -c 1 ip netns exec $CLI perfdhcp -4 "$@" 198.18.0.1 2>&1 || true; } | awk '
+  local gen=(perfdhcp -4 "$@" 198.18.0.1)
+  [ $V6 = 1 ] && gen=(perfdhcp -6 -l eth0 "$@" all)
+  out=$({ taskset -c 1 ip netns exec $CLI "${gen[@]}" 2>&1 || true; } | awk '
     /^Rate:/ {rate=$2}
     /^sent packets/ {sent+=$3} /^received packets/ {recv+=$3}
     /^avg delay/ {if ($3+0>avg) avg=$3+0}
@@ -77,7 +119,8 @@ measure() {
   echo "$out" | awk -v ticks=$((t1 - t0)) -v period="$PERIOD" '{ex = $1 * period; printf "%s %.0f\n", $0, ex ? ticks * 10 * 1000 / ex : 0}'
 }
 
-printf "%-9s | %-53s | %-53s | %s\n" "" "rackboot" "Kea 2.2 memfile" "CPU"
+KEA="Kea 2.2 memfile"; [ $V6 = 1 ] && KEA="Kea 2.2 DHCPv6 memfile"
+printf "%-9s | %-53s | %-53s | %s\n" "" "rackboot" "$KEA" "CPU"
 printf "%-9s | %8s %7s %8s %8s %7s %8s | %8s %7s %8s %8s %7s %8s | %s\n" "offered/s" "4-way/s" "drops%" "avg ms" "max ms" "RSS MB" "CPU ms/k" "4-way/s" "drops%" "avg ms" "max ms" "RSS MB" "CPU ms/k" "rb/Kea"
 for r in "${RATES[@]}"; do
   start_rackboot

@@ -28,7 +28,7 @@ PKGS+=(qemu-utils)
       python3-yaml python3-jsonschema python3-requests python3-configobj python3-jsonpatch
       samba smbclient wimtools grub-efi-amd64-bin postgresql kea-admin squid iperf3 prometheus
       ansible-core openssh-server clevis openipmi xorriso mtools)
-[ $SETUP_BENCH = 1 ] && PKGS+=(kea-dhcp4-server kea-admin atftpd nginx-light wrk dnsperf)
+[ $SETUP_BENCH = 1 ] && PKGS+=(kea-dhcp4-server kea-dhcp6-server kea-admin atftpd nginx-light wrk dnsperf)
 # --libvirt: libvirt (daemons started by hand, no systemd) and what VirtualBMC's libvirt-python
 # builds with, for tests/it/e2e/vm/vbmc.rs and `vm-lab/run.sh --libvirt`.
 [ $SETUP_LIBVIRT = 1 ] && PKGS+=(libvirt-daemon-system libvirt-daemon-driver-qemu libvirt-clients libvirt-dev

@@ -60,7 +60,9 @@ impl Core {
         tls: crate::tls::ServerTls,
         shutdown: CancellationToken,
     ) -> anyhow::Result<Core> {
-        let hub = Arc::new(Hub::new(cmdb.clone(), cfg.agent.clone(), addrs.agent_networks.clone(), shutdown));
+        let hub = Hub::new(cmdb.clone(), cfg.agent.clone(), addrs.agent_networks.clone(), shutdown)
+            .with_networks6(cfg.dhcp6.subnets.iter().map(|s| s.prefix).collect());
+        let hub = Arc::new(hub);
         let renderer = Arc::new(Renderer::new(cfg.templates.as_deref()).context("loading templates")?);
         let engine = Arc::new(Engine::new(
             hub.clone(),

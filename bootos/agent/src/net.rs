@@ -2,7 +2,9 @@
 //! is given (`ip=<client>::<gateway>:<netmask>:<hostname>:<device>:off`, the kernel's own
 //! syntax), otherwise DHCP on each interface with a link, one by one, until the appliance
 //! answers; when that fails too, each interface in turn on the fallback network
-//! ([`crate::fallback`]), and the whole round again, for ever. Uses busybox `ip` and `udhcpc` (the BootOS image carries both and the udhcpc
+//! ([`crate::fallback`]), and the whole round again, for ever. An appliance URL naming an IPv6
+//! address (`rackboot.url=https://[fd18::1]`) is reached over IPv6: the kernel configures the
+//! address from the appliance's router advertisements (SLAAC). Uses busybox `ip` and `udhcpc` (the BootOS image carries both and the udhcpc
 //! script; udhcpc stays in the background after its lease and renews it, since a node can wait
 //! in BootOS for a long time). Installed nodes skip all of this: their OS owns the network.
 
@@ -158,6 +160,15 @@ pub async fn bring_up(
                     return None;
                 }
             }
+        } else if cmdline.url.as_deref().is_some_and(names_ipv6) {
+            // The appliance is on IPv6: the kernel takes its address from the router
+            // advertisements (SLAAC; the appliance advertises its DHCPv6 prefixes).
+            for dev in interfaces() {
+                if slaac(&dev).await && reachable(None).await {
+                    tracing::info!(%dev, "network up (IPv6, SLAAC)");
+                    return None;
+                }
+            }
         } else {
             for dev in interfaces() {
                 run("ip", &["link", "set", &dev, "up"]);
@@ -196,6 +207,33 @@ pub async fn bring_up(
         tokio::time::sleep(backoff).await;
         backoff = (backoff * 2).min(Duration::from_secs(30));
     }
+}
+
+/// Whether `url`'s host is an IPv6 address (`https://[addr]...`).
+pub fn names_ipv6(url: &str) -> bool {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    rest.strip_prefix('[').and_then(|r| r.split_once(']')).is_some_and(|(a, _)| a.parse::<std::net::Ipv6Addr>().is_ok())
+}
+
+/// Brings `dev` up with IPv6 autoconfiguration on and waits (up to 15 s) for a global address.
+async fn slaac(dev: &str) -> bool {
+    for (key, value) in [("disable_ipv6", "0"), ("accept_ra", "1"), ("autoconf", "1")] {
+        let _ = std::fs::write(format!("/proc/sys/net/ipv6/conf/{dev}/{key}"), value);
+    }
+    run("ip", &["link", "set", dev, "up"]);
+    if !wait_for_carrier(dev, Duration::from_secs(3)).await {
+        return false;
+    }
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    while tokio::time::Instant::now() < deadline {
+        let out = Command::new("ip").args(["-6", "addr", "show", "dev", dev, "scope", "global"]).output();
+        let text = out.map(|o| String::from_utf8_lossy(&o.stdout).into_owned()).unwrap_or_default();
+        if text.contains("inet6") && !text.contains("tentative") {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    false
 }
 
 async fn wait_for_carrier(dev: &str, max: Duration) -> bool {
@@ -248,5 +286,9 @@ mod tests {
         assert_eq!(url_at("https://[fd00::1]", ip), "https://10.254.254.254");
         assert_eq!(url_at("https://a:1", None), "https://a:1");
         assert_eq!(parse_cmdline("ip=10.0.0.5").static_ip.unwrap().prefix, 24);
+        assert!(names_ipv6("https://[fd18::1]:443") && names_ipv6("https://[fd18::1]"));
+        assert!(
+            !names_ipv6("https://198.18.0.1:443") && !names_ipv6("https://rackboot.lab") && !names_ipv6("https://[x]")
+        );
     }
 }

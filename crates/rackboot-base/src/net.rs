@@ -72,20 +72,31 @@ pub fn bind_udp6(port: u16, interface: &str, group: std::net::Ipv6Addr) -> anyho
     let sock = udp6(interface)?;
     sock.join_multicast_v6(&group, index).with_context(|| format!("joining {group} on {interface}"))?;
     sock.set_multicast_if_v6(index)?;
-    bound6(sock, port)
+    bound6(sock, std::net::Ipv6Addr::UNSPECIFIED, port)
 }
 
 /// A UDP socket on `[::]:port` (0: any), IPv6 only, restricted to `interface` when it is not
-/// empty: TFTP's on IPv6, and each IPv6 transfer's own.
+/// empty: TFTP's on IPv6.
 pub fn bind_udp6_unicast(port: u16, interface: &str) -> anyhow::Result<tokio::net::UdpSocket> {
-    bound6(udp6(interface)?, port)
+    bound6(udp6(interface)?, std::net::Ipv6Addr::UNSPECIFIED, port)
 }
 
-/// The UDP socket for talking to `peer`: [`bind_udp`] or [`bind_udp6_unicast`] on any port.
-pub fn bind_udp_for(peer: SocketAddr, interface: &str) -> anyhow::Result<tokio::net::UdpSocket> {
+/// The UDP socket for talking to `peer` from any port: [`bind_udp`], or on IPv6 one bound to
+/// `local6` when given. A client that checks where answers come from (a UEFI PXE TFTP client
+/// does) then hears them from the address it asked (the one its boot URL names), not from
+/// whichever of the interface's addresses the kernel would pick.
+pub fn bind_udp_for(
+    peer: SocketAddr,
+    interface: &str,
+    local6: Option<std::net::Ipv6Addr>,
+) -> anyhow::Result<tokio::net::UdpSocket> {
     match peer {
         SocketAddr::V4(_) => bind_udp(0, interface, false),
-        SocketAddr::V6(_) => bind_udp6_unicast(0, interface),
+        // A link-local client asked the appliance's link-local address: the kernel picks that.
+        SocketAddr::V6(p) => {
+            let local = local6.filter(|_| !p.ip().is_unicast_link_local());
+            bound6(udp6(interface)?, local.unwrap_or(std::net::Ipv6Addr::UNSPECIFIED), 0)
+        }
     }
 }
 
@@ -103,8 +114,8 @@ fn udp6(interface: &str) -> anyhow::Result<Socket> {
     Ok(sock)
 }
 
-fn bound6(sock: Socket, port: u16) -> anyhow::Result<tokio::net::UdpSocket> {
-    let addr = SocketAddr::V6(std::net::SocketAddrV6::new(std::net::Ipv6Addr::UNSPECIFIED, port, 0, 0));
+fn bound6(sock: Socket, ip: std::net::Ipv6Addr, port: u16) -> anyhow::Result<tokio::net::UdpSocket> {
+    let addr = SocketAddr::V6(std::net::SocketAddrV6::new(ip, port, 0, 0));
     sock.bind(&addr.into()).with_context(|| format!("binding udp {addr}"))?;
     sock.set_nonblocking(true)?;
     Ok(tokio::net::UdpSocket::from_std(sock.into())?)

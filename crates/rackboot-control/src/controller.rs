@@ -59,6 +59,9 @@ pub struct Hub {
     pub cfg: AgentConfig,
     /// Networks whose agents `Auto` enrollment accepts (empty: any).
     networks: Vec<Ipv4Net>,
+    /// The same on IPv6: the DHCPv6 subnets' prefixes (an IPv6 agent outside them needs an
+    /// operator whenever `networks` is not empty).
+    networks6: Vec<ipnet::Ipv6Net>,
     waiters: Mutex<HashMap<u64, Arc<Notify>>>,
     creds: RwLock<HashMap<u64, Cred>>,
     followers: Mutex<HashMap<u64, broadcast::Sender<JobEvent>>>,
@@ -73,12 +76,18 @@ impl Hub {
             cmdb,
             cfg,
             networks,
+            networks6: Vec::new(),
             waiters: Mutex::default(),
             creds: RwLock::default(),
             followers: Mutex::default(),
             stats_seen: Mutex::default(),
             shutdown,
         }
+    }
+
+    /// The IPv6 prefixes whose agents `Auto` enrollment accepts too.
+    pub fn with_networks6(self, networks6: Vec<ipnet::Ipv6Net>) -> Hub {
+        Hub { networks6, ..self }
     }
 
     /// Whether an enrollment from `from` is accepted without an operator.
@@ -90,7 +99,13 @@ impl Hub {
             IpAddr::V4(ip) => Some(ip),
             IpAddr::V6(ip) => ip.to_ipv4_mapped(),
         };
-        self.networks.is_empty() || v4.is_some_and(|ip| self.networks.iter().any(|n| in_network(ip, *n)))
+        let v6 = match from {
+            IpAddr::V6(ip) if v4.is_none() => Some(ip),
+            _ => None,
+        };
+        self.networks.is_empty()
+            || v4.is_some_and(|ip| self.networks.iter().any(|n| in_network(ip, *n)))
+            || v6.is_some_and(|ip| self.networks6.iter().any(|n| n.contains(&ip)))
     }
 
     /// A fresh credential secret and its hash. The agent gets `<machine id>.<secret>`; the

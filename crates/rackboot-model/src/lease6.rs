@@ -59,11 +59,14 @@ pub fn mac_of(lladdr: &[u8]) -> Option<Mac> {
 /// The MAC a link-local address was formed from (modified EUI-64: ff:fe in the middle, the
 /// universal/local bit flipped), if it was.
 pub fn mac_from_link_local(ip: Ipv6Addr) -> Option<Mac> {
+    ip.is_unicast_link_local().then(|| mac_from_eui64(ip)).flatten()
+}
+
+/// The MAC any address's interface identifier was formed from by SLAAC's modified EUI-64 (the
+/// kernel's default), if it was.
+pub fn mac_from_eui64(ip: Ipv6Addr) -> Option<Mac> {
     let o = ip.octets();
-    if !ip.is_unicast_link_local() || o[11] != 0xff || o[12] != 0xfe {
-        return None;
-    }
-    Some(Mac([o[8] ^ 0x02, o[9], o[10], o[13], o[14], o[15]]))
+    (o[11] == 0xff && o[12] == 0xfe).then_some(Mac([o[8] ^ 0x02, o[9], o[10], o[13], o[14], o[15]]))
 }
 
 /// A DUID-LL for `mac`: what the appliance's server identifier is made of.
@@ -94,6 +97,8 @@ mod tests {
         assert_eq!(mac_from_link_local(ll), Some(mac));
         assert_eq!(mac_from_link_local("fe80::1".parse().unwrap()), None, "not EUI-64");
         assert_eq!(mac_from_link_local("fd00::5054:ff:fe12:3456".parse().unwrap()), None, "not link-local");
+        assert_eq!(mac_from_eui64("fd00::5054:ff:fe12:3456".parse().unwrap()), Some(mac), "SLAAC");
+        assert_eq!(mac_from_eui64("fd00::1234".parse().unwrap()), None);
     }
 
     #[test]

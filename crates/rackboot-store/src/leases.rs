@@ -98,6 +98,18 @@ impl Cmdb {
         mac.is_some()
     }
 
+    /// Records an event for whichever machine holds a DHCPv6 lease on `ip` (or, with none, the
+    /// machine SLAAC formed `ip` from); returns whether one did.
+    pub fn record_for_ip6(&self, ip: std::net::Ipv6Addr, kind: EventKind, detail: serde_json::Value) -> bool {
+        let held = self.inner.index.read().expect("index lock").active_lease6_to(ip, super::now_secs());
+        let mac =
+            held.or_else(|| rackboot_model::lease6::mac_from_eui64(ip).filter(|m| self.brief_by_mac(*m).is_some()));
+        if let Some(mac) = mac {
+            self.record_firmware(Sighting { mac: Some(mac), ..Default::default() }, vec![(kind, detail)]);
+        }
+        mac.is_some()
+    }
+
     /// Records a sighting from an unauthenticated firmware request (a boot script, a TFTP or
     /// HTTP boot file) without waiting, within its own budget: at most
     /// [`FIRMWARE_SIGHTINGS_QUEUED`] wait in the writer's queue, and more are shed and counted

@@ -67,10 +67,14 @@ impl Cmdb {
         let owns = |id: u64| m.is_some_and(|m| m.id == id);
         let has_mac = |x: Mac| x == mac || m.is_some_and(|m| m.macs.contains(&x));
         let Some(ip) = peer_v4(ip) else {
-            // IPv6: only a DHCPv6 lease of this machine's MAC on the address says so.
+            // IPv6: a DHCPv6 lease of this machine's MAC on the address, else (no lease on it)
+            // an address SLAAC formed from one of its MACs.
             let IpAddr::V6(ip6) = ip else { return false };
             let index = self.inner.index.read().expect("index lock");
-            return index.active_lease6_to(ip6, now_secs()).is_some_and(has_mac);
+            return match index.active_lease6_to(ip6, now_secs()) {
+                Some(holder) => has_mac(holder),
+                None => rackboot_model::lease6::mac_from_eui64(ip6).is_some_and(has_mac),
+            };
         };
         let leased_or_reserved = {
             let index = self.inner.index.read().expect("index lock");

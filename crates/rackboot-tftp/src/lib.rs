@@ -70,6 +70,8 @@ pub struct TftpService {
     pub root: PathBuf,
     /// Interface the per-transfer sockets bind to ("" for any).
     pub interface: String,
+    /// The appliance's IPv6 address: an IPv6 transfer answers from it (where the client sent).
+    pub local6: Option<std::net::Ipv6Addr>,
     pub on_report: OnReport,
     /// Transfer slots: in total and per client, unproven transfers evicted first.
     pub admission: Arc<Admission>,
@@ -99,6 +101,7 @@ pub async fn serve(sockets: Vec<UdpSocket>, core: Handle, shutdown: Cancellation
     let svc = TftpService {
         root: core.cfg.tftp.root.clone(),
         interface: core.addrs.interface.clone(),
+        local6: core.addrs.server_ip6,
         on_report: report::reporter(core.cmdb.clone(), core.metrics.clone()),
         admission: Admission::new(core.cfg.tftp.max_transfers, core.cfg.tftp.max_transfers_per_client),
         metrics: core.metrics.clone(),
@@ -194,7 +197,7 @@ async fn handle(
         outcome,
         elapsed: started.elapsed(),
     };
-    let sock = match rackboot_base::net::bind_udp_for(client, &svc.interface) {
+    let sock = match rackboot_base::net::bind_udp_for(client, &svc.interface, svc.local6) {
         Ok(s) if s.connect(client).await.is_ok() => s,
         _ => return (svc.on_report)(report(Outcome::Failed("no socket for the transfer".into()), 0, 0, None)),
     };

@@ -26,8 +26,12 @@ pub fn reporter(cmdb: rackboot_store::Cmdb, metrics: rackboot_base::metrics::Met
             "file": r.file, "bytes": r.bytes, "size": r.size, "outcome": outcome, "reason": reason,
             "blksize": r.blksize, "windowsize": r.windowsize, "options": r.options, "ms": r.elapsed.as_millis() as u64,
         });
-        if let std::net::IpAddr::V4(ip) = r.client.ip() {
-            cmdb.record_for_ip(ip, rackboot_store::EventKind::TftpTransfer, detail);
-        }
+        match r.client.ip() {
+            std::net::IpAddr::V4(ip) => cmdb.record_for_ip(ip, rackboot_store::EventKind::TftpTransfer, detail),
+            std::net::IpAddr::V6(ip) => match ip.to_ipv4_mapped() {
+                Some(v4) => cmdb.record_for_ip(v4, rackboot_store::EventKind::TftpTransfer, detail),
+                None => cmdb.record_for_ip6(ip, rackboot_store::EventKind::TftpTransfer, detail),
+            },
+        };
     })
 }

@@ -7,6 +7,7 @@ mod day_two;
 mod disk_crypt;
 mod fallback;
 mod installer;
+mod ipv6;
 mod layout;
 mod provision;
 mod secureboot;

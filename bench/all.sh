@@ -4,7 +4,7 @@
 # so a regression shows at a glance. A benchmark: prints, never fails on a figure. A benchmark that
 # fails or times out gets a "failed (see LOG)" row and the rest still run.
 #
-#   bench/all.sh [NAME...]        (as root) names: dhcp dns boot http storm store agents api
+#   bench/all.sh [NAME...]        (as root) names: dhcp dhcp6 dns boot http storm store agents api
 #   bench/all.sh --report DIR     the table again from a finished run's logs (no root, runs nothing)
 #
 # Run time: 262 s of benchmarks on 2 cores (2026-11-28), after the release build (5 min 41 s on a
@@ -13,6 +13,7 @@
 # mode once, up front, with the commands the scripts use, so their own builds are no-ops.
 #
 #   dhcp    bench/dhcp.sh 2000 8000, PERIOD=10       vs Kea 2.2 memfile (~1 min)
+#   dhcp6   bench/dhcp.sh -6 2000 8000, PERIOD=10    vs Kea 2.2 DHCPv6 memfile (~1 min)
 #   dns     bench/dns.sh 10                          vs dnsmasq (~1.5 min)
 #   boot    bench/boot.sh                            TFTP vs the better of dnsmasq and atftpd (~1 min)
 #   http    bench/http.sh 1                          vs nginx (~0.5 min)
@@ -38,7 +39,7 @@ if [ "${1:-}" = --report ]; then  # the directory as given, before the cd below
     || { echo "usage: bench/all.sh --report DIR (a target/bench-all/... directory)"; exit 2; }
 fi
 cd "$(dirname "$0")/.."
-ALL=(dhcp dns boot http storm store agents api)
+ALL=(dhcp dhcp6 dns boot http storm store agents api)
 DHCP_RATES=${DHCP_RATES:-2000 8000}
 PERIOD=${PERIOD:-10}
 DNS_SECS=${DNS_SECS:-10}
@@ -60,6 +61,11 @@ parse_dhcp() {
     printf "dhcp\t4-way exchanges/s, %s/s offered\t%s (%s%% drops)\tKea 2.2\t%s (%s%% drops)\th\n", r, a[1], a[2], b[1], b[2]
     printf "dhcp\tCPU ms per 1,000 exchanges, %s/s offered\t%s\tKea 2.2\t%s\tl\n", r, a[6], b[6]
   }' "$1"
+}
+
+# dhcp.sh -6: the same table against Kea's DHCPv6 server.
+parse_dhcp6() {
+  parse_dhcp "$1" | sed -e 's/^dhcp\t/dhcp6\t/' -e 's/\tKea 2.2\t/\tKea 2.2 DHCPv6\t/'
 }
 
 # dns.sh: "  %-16s %-10s %12s %14s %8s" (queries, server, queries/s, avg ms, lost %), fixed width.
@@ -260,7 +266,7 @@ echo "${cpu:-unknown CPU}, $(nproc) cores, $mem, ${os:-unknown OS}; $(date -u '+
 echo "== $(cat "$OUT/machine")"
 echo "== logs: $OUT"
 
-if [[ " ${NAMES[*]} " =~ \ (dhcp|dns|boot|http|storm|store)\  ]]; then
+if [[ " ${NAMES[*]} " =~ \ (dhcp|dhcp6|dns|boot|http|storm|store)\  ]]; then
   echo "== tools/setup.sh --bench (what every namespace benchmark runs first; log: $OUT/setup.log)"
   bash tools/setup.sh --bench > "$OUT/setup.log" 2>&1 \
     || echo "   setup failed (see $OUT/setup.log): benchmarks whose tools are missing are skipped"
@@ -310,6 +316,7 @@ base=(ip taskset curl)
 for name in "${NAMES[@]}"; do
   case $name in
     dhcp) run dhcp "$(needs dhcp "${base[@]}" kea-dhcp4 perfdhcp)" env PERIOD="$PERIOD" bench/dhcp.sh "${rates[@]}" ;;
+    dhcp6) run dhcp6 "$(needs dhcp6 "${base[@]}" kea-dhcp6 perfdhcp)" env PERIOD="$PERIOD" bench/dhcp.sh -6 "${rates[@]}" ;;
     dns) run dns "$(needs dns "${base[@]}" dnsmasq dnsperf dig)" bench/dns.sh "$DNS_SECS" ;;
     boot) run boot "$(needs boot "${base[@]}" dnsmasq atftpd atftp)" bench/boot.sh ;;
     http) run http "$(needs http "${base[@]}" nginx wrk)" bench/http.sh "$HTTP_ROUNDS" ;;

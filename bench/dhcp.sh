@@ -75,6 +75,7 @@ start_kea() {
 {"Dhcp6": {"interfaces-config": {"interfaces": ["eth0"]},
  "lease-database": {"type": "memfile", "persist": true, "name": "$WORK/kea.leases", "lfc-interval": 0},
  "preferred-lifetime": 3000, "valid-lifetime": 4000,
+ "server-id": {"type": "LL", "persist": false},
  "subnet6": [{"id": 1, "subnet": "fd18::/64", "interface": "eth0", "pools": [{"pool": "fd18::1:0-fd18::ffff:ffff"}]}],
  "loggers": [{"name": "kea-dhcp6", "output_options": [{"output": "$WORK/kea.log"}], "severity": "WARN"}]}}
 JSON

@@ -4,8 +4,11 @@
 export PATH="/usr/local/sbin:/usr/sbin:/sbin:$PATH"
 source tools/setup.sh --bench
 [ "$(id -u)" = 0 ] || { echo "benchmarks run as root (network namespaces)"; exit 1; }
+# The release build, brought up to date (a stale binary would measure old code; a fresh one
+# costs cargo a second); RACKBOOT_BIN names another binary instead.
 BIN=${RACKBOOT_BIN:-target/release/rackboot}
-[ -x "$BIN" ] || cargo build --release --quiet
+# The same packages as bench/all.sh and bench/agents.sh build: one feature set, no rebuild.
+[ -n "${RACKBOOT_BIN:-}" ] || cargo build --release --locked --quiet -p rackboot -p rackboot-agent
 WORK=$(mktemp -d)
 bench_cleanup() {
   # SIGTERM first (rackboot stops within 2 s), SIGKILL only for what still runs 5 s later.

@@ -64,14 +64,18 @@ impl Core {
             .with_networks6(cfg.dhcp6.subnets.iter().map(|s| s.prefix).collect());
         let hub = Arc::new(hub);
         let renderer = Arc::new(Renderer::new(cfg.templates.as_deref()).context("loading templates")?);
-        let engine = Arc::new(Engine::new(
-            hub.clone(),
-            cfg.provision.clone(),
-            renderer,
-            addrs.http_base.clone(),
-            cfg.dns.domain.clone(),
-            (addrs.https_base.clone(), tls.ca_pem.clone()),
-        ));
+        let six = addrs.server_ip6.map(|ip| (with_host(&addrs.http_base, ip), with_host(&addrs.https_base, ip)));
+        let engine = Arc::new(
+            Engine::new(
+                hub.clone(),
+                cfg.provision.clone(),
+                renderer,
+                addrs.http_base.clone(),
+                cfg.dns.domain.clone(),
+                (addrs.https_base.clone(), tls.ca_pem.clone()),
+            )
+            .with_ipv6(six),
+        );
         let sealer = Arc::new(crate::secrets::Sealer::load_or_create(&cfg.data_dir)?);
         let plugins = Arc::new(
             crate::plugins::Store::open(&cfg.data_dir, cmdb.clone(), cfg.plugins.clone())

@@ -1,6 +1,7 @@
-//! The appliance on IPv6, beside the DHCPv6 server: its address in a `[[dhcp6.subnets]]`
-//! prefix, and the HTTP, HTTPS, DNS and TFTP sockets there, so a machine on an IPv6-only link
-//! reaches every service its boot URLs and DNS options name.
+//! The appliance on IPv6: dual-stack whenever the provisioning interface has a global IPv6
+//! address. Beside the DHCPv6 server that is its address in a `[[dhcp6.subnets]]` prefix (a
+//! machine on an IPv6-only link then reaches every service its boot URLs and DNS options
+//! name); without it, the interface's first. HTTP, HTTPS, DNS and TFTP listen there too.
 
 use std::net::{Ipv6Addr, SocketAddr};
 
@@ -38,7 +39,20 @@ pub struct Bound6 {
 
 /// Binds HTTP and HTTPS on the same ports as on IPv4, DNS and TFTP on theirs, at `addrs`'s
 /// IPv6 address; nothing where there is none, or where a listener already takes every address.
+/// A failure is fatal beside the DHCPv6 server (its clients depend on these); otherwise the
+/// appliance runs on IPv4 alone, with a warning.
 pub async fn bind(cfg: &Config, addrs: &Addresses, http: SocketAddr, https: SocketAddr) -> anyhow::Result<Bound6> {
+    match bind_all(cfg, addrs, http, https).await {
+        Ok(b) => Ok(b),
+        Err(error) if !cfg.dhcp6.enabled => {
+            warn!(error = format!("{error:#}"), "not listening on IPv6");
+            Ok(Bound6::default())
+        }
+        Err(error) => Err(error),
+    }
+}
+
+async fn bind_all(cfg: &Config, addrs: &Addresses, http: SocketAddr, https: SocketAddr) -> anyhow::Result<Bound6> {
     let Some(ip) = addrs.server_ip6 else { return Ok(Bound6::default()) };
     let tcp = |at: SocketAddr| async move {
         if at.is_ipv6() && at.ip().is_unspecified() {

@@ -146,6 +146,18 @@ async fn task(State(s): State<UiState>, session: Session, Path(id): Path<String>
 #[derive(Debug, Default, Deserialize)]
 pub struct LeasesQuery {
     after: Option<Ipv4Addr>,
+    /// Where the DHCPv6 table's page starts.
+    after6: Option<std::net::Ipv6Addr>,
+}
+
+#[derive(Serialize)]
+struct Lease6Row {
+    ip: std::net::Ipv6Addr,
+    mac: Option<String>,
+    duid: String,
+    iaid: u32,
+    state: String,
+    expires_at_ms: u64,
 }
 
 #[derive(Serialize)]
@@ -163,7 +175,13 @@ async fn leases(
     q: Result<Query<LeasesQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Response {
     let Ok(Query(q)) = q else {
-        return message(&s.views, StatusCode::BAD_REQUEST, "Leases", "after= must be an IPv4 address", &session);
+        return message(
+            &s.views,
+            StatusCode::BAD_REQUEST,
+            "Leases",
+            "after= must be an IPv4 address, after6= an IPv6 one",
+            &session,
+        );
     };
     let (page, next) = match s.api.cmdb.lease_page(q.after, PAGE).await {
         Ok(p) => p,
@@ -186,9 +204,29 @@ async fn leases(
             }
         })
         .collect();
+    let (page6, more6) = match s.api.cmdb.lease6_page(q.after6, PAGE).await {
+        Ok(p) => p,
+        Err(e) => return message(&s.views, StatusCode::SERVICE_UNAVAILABLE, "Leases", &e.to_string(), &session),
+    };
+    let next6 = more6.then(|| page6.last().map(|l| l.ip.to_string())).flatten();
+    let rows6: Vec<Lease6Row> = page6
+        .into_iter()
+        .map(|l| Lease6Row {
+            state: match l.state {
+                LeaseState::Active if l.expires_at <= now => "expired".to_string(),
+                other => lower(&other),
+            },
+            ip: l.ip,
+            mac: l.mac.map(|m| m.to_string()),
+            duid: l.duid,
+            iaid: l.iaid,
+            expires_at_ms: l.expires_at * 1000,
+        })
+        .collect();
     let ctx = minijinja::context! {
         user => &session.caller.user, role => session.caller.role.as_str(), csrf => &session.csrf,
         operator => session.operator(), leases => V::from(Serde(&rows)), next => next.map(|ip| ip.to_string()),
+        leases6 => V::from(Serde(&rows6)), next6 => next6,
     };
     s.views.page("leases.html", ctx)
 }

@@ -12,7 +12,10 @@ use crate::render::IdentityVars;
 impl Engine {
     /// The agent action for a job step.
     /// `network_files`: the identity step's systemd-networkd files (the machine's network);
-    /// `tang`: the Tang server's URL and advertisement its encrypted file systems bind to.
+    /// `tang`: the Tang server's URL and advertisement its encrypted file systems bind to;
+    /// `from`: the address the machine's agent came in from (an IPv6 one is answered with
+    /// IPv6 URLs).
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn action(
         &self,
         step: Step,
@@ -21,8 +24,10 @@ impl Engine {
         machine: &Machine,
         network_files: Vec<crate::render::NetFile>,
         tang: Option<(String, String)>,
+        from: Option<&str>,
     ) -> Result<Action, String> {
         let spec = &task.spec;
+        let (http_base, agent_url) = self.bases(from);
         let disk = target_disk(&spec.disk, spec.root_device.as_ref(), machine)?;
         // A declared layout's disks are found before the image is written.
         let layout = spec.layout.as_ref().filter(|l| !l.is_plain());
@@ -56,22 +61,22 @@ impl Engine {
                 let sum = spec.image_sha256.as_deref().ok_or("the task has no image checksum")?;
                 // A qcow2 image goes out as its raw conversion (made when the task was created).
                 let (path, sha256) = super::images::served(&self.cfg.images_dir, image, sum)?;
-                Ok(Action::DeployImage { url: format!("{}/boot/files/images/{path}", self.http_base), sha256, disk })
+                Ok(Action::DeployImage { url: format!("{http_base}/boot/files/images/{path}"), sha256, disk })
             }
             Step::Identity => {
                 let vars = IdentityVars {
                     disk: layout.and_then(|l| l.root_device()).unwrap_or_else(|| disk.clone()),
                     hostname: hostname.clone(),
                     domain: self.domain.clone(),
-                    appliance_url: self.http_base.clone(),
-                    agent_url: self.agent_url.clone(),
+                    appliance_url: http_base.to_string(),
+                    agent_url: agent_url.to_string(),
                     ca_pem: self.ca_pem.clone(),
                     // BootOS copies its own agent: nothing is downloaded.
                     agent_sha256: String::new(),
                     ssh_keys: spec.ssh_keys.clone(),
                     session: None,
                     network_files,
-                    cloud_init_url: cloud_init_url(&self.http_base, machine),
+                    cloud_init_url: cloud_init_url(http_base, machine),
                 };
                 let mut body = match layout {
                     // The layout first, in the same job: the identity step's disk is its root.
@@ -103,7 +108,7 @@ impl Engine {
                     .ok_or_else(|| format!("no test profile {profile:?} in the config"))?;
                 let disks: Vec<String> =
                     all_disks(machine)?.iter().map(|d| d.trim_start_matches("/dev/").to_string()).collect();
-                let server = rackboot_base::net::url_host(&self.http_base).unwrap_or_default();
+                let server = rackboot_base::net::url_host(http_base).unwrap_or_default();
                 let vars = crate::render::CommissionVars::new(
                     p,
                     self.test_tools()?,
@@ -122,7 +127,7 @@ impl Engine {
                 let name = spec.post_install.get(i).ok_or("no such post-install script")?;
                 let path = self.cfg.postinstall_dir.join(name);
                 let body = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-                Ok(script(body, env(&[("RACKBOOT_URL", self.http_base.as_str())])))
+                Ok(script(body, env(&[("RACKBOOT_URL", http_base)])))
             }
             other => Err(format!("{} is not a job step", step_name(other))),
         }

@@ -37,6 +37,9 @@ pub struct Engine {
     /// The HTTPS base URL and the CA (PEM) installed agents are given.
     pub agent_url: String,
     pub ca_pem: String,
+    /// The HTTP and HTTPS base URLs on the appliance's IPv6 address (dual-stack): a machine
+    /// whose agent came in over IPv6 is given these.
+    pub six: Option<(String, String)>,
     wake: Notify,
     passes: std::sync::atomic::AtomicU64,
     /// Powers machines with a BMC up (set once, at start).
@@ -74,6 +77,7 @@ impl Engine {
             domain,
             agent_url,
             ca_pem,
+            six: None,
             wake: Notify::new(),
             passes,
             power,
@@ -81,6 +85,22 @@ impl Engine {
             vmedia: std::sync::OnceLock::new(),
             tools_sha,
             bios_outcomes: Arc::default(),
+        }
+    }
+
+    /// The IPv6 base URLs (HTTP, HTTPS) for machines whose agents call in over IPv6.
+    pub fn with_ipv6(self, six: Option<(String, String)>) -> Engine {
+        Engine { six, ..self }
+    }
+
+    /// The (HTTP, HTTPS) base URLs for a machine whose agent came from `from`: the IPv6 ones
+    /// for an IPv6 address (not an IPv4-mapped one), where the appliance has them.
+    pub(super) fn bases(&self, from: Option<&str>) -> (&str, &str) {
+        let v6 =
+            from.and_then(|f| f.parse::<std::net::Ipv6Addr>().ok()).is_some_and(|ip| ip.to_ipv4_mapped().is_none());
+        match &self.six {
+            Some((http, https)) if v6 => (http, https),
+            _ => (&self.http_base, &self.agent_url),
         }
     }
 

@@ -59,6 +59,7 @@ impl Engine {
         }
         o.profile_fits = profile
             .is_none_or(|p| profile_fits(&p.vendors, &p.models, machine.vendor.as_deref(), machine.model.as_deref()));
+        let from = o.agent.as_ref().and_then(|a| a.enrolled_from.as_deref());
         if run.step.is_job() {
             match run.job {
                 None => {
@@ -74,12 +75,13 @@ impl Engine {
                             let net = super::network::effective(cmdb, &self.cfg.networks, machine).await?;
                             let tang = self.tang_binding(run, task, mid).await?;
                             tang.and_then(|tang| {
-                                net.files().and_then(|files| self.action(run.step, run, task, machine, files, tang))
+                                net.files()
+                                    .and_then(|files| self.action(run.step, run, task, machine, files, tang, from))
                             })
                         }
                         // Booted from virtual media: the OS powers off, the BMC starts the disk.
                         (Step::Reboot, _) if o.bmc_vmedia => Ok(rackboot_agent::wire::Action::PowerOff),
-                        _ => self.action(run.step, run, task, machine, Vec::new(), None),
+                        _ => self.action(run.step, run, task, machine, Vec::new(), None, from),
                     })
                 }
                 Some(jid) => {

@@ -38,9 +38,16 @@ impl Leases6 {
         m
     }
 
-    /// Records `l` (after the decision that made it).
+    /// Records `l` (after the decision that made it). The address's previous client forgets it,
+    /// so the bindings never outnumber the addresses (a stream of new clients cannot grow them).
     pub fn put(&mut self, l: Lease6) {
         let client = (l.duid.clone(), l.iaid);
+        if let Some(old) = self.by_ip.get(&l.ip).filter(|o| (&o.duid, o.iaid) != (&l.duid, l.iaid)) {
+            let old_client = (old.duid.clone(), old.iaid);
+            if self.by_client.get(&old_client) == Some(&l.ip) {
+                self.by_client.remove(&old_client);
+            }
+        }
         match self.by_client.get(&client).and_then(|ip| self.by_ip.get(ip)) {
             Some(old) if old.ip != l.ip && old.updated_at > l.updated_at => {}
             _ => {
@@ -180,6 +187,10 @@ mod tests {
         m.put(lease(&a.to_string(), "aa", 1, LeaseState::Declined, 200));
         assert!(!m.free_for(a, &c("aa", 1), 150) && m.free_for(a, &c("zz", 1), 200));
         assert_eq!(m.active(100), 1);
+        // Its previous client forgets an address that went to another.
+        m.put(lease(&a.to_string(), "zz", 1, LeaseState::Active, 300));
+        assert_eq!(m.by_client.get(&c("aa", 1)), None);
+        assert_eq!(m.by_client.len(), m.by_ip.len());
     }
 
     #[test]

@@ -4,11 +4,14 @@
 //! DHCPv6 again (user class iPXE), fetches its script over HTTP on IPv6, whose kernel, initrd
 //! and agent URLs stay on IPv6; BootOS takes its address from the router advertisement (SLAAC)
 //! and its agent enrolls over HTTPS on IPv6 with its boot's nonce, from an fd18:: address, and
-//! runs a job. `#[ignore]`d like every VM test; CI runs it.
+//! runs a job. Then a task installs the lab image over IPv6 (the image's URL, the installed
+//! agent's URL and cloud-init's on the IPv6 address): the VM reboots from its disk, the
+//! installed system takes its address from the advertisement and its agent checks in over
+//! IPv6, and the machine is `installed`. `#[ignore]`d like every VM test; CI runs it.
 
 use std::process::Command;
 
-use crate::netns::{require, sh, wait_for, Net};
+use crate::netns::{require, sh, vm_lab, wait_for, Net};
 
 const MAC: &str = "52:54:00:e6:06:40";
 
@@ -23,6 +26,8 @@ fn an_ovmf_vm_on_an_ipv6_only_segment_boots_bootos_and_enrolls_over_ipv6() {
     let assets =
         Command::new(concat!(env!("CARGO_MANIFEST_DIR"), "/vm-lab/assets.sh")).arg(data.join("boot")).output().unwrap();
     assert!(assets.status.success(), "assets: {}", String::from_utf8_lossy(&assets.stderr));
+    std::fs::create_dir_all(data.join("boot/images")).unwrap();
+    vm_lab("os-image.sh", &data.join("boot/images/lab.img"));
     let config = format!(
         r#"
 [server]
@@ -47,7 +52,7 @@ domain = "lab.rackboot.test"
     );
     net.start_rackboot(&config);
     net.add_tap("tap-six");
-    let mut args = net.qemu_args("six", MAC, true, &[2 << 30], true);
+    let mut args = net.qemu_args("six", MAC, true, &[2 << 30], false);
     // The firmware's own network stack, IPv6 only: no option ROM, IPv4 PXE off, IPv6 on (the
     // lab's other VMs turn it off).
     if let Some(i) = args.iter().position(|a| a == "name=opt/org.tianocore/IPv6Support,string=no") {
@@ -109,4 +114,32 @@ domain = "lab.rackboot.test"
     let text = net.api("GET", &format!("/jobs/{id}/output"), None)["text"].as_str().unwrap().to_string();
     assert!(text.contains("rackboot.url=https://[fd18::1]"), "{text}");
     assert!(!text.contains("inet "), "no IPv4 address on the VM: {text}");
+
+    // Installed over IPv6: image, identity, reboot from the disk, the installed agent.
+    let run = super::install(&net, MAC, "lab.img", "six-{n:02}", serial);
+    assert_eq!(run["state"], "installed", "{run}\n{}", serial());
+    eprintln!("ipv6-only: power-on to installed in {} s", started.elapsed().as_secs());
+    let ev = net.api("GET", &format!("/machines/{MAC}/events"), None);
+    let ev = ev["events"].as_array().unwrap();
+    let back = ev.iter().rev().find(|e| e["kind"] == "agent.enrolled").expect("the installed agent enrolled");
+    assert!(back["detail"]["from"].as_str().is_some_and(|f| f.starts_with("fd18::")), "{back}");
+    let job = net.api(
+        "POST",
+        "/jobs",
+        Some(&format!(r#"{{"machine":"{MAC}","action":{{"kind":"script","body":"hostname; cat /proc/cmdline"}}}}"#)),
+    );
+    let id = job["jobs"][0]["id"].as_u64().unwrap();
+    wait_for(
+        120,
+        || format!("job {id} on the installed system"),
+        || {
+            let j = net.api("GET", &format!("/jobs/{id}"), None);
+            j["state"].as_str().is_some_and(|s| s != "queued" && s != "running").then_some(())
+        },
+    );
+    let out = net.api("GET", &format!("/jobs/{id}/output"), None)["text"].as_str().unwrap().to_string();
+    assert!(
+        out.starts_with("six-01") && out.contains("root=") && !out.contains("rackboot.url="),
+        "the installed system: {out}"
+    );
 }

@@ -15,3 +15,28 @@ mod vbmc;
 mod vmedia;
 mod vmlab;
 mod windows;
+
+/// Creates a task that installs `image` on the machine `mac` (hostnames from `pattern`) and
+/// waits up to 900 s for its run to end; the run (its `state` is `installed` when it went well).
+fn install(
+    net: &crate::netns::Net,
+    mac: &str,
+    image: &str,
+    pattern: &str,
+    serial: impl Fn() -> String,
+) -> serde_json::Value {
+    let body = serde_json::json!({
+        "select": {"macs": [mac]}, "image": image, "hostname_pattern": pattern, "step_timeout_secs": 600,
+    });
+    let task = net.api("POST", "/tasks", Some(&body.to_string()));
+    let task_id = task["task"]["id"].as_u64().unwrap();
+    crate::netns::wait_for(
+        900,
+        || format!("{mac} was not installed:\n{}", serial()),
+        || {
+            let t = net.api("GET", &format!("/tasks/{task_id}"), None);
+            let run = t["runs"][0].clone();
+            (run["state"] != "active").then_some(run)
+        },
+    )
+}

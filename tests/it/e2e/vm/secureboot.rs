@@ -121,23 +121,7 @@ fn a_secure_boot_vm_boots_bootos_through_the_signed_chain_and_unsigned_links_are
     // 2. Provisioned to installed, Secure Boot on throughout: the image is written, the machine
     //    reboots, and the installed system (shim and the signed GRUB on its ESP, a Debian-signed
     //    kernel) checks in.
-    let task = net.api(
-        "POST",
-        "/tasks",
-        Some(&format!(
-            r#"{{"select":{{"macs":["{MAC}"]}},"image":"lab.img","hostname_pattern":"sb-{{n:02}}","step_timeout_secs":600}}"#
-        )),
-    );
-    let task_id = task["task"]["id"].as_u64().unwrap();
-    let run = wait_for(
-        900,
-        || format!("the Secure Boot VM was not installed:\n{}", serial("sb")),
-        || {
-            let t = net.api("GET", &format!("/tasks/{task_id}"), None);
-            let run = t["runs"][0].clone();
-            (run["state"] != "active").then_some(run)
-        },
-    );
+    let run = super::install(&net, MAC, "lab.img", "sb-{n:02}", || serial("sb"));
     assert_eq!(run["state"], "installed", "{run}\n{}", serial("sb"));
     eprintln!("secure boot VM: power-on to installed in {} s", started.elapsed().as_secs());
     let job = net.api(

@@ -17,7 +17,7 @@ const MAC: &str = "52:54:00:e6:06:40";
 
 #[test]
 #[ignore = "e2e: needs root, ip netns, qemu, ovmf and bootos/build.sh"]
-fn an_ovmf_vm_on_an_ipv6_only_segment_boots_bootos_and_enrolls_over_ipv6() {
+fn an_ovmf_vm_on_an_ipv6_only_segment_boots_bootos_enrolls_and_is_installed_over_ipv6() {
     require(&["ip", "curl", "qemu-system-x86_64", "cpio", "zstd", "apt-get"]);
     let mut net = Net::new("6v");
     let srv = net.srv.clone();

@@ -28,7 +28,7 @@ pub struct Lease6Query {
     limit: Option<usize>,
     /// Where the page starts: `next_cursor` of the previous page.
     #[serde(default, deserialize_with = "super::page::empty_none")]
-    #[param(pattern = r"^(leases6\.[0-9a-f:]{2,39})?$")]
+    #[param(pattern = r"^(leases6\.[0-9a-f]{32})?$")]
     cursor: Option<String>,
 }
 
@@ -59,16 +59,47 @@ async fn leases6(
     let Query(q) = q?;
     let after = match q.cursor.as_deref() {
         None => None,
-        Some(c) => Some(c.strip_prefix("leases6.").and_then(|a| a.parse::<Ipv6Addr>().ok()).ok_or_else(|| {
-            ApiError::field("cursor", format!("cursor {c:?} is not leases6.<address> (a next_cursor of this list)"))
+        Some(c) => Some(cursor_address(c).ok_or_else(|| {
+            ApiError::field(
+                "cursor",
+                format!("cursor {c:?} is not leases6.<32 hex digits> (a next_cursor of this list)"),
+            )
         })?),
     };
     let (leases, more) = s.cmdb.lease6_page(after, page::limit(q.limit, 1000)?).await?;
     let now = now_secs();
-    let next_cursor = more.then(|| leases.last().map(|l| format!("leases6.{}", l.ip))).flatten();
+    let next_cursor = more.then(|| leases.last().map(|l| cursor(l.ip))).flatten();
     let leases = leases
         .into_iter()
         .map(|lease| Lease6View { active: lease.state == LeaseState::Active && lease.expires_at > now, lease })
         .collect();
     Ok(Json(Lease6List { leases, next_cursor }))
+}
+
+/// A page's cursor: `leases6.` and the address's 32 hex digits (every string of that form is
+/// a valid cursor, as the document's pattern says).
+fn cursor(ip: Ipv6Addr) -> String {
+    format!("leases6.{:032x}", u128::from(ip))
+}
+
+fn cursor_address(c: &str) -> Option<Ipv6Addr> {
+    let hex = c
+        .strip_prefix("leases6.")
+        .filter(|h| h.len() == 32 && h.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')))?;
+    u128::from_str_radix(hex, 16).ok().map(Ipv6Addr::from)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cursor_names_an_address_and_only_its_own_form_is_taken() {
+        let ip: Ipv6Addr = "fd18::1:0".parse().unwrap();
+        assert_eq!(cursor(ip), "leases6.fd180000000000000000000000010000");
+        assert_eq!(cursor_address(&cursor(ip)), Some(ip));
+        for bad in ["leases6.fd18::1", "leases6.", "leases.1", "leases6.FD180000000000000000000000010000"] {
+            assert_eq!(cursor_address(bad), None, "{bad}");
+        }
+    }
 }

@@ -58,19 +58,39 @@ impl Cmdb {
         sighting: Sighting,
         events: Vec<(EventKind, serde_json::Value)>,
     ) -> Result<impl std::future::Future<Output = Result<(), CmdbError>> + Send + 'static, CmdbError> {
+        // The address is checked first (a shared store: another appliance may hold it);
+        // observe can fail on a bad record; put_lease only on storage errors, which fail the
+        // whole batch anyway. In this order a refused ACK never leaves a committed lease.
+        self.queue_sighted(
+            sighting,
+            events,
+            move |ctx| machines::check_lease_free(ctx, &lease).map(|()| lease),
+            |ctx, lease| machines::put_lease(ctx, &lease),
+        )
+    }
+
+    /// Queues a lease write with the sighting and events of its packet, in this order: `check`
+    /// (which gives back what `put` stores), the sighting, its rack placement, `put`. Refused at
+    /// once while the store refuses writes or its queue is full; what it returns resolves once
+    /// the batch has committed, with the first failure of the four.
+    pub(super) fn queue_sighted<T: Send + 'static>(
+        &self,
+        sighting: Sighting,
+        events: Vec<(EventKind, serde_json::Value)>,
+        check: impl FnOnce(&super::writer::WriteCtx<'_>) -> Result<T, CmdbError> + Send + 'static,
+        put: impl FnOnce(&mut super::writer::WriteCtx<'_>, T) -> Result<(), CmdbError> + Send + 'static,
+    ) -> Result<impl std::future::Future<Output = Result<(), CmdbError>> + Send + 'static, CmdbError> {
         if let Some(refused) = self.inner.storage.refusal() {
             return Err(refused);
         }
         let (growth, cache) = (self.inner.growth.clone(), self.inner.racks.clone());
         let (done_tx, done_rx) = oneshot::channel();
         let job: Job = Box::new(move |ctx| {
-            // The address is checked first (a shared store: another appliance may hold it);
-            // observe can fail on a bad record; put_lease only on storage errors, which fail the
-            // whole batch anyway. In this order a refused ACK never leaves a committed lease.
-            let out = machines::check_lease_free(ctx, &lease)
-                .and_then(|()| machines::observe(ctx, &sighting, events, &growth))
-                .and_then(|()| racks::place_sighted(ctx, &cache, &sighting))
-                .and_then(|()| machines::put_lease(ctx, &lease));
+            let out = check(ctx).and_then(|checked| {
+                machines::observe(ctx, &sighting, events, &growth)?;
+                racks::place_sighted(ctx, &cache, &sighting)?;
+                put(ctx, checked)
+            });
             Box::new(move |committed: Result<(), CmdbError>| {
                 let _ = done_tx.send(committed.and(out));
             })

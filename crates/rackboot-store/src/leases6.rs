@@ -1,15 +1,13 @@
 //! DHCPv6 leases: their table (created on the first write), reads, and a lease write queued
 //! with the sighting from the same packet, as for IPv4 (`leases`).
 
-use tokio::sync::oneshot;
-
 use super::events::EventKind;
 use super::index::{Delta, LeaseBrief};
 use super::kv::{Def, ReadTx};
 use super::model::LeaseState;
 use super::store::{decode, encode};
-use super::writer::{Job, WriteCtx};
-use super::{machines, now_secs, racks, Cmdb, CmdbError, Sighting};
+use super::writer::WriteCtx;
+use super::{now_secs, Cmdb, CmdbError, Sighting};
 use rackboot_model::lease6::Lease6;
 
 /// IPv6 address (its 16 bytes, so the table is in address order) -> JSON `Lease6`.
@@ -63,27 +61,12 @@ impl Cmdb {
         sighting: Sighting,
         events: Vec<(EventKind, serde_json::Value)>,
     ) -> Result<impl std::future::Future<Output = Result<(), CmdbError>> + Send + 'static, CmdbError> {
-        if let Some(refused) = self.inner.storage.refusal() {
-            return Err(refused);
-        }
-        let (growth, cache) = (self.inner.growth.clone(), self.inner.racks.clone());
-        let (done_tx, done_rx) = oneshot::channel();
-        let job: Job = Box::new(move |ctx| {
-            let out = check_free(ctx, &lease)
-                .and_then(|()| machines::observe(ctx, &sighting, events, &growth))
-                .and_then(|()| racks::place_sighted(ctx, &cache, &sighting))
-                .and_then(|()| put(ctx, &lease));
-            Box::new(move |committed: Result<(), CmdbError>| {
-                let _ = done_tx.send(committed.and(out));
-            })
-        });
-        let tx = self.inner.tx.as_ref().expect("sender lives as long as the handle");
-        tx.try_send(job).map_err(|e| match e {
-            tokio::sync::mpsc::error::TrySendError::Full(_) => CmdbError::Storage("the write queue is full".into()),
-            tokio::sync::mpsc::error::TrySendError::Closed(_) => CmdbError::Storage("cmdb writer stopped".into()),
-        })?;
-        let this = self.clone();
-        Ok(async move { done_rx.await.map_err(|_| this.dropped())?.map_err(|e| this.explained(e)) })
+        self.queue_sighted(
+            sighting,
+            events,
+            move |ctx| check_free(ctx, &lease).map(|()| lease),
+            |ctx, lease| put(ctx, &lease),
+        )
     }
 }
 

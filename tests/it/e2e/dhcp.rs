@@ -14,14 +14,14 @@ use dhcproto::v4::{self, DhcpOption, Message, MessageType, OptionCode};
 use dhcproto::{Decodable, Decoder, Encodable};
 
 /// Reads `KEY=VALUE` lines written by a client's hook script (the last block wins).
-fn vars(text: &str) -> HashMap<String, String> {
+pub(super) fn vars(text: &str) -> HashMap<String, String> {
     text.lines()
         .filter_map(|l| l.split_once('='))
         .map(|(k, v)| (k.to_string(), v.trim_matches('\'').to_string()))
         .collect()
 }
 
-fn hook(net: &Net, name: &str) -> String {
+pub(super) fn hook(net: &Net, name: &str) -> String {
     let out = net.path(&format!("{name}.env"));
     let script = net.path(&format!("{name}.sh"));
     std::fs::write(&script, format!("#!/bin/sh\nenv | sort > {}.$1$reason\n", out.display())).unwrap();

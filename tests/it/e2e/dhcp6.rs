@@ -9,6 +9,7 @@ use std::collections::{HashMap, HashSet};
 use std::net::{Ipv6Addr, SocketAddrV6};
 use std::time::{Duration, Instant};
 
+use super::dhcp::{hook, vars};
 use crate::netns::{full_config, require, sh, wait_for, Net};
 
 fn config(data: &std::path::Path) -> String {
@@ -48,21 +49,6 @@ fn wait_link_local(net: &Net, ns: &str, dev: &str) {
             String::from_utf8_lossy(&out.stdout).contains("inet6 fe80").then_some(())
         },
     );
-}
-
-/// `KEY=VALUE` lines a client hook wrote.
-fn vars(text: &str) -> HashMap<String, String> {
-    text.lines()
-        .filter_map(|l| l.split_once('='))
-        .map(|(k, v)| (k.to_string(), v.trim_matches('\'').to_string()))
-        .collect()
-}
-
-fn hook(net: &Net, name: &str) -> String {
-    let (out, script) = (net.path(&format!("{name}.env")), net.path(&format!("{name}.sh")));
-    std::fs::write(&script, format!("#!/bin/sh\nenv | sort > {}.$reason\n", out.display())).unwrap();
-    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    script.display().to_string()
 }
 
 /// `dhclient -6` once in `ns` with its lease file `tag`; the variables of its BOUND6 (or

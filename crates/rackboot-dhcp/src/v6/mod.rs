@@ -67,7 +67,11 @@ pub async fn serve(socket: UdpSocket, core: Handle, shutdown: CancellationToken)
         metrics: core.metrics.clone(),
         server_id: duid_ll(Mac(mac)),
         // The address in a DHCPv6 subnet first: boot URLs name it.
-        own: core.addrs.server_ip6.into_iter().chain(rackboot_base::net::interface_ipv6(&interface)).collect(),
+        own: {
+            let first = core.addrs.server_ip6;
+            let rest = rackboot_base::net::interface_ipv6(&interface).into_iter().filter(|ip| Some(*ip) != first);
+            first.into_iter().chain(rest).collect()
+        },
         boot: core.cfg.boot.clone(),
         http_port: core.cfg.http_listen.port(),
     };

@@ -67,7 +67,10 @@ async fn gzip_xz_zstd_and_qcow2_images_land_byte_for_byte() {
                 || !["wait_agent", "check", "configure", "install"].contains(&r["step"]["step"].as_str().unwrap_or(""))
         })
         .await;
-        assert_eq!(run["state"], "active", "{format}: {run}");
+        // Past install: still active, or (the runs go on while the others are checked) failed
+        // later, at identity, which a file standing for a disk cannot pass.
+        let later = run["state"] == "failed" && run["error"].as_str().is_some_and(|e| e.starts_with("identity:"));
+        assert!(run["state"] == "active" || later, "{format}: {run}");
         let on_disk = std::fs::read(disk).unwrap();
         // qemu-img's raw is the image rounded up to whole sectors (already whole here).
         assert!(on_disk == raw, "{format}: the disk holds the raw image byte for byte ({} bytes)", on_disk.len());

@@ -10,12 +10,22 @@ export PATH="/usr/local/sbin:/usr/sbin:/sbin:$PATH"
 # One clean build per run: cargo's incremental cache would only add gigabytes to the disk.
 export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 STARTED=$SECONDS
-# stage NAME COMMAND...: runs one stage, then prints its seconds.
+# ticks: sets TICKS to the CPU time (user and system, in clock ticks) of this shell's
+# waited-for children so far (read in this shell: a command substitution is another process).
+ticks() {
+  local stat
+  read -r stat < "/proc/$BASHPID/stat"
+  set -- ${stat##*) }
+  TICKS=$(( ${14} + ${15} ))
+}
+# stage NAME COMMAND...: runs one stage, then prints its seconds and the CPU seconds it used.
 stage() {
-  local name=$1 t0=$SECONDS; shift
+  local name=$1 t0=$SECONDS c0; shift
+  ticks; c0=$TICKS
   echo "== $name"
   "$@"
-  echo "== $name: $((SECONDS - t0)) s"
+  ticks
+  echo "== $name: $((SECONDS - t0)) s ($(( (TICKS - c0) / $(getconf CLK_TCK) )) s of CPU)"
 }
 
 setup() { source tools/setup.sh --libvirt; }
@@ -24,7 +34,7 @@ stage "cargo fmt --check" cargo fmt --all -- --check
 
 # The lab's assets, built once per run into their caches under target/ (BootOS with its static
 # agent, iPXE, Debian's signed shim and GRUB, the lab OS image by debootstrap): mostly downloads
-# and unpacking, so they build in the background while clippy and the test build take the cores.
+# and unpacking, so they build in the background while the test build takes the cores.
 # The tests and the Debian package then only copy them.
 mkdir -p target/lab-assets/boot/images
 lab_assets() { vm-lab/assets.sh target/lab-assets/boot && vm-lab/os-image.sh target/lab-assets/boot/images/lab.img; }
@@ -48,7 +58,6 @@ mdbook_ready() {
   return "$(cat target/mdbook-install.rc)"
 }
 
-stage "cargo clippy" cargo clippy --workspace --all-targets --locked -- -D warnings
 stage "build the tests (one build for every stage below)" cargo test --workspace --locked --no-run
 stage "lab assets (built in the background since the start: vm-lab/assets.sh, vm-lab/os-image.sh)" assets_ready
 # The same CMDB unit tests and the in-process appliance tests once more with the CMDB on
@@ -62,7 +71,8 @@ on_postgres() {
   local skip=(--skip the_admin_files_work_and_an_old_token_file_survives_the_upgrade
               --skip no_secret_reaches_the_log_or_any_answer --skip quarantine --skip store::tests --skip ui_
               --skip shared_plugins)  # filters match substrings: plugins:: would take it, on its own cluster
-  RACKBOOT_TEST_POSTGRES=$PGURL cargo test --locked --workspace --lib -- "${skip[@]}"
+  # (Only these crates' unit tests open a CMDB: the others' would run the same again.)
+  RACKBOOT_TEST_POSTGRES=$PGURL cargo test --locked -p rackboot-store -p rackboot-control -p rackboot-kv --lib -- "${skip[@]}"
   RACKBOOT_TEST_POSTGRES=$PGURL cargo test --locked --test it -- \
     api:: api_contract:: dhcp_inprocess:: agent_inprocess:: agent_json:: racks:: users:: audit:: templates:: \
     bmc_api:: plugins:: tls:: dns_inprocess:: kill9:: kill9_provision:: sigterm:: provision_image:: provision_installer:: \
@@ -82,18 +92,22 @@ deb() {
 
 # Two lanes at once, each stopping at its first failed stage, their lines prefixed with the
 # lane's name. The VM lane runs the tests with virtual machines (e2e::vm: firmware in qemu under
-# TCG, libvirt), one at a time: a TCG VM keeps one core busy. The other lane runs everything
-# else, one test at a time too, on the other core: each crate's unit tests and tests/it (in-process, hostile, end to end
-# in namespaces), the PostgreSQL re-run, the book and the Debian package.
+# TCG, libvirt), one at a time (a TCG VM keeps one core busy), with what they print: their
+# timelines (`[  123 s] ...`) show where a run's time went. The other lane runs everything
+# else, one test at a time too, on the other core: clippy, each crate's unit tests and tests/it
+# (in-process, hostile, end to end in namespaces), the PostgreSQL re-run, the book and the
+# Debian package. Each lane's stage prints the CPU seconds it used beside its wall seconds.
 vm_lane() {
   stage "tests with VMs (tests/it e2e::vm: qemu and libvirt, one at a time; minutes)" \
-    cargo test --locked --test it -- --include-ignored --test-threads=1 e2e::vm::
+    cargo test --locked --test it -- --include-ignored --test-threads=1 --nocapture e2e::vm::
 }
 rest_lane() {
   # One test at a time here too: the VM lane's qemu has the other core. Two test threads beside
   # it made three busy threads on two cores, and timing-sensitive tests (a kill -9 every second,
   # a DNS rename read back) failed where they pass with the load they were written for.
   export RUST_TEST_THREADS=1
+  # Lint here, off the VM lane's path: the VM lane waits only for the test build.
+  stage "cargo clippy" cargo clippy --workspace --all-targets --locked -- -D warnings
   stage "cargo test (each crate's unit tests, then tests/it but e2e::vm: in-process, hostile, end to end in namespaces)" \
     cargo test --workspace --locked --no-fail-fast -- --include-ignored --skip e2e::vm::
   stage "the CMDB and in-process appliance tests on PostgreSQL (tests/pg/cluster.sh: a throwaway cluster)" on_postgres

@@ -82,6 +82,7 @@ pub(super) fn check(net: &Net, lab: Option<&Libvirt>, bios: Vm, uefi: Vm, cloud:
     let rescue = post(net, &format!("/machines/{}/rescue", bios.mac), r#"{"mount":true}"#);
     let rescue_task = rescue["id"].as_u64().unwrap_or_else(|| panic!("{rescue}"));
     run_where(net, rescue_task, 600, "rescued", |r| r["step"]["step"] == "rescued" || r["state"] != "active");
+    super::mark("day two: the SeaBIOS VM rescued");
     let m = net.api("GET", &format!("/machines/{}", bios.mac), None);
     assert_eq!(m["state"], "rescue", "{m}");
     let seen = job_output(
@@ -101,6 +102,7 @@ pub(super) fn check(net: &Net, lab: Option<&Libvirt>, bios: Vm, uefi: Vm, cloud:
     post(net, &format!("/machines/{}/return", bios.mac), "{}");
     let run = run_where(net, rescue_task, 900, "returned", |r| r["state"] != "active");
     assert_eq!(run["state"], "done", "{run}");
+    super::mark("day two: the SeaBIOS VM back on its disk");
     let out = job_output_within(net, bios.mac, cloud, 600);
     eprintln!("bios: cloud-init after the rescue's return:\n{out}");
     assert!(out.contains("status: done") && out.contains("runs=1"), "not run again on a later boot: {out}");
@@ -128,6 +130,7 @@ pub(super) fn check(net: &Net, lab: Option<&Libvirt>, bios: Vm, uefi: Vm, cloud:
         let agent = net.api("GET", &format!("/machines/{}/agent", vm.mac), None);
         assert_eq!(agent["mode"], "bootos", "the installed credential was superseded: {agent}");
     }
+    super::mark("day two: both released");
     // Read from the host: no table, no signature where the partitions were.
     for (file, parts) in &before {
         assert_eq!(signature(file, 0), "", "{}: a signature is left", file.display());

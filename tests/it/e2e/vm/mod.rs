@@ -16,6 +16,14 @@ mod vmedia;
 mod vmlab;
 mod windows;
 
+/// Prints `what` with the seconds since this process's first mark: where a long VM run's time
+/// goes, read off its output.
+fn mark(what: &str) {
+    static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    let start = START.get_or_init(std::time::Instant::now);
+    eprintln!("[{:>5.0} s] {what}", start.elapsed().as_secs_f64());
+}
+
 /// Creates a task that installs `image` on the machine `mac` (hostnames from `pattern`) and
 /// waits up to 900 s for its run to end; the run (its `state` is `installed` when it went well).
 fn install(

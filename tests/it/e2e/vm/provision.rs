@@ -59,6 +59,7 @@ fn lab_profile(name: &str, extra: &str) -> String {
 fn two_vms_bios_and_uefi_are_provisioned_from_an_image_and_check_in_installed() {
     require(&["ip", "curl", "qemu-system-x86_64", "dig", "losetup", "apt-get", "iperf3"]);
     let mut net = Net::new("pv");
+    super::mark("provision: start");
     let data = net.path("data");
     vm_lab("assets.sh", &data.join("boot"));
     std::fs::create_dir_all(data.join("boot/images")).unwrap();
@@ -150,6 +151,7 @@ fn two_vms_bios_and_uefi_are_provisioned_from_an_image_and_check_in_installed() 
         })
         .collect();
     let srv = net.srv.clone();
+    super::mark("provision: the lab is up, the tasks made: power on");
     let powered_on = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64;
     for vm in lab.is_none().then_some(&vms).into_iter().flatten() {
         net.add_tap(&format!("tap-{}", vm.name));
@@ -183,6 +185,7 @@ fn two_vms_bios_and_uefi_are_provisioned_from_an_image_and_check_in_installed() 
         }
         std::thread::sleep(Duration::from_secs(2));
     };
+    super::mark("provision: both runs ended");
     for (vm, run) in vms.iter().zip(&runs) {
         // Seconds from power-on to each step, from the machine's timeline.
         let ev = net.api("GET", &format!("/machines/{}/events?limit=1000", vm.mac), None);
@@ -306,7 +309,7 @@ fn two_vms_bios_and_uefi_are_provisioned_from_an_image_and_check_in_installed() 
         let boot = job_output(
             &net,
             vm.mac,
-            "systemd-analyze 2>&1 | head -2; systemd-analyze blame 2>&1 | head -4; grep -m2 Up /var/log/cloud-init-output.log; true",
+            "systemd-analyze 2>&1 | head -2; systemd-analyze critical-chain rackboot-agent.service 2>&1 | tail -n +3; systemd-analyze blame 2>&1 | head -8; grep -m2 Up /var/log/cloud-init-output.log; cat /proc/mdstat; dmesg | grep -E 'md100|resync|recovery' | tail -5; true",
         );
         eprintln!("{}: the installed system's boot:\n{boot}", vm.name);
     }
@@ -315,6 +318,7 @@ fn two_vms_bios_and_uefi_are_provisioned_from_an_image_and_check_in_installed() 
     // address with prod's default route, which the SeaBIOS VM reaches over VLAN 10; with one
     // NIC's cable pulled, the bond fails over and the address still answers.
     let (bios, uefi) = (&vms[0], &vms[1]);
+    super::mark("provision: RAID, DNS, jobs and layouts checked");
     let ping = |what: &str| {
         let out = job_output(&net, bios.mac, "for i in $(seq 60); do ping -c 1 -W 1 198.19.10.21 >/dev/null && break; sleep 1; done; ip -4 -o addr show dev nic0.10; ping -c 3 -W 2 198.19.10.21");
         eprintln!("bios: ping 198.19.10.21 on VLAN 10 ({what}):\n{out}");
@@ -376,6 +380,7 @@ fn two_vms_bios_and_uefi_are_provisioned_from_an_image_and_check_in_installed() 
     }
 
     // The encrypted file system: re-bound on a key rotation, locked while the appliance is away.
+    super::mark("provision: network spec, bond failover and inventory checked");
     let macs = [vms[0].mac, vms[1].mac];
     let console = net.path(&format!("{}.serial", vms[0].name));
     let bios_serial = || match &lab {
@@ -385,6 +390,7 @@ fn two_vms_bios_and_uefi_are_provisioned_from_an_image_and_check_in_installed() 
     let _rackboot = super::disk_crypt::check_rotation_and_absence(&mut net, rackboot, &config, macs, &bios_serial);
 
     // cloud-init ran once per install with the user-data that applies to each VM; a reboot does
+    super::mark("provision: key rotation and the appliance's absence checked");
     // not run it again.
     let cloud = "cloud-init status --wait --long; cat /etc/rackboot-cloud-init; echo runs=$(wc -l < /var/log/rackboot-runcmd); echo boot=$(cat /proc/sys/kernel/random/boot_id); grep -e WARNING -e ERROR -e Traceback /var/log/cloud-init.log | tail -25";
     let mut first_boot = String::new();
@@ -399,11 +405,13 @@ fn two_vms_bios_and_uefi_are_provisioned_from_an_image_and_check_in_installed() 
         }
     }
     // Day two: a rescue and its return (a later boot: cloud-init does not run again), then both
+    super::mark("provision: cloud-init checked");
     // released, one with each erase.
     let day_two = |vm: &Vm| super::day_two::Vm { name: vm.name, mac: vm.mac };
     super::day_two::check(&net, lab.as_ref(), day_two(&vms[0]), day_two(&vms[1]), cloud, &first_boot);
 
     // Firmware through sushy-emulator's libvirt driver: BIOS attributes it keeps per domain.
+    super::mark("provision: day two checked");
     if lab.is_some() {
         let fw = net.api("POST", &format!("/machines/{}/firmware", vms[1].mac), None);
         eprintln!("uefi: firmware through Redfish: {fw}");

@@ -281,6 +281,7 @@ layout() {
   if [ -d "$R/usr/lib/grub/i386-pc" ]; then
     for d in "$DISK" $MIRROR; do
       chroot "$R" grub-install --target=i386-pc "$d" >/dev/null 2>&1 || fail "grub-install (BIOS) on $d failed"
+      say "GRUB's BIOS boot code on $d"
     done
   fi
   chroot "$R" update-grub >/dev/null 2>&1 || fail "update-grub failed in the installed system"

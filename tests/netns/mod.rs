@@ -251,7 +251,10 @@ impl Net {
     /// Calls the REST API with curl from the server namespace; returns the JSON body.
     pub fn api(&self, method: &str, path: &str, body: Option<&str>) -> serde_json::Value {
         let token = std::fs::read_to_string(self.path("data/admin.token")).unwrap();
-        let data = body.map(|b| format!("-d '{b}' -H 'content-type: application/json'")).unwrap_or_default();
+        // (Quoted for the shell: a body may hold single quotes, a script's for one.)
+        let data = body
+            .map(|b| format!("-d '{}' -H 'content-type: application/json'", b.replace('\'', r"'\''")))
+            .unwrap_or_default();
         let out = self.run(
             &self.srv,
             &format!(

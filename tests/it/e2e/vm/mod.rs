@@ -1,7 +1,8 @@
 //! The end-to-end runs with virtual machines: firmware (SeaBIOS, OVMF, Secure Boot) in qemu
 //! under TCG, and libvirt domains behind VirtualBMC and sushy-emulator (libvirtd is one daemon per
-//! machine). `tools/test.sh` runs this module in its own process, one test at a time; nothing
-//! outside it may start a VM or libvirtd.
+//! machine). `tools/test.sh` runs this module in two processes, one test at a time in each: the
+//! tests with libvirt domains (`provision`, `vbmc`, `vmedia`) in one, the ones that start qemu
+//! themselves in the other. Only the first may start libvirtd; nothing outside them starts a VM.
 
 mod day_two;
 mod disk_crypt;

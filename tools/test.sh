@@ -94,26 +94,27 @@ deb() {
 # name. The VM lanes run the tests with virtual machines (e2e::vm: firmware in qemu under TCG),
 # one at a time each (a TCG VM keeps a core busy), with what they print: their timelines
 # (`[  123 s] ...`) show where a run's time went. The `vm` lane has the tests whose VMs are
-# libvirt domains behind BMCs (libvirtd is one per machine); the `qemu` lane the ones that start
-# qemu themselves. The `rest` lane runs everything else, one test at a time too: clippy, each
-# crate's unit tests and tests/it (in-process, hostile, end to end in namespaces), the
-# PostgreSQL re-run, the book and the Debian package. The qemu lane waits for the rest lane's
+# libvirt domains behind BMCs (libvirtd is one per machine) and the Secure Boot ones (so the two
+# VM lanes take about as long); the `qemu` lane the other ones, which start qemu themselves.
+# The `rest` lane runs everything else, one test at a time too: each crate's unit tests and
+# tests/it (in-process, hostile, end to end in namespaces), the PostgreSQL re-run, clippy, the
+# book and the Debian package. The qemu lane waits for the rest lane's
 # tests to end before it starts (they are timed against a load of one VM lane, not two) and
 # runs beside its PostgreSQL re-run: the machine's cores are never idle, and neither VM lane
 # waits for the other. Each stage prints the CPU seconds it used beside its wall seconds (the
 # VMs of libvirt domains are libvirtd's children, not the lane's).
-LIBVIRT_TESTS=(e2e::vm::provision:: e2e::vm::vbmc:: e2e::vm::vmedia::)
+VM_LANE_TESTS=(e2e::vm::provision:: e2e::vm::secureboot:: e2e::vm::vbmc:: e2e::vm::vmedia::)
 vm_lane() {
-  stage "tests with libvirt VMs (tests/it ${LIBVIRT_TESTS[*]}: one at a time; minutes)" \
-    cargo test --locked --test it -- --include-ignored --test-threads=1 --nocapture "${LIBVIRT_TESTS[@]}"
+  stage "tests with libvirt VMs, and Secure Boot (tests/it ${VM_LANE_TESTS[*]}: one at a time; minutes)" \
+    cargo test --locked --test it -- --include-ignored --test-threads=1 --nocapture "${VM_LANE_TESTS[@]}"
 }
 REST_TESTS_DONE=target/rest-lane-tests.done
 rm -f "$REST_TESTS_DONE"
 qemu_lane() {
   while [ ! -e "$REST_TESTS_DONE" ] && kill -0 "$REST_LANE" 2>/dev/null; do sleep 5; done
   local skip=()
-  for t in "${LIBVIRT_TESTS[@]}"; do skip+=(--skip "$t"); done
-  stage "tests with qemu VMs (tests/it e2e::vm but the libvirt ones: one at a time; minutes)" \
+  for t in "${VM_LANE_TESTS[@]}"; do skip+=(--skip "$t"); done
+  stage "tests with qemu VMs (tests/it e2e::vm but the vm lane's: one at a time; minutes)" \
     cargo test --locked --test it -- --include-ignored --test-threads=1 --nocapture e2e::vm:: "${skip[@]}"
 }
 rest_lane() {
@@ -121,12 +122,13 @@ rest_lane() {
   # it made three busy threads on two cores, and timing-sensitive tests (a kill -9 every second,
   # a DNS rename read back) failed where they pass with the load they were written for.
   export RUST_TEST_THREADS=1
-  # Lint here, off the VM lane's path: the VM lane waits only for the test build.
-  stage "cargo clippy" cargo clippy --workspace --all-targets --locked -- -D warnings
   stage "cargo test (each crate's unit tests, then tests/it but e2e::vm: in-process, hostile, end to end in namespaces)" \
     cargo test --workspace --locked --no-fail-fast -- --include-ignored --skip e2e::vm::
   touch "$REST_TESTS_DONE"
   stage "the CMDB and in-process appliance tests on PostgreSQL (tests/pg/cluster.sh: a throwaway cluster)" on_postgres
+  # Lint here, off the VM lanes' paths: the vm lane waits only for the test build, the qemu lane
+  # for the tests above, and neither cargo of theirs then waits for clippy's lock on target/.
+  stage "cargo clippy" cargo clippy --workspace --all-targets --locked -- -D warnings
   # The book: its reference pages must be what the binary prints, every link must resolve, and
   # it must build (mdBook, installed once).
   stage "mdBook (installed in the background since the start)" mdbook_ready

@@ -10,7 +10,8 @@ set -u
 #   which the image's old root partition then joins), logical volume root, and one logical
 #   volume per extra file system, each made fresh and mounted by UUID through /etc/fstab.
 # The root keeps its UUID, so the image's fstab and GRUB's search for it still hold; GRUB is
-# installed on each disk for BIOS (the ESP's signed shim and GRUB read LVM and RAID for UEFI).
+# installed on each disk for BIOS on a machine that booted BootOS by BIOS (the ESP's signed shim
+# and GRUB read LVM and RAID for UEFI).
 # An encrypted file system is LUKS2 on its volume, bound with Clevis to the appliance's Tang
 # server (from the advertisement below: no trust question, no network needed to bind) and to
 # nothing else: the random key it was made with lives in BootOS's memory and is dropped, so it
@@ -278,7 +279,11 @@ layout() {
       fi
     done
   done
-  if [ -d "$R/usr/lib/grub/i386-pc" ]; then
+  # BIOS boot code only where BootOS came up by BIOS: a machine that booted it by UEFI boots its
+  # disk by UEFI too, through the ESP's shim and GRUB (two grub-installs saved).
+  if [ -d /sys/firmware/efi ]; then
+    say "booted by UEFI: no BIOS boot code (the ESP's GRUB starts the system)"
+  elif [ -d "$R/usr/lib/grub/i386-pc" ]; then
     for d in "$DISK" $MIRROR; do
       chroot "$R" grub-install --target=i386-pc "$d" >/dev/null 2>&1 || fail "grub-install (BIOS) on $d failed"
       say "GRUB's BIOS boot code on $d"

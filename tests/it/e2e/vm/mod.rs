@@ -1,8 +1,9 @@
 //! The end-to-end runs with virtual machines: firmware (SeaBIOS, OVMF, Secure Boot) in qemu
 //! under TCG, and libvirt domains behind VirtualBMC and sushy-emulator (libvirtd is one daemon per
 //! machine). `tools/test.sh` runs this module in two processes, one test at a time in each: the
-//! tests with libvirt domains (`provision`, `vbmc`, `vmedia`) in one, the ones that start qemu
-//! themselves in the other. Only the first may start libvirtd; nothing outside them starts a VM.
+//! tests with libvirt domains (`provision`, `vbmc`, `vmedia`) and `secureboot` in one, the other
+//! ones, which start qemu themselves, in the other. Only the first may start libvirtd; nothing
+//! outside them starts a VM.
 
 mod day_two;
 mod disk_crypt;

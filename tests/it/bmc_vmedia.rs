@@ -146,8 +146,16 @@ async fn a_machine_boots_bootos_from_a_virtual_cd_only_its_bmc_can_fetch() {
         assert!(Instant::now() < deadline, "not ejected: {:?}", events(&a, MAC).await);
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let ev = events(&a, MAC).await;
-    let ejected = ev.iter().find(|e| e["kind"] == "bmc.vmedia_ejected").expect("the eject on the timeline");
+    // The event is written once the BMC's answer is in: it may trail the eject the fake BMC saw.
+    let ev = loop {
+        let ev = events(&a, MAC).await;
+        if ev.iter().any(|e| e["kind"] == "bmc.vmedia_ejected") {
+            break ev;
+        }
+        assert!(Instant::now() < deadline, "the eject is not on the timeline: {ev:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let ejected = ev.iter().find(|e| e["kind"] == "bmc.vmedia_ejected").unwrap();
     assert_eq!((ejected["detail"]["why"].as_str(), ejected["detail"]["fetches"].as_u64()), (Some("enrolled"), Some(2)));
     let inserted = ev.iter().find(|e| e["kind"] == "bmc.vmedia_inserted").unwrap();
     assert_eq!(inserted["detail"]["address"], "198.18.5.20/24");

@@ -53,6 +53,14 @@ async fn the_log_rotates_at_its_cap_and_pages_newest_first() {
     assert_eq!(page(&lab, "status=200").await["entries"].as_array().unwrap().len(), 0);
     let (s, p) = lab.api.call(Method::GET, "/audit?cursor=machines.1", None).await.unwrap();
     assert_eq!((s, p["field"].as_str()), (400, Some("cursor")));
+    // Lengths are in characters, as the document's maxLength (schemathesis sent 10 characters,
+    // 22 bytes, and was refused): 16 four-byte characters pass, 17 do not.
+    let (s, _) =
+        lab.api.call(Method::GET, &format!("/audit?method={}", "%F0%A4%94%AE".repeat(16)), None).await.unwrap();
+    assert_eq!(s, 200);
+    let (s, p) =
+        lab.api.call(Method::GET, &format!("/audit?method={}", "%F0%A4%94%AE".repeat(17)), None).await.unwrap();
+    assert_eq!((s, p["field"].as_str()), (400, Some("method")));
 }
 
 #[tokio::test]

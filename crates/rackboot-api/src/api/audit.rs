@@ -75,10 +75,11 @@ async fn list(
     if q.status.is_some_and(|s| !(100..=599).contains(&s)) {
         return Err(ApiError::field("status", "status must be 100..=599"));
     }
-    if q.user.as_ref().is_some_and(|u| u.len() > 64) {
+    // In characters, as the document's maxLength counts them (not bytes).
+    if q.user.as_ref().is_some_and(|u| u.chars().count() > 64) {
         return Err(ApiError::field("user", "a username is at most 64 characters"));
     }
-    if q.method.as_ref().is_some_and(|m| m.len() > 16) {
+    if q.method.as_ref().is_some_and(|m| m.chars().count() > 16) {
         return Err(ApiError::field("method", "a method is at most 16 characters"));
     }
     let filter = AuditFilter {

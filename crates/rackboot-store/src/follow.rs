@@ -49,6 +49,21 @@ pub fn change_of(appliance: &str, delta: &[Delta], published: &[Event], racks: b
 /// writer for the follower to publish in turn (saving it a read of what it just wrote).
 pub type OwnEvents = Arc<std::sync::Mutex<std::collections::BTreeMap<u64, Vec<Event>>>>;
 
+/// The follower thread, and what wakes it: a notification, or the appliance stopping.
+pub(super) struct Running {
+    thread: std::thread::JoinHandle<()>,
+    wake: std::sync::mpsc::Sender<()>,
+}
+
+impl Running {
+    /// Wakes the follower (the caller has set its `stop`) and waits for it to end: a stop
+    /// takes no poll interval (SIGTERM's exit is bounded; see `tests/it/sigterm.rs`).
+    pub fn join(self) {
+        let _ = self.wake.send(());
+        let _ = self.thread.join();
+    }
+}
+
 /// What the follower keeps up to date.
 pub(super) struct Follower {
     pub own: OwnEvents,
@@ -66,15 +81,18 @@ pub(super) struct Follower {
 
 impl Follower {
     /// Starts the listener (on the store's runtime) and the follower thread.
-    pub fn start(mut self) -> std::io::Result<std::thread::JoinHandle<()>> {
+    pub fn start(mut self) -> std::io::Result<Running> {
         let (wake_tx, wake) = std::sync::mpsc::channel::<()>();
         let (pg, stop) = (self.pg.clone(), self.stop.clone());
-        self.pg.spawn(listen(pg, wake_tx, stop));
-        std::thread::Builder::new().name("cmdb-follow".into()).spawn(move || {
+        self.pg.spawn(listen(pg, wake_tx.clone(), stop));
+        let thread = std::thread::Builder::new().name("cmdb-follow".into()).spawn(move || {
             let mut trimmed = Instant::now();
             while !self.stop.load(Ordering::Acquire) {
                 let _ = wake.recv_timeout(POLL);
                 while wake.try_recv().is_ok() {}
+                if self.stop.load(Ordering::Acquire) {
+                    break;
+                }
                 if let Err(error) = self.round() {
                     tracing::warn!(%error, "following the other appliances' changes failed; retrying");
                 }
@@ -85,7 +103,8 @@ impl Follower {
                     }
                 }
             }
-        })
+        })?;
+        Ok(Running { thread, wake: wake_tx })
     }
 
     /// Applies what the log holds after `last`; returns once it is read to the end.

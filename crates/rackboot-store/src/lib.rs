@@ -103,7 +103,7 @@ struct Inner {
     events: tokio::sync::broadcast::Sender<Arc<Event>>,
     writer: Option<std::thread::JoinHandle<()>>,
     /// On a shared store: follows the other appliances' changes (see `follow`).
-    follower: Option<std::thread::JoinHandle<()>>,
+    follower: Option<follow::Running>,
     stop: Arc<std::sync::atomic::AtomicBool>,
     /// This appliance's name in the change log and DHCP pairs: host name and a random suffix.
     appliance: String,
@@ -135,7 +135,7 @@ impl Drop for Inner {
         }
         self.stop.store(true, std::sync::atomic::Ordering::Release);
         if let Some(f) = self.follower.take() {
-            let _ = f.join();
+            f.join();
         }
     }
 }

@@ -3,7 +3,8 @@
 # nothing is installed on the build host):
 #
 #   OUT/vmlinuz      the kernel: linux-image-cloud-amd64 (virtio only, for VMs and the lab) or,
-#                    with --kernel generic, linux-image-amd64 (real hardware)
+#                    with --kernel generic, linux-image-amd64 (real hardware); with --arch arm64
+#                    the arm64 ones (linux-image-cloud-arm64, linux-image-arm64)
 #   OUT/initrd.img   busybox, the static rackboot-agent, dmidecode, lspci, ethtool, ipmitool,
 #                    mdadm, sfdisk, e2fsck, resize2fs and mke2fs, lvm and mkfs.xfs (disk layouts),
 #                    hdparm (ATA secure erase)
@@ -15,28 +16,41 @@
 # with the appliance named by rackboot.url= on the kernel command line and waits for jobs.
 # Downloads are cached in target/bootos-cache; a second run only rebuilds what changed.
 #
-#   bootos/build.sh [--kernel cloud|generic] [--packages-only] OUT
+# --arch arm64 builds BootOS for arm64 machines on this amd64 host: the arm64 packages (apt
+# reads arm64 lists of its own, see bootos/debs.sh; nothing about the host's apt changes) and
+# the agent cross-built (aarch64-linux-gnu-gcc and the aarch64-unknown-linux-gnu Rust target,
+# which tools/setup.sh installs).
+#
+#   bootos/build.sh [--arch amd64|arm64] [--kernel cloud|generic] [--packages-only] OUT
 #
 # --packages-only stops after the downloads (vm-lab/run.sh fetches them while rackboot compiles).
 set -euo pipefail
-KERNEL=cloud PACKAGES_ONLY=0
+KERNEL=cloud PACKAGES_ONLY=0 ARCH=amd64
 while [ $# -gt 1 ]; do
   case "$1" in
+    --arch) ARCH=$2; shift 2 ;;
     --kernel) KERNEL=$2; shift 2 ;;
     --packages-only) PACKAGES_ONLY=1; shift ;;
     *) break ;;
   esac
 done
-OUT=${1:?usage: $0 [--kernel cloud|generic] [--packages-only] OUT}
+OUT=${1:?usage: $0 [--arch amd64|arm64] [--kernel cloud|generic] [--packages-only] OUT}
 case "$KERNEL" in
-  cloud) META=linux-image-cloud-amd64 ;;
-  generic) META=linux-image-amd64 ;;
+  cloud) META=linux-image-cloud-$ARCH ;;
+  generic) META=linux-image-$ARCH ;;
   *) echo "--kernel must be cloud or generic" >&2; exit 2 ;;
+esac
+case "$ARCH" in
+  amd64) RUST_TARGET=x86_64-unknown-linux-gnu ;;
+  arm64) RUST_TARGET=aarch64-unknown-linux-gnu ;;
+  *) echo "--arch must be amd64 or arm64" >&2; exit 2 ;;
 esac
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 export PATH="/usr/local/sbin:/usr/sbin:/sbin:$PATH"
 [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
 CACHE=${RACKBOOT_BOOTOS_CACHE:-$ROOT/target/bootos-cache}/$KERNEL
+[ "$ARCH" = amd64 ] || CACHE=$CACHE-$ARCH
+export DEBS_ARCH=$ARCH DEBS_APT_DIR=${RACKBOOT_BOOTOS_CACHE:-$ROOT/target/bootos-cache}/apt-$ARCH
 mkdir -p "$OUT" "$CACHE"
 # One build at a time per cache: tests build BootOS from parallel threads, and a second build
 # must not wipe the downloads the first is making (it waits, then finds them cached).
@@ -53,10 +67,11 @@ if [ "$(cat "$CACHE/staging.done" 2>/dev/null)" = "$META $TOOLS" ]; then
   say "1/4 Debian packages: cached in $CACHE"
 else
   say "1/4 Debian packages: $META, $TOOLS and their libraries (apt-get download, once; cached in $CACHE)"
-  kpkg=$(apt-cache depends "$META" 2>/dev/null | awk '/Depends: linux-image-/ {print $2; exit}')
+  debs_apt_init
+  kpkg=$(apt-cache "${DEBS_APT[@]}" depends "$META" 2>/dev/null | awk '/Depends: linux-image-/ {print $2; exit}' || true)
   if [ -z "$kpkg" ]; then
-    apt-get update -q >/dev/null
-    kpkg=$(apt-cache depends "$META" | awk '/Depends: linux-image-/ {print $2; exit}')
+    apt-get "${DEBS_APT[@]}" update -q >/dev/null
+    kpkg=$(apt-cache "${DEBS_APT[@]}" depends "$META" | awk '/Depends: linux-image-/ {print $2; exit}')
   fi
   debs_stage "$CACHE" "$META $TOOLS" "$kpkg" $TOOLS
   echo "$kpkg" > "$CACHE/kernel-package"
@@ -64,6 +79,16 @@ fi
 [ $PACKAGES_ONLY = 1 ] && exit 0
 S=$CACHE/staging
 BB=$S/bin/busybox
+# What runs here (depmod) is the host's own busybox: for another architecture, the host
+# architecture's busybox-static, unpacked beside the staging tree.
+HOSTBB=$BB
+if [ "$ARCH" != amd64 ]; then
+  HOSTBB=$CACHE/host/bin/busybox
+  if [ ! -x "$HOSTBB" ]; then
+    rm -rf "$CACHE/host" "$CACHE/host-deb"; mkdir -p "$CACHE/host-deb"; chmod 777 "$CACHE/host-deb"
+    (cd "$CACHE/host-deb" && apt-get download -q busybox-static >/dev/null) && dpkg-deb -x "$CACHE"/host-deb/*.deb "$CACHE/host"
+  fi
+fi
 KVER=$(ls "$S/lib/modules" | head -1)
 
 # 2. The agent, static (no toolchain beyond the host's: glibc's static libs; see LAB-NOTES).
@@ -72,9 +97,17 @@ say "2/4 rackboot-agent, static release build (cargo shows its progress; a first
 # build script watches CARGO_MANIFEST_DIR, so they would rebuild the agent's TLS stack on every
 # switch between a test and a shell. Unset them: every caller shares one build.
 for v in $(compgen -e | grep -E '^CARGO_(PKG_|MANIFEST_|BIN_EXE_|CRATE_NAME|PRIMARY_PACKAGE|TARGET_TMPDIR)'); do unset "$v"; done
+if [ "$ARCH" = arm64 ]; then
+  # The C parts (ring, liblzma, zstd) and the link: Debian's cross gcc and its static glibc.
+  command -v aarch64-linux-gnu-gcc >/dev/null ||
+    { echo "build.sh: aarch64-linux-gnu-gcc is missing (tools/setup.sh installs gcc-aarch64-linux-gnu)" >&2; exit 1; }
+  rustup target list --installed 2>/dev/null | grep -qx "$RUST_TARGET" || rustup target add "$RUST_TARGET"
+  export CC_aarch64_unknown_linux_gnu=aarch64-linux-gnu-gcc AR_aarch64_unknown_linux_gnu=aarch64-linux-gnu-ar
+  export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc
+fi
 (cd "$ROOT" && RUSTFLAGS='-C target-feature=+crt-static' CARGO_PROFILE_RELEASE_DEBUG=false CARGO_PROFILE_RELEASE_STRIP=symbols cargo build --release --locked \
-  -p rackboot-agent --bin rackboot-agent --target x86_64-unknown-linux-gnu)
-AGENT=${CARGO_TARGET_DIR:-$ROOT/target}/x86_64-unknown-linux-gnu/release/rackboot-agent
+  -p rackboot-agent --bin rackboot-agent --target "$RUST_TARGET")
+AGENT=${CARGO_TARGET_DIR:-$ROOT/target}/$RUST_TARGET/release/rackboot-agent
 
 # 3. The tree.
 say "3/4 initramfs tree: tools, libraries, kernel modules, /init"
@@ -102,12 +135,16 @@ cat > "$T/etc/lvm/lvm.conf" <<'LVM'
 devices { obtain_device_list_from_udev = 0 }
 activation { udev_sync = 0 udev_rules = 0 monitoring = 0 }
 LVM
-mkdir -p "$T/lib64"
-cp -L "$S/lib64/ld-linux-x86-64.so.2" "$T/lib64/" 2>/dev/null || cp -L "$S/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2" "$T/lib64/"
+if [ "$ARCH" = arm64 ]; then
+  cp -L "$S/lib/ld-linux-aarch64.so.1" "$T/lib/" 2>/dev/null || cp -L "$S/lib/aarch64-linux-gnu/ld-linux-aarch64.so.1" "$T/lib/"
+else
+  mkdir -p "$T/lib64"
+  cp -L "$S/lib64/ld-linux-x86-64.so.2" "$T/lib64/" 2>/dev/null || cp -L "$S/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2" "$T/lib64/"
+fi
 
 # Kernel modules: the drivers wanted, plus everything they depend on (busybox depmod computes
 # the dependencies on the full module tree, then again on the subset that goes in).
-"$BB" depmod -b "$S" "$KVER"
+"$HOSTBB" depmod -b "$S" "$KVER"
 M=lib/modules/$KVER
 # An encrypted file system of a disk layout is made in BootOS: dm-crypt (in drivers/md) with
 # AES-XTS, and the kernel crypto API cryptsetup reaches its key slots through.
@@ -130,7 +167,7 @@ done | sort -u | while read -r m; do
   cp "$S/$M/$m" "$T/$M/$m"
 done
 cp "$S/$M"/modules.builtin* "$S/$M/modules.order" "$T/$M/" 2>/dev/null || true
-"$BB" depmod -b "$T" "$KVER"
+"$HOSTBB" depmod -b "$T" "$KVER"
 
 cat > "$T/etc/udhcpc.script" <<'SCRIPT'
 #!/bin/sh
@@ -199,9 +236,9 @@ cp "$(ls "$S"/boot/vmlinuz-* | head -1)" "$OUT/vmlinuz"
 cp "$AGENT" "$OUT/rackboot-agent"
 cp "$ROOT/bootos/rackboot-agent.service" "$OUT/rackboot-agent.service"
 size() { du -k "$1" | awk '{printf "%6.1f MB", $1/1024}'; }
-echo "BootOS ($KERNEL kernel $KVER):"
+echo "BootOS ($ARCH, $KERNEL kernel $KVER):"
 echo "  vmlinuz            $(size "$OUT/vmlinuz")"
 echo "  initrd.img         $(size "$OUT/initrd.img")  (zstd; unpacked $(du -sk "$T" | awk '{printf "%.1f MB", $1/1024}'))"
 echo "    rackboot-agent   $(size "$T/bin/rackboot-agent")"
 echo "    kernel modules   $(du -sk "$T/lib/modules" | awk '{printf "%6.1f MB", $1/1024}') ($(find "$T/lib/modules" -name '*.ko' | wc -l) modules)"
-echo "    tools + libs     $(du -sck "$T/usr" "$T/sbin" "$T/lib/x86_64-linux-gnu" "$T/lib64" 2>/dev/null | tail -1 | awk '{printf "%6.1f MB", $1/1024}')"
+echo "    tools + libs     $(du -sck "$T/usr" "$T/sbin" "$T/lib/$DEBS_TRIPLET" "$T/lib64" "$T/lib/ld-linux"* 2>/dev/null | tail -1 | awk '{printf "%6.1f MB", $1/1024}')"

@@ -27,7 +27,10 @@ PKGS+=(qemu-utils)
       debian-installer-12-netboot-amd64 ndisc6 sslscan chromium chromium-driver
       python3-yaml python3-jsonschema python3-requests python3-configobj python3-jsonpatch
       samba smbclient wimtools grub-efi-amd64-bin postgresql kea-admin squid iperf3 prometheus
-      ansible-core openssh-server clevis openipmi xorriso mtools)
+      ansible-core openssh-server clevis openipmi xorriso mtools
+      qemu-system-arm qemu-efi-aarch64 gcc-aarch64-linux-gnu libc6-dev-arm64-cross)
+# (The last line: arm64 machines in the lab, AAVMF, and the cross toolchain BootOS's agent is
+# built with for arm64: bootos/build.sh --arch arm64.)
 [ $SETUP_BENCH = 1 ] && PKGS+=(kea-dhcp4-server kea-dhcp6-server kea-admin atftpd nginx-light wrk dnsperf)
 # --libvirt: libvirt (daemons started by hand, no systemd) and what VirtualBMC's libvirt-python
 # builds with, for tests/it/e2e/vm/vbmc.rs and `vm-lab/run.sh --libvirt`.
@@ -99,6 +102,12 @@ if ! command -v cargo >/dev/null; then
   [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
 fi
 command -v cargo >/dev/null || { echo "setup: cargo not found (install Rust with rustup)"; exit 1; }
+# The arm64 agent's Rust standard library (tests: tests/it/e2e/vm/arm64.rs).
+if [ $SETUP_LAB = 0 ] && command -v rustup >/dev/null &&
+   ! rustup target list --installed | grep -qx aarch64-unknown-linux-gnu; then
+  echo "setup: rustup target add aarch64-unknown-linux-gnu"
+  rustup target add aarch64-unknown-linux-gnu
+fi
 # cargo-deb builds the Debian package (tools/deb.sh). Pinned: tools/deb.sh relies on its
 # behaviour (variants, --profile dev --no-build); cached in ~/.cargo/bin once built (~1-2 min).
 CARGO_DEB_VERSION=3.8.0

@@ -33,11 +33,12 @@ stage "setup (tools/setup.sh --libvirt: Debian packages, libvirt and the BMC emu
 stage "cargo fmt --check" cargo fmt --all -- --check
 
 # The lab's assets, built once per run into their caches under target/ (BootOS with its static
-# agent, iPXE, Debian's signed shim and GRUB, the lab OS image by debootstrap): mostly downloads
-# and unpacking, so they build in the background while the test build takes the cores.
+# agent, iPXE, Debian's signed shim and GRUB, BootOS and the chain for arm64, the lab OS image
+# by debootstrap): mostly downloads and unpacking, so they build in the background while the
+# test build takes the cores.
 # The tests and the Debian package then only copy them.
 mkdir -p target/lab-assets/boot/images
-lab_assets() { vm-lab/assets.sh target/lab-assets/boot && vm-lab/os-image.sh target/lab-assets/boot/images/lab.img; }
+lab_assets() { vm-lab/assets.sh --arm64 target/lab-assets/boot && vm-lab/os-image.sh target/lab-assets/boot/images/lab.img; }
 lab_assets >target/lab-assets.log 2>&1 &
 ASSETS=$!
 assets_ready() {

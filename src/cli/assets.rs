@@ -29,14 +29,17 @@ Examples:
         /// The config `rackboot serve` runs with (its boot directory and file names). Default: the embedded one.
         #[arg(long, short, value_name = "FILE")]
         config: Option<PathBuf>,
-        /// A BootOS build: vmlinuz, initrd.img (and rackboot-agent, rackboot-agent.service if present).
+        /// A BootOS build: vmlinuz, initrd.img (and rackboot-agent, rackboot-agent.service if
+        /// present; arm64/vmlinuz and arm64/initrd.img, from bootos/build.sh --arch arm64, for
+        /// arm64 machines).
         #[arg(long, value_name = "DIR", default_value = rackboot::assets::BOOTOS_DIR)]
         bootos: PathBuf,
         /// Where the iPXE binaries are (undionly.kpxe, ipxe.efi, snponly.efi).
         #[arg(long, value_name = "DIR", default_value = rackboot::assets::IPXE_DIR)]
         ipxe_dir: PathBuf,
         /// With boot.uefi_loader = "shim": the root Debian's shim-signed and
-        /// grub-efi-amd64-signed packages are installed (/) or unpacked (dpkg-deb -x) in.
+        /// grub-efi-amd64-signed packages are installed (/) or unpacked (dpkg-deb -x) in; the
+        /// arm64 chain (shim-signed:arm64, grub-efi-arm64-signed) is taken from it too.
         #[arg(long, value_name = "DIR", default_value = "/")]
         signed_root: PathBuf,
     },
@@ -52,6 +55,15 @@ pub(super) fn assets(cmd: AssetsCmd) -> anyhow::Result<()> {
             for a in &needed {
                 let state = if gaps.iter().any(|m| m.asset == *a) { "MISSING" } else { "ok" };
                 println!("  {state:<8}{:<24}{}", a.name, a.purpose);
+            }
+            let arm64 = assets::arm64(&cfg);
+            if !arm64.is_empty() {
+                let absent = assets::missing(&cfg.tftp.root, &arm64);
+                println!("arm64 machines (optional: without these they get no boot program)");
+                for a in &arm64 {
+                    let state = if absent.iter().any(|m| m.asset == *a) { "absent" } else { "ok" };
+                    println!("  {state:<8}{:<24}{}", a.name, a.purpose);
+                }
             }
             if !gaps.is_empty() {
                 print!("{}", assets::report(&gaps));

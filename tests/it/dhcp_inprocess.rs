@@ -46,7 +46,7 @@ async fn four_way_exchange_gives_a_lease_with_options_and_records_the_machine() 
 async fn pxe_clients_get_boot_files_by_arch_and_ipxe_gets_its_script() {
     let lab = Lab::start("").await;
     for (i, (arch, want)) in
-        [(0u16, "undionly.kpxe"), (7, "ipxe.efi"), (9, "ipxe.efi"), (11, "ipxe-arm64.efi")].into_iter().enumerate()
+        [(0u16, "undionly.kpxe"), (7, "ipxe.efi"), (9, "ipxe.efi"), (11, "shimaa64.efi")].into_iter().enumerate()
     {
         let mac = [0x52, 0x54, 0, 0, 2, i as u8];
         let offer = lab.exchange(&pxe(msg(MessageType::Discover, mac, 200 + i as u32), arch)).await.unwrap();

@@ -26,6 +26,8 @@ pub fn collect(root: &Path) -> Inventory {
         bmc: bmc(),
         lldp: Vec::new(),
         kernel: read(root, "proc/sys/kernel/osrelease").unwrap_or_default(),
+        // The agent is built for the machine it runs on (BootOS has one per architecture).
+        arch: std::env::consts::ARCH.to_string(),
         firmware: firmware(root),
         links: links(root),
     }
@@ -68,12 +70,16 @@ pub fn cpu(root: &Path) -> Cpu {
     let mut threads = 0;
     let (mut cores, mut sockets) = (BTreeSet::new(), BTreeSet::new());
     let mut physical = String::new();
+    let (mut implementer, mut part) = (String::new(), String::new());
     for line in text.lines() {
         let Some((k, v)) = line.split_once(':') else { continue };
         let (k, v) = (k.trim(), v.trim());
         match k {
             "processor" => threads += 1,
             "model name" if model.is_empty() => model = v.to_string(),
+            // arm64 names no model: its implementer and part numbers say which core it is.
+            "CPU implementer" if implementer.is_empty() => implementer = v.to_string(),
+            "CPU part" if part.is_empty() => part = v.to_string(),
             "physical id" => {
                 physical = v.to_string();
                 sockets.insert(v.to_string());
@@ -84,9 +90,34 @@ pub fn cpu(root: &Path) -> Cpu {
             _ => {}
         }
     }
+    if model.is_empty() && !implementer.is_empty() {
+        model = arm_core(&implementer, &part);
+    }
     // Without topology lines (some VMs, some arches) every logical CPU counts as a core.
     let cores = if cores.is_empty() { threads } else { cores.len() as u32 };
     Cpu { model, cores, threads, sockets: (sockets.len() as u32).max(1) }
+}
+
+/// An arm64 core's name from `/proc/cpuinfo`'s implementer and part numbers (the common server
+/// and emulated ones; others by their numbers).
+fn arm_core(implementer: &str, part: &str) -> String {
+    let name = match (implementer, part) {
+        ("0x41", "0xd03") => "ARM Cortex-A53",
+        ("0x41", "0xd07") => "ARM Cortex-A57",
+        ("0x41", "0xd08") => "ARM Cortex-A72",
+        ("0x41", "0xd0c") => "ARM Neoverse-N1",
+        ("0x41", "0xd40") => "ARM Neoverse-V1",
+        ("0x41", "0xd49") => "ARM Neoverse-N2",
+        ("0x41", "0xd4f") => "ARM Neoverse-V2",
+        ("0xc0", "0xac3") => "Ampere-1",
+        ("0xc0", "0xac4") => "Ampere-1a",
+        ("0x48", "0xd01") => "HiSilicon TaiShan v110",
+        _ => "",
+    };
+    match name {
+        "" => format!("arm64 implementer {implementer} part {part}"),
+        name => name.to_string(),
+    }
 }
 
 /// (MemTotal, MemAvailable) in bytes.

@@ -134,6 +134,9 @@ pub fn plan_dhcp(req: &DhcpBootRequest, ctx: &BootContext<'_>) -> Option<DhcpBoo
         Arch::UefiX64 if loader == UefiLoader::Shim => pxe(&ctx.files.shim),
         Arch::UefiX64 if ctx.files.uefi_x64_snp => pxe("snponly.efi"),
         Arch::UefiX64 => pxe(&ctx.files.uefi_x64),
+        // Debian's signed arm64 shim, then its GRUB (Debian ships no arm64 iPXE); an empty
+        // `boot.arm64` serves arm64 machines nothing.
+        Arch::UefiArm64 | Arch::HttpArm64 if ctx.files.arm64.is_empty() => None,
         Arch::UefiArm64 => pxe(&ctx.files.arm64),
         Arch::HttpX64 => Some(DhcpBoot {
             filename: format!("{}/boot/files/{}", ctx.http_base, ctx.files.uefi_x64),
@@ -203,7 +206,8 @@ pub struct UnknownProfile(pub String);
 
 /// The per-MAC decision: an operator's pin wins; then the installer a provisioning run set up;
 /// installed machines boot their disk; everything else (unknown, discovered, queued, failed)
-/// boots the discovery profile.
+/// boots the discovery profile. A machine whose firmware last said it is arm64 gets the
+/// profile's arm64 files where it has them.
 pub fn plan_boot(mac: Mac, machine: Option<&Machine>, ctx: &PlanContext<'_>) -> Result<BootPlan, UnknownProfile> {
     let (name, reason) = match machine {
         Some(m) if m.boot_profile.is_some() => (m.boot_profile.clone().unwrap_or_default(), "pinned"),
@@ -219,6 +223,11 @@ pub fn plan_boot(mac: Mac, machine: Option<&Machine>, ctx: &PlanContext<'_>) -> 
     if let Some(media) = &p.windows {
         return Ok(BootPlan::Windows { profile: name, media: media.clone() });
     }
+    let arm64 = machine.and_then(|m| m.last_arch.as_deref());
+    let (kernel, initrd, cmdline) = match p.arm64.as_ref().filter(|_| rackboot_model::boot::is_arm64(arm64)) {
+        Some(a) => (&a.kernel, &a.initrd, a.cmdline.as_ref().unwrap_or(&p.cmdline)),
+        None => (&p.kernel, &p.initrd, &p.cmdline),
+    };
     let url = |path: &str| {
         if path.starts_with("http://") || path.starts_with("https://") {
             path.to_string()
@@ -238,13 +247,13 @@ pub fn plan_boot(mac: Mac, machine: Option<&Machine>, ctx: &PlanContext<'_>) -> 
     Ok(BootPlan::Profile(ProfileBoot {
         name,
         reason,
-        kernel_url: url(&p.kernel),
-        initrd_url: url(&p.initrd),
-        kernel_path: local(&p.kernel),
-        initrd_path: local(&p.initrd),
-        initrd_name: p.initrd.rsplit('/').next().unwrap_or(&p.initrd).to_string(),
-        agent: p.cmdline.contains("rackboot.url="),
-        cmdline: p.cmdline.clone(),
+        kernel_url: url(kernel),
+        initrd_url: url(initrd),
+        kernel_path: local(kernel),
+        initrd_path: local(initrd),
+        initrd_name: initrd.rsplit('/').next().unwrap_or(initrd).to_string(),
+        agent: cmdline.contains("rackboot.url="),
+        cmdline: cmdline.clone(),
         answer_url,
     }))
 }

@@ -160,6 +160,7 @@ fn sample_plan(http_base: &str) -> BootPlan {
         cmdline: "console=ttyS0".into(),
         answer: None,
         windows: None,
+        arm64: None,
     };
     let profiles = BTreeMap::from([(profile.name.clone(), profile)]);
     let ctx = PlanContext { http_base, discovery_profile: "sample", profiles: &profiles };

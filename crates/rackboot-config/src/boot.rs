@@ -27,7 +27,7 @@ impl Default for WireBoot {
             uefi_x64_snp: false,
             uefi_loader: UefiLoader::Ipxe,
             shim: "shimx64.efi".into(),
-            arm64: "ipxe-arm64.efi".into(),
+            arm64: "shimaa64.efi".into(),
             discovery_profile: "discovery".into(),
             profiles: Vec::new(),
             templates: PathBuf::new(),
@@ -53,12 +53,17 @@ pub struct WireProfile {
     /// instead of a kernel and initrd.
     #[serde(default)]
     pub windows: Option<String>,
+    /// What arm64 machines boot instead (kernel, initrd, optionally their command line).
+    #[serde(default)]
+    pub arm64: Option<ArchBoot>,
 }
 
-pub use rackboot_model::boot::UefiLoader;
+pub use rackboot_model::boot::{ArchBoot, UefiLoader};
 
 /// The file shim loads from the directory it came from: Debian's signed network GRUB.
 pub const GRUB_EFI: &str = "grubx64.efi";
+/// The same on arm64 (shimaa64 loads grubaa64.efi).
+pub const GRUB_EFI_ARM64: &str = "grubaa64.efi";
 
 /// iPXE binaries handed to PXE ROMs, by client architecture, and the boot profiles.
 #[derive(Debug, Clone)]
@@ -70,6 +75,8 @@ pub struct BootFiles {
     pub uefi_loader: UefiLoader,
     /// The signed shim's name in the boot directory (with [`UefiLoader::Shim`]).
     pub shim: String,
+    /// What arm64 UEFI PXE clients get: Debian's signed arm64 shim (`shimaa64.efi`), which
+    /// loads [`GRUB_EFI_ARM64`] from beside it (Debian ships no arm64 iPXE).
     pub arm64: String,
     /// Profile that unknown and not yet provisioned machines boot.
     pub discovery_profile: String,
@@ -92,6 +99,8 @@ pub struct Profile {
     /// own Microsoft-signed `bootmgfw.efi`, from UEFI PXE only; kernel, initrd, command line and
     /// answer are then empty.
     pub windows: Option<String>,
+    /// What arm64 machines boot instead, where the profile serves both architectures.
+    pub arm64: Option<ArchBoot>,
 }
 
 /// The discovery profile used when the config names none: BootOS from the boot directory.
@@ -105,6 +114,14 @@ fn builtin_discovery() -> Profile {
                 .into(),
         answer: None,
         windows: None,
+        arm64: Some(ArchBoot {
+            kernel: "bootos/arm64/vmlinuz".into(),
+            initrd: "bootos/arm64/initrd.img".into(),
+            cmdline: Some(
+                "console=tty0 console=ttyAMA0 rackboot.url={{ agent_url }} rackboot.ca={{ ca_pin }} rackboot.mac={{ mac }}"
+                    .into(),
+            ),
+        }),
     }
 }
 
@@ -112,7 +129,7 @@ impl TryFrom<WireProfile> for Profile {
     type Error = anyhow::Error;
 
     fn try_from(w: WireProfile) -> anyhow::Result<Self> {
-        let WireProfile { name, kernel, initrd, cmdline, answer, windows } = w;
+        let WireProfile { name, kernel, initrd, cmdline, answer, windows, arm64 } = w;
         anyhow::ensure!(
             rackboot_model::records::valid_hostname(&name),
             "boot profile name {name:?} must be letters, digits and '-'"
@@ -126,7 +143,8 @@ impl TryFrom<WireProfile> for Profile {
                 kernel.is_empty() && initrd.is_empty() && cmdline.is_empty() && answer.is_none(),
                 "boot profile {name}: a windows profile boots its media's bootmgfw.efi; kernel, initrd, cmdline and answer must be left out"
             );
-            return Ok(Profile { name, kernel, initrd, cmdline, answer, windows });
+            anyhow::ensure!(arm64.is_none(), "boot profile {name}: a windows profile has no arm64 files");
+            return Ok(Profile { name, kernel, initrd, cmdline, answer, windows, arm64 });
         }
         anyhow::ensure!(
             !kernel.is_empty() && !initrd.is_empty(),
@@ -139,7 +157,13 @@ impl TryFrom<WireProfile> for Profile {
                 rackboot_model::boot::ANSWER_KINDS
             );
         }
-        Ok(Profile { name, kernel, initrd, cmdline, answer, windows })
+        if let Some(a) = &arm64 {
+            anyhow::ensure!(
+                !a.kernel.is_empty() && !a.initrd.is_empty(),
+                "boot profile {name}: arm64 needs both its kernel and its initrd"
+            );
+        }
+        Ok(Profile { name, kernel, initrd, cmdline, answer, windows, arm64 })
     }
 }
 
@@ -151,6 +175,10 @@ impl BootFiles {
         anyhow::ensure!(
             !shim.is_empty() && !shim.contains('/') && shim != GRUB_EFI,
             "boot.shim {shim:?} must be a file name at the top of the boot directory (shim loads {GRUB_EFI} from beside it)"
+        );
+        anyhow::ensure!(
+            !arm64.contains('/') && arm64 != GRUB_EFI_ARM64,
+            "boot.arm64 {arm64:?} must be a file name at the top of the boot directory, or empty (shim loads {GRUB_EFI_ARM64} from beside it)"
         );
         let templates = (!templates.as_os_str().is_empty()).then_some(templates);
         let mut by_name = BTreeMap::new();

@@ -25,6 +25,25 @@ impl UefiLoader {
     }
 }
 
+/// A boot profile's files for arm64 machines (DHCP option 93 arch 11 or 19), where one profile
+/// boots both architectures: their own kernel and initrd, and their own command line where it
+/// differs (the serial console is `ttyAMA0` there), else the profile's. A profile without them
+/// boots its one kernel on whatever machine it is pinned to.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, serde::Serialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ArchBoot {
+    pub kernel: String,
+    pub initrd: String,
+    #[serde(default)]
+    pub cmdline: Option<String>,
+}
+
+/// Whether a machine's last DHCP architecture (`Machine::last_arch`, the planner's names) is
+/// arm64.
+pub fn is_arm64(last_arch: Option<&str>) -> bool {
+    matches!(last_arch, Some("uefi-arm64" | "http-arm64"))
+}
+
 /// The installer answer files rackboot renders (an installer profile's `answers`).
 pub const ANSWER_KINDS: [&str; 3] = ["kickstart", "preseed", "autoinstall"];
 

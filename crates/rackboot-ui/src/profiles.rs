@@ -74,6 +74,7 @@ impl Fields {
             cmdline: self.cmdline.clone(),
             answer: (!self.answer.is_empty()).then(|| self.answer.clone()),
             windows: None,
+            arm64: None,
         }
     }
 }

@@ -173,3 +173,19 @@ fn links_report_bonds_vlans_and_ports() {
     assert_eq!((vlan.kind.as_str(), vlan.vlan_id, vlan.parent.as_deref()), ("vlan", Some(10), Some("bond0")));
     assert_eq!((links[2].kind.as_str(), links[2].up, links[3].up), ("ether", true, false));
 }
+
+/// arm64's `/proc/cpuinfo` names no model: the core is named from its implementer and part
+/// numbers (an unknown one by its numbers), each processor counts, and the agent says which
+/// architecture it runs on.
+#[test]
+fn an_arm64_cpuinfo_names_the_core_from_its_part_number() {
+    let d = tempfile::tempdir().unwrap();
+    let core = |n: u32, part: &str| {
+        format!("processor\t: {n}\nBogoMIPS\t: 125.00\nFeatures\t: fp asimd\nCPU implementer\t: 0x41\nCPU architecture: 8\nCPU part\t: {part}\n\n")
+    };
+    put(d.path(), "proc/cpuinfo", &(core(0, "0xd0c") + &core(1, "0xd0c")));
+    assert_eq!(cpu(d.path()), Cpu { model: "ARM Neoverse-N1".into(), cores: 2, threads: 2, sockets: 1 });
+    put(d.path(), "proc/cpuinfo", &core(0, "0xfff"));
+    assert_eq!(cpu(d.path()).model, "arm64 implementer 0x41 part 0xfff");
+    assert_eq!(collect(d.path()).arch, std::env::consts::ARCH);
+}

@@ -19,6 +19,10 @@ pub struct Inventory {
     pub lldp: Vec<LldpNeighbor>,
     #[serde(default)]
     pub kernel: String,
+    /// The machine's architecture as the kernel names it (`x86_64`, `aarch64`); empty from
+    /// agents older than this field.
+    #[serde(default)]
+    pub arch: String,
     /// How the node booted (absent from agents older than this field).
     #[serde(default)]
     pub firmware: Firmware,

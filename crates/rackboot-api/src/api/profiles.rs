@@ -31,6 +31,8 @@ pub struct ProfileView {
     pub answer: Option<String>,
     /// A Windows profile's imported media (config-defined profiles only).
     pub windows: Option<String>,
+    /// What arm64 machines boot instead (config-defined profiles only).
+    pub arm64: Option<crate::config::ArchBoot>,
     /// `config` (read-only) or `api`.
     pub source: String,
 }
@@ -46,7 +48,15 @@ pub async fn all_profiles(s: &ApiState) -> Result<BTreeMap<String, Profile>, Api
     let mut out = s.boot.as_ref().map(|b| b.profiles.clone()).unwrap_or_default();
     for p in s.cmdb.profiles().await? {
         let StoredProfile { name, kernel, initrd, cmdline, answer } = p;
-        out.entry(name.clone()).or_insert(Profile { name, kernel, initrd, cmdline, answer, windows: None });
+        out.entry(name.clone()).or_insert(Profile {
+            name,
+            kernel,
+            initrd,
+            cmdline,
+            answer,
+            windows: None,
+            arm64: None,
+        });
     }
     Ok(out)
 }
@@ -64,8 +74,8 @@ async fn list(State(s): State<ApiState>) -> Result<Json<ProfileList>, ApiError> 
         .into_values()
         .map(|p| {
             let source = if is_config(&s, &p.name) { "config" } else { "api" };
-            let Profile { name, kernel, initrd, cmdline, answer, windows } = p;
-            ProfileView { name, kernel, initrd, cmdline, answer, windows, source: source.into() }
+            let Profile { name, kernel, initrd, cmdline, answer, windows, arm64 } = p;
+            ProfileView { name, kernel, initrd, cmdline, answer, windows, arm64, source: source.into() }
         })
         .collect();
     Ok(Json(ProfileList { profiles }))

@@ -41,8 +41,9 @@ struct Copy {
 }
 
 /// Copies every asset `cfg` needs into its boot directory, plus the optional extras its sources
-/// have (snponly.efi; the agent binary and unit that installer answer files fetch from
-/// `bootos/`). Refuses, copying nothing, when a needed source is missing.
+/// have (snponly.efi; the arm64 chain and BootOS, see [`super::arm64`]; the agent binary and
+/// unit that installer answer files fetch from `bootos/`). Refuses, copying nothing, when a
+/// needed source is missing.
 pub fn install(cfg: &Config, src: &Sources) -> anyhow::Result<Vec<Installed>> {
     let dir = |o: Origin| match o {
         Origin::Ipxe => &src.ipxe_dir,
@@ -56,6 +57,11 @@ pub fn install(cfg: &Config, src: &Sources) -> anyhow::Result<Vec<Installed>> {
     // Extras, copied when their source is there: the signed chain too, so that a machine set
     // to it (`uefi_loader` on the machine) finds it even while the config's default is iPXE.
     let shim = cfg.boot.shim.as_str();
+    for a in super::arm64(cfg) {
+        if !plan.iter().any(|c| c.name == a.name) {
+            plan.push(Copy { from: dir(a.origin).join(a.source), name: a.name, required: false, origin: a.origin });
+        }
+    }
     for (origin, source, name) in [
         (Origin::Ipxe, "snponly.efi", "snponly.efi"),
         (Origin::Signed, super::SIGNED_SHIM, shim),

@@ -26,6 +26,10 @@ pub const IPXE_DIR: &str = "/usr/lib/ipxe";
 /// (`/` when the packages `shim-signed` and `grub-efi-amd64-signed` are installed).
 pub const SIGNED_SHIM: &str = "usr/lib/shim/shimx64.efi.signed";
 pub const SIGNED_GRUB: &str = "usr/lib/grub/x86_64-efi-signed/grubnetx64.efi.signed";
+/// The arm64 chain, from the arm64 packages of the same names (`shim-signed:arm64`,
+/// `grub-efi-arm64-signed`), unpacked into the same root.
+pub const SIGNED_SHIM_ARM64: &str = "usr/lib/shim/shimaa64.efi.signed";
+pub const SIGNED_GRUB_ARM64: &str = "usr/lib/grub/arm64-efi-signed/grubnetaa64.efi.signed";
 /// Where the rackboot Debian package puts a BootOS build, when it carries one.
 pub const BOOTOS_DIR: &str = "/usr/share/rackboot/bootos";
 
@@ -109,6 +113,42 @@ pub fn needed(cfg: &Config) -> Vec<Asset> {
     out
 }
 
+/// What arm64 machines boot from (`boot.arm64`, the signed arm64 chain, and the discovery
+/// profile's arm64 BootOS), when `boot.arm64` names a file. Optional: a rack of x86 machines
+/// needs none of it, so these never make `/healthz` degraded; `rackboot assets check` lists
+/// them apart, and `install` copies them when its sources have them.
+pub fn arm64(cfg: &Config) -> Vec<Asset> {
+    let b = &cfg.boot;
+    if b.arm64.is_empty() {
+        return Vec::new();
+    }
+    let mut out = vec![
+        Asset {
+            name: b.arm64.clone(),
+            source: SIGNED_SHIM_ARM64,
+            origin: Origin::Signed,
+            purpose: "arm64 UEFI PXE clients (shim)",
+        },
+        Asset {
+            name: crate::config::GRUB_EFI_ARM64.into(),
+            source: SIGNED_GRUB_ARM64,
+            origin: Origin::Signed,
+            purpose: "arm64 UEFI PXE clients (GRUB, loaded by shim)",
+        },
+    ];
+    if let Some(a) = b.profiles.get(&b.discovery_profile).and_then(|p| p.arm64.as_ref()) {
+        for (path, source, purpose) in [
+            (&a.kernel, "arm64/vmlinuz", "the arm64 discovery kernel (BootOS)"),
+            (&a.initrd, "arm64/initrd.img", "the arm64 discovery initrd (BootOS)"),
+        ] {
+            if !is_url(path) && !path.is_empty() {
+                out.push(Asset { name: path.clone(), source, origin: Origin::Bootos, purpose });
+            }
+        }
+    }
+    out
+}
+
 fn is_url(path: &str) -> bool {
     path.starts_with("http://") || path.starts_with("https://")
 }
@@ -130,8 +170,9 @@ pub fn fix(origin: Origin) -> String {
             "rackboot assets install --bootos DIR (with serve's --config; DIR defaults to {BOOTOS_DIR}, \
              which the rackboot .deb fills when built with BootOS; build one with bootos/build.sh --kernel generic DIR)"
         ),
-        Origin::Signed => "apt-get download shim-signed grub-efi-amd64-signed; dpkg-deb -x each into DIR; \
-             rackboot assets install --signed-root DIR (with serve's --config)"
+        Origin::Signed => "apt-get download shim-signed grub-efi-amd64-signed (for arm64: shim-signed:arm64 \
+             grub-efi-arm64-signed); dpkg-deb -x each into DIR; rackboot assets install --signed-root DIR \
+             (with serve's --config)"
             .into(),
     }
 }
@@ -251,6 +292,16 @@ initrd = "http://mirror.example/initrd"
         assert!(fix(Origin::Signed).contains("grub-efi-amd64-signed"));
         let err = format!("{:#}", Config::parse("[boot]\nuefi_loader = \"grub\"").unwrap_err());
         assert!(err.contains("uefi_loader"), "{err}");
+    }
+
+    #[test]
+    fn arm64_assets_are_the_signed_arm64_chain_and_bootos_for_arm64_and_never_required() {
+        let c = Config::load(None).unwrap();
+        let a = arm64(&c);
+        assert_eq!(names(&a), ["shimaa64.efi", "grubaa64.efi", "bootos/arm64/vmlinuz", "bootos/arm64/initrd.img"]);
+        assert_eq!((a[1].origin, a[1].source, a[3].source), (Origin::Signed, SIGNED_GRUB_ARM64, "arm64/initrd.img"));
+        assert!(needed(&c).iter().all(|n| !n.name.contains("aa64") && !n.name.contains("arm64")), "not required");
+        assert!(arm64(&cfg("[boot]\narm64 = \"\"")).is_empty(), "arm64 not served");
     }
 
     #[test]

@@ -25,7 +25,8 @@ fn arch_picks_the_ipxe_binary() {
     assert_eq!(name(None).as_deref(), Some("undionly.kpxe"));
     assert_eq!(name(Some(7)).as_deref(), Some("ipxe.efi"));
     assert_eq!(name(Some(9)).as_deref(), Some("ipxe.efi"));
-    assert_eq!(name(Some(11)).as_deref(), Some("ipxe-arm64.efi"));
+    // arm64: Debian's signed shim (there is no arm64 iPXE in Debian).
+    assert_eq!(name(Some(11)).as_deref(), Some("shimaa64.efi"));
     assert_eq!(name(Some(6)), None);
     assert_eq!(name(Some(0x1f)), None);
 }
@@ -88,6 +89,7 @@ fn profiles() -> std::collections::BTreeMap<String, rackboot_config::Profile> {
         cmdline: "auto url={{ answer_url }}".into(),
         answer: Some(answer.into()),
         windows: None,
+        arm64: None,
     };
     p.insert("debian12".into(), installer("debian12", "preseed"));
     p.insert("ubuntu".into(), installer("ubuntu", "autoinstall"));
@@ -233,4 +235,53 @@ fn a_windows_profile_starts_its_media_boot_manager_from_uefi_pxe_only() {
     m.boot_profile = Some("win".into());
     let want = BootPlan::Windows { profile: "win".into(), media: "w2022".into() };
     assert_eq!(plan_boot(Mac([0; 6]), Some(&m), &pctx), Ok(want));
+}
+
+/// An arm64 machine (its firmware's last DHCP said arch 11) boots the discovery profile's arm64
+/// kernel, initrd and command line; an x86 one, or one never seen, the profile's own. A profile
+/// without arm64 files boots its one kernel on whatever is pinned to it. An empty `boot.arm64`
+/// serves arm64 firmware nothing.
+#[test]
+fn arm64_machines_get_the_profiles_arm64_files() {
+    let p = profiles();
+    let ctx = PlanContext { http_base: "http://198.18.0.1:8080", discovery_profile: "discovery", profiles: &p };
+    let mac = Mac([0x52, 0x54, 0, 0, 0, 1]);
+    let mut m = Machine::new(1, vec![mac], 0);
+    let boot = |m: Option<&Machine>| match plan_boot(mac, m, &ctx).unwrap() {
+        BootPlan::Profile(b) => b,
+        other => panic!("{other:?}"),
+    };
+    m.last_arch = Some("uefi-arm64".into());
+    let b = boot(Some(&m));
+    assert_eq!(
+        (b.kernel_path.as_deref(), b.initrd_path.as_deref()),
+        (Some("bootos/arm64/vmlinuz"), Some("bootos/arm64/initrd.img"))
+    );
+    assert_eq!(b.kernel_url, "http://198.18.0.1:8080/boot/files/bootos/arm64/vmlinuz");
+    assert!(b.cmdline.contains("console=ttyAMA0") && b.agent, "{}", b.cmdline);
+    for arch in [Some("uefi-x64"), Some("bios"), None] {
+        m.last_arch = arch.map(Into::into);
+        let b = boot(Some(&m));
+        assert_eq!(b.kernel_path.as_deref(), Some("bootos/vmlinuz"), "{arch:?}");
+        assert!(b.cmdline.contains("console=ttyS0"), "{arch:?}: {}", b.cmdline);
+    }
+    assert_eq!(boot(None).kernel_path.as_deref(), Some("bootos/vmlinuz"));
+    m.last_arch = Some("http-arm64".into());
+    m.boot_profile = Some("rescue".into());
+    assert_eq!(boot(Some(&m)).initrd_path.as_deref(), Some("d-i/initrd.gz"), "no arm64 files: the profile's own");
+
+    let mut f = files();
+    f.arm64 = String::new();
+    let ctx = BootContext { http_base: "http://x", next_server: Ipv4Addr::LOCALHOST, files: &f };
+    for arch in [11, 19] {
+        let req = DhcpBootRequest {
+            mac,
+            arch: Some(Arch::from_code(arch)),
+            is_ipxe: false,
+            uefi_loader: None,
+            windows: None,
+            boots_disk: false,
+        };
+        assert_eq!(plan_dhcp(&req, &ctx), None, "arch {arch}");
+    }
 }

@@ -5,6 +5,7 @@
 //! ones, which start qemu themselves, in the other. Only the first may start libvirtd; nothing
 //! outside them starts a VM.
 
+mod arm64;
 mod day_two;
 mod disk_crypt;
 mod fallback;

@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
 # Installs what rackboot's tests, lab and benchmarks need on a fresh Debian 12 machine (root).
 # Idempotent: skips apt when everything is present.
-#   tools/setup.sh [--lab] [--libvirt] [--bench]
+#   tools/setup.sh [--lab] [--libvirt] [--arm64] [--bench]
 #   --lab      only what the main job (vm-lab/run.sh) uses: no test tools, validators or cargo-deb
+#   --arm64    with --lab: arm64 VMs and BootOS for arm64 too (the tests always have them)
 #   --libvirt  libvirt and the BMC emulators (sushy-tools, VirtualBMC)
 #   --bench    the reference servers bench/ compares against
 set -euo pipefail
-SETUP_LAB=0 SETUP_LIBVIRT=0 SETUP_BENCH=0
+SETUP_LAB=0 SETUP_LIBVIRT=0 SETUP_BENCH=0 SETUP_ARM64=0
 for arg in "$@"; do
   case $arg in
     --lab) SETUP_LAB=1 ;;
     --libvirt) SETUP_LIBVIRT=1 ;;
+    --arm64) SETUP_ARM64=1 ;;
     --bench) SETUP_BENCH=1 ;;
-    *) echo "setup: unknown option $arg (use --lab, --libvirt, --bench)"; return 2 2>/dev/null || exit 2 ;;
+    *) echo "setup: unknown option $arg (use --lab, --libvirt, --arm64, --bench)"; return 2 2>/dev/null || exit 2 ;;
   esac
 done
 # The lab: qemu with both firmwares, iPXE, the rack switch's relay and LLDP, plugin signing, and
@@ -27,10 +29,11 @@ PKGS+=(qemu-utils)
       debian-installer-12-netboot-amd64 ndisc6 sslscan chromium chromium-driver
       python3-yaml python3-jsonschema python3-requests python3-configobj python3-jsonpatch
       samba smbclient wimtools grub-efi-amd64-bin postgresql kea-admin squid iperf3 prometheus
-      ansible-core openssh-server clevis openipmi xorriso mtools
-      qemu-system-arm qemu-efi-aarch64 gcc-aarch64-linux-gnu libc6-dev-arm64-cross)
-# (The last line: arm64 machines in the lab, AAVMF, and the cross toolchain BootOS's agent is
-# built with for arm64: bootos/build.sh --arch arm64.)
+      ansible-core openssh-server clevis openipmi xorriso mtools)
+# arm64 machines in the lab (qemu-system-aarch64, AAVMF) and the cross toolchain BootOS's agent
+# is built with for arm64 (bootos/build.sh --arch arm64).
+[ $SETUP_LAB = 0 ] && SETUP_ARM64=1
+[ $SETUP_ARM64 = 1 ] && PKGS+=(qemu-system-arm qemu-efi-aarch64 gcc-aarch64-linux-gnu libc6-dev-arm64-cross)
 [ $SETUP_BENCH = 1 ] && PKGS+=(kea-dhcp4-server kea-dhcp6-server kea-admin atftpd nginx-light wrk dnsperf)
 # --libvirt: libvirt (daemons started by hand, no systemd) and what VirtualBMC's libvirt-python
 # builds with, for tests/it/e2e/vm/vbmc.rs and `vm-lab/run.sh --libvirt`.
@@ -102,8 +105,8 @@ if ! command -v cargo >/dev/null; then
   [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
 fi
 command -v cargo >/dev/null || { echo "setup: cargo not found (install Rust with rustup)"; exit 1; }
-# The arm64 agent's Rust standard library (tests: tests/it/e2e/vm/arm64.rs).
-if [ $SETUP_LAB = 0 ] && command -v rustup >/dev/null &&
+# The arm64 agent's Rust standard library.
+if [ $SETUP_ARM64 = 1 ] && command -v rustup >/dev/null &&
    ! rustup target list --installed | grep -qx aarch64-unknown-linux-gnu; then
   echo "setup: rustup target add aarch64-unknown-linux-gnu"
   rustup target add aarch64-unknown-linux-gnu

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The main job: rackboot provisioning a lab network of qemu VMs that PXE-boot from it.
 #
-#   vm-lab/run.sh [--bios N]   (as root) [--uefi N] [--secure-boot N] [--clients N] [--no-provision]
-#                 [--baseline] [--keep] [--libvirt] [--release]
+#   vm-lab/run.sh [--bios N]   (as root) [--uefi N] [--secure-boot N] [--arm64 N] [--clients N]
+#                 [--no-provision] [--baseline] [--keep] [--libvirt] [--release]
 #
 # rackboot is built in the dev profile unless --release is given (bench/ measures release builds),
 # while BootOS's packages and the lab OS image are fetched in the background.
@@ -17,7 +17,11 @@
 # agent's LLDP neighbour confirms the placement. N SeaBIOS and N OVMF (UEFI) VMs (qemu -accel
 # tcg; KVM hangs on these machines; 512 MiB, a 2 GiB disk) with qemu's iPXE option ROM, and N
 # OVMF VMs with Secure Boot enforcing (--secure-boot; Microsoft's keys enrolled, no option ROM)
-# whose machines are set to the signed chain (shim, Debian's signed GRUB) before they boot. Each VM goes
+# whose machines are set to the signed chain (shim, Debian's signed GRUB) before they boot, and N
+# arm64 VMs (--arm64: qemu-system-aarch64, AAVMF with Secure Boot enforcing, 1 GiB) that boot
+# BootOS for arm64 through Debian's signed arm64 shim and GRUB (docs/arm64.md); they enroll, are
+# placed and run a job like the others, and are left out of provisioning (the lab image is
+# amd64). Each VM goes
 # DHCP -> iPXE script -> BootOS kernel + initrd (bootos/build.sh) -> the agent enrolls and sends
 # its inventory; the run then has each agent run `uname -a` as a job and provisions every VM
 # from the lab OS image (vm-lab/os-image.sh) with a task: image deploy, identity, reboot from disk, the installed agent checking in, a post-install
@@ -36,27 +40,30 @@
 # Everything is torn down on exit, also on failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-BIOS=1 UEFI=1 SECURE=0 CLIENTS=0 KEEP=0 PROVISION=1 BASELINE=0 LIBVIRT=0 PROFILE=debug
+BIOS=1 UEFI=1 SECURE=0 ARM64=0 CLIENTS=0 KEEP=0 PROVISION=1 BASELINE=0 LIBVIRT=0 PROFILE=debug
 while [ $# -gt 0 ]; do
   case "$1" in
     --bios) BIOS=$2; shift 2 ;;
     --uefi) UEFI=$2; shift 2 ;;
     --secure-boot) SECURE=$2; shift 2 ;;
+    --arm64) ARM64=$2; shift 2 ;;
     --clients) CLIENTS=$2; shift 2 ;;
     --keep) KEEP=1; shift ;;
     --no-provision) PROVISION=0; shift ;;
     --baseline) BASELINE=1; shift ;;
     --libvirt) LIBVIRT=1; shift ;;
     --release) PROFILE=release; shift ;;
-    *) echo "usage: $0 [--bios N] [--uefi N] [--secure-boot N] [--clients N] [--no-provision] [--baseline] [--keep] [--libvirt] [--release]"; exit 2 ;;
+    *) echo "usage: $0 [--bios N] [--uefi N] [--secure-boot N] [--arm64 N] [--clients N] [--no-provision] [--baseline] [--keep] [--libvirt] [--release]"; exit 2 ;;
   esac
 done
 export PATH="/usr/local/sbin:/usr/sbin:/sbin:$PATH"
 [ "$(id -u)" = 0 ] || { echo "run.sh: run as root (network namespaces, tap devices)"; exit 1; }
 [ $LIBVIRT = 1 ] && [ "$SECURE" != 0 ] && { echo "run.sh: --secure-boot VMs are plain qemu: drop --libvirt"; exit 2; }
+[ $LIBVIRT = 1 ] && [ "$ARM64" != 0 ] && { echo "run.sh: --arm64 VMs are plain qemu: drop --libvirt"; exit 2; }
 [ $LIBVIRT = 1 ] && [ $PROVISION = 0 ] && { echo "run.sh: --libvirt powers the VMs on through a task: drop --no-provision"; exit 2; }
 echo "== setup (tools/setup.sh --lab: the lab's Debian packages; skipped when present)"
-if [ $LIBVIRT = 1 ]; then source tools/setup.sh --lab --libvirt; else source tools/setup.sh --lab; fi
+SETUP=(--lab); [ $LIBVIRT = 1 ] && SETUP+=(--libvirt); [ "$ARM64" != 0 ] && SETUP+=(--arm64)
+source tools/setup.sh "${SETUP[@]}"
 RUN=$PWD/vm-lab/run
 # BootOS's packages and the lab OS image (debootstrap) are fetched in the background while
 # rackboot compiles: they wait on the network, the build on the CPU (the agent's build comes after
@@ -103,7 +110,7 @@ rm -rf "$RUN"; mkdir -p "$RUN/data"
 
 echo "== boot directory (vm-lab/assets.sh)"
 await $ASSETS_PID "$PREP/bootos-packages.log"
-vm-lab/assets.sh "$RUN/data/boot"
+if [ "$ARM64" != 0 ]; then vm-lab/assets.sh --arm64 "$RUN/data/boot"; else vm-lab/assets.sh "$RUN/data/boot"; fi
 if [ $PROVISION = 1 ]; then
   echo "== lab OS image (vm-lab/os-image.sh)"
   await $IMAGE_PID "$PREP/os-image.log"
@@ -154,8 +161,21 @@ add_port() { # port (a tap, unless it is there: a libvirt VM's veth)
   ip -n $SW addr add 198.18.1.1/32 dev "$1"
   PORTS+=("$1")
 }
-start_vm() { # name mac uefi port (uefi: 0 SeaBIOS, 1 OVMF, 2 OVMF with Secure Boot enforcing)
+start_vm() { # name mac uefi port (uefi: 0 SeaBIOS, 1 OVMF, 2 OVMF with Secure Boot enforcing, 3 arm64)
   local name=$1 mac=$2 uefi=$3 port=$4 fw=() rom=""
+  if [ "$uefi" = 3 ]; then
+    # The virt board, a Cortex-A57 under TCG, AAVMF with Secure Boot enforcing (Microsoft's keys);
+    # no option ROM (qemu's iPXE ROM is x86): the firmware's own PXE loads the arm64 shim.
+    cp /usr/share/AAVMF/AAVMF_VARS.ms.fd "$RUN/$name.vars.fd"
+    truncate -s 2G "$RUN/$name.disk"
+    ip netns exec $SW qemu-system-aarch64 -machine virt -cpu cortex-a57 -accel tcg -smp "${VM_CPUS:-1}" -m 1024 \
+      -display none -boot n -drive "if=pflash,format=raw,readonly=on,file=/usr/share/AAVMF/AAVMF_CODE.ms.fd" \
+      -drive "if=pflash,format=raw,file=$RUN/$name.vars.fd" -serial "file:$RUN/$name.serial" \
+      -netdev "tap,id=n0,ifname=$port,script=no,downscript=no" -device "virtio-net-pci,netdev=n0,mac=$mac,romfile=" \
+      -drive "file=$RUN/$name.disk,if=virtio,format=raw" > "$RUN/$name.qemu.log" 2>&1 &
+    VMS+=("$name $mac"); PIDS+=($!)
+    return
+  fi
   if [ "$uefi" = 1 ]; then
     cp /usr/share/OVMF/OVMF_VARS_4M.fd "$RUN/$name.vars.fd"
     # No IPv6 in the firmware (the lab has no DHCPv6): once installed, the VM would walk PXEv6
@@ -189,6 +209,7 @@ n=0
 for i in $(seq 1 "$BIOS"); do n=$((n+1)); PLAN+=("bios$i $(printf '52:54:00:1a:c0:%02x' $n) 0 swp$n"); done
 for i in $(seq 1 "$UEFI"); do n=$((n+1)); PLAN+=("uefi$i $(printf '52:54:00:1a:c0:%02x' $n) 1 swp$n"); done
 for i in $(seq 1 "$SECURE"); do n=$((n+1)); PLAN+=("sb$i $(printf '52:54:00:1a:c0:%02x' $n) 2 swp$n"); done
+for i in $(seq 1 "$ARM64"); do n=$((n+1)); PLAN+=("arm$i $(printf '52:54:00:1a:c0:%02x' $n) 3 swp$n"); done
 if [ $LIBVIRT = 1 ]; then
   echo "== libvirt: the VMs as domains, powered off (vm-lab/libvirt.sh; disks in /var/lib/libvirt/images)"
   echo rblab- > "$RUN/libvirt.prefix"; mkdir -p "$RUN/libvirt"; mv "$RUN/libvirt.prefix" "$RUN/libvirt/prefix"
@@ -264,7 +285,7 @@ for k in "${!PIDS[@]}"; do
       "$(echo "$(at "$mac" dhcp.ack) / 1000" | bc -l)" "$(echo "$(at "$mac" agent.enrolled) / 1000" | bc -l)" \
       "$(echo "$(at "$mac" agent.inventory) / 1000" | bc -l)"
     api "/machines/$mac" | jq -r '.inventory | "    \(.dmi.vendor) \(.dmi.model), \(.cpu.threads) CPU(s) \(.cpu.model), \(.memory_bytes / 1048576) MiB, disks: \([.disks[] | "\(.name) \(.size_bytes / 1073741824) GiB"] | join(", ")), NICs: \([.nics[] | "\(.name) \(.mac) \(.driver)"] | join(", "))"'
-    api "/machines/$mac" | jq -r '"    firmware: \(if .inventory.firmware.uefi then "UEFI" else "BIOS" end), Secure Boot \(.inventory.firmware.secure_boot | if . == true then "on" elif . == false then "off" else "unknown" end), booted through \(.uefi_loader // "the default loader")"'
+    api "/machines/$mac" | jq -r '"    firmware: \(if .inventory.firmware.uefi then "UEFI" else "BIOS" end) on \(.inventory.arch // "?"), Secure Boot \(.inventory.firmware.secure_boot | if . == true then "on" elif . == false then "off" else "unknown" end), booted through \(.uefi_loader // "the default loader")"'
     # Where it is plugged in: placed by option 82, confirmed by its agent's LLDP neighbour.
     for _ in $(seq 30); do
       [ "$(api "/machines/$mac/events?limit=1000" | jq '[.events[] | select(.kind == "rack.confirmed")] | length')" -gt 0 ] && break
@@ -290,9 +311,11 @@ if [ $PROVISION = 1 ] && [ $BASELINE = 1 ] && [ ${#PIDS[@]} -gt 0 ]; then
     printf "    %-60s %6.1f s  %5.1f MB/s\n" "$cmd" "$(echo "$ms / 1000" | bc -l)" "$(echo "$size / $ms / 1000" | bc -l)"
   done
 fi
-if [ $PROVISION = 1 ] && [ ${#VMS[@]} -gt 0 ]; then
-  echo; echo "== provisioning every VM from lab.img"
-  macs=(); for v in "${VMS[@]}"; do read -r _ m <<< "$v"; macs+=(--mac "$m"); done
+# The arm64 VMs are left out: the lab image is amd64.
+INSTALL=(); for v in "${VMS[@]}"; do case "$v" in arm*) ;; *) INSTALL+=("$v") ;; esac; done
+if [ $PROVISION = 1 ] && [ ${#INSTALL[@]} -gt 0 ]; then
+  echo; echo "== provisioning every amd64 VM from lab.img"
+  macs=(); for v in "${INSTALL[@]}"; do read -r _ m <<< "$v"; macs+=(--mac "$m"); done
   # No hostname pattern or address pool: the rack named and addressed them by their ports.
   rb tasks create "${macs[@]}" --image lab.img --hardware-profile lab --post-install motd.sh | sed 's/^/    /'
   for _ in $(seq 900); do
@@ -300,7 +323,7 @@ if [ $PROVISION = 1 ] && [ ${#VMS[@]} -gt 0 ]; then
     sleep 2
   done
   rb tasks show 1 | sed 's/^/    /'
-  for v in "${VMS[@]}"; do
+  for v in "${INSTALL[@]}"; do
     read -r name mac <<< "$v"
     printf "    %s: " "$name"
     # Under --libvirt, from the power-on through the BMC (the task's power action).

@@ -379,3 +379,30 @@ domain = "lab.rackboot.test"
         data_dir.display()
     )
 }
+
+/// An IPv6-only lab: no DHCPv4, DHCPv6 and SLAAC on `fd18::/64` (the server namespace's bridge
+/// needs `fd18::1/64` before the appliance starts).
+pub fn ipv6_only_config(data_dir: &Path) -> String {
+    format!(
+        r#"
+[server]
+data_dir = "{}"
+interface = "br0"
+[http]
+listen = "198.18.0.1:8080"
+[dhcp]
+mode = "off"
+[dhcp6]
+enabled = true
+[[dhcp6.subnets]]
+prefix = "fd18::/64"
+pools = ["fd18::100-fd18::fff"]
+dns_servers = ["fd18::1"]
+domain = "lab.rackboot.test"
+slaac = true
+[dns]
+domain = "lab.rackboot.test"
+"#,
+        data_dir.display()
+    )
+}

@@ -27,6 +27,16 @@ impl Cmdb {
         .await
     }
 
+    /// The stored DHCPv6 lease on `ip`, in whatever state.
+    pub async fn lease6(&self, ip: std::net::Ipv6Addr) -> Result<Option<Lease6>, CmdbError> {
+        self.read(move |rtx| {
+            let Some(t) = rtx.open_table_if_any(LEASES6)? else { return Ok(None) };
+            let Some(v) = t.get(ip.octets().as_slice())? else { return Ok(None) };
+            Ok(Some(decode(v.value())?))
+        })
+        .await
+    }
+
     /// DHCPv6 leases in address order after `after`, at most `limit`, and whether more follow.
     pub async fn lease6_page(
         &self,
@@ -125,6 +135,7 @@ mod tests {
     use std::net::Ipv6Addr;
 
     use super::*;
+    use crate::whereabouts::RELEASED6_GRACE_SECS;
 
     fn lease(mac: Option<[u8; 6]>, expires_at: u64, state: LeaseState) -> Lease6 {
         Lease6 {
@@ -174,6 +185,45 @@ mod tests {
         );
         let held = cmdb.inner.index.read().unwrap().active_lease6_to("fd18::200".parse().unwrap(), now_secs());
         assert_eq!(held, Some(rackboot_model::mac::Mac([0x52, 0x54, 0, 0, 6, 1])));
+    }
+
+    /// EDK2 releases its PXE lease as it starts the loader, which keeps using the address: for a
+    /// while the address is still its client's (a boot nonce goes to GRUB there), and never
+    /// another MAC's; once leased again, it is the new holder's; an old release counts no more.
+    #[tokio::test]
+    async fn a_just_released_address_stays_its_clients_for_a_while_and_no_one_elses() {
+        let dir = tempfile::tempdir().unwrap();
+        let cmdb = Cmdb::open_for_test(&dir.path().join("cmdb.redb"), 64).unwrap();
+        let (mac, other) =
+            (rackboot_model::mac::Mac([0x52, 0x54, 0, 0, 6, 1]), rackboot_model::mac::Mac([0x52, 0x54, 0, 0, 6, 2]));
+        let ip: std::net::IpAddr = "fd18::100".parse().unwrap();
+        let put = |lease: Lease6| {
+            let s = Sighting { mac: lease.mac, ..Default::default() };
+            cmdb.queue_lease6(lease, s, vec![]).unwrap()
+        };
+        let far = now_secs() + 600;
+        put(at("fd18::100", "0003000152540000060a", 1, far)).await.unwrap();
+        assert!(cmdb.is_address_of(ip, mac, None).await, "its lease");
+        put(Lease6 {
+            state: LeaseState::Released,
+            updated_at: now_secs(),
+            ..at("fd18::100", "0003000152540000060a", 1, far)
+        })
+        .await
+        .unwrap();
+        assert!(cmdb.is_address_of(ip, mac, None).await, "released moments ago");
+        assert!(!cmdb.is_address_of(ip, other, None).await, "never another MAC's");
+        let stale = now_secs() - RELEASED6_GRACE_SECS - 1;
+        put(Lease6 {
+            state: LeaseState::Released,
+            updated_at: stale,
+            ..at("fd18::100", "0003000152540000060a", 1, far)
+        })
+        .await
+        .unwrap();
+        assert!(!cmdb.is_address_of(ip, mac, None).await, "released long ago");
+        put(Lease6 { mac: Some(other), ..at("fd18::100", "000300015254000006ff", 9, far) }).await.unwrap();
+        assert!(cmdb.is_address_of(ip, other, None).await && !cmdb.is_address_of(ip, mac, None).await, "leased again");
     }
 
     #[test]

@@ -51,7 +51,21 @@ pub fn peer_v4(ip: IpAddr) -> Option<Ipv4Addr> {
     }
 }
 
+/// How long an address released over DHCPv6 stays its client's, as far as [`Cmdb::is_address_of`]
+/// goes. UEFI firmware releases its PXE lease as it starts the loader it fetched (EDK2 stops
+/// its DHCPv6 instance), and the loader goes on with that address: Debian's GRUB fetches its
+/// config from it a few seconds later.
+pub(crate) const RELEASED6_GRACE_SECS: u64 = 120;
+
 impl Cmdb {
+    /// The MAC whose DHCPv6 lease on `ip` was released in the last [`RELEASED6_GRACE_SECS`]
+    /// (an address leased to anyone since is active, and answered before this is asked).
+    async fn just_released6(&self, ip: std::net::Ipv6Addr) -> Option<Mac> {
+        let lease = self.lease6(ip).await.ok()??;
+        let recent = lease.updated_at + RELEASED6_GRACE_SECS >= now_secs();
+        (lease.state == crate::model::LeaseState::Released && recent).then_some(lease.mac).flatten()
+    }
+
     /// Notes that `mac` asked for `ip` in a DHCP request another server answers (proxy mode).
     pub fn saw_address(&self, mac: Mac, ip: Ipv4Addr) {
         if ip.is_unspecified() || ip.is_broadcast() {
@@ -68,12 +82,13 @@ impl Cmdb {
         let has_mac = |x: Mac| x == mac || m.is_some_and(|m| m.macs.contains(&x));
         let Some(ip) = peer_v4(ip) else {
             // IPv6: a DHCPv6 lease of this machine's MAC on the address, else (no lease on it)
-            // an address SLAAC formed from one of its MACs.
+            // an address SLAAC formed from one of its MACs, or one it released moments ago.
             let IpAddr::V6(ip6) = ip else { return false };
-            let index = self.inner.index.read().expect("index lock");
-            return match index.active_lease6_to(ip6, now_secs()) {
+            let held = self.inner.index.read().expect("index lock").active_lease6_to(ip6, now_secs());
+            return match held {
                 Some(holder) => has_mac(holder),
-                None => rackboot_model::lease6::mac_from_eui64(ip6).is_some_and(has_mac),
+                None if rackboot_model::lease6::mac_from_eui64(ip6).is_some_and(has_mac) => true,
+                None => self.just_released6(ip6).await.is_some_and(has_mac),
             };
         };
         let leased_or_reserved = {

@@ -28,29 +28,7 @@ fn an_ovmf_vm_on_an_ipv6_only_segment_boots_bootos_enrolls_and_is_installed_over
     assert!(assets.status.success(), "assets: {}", String::from_utf8_lossy(&assets.stderr));
     std::fs::create_dir_all(data.join("boot/images")).unwrap();
     vm_lab("os-image.sh", &data.join("boot/images/lab.img"));
-    let config = format!(
-        r#"
-[server]
-data_dir = "{}"
-interface = "br0"
-[http]
-listen = "198.18.0.1:8080"
-[dhcp]
-mode = "off"
-[dhcp6]
-enabled = true
-[[dhcp6.subnets]]
-prefix = "fd18::/64"
-pools = ["fd18::100-fd18::fff"]
-dns_servers = ["fd18::1"]
-domain = "lab.rackboot.test"
-slaac = true
-[dns]
-domain = "lab.rackboot.test"
-"#,
-        data.display()
-    );
-    net.start_rackboot(&config);
+    net.start_rackboot(&crate::netns::ipv6_only_config(&data));
     net.add_tap("tap-six");
     let mut args = net.qemu_args("six", MAC, true, &[2 << 30], false);
     // The firmware's own network stack, IPv6 only: no option ROM, IPv4 PXE off, IPv6 on (the

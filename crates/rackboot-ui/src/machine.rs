@@ -216,6 +216,7 @@ mod tests {
             port_description: Some("<b>u7</b>".into()),
         });
         inv.firmware = Firmware { uefi: true, secure_boot: Some(true) };
+        inv.arch = "aarch64".into();
         m.inventory = Some(inv);
         m.uefi_loader = Some(rackboot_config::UefiLoader::Shim);
         let mut run = Run::new(3, 2, 1, Some(7), 1_795_446_245_000);
@@ -232,6 +233,7 @@ mod tests {
         assert!(html.contains("<td>tor-r1</td><td>Ethernet7 (&lt;b&gt;u7&lt;&#x2f;b&gt;)</td>"), "{html}");
         assert!(html.contains("configure 2 (0 %)"), "{html}");
         assert!(html.contains("<dt>Firmware</dt><dd>UEFI, Secure Boot on</dd>"), "{html}");
+        assert!(html.contains("<dt>Architecture</dt><dd>aarch64</dd>"), "{html}");
         assert!(html.contains("<dt>UEFI loader</dt><dd>shim</dd>"), "{html}");
         assert!(html.contains("2026-11-23T15:04:05Z"));
         assert!(html.contains("test profile <strong>burn-in</strong>: failed, test disk-read:vda"), "{html}");

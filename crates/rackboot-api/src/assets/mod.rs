@@ -101,16 +101,23 @@ pub fn needed(cfg: &Config) -> Vec<Asset> {
     }
     // Config validation guarantees the discovery profile exists.
     if let Some(p) = b.profiles.get(&b.discovery_profile) {
-        for (path, source, purpose) in [
+        out.extend(bootos([
             (&p.kernel, "vmlinuz", "the discovery kernel (BootOS)"),
             (&p.initrd, "initrd.img", "the discovery initrd (BootOS)"),
-        ] {
-            if !is_url(path) && !path.is_empty() {
-                out.push(Asset { name: path.clone(), source, origin: Origin::Bootos, purpose });
-            }
-        }
+        ]));
     }
     out
+}
+
+/// BootOS files a profile names (path, file in the BootOS build, purpose), but those served
+/// from elsewhere (`http://` URLs) or not named.
+fn bootos<'a>(files: [(&'a String, &'static str, &'static str); 2]) -> impl Iterator<Item = Asset> + 'a {
+    files.into_iter().filter(|(path, _, _)| !is_url(path) && !path.is_empty()).map(|(path, source, purpose)| Asset {
+        name: path.clone(),
+        source,
+        origin: Origin::Bootos,
+        purpose,
+    })
 }
 
 /// What arm64 machines boot from (`boot.arm64`, the signed arm64 chain, and the discovery
@@ -137,14 +144,10 @@ pub fn arm64(cfg: &Config) -> Vec<Asset> {
         },
     ];
     if let Some(a) = b.profiles.get(&b.discovery_profile).and_then(|p| p.arm64.as_ref()) {
-        for (path, source, purpose) in [
+        out.extend(bootos([
             (&a.kernel, "arm64/vmlinuz", "the arm64 discovery kernel (BootOS)"),
             (&a.initrd, "arm64/initrd.img", "the arm64 discovery initrd (BootOS)"),
-        ] {
-            if !is_url(path) && !path.is_empty() {
-                out.push(Asset { name: path.clone(), source, origin: Origin::Bootos, purpose });
-            }
-        }
+        ]));
     }
     out
 }

@@ -149,11 +149,15 @@ M=lib/modules/$KVER
 # An encrypted file system of a disk layout is made in BootOS: dm-crypt (in drivers/md) with
 # AES-XTS, and the kernel crypto API cryptsetup reaches its key slots through.
 CRYPTO="kernel/crypto/xts.ko kernel/crypto/ecb.ko kernel/crypto/af_alg.ko kernel/crypto/algif_skcipher.ko"
+# Hardware random number generators (virtio-rng in VMs): the kernel's random pool is ready as
+# soon as one is loaded, where a CPU without RDRAND left the agent's first TLS handshake waiting
+# for it (about a second under TCG).
+RNG=kernel/drivers/char/hw_random
 want() {
   case "$KERNEL" in
     cloud) (cd "$S/$M" && find kernel/drivers/virtio kernel/drivers/net/virtio_net.ko kernel/drivers/block/virtio_blk.ko \
       kernel/drivers/scsi/virtio_scsi.ko kernel/drivers/scsi/sd_mod.ko kernel/drivers/md kernel/drivers/nvme \
-      kernel/drivers/char/ipmi kernel/fs/efivarfs kernel/fs/xfs $CRYPTO -name '*.ko' 2>/dev/null || true) ;;
+      kernel/drivers/char/ipmi $RNG kernel/fs/efivarfs kernel/fs/xfs $CRYPTO -name '*.ko' 2>/dev/null || true) ;;
     generic) (cd "$S/$M" && find kernel/drivers/virtio kernel/drivers/net/ethernet kernel/drivers/net/virtio_net.ko \
       kernel/drivers/block kernel/drivers/scsi kernel/drivers/ata kernel/drivers/nvme kernel/drivers/md \
       kernel/drivers/char/ipmi kernel/drivers/usb/storage kernel/fs/efivarfs kernel/fs/xfs $CRYPTO -name '*.ko' 2>/dev/null || true) ;;

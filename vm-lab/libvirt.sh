@@ -92,6 +92,7 @@ domain_xml() { # domain mac uefi disk...   (disk serials RBLAB-VDA, RBLAB-VDB, .
     $([ -n "${NIC2_MAC:-}" ] && echo "<interface type='direct' trustGuestRxFilters='yes'><source dev='$(hostif "${dom#"$prefix"}-2")' mode='bridge'/><mac address='$NIC2_MAC'/><model type='virtio'/></interface>" || true)
     $disks
     <serial type='file'><source path='/var/lib/libvirt/images/$dom/serial.log'/></serial>
+    <rng model='virtio'><backend model='random'>/dev/urandom</backend></rng>
   </devices>
   <qemu:commandline><qemu:arg value='-boot'/><qemu:arg value='strict=off'/>$([ "$uefi" = 1 ] && echo "<qemu:arg value='-fw_cfg'/><qemu:arg value='name=opt/org.tianocore/IPv6Support,string=no'/>" || true)</qemu:commandline>
 </domain>

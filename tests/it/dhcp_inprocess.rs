@@ -55,6 +55,7 @@ async fn pxe_clients_get_boot_files_by_arch_and_ipxe_gets_its_script() {
         // No "PXEClient" in a full-mode offer: EDK2's PXE would take it for a BINL offer and
         // ask again on port 4011 instead of booting the file named here.
         assert_eq!(offer.opts().get(OptionCode::ClassIdentifier), None, "arch {arch}");
+        assert_eq!(no_pxedhcp(&offer), None, "arch {arch}: not iPXE, nothing of iPXE's");
     }
     let mac = [0x52, 0x54, 0, 0, 2, 9];
     let mut m = pxe(msg(MessageType::Discover, mac, 300), 7);
@@ -62,6 +63,8 @@ async fn pxe_clients_get_boot_files_by_arch_and_ipxe_gets_its_script() {
     let offer = lab.exchange(&m).await.unwrap();
     let http = lab.app.as_ref().unwrap().http_addr;
     assert_eq!(fname(&offer), format!("http://127.0.0.1:{}/boot/ipxe?mac=52:54:00:00:02:09", http.port()));
+    // 175.176 no-pxedhcp: iPXE requests at once instead of waiting 2 s for ProxyDHCP offers.
+    assert_eq!(no_pxedhcp(&offer), Some(vec![176, 1, 1]));
     let mut h = msg(MessageType::Discover, [0x52, 0x54, 0, 0, 2, 10], 301);
     h.opts_mut().insert(DhcpOption::ClientSystemArchitecture(dhcproto::v4::Architecture(16)));
     h.opts_mut().insert(DhcpOption::ClassIdentifier(b"HTTPClient:Arch:00016".to_vec()));
@@ -78,6 +81,14 @@ async fn pxe_clients_get_boot_files_by_arch_and_ipxe_gets_its_script() {
     let m = eventually(|| lab.api.ok(Method::GET, "/machines/52:54:00:00:02:01", None)).await;
     lab.app.as_ref().unwrap().cmdb.flush().await.unwrap();
     assert_eq!(m["last_arch"], "uefi-x64");
+}
+
+/// The data of iPXE's encapsulated option 175, if the reply has it.
+fn no_pxedhcp(m: &dhcproto::v4::Message) -> Option<Vec<u8>> {
+    match m.opts().get(OptionCode::Unknown(175)) {
+        Some(DhcpOption::Unknown(o)) => Some(o.data().to_vec()),
+        _ => None,
+    }
 }
 
 #[tokio::test]

@@ -288,6 +288,9 @@ impl Net {
         a.extend(["-serial".into(), format!("file:{}", self.path(&format!("{name}.serial")).display())]);
         a.extend(["-netdev".into(), format!("tap,id=n0,ifname=tap-{name},script=no,downscript=no")]);
         a.extend(["-device".into(), format!("virtio-net-pci,netdev=n0,mac={mac}")]);
+        // A hardware RNG, as servers have (RDRAND, a TPM): qemu64 has none, and BootOS's first
+        // TLS handshake waited about a second for the kernel's random pool.
+        a.extend(["-device".into(), "virtio-rng-pci".into()]);
         for (i, size) in disks.iter().enumerate() {
             let file = if i == 0 { format!("{name}.disk") } else { format!("{name}.d{i}.disk") };
             let disk = self.path(&file);

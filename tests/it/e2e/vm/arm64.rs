@@ -137,6 +137,8 @@ fn start_vm(net: &mut Net, name: &str, mac: &str, fw_cfg: &[(&str, &str)]) {
         // No option ROM: the firmware's own PXE (qemu's iPXE ROM is x86 and unsigned).
         "-device".into(),
         format!("virtio-net-pci,netdev=n0,mac={mac},romfile="),
+        "-device".into(),
+        "virtio-rng-pci".into(),
     ]);
     for (k, v) in fw_cfg {
         args.extend(["-fw_cfg".into(), format!("name=opt/org.tianocore/{k},string={v}")]);

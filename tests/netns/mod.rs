@@ -51,6 +51,24 @@ pub fn vm_lab(script: &str, arg: &Path) {
     );
 }
 
+/// The lab OS image (vm-lab/os-image.sh) in the directory `images`, as the VM tests serve it:
+/// zstd, as the main job does (a third of the bytes to serve and to hash under TCG; the agent
+/// writes the same 1 GiB). Its name, for a task's `image`.
+pub fn lab_image(images: &Path) -> &'static str {
+    std::fs::create_dir_all(images).unwrap();
+    let raw = images.join("lab.img");
+    vm_lab("os-image.sh", &raw);
+    let out = Command::new("zstd")
+        .args(["-q", "-3", "-T0", "-f", "--rm"])
+        .arg(&raw)
+        .arg("-o")
+        .arg(images.join("lab.img.zst"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "zstd: {}", String::from_utf8_lossy(&out.stderr));
+    "lab.img.zst"
+}
+
 /// Polls `f` every half second until it gives a value; fails with `what()` after `secs`.
 pub fn wait_for<T>(secs: u64, what: impl Fn() -> String, mut f: impl FnMut() -> Option<T>) -> T {
     let deadline = Instant::now() + Duration::from_secs(secs);

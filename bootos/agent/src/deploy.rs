@@ -2,8 +2,8 @@
 //! SHA-256 checked before the job succeeds.
 //!
 //! Three stages run at once. This task reads the HTTP stream and gathers it into blocks of about
-//! [`BLOCK`] bytes; one thread hashes each block while another writes it (through a gzip decoder
-//! for a `.gz` image) in 4 MiB writes. Hashing and writing used to take turns on the agent's
+//! [`BLOCK`] bytes; one thread hashes each block while another writes it (through the decoder
+//! of a compressed image; runs of zeros are zeroed rather than written: [`crate::sparse`]). Hashing and writing used to take turns on the agent's
 //! single-threaded runtime, so a deploy ran at the speed of both added up; now it runs at the
 //! slower of the two. The queues between the stages hold [`QUEUE`] blocks each, so memory stays
 //! bounded when the disk is slower than the network. The disk is synced before the checksum is
@@ -20,13 +20,14 @@ use tokio::sync::mpsc;
 
 use crate::image::{self, Blocks, Format};
 use crate::jobs::Sink;
+use crate::sparse::SparseWriter;
 use crate::wire::{JobResult, JobSpec, Outcome, Stream};
 
 /// About how many bytes go down the queues at a time.
 const BLOCK: usize = 1 << 20;
 /// Blocks each queue holds before the network waits.
 const QUEUE: usize = 8;
-/// The disk writes' size.
+/// The size of the copy's reads from the decoder.
 const WRITE_BUF: usize = 4 << 20;
 
 /// One block: the stream's chunks as they came (shared by both stages, never copied).
@@ -46,6 +47,8 @@ pub struct Written {
     pub format: Format,
     /// Bytes written to the disk (the image decompressed).
     pub bytes: u64,
+    /// Of those, the bytes in runs of zeros that were zeroed rather than written.
+    pub zeroed: u64,
 }
 
 impl Stages {
@@ -72,14 +75,15 @@ impl Stages {
             let mut input = Blocks::new(disk_rx);
             let format = Format::sniff(&input.peek(Format::MAGIC_LEN)?);
             let mut from = image::decoder(format, input)?;
-            let mut out = std::io::BufWriter::with_capacity(WRITE_BUF, file);
+            let mut out = SparseWriter::new(file);
             let bytes = image::copy_capped(&mut *from, &mut out, cap, WRITE_BUF).map_err(|e| match format {
                 Format::Raw => e,
                 // A decoder's error: say which, as "corrupt deflate stream" alone does not.
                 _ => std::io::Error::new(e.kind(), format!("{} image: {e}", format.name())),
             })?;
-            out.into_inner().map_err(|e| e.into_error())?.sync_all()?;
-            Ok(Written { format, bytes })
+            let (file, zeroed) = out.finish()?;
+            file.sync_all()?;
+            Ok(Written { format, bytes, zeroed })
         })?;
         Ok(Stages { to_hash, to_disk, hasher, writer })
     }
@@ -162,10 +166,11 @@ pub async fn deploy_image(sink: &mut Sink<'_>, spec: &JobSpec, url: &str, sha256
     }
     let secs = start.elapsed().as_secs_f64();
     let msg = format!(
-        "deploy: 100% {received} bytes in {secs:.1} s ({:.1} MB/s), sha256 ok; {} image, {} bytes on the disk\n",
+        "deploy: 100% {received} bytes in {secs:.1} s ({:.1} MB/s), sha256 ok; {} image, {} bytes on the disk ({} of them zeros, zeroed rather than written)\n",
         received as f64 / secs / 1e6,
         written.format.name(),
-        written.bytes
+        written.bytes,
+        written.zeroed
     );
     sink.send(Stream::Stdout, msg).await;
     JobResult { exit_code: Some(0), ..done(Outcome::Succeeded, None) }

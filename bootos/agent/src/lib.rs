@@ -35,6 +35,7 @@ pub mod net;
 pub mod plugin;
 pub mod process;
 pub mod run;
+pub mod sparse;
 pub mod stats;
 pub mod tls;
 pub mod wire;

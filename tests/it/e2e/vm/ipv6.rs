@@ -11,7 +11,7 @@
 
 use std::process::Command;
 
-use crate::netns::{require, sh, vm_lab, wait_for, Net};
+use crate::netns::{require, sh, wait_for, Net};
 
 const MAC: &str = "52:54:00:e6:06:40";
 
@@ -26,8 +26,7 @@ fn an_ovmf_vm_on_an_ipv6_only_segment_boots_bootos_enrolls_and_is_installed_over
     let assets =
         Command::new(concat!(env!("CARGO_MANIFEST_DIR"), "/vm-lab/assets.sh")).arg(data.join("boot")).output().unwrap();
     assert!(assets.status.success(), "assets: {}", String::from_utf8_lossy(&assets.stderr));
-    std::fs::create_dir_all(data.join("boot/images")).unwrap();
-    vm_lab("os-image.sh", &data.join("boot/images/lab.img"));
+    let image = crate::netns::lab_image(&data.join("boot/images"));
     net.start_rackboot(&crate::netns::ipv6_only_config(&data));
     net.add_tap("tap-six");
     let mut args = net.qemu_args("six", MAC, true, &[2 << 30], false);
@@ -94,7 +93,7 @@ fn an_ovmf_vm_on_an_ipv6_only_segment_boots_bootos_enrolls_and_is_installed_over
     assert!(!text.contains("inet "), "no IPv4 address on the VM: {text}");
 
     // Installed over IPv6: image, identity, reboot from the disk, the installed agent.
-    let run = super::install(&net, MAC, "lab.img", "six-{n:02}", serial);
+    let run = super::install(&net, MAC, image, "six-{n:02}", serial);
     assert_eq!(run["state"], "installed", "{run}\n{}", serial());
     eprintln!("ipv6-only: power-on to installed in {} s", started.elapsed().as_secs());
     let ev = net.api("GET", &format!("/machines/{MAC}/events"), None);

@@ -62,8 +62,7 @@ fn two_vms_bios_and_uefi_are_provisioned_from_an_image_and_check_in_installed() 
     super::mark("provision: start");
     let data = net.path("data");
     vm_lab("assets.sh", &data.join("boot"));
-    std::fs::create_dir_all(data.join("boot/images")).unwrap();
-    vm_lab("os-image.sh", &data.join("boot/images/lab.img"));
+    let image = crate::netns::lab_image(&data.join("boot/images"));
     vm_lab("../bootos/tools.sh", &data.join("boot/bootos-tools.tar.gz"));
     std::fs::create_dir_all(data.join("postinstall")).unwrap();
     std::fs::copy(concat!(env!("CARGO_MANIFEST_DIR"), "/postinstall/motd.sh"), data.join("postinstall/motd.sh"))
@@ -139,7 +138,7 @@ fn two_vms_bios_and_uefi_are_provisioned_from_an_image_and_check_in_installed() 
                 "POST",
                 "/tasks",
                 Some(&format!(
-                    r#"{{"select":{{"macs":["{}"]}},"image":"lab.img","hardware_profile":"{profile}","root_device":{{"serial":"RBLAB-VDA","min_size_gib":2}},"layout":{},"hostname_pattern":"node-{:02}","ip_pool":"198.18.0.{}-198.18.0.69","ssh_keys":["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIE2e lab@rackboot"],"post_install":["motd.sh"],"step_timeout_secs":600,"user_data":{}}}"#,
+                    r#"{{"select":{{"macs":["{}"]}},"image":"{image}","hardware_profile":"{profile}","root_device":{{"serial":"RBLAB-VDA","min_size_gib":2}},"layout":{},"hostname_pattern":"node-{:02}","ip_pool":"198.18.0.{}-198.18.0.69","ssh_keys":["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIE2e lab@rackboot"],"post_install":["motd.sh"],"step_timeout_secs":600,"user_data":{}}}"#,
                     vm.mac,
                     super::layout::LAYOUT,
                     i + 1,

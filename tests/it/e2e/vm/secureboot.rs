@@ -41,8 +41,7 @@ fn a_secure_boot_vm_boots_bootos_through_the_signed_chain_and_unsigned_links_are
     let boot = data.join("boot");
     vm_lab("assets.sh", &boot);
     // The lab OS image a provisioning run writes (shim and the signed GRUB on its ESP).
-    std::fs::create_dir_all(boot.join("images")).unwrap();
-    vm_lab("os-image.sh", &boot.join("images/lab.img"));
+    let image = crate::netns::lab_image(&boot.join("images"));
     net.start_rackboot(&format!("{}\n[boot]\nuefi_loader = \"shim\"\n", full_config(&data)));
     let dir = net.dir.path().to_path_buf();
     // Lossy: shim's error box is drawn with bytes that are not UTF-8.
@@ -121,7 +120,7 @@ fn a_secure_boot_vm_boots_bootos_through_the_signed_chain_and_unsigned_links_are
     // 2. Provisioned to installed, Secure Boot on throughout: the image is written, the machine
     //    reboots, and the installed system (shim and the signed GRUB on its ESP, a Debian-signed
     //    kernel) checks in.
-    let run = super::install(&net, MAC, "lab.img", "sb-{n:02}", || serial("sb"));
+    let run = super::install(&net, MAC, image, "sb-{n:02}", || serial("sb"));
     assert_eq!(run["state"], "installed", "{run}\n{}", serial("sb"));
     eprintln!("secure boot VM: power-on to installed in {} s", started.elapsed().as_secs());
     let job = net.api(

@@ -29,8 +29,7 @@ fn a_machine_without_dhcp_boots_bootos_from_virtual_media_and_is_installed() {
     let data = net.path("data");
     let boot = data.join("boot");
     vm_lab("assets.sh", &boot);
-    std::fs::create_dir_all(boot.join("images")).unwrap();
-    vm_lab("os-image.sh", &boot.join("images/lab.img"));
+    let image = crate::netns::lab_image(&boot.join("images"));
     let config = format!(
         "[server]\ndata_dir = \"{}\"\ninterface = \"br0\"\n[http]\nlisten = \"198.18.0.1:8080\"\n[dhcp]\nmode = \"off\"\n\
          [tftp]\nroot = \"{}\"\n[dns]\ndomain = \"lab.rackboot.test\"\n[bmc]\nsoft_off_timeout_secs = 20\n\
@@ -56,7 +55,7 @@ fn a_machine_without_dhcp_boots_bootos_from_virtual_media_and_is_installed() {
     let task = net.api(
         "POST",
         "/tasks",
-        Some(&format!(r#"{{"select":{{"macs":["{MAC}"]}},"image":"lab.img","hostname_pattern":"edge-{{n:02}}","step_timeout_secs":600}}"#)),
+        Some(&format!(r#"{{"select":{{"macs":["{MAC}"]}},"image":"{image}","hostname_pattern":"edge-{{n:02}}","step_timeout_secs":600}}"#)),
     );
     let task_id = task["task"]["id"].as_u64().unwrap();
     let started = Instant::now();

@@ -68,12 +68,17 @@ impl Handler {
         Handler { zones, forwarder, allow_transfer, metrics, counted }
     }
 
-    /// Counts one response.
+    /// The serial of the zones answers are built from now.
+    pub fn zone_serial(&self) -> u32 {
+        self.zones.read().expect("zone lock").serial()
+    }
+
     /// The appliance's metrics.
     pub fn metrics(&self) -> &Metrics {
         &self.metrics
     }
 
+    /// Counts one response.
     pub fn count(&self, rcode: ResponseCode) {
         match self.counted.get(usize::from(u16::from(rcode))) {
             Some(c) => c.inc(),

@@ -7,6 +7,7 @@
 //! [`handler`] decides the answers and [`zone`] holds them. Sockets bind to the appliance's
 //! address on the provisioning interface only.
 
+mod answers;
 pub mod forward;
 pub mod handler;
 mod udp;

@@ -3,10 +3,11 @@
 //! overhead was a quarter of the CPU. Here each socket runs one loop that parses the datagram
 //! with hickory's `Request`, drives the same [`Handler`] and writes the answer straight back on
 //! the socket. Answers from our zones finish on their first poll; a forwarded query waits in a
-//! `FuturesUnordered` beside the receive, so it never holds up the others.
+//! `FuturesUnordered` beside the receive, so it never holds up the others. The same query again
+//! gets the kept answer ([`crate::answers`]).
 
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use hickory_server::net::xfer::Protocol;
@@ -20,7 +21,11 @@ use tokio::net::UdpSocket;
 use tokio_util::sync::CancellationToken;
 use tracing::debug;
 
+use super::answers::Answers;
 use super::handler::Handler;
+
+/// Where an answer that may be kept is put by the [`Responder`] that sent it.
+type Slot = Arc<Mutex<Option<(Vec<u8>, ResponseCode)>>>;
 
 /// Most queries waiting on an upstream per socket; beyond that new ones are dropped (the client
 /// retries), so a dead upstream cannot pile up unbounded work.
@@ -31,6 +36,7 @@ pub async fn serve(sock: UdpSocket, handler: Arc<Handler>, stop: CancellationTok
     let sock = Arc::new(sock);
     let mut pending = FuturesUnordered::new();
     let mut buf = vec![0u8; 65_535];
+    let (mut answers, mut out) = (Answers::default(), Vec::with_capacity(512));
     loop {
         tokio::select! {
             r = sock.recv_from(&mut buf) => {
@@ -49,15 +55,27 @@ pub async fn serve(sock: UdpSocket, handler: Arc<Handler>, stop: CancellationTok
                 if src.port() == 0 || pending.len() >= MAX_PENDING {
                     continue;
                 }
+                // Read before the answer is built: one built from newer zones is kept under the
+                // older serial, and dropped at the next query.
+                let serial = handler.zone_serial();
+                if let Some(rcode) = answers.answer(&buf[..n], serial, &mut out) {
+                    if sock.send_to(&out, src).await.is_ok() {
+                        handler.count(rcode);
+                    }
+                    continue;
+                }
                 // A query whose handling panics is dropped and counted; the loop goes on.
-                let (raw, sock, handler) = (buf[..n].to_vec(), sock.clone(), handler.clone());
+                let slot = Slot::default();
+                let (raw, sock, handler, kept) = (buf[..n].to_vec(), sock.clone(), handler.clone(), slot.clone());
                 let mut fut = Box::pin(async move {
                     let metrics = handler.metrics().clone();
-                    metrics.guard_async("dns", answer(raw, src, sock, handler)).await;
+                    metrics.guard_async("dns", answer(raw, src, sock, handler, kept)).await;
                 });
                 // Most answers are ready at once: poll here and keep only the ones still waiting.
                 if futures_util::poll!(fut.as_mut()).is_pending() {
                     pending.push(fut);
+                } else if let Some((bytes, rcode)) = slot.lock().ok().and_then(|mut s| s.take()) {
+                    answers.keep(&buf[..n], &bytes, rcode, serial);
                 }
             }
             Some(()) = pending.next(), if !pending.is_empty() => {}
@@ -66,7 +84,7 @@ pub async fn serve(sock: UdpSocket, handler: Arc<Handler>, stop: CancellationTok
     }
 }
 
-async fn answer(raw: Vec<u8>, src: SocketAddr, sock: Arc<UdpSocket>, handler: Arc<Handler>) {
+async fn answer(raw: Vec<u8>, src: SocketAddr, sock: Arc<UdpSocket>, handler: Arc<Handler>, kept: Slot) {
     let header: Option<[u8; 12]> = raw.get(..12).and_then(|h| h.try_into().ok());
     let request = match Request::from_bytes(raw, src, Protocol::Udp) {
         Ok(r) => r,
@@ -84,7 +102,7 @@ async fn answer(raw: Vec<u8>, src: SocketAddr, sock: Arc<UdpSocket>, handler: Ar
     if request.metadata.message_type == MessageType::Response {
         return; // never answer an answer (reflection loops)
     }
-    let responder = Responder { sock, dst: src };
+    let responder = Responder { sock, dst: src, kept };
     handler.handle_request::<_, hickory_server::net::runtime::TokioTime>(&request, responder).await;
 }
 
@@ -93,6 +111,8 @@ async fn answer(raw: Vec<u8>, src: SocketAddr, sock: Arc<UdpSocket>, handler: Ar
 struct Responder {
     sock: Arc<UdpSocket>,
     dst: SocketAddr,
+    /// Gets the answer when it is one of our zones' (authoritative, whole).
+    kept: Slot,
 }
 
 #[async_trait::async_trait]
@@ -116,6 +136,14 @@ impl ResponseHandler for Responder {
         encoder.set_max_size(max);
         let info = response.destructive_emit(&mut encoder)?;
         self.sock.send_to(&bytes, self.dst).await?;
+        let ours = info.authoritative
+            && !info.truncation
+            && matches!(info.response_code, ResponseCode::NoError | ResponseCode::NXDomain);
+        if ours {
+            if let Ok(mut slot) = self.kept.lock() {
+                *slot = Some((bytes, info.response_code));
+            }
+        }
         Ok(info)
     }
 }

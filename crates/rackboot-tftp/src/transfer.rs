@@ -1,11 +1,17 @@
 //! One read transfer: optional OACK handshake, then DATA in windows of `windowsize` blocks
 //! (lockstep when 1), bounded retransmits, and an immediate end on a client ERROR.
+//!
+//! A window's blocks leave in one send where the kernel segments UDP (GSO, `UDP_SEGMENT`, Linux
+//! 4.18): its DATA packets are all one size but the file's last, so the kernel cuts one buffer
+//! into the datagrams, one system call for up to [`MAX_SEGMENTS`] blocks instead of one each.
+//! Where it cannot (no checksum offload on the way out), the transfer sends block by block.
 
 use std::collections::VecDeque;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::time::Duration;
 
+use nix::sys::socket::sockopt::UdpGsoSegment;
 use tokio::net::UdpSocket;
 
 use super::packet::{self, Incoming};
@@ -52,6 +58,57 @@ impl Body {
 
 /// Retransmits of one window (or of the OACK) before giving up.
 const MAX_RETRIES: u32 = 5;
+/// Most datagrams in one segmented send (the kernel's UDP_MAX_SEGMENTS).
+const MAX_SEGMENTS: usize = 64;
+/// Most bytes in one segmented send (an IPv4 datagram's payload, with room to spare).
+const MAX_GSO_BYTES: usize = 65_000;
+
+/// How DATA packets go out: segmented by the kernel when the socket takes `UDP_SEGMENT`.
+struct Sender<'a> {
+    sock: &'a UdpSocket,
+    /// The segment size, while segmenting works.
+    segment: Option<usize>,
+    batch: Vec<u8>,
+}
+
+impl<'a> Sender<'a> {
+    /// Segments windows of full `packet`-sized blocks when there are windows to segment.
+    fn new(sock: &'a UdpSocket, packet: usize, windowsize: u16) -> Sender<'a> {
+        let segment = (windowsize > 1 && 2 * packet <= MAX_GSO_BYTES)
+            .then(|| nix::sys::socket::setsockopt(sock, UdpGsoSegment, &(packet as i32)).ok().map(|()| packet))
+            .flatten();
+        Sender { sock, segment, batch: Vec::new() }
+    }
+
+    /// Sends `pkts` in order; each but the last must be a full block.
+    async fn send(&mut self, pkts: &[&[u8]]) -> std::io::Result<()> {
+        let Some(seg) = self.segment else {
+            for p in pkts {
+                self.sock.send(p).await?;
+            }
+            return Ok(());
+        };
+        let per = MAX_SEGMENTS.min(MAX_GSO_BYTES / seg);
+        for group in pkts.chunks(per) {
+            self.batch.clear();
+            group.iter().for_each(|p| self.batch.extend_from_slice(p));
+            match self.sock.send(&self.batch).await {
+                Ok(_) => {}
+                // EIO (no checksum offload on the route) or EINVAL: block by block from now on.
+                Err(e) if matches!(e.raw_os_error(), Some(c) if c == nix::libc::EIO || c == nix::libc::EINVAL) => {
+                    tracing::debug!(error = %e, "tftp: no UDP segmentation here, sending block by block");
+                    let _ = nix::sys::socket::setsockopt(self.sock, UdpGsoSegment, &0);
+                    self.segment = None;
+                    for p in group {
+                        self.sock.send(p).await?;
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+}
 
 /// Runs the transfer on `sock` (connected to the client); returns the outcome and bytes
 /// acknowledged. `proven` is called once, at the client's first acknowledgement.
@@ -90,9 +147,14 @@ pub async fn run(
     // The window front we last resent early, so duplicate ACKs cannot snowball (RFC 1123's
     // Sorcerer's Apprentice) into every block being sent twice.
     let mut resent_front = 0u64;
+    let mut out = Sender::new(sock, 4 + n.blksize, n.windowsize);
+    // Packets of acknowledged blocks, for the next ones to reuse.
+    let mut spare: Vec<Vec<u8>> = Vec::new();
     while acked < last_block {
+        let first_new = window.len();
         while next <= last_block && window.len() < n.windowsize as usize {
-            let mut pkt = Vec::with_capacity(4 + n.blksize);
+            let mut pkt = spare.pop().unwrap_or_else(|| Vec::with_capacity(4 + n.blksize));
+            pkt.clear();
             packet::data(&mut pkt, next as u16, &[]);
             pkt.resize(4 + n.blksize, 0);
             let got = match read_block(&file, (next - 1) * n.blksize as u64, &mut pkt[4..]) {
@@ -100,11 +162,12 @@ pub async fn run(
                 Err(e) => return (Outcome::Failed(format!("reading file: {e}")), acked_bytes(acked, size, n)),
             };
             pkt.truncate(4 + got);
-            if let Err(e) = sock.send(&pkt).await {
-                return (Outcome::Failed(format!("send: {e}")), acked_bytes(acked, size, n));
-            }
             window.push_back((next, pkt));
             next += 1;
+        }
+        let new: Vec<&[u8]> = window.range(first_new..).map(|(_, p)| p.as_slice()).collect();
+        if let Err(e) = out.send(&new).await {
+            return (Outcome::Failed(format!("send: {e}")), acked_bytes(acked, size, n));
         }
         match tokio::time::timeout_at(deadline, sock.recv(&mut buf)).await {
             Err(_) => {
@@ -112,7 +175,7 @@ pub async fn run(
                 if retries > MAX_RETRIES {
                     return (Outcome::Failed("client stopped acknowledging".into()), acked_bytes(acked, size, n));
                 }
-                resend(sock, &window).await;
+                resend(&mut out, &window).await;
                 deadline = tokio::time::Instant::now() + n.timeout;
             }
             Ok(Err(e)) => return (Outcome::Failed(format!("recv: {e}")), acked_bytes(acked, size, n)),
@@ -124,7 +187,7 @@ pub async fn run(
                             p();
                         }
                         acked = window[pos].0;
-                        window.drain(..=pos);
+                        spare.extend(window.drain(..=pos).map(|(_, p)| p));
                         retries = 0;
                         deadline = tokio::time::Instant::now() + n.timeout;
                         // RFC 7440: a receiver ACKs before the window's end only when it lost a
@@ -132,7 +195,7 @@ pub async fn run(
                         if let Some(&(front, _)) = window.front() {
                             if resent_front != front {
                                 resent_front = front;
-                                resend(sock, &window).await;
+                                resend(&mut out, &window).await;
                             }
                         }
                     } else if n.windowsize > 1 {
@@ -140,7 +203,7 @@ pub async fn run(
                         if let Some(&(front, _)) = window.front() {
                             if (front as u16).wrapping_sub(1) == a && resent_front != front {
                                 resent_front = front;
-                                resend(sock, &window).await;
+                                resend(&mut out, &window).await;
                             }
                         }
                     }
@@ -155,10 +218,9 @@ pub async fn run(
     (Outcome::Complete, size)
 }
 
-async fn resend(sock: &UdpSocket, window: &VecDeque<(u64, Vec<u8>)>) {
-    for (_, pkt) in window {
-        let _ = sock.send(pkt).await;
-    }
+async fn resend(out: &mut Sender<'_>, window: &VecDeque<(u64, Vec<u8>)>) {
+    let all: Vec<&[u8]> = window.iter().map(|(_, p)| p.as_slice()).collect();
+    let _ = out.send(&all).await;
 }
 
 fn acked_bytes(blocks: u64, size: u64, n: Negotiated) -> u64 {

@@ -122,6 +122,10 @@ done
 rm -f "$MNT/tmp/esp-grub.cfg"
 chroot "$MNT" apt-get clean
 rm -rf "$MNT"/var/lib/apt/lists/*
+# The file systems' free space back to zeros (the loop device punches holes for discards): the
+# packages apt downloaded and deleted left it full of their bytes, which a zstd image carried
+# and the deploy wrote; zeros compress to nothing and are zeroed on the disk, not written.
+fstrim "$MNT" || echo "os-image: fstrim failed: the free space keeps its old bytes" >&2
 cleanup; trap - EXIT
 mv "$TMP" "$IMG"
 cp --sparse=always "$IMG" "$OUT"

@@ -10,6 +10,8 @@ use std::collections::VecDeque;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::time::Duration;
+#[cfg(test)]
+use std::time::Instant;
 
 use nix::sys::socket::sockopt::UdpGsoSegment;
 use tokio::net::UdpSocket;
@@ -144,6 +146,10 @@ pub async fn run(
     let mut retries = 0;
     // One deadline per window: only progress moves it, so stale ACKs cannot keep a transfer alive.
     let mut deadline = tokio::time::Instant::now() + n.timeout;
+    // The timer is armed once and moved only when it fires early (progress pushed the deadline
+    // on since): in lockstep a timer per block, set and cancelled, cost as much as its sends.
+    let timer = tokio::time::sleep_until(deadline);
+    tokio::pin!(timer);
     // The window front we last resent early, so duplicate ACKs cannot snowball (RFC 1123's
     // Sorcerer's Apprentice) into every block being sent twice.
     let mut resent_front = 0u64;
@@ -169,14 +175,21 @@ pub async fn run(
         if let Err(e) = out.send(&new).await {
             return (Outcome::Failed(format!("send: {e}")), acked_bytes(acked, size, n));
         }
-        match tokio::time::timeout_at(deadline, sock.recv(&mut buf)).await {
-            Err(_) => {
+        let received = tokio::select! {
+            biased;
+            r = sock.recv(&mut buf) => Ok(r),
+            () = &mut timer => Err(()),
+        };
+        match received {
+            Err(()) if tokio::time::Instant::now() < deadline => timer.as_mut().reset(deadline),
+            Err(()) => {
                 retries += 1;
                 if retries > MAX_RETRIES {
                     return (Outcome::Failed("client stopped acknowledging".into()), acked_bytes(acked, size, n));
                 }
                 resend(&mut out, &window).await;
                 deadline = tokio::time::Instant::now() + n.timeout;
+                timer.as_mut().reset(deadline);
             }
             Ok(Err(e)) => return (Outcome::Failed(format!("recv: {e}")), acked_bytes(acked, size, n)),
             Ok(Ok(len)) => match packet::parse(&buf[..len]) {
@@ -268,4 +281,71 @@ async fn exchange(
         }
     }
     Err(Outcome::Failed("no acknowledgement of the option ack".into()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A server socket and a client socket connected to each other on loopback.
+    async fn pair() -> (UdpSocket, UdpSocket) {
+        let (a, b) = (UdpSocket::bind("127.0.0.1:0").await.unwrap(), UdpSocket::bind("127.0.0.1:0").await.unwrap());
+        a.connect(b.local_addr().unwrap()).await.unwrap();
+        b.connect(a.local_addr().unwrap()).await.unwrap();
+        (a, b)
+    }
+
+    fn ack(block: u16) -> Vec<u8> {
+        [&[0, 4][..], &block.to_be_bytes()].concat()
+    }
+
+    /// The next DATA packet's block number and length (the server's datagrams, one each).
+    async fn data(client: &UdpSocket) -> (u16, usize) {
+        let mut buf = vec![0u8; 70_000];
+        let n = tokio::time::timeout(Duration::from_secs(5), client.recv(&mut buf)).await.unwrap().unwrap();
+        assert_eq!(&buf[..2], &[0, 3], "a DATA packet");
+        (u16::from_be_bytes([buf[2], buf[3]]), n)
+    }
+
+    #[tokio::test]
+    async fn an_unacknowledged_block_is_sent_again_after_the_timeout_and_the_transfer_goes_on() {
+        let (server, client) = pair().await;
+        let n = Negotiated { blksize: 512, windowsize: 1, timeout: Duration::from_millis(300) };
+        let body = Body::Bytes(vec![7u8; 1500]);
+        let task = tokio::spawn(async move { run(&server, body, 1500, n, None, || {}).await });
+        assert_eq!(data(&client).await, (1, 516));
+        let lost = Instant::now();
+        assert_eq!(data(&client).await, (1, 516), "sent again");
+        assert!(lost.elapsed() >= Duration::from_millis(250), "after the timeout: {:?}", lost.elapsed());
+        for block in 1..=3u16 {
+            client.send(&ack(block)).await.unwrap();
+            if block < 3 {
+                // Acknowledged blocks move the deadline: no early resend of the next one.
+                assert_eq!(data(&client).await, (block + 1, if block == 2 { 480 } else { 516 }));
+            }
+        }
+        assert_eq!(task.await.unwrap(), (Outcome::Complete, 1500));
+    }
+
+    #[tokio::test]
+    async fn a_silent_client_fails_the_transfer_after_the_retries() {
+        let (server, client) = pair().await;
+        let n = Negotiated { blksize: 1024, windowsize: 4, timeout: Duration::from_millis(100) };
+        let body = Body::Bytes((0..10_000u32).map(|i| i as u8).collect());
+        let start = Instant::now();
+        let task = tokio::spawn(async move { run(&server, body, 10_000, n, None, || {}).await });
+        let (outcome, bytes) = task.await.unwrap();
+        assert_eq!(outcome, Outcome::Failed("client stopped acknowledging".into()));
+        assert_eq!(bytes, 0);
+        assert!(start.elapsed() >= Duration::from_millis(550), "{:?}", start.elapsed());
+        // The first window and its resends, each block a datagram of its own (segmented by the
+        // kernel where it can be), in order.
+        let mut seen = Vec::new();
+        let mut buf = vec![0u8; 70_000];
+        while let Ok(n) = client.try_recv(&mut buf) {
+            seen.push((u16::from_be_bytes([buf[2], buf[3]]), n));
+        }
+        let window: Vec<(u16, usize)> = (1..=4).map(|b| (b, 1028)).collect();
+        assert_eq!(seen, window.repeat(1 + MAX_RETRIES as usize));
+    }
 }

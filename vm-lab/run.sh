@@ -11,7 +11,8 @@
 # bridge (vm-lab/lab.toml). The VMs hang off a rack "switch", namespace "rblab-sw" (198.18.0.2 on
 # br0, routing for 198.18.1.0/24): each VM is plugged into a port swpN (isolated ports of bridge
 # rack0, 198.18.1.1), isc-dhcp-relay relays their DHCP to rackboot with option 82 (circuit id =
-# the port) and lldpd announces "leaf-r1" and the port name by LLDP. Rack r1 is created through
+# the port), lldpd announces "leaf-r1" and the port name by LLDP, and radvd answers router
+# solicitations as a dual-stack router does (iPXE waits for one). Rack r1 is created through
 # the API before power-on (ports swp1-N -> U1-UN, hostnames r1-uNN, addresses 198.18.1.11 up),
 # so each VM is placed, named and addressed by the port it is plugged into, and its BootOS
 # agent's LLDP neighbour confirms the placement. N SeaBIOS and N OVMF (UEFI) VMs (qemu -accel
@@ -25,7 +26,7 @@
 # DHCP -> iPXE script -> BootOS kernel + initrd (bootos/build.sh) -> the agent enrolls and sends
 # its inventory; the run then has each agent run `uname -a` as a job and provisions every VM
 # from the lab OS image (vm-lab/os-image.sh) with a task: image deploy, identity, reboot from disk, the installed agent checking in, a post-install
-# script. It prints the seconds from power-on to each step, the deploy throughput, DNS answers
+# script (the image served as zstd). It prints the seconds from power-on to each step, the deploy throughput, DNS answers
 # for the new hostnames, a job's output from each installed system, each VM's timeline, the CMDB
 # and the leases, and powers the VMs off with a power-off job. Serial consoles: vm-lab/run/<vm>.serial. --clients N also lets N
 # namespaces take leases with dhclient/udhcpc/dhcpcd. --libvirt makes the VMs libvirt domains
@@ -116,7 +117,7 @@ if [ $PROVISION = 1 ]; then
   await $IMAGE_PID "$PREP/os-image.log"
   mkdir -p "$RUN/data/boot/images" "$RUN/data/postinstall"
   mv "$PREP/lab.img" "$RUN/data/boot/images/lab.img"
-  # Served as zstd (a fifth of the bytes: 1 GiB raw, 616 MB of it used): under TCG the agent
+  # Served as zstd (276 MB: 1 GiB raw, 616 MB of it used): under TCG the agent
   # hashes what is served, so the raw image's SHA-256 alone took most of its deploy. The raw
   # file stays for --baseline's wget | dd.
   zstd -q -3 -T0 "$RUN/data/boot/images/lab.img" -o "$RUN/data/boot/images/lab.img.zst"

@@ -20,11 +20,15 @@ pub const MAX_ANSWER: usize = 1232;
 /// The longest query kept as a key.
 const MAX_QUERY: usize = 512;
 
+/// A kept answer and its response code.
+type Kept = (Box<[u8]>, ResponseCode);
+
 /// One socket's cache.
 #[derive(Default)]
 pub struct Answers {
     serial: u32,
-    kept: HashMap<Box<[u8]>, (Box<[u8]>, ResponseCode)>,
+    /// By the query's bytes after its ID.
+    kept: HashMap<Box<[u8]>, Kept>,
 }
 
 impl Answers {

@@ -188,6 +188,7 @@ async fn an_installer_task_boots_the_installer_whose_report_back_hands_the_node_
     assert_eq!(std::fs::read_to_string(root.join("etc/network/interfaces.rackboot-off")).unwrap(), ifupdown);
     let cloud = std::fs::read_to_string(root.join("etc/cloud/cloud.cfg.d/90-rackboot.cfg")).unwrap();
     assert!(cloud.contains(&format!("seedfrom: {}/boot/cloud-init/{mac}/", a.http_url())), "{cloud}");
+    assert!(cloud.contains("\n    fs_label: null\n"), "no search for a seed disk: {cloud}");
     assert_eq!(std::fs::read_to_string(root.join("etc/hostname")).unwrap(), "inst-1\n");
     assert!(std::fs::read_to_string(root.join("root/.ssh/authorized_keys")).unwrap().contains("test@lab"));
     assert_eq!(std::fs::read(root.join("usr/local/sbin/rackboot-agent")).unwrap(), b"#!/bin/sh\necho agent\n");

@@ -93,6 +93,9 @@ datasource_list: [ NoCloud, None ]
 datasource:
   NoCloud:
     seedfrom: $CLOUD_INIT_URL
+    # The seed is the appliance's: no search for a "cidata" disk (five blkid scans of every
+    # disk, partition, RAID member and volume, in each of cloud-init's two early stages).
+    fs_label: null
 network:
   config: disabled
 # The SSH keys above stay root's own.

@@ -5,13 +5,12 @@ use std::net::Ipv4Addr;
 use dhcproto::v4::{DhcpOption, Message, MessageType, UnknownOption};
 
 use super::packet::{self, Request};
-use super::DhcpService;
 use rackboot_boot::planner::DhcpBoot;
 use rackboot_config::Subnet;
 
 /// An OFFER or ACK that binds `ip` to the client.
 pub fn lease_reply(
-    svc: &DhcpService,
+    server_ip: Ipv4Addr,
     req: &Request,
     kind: MessageType,
     ip: Ipv4Addr,
@@ -19,7 +18,7 @@ pub fn lease_reply(
     hostname: Option<&str>,
     boot: Option<&DhcpBoot>,
 ) -> Message {
-    let mut m = packet::reply(req, kind, svc.server_ip);
+    let mut m = packet::reply(req, kind, server_ip);
     m.set_yiaddr(ip);
     let lease = subnet.lease_secs;
     let o = m.opts_mut();
@@ -60,8 +59,8 @@ pub enum Mode {
 }
 
 /// A DHCPACK to an INFORM: configuration only, no address and no lease time (RFC 2131 3.4).
-pub fn inform_reply(svc: &DhcpService, req: &Request, subnet: &Subnet, boot: Option<&DhcpBoot>) -> Message {
-    let mut m = packet::reply(req, MessageType::Ack, svc.server_ip);
+pub fn inform_reply(server_ip: Ipv4Addr, req: &Request, subnet: &Subnet, boot: Option<&DhcpBoot>) -> Message {
+    let mut m = packet::reply(req, MessageType::Ack, server_ip);
     m.set_ciaddr(req.msg.ciaddr());
     network_options(&mut m, subnet);
     if let Some(b) = boot {

@@ -163,6 +163,17 @@ fn relay_ids(msg: &Message) -> (Option<String>, Option<String>) {
     (circuit, remote)
 }
 
+/// What a client message shows the CMDB about its machine: its MAC, architecture and switch
+/// port (option 82).
+pub fn sighting(req: &Request) -> rackboot_store::Sighting {
+    rackboot_store::Sighting {
+        mac: Some(req.mac),
+        arch: req.arch.map(|a| a.name()),
+        circuit_id: req.circuit_id.clone(),
+        remote_id: req.remote_id.clone(),
+    }
+}
+
 /// Starts a reply to `req`: same xid, flags, giaddr and chaddr; option 82 echoed (RFC 3046).
 pub fn reply(req: &Request, kind: MessageType, server_id: Ipv4Addr) -> Message {
     let q = &req.msg;
@@ -215,7 +226,7 @@ pub fn set_broadcast(m: &mut Message) {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 #[cfg(test)]
 mod props;

@@ -20,7 +20,9 @@ const PXE_VENDOR_OPTIONS: [u8; 4] = [6, 1, 8, 255];
 /// The boot-only reply, or why there is none: the drop counter's reason.
 fn pxe_reply(svc: &DhcpService, req: &Request, kind: MessageType) -> Result<dhcproto::v4::Message, &'static str> {
     // A subnet listed in the config may choose its UEFI loader in proxy mode too.
-    let ask = svc.boot_request(req, super::select_subnet(svc, req).map(|(_, s)| s)).ok_or("not_pxe")?;
+    let ask = svc
+        .boot_request(req, super::decide::subnet_of(&svc.cfg.subnets, svc.server_ip, req).map(|(_, s)| s))
+        .ok_or("not_pxe")?;
     let Some(boot) = rackboot_boot::planner::plan_dhcp(&ask, &svc.boot_context()) else {
         // An installed machine's firmware goes on to its disk: silence is its answer here.
         return Err(if ask.boots_disk { "boots_own_disk" } else { "unbootable_arch" });
@@ -88,7 +90,7 @@ async fn send(
             svc.count_sent(kind);
             let detail =
                 json!({"arch": req.arch.map(|a| a.name()), "boot_file": reply.fname_str().and_then(Result::ok)});
-            svc.cmdb.record(svc.sighting(req), vec![(event, detail)]);
+            svc.cmdb.record(packet::sighting(req), vec![(event, detail)]);
         }
         Err(error) => {
             svc.metrics.dhcp_drop("send_failed");

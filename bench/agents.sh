@@ -28,10 +28,14 @@ run() {
 [server]
 data_dir = "$data"
 address = "127.0.0.1"
+# Each agent's machine is new to the CMDB: none may be evicted to make room for the next.
+max_unclaimed_machines = $((AGENTS * 2 + 100))
 [http]
 listen = "127.0.0.1:$PORT"
-# 1,000 agents from one address: the per-client cap must let them all in.
-max_connections_per_client = 4096
+# Every agent from one address, on its own connection: the caps (8,192 connections, 256 per
+# client by default) must let them all in, or the agents past them retry for ever.
+max_connections = $((AGENTS + 1024))
+max_connections_per_client = $((AGENTS + 512))
 loopback_api = true
 [https]
 listen = "127.0.0.1:$TLS_PORT"

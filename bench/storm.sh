@@ -15,8 +15,13 @@ cd "$(dirname "$0")/.."
 MACHINES=${1:-1000}
 SPREAD=${2:-0}
 [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
+# RACKBOOT_BIN names another rackboot binary (pair.sh); then only the simulator is built.
 echo "== building rackboot and rackboot-storm (release)"
-cargo build --release --quiet --locked -p rackboot -p rackboot-storm
+if [ -n "${RACKBOOT_BIN:-}" ]; then
+  cargo build --release --quiet --locked -p rackboot-storm
+else
+  cargo build --release --quiet --locked -p rackboot -p rackboot-storm
+fi
 SRV=rbstorm-srv CLI=rbstorm-cli PREFIX=24
 source bench/pair.sh
 STORM=target/release/rackboot-storm

@@ -34,8 +34,9 @@ const TCP_IDLE: Duration = Duration::from_secs(10);
 const SETTLE: Duration = Duration::from_millis(50);
 /// A rebuild reads every name and lease, so under heavy churn (a DHCP storm commits many
 /// times a second) the window grows to this many times the last rebuild's duration, keeping
-/// rebuilds near a twentieth of a core...
-const SETTLE_FACTOR: u32 = 19;
+/// rebuilds near a hundredth of a core (a twentieth was a sixth of the appliance's CPU under
+/// 2,000 DHCP exchanges a second, BENCHMARKS.md)...
+const SETTLE_FACTOR: u32 = 99;
 /// ...but never past this: a new name still answers within a couple of seconds.
 const SETTLE_MAX: Duration = Duration::from_secs(2);
 
@@ -306,7 +307,7 @@ mod tests {
     #[test]
     fn slow_rebuilds_fold_more_changes_but_never_wait_past_the_cap() {
         assert_eq!(settle_after(Duration::from_micros(100)), SETTLE);
-        assert_eq!(settle_after(Duration::from_millis(20)), Duration::from_millis(380));
+        assert_eq!(settle_after(Duration::from_millis(10)), Duration::from_millis(990));
         assert_eq!(settle_after(Duration::from_secs(1)), SETTLE_MAX);
     }
 

@@ -84,7 +84,7 @@ pub async fn serve(
             match &settings.tls {
                 None => match &settings.files {
                     None => connection(stream, peer, app, &settings, shutdown).await,
-                    Some(f) => match files::serve(f, stream, peer, &settings.limits, &shutdown).await {
+                    Some(f) => match files::serve(f, &app, stream, peer, &settings.limits, &shutdown).await {
                         files::After::Router(rest) => connection(rest, peer, app, &settings, shutdown).await,
                         files::After::Closed => {}
                     },

@@ -4,13 +4,17 @@
 //! byte range, and keeps the connection for the next request. It records the same timeline event
 //! and request metric as the router would.
 //!
-//! Every other request — another path, a body, a condition other than If-None-Match, several or
-//! unsatisfiable ranges, a directory, a missing file, a head that does not parse or is larger
-//! than [`request::MAX_HEAD`] — goes to hyper and the router with the bytes already read
-//! ([`Rewind`]), so its answer is what it always was. Once there, the connection stays there.
+//! A plain GET or HEAD of another boot route (iPXE's script) is answered by the router inside
+//! this loop ([`routed`]), so the kernel and initrd iPXE asks for next on the same connection
+//! come back here. Every other request — another path, a body, a condition other than
+//! If-None-Match, several or unsatisfiable ranges, a directory, a missing file, a head that
+//! does not parse or is larger than [`request::MAX_HEAD`] — goes to hyper and the router with
+//! the bytes already read ([`Rewind`]), so its answer is what it always was. Once there, the
+//! connection stays there.
 
 mod request;
 mod rewind;
+mod routed;
 
 use std::io;
 use std::net::{IpAddr, SocketAddr};
@@ -25,12 +29,14 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::debug;
 
+use axum::Router;
 use rackboot_base::metrics::{HttpLabel, Metrics};
 use rackboot_config::ConnLimits;
 use rackboot_store::{Cmdb, EventKind};
 pub use request::FileRequest;
 use request::{classify, MAX_HEAD, MAX_HEADERS};
 pub use rewind::Rewind;
+use routed::{routable, Routed};
 
 /// The most one sendfile call is asked for (the socket's buffer takes less anyway).
 const MAX_CHUNK: u64 = 16 << 20;
@@ -60,10 +66,12 @@ pub enum After {
     Router(Rewind<TcpStream>),
 }
 
-/// Answers boot-file requests on `stream` for as long as they come, under the listener's
-/// header and idle timeouts; a write that makes no progress for the idle timeout ends it.
+/// Answers boot-file requests on `stream` for as long as they come, and the other boot routes'
+/// plain GETs through `app`, under the listener's header and idle timeouts; a write that makes
+/// no progress for the idle timeout ends it.
 pub async fn serve(
     files: &Files,
+    app: &Router,
     mut stream: TcpStream,
     peer: SocketAddr,
     limits: &ConnLimits,
@@ -72,8 +80,29 @@ pub async fn serve(
     let mut buf = BytesMut::with_capacity(1024);
     let mut wait = limits.header_timeout;
     loop {
-        let (head_len, req) = match next_request(&mut stream, &mut buf, wait, limits.header_timeout, shutdown).await {
+        let next = next_request(&mut stream, &mut buf, peer, wait, limits.header_timeout, shutdown).await;
+        let (head_len, req) = match next {
             Next::File(n, req) => (n, req),
+            Next::Routed(n, routed) => {
+                buf.advance(n);
+                let kept = tokio::select! {
+                    kept = routed.answer(app, &mut stream, limits.idle_timeout) => kept,
+                    _ = drained(shutdown) => return After::Closed,
+                };
+                match kept {
+                    Ok(true) if !shutdown.is_cancelled() => {}
+                    Ok(_) => {
+                        let _ = stream.shutdown().await;
+                        return After::Closed;
+                    }
+                    Err(error) => {
+                        debug!(%peer, %error, "boot route answer ended");
+                        return After::Closed;
+                    }
+                }
+                wait = limits.idle_timeout;
+                continue;
+            }
             Next::Router => return After::Router(Rewind::new(buf.freeze(), stream)),
             Next::Close => return After::Closed,
         };
@@ -107,6 +136,8 @@ async fn drained(shutdown: &CancellationToken) {
 enum Next {
     /// A complete head of `.0` bytes the fast path takes.
     File(usize, FileRequest),
+    /// A complete head of `.0` bytes the router answers inside the loop.
+    Routed(usize, Routed),
     Router,
     Close,
 }
@@ -116,6 +147,7 @@ enum Next {
 async fn next_request(
     stream: &mut TcpStream,
     buf: &mut BytesMut,
+    peer: SocketAddr,
     wait: Duration,
     header_timeout: Duration,
     shutdown: &CancellationToken,
@@ -128,7 +160,10 @@ async fn next_request(
             let mut req = httparse::Request::new(&mut headers);
             match req.parse(buf) {
                 Ok(httparse::Status::Complete(n)) => {
-                    return classify(&req).map_or(Next::Router, |r| Next::File(n, r));
+                    return match classify(&req) {
+                        Some(file) => Next::File(n, file),
+                        None => routable(&req, peer).map_or(Next::Router, |r| Next::Routed(n, r)),
+                    };
                 }
                 Ok(httparse::Status::Partial) if buf.len() < MAX_HEAD => {}
                 // Malformed, too many headers or too long: hyper answers as it always has.

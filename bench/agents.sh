@@ -4,7 +4,7 @@
 # rackboot's CPU and RSS while the agents only idle-poll, and the time from a job's submission
 # to its agent receiving it (median, p99). A benchmark: prints, never fails.
 #
-#   bench/agents.sh [AGENTS] [JOBS] [IDLE_SECS]
+#   bench/agents.sh [AGENTS] [JOBS] [IDLE_SECS]   (RACKBOOT_BIN: another rackboot binary)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 AGENTS=${1:-1000}
@@ -48,7 +48,7 @@ enabled = false
 [agent]
 networks = ["127.0.0.0/8"]
 TOML
-  target/release/rackboot serve --config "$WORK/$mode.toml" > "$WORK/$mode.log" 2>&1 & PID=$!
+  "${RACKBOOT_BIN:-target/release/rackboot}" serve --config "$WORK/$mode.toml" > "$WORK/$mode.log" 2>&1 & PID=$!
   for _ in $(seq 50); do curl -s -o /dev/null "http://127.0.0.1:$PORT/healthz" && break; sleep 0.1; done
   echo "== $mode: rackboot RSS before the agents: $(awk '/VmRSS/ {printf "%.1f MB", $2/1024}' /proc/$PID/status)"
   local url=(--url "http://127.0.0.1:$PORT")

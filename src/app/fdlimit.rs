@@ -13,7 +13,8 @@ pub fn needed(cfg: &Config) -> u64 {
     const BASE: u64 = 256;
     // The plain and the TLS listener each admit `max_connections`.
     let http = 2 * cfg.http_limits.max_connections as u64;
-    let tftp = if cfg.tftp.enabled { cfg.tftp.max_transfers as u64 } else { 0 };
+    // A transfer holds its socket and its file.
+    let tftp = if cfg.tftp.enabled { 2 * cfg.tftp.max_transfers as u64 } else { 0 };
     BASE + http + tftp
 }
 
@@ -45,7 +46,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let toml = format!("[server]\ndata_dir = \"{}\"\naddress = \"127.0.0.1\"\n", dir.path().display());
         let cfg = crate::config::Config::parse(&toml).unwrap();
-        let want = 256 + 2 * cfg.http_limits.max_connections as u64 + cfg.tftp.max_transfers as u64;
+        let want = 256 + 2 * cfg.http_limits.max_connections as u64 + 2 * cfg.tftp.max_transfers as u64;
         assert_eq!(needed(&cfg), want);
         let (before, _) = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE).unwrap();
         let now = raise(&cfg).unwrap();

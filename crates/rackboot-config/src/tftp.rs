@@ -16,7 +16,7 @@ pub struct WireTftp {
 
 impl Default for WireTftp {
     fn default() -> Self {
-        WireTftp { enabled: true, port: 69, root: PathBuf::new(), max_transfers: 8192, max_transfers_per_client: 8 }
+        WireTftp { enabled: true, port: 69, root: PathBuf::new(), max_transfers: 16_384, max_transfers_per_client: 8 }
     }
 }
 

@@ -29,8 +29,6 @@ use super::options;
 use super::packet::{self, Request};
 use rackboot_boot::planner::DhcpBoot;
 use rackboot_config::{DhcpConfig, Subnet};
-#[cfg(test)]
-use rackboot_model::mac::Mac;
 use rackboot_store::{model::SCHEMA_VERSION, EventKind, Lease, LeaseState};
 
 #[cfg(test)]

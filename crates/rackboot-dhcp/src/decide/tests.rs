@@ -5,6 +5,7 @@ use dhcproto::v4::{DhcpOption, MessageType, OptionCode};
 use super::*;
 use crate::limits::Limits;
 use crate::packet::{parse, tests::client_msg};
+use rackboot_model::mac::Mac;
 
 const SERVER: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 1);
 const OTHER_SERVER: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 2);

@@ -246,7 +246,8 @@ impl Net {
             &format!(
                 "curl -s --cacert {} -H 'authorization: Bearer {}' https://198.18.0.1{path}",
                 self.ca().display(),
-                token.trim()
+                token.trim(),
+                path.replace('\'', r"'\''")
             ),
         );
         String::from_utf8_lossy(&out.stdout).into_owned()
@@ -260,7 +261,8 @@ impl Net {
             &format!(
                 "curl -sS -f --cacert {} -X {method} -H 'authorization: Bearer {}' https://198.18.0.1/api/v1{path}",
                 self.ca().display(),
-                token.trim()
+                token.trim(),
+                path.replace('\'', r"'\''")
             ),
         );
         out.status.success().then(|| serde_json::from_slice(&out.stdout).ok()).flatten()
@@ -269,16 +271,18 @@ impl Net {
     /// Calls the REST API with curl from the server namespace; returns the JSON body.
     pub fn api(&self, method: &str, path: &str, body: Option<&str>) -> serde_json::Value {
         let token = std::fs::read_to_string(self.path("data/admin.token")).unwrap();
-        // (Quoted for the shell: a body may hold single quotes, a script's for one.)
+        // (Quoted for the shell: a body may hold single quotes, a script's for one; a path its
+        // query's `&`, which would put curl in the background and drop the rest.)
         let data = body
             .map(|b| format!("-d '{}' -H 'content-type: application/json'", b.replace('\'', r"'\''")))
             .unwrap_or_default();
         let out = self.run(
             &self.srv,
             &format!(
-                "curl -sS -f --cacert {} -X {method} -H 'authorization: Bearer {}' {data} https://198.18.0.1/api/v1{path}",
+                "curl -sS -f --cacert {} -X {method} -H 'authorization: Bearer {}' {data} 'https://198.18.0.1/api/v1{}'",
                 self.ca().display(),
-                token.trim()
+                token.trim(),
+                path.replace('\'', r"'\''")
             ),
         );
         assert!(out.status.success(), "api {method} {path}: {}", String::from_utf8_lossy(&out.stderr));

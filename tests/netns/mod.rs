@@ -244,7 +244,7 @@ impl Net {
         let out = self.run(
             &self.srv,
             &format!(
-                "curl -s --cacert {} -H 'authorization: Bearer {}' https://198.18.0.1{path}",
+                "curl -s --cacert {} -H 'authorization: Bearer {}' 'https://198.18.0.1{}'",
                 self.ca().display(),
                 token.trim(),
                 path.replace('\'', r"'\''")
@@ -259,7 +259,7 @@ impl Net {
         let out = self.run(
             &self.srv,
             &format!(
-                "curl -sS -f --cacert {} -X {method} -H 'authorization: Bearer {}' https://198.18.0.1/api/v1{path}",
+                "curl -sS -f --cacert {} -X {method} -H 'authorization: Bearer {}' 'https://198.18.0.1/api/v1{}'",
                 self.ca().display(),
                 token.trim(),
                 path.replace('\'', r"'\''")

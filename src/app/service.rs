@@ -183,7 +183,7 @@ impl Core {
             installer_proxy: installer_proxy(&cfg, &addrs),
             nonce_ttl_secs: cfg.agent.nonce_ttl.as_secs(),
         };
-        let state = crate::api::ApiState {
+        let state = crate::api::ApiState::new(crate::api::ApiParts {
             cmdb,
             metrics,
             auth: Arc::new(crate::api::auth::AuthState::new(cfg.auth.clone())),
@@ -196,7 +196,7 @@ impl Core {
             webhooks: Some(webhooks),
             tang: Some(tang),
             vmedia: Some(vmedia),
-        };
+        });
         crate::app::web::Site { cfg, addrs, tls, state }
     }
 

@@ -180,12 +180,28 @@ async fn forged_missing_and_superseded_credentials_are_refused() {
         "another machine's id"
     );
     assert_eq!(http(Some("garbage".into())).await, 401);
+    // A long-poll already waiting with the old credential when the new boot enrolls: the job
+    // that wakes it goes to nobody (401; the poll keeps only a copy of its credential).
+    let waiting = {
+        let mut c = rackboot_agent::client::Client::new(&a.url(), &a.trust()).unwrap();
+        c.credential = Some(cred.clone());
+        tokio::spawn(async move {
+            c.call::<()>(Method::GET, "/agent/v1/jobs/next?wait=20", None, Duration::from_secs(30))
+                .await
+                .unwrap()
+                .status
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
     let nonce = a.boot_nonce("52:54:00:a0:00:02").await;
     let second = enroll_as(Some(nonce.clone()), 200).await;
     assert_eq!(second["machine_id"], first["machine_id"], "the same machine, matched by MAC");
+    a.submit(json!({"machine": "52:54:00:a0:00:02", "action": script("true")})).await;
+    let woken = tokio::time::timeout(Duration::from_secs(10), waiting).await.expect("woken by the job").unwrap();
+    assert_eq!(woken, 401, "a waiting poll with a superseded credential gets no job");
     assert_eq!(http(Some(cred)).await, 401, "an older credential is superseded by the new boot's enrollment");
     let current = second["credential"].as_str().unwrap().to_string();
-    assert_eq!(http(Some(current.clone())).await, 204);
+    assert_eq!(http(Some(current.clone())).await, 200, "the job goes to the current credential");
     // A neighbour with the MAC but not a boot of it: refused, and the genuine agent keeps working.
     let refused = enroll_as(None, 409).await;
     assert_eq!(refused["status"], 409, "{refused}");

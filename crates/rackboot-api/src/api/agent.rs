@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{ConnectInfo, Path, Query, State};
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
 use axum::{Json, Router};
@@ -55,6 +55,15 @@ pub(super) async fn machine(s: &ApiState, headers: &HeaderMap) -> Result<u64, Ap
             ApiError::new(StatusCode::SERVICE_UNAVAILABLE, super::STORE_UNREACHABLE)
         }
     })
+}
+
+/// A copy of `headers`' Authorization header alone, sharing no buffer with the request.
+fn credential_only(headers: &HeaderMap) -> HeaderMap {
+    let mut only = HeaderMap::new();
+    if let Some(v) = headers.get(header::AUTHORIZATION).and_then(|v| HeaderValue::from_bytes(v.as_bytes()).ok()) {
+        only.insert(header::AUTHORIZATION, v);
+    }
+    only
 }
 
 /// Where the enrolling machine's rescue is, if it is in one: (a BootOS boot of the rescue, which
@@ -170,7 +179,12 @@ struct Wait {
 
 /// The long-poll: the machine's next job, or 204 after `wait` seconds (at most
 /// `agent.poll_secs`) without one. A job submitted meanwhile wakes it at once.
-async fn next_job(State(s): State<ApiState>, headers: HeaderMap, Query(w): Query<Wait>) -> Result<Response, ApiError> {
+async fn next_job(State(s): State<ApiState>, request: HeaderMap, Query(w): Query<Wait>) -> Result<Response, ApiError> {
+    // Keep only the credential through the wait: the request's headers are slices of hyper's
+    // read buffer, and holding them would keep that buffer (8 KiB or more) per waiting agent
+    // while hyper reads into a new one.
+    let headers = credential_only(&request);
+    drop(request);
     let id = machine(&s, &headers).await?;
     let hub = &s.hub;
     let wait = w.wait.map_or(hub.cfg.poll, Duration::from_secs).min(hub.cfg.poll);

@@ -12,6 +12,7 @@ pub mod auth;
 mod backup;
 mod bmc;
 pub mod boot;
+mod bounded;
 mod doc;
 mod events;
 mod firmware;
@@ -40,22 +41,39 @@ mod webhooks;
 
 use std::sync::Arc;
 
-use axum::extract::{Request, State};
+use axum::extract::State;
 use axum::http::header;
-use axum::middleware::{self, Next};
+use axum::middleware;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 use utoipa_axum::router::OpenApiRouter;
 
-use crate::metrics::{HttpLabel, Metrics};
+use crate::metrics::Metrics;
 
 pub use doc::{document, document_json};
 pub use problem::{ApiError, Problem, SseFrame, PROBLEM_JSON};
 
-/// Shared state of every handler.
+/// Shared state of every handler: one pointer, since every layer and extractor clones it into
+/// the request's future (a waiting long-poll holds several such clones).
 #[derive(Clone)]
-pub struct ApiState {
+pub struct ApiState(Arc<ApiParts>);
+
+impl ApiState {
+    pub fn new(parts: ApiParts) -> ApiState {
+        ApiState(Arc::new(parts))
+    }
+}
+
+impl std::ops::Deref for ApiState {
+    type Target = ApiParts;
+    fn deref(&self) -> &ApiParts {
+        &self.0
+    }
+}
+
+/// What [`ApiState`] shares.
+pub struct ApiParts {
     pub cmdb: crate::cmdb::Cmdb,
     pub metrics: Metrics,
     /// Login settings and the login rate limiter.
@@ -122,11 +140,9 @@ pub const STORE_UNREACHABLE: &str = "the appliance cannot read its CMDB right no
 pub fn router(state: ApiState) -> Router {
     let (api, _) =
         protected_routes().route_layer(middleware::from_fn_with_state(state.clone(), auth::guard)).split_for_parts();
-    let api = api
-        .fallback(problem::no_route)
-        .layer(middleware::from_fn(numbers::integral_floats))
-        .layer(middleware::from_fn(problem::problem_layer));
-    let agent = agent::routes().fallback(problem::no_route).layer(middleware::from_fn(problem::problem_layer));
+    let api =
+        api.fallback(problem::no_route).layer(middleware::from_fn(numbers::integral_floats)).layer(problem::Problems);
+    let agent = agent::routes().fallback(problem::no_route).layer(problem::Problems);
     let router = Router::new()
         .nest("/api/v1", api)
         .nest("/boot", boot::routes(&state))
@@ -139,32 +155,8 @@ pub fn router(state: ApiState) -> Router {
 
 /// What every listener's router gets: requests counted with bounded labels, and the body limit.
 pub fn bounded(router: Router<ApiState>, state: &ApiState) -> Router<ApiState> {
-    router
-        .layer(middleware::from_fn_with_state(state.clone(), count_requests))
-        .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY))
-        .layer(middleware::from_fn_with_state(state.clone(), limit_body))
+    router.layer(axum::extract::DefaultBodyLimit::max(MAX_BODY)).layer(bounded::Bounded(state.clone()))
 }
-
-/// The body limit: [`MAX_BODY`] for every route but a plugin upload, which may be as large as
-/// `plugins.max_bundle_bytes` (plus its form's framing). A declared length past it is refused
-/// at once; a body that grows past it fails as it is read (413).
-async fn limit_body(State(s): State<ApiState>, req: Request, next: Next) -> Response {
-    let upload = req.method() == axum::http::Method::POST && req.uri().path() == PLUGIN_UPLOAD;
-    let limit = match (&s.plugins, upload) {
-        (Some(p), true) => usize::try_from(p.limits.max_bundle_bytes).unwrap_or(usize::MAX).saturating_add(64 << 10),
-        _ => MAX_BODY,
-    };
-    let declared = req.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
-    if declared.is_some_and(|n| n > limit as u64) {
-        return ApiError::new(axum::http::StatusCode::PAYLOAD_TOO_LARGE, format!("body larger than {limit} bytes"))
-            .into_response();
-    }
-    let (parts, body) = req.into_parts();
-    next.run(Request::from_parts(parts, axum::body::Body::new(http_body_util::Limited::new(body, limit)))).await
-}
-
-/// The one route whose body may exceed [`MAX_BODY`].
-const PLUGIN_UPLOAD: &str = "/api/v1/plugins";
 
 /// `/metrics`: a viewer's token is needed unless `auth.public_metrics` is set.
 async fn metrics(
@@ -207,34 +199,3 @@ async fn metrics(
 /// Largest request body any route reads (413 past it): job specs, scripts and output chunks are
 /// far smaller.
 pub const MAX_BODY: usize = 1 << 20;
-
-/// Counts requests by method (folded to a fixed set), route template (never the raw path) and
-/// status, so junk methods and paths cannot grow the number of series.
-async fn count_requests(State(s): State<ApiState>, req: Request, next: Next) -> Response {
-    let method = fold_method(req.method()).to_string();
-    let route = req
-        .extensions()
-        .get::<axum::extract::MatchedPath>()
-        .map(|p| p.as_str().to_string())
-        // Boot files are a nested service, which axum gives no matched path.
-        .or_else(|| req.uri().path().starts_with(boot::FILES_ROUTE).then(|| boot::FILES_ROUTE.to_string()))
-        .unwrap_or_else(|| "unmatched".to_string());
-    let resp = next.run(req).await;
-    s.metrics.http_requests.get_or_create(&HttpLabel { method, route, status: resp.status().as_u16() }).inc();
-    resp
-}
-
-/// A method as a metric label: the standard ones by name, anything else as `other`.
-fn fold_method(m: &axum::http::Method) -> &'static str {
-    use axum::http::Method;
-    match *m {
-        Method::GET => "GET",
-        Method::HEAD => "HEAD",
-        Method::POST => "POST",
-        Method::PUT => "PUT",
-        Method::PATCH => "PATCH",
-        Method::DELETE => "DELETE",
-        Method::OPTIONS => "OPTIONS",
-        _ => "other",
-    }
-}

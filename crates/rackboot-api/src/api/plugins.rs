@@ -18,7 +18,7 @@ use crate::cmdb::Caller;
 use crate::plugins::{PluginError, PluginVersion, Store, TrustedKey};
 
 pub fn routes() -> OpenApiRouter<ApiState> {
-    // The upload's size is bounded by `api::limit_body` (plugins.max_bundle_bytes), not the
+    // The upload's size is bounded by `api::bounded` (plugins.max_bundle_bytes), not the
     // default limit every other extractor keeps.
     OpenApiRouter::new()
         .routes(routes!(list, upload))

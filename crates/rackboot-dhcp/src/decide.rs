@@ -136,6 +136,26 @@ pub fn subnet_of<'a>(subnets: &'a [Subnet], server_ip: Ipv4Addr, req: &Request) 
     find(server_ip)
 }
 
+/// A RELEASE or DECLINE of `ip`: no reply; the lease written in its new state until its end
+/// when the lease map changed (`now_as`), nothing otherwise.
+fn given_back(
+    req: &Request,
+    leases: &mut Leases,
+    ip: Ipv4Addr,
+    now_as: Option<(LeaseState, u64)>,
+    now: u64,
+) -> Decision {
+    let write = match now_as {
+        Some((state, until)) => {
+            let kind = if state == LeaseState::Declined { EventKind::DhcpDecline } else { EventKind::DhcpRelease };
+            let lease = lease_record(ip, req, None, until, state, now);
+            Write::Lease { lease, events: vec![(kind, json!({"ip": ip}))] }
+        }
+        None => Write::Nothing,
+    };
+    Decision { write, ..Decision::silent() }.flushing(leases, req)
+}
+
 /// Full mode's answer to `req` at `now` (Unix seconds); `leases` is changed to match.
 pub fn decide(req: &Request, plan: &Plan<'_>, server: Server<'_>, leases: &mut Leases, now: u64) -> Decision {
     match req.kind {
@@ -144,26 +164,18 @@ pub fn decide(req: &Request, plan: &Plan<'_>, server: Server<'_>, leases: &mut L
         MessageType::Release => {
             let ip = req.msg.ciaddr();
             leases.limits.release(&Source::of(req), req.mac);
-            let write = if leases.release(req.mac, ip) {
-                let lease = lease_record(ip, req, None, now, LeaseState::Released, now);
-                Write::Lease { lease, events: vec![(EventKind::DhcpRelease, json!({"ip": ip}))] }
-            } else {
-                Write::Nothing
-            };
-            Decision { write, ..Decision::silent() }.flushing(leases, req)
+            let released = leases.release(req.mac, ip);
+            given_back(req, leases, ip, released.then_some((LeaseState::Released, now)), now)
         }
         MessageType::Decline => {
             let Some(ip) = req.requested_ip else { return Decision::silent().flushing(leases, req) };
             let until = now + u64::from(plan.subnet.lease_secs);
             leases.limits.release(&Source::of(req), req.mac);
-            let write = if leases.decline(req.mac, ip, until) {
+            let declined = leases.decline(req.mac, ip, until);
+            if declined {
                 warn!(mac = %req.mac, %ip, "client declined address; quarantined");
-                let lease = lease_record(ip, req, None, until, LeaseState::Declined, now);
-                Write::Lease { lease, events: vec![(EventKind::DhcpDecline, json!({"ip": ip}))] }
-            } else {
-                Write::Nothing
-            };
-            Decision { write, ..Decision::silent() }.flushing(leases, req)
+            }
+            given_back(req, leases, ip, declined.then_some((LeaseState::Declined, until)), now)
         }
         MessageType::Inform => {
             let msg = options::inform_reply(server.ip, req, plan.subnet, plan.boot.as_ref());

@@ -70,7 +70,7 @@ impl DhcpService {
         if !(req.is_pxe || req.is_ipxe) {
             return None;
         }
-        let ask = boot_request_for(&self.cmdb, &self.boot, req.mac, req.arch, req.is_ipxe, subnet.uefi_loader, brief);
+        let ask = BootClient::of(req, Some(subnet)).ask(&self.cmdb, &self.boot, brief);
         planner::plan_dhcp(&ask, &self.boot_context())
     }
 
@@ -83,7 +83,8 @@ impl DhcpService {
         if !(req.is_pxe || req.is_ipxe) {
             return None;
         }
-        Some(boot_request(&self.cmdb, &self.boot, req.mac, req.arch, req.is_ipxe, subnet.and_then(|s| s.uefi_loader)))
+        let client = BootClient::of(req, subnet);
+        Some(client.ask(&self.cmdb, &self.boot, client.machine(&self.cmdb).as_ref()))
     }
 
     fn count_sent(&self, kind: MessageType) {
@@ -91,43 +92,49 @@ impl DhcpService {
     }
 }
 
-/// What the planner is asked for a network boot client of either IP version: the machine's
-/// own UEFI loader, else its rack's, else `subnet_loader` (else the config's, in the planner).
-pub(crate) fn boot_request(
-    cmdb: &Cmdb,
-    boot: &BootFiles,
-    mac: rackboot_model::mac::Mac,
-    arch: Option<planner::Arch>,
-    is_ipxe: bool,
-    subnet_loader: Option<rackboot_config::UefiLoader>,
-) -> DhcpBootRequest {
-    // Only the firmware's answer depends on the machine: no index lookup for iPXE.
-    let brief = if is_ipxe { None } else { cmdb.brief_by_mac(mac) };
-    boot_request_for(cmdb, boot, mac, arch, is_ipxe, subnet_loader, brief.as_ref())
+/// A network boot client of either IP version, as the planner is asked about it.
+pub(crate) struct BootClient {
+    pub mac: rackboot_model::mac::Mac,
+    pub arch: Option<planner::Arch>,
+    pub is_ipxe: bool,
+    /// The UEFI loader its subnet chooses, if any.
+    pub subnet_loader: Option<rackboot_config::UefiLoader>,
 }
 
-/// [`boot_request`] for a client whose machine has been looked up already (`brief`).
-fn boot_request_for(
-    cmdb: &Cmdb,
-    boot: &BootFiles,
-    mac: rackboot_model::mac::Mac,
-    arch: Option<planner::Arch>,
-    is_ipxe: bool,
-    subnet_loader: Option<rackboot_config::UefiLoader>,
-    brief: Option<&Brief>,
-) -> DhcpBootRequest {
-    let brief = brief.filter(|_| !is_ipxe);
-    let boots_disk =
-        brief.as_ref().is_some_and(|b| planner::boots_own_disk(b.state, b.boot_profile.is_some(), b.installer_pending));
-    // Only a UEFI x64 answer depends on the loader choice.
-    let rack = || brief?.rack.as_deref().and_then(|r| cmdb.rack_uefi_loader(r));
-    let uefi_loader = match arch {
-        Some(planner::Arch::UefiX64) => brief.and_then(|b| b.uefi_loader).or_else(rack).or(subnet_loader),
-        _ => None,
-    };
-    // A machine pinned to a Windows profile starts its media's boot manager.
-    let windows = rackboot_boot::media::pinned_media(&boot.profiles, brief.and_then(|b| b.boot_profile.as_deref()));
-    DhcpBootRequest { mac, arch, is_ipxe, uefi_loader, windows, boots_disk }
+impl BootClient {
+    fn of(req: &Request, subnet: Option<&Subnet>) -> BootClient {
+        let subnet_loader = subnet.and_then(|s| s.uefi_loader);
+        BootClient { mac: req.mac, arch: req.arch, is_ipxe: req.is_ipxe, subnet_loader }
+    }
+
+    /// Its machine, where the answer depends on it: only the firmware's does, so iPXE costs no
+    /// index lookup.
+    pub fn machine(&self, cmdb: &Cmdb) -> Option<Brief> {
+        if self.is_ipxe {
+            None
+        } else {
+            cmdb.brief_by_mac(self.mac)
+        }
+    }
+
+    /// What the planner is asked, its machine being `brief` (as looked up): the machine's own
+    /// UEFI loader, else its rack's, else the subnet's (else the config's, in the planner).
+    pub fn ask(&self, cmdb: &Cmdb, boot: &BootFiles, brief: Option<&Brief>) -> DhcpBootRequest {
+        let BootClient { mac, arch, is_ipxe, subnet_loader } = *self;
+        let brief = brief.filter(|_| !is_ipxe);
+        let boots_disk = brief
+            .as_ref()
+            .is_some_and(|b| planner::boots_own_disk(b.state, b.boot_profile.is_some(), b.installer_pending));
+        // Only a UEFI x64 answer depends on the loader choice.
+        let rack = || brief?.rack.as_deref().and_then(|r| cmdb.rack_uefi_loader(r));
+        let uefi_loader = match arch {
+            Some(planner::Arch::UefiX64) => brief.and_then(|b| b.uefi_loader).or_else(rack).or(subnet_loader),
+            _ => None,
+        };
+        // A machine pinned to a Windows profile starts its media's boot manager.
+        let windows = rackboot_boot::media::pinned_media(&boot.profiles, brief.and_then(|b| b.boot_profile.as_deref()));
+        DhcpBootRequest { mac, arch, is_ipxe, uefi_loader, windows, boots_disk }
+    }
 }
 
 /// DHCP's bound sockets: the DHCP port, and in proxy mode the PXE boot-server port (4011).

@@ -73,6 +73,18 @@ fn offered(d: &Decision) -> Ipv4Addr {
     reply.msg.yiaddr()
 }
 
+/// The address offered to client `n` (a DISCOVER with the first subnet's plan).
+fn offer(cfg: &DhcpConfig, l: &mut Leases, n: u8) -> Ipv4Addr {
+    offered(&decide(&msg(MessageType::Discover, n), &plan(cfg), server(cfg), l, NOW))
+}
+
+/// The address client `n` holds after a DISCOVER and its REQUEST.
+fn leased(cfg: &DhcpConfig, l: &mut Leases, n: u8) -> Ipv4Addr {
+    let a = offer(cfg, l, n);
+    decide(&selecting(n, a, SERVER), &plan(cfg), server(cfg), l, NOW);
+    a
+}
+
 fn kinds(events: &Events) -> Vec<EventKind> {
     events.iter().map(|(k, _)| k.clone()).collect()
 }
@@ -127,8 +139,7 @@ fn a_discover_finds_the_pool_exhausted_when_every_address_is_leased() {
     let cfg = config("");
     let mut l = leases(&cfg);
     for n in 1..=2 {
-        let a = offered(&decide(&msg(MessageType::Discover, n), &plan(&cfg), server(&cfg), &mut l, NOW));
-        decide(&selecting(n, a, SERVER), &plan(&cfg), server(&cfg), &mut l, NOW);
+        leased(&cfg, &mut l, n);
     }
     let d = decide(&msg(MessageType::Discover, 3), &plan(&cfg), server(&cfg), &mut l, NOW);
     assert_eq!((d.reply.is_none(), d.dropped), (true, Some("pool_exhausted")));
@@ -161,7 +172,7 @@ fn a_second_discover_hands_back_the_first_offers_event_to_be_written() {
 fn a_request_for_the_offer_is_acked_with_its_lease_and_both_events_in_one_write() {
     let cfg = config("");
     let mut l = leases(&cfg);
-    let a = offered(&decide(&msg(MessageType::Discover, 1), &plan(&cfg), server(&cfg), &mut l, NOW));
+    let a = offer(&cfg, &mut l, 1);
     let d = decide(&selecting(1, a, SERVER), &plan(&cfg), server(&cfg), &mut l, NOW);
     let reply = d.reply.as_ref().unwrap();
     assert_eq!((reply.kind, reply.msg.yiaddr()), (MessageType::Ack, a));
@@ -177,13 +188,11 @@ fn a_request_for_the_offer_is_acked_with_its_lease_and_both_events_in_one_write(
 fn a_request_to_another_server_withdraws_our_offer_and_gets_no_answer() {
     let cfg = config("");
     let mut l = leases(&cfg);
-    let a = offered(&decide(&msg(MessageType::Discover, 1), &plan(&cfg), server(&cfg), &mut l, NOW));
+    let a = offer(&cfg, &mut l, 1);
     let d = decide(&selecting(1, ip("198.18.0.99"), OTHER_SERVER), &plan(&cfg), server(&cfg), &mut l, NOW);
     assert!(d.reply.is_none() && d.flush.is_some() && matches!(d.write, Write::Nothing));
     // The address is free for the next clients at once: the two-address pool serves two more.
-    let next: Vec<_> = (2..=3)
-        .map(|n| offered(&decide(&msg(MessageType::Discover, n), &plan(&cfg), server(&cfg), &mut l, NOW)))
-        .collect();
+    let next: Vec<_> = (2..=3).map(|n| offer(&cfg, &mut l, n)).collect();
     assert!(next.contains(&a), "{next:?}");
 }
 
@@ -215,8 +224,7 @@ fn an_init_reboot_from_another_network_is_naked_and_recorded() {
 fn a_renewal_of_an_address_leased_to_another_client_is_naked() {
     let cfg = config("");
     let mut l = leases(&cfg);
-    let a = offered(&decide(&msg(MessageType::Discover, 1), &plan(&cfg), server(&cfg), &mut l, NOW));
-    decide(&selecting(1, a, SERVER), &plan(&cfg), server(&cfg), &mut l, NOW);
+    let a = leased(&cfg, &mut l, 1);
     let mut r = msg(MessageType::Request, 2);
     r.msg.set_ciaddr(a);
     let d = decide(&r, &plan(&cfg), server(&cfg), &mut l, NOW);
@@ -232,8 +240,7 @@ fn a_renewal_of_an_address_leased_to_another_client_is_naked() {
 fn a_release_writes_the_released_lease_and_an_unknown_one_writes_nothing() {
     let cfg = config("");
     let mut l = leases(&cfg);
-    let a = offered(&decide(&msg(MessageType::Discover, 1), &plan(&cfg), server(&cfg), &mut l, NOW));
-    decide(&selecting(1, a, SERVER), &plan(&cfg), server(&cfg), &mut l, NOW);
+    let a = leased(&cfg, &mut l, 1);
     let mut r = msg(MessageType::Release, 1);
     r.msg.set_ciaddr(a);
     let d = decide(&r, &plan(&cfg), server(&cfg), &mut l, NOW + 5);
@@ -250,15 +257,14 @@ fn a_release_writes_the_released_lease_and_an_unknown_one_writes_nothing() {
 fn a_declined_address_is_quarantined_for_a_lease_time() {
     let cfg = config("");
     let mut l = leases(&cfg);
-    let a = offered(&decide(&msg(MessageType::Discover, 1), &plan(&cfg), server(&cfg), &mut l, NOW));
-    decide(&selecting(1, a, SERVER), &plan(&cfg), server(&cfg), &mut l, NOW);
+    let a = leased(&cfg, &mut l, 1);
     let mut r = msg(MessageType::Decline, 1);
     r.requested_ip = Some(a);
     let d = decide(&r, &plan(&cfg), server(&cfg), &mut l, NOW);
     let Write::Lease { lease, events } = &d.write else { panic!("{:?}", d.write) };
     assert_eq!((lease.state, lease.expires_at), (LeaseState::Declined, NOW + 600));
     assert_eq!(kinds(events), [EventKind::DhcpDecline]);
-    let next = offered(&decide(&msg(MessageType::Discover, 2), &plan(&cfg), server(&cfg), &mut l, NOW));
+    let next = offer(&cfg, &mut l, 2);
     assert_ne!(next, a, "a declined address is not offered while quarantined");
 }
 

@@ -164,7 +164,8 @@ impl Service6 {
         let (mac, host) = (mac?, self.host_for(subnet)?);
         let port = if self.http_port == 80 { String::new() } else { format!(":{}", self.http_port) };
         let http_base = format!("http://[{host}]{port}");
-        let req = super::boot_request(&self.cmdb, &self.boot, mac, arch, m.is_ipxe, None);
+        let client = super::BootClient { mac, arch, is_ipxe: m.is_ipxe, subnet_loader: None };
+        let req = client.ask(&self.cmdb, &self.boot, client.machine(&self.cmdb).as_ref());
         let ctx = BootContext { http_base: &http_base, next_server: Ipv4Addr::UNSPECIFIED, files: &self.boot };
         let plan = planner::plan_dhcp(&req, &ctx)?;
         let http = plan.filename.starts_with("http://");

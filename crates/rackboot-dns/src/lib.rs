@@ -185,7 +185,8 @@ pub async fn run(bound: Bound, svc: DnsService, token: CancellationToken) -> any
     let _stop_on_exit = stop.clone().drop_guard();
     let mut udp_tasks = tokio::task::JoinSet::new();
     for s in bound.udp {
-        udp_tasks.spawn(udp::serve(s, handler.clone(), stop.clone()));
+        // Each loop polls its token per query: a child of its own, not one mutex for all loops.
+        udp_tasks.spawn(udp::serve(s, handler.clone(), stop.child_token()));
     }
     info!(addr = %bound.addr, domain = %svc.cfg.domain, serial = refresher.current.serial(), "dns serving");
 

@@ -78,7 +78,9 @@ pub async fn serve(
             continue;
         };
         let _ = stream.set_nodelay(true);
-        let (app, settings, shutdown) = (app.clone(), settings.clone(), shutdown.clone());
+        // A child token: the connection polls it at each wake, and the listener's is one mutex
+        // that every connection would lock, from each worker thread.
+        let (app, settings, shutdown) = (app.clone(), settings.clone(), shutdown.child_token());
         tracker.spawn(async move {
             let _permit = permit;
             match &settings.tls {

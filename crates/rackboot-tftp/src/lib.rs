@@ -150,7 +150,9 @@ pub async fn run(socket: UdpSocket, svc: TftpService, token: CancellationToken) 
                         continue;
                     }
                 };
-                let (svc, token) = (svc.clone(), token.clone());
+                // A token of its own, polled at each wake: the server's is one mutex that every
+                // transfer would lock on every block, from each worker thread.
+                let (svc, token) = (svc.clone(), token.child_token());
                 tokio::spawn(async move {
                     let metrics = svc.metrics.clone();
                     tokio::select! {

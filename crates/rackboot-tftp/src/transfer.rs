@@ -83,7 +83,7 @@ impl<'a> Sender<'a> {
     }
 
     /// Sends `pkts` in order; each but the last must be a full block.
-    async fn send(&mut self, pkts: &[&[u8]]) -> std::io::Result<()> {
+    async fn send<'p>(&mut self, mut pkts: impl Iterator<Item = &'p [u8]>) -> std::io::Result<()> {
         let Some(seg) = self.segment else {
             for p in pkts {
                 self.sock.send(p).await?;
@@ -91,9 +91,12 @@ impl<'a> Sender<'a> {
             return Ok(());
         };
         let per = MAX_SEGMENTS.min(MAX_GSO_BYTES / seg);
-        for group in pkts.chunks(per) {
+        loop {
             self.batch.clear();
-            group.iter().for_each(|p| self.batch.extend_from_slice(p));
+            pkts.by_ref().take(per).for_each(|p| self.batch.extend_from_slice(p));
+            if self.batch.is_empty() {
+                return Ok(());
+            }
             match self.sock.send(&self.batch).await {
                 Ok(_) => {}
                 // EIO (no checksum offload on the route) or EINVAL: block by block from now on.
@@ -101,14 +104,18 @@ impl<'a> Sender<'a> {
                     tracing::debug!(error = %e, "tftp: no UDP segmentation here, sending block by block");
                     let _ = nix::sys::socket::setsockopt(self.sock, UdpGsoSegment, &0);
                     self.segment = None;
-                    for p in group {
+                    // The batch is the group's blocks end to end: all full but perhaps the last.
+                    for p in self.batch.chunks(seg) {
                         self.sock.send(p).await?;
                     }
+                    for p in pkts {
+                        self.sock.send(p).await?;
+                    }
+                    return Ok(());
                 }
                 Err(e) => return Err(e),
             }
         }
-        Ok(())
     }
 }
 
@@ -171,8 +178,8 @@ pub async fn run(
             window.push_back((next, pkt));
             next += 1;
         }
-        let new: Vec<&[u8]> = window.range(first_new..).map(|(_, p)| p.as_slice()).collect();
-        if let Err(e) = out.send(&new).await {
+        // The window's new blocks, straight from the window (no list of them made per send).
+        if let Err(e) = out.send(window.range(first_new..).map(|(_, p)| p.as_slice())).await {
             return (Outcome::Failed(format!("send: {e}")), acked_bytes(acked, size, n));
         }
         let received = tokio::select! {
@@ -232,8 +239,7 @@ pub async fn run(
 }
 
 async fn resend(out: &mut Sender<'_>, window: &VecDeque<(u64, Vec<u8>)>) {
-    let all: Vec<&[u8]> = window.iter().map(|(_, p)| p.as_slice()).collect();
-    let _ = out.send(&all).await;
+    let _ = out.send(window.iter().map(|(_, p)| p.as_slice())).await;
 }
 
 fn acked_bytes(blocks: u64, size: u64, n: Negotiated) -> u64 {
@@ -325,6 +331,25 @@ mod tests {
             }
         }
         assert_eq!(task.await.unwrap(), (Outcome::Complete, 1500));
+    }
+
+    #[tokio::test]
+    async fn a_refused_segmented_send_goes_block_by_block_and_loses_none_of_a_long_window() {
+        let (server, client) = pair().await;
+        // The kernel refuses this socket's segmented sends (EINVAL: more than 64 segments of
+        // 16 bytes), as a route without checksum offload refuses them (EIO) in mid-transfer.
+        nix::sys::socket::setsockopt(&server, UdpGsoSegment, &16).unwrap();
+        // 70 blocks: a group of 63 (the most one send takes at this size) and the rest, few
+        // enough for the client's receive buffer.
+        let mut out = Sender { sock: &server, segment: Some(1028), batch: Vec::new() };
+        let blocks: Vec<Vec<u8>> = (1..=70u16)
+            .map(|b| [&[0, 3][..], &b.to_be_bytes(), &vec![b as u8; if b == 70 { 10 } else { 1024 }]].concat())
+            .collect();
+        out.send(blocks.iter().map(Vec::as_slice)).await.unwrap();
+        assert_eq!(out.segment, None, "segmentation is off from then on");
+        for b in 1..=70u16 {
+            assert_eq!(data(&client).await, (b, if b == 70 { 14 } else { 1028 }), "every block, in order, alone");
+        }
     }
 
     #[tokio::test]

@@ -388,9 +388,10 @@ fn two_vms_bios_and_uefi_are_provisioned_from_an_image_and_check_in_installed() 
     };
     let _rackboot = super::disk_crypt::check_rotation_and_absence(&mut net, rackboot, &config, macs, &bios_serial);
 
-    // cloud-init ran once per install with the user-data that applies to each VM; a reboot does
     super::mark("provision: key rotation and the appliance's absence checked");
-    // not run it again.
+    // cloud-init ran once per install with the user-data that applies to each VM, and its schema
+    // found nothing wrong with the config it merged (the image's, the identity step's, the
+    // user-data); a reboot does not run it again.
     let cloud = "cloud-init status --wait --long; cat /etc/rackboot-cloud-init; echo runs=$(wc -l < /var/log/rackboot-runcmd); echo boot=$(cat /proc/sys/kernel/random/boot_id); grep -e WARNING -e ERROR -e Traceback /var/log/cloud-init.log | tail -25";
     let mut first_boot = String::new();
     for (vm, from) in vms.iter().zip(["the task", "the machine"]) {
@@ -399,6 +400,7 @@ fn two_vms_bios_and_uefi_are_provisioned_from_an_image_and_check_in_installed() 
         assert!(out.contains("status: done"), "{}: {out}", vm.name);
         assert!(out.contains(&format!("written from {from}")), "{}: {out}", vm.name);
         assert!(out.contains("runs=1"), "{}: {out}", vm.name);
+        assert!(!out.contains("Invalid cloud-config"), "{}: cloud-init's schema refused its config: {out}", vm.name);
         if first_boot.is_empty() {
             first_boot = out;
         }

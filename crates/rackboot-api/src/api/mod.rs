@@ -140,9 +140,10 @@ pub const STORE_UNREACHABLE: &str = "the appliance cannot read its CMDB right no
 pub fn router(state: ApiState) -> Router {
     let (api, _) =
         protected_routes().route_layer(middleware::from_fn_with_state(state.clone(), auth::guard)).split_for_parts();
+    let problems = tower::util::AndThenLayer::new(problem::as_problem);
     let api =
-        api.fallback(problem::no_route).layer(middleware::from_fn(numbers::integral_floats)).layer(problem::Problems);
-    let agent = agent::routes().fallback(problem::no_route).layer(problem::Problems);
+        api.fallback(problem::no_route).layer(middleware::from_fn(numbers::integral_floats)).layer(problems.clone());
+    let agent = agent::routes().fallback(problem::no_route).layer(problems);
     let router = Router::new()
         .nest("/api/v1", api)
         .nest("/boot", boot::routes(&state))

@@ -1,18 +1,14 @@
 //! The one error shape of every HTTP API: `application/problem+json` (RFC 9457).
 //!
 //! Handlers return [`ApiError`]; extractor rejections, unknown routes and wrong methods are
-//! turned into the same shape by [`Problems`], so a client never sees a bare string or an
+//! turned into the same shape by [`as_problem`], so a client never sees a bare string or an
 //! empty body.
 
 use std::convert::Infallible;
-use std::task::{Context, Poll};
 
-use axum::extract::Request;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use futures_util::future::BoxFuture;
 use serde::{Deserialize, Serialize};
-use tower::{Layer, Service};
 use utoipa::ToSchema;
 
 use crate::cmdb::CmdbError;
@@ -171,50 +167,17 @@ fn json_error_field(text: &str) -> Option<String> {
 /// Largest body of an error response that is rewritten into a problem.
 const MAX_REWRITTEN: usize = 16 * 1024;
 
-/// The layer that rewrites every error response that is not a problem yet (axum's own
-/// rejections, unknown routes, wrong methods, layers' errors) into one, keeping its status and
-/// text. Hand-written rather than `middleware::from_fn`, whose future would hold a clone of the
-/// route and the request through a waiting long-poll (see `api::bounded`).
-#[derive(Clone, Copy)]
-pub struct Problems;
-
-impl<S> Layer<S> for Problems {
-    type Service = ProblemService<S>;
-    fn layer(&self, inner: S) -> ProblemService<S> {
-        ProblemService(inner)
-    }
-}
-
-/// A route behind [`Problems`].
-#[derive(Clone)]
-pub struct ProblemService<S>(S);
-
-impl<S> Service<Request> for ProblemService<S>
-where
-    S: Service<Request, Response = Response, Error = Infallible>,
-    S::Future: Send + 'static,
-{
-    type Response = Response;
-    type Error = Infallible;
-    type Future = BoxFuture<'static, Result<Response, Infallible>>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        self.0.poll_ready(cx)
-    }
-
-    fn call(&mut self, req: Request) -> Self::Future {
-        let fut = self.0.call(req);
-        Box::pin(async move { Ok(as_problem(fut.await?).await) })
-    }
-}
-
-/// `resp` as a problem, if it is an error response and not one yet.
-async fn as_problem(resp: Response) -> Response {
+/// Rewrites an error response that is not a problem yet (axum's own rejections, unknown
+/// routes, wrong methods, layers' errors) into one, keeping its status and text. Applied with
+/// tower's `AndThenLayer` (see `api::router`): its future is the route's own, then this one,
+/// where a `middleware::from_fn` future would hold a clone of the route and the request through
+/// a waiting long-poll (see `api::bounded`).
+pub async fn as_problem(resp: Response) -> Result<Response, Infallible> {
     let status = resp.status();
     let is_problem =
         resp.headers().get(header::CONTENT_TYPE).is_some_and(|v| v.as_bytes().starts_with(PROBLEM_JSON.as_bytes()));
     if !(status.is_client_error() || status.is_server_error()) || is_problem {
-        return resp;
+        return Ok(resp);
     }
     let (parts, body) = resp.into_parts();
     let text = match axum::body::to_bytes(body, MAX_REWRITTEN).await {
@@ -234,7 +197,7 @@ async fn as_problem(resp: Response) -> Response {
             out.headers_mut().insert(name.clone(), value.clone());
         }
     }
-    out
+    Ok(out)
 }
 
 /// A 404 problem for paths under an API prefix that match no route.

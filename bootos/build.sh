@@ -153,14 +153,17 @@ CRYPTO="kernel/crypto/xts.ko kernel/crypto/ecb.ko kernel/crypto/af_alg.ko kernel
 # soon as one is loaded, where a CPU without RDRAND left the agent's first TLS handshake waiting
 # for it (about a second under TCG).
 RNG=kernel/drivers/char/hw_random
+# The ACPI power button and the input events it sends (busybox acpid reads them): a BMC's
+# graceful shutdown powers BootOS off at once instead of waiting out its soft-off timeout.
+BUTTON="kernel/drivers/acpi/button.ko kernel/drivers/input/evdev.ko"
 want() {
   case "$KERNEL" in
     cloud) (cd "$S/$M" && find kernel/drivers/virtio kernel/drivers/net/virtio_net.ko kernel/drivers/block/virtio_blk.ko \
       kernel/drivers/scsi/virtio_scsi.ko kernel/drivers/scsi/sd_mod.ko kernel/drivers/md kernel/drivers/nvme \
-      kernel/drivers/char/ipmi $RNG kernel/fs/efivarfs kernel/fs/xfs $CRYPTO -name '*.ko' 2>/dev/null || true) ;;
+      kernel/drivers/char/ipmi $RNG $BUTTON kernel/fs/efivarfs kernel/fs/xfs $CRYPTO -name '*.ko' 2>/dev/null || true) ;;
     generic) (cd "$S/$M" && find kernel/drivers/virtio kernel/drivers/net/ethernet kernel/drivers/net/virtio_net.ko \
       kernel/drivers/block kernel/drivers/scsi kernel/drivers/ata kernel/drivers/nvme kernel/drivers/md \
-      kernel/drivers/char/ipmi kernel/drivers/usb/storage kernel/fs/efivarfs kernel/fs/xfs $CRYPTO -name '*.ko' 2>/dev/null || true) ;;
+      kernel/drivers/char/ipmi kernel/drivers/usb/storage $BUTTON kernel/fs/efivarfs kernel/fs/xfs $CRYPTO -name '*.ko' 2>/dev/null || true) ;;
   esac
 }
 want | while read -r m; do
@@ -195,6 +198,18 @@ exit 0
 SCRIPT
 chmod +x "$T/etc/udhcpc.script"
 
+# busybox acpid runs /etc/acpi/PWRF/00000080 when the power button is pressed (a BMC's graceful
+# shutdown): what is in flight goes to the disks, then the machine powers off. (No init to signal:
+# /init is a shell loop.)
+mkdir -p "$T/etc/acpi/PWRF"
+cat > "$T/etc/acpi/PWRF/00000080" <<'POWER'
+#!/bin/sh
+echo "rackboot-bootos: the power button: powering off" > /dev/console
+sync
+poweroff -f
+POWER
+chmod +x "$T/etc/acpi/PWRF/00000080"
+
 cat > "$T/init" <<'INIT'
 #!/bin/busybox sh
 /bin/busybox --install -s /bin
@@ -220,6 +235,9 @@ for pass in 1 2 3; do
 done
 # The IPMI driver only where the firmware announces a BMC (SMBIOS type 38).
 [ -e /sys/firmware/dmi/entries/38-0 ] && modprobe -q -a ipmi_si ipmi_devintf
+# The power button (its driver came with the modaliases where the firmware has one).
+modprobe -q evdev 2>/dev/null
+acpid -c /etc/acpi -l /run/acpid.log
 mac=$(sed -n 's/.*rackboot.mac=\([^ ]*\).*/\1/p' /proc/cmdline)
 hostname bootos
 say "up mac=$mac kernel=$(uname -r) nics=$(ls /sys/class/net | tr '\n' ' ')"

@@ -1,20 +1,35 @@
 #!/usr/bin/env bash
 # Installs what rackboot's tests, lab and benchmarks need on a fresh Debian 12 machine (root).
 # Idempotent: skips apt when everything is present.
-#   tools/setup.sh [--lab] [--libvirt] [--arm64] [--bench]
+#   tools/setup.sh [--lab] [--libvirt] [--arm64] [--bench] [--no-cargo-deb]
+#   tools/setup.sh --cargo-deb
 #   --lab      only what the main job (vm-lab/run.sh) uses: no test tools, validators or cargo-deb
 #   --arm64    with --lab: arm64 VMs and BootOS for arm64 too (the tests always have them)
 #   --libvirt  libvirt and the BMC emulators (sushy-tools, VirtualBMC)
 #   --bench    the reference servers bench/ compares against
+#   --no-cargo-deb  all but cargo-deb (tools/test.sh compiles it later, in the background)
+#   --cargo-deb     only cargo-deb
 set -euo pipefail
-SETUP_LAB=0 SETUP_LIBVIRT=0 SETUP_BENCH=0 SETUP_ARM64=0
+SETUP_LAB=0 SETUP_LIBVIRT=0 SETUP_BENCH=0 SETUP_ARM64=0 SETUP_CARGO_DEB=1
+# cargo-deb builds the Debian package (tools/deb.sh). Pinned: tools/deb.sh relies on its
+# behaviour (variants, --profile dev --no-build); cached in ~/.cargo/bin once built (~1-2 min).
+CARGO_DEB_VERSION=3.8.0
+install_cargo_deb() {
+  if [ "$(cargo-deb --version 2>/dev/null | awk '{print $2}')" != "$CARGO_DEB_VERSION" ]; then
+    echo "setup: cargo install cargo-deb $CARGO_DEB_VERSION (once; cargo shows its progress)"
+    cargo install cargo-deb --locked --version "$CARGO_DEB_VERSION"
+  fi
+}
 for arg in "$@"; do
   case $arg in
     --lab) SETUP_LAB=1 ;;
     --libvirt) SETUP_LIBVIRT=1 ;;
     --arm64) SETUP_ARM64=1 ;;
     --bench) SETUP_BENCH=1 ;;
-    *) echo "setup: unknown option $arg (use --lab, --libvirt, --arm64, --bench)"; return 2 2>/dev/null || exit 2 ;;
+    --no-cargo-deb) SETUP_CARGO_DEB=0 ;;
+    --cargo-deb) install_cargo_deb; return 0 2>/dev/null || exit 0 ;;
+    *) echo "setup: unknown option $arg (use --lab, --libvirt, --arm64, --bench, --no-cargo-deb, --cargo-deb)"
+       return 2 2>/dev/null || exit 2 ;;
   esac
 done
 # The lab: qemu with both firmwares, iPXE, the rack switch's relay, LLDP and router advertisements,
@@ -52,34 +67,42 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
   rm -f /usr/sbin/policy-rc.d
 fi
-# The distributions' own answer-file validators, kept out of the host's system: pykickstart's
-# ksvalidator (on PyPI only) in a venv, and cloud-init's schema check from its Debian package,
-# unpacked rather than installed (installing it would enable its boot-time services here).
+# The Python tools below, each in a venv of its own under target/validators, kept out of the
+# host's system. Their pip runs are mostly downloads: they run side by side.
 VALIDATORS="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/target/validators"
-if [ $SETUP_LAB = 0 ] && [ ! -x "$VALIDATORS/venv/bin/ksvalidator" ]; then
-  echo "setup: pykickstart into $VALIDATORS/venv"
+VENV_PIDS=()
+# venv NAME PROBE PACKAGE...: unless PROBE succeeds, pip-installs PACKAGEs into the venv NAME in
+# the background (its output goes to NAME.log, shown if it fails).
+venv() {
+  local name=$1 probe=$2; shift 2
+  eval "$probe" 2>/dev/null && return 0
+  echo "setup: $* into $VALIDATORS/$name"
   mkdir -p "$VALIDATORS"
-  /usr/bin/python3 -m venv "$VALIDATORS/venv"
-  "$VALIDATORS/venv/bin/pip" install -q pykickstart==3.78
+  { { [ -x "$VALIDATORS/$name/bin/pip" ] || /usr/bin/python3 -m venv "$VALIDATORS/$name"; } &&
+    "$VALIDATORS/$name/bin/pip" install -q "$@" >"$VALIDATORS/$name.log" 2>&1 ||
+    { cat "$VALIDATORS/$name.log"; echo "setup: pip install $* failed"; exit 1; }; } &
+  VENV_PIDS+=($!)
+}
+if [ $SETUP_LAB = 0 ]; then
+  # The distributions' answer-file validators: pykickstart's ksvalidator (on PyPI only).
+  venv venv '[ -x "$VALIDATORS/venv/bin/ksvalidator" ]' pykickstart==3.78
+  # schemathesis, the OpenAPI-driven API tester (tests/it/api_schemathesis.rs).
+  venv st '[ -x "$VALIDATORS/st/bin/schemathesis" ]' schemathesis==4.32.5
 fi
-# schemathesis, the OpenAPI-driven API tester (tests/it/api_schemathesis.rs), in a venv of its own.
-if [ $SETUP_LAB = 0 ] && [ ! -x "$VALIDATORS/st/bin/schemathesis" ]; then
-  echo "setup: schemathesis into $VALIDATORS/st"
-  mkdir -p "$VALIDATORS"
-  /usr/bin/python3 -m venv "$VALIDATORS/st"
-  "$VALIDATORS/st/bin/pip" install -q schemathesis==4.32.5
+# sushy-tools, the Redfish BMC emulator (tests/it/bmc_sushy.rs runs `sushy-emulator --fake`), with
+# libvirt-python for its libvirt driver (vm-lab/libvirt.sh: Redfish for the libvirt lab's VMs).
+if [ $SETUP_LAB = 0 ] || [ $SETUP_LIBVIRT = 1 ]; then
+  sushy=(sushy-tools==2.2.0)
+  probe='[ -x "$VALIDATORS/sushy/bin/sushy-emulator" ]'
+  if [ $SETUP_LIBVIRT = 1 ]; then
+    sushy+=(libvirt-python==12.8.0)
+    probe+=' && "$VALIDATORS/sushy/bin/python3" -c "import libvirt"'
+  fi
+  venv sushy "$probe" "${sushy[@]}"
 fi
-# sushy-tools, the Redfish BMC emulator (tests/it/bmc_sushy.rs runs `sushy-emulator --fake`).
-if { [ $SETUP_LAB = 0 ] || [ $SETUP_LIBVIRT = 1 ]; } && [ ! -x "$VALIDATORS/sushy/bin/sushy-emulator" ]; then
-  echo "setup: sushy-tools into $VALIDATORS/sushy"
-  mkdir -p "$VALIDATORS"
-  /usr/bin/python3 -m venv "$VALIDATORS/sushy"
-  "$VALIDATORS/sushy/bin/pip" install -q sushy-tools==2.2.0
-fi
-# Its libvirt driver (vm-lab/libvirt.sh: Redfish for the libvirt lab's VMs) needs libvirt-python.
-if [ $SETUP_LIBVIRT = 1 ] && ! "$VALIDATORS/sushy/bin/python3" -c 'import libvirt' 2>/dev/null; then
-  echo "setup: libvirt-python into $VALIDATORS/sushy"
-  "$VALIDATORS/sushy/bin/pip" install -q libvirt-python==12.8.0
+# VirtualBMC, the IPMI BMC emulator in front of libvirt domains (tests/it/e2e/vm/vbmc.rs).
+if [ $SETUP_LIBVIRT = 1 ]; then
+  venv vbmc '[ -x "$VALIDATORS/vbmc/bin/vbmc" ]' virtualbmc==3.3.0 libvirt-python==12.8.0
 fi
 # /dev/kvm as Debian's udev rules leave it (root:kvm 0660). Some machines boot with it root-only:
 # libvirtd then finds KVM in its QEMU capability probe but not when it checks the cache, throws
@@ -87,13 +110,6 @@ fi
 # boot-device change timed out). The lab's domains are TCG (`type='qemu'`) either way.
 if [ $SETUP_LIBVIRT = 1 ] && [ -c /dev/kvm ] && getent group kvm >/dev/null; then
   chgrp kvm /dev/kvm && chmod 0660 /dev/kvm
-fi
-# VirtualBMC, the IPMI BMC emulator in front of libvirt domains (tests/it/e2e/vm/vbmc.rs).
-if [ $SETUP_LIBVIRT = 1 ] && [ ! -x "$VALIDATORS/vbmc/bin/vbmc" ]; then
-  echo "setup: virtualbmc into $VALIDATORS/vbmc"
-  mkdir -p "$VALIDATORS"
-  /usr/bin/python3 -m venv "$VALIDATORS/vbmc"
-  "$VALIDATORS/vbmc/bin/pip" install -q virtualbmc==3.3.0 libvirt-python==12.8.0
 fi
 if [ $SETUP_LAB = 0 ] && [ ! -d "$VALIDATORS/cloud-init/usr/lib/python3/dist-packages/cloudinit" ]; then
   echo "setup: cloud-init (unpacked) into $VALIDATORS/cloud-init"
@@ -111,10 +127,5 @@ if [ $SETUP_ARM64 = 1 ] && command -v rustup >/dev/null &&
   echo "setup: rustup target add aarch64-unknown-linux-gnu"
   rustup target add aarch64-unknown-linux-gnu
 fi
-# cargo-deb builds the Debian package (tools/deb.sh). Pinned: tools/deb.sh relies on its
-# behaviour (variants, --profile dev --no-build); cached in ~/.cargo/bin once built (~1-2 min).
-CARGO_DEB_VERSION=3.8.0
-if [ $SETUP_LAB = 0 ] && [ "$(cargo-deb --version 2>/dev/null | awk '{print $2}')" != "$CARGO_DEB_VERSION" ]; then
-  echo "setup: cargo install cargo-deb $CARGO_DEB_VERSION (once; cargo shows its progress)"
-  cargo install cargo-deb --locked --version "$CARGO_DEB_VERSION"
-fi
+for pid in "${VENV_PIDS[@]}"; do wait "$pid"; done
+[ $SETUP_LAB = 1 ] || [ $SETUP_CARGO_DEB = 0 ] || install_cargo_deb

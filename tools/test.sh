@@ -28,9 +28,22 @@ stage() {
   echo "== $name: $((SECONDS - t0)) s ($(( (TICKS - c0) / $(getconf CLK_TCK) )) s of CPU)"
 }
 
-setup() { source tools/setup.sh --libvirt; }
-stage "setup (tools/setup.sh --libvirt: Debian packages, libvirt and the BMC emulators, validators, cargo-deb; skipped when present)" setup
+[ -x "$HOME/.cargo/bin/cargo" ] && PATH="$HOME/.cargo/bin:$PATH"
 stage "cargo fmt --check" cargo fmt --all -- --check
+# The test build needs nothing the set-up installs (cargo and its C compiler come before it), so it
+# compiles from the start while apt-get and pip download (on a fresh machine, minutes of each).
+mkdir -p target
+cargo test --workspace --locked --no-run >target/test-build.log 2>&1 &
+BUILD=$!
+trap 'kill "$BUILD" 2>/dev/null || true' EXIT
+build_ready() {
+  local rc=0
+  wait "$BUILD" || rc=$?
+  grep -vE '^ +(Compiling|Downloaded|Downloading|Blocking) ' target/test-build.log
+  return "$rc"
+}
+setup() { source tools/setup.sh --libvirt --no-cargo-deb; }
+stage "setup (tools/setup.sh --libvirt: Debian packages, libvirt and the BMC emulators, validators; skipped when present)" setup
 
 # The lab's assets, built once per run into their caches under target/ (BootOS with its static
 # agent, iPXE, Debian's signed shim and GRUB, BootOS and the chain for arm64, the lab OS image
@@ -48,18 +61,20 @@ assets_ready() {
   return "$rc"
 }
 
-# mdBook for the book stage, compiled at the lowest priority from the start: it takes the cycles
-# the builds and tests leave (a fresh machine compiles it for minutes), not a lane's time.
-rm -f target/mdbook-install.rc
-(nice -n 19 tools/book.sh --install-mdbook >target/mdbook-install.log 2>&1; echo $? >target/mdbook-install.rc) &
+# mdBook for the book stage and cargo-deb for the package's, compiled at the lowest priority from
+# the start: they take the cycles the builds and tests leave (a fresh machine compiles them for
+# minutes), not a lane's time.
+rm -f target/tools-install.rc
+(nice -n 19 tools/book.sh --install-mdbook && nice -n 19 tools/setup.sh --cargo-deb) >target/tools-install.log 2>&1 &&
+  echo 0 >target/tools-install.rc || echo 1 >target/tools-install.rc &
 # Read from a lane (a subshell, which cannot `wait` for this shell's child): its exit status.
-mdbook_ready() {
-  while [ ! -s target/mdbook-install.rc ]; do sleep 2; done
-  tail -n 3 target/mdbook-install.log
-  return "$(cat target/mdbook-install.rc)"
+tools_ready() {
+  while [ ! -s target/tools-install.rc ]; do sleep 2; done
+  tail -n 3 target/tools-install.log
+  return "$(cat target/tools-install.rc)"
 }
 
-stage "build the tests (one build for every stage below)" cargo test --workspace --locked --no-run
+stage "build the tests (compiling since the start; one build for every stage below)" build_ready
 stage "lab assets (built in the background since the start: vm-lab/assets.sh, vm-lab/os-image.sh)" assets_ready
 # The same CMDB unit tests and the in-process appliance tests once more with the CMDB on
 # PostgreSQL: a throwaway cluster on a Unix socket, a schema per test. Left out: tests of the
@@ -132,7 +147,7 @@ rest_lane() {
   stage "cargo clippy" cargo clippy --workspace --all-targets --locked -- -D warnings
   # The book: its reference pages must be what the binary prints, every link must resolve, and
   # it must build (mdBook, installed once).
-  stage "mdBook (installed in the background since the start)" mdbook_ready
+  stage "mdBook and cargo-deb (installed in the background since the start)" tools_ready
   stage "the book (tools/book.sh --check: reference pages, links, mdbook build)" \
     tools/book.sh --check target/debug/rackboot
   stage "Debian package with BootOS: build and check (tools/deb.sh --dev --bootos)" deb

@@ -426,11 +426,13 @@ fn two_vms_bios_and_uefi_are_provisioned_from_an_image_and_check_in_installed() 
         assert_eq!(net.api("GET", &format!("/machines/{}/firmware", vms[1].mac), None), fw);
     }
 
-    // Powered off through the BMCs (graceful, forced after 20 s), read back and seen by libvirt.
+    // Powered off through the BMCs, read back and seen by libvirt: gracefully (BootOS answers
+    // the ACPI power button), not forced after the 20 s soft-off timeout.
     if let Some(lab) = &lab {
         for vm in &vms {
             let out = net.api("POST", &format!("/machines/{}/power", vm.mac), Some(r#"{"action":"off"}"#));
             assert_eq!(out["state"], "off", "{}: {out}", vm.name);
+            assert!(out.get("fallback").is_none(), "{}: BootOS ignored the power button: {out}", vm.name);
             assert_eq!(lab.state_of(vm.name), "shut off", "{}: {out}", vm.name);
             let bmc = net.api("GET", &format!("/machines/{}/bmc", vm.mac), None);
             assert_eq!(bmc["power"]["state"], "off", "{bmc}");

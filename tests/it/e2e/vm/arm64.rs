@@ -119,8 +119,10 @@ fn start_vm(net: &mut Net, name: &str, mac: &str, fw_cfg: &[(&str, &str)]) {
         "1024",
         "-display",
         "none",
+        // AAVMF waits about 4 s in its boot manager before PXE (its timeout's default, where
+        // OVMF's is 0); a boot menu with no wait makes it start at once.
         "-boot",
-        "n",
+        "order=n,menu=on,splash-time=0",
         "-drive",
         "if=pflash,format=raw,readonly=on,file=/usr/share/AAVMF/AAVMF_CODE.ms.fd",
     ]

@@ -103,7 +103,8 @@ async fn ui_pages_refuse_bad_input_and_change_nothing() {
     assert_eq!(count(&app).await, before - 1);
 }
 
-/// A machine page's live stream ends once its session is revoked (checked every 30 s).
+/// A machine page's live stream ends as soon as its session is revoked (not at the next
+/// periodic check, 30 s later).
 #[tokio::test]
 async fn a_live_stream_ends_with_its_session() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -126,7 +127,7 @@ async fn a_live_stream_ends_with_its_session() {
     let t = Instant::now();
     // The body is chunked: its end is the last chunk, `0\r\n\r\n`, whichever read it comes in.
     let mut seen = Vec::new();
-    let ended = tokio::time::timeout(Duration::from_secs(45), async {
+    let ended = tokio::time::timeout(Duration::from_secs(10), async {
         loop {
             match s.read(&mut buf).await {
                 Ok(0) | Err(_) => return,
@@ -140,7 +141,7 @@ async fn a_live_stream_ends_with_its_session() {
         }
     })
     .await;
-    assert!(ended.is_ok(), "the stream outlived its revoked session by 45 s");
+    assert!(ended.is_ok(), "the stream outlived its revoked session by 10 s");
     println!("the stream ended {:?} after the revocation", t.elapsed());
 }
 

@@ -122,6 +122,8 @@ struct Inner {
     networks: RwLock<Vec<ipnet::Ipv4Net>>,
     /// Firmware sightings waiting in the writer's queue (see `Cmdb::record_firmware`).
     firmware_queued: Arc<std::sync::atomic::AtomicUsize>,
+    /// Bumped after each commit that revoked a token or changed or deleted a user.
+    credentials: tokio::sync::watch::Sender<u64>,
 }
 
 use index::Index;
@@ -304,6 +306,12 @@ impl Cmdb {
     /// A receiver that changes after every commit that changed machines or leases.
     pub fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
         self.inner.changed.clone()
+    }
+
+    /// A receiver that changes after every commit of this appliance's that revoked a token or
+    /// changed or deleted a user (what open event streams check their credential again on).
+    pub fn credential_changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.inner.credentials.subscribe()
     }
 }
 

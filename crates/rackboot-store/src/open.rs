@@ -119,6 +119,7 @@ impl Cmdb {
                 racks: rack_cache,
                 networks: RwLock::default(),
                 firmware_queued: Arc::default(),
+                credentials: tokio::sync::watch::channel(0).0,
             }),
         };
         if !moved.is_empty() {

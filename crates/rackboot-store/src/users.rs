@@ -215,6 +215,7 @@ impl Cmdb {
             Ok(UserView::from(&u))
         })
         .await
+        .inspect(|_| self.credentials_changed())
     }
 
     /// Deletes a user and every token of theirs; the last enabled admin cannot be deleted.
@@ -234,6 +235,7 @@ impl Cmdb {
             Ok(())
         })
         .await
+        .inspect(|_| self.credentials_changed())
     }
 
     /// Tokens, of one user or of everyone, oldest first.
@@ -303,6 +305,11 @@ impl Cmdb {
             }
         })
         .await
+        .inspect(|_| self.credentials_changed())
+    }
+
+    fn credentials_changed(&self) {
+        self.inner.credentials.send_modify(|generation| *generation += 1);
     }
 
     /// Checks a presented token (its id and the hash of its secret) at `now_ms`: known, not

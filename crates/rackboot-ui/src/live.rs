@@ -75,19 +75,12 @@ pub async fn stream(
     Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))).into_response()
 }
 
-/// How often an open stream checks that its session still holds.
-const RECHECK: Duration = Duration::from_secs(30);
-
 /// Returns once the session's token no longer authenticates (logged out, revoked, expired,
-/// its user disabled), so a page left open does not outlive its session by more than [`RECHECK`].
+/// its user disabled): at once for this appliance's own changes, else within
+/// [`rackboot_control::auth::held::RECHECK`].
 pub(super) async fn ended(cmdb: &Cmdb, bearer: &str) {
     let Some((id, hash)) = rackboot_control::auth::presented(bearer) else { return };
-    loop {
-        tokio::time::sleep(RECHECK).await;
-        if cmdb.authenticate(id.clone(), hash.clone(), rackboot_store::now_ms()).await.is_err() {
-            return;
-        }
-    }
+    rackboot_control::auth::held::until_refused(cmdb, id, hash).await
 }
 
 /// Sends the machine's events after `upto`, then live ones; reads the CMDB again whenever the

@@ -253,7 +253,7 @@ async fn show(
 }
 
 /// Longest a rack stream stays open; the browser reconnects at once, which checks the session
-/// cookie again (a page left open does not outlive a revoked session by more than this).
+/// cookie again. (A revoked session ends it sooner: see `live::ended`.)
 const STREAM_FOR: Duration = Duration::from_secs(60);
 /// Events are gathered this long before the elevation is rendered again.
 const COALESCE: Duration = Duration::from_millis(250);
@@ -270,6 +270,7 @@ async fn live(State(s): State<UiState>, session: Session, Path(name): Path<Strin
     let shutdown = s.api.hub.shutdown.clone();
     tokio::spawn(async move {
         let _permit = permit;
+        let (cmdb, bearer) = (s.api.cmdb.clone(), session.bearer.clone());
         let render = async {
             let Ok(mut view) = s.api.cmdb.rack_view(name.clone()).await else { return };
             loop {
@@ -298,6 +299,7 @@ async fn live(State(s): State<UiState>, session: Session, Path(name): Path<Strin
             _ = render => {}
             _ = tokio::time::sleep(STREAM_FOR) => {}
             _ = shutdown.cancelled() => {}
+            _ = super::live::ended(&cmdb, &bearer) => {}
         }
     });
     let stream = futures_util::stream::poll_fn(move |cx| out.poll_recv(cx).map(|e| e.map(Ok::<_, Infallible>)));

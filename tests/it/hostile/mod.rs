@@ -7,7 +7,7 @@
 //!   [`sightings`] (firmware floods against DHCP), [`dhcp_flood`], [`tftp_flood`],
 //!   [`unclaimed_flood`], [`conn_limits`], [`http_bounds`], [`leaks`] (what a 503 tells).
 //! - Through the API: [`operator`] (a BMC password pointed elsewhere), [`plugins`] (hostile
-//!   bundles).
+//!   bundles), [`revoked`] (an event stream held open by a revoked token).
 //! - With the database: [`store`] (a takeover through the other appliance, stale credentials,
 //!   swapped plugin bytes, a key added to the store).
 
@@ -18,6 +18,7 @@ mod http_bounds;
 mod leaks;
 mod operator;
 mod plugins;
+mod revoked;
 mod sightings;
 mod store;
 mod takeover;

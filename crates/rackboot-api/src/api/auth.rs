@@ -131,13 +131,26 @@ fn refusal(e: AuthError) -> ApiError {
 }
 
 async fn authenticate(s: &ApiState, headers: &HeaderMap) -> Result<Caller, AuthError> {
-    let bearer = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .ok_or(AuthError::Missing)?;
-    let (id, hash) = auth::presented(bearer.trim()).ok_or(AuthError::Unknown)?;
+    let bearer = bearer(headers).ok_or(AuthError::Missing)?;
+    let (id, hash) = auth::presented(bearer).ok_or(AuthError::Unknown)?;
     s.cmdb.authenticate(id, hash, now_ms()).await
+}
+
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    headers.get(header::AUTHORIZATION)?.to_str().ok()?.strip_prefix("Bearer ").map(str::trim)
+}
+
+/// Returns once the token the call presented stops authenticating (revoked, expired, its user
+/// disabled or deleted), at once if it presented none: an answer that stays open (an event
+/// stream) ends then. Takes the token from `headers` first, so the wait holds no request.
+pub fn refused(s: &ApiState, headers: &HeaderMap) -> impl std::future::Future<Output = ()> + Send + 'static {
+    let token = bearer(headers).and_then(auth::presented);
+    let cmdb = s.cmdb.clone();
+    async move {
+        if let Some((id, hash)) = token {
+            auth::held::until_refused(&cmdb, id, hash).await;
+        }
+    }
 }
 
 /// Longest path parameter kept in an audit entry.

@@ -166,12 +166,14 @@ async fn stream(
     let (tx, mut out) = tokio::sync::mpsc::channel::<SseEvent>(256);
     let shutdown = s.hub.shutdown.clone();
     let cmdb = s.cmdb.clone();
+    let refused = super::auth::refused(&s, &headers);
     tokio::spawn(async move {
         let _permit = permit;
         tokio::select! {
             _ = follow(cmdb, f, last_id, live, &tx) => {}
             _ = tx.closed() => {}
             _ = shutdown.cancelled() => {}
+            () = refused => {}
         }
     });
     let stream = futures_util::stream::poll_fn(move |cx| out.poll_recv(cx).map(|e| e.map(Ok::<_, Infallible>)));

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -209,6 +209,7 @@ pub struct JobOutput {
 async fn output(
     State(s): State<ApiState>,
     Path(id): Path<u64>,
+    headers: HeaderMap,
     q: Result<Query<OutputQuery>, QueryRejection>,
 ) -> Result<Response, ApiError> {
     let Query(q) = q?;
@@ -235,6 +236,7 @@ async fn output(
     };
     let (tx, mut out) = tokio::sync::mpsc::channel::<Event>(64);
     let hub = s.hub.clone();
+    let refused = super::auth::refused(&s, &headers);
     tokio::spawn(async move {
         let _permit = permit;
         let mut seen: std::collections::HashSet<(u32, u32)> = std::collections::HashSet::new();
@@ -273,7 +275,11 @@ async fn output(
                 }
             }
         };
-        follow.await;
+        // Or until the token that asked stops authenticating.
+        tokio::select! {
+            () = follow => {}
+            () = refused => {}
+        }
         drop(rx);
         hub.release(id);
     });

@@ -1,0 +1,32 @@
+//! Answers that stay open (event streams, a job's output, the UI's live pages) end when the
+//! token that opened them stops authenticating, not only when the client goes away.
+
+use std::time::Duration;
+
+use rackboot_store::{AuthError, Cmdb};
+
+/// How often an open answer checks its token when nothing told it to sooner: the longest a
+/// token's expiry, or another appliance's revocation on a shared store, goes unnoticed.
+pub const RECHECK: Duration = Duration::from_secs(30);
+
+/// Returns once the token `(id, hash)` (from [`super::presented`]) no longer authenticates:
+/// revoked, expired, its user disabled or deleted. This appliance's own revocations and user
+/// changes wake it at once; a store that cannot be read keeps the answer open until the next check.
+pub async fn until_refused(cmdb: &Cmdb, id: String, hash: String) {
+    let mut changes = cmdb.credential_changes();
+    let mut notified = true;
+    loop {
+        if notified {
+            tokio::select! {
+                r = changes.changed() => notified = r.is_ok(),
+                () = tokio::time::sleep(RECHECK) => {}
+            }
+        } else {
+            tokio::time::sleep(RECHECK).await;
+        }
+        match cmdb.authenticate(id.clone(), hash.clone(), rackboot_store::now_ms()).await {
+            Ok(_) | Err(AuthError::Storage(_)) => {}
+            Err(_) => return,
+        }
+    }
+}

@@ -7,6 +7,8 @@
 # seconds and peak RSS of each server. A benchmark: prints, never fails.
 #
 #   bench/storm.sh [MACHINES] [SPREAD_SECS]   (as root)
+#   UEFI_SNP=1: the UEFI machines get snponly.efi (174 KB, the firmware's network driver) rather
+#   than ipxe.efi (850 KB), from both rackboot (boot.uefi_x64_snp) and dnsmasq
 #
 # The machines live in 198.19.0.0/16 behind the relay at 198.19.0.1 (the client namespace
 # routes the whole /16 to itself, so each machine sends from the address it was leased).
@@ -14,6 +16,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 MACHINES=${1:-1000}
 SPREAD=${2:-0}
+UEFI_SNP=${UEFI_SNP:-0}
+UEFI_FILE=ipxe.efi
+[ "$UEFI_SNP" = 1 ] && UEFI_FILE=snponly.efi
 [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
 # RACKBOOT_BIN names another rackboot binary (pair.sh); then only the simulator is built.
 echo "== building rackboot and rackboot-storm (release)"
@@ -32,7 +37,7 @@ chmod 755 "$WORK"
 BOOT="$WORK/data/boot"
 mkdir -p "$BOOT/bootos"
 # The boot programs Debian ships (their real sizes), a kernel and a BootOS-sized initrd.
-for f in undionly.kpxe ipxe.efi; do
+for f in undionly.kpxe ipxe.efi snponly.efi; do
   if [ -r "/usr/lib/ipxe/$f" ]; then cp -L "/usr/lib/ipxe/$f" "$BOOT/$f"; else head -c 800000 /dev/urandom > "$BOOT/$f"; fi
 done
 head -c 8000000 /dev/urandom > "$BOOT/bootos/vmlinuz"
@@ -60,7 +65,10 @@ routers = ["198.19.0.1"]
 lease_secs = 3600
 [dns]
 enabled = false
+[boot]
+uefi_x64_snp = $([ "$UEFI_SNP" = 1 ] && echo true || echo false)
 TOML
+echo "== UEFI machines fetch $UEFI_FILE ($(stat -c %s "$BOOT/$UEFI_FILE") bytes)"
 
 PIDS=()
 stop() {
@@ -103,7 +111,7 @@ NGINX
   ip netns exec $SRV dnsmasq --keep-in-foreground --user=root --port=0 --conf-file=/dev/null --interface=eth0 \
     --bind-interfaces --dhcp-range=198.19.1.1,198.19.254.254,255.255.0.0,1h --dhcp-leasefile="$WORK/dnsmasq.leases" \
     --dhcp-lease-max=100000 --no-ping --dhcp-userclass=set:ipxe,iPXE --dhcp-match=set:efi,option:client-arch,7 \
-    --dhcp-boot=tag:ipxe,http://198.18.0.1/boot/ipxe --dhcp-boot=tag:!ipxe,tag:efi,ipxe.efi,,198.18.0.1 \
+    --dhcp-boot=tag:ipxe,http://198.18.0.1/boot/ipxe --dhcp-boot=tag:!ipxe,tag:efi,$UEFI_FILE,,198.18.0.1 \
     --dhcp-boot=tag:!ipxe,tag:!efi,undionly.kpxe,,198.18.0.1 --dhcp-option=3,198.19.0.1 \
     > "$WORK/dnsmasq.log" 2>&1 &
   PIDS+=($!)

@@ -40,6 +40,9 @@ PKGS=(iproute2 curl qemu-system-x86 ipxe-qemu ipxe ovmf cpio zstd jq bc bind9-dn
 # xorriso, mtools (with grub-efi-amd64-bin): grub-mkrescue makes virtual-media boot ISOs.
 # qemu-img: the appliance converts qcow2 images to raw with it (the Debian package recommends it).
 PKGS+=(qemu-utils)
+# What vm-lab/os-image.sh builds the lab image with (it installs them itself too, but here they
+# come before it runs beside BootOS's build, which downloads with apt-get).
+PKGS+=(debootstrap dosfstools mtools fdisk e2fsprogs)
 [ $SETUP_LAB = 1 ] || PKGS+=(isc-dhcp-client udhcpc dhcpcd5 dnsmasq-base atftp tftp-hpa dpkg-dev
       debian-installer-12-netboot-amd64 ndisc6 sslscan chromium chromium-driver
       python3-yaml python3-jsonschema python3-requests python3-configobj python3-jsonpatch

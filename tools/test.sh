@@ -46,12 +46,25 @@ setup() { source tools/setup.sh --libvirt --no-cargo-deb; }
 stage "setup (tools/setup.sh --libvirt: Debian packages, libvirt and the BMC emulators, validators; skipped when present)" setup
 
 # The lab's assets, built once per run into their caches under target/ (BootOS with its static
-# agent, iPXE, Debian's signed shim and GRUB, BootOS and the chain for arm64, the lab OS image
-# by debootstrap): mostly downloads and unpacking, so they build in the background while the
-# test build takes the cores.
+# agent, iPXE, Debian's signed shim and GRUB, BootOS and the chain for arm64, the commissioning
+# tools' overlay, the lab OS image by debootstrap): mostly downloads and unpacking, so they
+# build in the background while the test build takes the cores.
 # The tests and the Debian package then only copy them.
+# The image (debootstrap) and the tools' overlay (downloads and unpacking) build beside BootOS
+# (the agent's compiles), as the image does in the main job.
 mkdir -p target/lab-assets/boot/images
-lab_assets() { vm-lab/assets.sh --arm64 target/lab-assets/boot && vm-lab/os-image.sh target/lab-assets/boot/images/lab.img; }
+lab_assets() {
+  local image tools rc=0
+  vm-lab/os-image.sh target/lab-assets/boot/images/lab.img >target/os-image.log 2>&1 &
+  image=$!
+  bootos/tools.sh target/lab-assets/boot/bootos-tools.tar.gz >target/bootos-tools.log 2>&1 &
+  tools=$!
+  vm-lab/assets.sh --arm64 target/lab-assets/boot || rc=$?
+  wait "$image" || rc=$?
+  wait "$tools" || rc=$?
+  cat target/os-image.log target/bootos-tools.log
+  return "$rc"
+}
 lab_assets >target/lab-assets.log 2>&1 &
 ASSETS=$!
 assets_ready() {
@@ -75,7 +88,7 @@ tools_ready() {
 }
 
 stage "build the tests (compiling since the start; one build for every stage below)" build_ready
-stage "lab assets (built in the background since the start: vm-lab/assets.sh, vm-lab/os-image.sh)" assets_ready
+stage "lab assets (built in the background since the set-up: vm-lab/assets.sh, bootos/tools.sh, vm-lab/os-image.sh)" assets_ready
 # The same CMDB unit tests and the in-process appliance tests once more with the CMDB on
 # PostgreSQL: a throwaway cluster on a Unix socket, a schema per test. Left out: tests of the
 # embedded file itself (its bytes, size, quarantine, backup and restore of the file), the UI in

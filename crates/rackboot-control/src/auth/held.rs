@@ -14,11 +14,12 @@ pub const RECHECK: Duration = Duration::from_secs(30);
 /// changes wake it at once; a store that cannot be read keeps the answer open until the next check.
 pub async fn until_refused(cmdb: &Cmdb, id: String, hash: String) {
     let mut changes = cmdb.credential_changes();
-    let mut notified = true;
+    // False once the store is gone (its watch closed): then only the clock wakes the check.
+    let mut watching = true;
     loop {
-        if notified {
+        if watching {
             tokio::select! {
-                r = changes.changed() => notified = r.is_ok(),
+                r = changes.changed() => watching = r.is_ok(),
                 () = tokio::time::sleep(RECHECK) => {}
             }
         } else {

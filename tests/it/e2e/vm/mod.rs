@@ -9,6 +9,7 @@ mod arm64;
 mod day_two;
 mod disk_crypt;
 mod fallback;
+mod installed;
 mod installer;
 mod ipv6;
 mod layout;

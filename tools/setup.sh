@@ -11,6 +11,9 @@
 #   --cargo-deb     only cargo-deb
 set -euo pipefail
 SETUP_LAB=0 SETUP_LIBVIRT=0 SETUP_BENCH=0 SETUP_ARM64=0 SETUP_CARGO_DEB=1
+if ! command -v cargo >/dev/null; then
+  [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
+fi
 # cargo-deb builds the Debian package (tools/deb.sh). Pinned: tools/deb.sh relies on its
 # behaviour (variants, --profile dev --no-build); cached in ~/.cargo/bin once built (~1-2 min).
 CARGO_DEB_VERSION=3.8.0
@@ -81,8 +84,8 @@ venv() {
   eval "$probe" 2>/dev/null && return 0
   echo "setup: $* into $VALIDATORS/$name"
   mkdir -p "$VALIDATORS"
-  { { [ -x "$VALIDATORS/$name/bin/pip" ] || /usr/bin/python3 -m venv "$VALIDATORS/$name"; } &&
-    "$VALIDATORS/$name/bin/pip" install -q "$@" >"$VALIDATORS/$name.log" 2>&1 ||
+  { { { [ -x "$VALIDATORS/$name/bin/pip" ] || /usr/bin/python3 -m venv "$VALIDATORS/$name"; } &&
+      "$VALIDATORS/$name/bin/pip" install -q "$@"; } >"$VALIDATORS/$name.log" 2>&1 ||
     { cat "$VALIDATORS/$name.log"; echo "setup: pip install $* failed"; exit 1; }; } &
   VENV_PIDS+=($!)
 }
@@ -120,9 +123,6 @@ if [ $SETUP_LAB = 0 ] && [ ! -d "$VALIDATORS/cloud-init/usr/lib/python3/dist-pac
      { apt-get update -q >/dev/null && apt-get download -q cloud-init >/dev/null 2>&1; }; } &&
    dpkg-deb -x cloud-init_*_all.deb cloud-init && rm -f cloud-init_*_all.deb)
 fi
-if ! command -v cargo >/dev/null; then
-  [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
-fi
 command -v cargo >/dev/null || { echo "setup: cargo not found (install Rust with rustup)"; exit 1; }
 # The arm64 agent's Rust standard library.
 if [ $SETUP_ARM64 = 1 ] && command -v rustup >/dev/null &&
@@ -130,5 +130,8 @@ if [ $SETUP_ARM64 = 1 ] && command -v rustup >/dev/null &&
   echo "setup: rustup target add aarch64-unknown-linux-gnu"
   rustup target add aarch64-unknown-linux-gnu
 fi
-for pid in "${VENV_PIDS[@]}"; do wait "$pid"; done
+# Every venv's end is waited for, failed or not, before the set-up fails for one.
+venvs_failed=0
+for pid in "${VENV_PIDS[@]}"; do wait "$pid" || venvs_failed=1; done
+[ $venvs_failed = 0 ] || { echo "setup: a Python tool did not install (above)"; exit 1; }
 [ $SETUP_LAB = 1 ] || [ $SETUP_CARGO_DEB = 0 ] || install_cargo_deb

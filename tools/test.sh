@@ -32,18 +32,24 @@ stage() {
 stage "cargo fmt --check" cargo fmt --all -- --check
 # The test build needs nothing the set-up installs (cargo and its C compiler come before it), so it
 # compiles from the start while apt-get and pip download (on a fresh machine, minutes of each).
+# (A machine without a C compiler gets one from the set-up first.)
 mkdir -p target
-cargo test --workspace --locked --no-run >target/test-build.log 2>&1 &
-BUILD=$!
-trap 'kill "$BUILD" 2>/dev/null || true' EXIT
+start_build() {
+  cargo test --workspace --locked --no-run >target/test-build.log 2>&1 &
+  BUILD=$!
+  trap 'kill "$BUILD" 2>/dev/null || true' EXIT
+}
 build_ready() {
   local rc=0
   wait "$BUILD" || rc=$?
+  trap - EXIT
   grep -vE '^ +(Compiling|Downloaded|Downloading|Blocking) ' target/test-build.log
   return "$rc"
 }
+command -v cc >/dev/null && start_build
 setup() { source tools/setup.sh --libvirt --no-cargo-deb; }
 stage "setup (tools/setup.sh --libvirt: Debian packages, libvirt and the BMC emulators, validators; skipped when present)" setup
+[ -n "${BUILD:-}" ] || start_build
 
 # The lab's assets, built once per run into their caches under target/ (BootOS with its static
 # agent, iPXE, Debian's signed shim and GRUB, BootOS and the chain for arm64, the commissioning
@@ -55,6 +61,8 @@ stage "setup (tools/setup.sh --libvirt: Debian packages, libvirt and the BMC emu
 mkdir -p target/lab-assets/boot/images
 lab_assets() {
   local image tools rc=0
+  # The package lists, once, before three scripts that would each fetch them if missing.
+  apt-cache show busybox-static >/dev/null 2>&1 || apt-get update -q >/dev/null
   vm-lab/os-image.sh target/lab-assets/boot/images/lab.img >target/os-image.log 2>&1 &
   image=$!
   bootos/tools.sh target/lab-assets/boot/bootos-tools.tar.gz >target/bootos-tools.log 2>&1 &

@@ -122,7 +122,7 @@ struct Inner {
     networks: RwLock<Vec<ipnet::Ipv4Net>>,
     /// Firmware sightings waiting in the writer's queue (see `Cmdb::record_firmware`).
     firmware_queued: Arc<std::sync::atomic::AtomicUsize>,
-    /// Bumped after each commit that revoked a token or changed or deleted a user.
+    /// Bumped after each commit that made or revoked a token or changed or deleted a user.
     credentials: tokio::sync::watch::Sender<u64>,
 }
 
@@ -308,8 +308,9 @@ impl Cmdb {
         self.inner.changed.clone()
     }
 
-    /// A receiver that changes after every commit of this appliance's that revoked a token or
-    /// changed or deleted a user (what open event streams check their credential again on).
+    /// A receiver that changes after every commit of this appliance's that made or revoked a
+    /// token (a login past the session cap deletes the oldest session) or changed or deleted a
+    /// user: what open event streams check their credential again on.
     pub fn credential_changes(&self) -> tokio::sync::watch::Receiver<u64> {
         self.inner.credentials.subscribe()
     }

@@ -288,6 +288,8 @@ impl Cmdb {
             Ok(TokenView::from(&rec))
         })
         .await
+        // A login past the session cap deletes the user's oldest session.
+        .inspect(|_| self.credentials_changed())
     }
 
     /// Revokes (deletes) a token; with `owner`, only one of that user's (another user's token

@@ -34,10 +34,10 @@ async fn open(lab: &Lab, token: &str) -> EventStream {
     stream
 }
 
-/// Reads until the stream ends; fails if it is still open after 10 s (a third of the periodic
+/// Reads until the stream ends; fails if it is still open after 5 s (a sixth of the periodic
 /// check: only the revocation itself can have ended it) or if a machine's event came first.
 async fn ends(stream: &mut EventStream, who: &str) {
-    let end = tokio::time::timeout(Duration::from_secs(10), async {
+    let end = tokio::time::timeout(Duration::from_secs(5), async {
         loop {
             match stream.next().await {
                 Ok(Some(ev)) => assert!(!ev.event.as_deref().unwrap_or("").starts_with("machine."), "{who}: {ev:?}"),
@@ -126,11 +126,11 @@ async fn a_followed_job_output_ends_when_the_token_is_revoked() {
         seen.extend_from_slice(&buf[..n]);
     }
 
-    // Revoked while the job runs on: the stream ends within seconds, with no `done`.
+    // Revoked while the job runs on: the stream ends within 5 s, with no `done`.
     let tokens = a.api.ok(Method::GET, "/tokens?user=vic", None).await.unwrap();
     let id = tokens["tokens"][0]["id"].as_str().unwrap().to_string();
     a.api.ok(Method::DELETE, &format!("/tokens/{id}"), None).await.unwrap();
-    let rest = tokio::time::timeout(Duration::from_secs(10), async {
+    let rest = tokio::time::timeout(Duration::from_secs(5), async {
         let mut rest = Vec::new();
         stdout.read_to_end(&mut rest).await.map(|_| rest)
     })

@@ -144,11 +144,11 @@ fn bearer(headers: &HeaderMap) -> Option<&str> {
 /// disabled or deleted), at once if it presented none: an answer that stays open (an event
 /// stream) ends then. Takes the token from `headers` first, so the wait holds no request.
 pub fn refused(s: &ApiState, headers: &HeaderMap) -> impl std::future::Future<Output = ()> + Send + 'static {
-    let token = bearer(headers).and_then(auth::presented);
-    let cmdb = s.cmdb.clone();
+    // Watching from here: a revocation while the stream is set up is not missed.
+    let held = bearer(headers).and_then(auth::presented).map(|(id, hash)| auth::held::until_refused(&s.cmdb, id, hash));
     async move {
-        if let Some((id, hash)) = token {
-            auth::held::until_refused(&cmdb, id, hash).await;
+        if let Some(held) = held {
+            held.await;
         }
     }
 }

@@ -125,8 +125,9 @@ async fn a_live_stream_ends_with_its_session() {
     let session = tokens["tokens"].as_array().unwrap().iter().find(|t| t["session"] == true).unwrap()["id"].clone();
     app.api.ok(Method::DELETE, &format!("/tokens/{}", session.as_str().unwrap()), None).await.unwrap();
     let t = Instant::now();
-    // The body is chunked: its end is the last chunk, `0\r\n\r\n`, whichever read it comes in.
-    let mut seen = Vec::new();
+    // The body is chunked: its end is the last chunk, `0\r\n\r\n`, whichever read it comes in
+    // (after the head's blank line when no event came before it).
+    let mut seen = head.into_bytes();
     let ended = tokio::time::timeout(Duration::from_secs(5), async {
         loop {
             match s.read(&mut buf).await {

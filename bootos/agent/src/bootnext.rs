@@ -11,9 +11,9 @@
 use std::path::Path;
 
 /// EFI's global variable GUID, the suffix of every `Boot*` file in efivarfs.
-const GLOBAL: &str = "8be4df61-93ca-11d2-aa0d-00e098032b8c";
+pub(crate) const GLOBAL: &str = "8be4df61-93ca-11d2-aa0d-00e098032b8c";
 /// Non-volatile, boot service and runtime access.
-const ATTRIBUTES: u32 = 0x7;
+pub(crate) const ATTRIBUTES: u32 = 0x7;
 
 /// A boot entry's description and what its device path says of the network.
 #[derive(Debug, Clone, PartialEq)]
@@ -23,6 +23,8 @@ pub struct Entry {
     /// The MAC of its MAC address node, if it boots from the network.
     pub mac: Option<[u8; 6]>,
     pub ipv4: bool,
+    /// The GUID of its hard drive node's GPT partition, if it boots from one.
+    pub partition: Option<[u8; 16]>,
 }
 
 /// Parses an `EFI_LOAD_OPTION` (the variable's data, without efivarfs' 4 attribute bytes).
@@ -39,7 +41,7 @@ pub fn parse_load_option(number: u16, data: &[u8]) -> Option<Entry> {
         description.push(c);
     }
     let path = data.get(at..at + path_len)?;
-    let (mut mac, mut ipv4, mut node) = (None, false, 0);
+    let (mut mac, mut ipv4, mut partition, mut node) = (None, false, None, 0);
     while node + 4 <= path.len() {
         let (kind, sub) = (path[node], path[node + 1]);
         let len = usize::from(u16::from_le_bytes([path[node + 2], path[node + 3]]));
@@ -49,11 +51,15 @@ pub fn parse_load_option(number: u16, data: &[u8]) -> Option<Entry> {
         match (kind, sub) {
             (0x03, 0x0b) if len >= 4 + 32 => mac = path[node + 4..node + 10].try_into().ok(),
             (0x03, 0x0c) => ipv4 = true,
+            // Hard drive, GPT (MBR type 2) with a GUID signature (type 2).
+            (0x04, 0x01) if len == 42 && path[node + 40] == 2 && path[node + 41] == 2 => {
+                partition = path[node + 24..node + 40].try_into().ok();
+            }
             _ => {}
         }
         node += len;
     }
-    Some(Entry { number, description: String::from_utf16_lossy(&description), mac, ipv4 })
+    Some(Entry { number, description: String::from_utf16_lossy(&description), mac, ipv4, partition })
 }
 
 /// The entry to boot next: this machine's MAC over IPv4, then IPv4, then any network entry.
@@ -71,6 +77,31 @@ fn read_var(efivars: &Path, name: &str) -> Option<Vec<u8>> {
 /// Where the kernel shows EFI variables.
 pub const EFIVARS: &str = "/sys/firmware/efi/efivars";
 
+/// Runs `f` with the machine's efivarfs writable: BootOS mounts it read-only (nothing there
+/// deletes a variable by mistake), so it is remounted read-write for `f` and read-only again
+/// after. Says why not when it cannot be.
+pub(crate) fn writable_efivars(f: impl FnOnce() -> String) -> String {
+    use nix::mount::{mount, MsFlags};
+    let read_only =
+        nix::sys::statvfs::statvfs(EFIVARS).is_ok_and(|s| s.flags().contains(nix::sys::statvfs::FsFlags::ST_RDONLY));
+    let remount =
+        |flags: MsFlags| mount(None::<&str>, EFIVARS, None::<&str>, MsFlags::MS_REMOUNT | flags, None::<&str>);
+    if read_only {
+        if let Err(e) = remount(MsFlags::empty()) {
+            return format!(
+                "efivarfs is read-only and could not be made writable ({e}): the firmware's boot order decides"
+            );
+        }
+    }
+    let said = f();
+    if read_only {
+        if let Err(e) = remount(MsFlags::MS_RDONLY) {
+            tracing::warn!(error = %e, "efivarfs left writable");
+        }
+    }
+    said
+}
+
 /// [`network_once`] on this machine, for its MACs as text (`52:54:00:...`): what was done, or why
 /// nothing was.
 pub fn network_next(macs: &[String]) -> String {
@@ -81,7 +112,35 @@ pub fn network_next(macs: &[String]) -> String {
             bytes.try_into().ok()
         })
         .collect();
-    network_once(Path::new(EFIVARS), &macs).unwrap_or_else(|why| why)
+    if !Path::new(EFIVARS).is_dir() {
+        return "not a UEFI boot (no efivarfs): the firmware's boot order decides".into();
+    }
+    writable_efivars(|| network_once(Path::new(EFIVARS), &macs).unwrap_or_else(|why| why))
+}
+
+/// The boot entries under `efivars` that parse, in `BootOrder`'s order and then the others',
+/// and the number of every `Boot####` variable there is.
+pub(crate) fn read_entries(efivars: &Path) -> (Vec<Entry>, Vec<u16>) {
+    let order: Vec<u16> = read_var(efivars, "BootOrder")
+        .unwrap_or_default()
+        .chunks_exact(2)
+        .map(|c| u16::from_le_bytes([c[0], c[1]]))
+        .collect();
+    let mut present: Vec<u16> = std::fs::read_dir(efivars)
+        .map(|dir| {
+            dir.flatten()
+                .filter_map(|e| {
+                    let name = e.file_name().into_string().ok()?;
+                    let hex = name.strip_prefix("Boot")?.strip_suffix(&format!("-{GLOBAL}"))?;
+                    (hex.len() == 4).then(|| u16::from_str_radix(hex, 16).ok()).flatten()
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    present.sort_unstable();
+    let numbers = order.iter().copied().chain(present.iter().copied().filter(|n| !order.contains(n)));
+    let entries = numbers.filter_map(|n| parse_load_option(n, &read_var(efivars, &format!("Boot{n:04X}"))?)).collect();
+    (entries, present)
 }
 
 /// Sets `BootNext` under `efivars` to the network entry for `macs`; says which, or why none.
@@ -89,28 +148,7 @@ pub fn network_once(efivars: &Path, macs: &[[u8; 6]]) -> Result<String, String> 
     if !efivars.is_dir() {
         return Err("not a UEFI boot (no efivarfs): the firmware's boot order decides".into());
     }
-    let order: Vec<u16> = read_var(efivars, "BootOrder")
-        .unwrap_or_default()
-        .chunks_exact(2)
-        .map(|c| u16::from_le_bytes([c[0], c[1]]))
-        .collect();
-    // The entries in BootOrder's order, then any other Boot#### there is.
-    let mut numbers = order.clone();
-    if let Ok(dir) = std::fs::read_dir(efivars) {
-        let mut rest: Vec<u16> = dir
-            .flatten()
-            .filter_map(|e| {
-                let name = e.file_name().into_string().ok()?;
-                let hex = name.strip_prefix("Boot")?.strip_suffix(&format!("-{GLOBAL}"))?;
-                (hex.len() == 4).then(|| u16::from_str_radix(hex, 16).ok()).flatten()
-            })
-            .filter(|n| !order.contains(n))
-            .collect();
-        rest.sort_unstable();
-        numbers.extend(rest);
-    }
-    let entries: Vec<Entry> =
-        numbers.iter().filter_map(|n| parse_load_option(*n, &read_var(efivars, &format!("Boot{n:04X}"))?)).collect();
+    let (entries, _) = read_entries(efivars);
     let Some(next) = pick(&entries, macs) else {
         return Err(format!("no network boot entry among {} (the firmware's boot order decides)", entries.len()));
     };
@@ -201,7 +239,7 @@ mod tests {
         let n = d.len();
         d[n - 2] = 0xff;
         assert_eq!(parse_load_option(1, &d).map(|e| e.mac), Some(None));
-        let picks = [Entry { number: 9, description: String::new(), mac: Some([1; 6]), ipv4: false }];
+        let picks = [Entry { number: 9, description: String::new(), mac: Some([1; 6]), ipv4: false, partition: None }];
         assert_eq!(pick(&picks, &[OURS]), Some(9), "any network entry, when nothing better");
     }
 }

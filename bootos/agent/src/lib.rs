@@ -12,6 +12,7 @@
 //! - [`bundle`]: plugin bundles unpacked under caps (shared with the appliance).
 //! - [`plugin`]: running a signed vendor plugin: fetch by hash, check, unpack, check/apply.
 //! - [`process`]: one job's child process: output streamed, timeout and cancel kill its group.
+//! - [`bootdisk`]: boot the installed disk once (UEFI `BootNext`), for a machine whose network comes first.
 //! - [`bootnext`]: boot from the network once (UEFI `BootNext`), for a machine whose disk comes first.
 //! - [`bmcuser`]: the appliance's own BMC account, set up in band (ipmitool on `/dev/ipmi0`).
 //! - [`erase`]: a release's disk erase (quick, zero, or the device's own secure erase).
@@ -21,6 +22,7 @@
 //! - [`run`]: the agent's main loop.
 
 pub mod bmcuser;
+pub mod bootdisk;
 pub mod bootnext;
 pub mod bundle;
 pub mod client;

@@ -134,10 +134,16 @@ pub enum Action {
     RefreshInventory,
     /// Reboot the node (the result is reported first). With `network`, boot from the network
     /// once: on UEFI `BootNext` is set to the firmware's network entry first (for a machine whose
-    /// boot order puts its disk first); an agent that predates the field just reboots.
+    /// boot order puts its disk first). With `disk` (a block device under `/dev`), boot that disk
+    /// once: on UEFI `BootNext` is set to an entry for its EFI system partition (the installed
+    /// system's own, else one the agent writes), so a machine whose boot order puts the network
+    /// first starts its new system without walking its network entries. The job's output says
+    /// what was set, or why nothing was. An agent that predates a field just reboots.
     Reboot {
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         network: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        disk: Option<String>,
     },
     /// Power the node off (the result is reported first).
     PowerOff,

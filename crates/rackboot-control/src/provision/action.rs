@@ -55,7 +55,7 @@ impl Engine {
                 Ok(script(body, env(&[])))
             }
             // Into the installer (the job's machine update makes PXE boot it).
-            Step::Install if spec.installer.is_some() => Ok(Action::Reboot { network: true }),
+            Step::Install if spec.installer.is_some() => Ok(Action::Reboot { network: true, disk: None }),
             Step::Install => {
                 let image = spec.image.as_deref().ok_or("the task has no image")?;
                 let sum = spec.image_sha256.as_deref().ok_or("the task has no image checksum")?;
@@ -92,7 +92,8 @@ impl Engine {
                 body += &self.renderer.identity(&vars).map_err(|e| e.to_string())?;
                 Ok(script(body, env(&[])))
             }
-            Step::Reboot => Ok(Action::Reboot { network: false }),
+            // Into the new system: its disk once, past a network-first boot order (UEFI).
+            Step::Reboot => Ok(Action::Reboot { network: false, disk: Some(disk.clone()) }),
             Step::Erase => {
                 let crate::provision::Purpose::Release { erase, .. } = spec.purpose else {
                     return Err("only a release erases disks".into());

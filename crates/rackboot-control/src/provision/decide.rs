@@ -162,7 +162,7 @@ pub fn decide(run: &Run, task: &Task, o: &Observed) -> Decision {
                 let detail = json!({"task": task.id, "run": run.id, "step": "wait_agent"});
                 // Into BootOS through the installed agent: from the network once, whatever the
                 // firmware's boot order says (UEFI BootNext).
-                let action = Action::Reboot { network: true };
+                let action = Action::Reboot { network: true, disk: None };
                 let job = NewJob { action, timeout_secs: spec.step_timeout_secs, max_attempts: JOB_ATTEMPTS };
                 let event = (EventKind::ProvisionReinstallReboot, detail);
                 let start = Effect::StartJob { job, event, update: MachineUpdate::default(), installer: None };

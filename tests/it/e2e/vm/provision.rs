@@ -226,6 +226,33 @@ fn two_vms_bios_and_uefi_are_provisioned_from_an_image_and_check_in_installed() 
             let written = events.iter().find(|e| e["detail"]["bios"] == "written").unwrap();
             assert_eq!(written["detail"]["attributes"], serde_json::json!(["EmbeddedSata", "ProcTurboMode"]));
         }
+        if vm.uefi {
+            // Its agent in BootOS set BootNext to the new disk's EFI system partition before the
+            // reboot, so the firmware (network first) started the installed system at once: no
+            // iPXE script was fetched between the reboot and the installed agent's enrollment.
+            let reboot = events
+                .iter()
+                .find(|e| {
+                    e["kind"] == "provision.step" && e["detail"]["step"] == "reboot" && e["detail"]["job"].is_u64()
+                })
+                .unwrap_or_else(|| panic!("{}: no reboot step: {line}", vm.name));
+            let out = net.api("GET", &format!("/jobs/{}/output", reboot["detail"]["job"]), None);
+            let text = out["text"].as_str().unwrap_or_default();
+            eprintln!("{}: the reboot job: {text}", vm.name);
+            assert!(text.contains("reboot: BootNext = Boot") && text.contains("partition 2 of the disk"), "{text}");
+            let from = reboot["at_ms"].as_u64().unwrap();
+            let back = events
+                .iter()
+                .find(|e| e["kind"] == "agent.enrolled" && e["detail"]["mode"] == "installed")
+                .and_then(|e| e["at_ms"].as_u64())
+                .unwrap_or(u64::MAX);
+            let scripts: Vec<&serde_json::Value> = events
+                .iter()
+                .filter(|e| e["kind"] == "boot.script")
+                .filter(|e| (from..back).contains(&e["at_ms"].as_u64().unwrap_or_default()))
+                .collect();
+            assert!(scripts.is_empty(), "{}: network boot after the reboot: {scripts:?}", vm.name);
+        }
         // The image write moved the run's progress along (an event each 10% of the image).
         let install_progress: Vec<u64> = ev["events"]
             .as_array()

@@ -19,7 +19,7 @@ fn a_release_reboots_an_installed_machine_then_erases_in_bootos() {
     let installed = Observed { agent: Some(agent(AgentMode::Installed, NOW - 5_000)), ..seen() };
     let d = decide(&run_at(Step::WaitAgent), &t, &installed);
     let (job, kind, _) = start_of(&d);
-    assert_eq!((&job.action, kind), (&Action::Reboot { network: true }, "provision.reinstall_reboot"));
+    assert_eq!((&job.action, kind), (&Action::Reboot { network: true, disk: None }, "provision.reinstall_reboot"));
     // In BootOS: the erase step, no hardware check; the machine is releasing.
     let d = decide(&run_at(Step::WaitAgent), &t, &seen());
     assert_eq!(d.run.step, Step::Erase);

@@ -80,7 +80,7 @@ fn a_stuck_step_on_a_machine_with_a_bmc_is_power_cycled_once_before_it_fails() {
     let mut job = Job::new(
         42,
         7,
-        NewJob { action: Action::Reboot { network: false }, timeout_secs: 600, max_attempts: 3 },
+        NewJob { action: Action::Reboot { network: false, disk: None }, timeout_secs: 600, max_attempts: 3 },
         NOW - 690_000,
     );
     job.state = JobState::Running;

@@ -62,7 +62,7 @@ pub(super) fn job(state: JobState) -> Job {
     let mut j = Job::new(
         42,
         7,
-        NewJob { action: Action::Reboot { network: false }, timeout_secs: 60, max_attempts: 3 },
+        NewJob { action: Action::Reboot { network: false, disk: None }, timeout_secs: 60, max_attempts: 3 },
         NOW - 900,
     );
     j.state = state;
@@ -152,7 +152,10 @@ fn a_reinstall_reboots_an_installed_machine_into_bootos_first() {
     let o = Observed { agent: Some(agent(AgentMode::Installed, NOW - 5_000)), ..seen() };
     let d = decide(&run, &t, &o);
     let (job, kind, installer) = start_of(&d);
-    assert_eq!((&job.action, kind, installer), (&Action::Reboot { network: true }, "provision.reinstall_reboot", None));
+    assert_eq!(
+        (&job.action, kind, installer),
+        (&Action::Reboot { network: true, disk: None }, "provision.reinstall_reboot", None)
+    );
     assert!(d.run.reboot_requested);
     assert_eq!((d.run.step, d.run.step_started_ms), (Step::WaitAgent, NOW));
 }
@@ -206,7 +209,7 @@ fn a_job_step_whose_action_cannot_be_built_fails_without_retry() {
 #[test]
 fn an_installer_install_step_sets_up_the_installer_boot_keeping_a_retry_token() {
     let run = run_at(Step::Install);
-    let o = Observed { action: Some(Ok(Action::Reboot { network: true })), ..seen() };
+    let o = Observed { action: Some(Ok(Action::Reboot { network: true, disk: None })), ..seen() };
     let d = decide(&run, &installer_task(), &o);
     let (_, _, installer) = start_of(&d);
     assert_eq!(installer, Some(&Installer { profile: "debian".into(), keep_token: None }));
@@ -220,7 +223,7 @@ fn an_installer_install_step_sets_up_the_installer_boot_keeping_a_retry_token() 
 
 #[test]
 fn an_installer_cannot_start_on_a_machine_pinned_to_a_boot_profile() {
-    let mut o = Observed { action: Some(Ok(Action::Reboot { network: true })), ..seen() };
+    let mut o = Observed { action: Some(Ok(Action::Reboot { network: true, disk: None })), ..seen() };
     o.machine.as_mut().unwrap().boot_profile = Some("rescue".into());
     let d = decide(&run_at(Step::Install), &installer_task(), &o);
     assert_eq!(d.run.state, RunState::Failed);

@@ -5,11 +5,14 @@
 //! answer, before its disk. The boot order itself is left as it is: the next boot after that one
 //! is the network's again, which is how the machine gets back into BootOS later.
 //!
-//! The entry is one the installed system made for that partition (GRUB's `debian`, an OS's own
-//! loader), else rackboot's own: the partition alone as a short-form hard drive device path
-//! (its GPT GUID, no file), which the firmware expands to the disk it finds the partition on
-//! and boots through the removable-media path (`\EFI\BOOT\BOOTX64.EFI`, `BOOTAA64.EFI`). At most
-//! one rackboot entry exists; a reinstall rewrites it.
+//! The entry is, in this order: one the installed system made for that partition (GRUB's
+//! `debian`, an OS's own loader); the firmware's own entry for the disk (the one entry whose PCI
+//! nodes are the disk controller's, as sysfs shows its path: OVMF's `UEFI Misc Device`, a
+//! server's `UEFI: <disk model>`), which boots the removable-media path; else rackboot's own:
+//! the partition alone as a short-form hard drive device path (its GPT GUID, no file), which the
+//! firmware expands by connecting every device to find the partition (tens of seconds under
+//! emulation) and boots through the removable-media path (`\EFI\BOOT\BOOTX64.EFI`,
+//! `BOOTAA64.EFI`). At most one rackboot entry exists; a reinstall rewrites it.
 
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
@@ -57,11 +60,9 @@ pub fn find_esp(disk: &mut (impl Read + Seek), block: u64) -> Result<Esp, String
     for (i, entry) in table.chunks_exact(size as usize).enumerate() {
         if entry[..16] == ESP_TYPE {
             let (first, last) = (u64_at(entry, 32), u64_at(entry, 40));
-            if last < first {
-                continue;
-            }
+            let Some(blocks) = last.checked_sub(first).and_then(|d| d.checked_add(1)) else { continue };
             let guid = entry[16..32].try_into().expect("16 bytes");
-            return Ok(Esp { number: i as u32 + 1, start: first, blocks: last - first + 1, guid });
+            return Ok(Esp { number: i as u32 + 1, start: first, blocks, guid });
         }
     }
     Err("no EFI system partition in its GPT".into())
@@ -91,16 +92,45 @@ pub fn load_option(esp: &Esp) -> Vec<u8> {
     d
 }
 
-/// Sets `BootNext` under `efivars` to an entry for `esp`: the installed system's own, else
-/// rackboot's (written, or rewritten, first). Says which, or why nothing was set.
-pub fn disk_once(efivars: &Path, esp: &Esp) -> Result<String, String> {
+/// The (device, function) of each PCI device on the way from the root to a block device, from
+/// its sysfs path (`/sys/devices/pci0000:00/0000:00:02.3/0000:04:00.0/virtio3/block/vda`).
+pub fn pci_chain(sysfs: &str) -> Vec<(u8, u8)> {
+    sysfs
+        .split('/')
+        .filter_map(|c| {
+            let b = c.as_bytes();
+            let ok = b.len() == 12 && b[4] == b':' && b[7] == b':' && b[10] == b'.';
+            let dev = u8::from_str_radix(c.get(8..10)?, 16).ok()?;
+            let func = u8::from_str_radix(c.get(11..12)?, 16).ok()?;
+            (ok && u16::from_str_radix(&c[..4], 16).is_ok() && dev < 32 && func < 8).then_some((dev, func))
+        })
+        .collect()
+}
+
+/// Sets `BootNext` under `efivars` to an entry for `esp` on the disk behind PCI devices `pci`
+/// (see the module's order; rackboot's own is written, or rewritten, first). Says which, or why
+/// nothing was set.
+pub fn disk_once(efivars: &Path, esp: &Esp, pci: &[(u8, u8)]) -> Result<String, String> {
     if !efivars.is_dir() {
         return Err("not a UEFI boot (no efivarfs): the firmware's boot order decides".into());
     }
-    let (entries, numbers) = read_entries(efivars);
+    let (entries, mut taken) = read_entries(efivars);
+    // A number BootOrder still names is taken too, even with its variable gone: a new entry
+    // there would join the permanent boot order.
+    taken.extend(crate::bootnext::boot_order(efivars));
     let ours = |d: &str| d == DESCRIPTION;
     let os = entries.iter().find(|e| e.partition == Some(esp.guid) && !ours(&e.description));
-    let number = match os {
+    let firmware = || {
+        let whole_disk = |e: &&crate::bootnext::Entry| e.mac.is_none() && e.partition.is_none() && e.pci == pci;
+        let found: Vec<_> = entries.iter().filter(whole_disk).collect();
+        // Two entries behind one controller (a SATA disk and a DVD drive) cannot be told apart.
+        (!pci.is_empty() && found.len() == 1).then(|| found[0])
+    };
+    let (found, whose) = match os {
+        Some(e) => (Some(e), format!("the installed system's entry for partition {}", esp.number)),
+        None => (firmware(), "the firmware's entry for the disk".to_string()),
+    };
+    let number = match found {
         Some(e) => e.number,
         None => {
             // Rackboot's entry where there is one (for another partition after a reinstall),
@@ -109,7 +139,7 @@ pub fn disk_once(efivars: &Path, esp: &Esp) -> Result<String, String> {
                 .iter()
                 .find(|e| ours(&e.description))
                 .map(|e| e.number)
-                .or_else(|| (0..=u16::MAX).find(|n| !numbers.contains(n)))
+                .or_else(|| (0..=u16::MAX).find(|n| !taken.contains(n)))
                 .ok_or("every boot entry number is taken")?;
             let mut data = ATTRIBUTES.to_le_bytes().to_vec();
             data.extend(load_option(esp));
@@ -123,23 +153,31 @@ pub fn disk_once(efivars: &Path, esp: &Esp) -> Result<String, String> {
     data.extend(number.to_le_bytes());
     std::fs::write(efivars.join(format!("BootNext-{GLOBAL}")), &data)
         .map_err(|e| format!("setting BootNext to Boot{number:04X}: {e}"))?;
-    let name = os.map_or(DESCRIPTION, |e| e.description.as_str());
-    Ok(format!("BootNext = Boot{number:04X} ({name}, partition {} of the disk)", esp.number))
+    Ok(match found {
+        Some(e) => format!("BootNext = Boot{number:04X} ({}: {whose})", e.description.trim()),
+        None => format!("BootNext = Boot{number:04X} ({DESCRIPTION}: partition {} of the disk)", esp.number),
+    })
 }
 
 /// [`disk_once`] for `disk` (`/dev/vda`) on this machine: what was done, or why nothing was.
 pub fn disk_next(disk: &str) -> String {
-    if !Path::new(EFIVARS).is_dir() {
-        return "not a UEFI boot (no efivarfs): the firmware's boot order decides".into();
+    if let Err(why) = crate::bootnext::efivarfs() {
+        return why;
     }
+    // A by-id or by-path link names the disk its sysfs entry is under.
+    let disk =
+        std::fs::canonicalize(disk).map(|p| p.to_string_lossy().into_owned()).unwrap_or_else(|_| disk.to_string());
+    let disk = disk.as_str();
     let name = disk.trim_start_matches("/dev/");
     let block = std::fs::read_to_string(format!("/sys/class/block/{name}/queue/logical_block_size"))
         .ok()
         .and_then(|s| s.trim().parse().ok())
         .unwrap_or(512);
+    let sysfs = std::fs::canonicalize(format!("/sys/class/block/{name}")).unwrap_or_default();
+    let pci = pci_chain(&sysfs.to_string_lossy());
     let esp = std::fs::File::open(disk).map_err(|e| e.to_string()).and_then(|mut f| find_esp(&mut f, block));
     match esp {
-        Ok(esp) => writable_efivars(|| disk_once(Path::new(EFIVARS), &esp).unwrap_or_else(|why| why)),
+        Ok(esp) => writable_efivars(|| disk_once(Path::new(EFIVARS), &esp, &pci).unwrap_or_else(|why| why)),
         Err(why) => format!("{disk}: {why}: the firmware's boot order decides"),
     }
 }

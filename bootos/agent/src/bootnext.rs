@@ -25,6 +25,8 @@ pub struct Entry {
     pub ipv4: bool,
     /// The GUID of its hard drive node's GPT partition, if it boots from one.
     pub partition: Option<[u8; 16]>,
+    /// Its PCI nodes' (device, function), from the root: the controller it boots from.
+    pub pci: Vec<(u8, u8)>,
 }
 
 /// Parses an `EFI_LOAD_OPTION` (the variable's data, without efivarfs' 4 attribute bytes).
@@ -41,7 +43,7 @@ pub fn parse_load_option(number: u16, data: &[u8]) -> Option<Entry> {
         description.push(c);
     }
     let path = data.get(at..at + path_len)?;
-    let (mut mac, mut ipv4, mut partition, mut node) = (None, false, None, 0);
+    let (mut mac, mut ipv4, mut partition, mut pci, mut node) = (None, false, None, Vec::new(), 0);
     while node + 4 <= path.len() {
         let (kind, sub) = (path[node], path[node + 1]);
         let len = usize::from(u16::from_le_bytes([path[node + 2], path[node + 3]]));
@@ -50,6 +52,7 @@ pub fn parse_load_option(number: u16, data: &[u8]) -> Option<Entry> {
         }
         match (kind, sub) {
             (0x03, 0x0b) if len >= 4 + 32 => mac = path[node + 4..node + 10].try_into().ok(),
+            (0x01, 0x01) if len == 6 => pci.push((path[node + 5], path[node + 4])),
             (0x03, 0x0c) => ipv4 = true,
             // Hard drive, GPT (MBR type 2) with a GUID signature (type 2).
             (0x04, 0x01) if len == 42 && path[node + 40] == 2 && path[node + 41] == 2 => {
@@ -59,7 +62,7 @@ pub fn parse_load_option(number: u16, data: &[u8]) -> Option<Entry> {
         }
         node += len;
     }
-    Some(Entry { number, description: String::from_utf16_lossy(&description), mac, ipv4, partition })
+    Some(Entry { number, description: String::from_utf16_lossy(&description), mac, ipv4, partition, pci })
 }
 
 /// The entry to boot next: this machine's MAC over IPv4, then IPv4, then any network entry.
@@ -112,20 +115,39 @@ pub fn network_next(macs: &[String]) -> String {
             bytes.try_into().ok()
         })
         .collect();
-    if !Path::new(EFIVARS).is_dir() {
-        return "not a UEFI boot (no efivarfs): the firmware's boot order decides".into();
+    if let Err(why) = efivarfs() {
+        return why;
     }
     writable_efivars(|| network_once(Path::new(EFIVARS), &macs).unwrap_or_else(|why| why))
+}
+
+/// The entry numbers `BootOrder` lists under `efivars`.
+pub(crate) fn boot_order(efivars: &Path) -> Vec<u16> {
+    read_var(efivars, "BootOrder")
+        .unwrap_or_default()
+        .chunks_exact(2)
+        .map(|c| u16::from_le_bytes([c[0], c[1]]))
+        .collect()
+}
+
+/// Whether this machine's efivarfs is mounted at [`EFIVARS`]: why not, when it is not (a BIOS
+/// boot has no such directory; a UEFI one whose mount failed has the bare sysfs directory).
+pub(crate) fn efivarfs() -> Result<(), String> {
+    /// efivarfs' file system magic (`EFIVARFS_MAGIC` in linux/magic.h).
+    const MAGIC: u64 = 0xde5e_81e4;
+    if !Path::new(EFIVARS).is_dir() {
+        return Err("not a UEFI boot (no efivarfs): the firmware's boot order decides".into());
+    }
+    match nix::sys::statfs::statfs(EFIVARS) {
+        Ok(fs) if fs.filesystem_type().0 as u64 == MAGIC => Ok(()),
+        _ => Err(format!("efivarfs is not mounted on {EFIVARS}: the firmware's boot order decides")),
+    }
 }
 
 /// The boot entries under `efivars` that parse, in `BootOrder`'s order and then the others',
 /// and the number of every `Boot####` variable there is.
 pub(crate) fn read_entries(efivars: &Path) -> (Vec<Entry>, Vec<u16>) {
-    let order: Vec<u16> = read_var(efivars, "BootOrder")
-        .unwrap_or_default()
-        .chunks_exact(2)
-        .map(|c| u16::from_le_bytes([c[0], c[1]]))
-        .collect();
+    let order = boot_order(efivars);
     let mut present: Vec<u16> = std::fs::read_dir(efivars)
         .map(|dir| {
             dir.flatten()
@@ -239,7 +261,14 @@ mod tests {
         let n = d.len();
         d[n - 2] = 0xff;
         assert_eq!(parse_load_option(1, &d).map(|e| e.mac), Some(None));
-        let picks = [Entry { number: 9, description: String::new(), mac: Some([1; 6]), ipv4: false, partition: None }];
+        let picks = [Entry {
+            number: 9,
+            description: String::new(),
+            mac: Some([1; 6]),
+            ipv4: false,
+            partition: None,
+            pci: vec![],
+        }];
         assert_eq!(pick(&picks, &[OURS]), Some(9), "any network entry, when nothing better");
     }
 }

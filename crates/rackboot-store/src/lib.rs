@@ -102,6 +102,8 @@ struct Inner {
     /// Committed events, for the event stream.
     events: tokio::sync::broadcast::Sender<Arc<Event>>,
     writer: Option<std::thread::JoinHandle<()>>,
+    /// Awaited writes queued: the writer does not linger while there is one.
+    awaited: writer::Awaited,
     /// On a shared store: follows the other appliances' changes (see `follow`).
     follower: Option<follow::Running>,
     stop: Arc<std::sync::atomic::AtomicBool>,
@@ -152,7 +154,9 @@ impl Cmdb {
             return Err(refused);
         }
         let (done_tx, done_rx) = oneshot::channel();
+        let awaited = self.inner.awaited.enter();
         let job: Job = Box::new(move |ctx| {
+            let _awaited = awaited;
             let out = f(ctx);
             let completion: Completion = Box::new(move |committed| {
                 let _ = done_tx.send(committed.and(out));

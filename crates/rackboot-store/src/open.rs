@@ -84,6 +84,7 @@ impl Cmdb {
         };
         let counters = writer::read_counters(&db)?;
         let stats = writer::WriterStats::default();
+        let awaited = writer::Awaited::default();
         let storage = health::Storage::new(path, db);
         let writer = {
             let (storage, index, events, stats) = (storage.clone(), index.clone(), events.clone(), stats.clone());
@@ -92,7 +93,9 @@ impl Cmdb {
             let batch = if storage.shared() { commit_batch.clamp(1, SHARED_BATCH) } else { commit_batch.max(1) };
             let appliance = appliance.clone();
             let own = own.clone();
-            let w = writer::Writer { storage, index, changed: changed_tx, events, stats, batch, appliance, own };
+            let awaited = awaited.clone();
+            let w =
+                writer::Writer { storage, index, changed: changed_tx, events, stats, batch, appliance, own, awaited };
             std::thread::Builder::new()
                 .name("cmdb-writer".into())
                 .spawn(move || w.run(rx, counters))
@@ -120,6 +123,7 @@ impl Cmdb {
                 networks: RwLock::default(),
                 firmware_queued: Arc::default(),
                 credentials: tokio::sync::watch::channel(0).0,
+                awaited,
             }),
         };
         if !moved.is_empty() {

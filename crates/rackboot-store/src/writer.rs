@@ -75,17 +75,44 @@ pub type Completion = Box<dyn FnOnce(Result<(), CmdbError>) + Send>;
 /// job's error does not roll back the batch it shares with other jobs.
 pub type Job = Box<dyn FnOnce(&mut WriteCtx<'_>) -> Completion + Send>;
 
-/// Under load, the writer commits at most once per this long: when jobs came in while the
-/// previous batch committed, a batch smaller than [`LINGER_BELOW`] waits for the rest of the
-/// cadence, gathering more (one commit and one fsync for many DHCP exchanges instead of a
-/// few). An idle appliance, or one caller writing one thing after another, commits at once.
-/// 8 ms against the 2 ms linger it replaced: about a third less CPU per DHCP exchange at
-/// 2,000/s, for a few ms more ACK latency (BENCHMARKS.md).
+/// Under load, the writer waits this long after a commit before the next: when jobs came in
+/// while the previous batch committed, a batch under [`LINGER_BELOW`] jobs (and under the batch
+/// size) waits for the rest of it, gathering more (one commit and one fsync for many DHCP
+/// exchanges instead of a few). A batch holding an awaited write ([`Awaited`]: an API call, the
+/// provisioning engine) commits at once, as does an idle appliance. 8 ms against the 2 ms
+/// linger it replaced: about a quarter less CPU per DHCP exchange at 2,000/s, for a few ms more
+/// ACK latency (BENCHMARKS.md).
 const CADENCE: std::time::Duration = std::time::Duration::from_millis(8);
 /// A batch at least this large commits at once...
 const LINGER_BELOW: usize = 32;
 /// ...which a lingering batch checks this often.
 const LINGER_STEP: std::time::Duration = std::time::Duration::from_millis(1);
+
+/// How many awaited writes are queued or in a batch not yet run: a caller waits for each, so a
+/// batch holding one does not linger. DHCP's lease writes and detached writes are not counted:
+/// they are what the cadence gathers.
+#[derive(Clone, Default)]
+pub struct Awaited(Arc<std::sync::atomic::AtomicUsize>);
+
+/// One awaited write, counted until it is dropped: when its job has run, or was dropped unrun.
+pub struct AwaitedWrite(Arc<std::sync::atomic::AtomicUsize>);
+
+impl Awaited {
+    pub fn enter(&self) -> AwaitedWrite {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        AwaitedWrite(self.0.clone())
+    }
+
+    fn any(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::Relaxed) > 0
+    }
+}
+
+impl Drop for AwaitedWrite {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
 
 /// Jobs queued at most; past it awaited writes wait (back-pressure) and detached ones are shed.
 pub const QUEUE_CAP: usize = 65_536;
@@ -105,6 +132,7 @@ pub struct Writer {
     pub events: tokio::sync::broadcast::Sender<Arc<Event>>,
     pub stats: WriterStats,
     pub batch: usize,
+    pub awaited: Awaited,
 }
 
 impl Writer {
@@ -139,7 +167,7 @@ impl Writer {
             self.drain(&mut rx, &mut jobs);
             // Under load, a small batch waits for company until the cadence allows the next
             // commit.
-            while pressed && jobs.len() < LINGER_BELOW {
+            while pressed && jobs.len() < LINGER_BELOW.min(self.batch) && !self.awaited.any() {
                 let Some(left) = CADENCE.checked_sub(last_commit.elapsed()) else { break };
                 std::thread::sleep(left.min(LINGER_STEP));
                 self.drain(&mut rx, &mut jobs);

@@ -54,6 +54,11 @@ fn a_disk_without_a_gpt_or_esp_and_a_hostile_gpt_are_refused_with_the_reason() {
     overflow[512 + 72..512 + 80].copy_from_slice(&u64::MAX.to_le_bytes());
     assert!(find_esp(&mut Cursor::new(overflow), 512).unwrap_err().contains("past any disk"));
     assert!(find_esp(&mut Cursor::new(vec![0u8; 100]), 512).is_err(), "a disk shorter than its header");
+    // An ESP spanning every block there could be: skipped, not an overflow.
+    let mut whole = gpt_disk(512);
+    whole[1024 + 128 + 32..1024 + 128 + 40].copy_from_slice(&0u64.to_le_bytes());
+    whole[1024 + 128 + 40..1024 + 128 + 48].copy_from_slice(&u64::MAX.to_le_bytes());
+    assert!(find_esp(&mut Cursor::new(whole), 512).unwrap_err().contains("no EFI system partition"));
 }
 
 #[test]
@@ -103,16 +108,18 @@ fn pxe() -> Vec<u8> {
 fn without_an_entry_for_the_partition_rackboots_own_is_made_and_booted_next_only() {
     let dir = tempfile::tempdir().unwrap();
     let disk = option("UEFI Misc Device", &[1, 1, 6, 0, 0, 4, 0x7f, 0xff, 4, 0]);
-    var(dir.path(), "BootOrder", &[1, 0, 2, 0]);
+    // Boot0000 is gone but BootOrder still names it: the new entry must not take that number.
+    var(dir.path(), "BootOrder", &[0, 0, 1, 0, 2, 0]);
     var(dir.path(), "Boot0001", &pxe());
     var(dir.path(), "Boot0002", &disk);
-    let said = disk_once(dir.path(), &esp()).unwrap();
-    assert_eq!(said, "BootNext = Boot0000 (rackboot installed disk, partition 2 of the disk)");
-    let written = read(dir.path(), "Boot0000");
+    // The firmware's entry is for another controller's disk.
+    let said = disk_once(dir.path(), &esp(), &[(2, 0)]).unwrap();
+    assert_eq!(said, "BootNext = Boot0003 (rackboot installed disk: partition 2 of the disk)");
+    let written = read(dir.path(), "Boot0003");
     assert_eq!(&written[..4], &[7, 0, 0, 0]);
     assert_eq!(&written[4..], load_option(&esp()).as_slice());
-    assert_eq!(read(dir.path(), "BootNext"), [7, 0, 0, 0, 0, 0]);
-    assert_eq!(read(dir.path(), "BootOrder"), [7, 0, 0, 0, 1, 0, 2, 0], "the boot order is the operator's");
+    assert_eq!(read(dir.path(), "BootNext"), [7, 0, 0, 0, 3, 0]);
+    assert_eq!(read(dir.path(), "BootOrder"), [7, 0, 0, 0, 0, 0, 1, 0, 2, 0], "the boot order is the operator's");
 }
 
 #[test]
@@ -127,13 +134,13 @@ fn the_installed_systems_own_entry_is_preferred_and_a_stale_rackboot_entry_is_re
     var(dir.path(), "Boot0001", &pxe());
     var(dir.path(), "Boot0003", &load_option(&other));
     var(dir.path(), "Boot0004", &option("debian", &grub));
-    let said = disk_once(dir.path(), &esp()).unwrap();
-    assert_eq!(said, "BootNext = Boot0004 (debian, partition 2 of the disk)");
+    let said = disk_once(dir.path(), &esp(), &[]).unwrap();
+    assert_eq!(said, "BootNext = Boot0004 (debian: the installed system's entry for partition 2)");
     assert_eq!(read(dir.path(), "BootNext"), [7, 0, 0, 0, 4, 0]);
     assert_eq!(&read(dir.path(), "Boot0003")[4..], load_option(&other).as_slice(), "nothing rewritten");
 
     std::fs::remove_file(dir.path().join(format!("Boot0004-{GLOBAL}"))).unwrap();
-    let said = disk_once(dir.path(), &esp()).unwrap();
+    let said = disk_once(dir.path(), &esp(), &[]).unwrap();
     assert!(said.starts_with("BootNext = Boot0003 (rackboot installed disk"), "{said}");
     assert_eq!(&read(dir.path(), "Boot0003")[4..], load_option(&esp()).as_slice(), "rewritten for this partition");
     assert!(!dir.path().join(format!("Boot0000-{GLOBAL}")).exists(), "one rackboot entry at most");
@@ -142,6 +149,34 @@ fn the_installed_systems_own_entry_is_preferred_and_a_stale_rackboot_entry_is_re
 #[test]
 fn without_efivarfs_nothing_is_written_and_it_says_why() {
     let dir = tempfile::tempdir().unwrap();
-    let err = disk_once(&dir.path().join("none"), &esp()).unwrap_err();
+    let err = disk_once(&dir.path().join("none"), &esp(), &[]).unwrap_err();
     assert!(err.contains("not a UEFI boot"), "{err}");
+}
+
+#[test]
+fn the_firmwares_own_entry_for_the_disks_controller_is_booted_when_it_is_the_only_one() {
+    let dir = tempfile::tempdir().unwrap();
+    // PciRoot(0x0)/Pci(0x2,0x3)/Pci(0x0,0x0): a virtio disk behind a PCIe root port.
+    let acpi = [2, 1, 12, 0, 0xd0, 0x41, 0x03, 0x0a, 0, 0, 0, 0];
+    let disk_path = |dev: u8| [&acpi[..], &[1, 1, 6, 0, 3, 2], &[1, 1, 6, 0, 0, dev], &[0x7f, 0xff, 4, 0]].concat();
+    var(dir.path(), "BootOrder", &[1, 0, 2, 0, 5, 0]);
+    var(dir.path(), "Boot0001", &pxe());
+    var(dir.path(), "Boot0002", &option("UEFI Misc Device", &disk_path(0)));
+    var(dir.path(), "Boot0005", &option("UEFI Misc Device 2", &disk_path(1)));
+    let said = disk_once(dir.path(), &esp(), &[(2, 3), (0, 0)]).unwrap();
+    assert_eq!(said, "BootNext = Boot0002 (UEFI Misc Device: the firmware's entry for the disk)");
+    assert_eq!(read(dir.path(), "BootNext"), [7, 0, 0, 0, 2, 0]);
+    assert!(!dir.path().join(format!("Boot0000-{GLOBAL}")).exists(), "no entry of rackboot's written");
+    // A second entry behind the same controller: which is the disk is not known.
+    var(dir.path(), "Boot0006", &option("UEFI QEMU DVD-ROM", &disk_path(0)));
+    let said = disk_once(dir.path(), &esp(), &[(2, 3), (0, 0)]).unwrap();
+    assert!(said.contains("rackboot installed disk"), "{said}");
+}
+
+#[test]
+fn the_pci_chain_is_read_from_the_disks_sysfs_path() {
+    assert_eq!(pci_chain("/sys/devices/pci0000:00/0000:00:02.3/0000:04:00.0/virtio3/block/vda"), [(2, 3), (0, 0)]);
+    assert_eq!(pci_chain("/sys/devices/pci0000:00/0000:00:1f.2/ata1/host0/target0:0:0/0:0:0:0/block/sda"), [(0x1f, 2)]);
+    assert_eq!(pci_chain("/sys/devices/virtual/block/loop0"), []);
+    assert_eq!(pci_chain(""), []);
 }

@@ -54,3 +54,23 @@ async fn lease_changes_to_one_address_land_in_the_order_they_were_queued() {
     assert_eq!(stored.len(), 1);
     assert_eq!((stored[0].state, stored[0].expires_at - now_secs() > 3600 + 190), (LeaseState::Released, true));
 }
+
+#[tokio::test]
+async fn every_awaited_write_is_uncounted_once_its_job_has_run_so_lingering_comes_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Cmdb::open_for_test(&dir.path().join("c.redb"), 64).unwrap();
+    // Concurrent awaited writers, a panicking one among them.
+    let mut writes = tokio::task::JoinSet::new();
+    for i in 0..40 {
+        let db = db.clone();
+        writes.spawn(async move {
+            db.write(move |_| if i == 7 { panic!("a bug in one write") } else { Ok::<_, CmdbError>(()) }).await
+        });
+    }
+    let mut failed = 0;
+    while let Some(w) = writes.join_next().await {
+        failed += usize::from(w.unwrap().is_err());
+    }
+    assert!(failed >= 1, "the panicking write failed (and its batch with it)");
+    assert!(!db.inner.awaited.any(), "a leaked count would stop the writer from ever lingering again");
+}

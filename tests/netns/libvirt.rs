@@ -129,9 +129,10 @@ impl Libvirt {
         out.map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string()).unwrap_or_default()
     }
 
-    /// The VM's serial console so far.
+    /// The VM's serial console so far (firmware writes bytes that are not UTF-8: read lossily).
     pub fn serial(&self, name: &str) -> String {
-        std::fs::read_to_string(self.state.join(format!("{name}.serial"))).unwrap_or_default()
+        String::from_utf8_lossy(&std::fs::read(self.state.join(format!("{name}.serial"))).unwrap_or_default())
+            .into_owned()
     }
 }
 

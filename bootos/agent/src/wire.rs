@@ -136,8 +136,9 @@ pub enum Action {
     /// once: on UEFI `BootNext` is set to the firmware's network entry first (for a machine whose
     /// boot order puts its disk first). With `disk` (a block device under `/dev`), boot that disk
     /// once: on UEFI `BootNext` is set to an entry for its EFI system partition (the installed
-    /// system's own, else one the agent writes), so a machine whose boot order puts the network
-    /// first starts its new system without walking its network entries. The job's output says
+    /// system's own, else the firmware's own entry for the disk, else one the agent writes), so a
+    /// machine whose boot order puts the network first starts its new system without walking
+    /// its network entries. The job's output says
     /// what was set, or why nothing was. An agent that predates a field just reboots.
     Reboot {
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]

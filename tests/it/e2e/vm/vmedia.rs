@@ -83,7 +83,8 @@ fn a_machine_without_dhcp_boots_bootos_from_virtual_media_and_is_installed() {
             println!("{at:7.1}s {kind} {}", e["detail"]);
         }
     }
-    let serial = std::fs::read_to_string(net.path("libvirt/vm.serial")).unwrap_or_default();
+    let serial =
+        String::from_utf8_lossy(&std::fs::read(net.path("libvirt/vm.serial")).unwrap_or_default()).into_owned();
     assert_eq!(run["state"], "installed", "{run}\n{serial}");
     println!("virtual media to installed: {} s", started.elapsed().as_secs());
 

@@ -17,7 +17,7 @@
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
-use crate::bootnext::{read_entries, writable_efivars, ATTRIBUTES, EFIVARS, GLOBAL};
+use crate::bootnext::{read_entries, set_boot_next, writable_efivars, ATTRIBUTES, EFIVARS, GLOBAL};
 
 /// The EFI system partition's GPT type GUID (C12A7328-F81F-11D2-BA4B-00A0C93EC93B), as stored.
 const ESP_TYPE: [u8; 16] =
@@ -114,10 +114,7 @@ pub fn disk_once(efivars: &Path, esp: &Esp, pci: &[(u8, u8)]) -> Result<String, 
     if !efivars.is_dir() {
         return Err("not a UEFI boot (no efivarfs): the firmware's boot order decides".into());
     }
-    let (entries, mut taken) = read_entries(efivars);
-    // A number BootOrder still names is taken too, even with its variable gone: a new entry
-    // there would join the permanent boot order.
-    taken.extend(crate::bootnext::boot_order(efivars));
+    let (entries, taken) = read_entries(efivars);
     let ours = |d: &str| d == DESCRIPTION;
     let os = entries.iter().find(|e| e.partition == Some(esp.guid) && !ours(&e.description));
     let firmware = || {
@@ -149,10 +146,7 @@ pub fn disk_once(efivars: &Path, esp: &Esp, pci: &[(u8, u8)]) -> Result<String, 
             number
         }
     };
-    let mut data = ATTRIBUTES.to_le_bytes().to_vec();
-    data.extend(number.to_le_bytes());
-    std::fs::write(efivars.join(format!("BootNext-{GLOBAL}")), &data)
-        .map_err(|e| format!("setting BootNext to Boot{number:04X}: {e}"))?;
+    set_boot_next(efivars, number)?;
     Ok(match found {
         Some(e) => format!("BootNext = Boot{number:04X} ({}: {whose})", e.description.trim()),
         None => format!("BootNext = Boot{number:04X} ({DESCRIPTION}: partition {} of the disk)", esp.number),

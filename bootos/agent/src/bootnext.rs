@@ -122,7 +122,7 @@ pub fn network_next(macs: &[String]) -> String {
 }
 
 /// The entry numbers `BootOrder` lists under `efivars`.
-pub(crate) fn boot_order(efivars: &Path) -> Vec<u16> {
+fn boot_order(efivars: &Path) -> Vec<u16> {
     read_var(efivars, "BootOrder")
         .unwrap_or_default()
         .chunks_exact(2)
@@ -145,7 +145,8 @@ pub(crate) fn efivarfs() -> Result<(), String> {
 }
 
 /// The boot entries under `efivars` that parse, in `BootOrder`'s order and then the others',
-/// and the number of every `Boot####` variable there is.
+/// and every number taken: a `Boot####` variable's, or one `BootOrder` still names with its
+/// variable gone (a new entry there would join the permanent boot order).
 pub(crate) fn read_entries(efivars: &Path) -> (Vec<Entry>, Vec<u16>) {
     let order = boot_order(efivars);
     let mut present: Vec<u16> = std::fs::read_dir(efivars)
@@ -162,7 +163,17 @@ pub(crate) fn read_entries(efivars: &Path) -> (Vec<Entry>, Vec<u16>) {
     present.sort_unstable();
     let numbers = order.iter().copied().chain(present.iter().copied().filter(|n| !order.contains(n)));
     let entries = numbers.filter_map(|n| parse_load_option(n, &read_var(efivars, &format!("Boot{n:04X}"))?)).collect();
+    present.extend(order);
     (entries, present)
+}
+
+/// Names entry `number` in `BootNext` under `efivars`: the firmware boots it next, once.
+pub(crate) fn set_boot_next(efivars: &Path, number: u16) -> Result<(), String> {
+    let mut data = ATTRIBUTES.to_le_bytes().to_vec();
+    data.extend(number.to_le_bytes());
+    // efivarfs takes a variable in one write.
+    std::fs::write(efivars.join(format!("BootNext-{GLOBAL}")), &data)
+        .map_err(|e| format!("setting BootNext to Boot{number:04X}: {e}"))
 }
 
 /// Sets `BootNext` under `efivars` to the network entry for `macs`; says which, or why none.
@@ -174,11 +185,7 @@ pub fn network_once(efivars: &Path, macs: &[[u8; 6]]) -> Result<String, String> 
     let Some(next) = pick(&entries, macs) else {
         return Err(format!("no network boot entry among {} (the firmware's boot order decides)", entries.len()));
     };
-    let mut data = ATTRIBUTES.to_le_bytes().to_vec();
-    data.extend(next.to_le_bytes());
-    // efivarfs takes a variable in one write.
-    std::fs::write(efivars.join(format!("BootNext-{GLOBAL}")), &data)
-        .map_err(|e| format!("setting BootNext to Boot{next:04X}: {e}"))?;
+    set_boot_next(efivars, next)?;
     let name = entries.iter().find(|e| e.number == next).map(|e| e.description.clone()).unwrap_or_default();
     Ok(format!("BootNext = Boot{next:04X} ({name})"))
 }

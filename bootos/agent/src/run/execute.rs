@@ -59,14 +59,11 @@ impl Agent {
                 Ok(s) => done(Outcome::Error, Some(format!("inventory refused: HTTP {s}"))),
                 Err(e) => done(Outcome::Error, Some(format!("{e:#}"))),
             },
-            Action::Reboot { network: true, .. } if self.opts.machine_actions => {
-                let said = crate::bootnext::network_next(&self.macs());
-                let mut sink = Sink::new(&mut self.client, spec);
-                sink.send(crate::wire::Stream::Stdout, format!("reboot: {said}\n")).await;
-                done(Outcome::Succeeded, None)
-            }
-            Action::Reboot { disk: Some(disk), .. } if self.opts.machine_actions => {
-                let said = crate::bootdisk::disk_next(disk);
+            Action::Reboot { network, disk } if self.opts.machine_actions && (*network || disk.is_some()) => {
+                let said = match disk {
+                    Some(disk) if !*network => crate::bootdisk::disk_next(disk),
+                    _ => crate::bootnext::network_next(&self.macs()),
+                };
                 let mut sink = Sink::new(&mut self.client, spec);
                 sink.send(crate::wire::Stream::Stdout, format!("reboot: {said}\n")).await;
                 done(Outcome::Succeeded, None)

@@ -19,6 +19,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use socket2::{Domain, Protocol, Socket, Type};
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info};
 
@@ -30,19 +31,35 @@ use zone::{ZoneSettings, Zones};
 
 /// Idle TCP connections are closed after this long.
 const TCP_IDLE: Duration = Duration::from_secs(10);
-/// Changes arriving within this window are folded into one rebuild.
+/// A change is folded with those arriving within this window before the zones are rebuilt.
 const SETTLE: Duration = Duration::from_millis(50);
 /// A rebuild reads every name and lease, so under heavy churn (a DHCP storm commits many
-/// times a second) the window grows to this many times the last rebuild's duration, keeping
-/// rebuilds near a hundredth of a core (a twentieth was a sixth of the appliance's CPU under
+/// times a second) rebuilds are spaced by this many times the last one's CPU time, keeping
+/// them near a hundredth of a core (a twentieth was a sixth of the appliance's CPU under
 /// 2,000 DHCP exchanges a second, BENCHMARKS.md)...
 const SETTLE_FACTOR: u32 = 99;
-/// ...but never past this: a new name still answers within a couple of seconds.
+/// ...but never further apart than this: a new name still answers within a couple of seconds
+/// in a storm, and within [`SETTLE`] when it follows a quiet stretch.
 const SETTLE_MAX: Duration = Duration::from_secs(2);
 
-/// How long to fold changes before the next rebuild, given how long the last one took.
-fn settle_after(last_rebuild: Duration) -> Duration {
-    (last_rebuild * SETTLE_FACTOR).clamp(SETTLE, SETTLE_MAX)
+/// How far apart rebuilds are kept, given the CPU time the last one took.
+fn spacing_after(last_rebuild_cpu: Duration) -> Duration {
+    (last_rebuild_cpu * SETTLE_FACTOR).clamp(SETTLE, SETTLE_MAX)
+}
+
+/// When to rebuild for a change seen at `now`: [`SETTLE`] later, and no sooner than `spacing`
+/// after the last rebuild ended. A change after a quiet stretch waits only the settle; under
+/// churn rebuilds come one per spacing.
+fn rebuild_at(now: Instant, last_end: Instant, spacing: Duration) -> Instant {
+    (now + SETTLE).max(last_end + spacing)
+}
+
+/// CPU time of the calling thread. A rebuild runs on one worker thread without yielding, so this
+/// is what it cost, not the time it spent preempted on a busy machine (which, measured in wall
+/// time, once spaced a small zone's rebuilds two seconds apart under the VM tests' load).
+fn thread_cpu() -> Option<Duration> {
+    use nix::time::{clock_gettime, ClockId};
+    clock_gettime(ClockId::CLOCK_THREAD_CPUTIME_ID).ok().map(Duration::from)
 }
 
 /// Bound DNS sockets: one UDP socket per core (SO_REUSEPORT spreads queries across them) and
@@ -192,7 +209,8 @@ pub async fn run(bound: Bound, svc: DnsService, token: CancellationToken) -> any
 
     let refresh = async {
         let mut changes = svc.cmdb.changes();
-        let mut settle = SETTLE;
+        let mut spacing = SETTLE;
+        let mut last_end = Instant::now();
         loop {
             // Lease expiry is checked at least every second once one is due within a minute, so
             // a clock step cannot keep an expired name alive for long.
@@ -204,11 +222,16 @@ pub async fn run(bound: Bound, svc: DnsService, token: CancellationToken) -> any
                 r = changes.changed() => if r.is_err() { return },
                 _ = tokio::time::sleep(wake) => {}
             }
-            tokio::time::sleep(settle).await;
+            tokio::time::sleep_until(rebuild_at(Instant::now(), last_end, spacing)).await;
             changes.mark_unchanged();
-            let started = std::time::Instant::now();
+            let (wall, cpu) = (Instant::now(), thread_cpu());
             let rebuilt = refresher.refresh();
-            settle = settle_after(started.elapsed());
+            let cost = match (cpu, thread_cpu()) {
+                (Some(a), Some(b)) => b.saturating_sub(a),
+                _ => wall.elapsed(),
+            };
+            spacing = spacing_after(cost);
+            last_end = Instant::now();
             if rebuilt {
                 *cell.write().expect("zone lock") = refresher.current.clone();
                 debug!(serial = refresher.current.serial(), "dns zones rebuilt");
@@ -302,14 +325,40 @@ fn next_serial(old: u32, now: u32) -> u32 {
 
 #[cfg(test)]
 mod tests {
-    use super::{next_serial, settle_after, SETTLE, SETTLE_MAX};
+    use super::{next_serial, rebuild_at, spacing_after, thread_cpu, SETTLE, SETTLE_MAX};
     use std::time::Duration;
+    use tokio::time::Instant;
 
     #[test]
-    fn slow_rebuilds_fold_more_changes_but_never_wait_past_the_cap() {
-        assert_eq!(settle_after(Duration::from_micros(100)), SETTLE);
-        assert_eq!(settle_after(Duration::from_millis(10)), Duration::from_millis(990));
-        assert_eq!(settle_after(Duration::from_secs(1)), SETTLE_MAX);
+    fn costly_rebuilds_are_spaced_further_apart_but_never_past_the_cap() {
+        assert_eq!(spacing_after(Duration::from_micros(100)), SETTLE);
+        assert_eq!(spacing_after(Duration::from_millis(10)), Duration::from_millis(990));
+        assert_eq!(spacing_after(Duration::from_secs(1)), SETTLE_MAX);
+    }
+
+    #[test]
+    fn a_change_after_a_quiet_stretch_waits_only_the_settle() {
+        let last_end = Instant::now();
+        let spacing = Duration::from_millis(990);
+        // Under churn: the next rebuild keeps its distance from the last.
+        let now = last_end + Duration::from_millis(10);
+        assert_eq!(rebuild_at(now, last_end, spacing), last_end + spacing);
+        // After a quiet stretch longer than the spacing: only the settle.
+        let now = last_end + Duration::from_secs(5);
+        assert_eq!(rebuild_at(now, last_end, spacing), now + SETTLE);
+    }
+
+    #[test]
+    fn thread_cpu_counts_work_not_sleep() {
+        let a = thread_cpu().expect("CLOCK_THREAD_CPUTIME_ID");
+        std::thread::sleep(Duration::from_millis(50));
+        let b = thread_cpu().expect("CLOCK_THREAD_CPUTIME_ID");
+        assert!(b - a < Duration::from_millis(25), "sleeping cost {:?} of CPU", b - a);
+        let spin = std::time::Instant::now();
+        while spin.elapsed() < Duration::from_millis(30) {
+            std::hint::black_box(0u64);
+        }
+        assert!(thread_cpu().unwrap() > b, "spinning cost no CPU");
     }
 
     #[test]

@@ -209,8 +209,11 @@ impl Net {
         Command::new("ip").args(["netns", "exec", ns, "sh", "-c", cmd]).output().unwrap()
     }
 
+    /// The file `name` in the lab's directory (a process's log, a VM's serial console), read
+    /// lossily: firmware writes bytes that are not UTF-8, and a strict read would give nothing,
+    /// on which an assertion that something is absent would pass. Empty while it does not exist.
     pub fn log(&self, name: &str) -> String {
-        std::fs::read_to_string(self.dir.path().join(name)).unwrap_or_default()
+        std::fs::read(self.dir.path().join(name)).map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default()
     }
 
     pub fn path(&self, name: &str) -> PathBuf {

@@ -17,7 +17,7 @@
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
-use crate::bootnext::{read_entries, set_boot_next, writable_efivars, ATTRIBUTES, EFIVARS, GLOBAL};
+use crate::bootnext::{read_entries, set_boot_next, with_efivars, ATTRIBUTES, GLOBAL};
 
 /// The EFI system partition's GPT type GUID (C12A7328-F81F-11D2-BA4B-00A0C93EC93B), as stored.
 const ESP_TYPE: [u8; 16] =
@@ -155,9 +155,6 @@ pub fn disk_once(efivars: &Path, esp: &Esp, pci: &[(u8, u8)]) -> Result<String, 
 
 /// [`disk_once`] for `disk` (`/dev/vda`) on this machine: what was done, or why nothing was.
 pub fn disk_next(disk: &str) -> String {
-    if let Err(why) = crate::bootnext::efivarfs() {
-        return why;
-    }
     // A by-id or by-path link names the disk its sysfs entry is under.
     let disk =
         std::fs::canonicalize(disk).map(|p| p.to_string_lossy().into_owned()).unwrap_or_else(|_| disk.to_string());
@@ -169,11 +166,13 @@ pub fn disk_next(disk: &str) -> String {
         .unwrap_or(512);
     let sysfs = std::fs::canonicalize(format!("/sys/class/block/{name}")).unwrap_or_default();
     let pci = pci_chain(&sysfs.to_string_lossy());
-    let esp = std::fs::File::open(disk).map_err(|e| e.to_string()).and_then(|mut f| find_esp(&mut f, block));
-    match esp {
-        Ok(esp) => writable_efivars(|| disk_once(Path::new(EFIVARS), &esp, &pci).unwrap_or_else(|why| why)),
-        Err(why) => format!("{disk}: {why}: the firmware's boot order decides"),
-    }
+    with_efivars(|efivars| {
+        let esp = std::fs::File::open(disk)
+            .map_err(|e| e.to_string())
+            .and_then(|mut f| find_esp(&mut f, block))
+            .map_err(|why| format!("{disk}: {why}: the firmware's boot order decides"))?;
+        disk_once(efivars, &esp, &pci)
+    })
 }
 
 #[cfg(test)]

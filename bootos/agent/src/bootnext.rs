@@ -80,11 +80,15 @@ fn read_var(efivars: &Path, name: &str) -> Option<Vec<u8>> {
 /// Where the kernel shows EFI variables.
 pub const EFIVARS: &str = "/sys/firmware/efi/efivars";
 
-/// Runs `f` with the machine's efivarfs writable: BootOS mounts it read-only (nothing there
-/// deletes a variable by mistake), so it is remounted read-write for `f` and read-only again
-/// after. Says why not when it cannot be.
-pub(crate) fn writable_efivars(f: impl FnOnce() -> String) -> String {
+/// Runs `f` on this machine's efivarfs, writable for it: BootOS mounts it read-only (nothing
+/// there deletes a variable by mistake), so it is remounted read-write for `f` and read-only
+/// again after. Returns what `f` did, or why nothing was: not a UEFI boot, no efivarfs, one that
+/// cannot be made writable, or `f`'s own reason.
+pub(crate) fn with_efivars(f: impl FnOnce(&Path) -> Result<String, String>) -> String {
     use nix::mount::{mount, MsFlags};
+    if let Err(why) = efivarfs() {
+        return why;
+    }
     let read_only =
         nix::sys::statvfs::statvfs(EFIVARS).is_ok_and(|s| s.flags().contains(nix::sys::statvfs::FsFlags::ST_RDONLY));
     let remount =
@@ -96,7 +100,7 @@ pub(crate) fn writable_efivars(f: impl FnOnce() -> String) -> String {
             );
         }
     }
-    let said = f();
+    let said = f(Path::new(EFIVARS)).unwrap_or_else(|why| why);
     if read_only {
         if let Err(e) = remount(MsFlags::MS_RDONLY) {
             tracing::warn!(error = %e, "efivarfs left writable");
@@ -115,10 +119,7 @@ pub fn network_next(macs: &[String]) -> String {
             bytes.try_into().ok()
         })
         .collect();
-    if let Err(why) = efivarfs() {
-        return why;
-    }
-    writable_efivars(|| network_once(Path::new(EFIVARS), &macs).unwrap_or_else(|why| why))
+    with_efivars(|efivars| network_once(efivars, &macs))
 }
 
 /// The entry numbers `BootOrder` lists under `efivars`.
@@ -132,7 +133,7 @@ fn boot_order(efivars: &Path) -> Vec<u16> {
 
 /// Whether this machine's efivarfs is mounted at [`EFIVARS`]: why not, when it is not (a BIOS
 /// boot has no such directory; a UEFI one whose mount failed has the bare sysfs directory).
-pub(crate) fn efivarfs() -> Result<(), String> {
+fn efivarfs() -> Result<(), String> {
     /// efivarfs' file system magic (`EFIVARFS_MAGIC` in linux/magic.h).
     const MAGIC: u64 = 0xde5e_81e4;
     if !Path::new(EFIVARS).is_dir() {

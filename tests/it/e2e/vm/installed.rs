@@ -1,9 +1,12 @@
 //! What `provision` checks on each VM once it is `installed`: the hardware profile's RAID
 //! script ran, the root-device hint found the disk by serial, the machine's name resolves through
 //! rackboot's DNS to its reserved address, a job runs on the installed system (not in BootOS), the
-//! disk layout is as declared (`layout`), and where the time of its boot went.
+//! disk layout is as declared (`layout`), and where the time of its boot went; and, on UEFI, that
+//! the install's reboot went straight to the new disk.
 
 use std::time::{Duration, Instant};
+
+use serde_json::Value;
 
 use super::provision::job_output;
 use crate::netns::Net;
@@ -72,4 +75,37 @@ pub(super) fn check(net: &Net, srv: &str, host: &str, name: &str, mac: &str) {
         "systemd-analyze 2>&1 | head -2; systemd-analyze critical-chain rackboot-agent.service 2>&1 | tail -n +3; systemd-analyze blame 2>&1 | head -8; grep -m2 Up /var/log/cloud-init-output.log; cat /proc/mdstat; dmesg | grep -E 'md100|resync|recovery' | tail -5; true",
     );
     eprintln!("{name}: the installed system's boot:\n{boot}");
+}
+
+/// After an install on UEFI: the agent in BootOS set `BootNext` to the new disk's EFI system
+/// partition before the reboot, so the firmware (network first) started the installed system at
+/// once: no iPXE script was fetched between the reboot and the installed agent's enrollment.
+/// `events` is the machine `name`'s timeline, `line` its summary for messages. `console`, the
+/// firmware's console where the VM is a libvirt domain (whose NIC's boot order is 1, so only
+/// `BootNext` takes it to the disk), must say it loaded that entry.
+pub(super) fn booted_its_disk_next(net: &Net, name: &str, events: &[Value], line: &str, console: Option<String>) {
+    let reboot = events
+        .iter()
+        .find(|e| e["kind"] == "provision.step" && e["detail"]["step"] == "reboot" && e["detail"]["job"].is_u64())
+        .unwrap_or_else(|| panic!("{name}: no reboot step: {line}"));
+    let out = net.api("GET", &format!("/jobs/{}/output", reboot["detail"]["job"]), None);
+    let text = out["text"].as_str().unwrap_or_default();
+    eprintln!("{name}: the reboot job: {text}");
+    assert!(text.contains("reboot: BootNext = Boot"), "{text}");
+    let from = reboot["at_ms"].as_u64().unwrap();
+    let back = events
+        .iter()
+        .find(|e| e["kind"] == "agent.enrolled" && e["detail"]["mode"] == "installed")
+        .and_then(|e| e["at_ms"].as_u64())
+        .unwrap_or(u64::MAX);
+    let scripts: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["kind"] == "boot.script")
+        .filter(|e| (from..back).contains(&e["at_ms"].as_u64().unwrap_or_default()))
+        .collect();
+    assert!(scripts.is_empty(), "{name}: network boot after the reboot: {scripts:?}");
+    if let Some(console) = console {
+        let entry = text.split("BootNext = ").nth(1).and_then(|t| t.get(..8)).unwrap_or_default();
+        assert!(console.contains(&format!("BdsDxe: loading {entry} ")), "{name}: {entry} not loaded:\n{console}");
+    }
 }

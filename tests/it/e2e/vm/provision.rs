@@ -227,42 +227,8 @@ fn two_vms_bios_and_uefi_are_provisioned_from_an_image_and_check_in_installed() 
             assert_eq!(written["detail"]["attributes"], serde_json::json!(["EmbeddedSata", "ProcTurboMode"]));
         }
         if vm.uefi {
-            // Its agent in BootOS set BootNext to the new disk's EFI system partition before the
-            // reboot, so the firmware (network first) started the installed system at once: no
-            // iPXE script was fetched between the reboot and the installed agent's enrollment.
-            let reboot = events
-                .iter()
-                .find(|e| {
-                    e["kind"] == "provision.step" && e["detail"]["step"] == "reboot" && e["detail"]["job"].is_u64()
-                })
-                .unwrap_or_else(|| panic!("{}: no reboot step: {line}", vm.name));
-            let out = net.api("GET", &format!("/jobs/{}/output", reboot["detail"]["job"]), None);
-            let text = out["text"].as_str().unwrap_or_default();
-            eprintln!("{}: the reboot job: {text}", vm.name);
-            assert!(text.contains("reboot: BootNext = Boot"), "{text}");
-            let from = reboot["at_ms"].as_u64().unwrap();
-            let back = events
-                .iter()
-                .find(|e| e["kind"] == "agent.enrolled" && e["detail"]["mode"] == "installed")
-                .and_then(|e| e["at_ms"].as_u64())
-                .unwrap_or(u64::MAX);
-            let scripts: Vec<&serde_json::Value> = events
-                .iter()
-                .filter(|e| e["kind"] == "boot.script")
-                .filter(|e| (from..back).contains(&e["at_ms"].as_u64().unwrap_or_default()))
-                .collect();
-            assert!(scripts.is_empty(), "{}: network boot after the reboot: {scripts:?}", vm.name);
-            if lab.is_some() {
-                // The libvirt domain boots the network first (its NIC's boot order is 1), so
-                // only BootNext takes it to the disk: the firmware's console says it did.
-                let entry = text.split("BootNext = ").nth(1).and_then(|t| t.get(..8)).unwrap_or_default();
-                let console = serial(vm);
-                assert!(
-                    console.contains(&format!("BdsDxe: loading {entry} ")),
-                    "{}: {entry} not loaded:\n{console}",
-                    vm.name
-                );
-            }
+            let console = lab.is_some().then(|| serial(vm));
+            super::installed::booted_its_disk_next(&net, vm.name, events, &line, console);
         }
         // The image write moved the run's progress along (an event each 10% of the image).
         let install_progress: Vec<u64> = ev["events"]

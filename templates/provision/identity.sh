@@ -111,8 +111,13 @@ fi
 # name server), with systemd-networkd where the image has it, else ifupdown.
 if [ -d "$ROOT/lib/systemd/network" ] || [ -d "$ROOT/etc/systemd/network" ]; then
   mkdir -p "$ROOT/etc/systemd/network"
-  printf '[Match]\nName=e*\n\n[Network]\nDHCP=yes\n' > "$ROOT/etc/systemd/network/80-rackboot.network"
-elif [ -d "$ROOT/etc/network" ]; then
+{% if boot_mac %}  # The port it provisioned through is the one the network waits for: a port without a cable,
+  # required for online, would hold systemd-networkd-wait-online (and network-online.target,
+  # the agent and cloud-init after it) until its timeout, two minutes at every boot.
+  printf '[Match]\nMACAddress={{ boot_mac }}\n\n[Network]\nDHCP=yes\n' > "$ROOT/etc/systemd/network/10-rackboot-boot.network"
+  printf '[Match]\nName=e*\n\n[Link]\nRequiredForOnline=no\n\n[Network]\nDHCP=yes\n' > "$ROOT/etc/systemd/network/80-rackboot.network"
+{% else %}  printf '[Match]\nName=e*\n\n[Network]\nDHCP=yes\n' > "$ROOT/etc/systemd/network/80-rackboot.network"
+{% endif %}elif [ -d "$ROOT/etc/network" ]; then
   printf 'auto lo\niface lo inet loopback\n\nallow-hotplug eth0\niface eth0 inet dhcp\n' > "$ROOT/etc/network/interfaces"
 fi
 {% endif %}# cloud-init, where the system has it, takes its data (user-data, the instance id of this

@@ -79,7 +79,11 @@ rm -f "$ROOT/var/lib/dbus/machine-id"
 # name server), with systemd-networkd where the image has it, else ifupdown.
 if [ -d "$ROOT/lib/systemd/network" ] || [ -d "$ROOT/etc/systemd/network" ]; then
   mkdir -p "$ROOT/etc/systemd/network"
-  printf '[Match]\nName=e*\n\n[Network]\nDHCP=yes\n' > "$ROOT/etc/systemd/network/80-rackboot.network"
+  # The port it provisioned through is the one the network waits for: a port without a cable,
+  # required for online, would hold systemd-networkd-wait-online (and network-online.target,
+  # the agent and cloud-init after it) until its timeout, two minutes at every boot.
+  printf '[Match]\nMACAddress=52:54:00:12:34:56\n\n[Network]\nDHCP=yes\n' > "$ROOT/etc/systemd/network/10-rackboot-boot.network"
+  printf '[Match]\nName=e*\n\n[Link]\nRequiredForOnline=no\n\n[Network]\nDHCP=yes\n' > "$ROOT/etc/systemd/network/80-rackboot.network"
 elif [ -d "$ROOT/etc/network" ]; then
   printf 'auto lo\niface lo inet loopback\n\nallow-hotplug eth0\niface eth0 inet dhcp\n' > "$ROOT/etc/network/interfaces"
 fi

@@ -115,6 +115,9 @@ pub struct IdentityVars {
     /// systemd-networkd files for the machine's network spec (`netcfg::networkd`); empty: DHCP
     /// on every Ethernet port.
     pub network_files: Vec<NetFile>,
+    /// The MAC the machine provisions through (its first), which the catch-all DHCP network
+    /// (no spec) makes the one port `network-online.target` waits for; empty: every port.
+    pub boot_mac: String,
     /// The machine's NoCloud seed (`<appliance>/boot/cloud-init/<mac>/`), which an installed
     /// system with cloud-init is pointed at; empty: none.
     pub cloud_init_url: String,
@@ -298,6 +301,7 @@ impl Renderer {
             &vars.agent_url,
             &vars.agent_sha256,
             &vars.cloud_init_url,
+            &vars.boot_mac,
         ];
         for v in values.into_iter().chain(&vars.ssh_keys) {
             if !shell_safe(v) {

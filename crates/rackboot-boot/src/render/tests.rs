@@ -91,12 +91,25 @@ fn golden_identity_script() {
         session: None,
         network_files: vec![],
         cloud_init_url: "http://198.18.0.1:8080/boot/cloud-init/52:54:00:12:34:56/".into(),
+        boot_mac: "52:54:00:12:34:56".into(),
     };
     let got = r.identity(&v).unwrap();
     if std::env::var_os("RACKBOOT_BLESS").is_some() {
         std::fs::write(concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/golden/identity.sh"), &got).unwrap();
     }
     assert_eq!(got, include_str!("../../../../tests/golden/identity.sh"), "RACKBOOT_BLESS=1 rewrites the golden file");
+    // Without a spec: DHCP on every port, but only the port it provisioned through is required
+    // for online (a port without a cable would hold network-online.target for two minutes).
+    let boot = "printf '[Match]\\nMACAddress=52:54:00:12:34:56\\n\\n[Network]\\nDHCP=yes\\n' > \"$ROOT/etc/systemd/network/10-rackboot-boot.network\"";
+    assert!(got.contains(boot), "{got}");
+    assert!(got.contains("[Match]\\nName=e*\\n\\n[Link]\\nRequiredForOnline=no\\n"), "{got}");
+    let unknown = r.identity(&IdentityVars { boot_mac: String::new(), ..v.clone() }).unwrap();
+    assert!(!unknown.contains("10-rackboot-boot") && !unknown.contains("RequiredForOnline"), "every port required");
+    assert!(unknown.contains("printf '[Match]\\nName=e*\\n\\n[Network]\\nDHCP=yes\\n'"), "{unknown}");
+    assert!(matches!(
+        r.identity(&IdentityVars { boot_mac: "52:54:00:12:34:56\"; reboot; \"".into(), ..v.clone() }),
+        Err(RenderError::Unsafe(_))
+    ));
     // A network spec replaces the catch-all DHCP file with its own files, written verbatim.
     let file = NetFile { name: "10-rackboot-bond0.netdev".into(), text: "[NetDev]\nName=bond0\nKind=bond\n".into() };
     let net = r.identity(&IdentityVars { network_files: vec![file.clone()], ..v.clone() }).unwrap();

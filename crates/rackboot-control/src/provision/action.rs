@@ -77,6 +77,7 @@ impl Engine {
                     session: None,
                     network_files,
                     cloud_init_url: cloud_init_url(http_base, machine),
+                    boot_mac: boot_mac(machine),
                 };
                 let mut body = match layout {
                     // The layout first, in the same job: the identity step's disk is its root.
@@ -163,6 +164,11 @@ impl Engine {
 /// own address is answered).
 pub fn cloud_init_url(http_base: &str, m: &Machine) -> String {
     m.macs.first().map(|mac| format!("{http_base}/boot/cloud-init/{mac}/")).unwrap_or_default()
+}
+
+/// The MAC a machine provisions through, as the identity step's network takes it: its first.
+pub fn boot_mac(m: &Machine) -> String {
+    m.macs.first().map(|mac| mac.to_string()).unwrap_or_default()
 }
 
 /// The disk to install on: the one named; with "auto" the one the root-device hints pick from

@@ -284,6 +284,7 @@ async fn installed(
             eff.files().map_err(|e| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, e))?
         },
         cloud_init_url: crate::provision::action::cloud_init_url(&boot.http_base, &it.machine),
+        boot_mac: crate::provision::action::boot_mac(&it.machine),
     };
     let text = boot
         .renderer

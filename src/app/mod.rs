@@ -313,7 +313,12 @@ impl Running {
     /// CMDB. Returns the first service error.
     pub async fn wait(self, shutdown: impl Future<Output = ()>) -> anyhow::Result<()> {
         let result = self.services.wait(shutdown).await;
+        let flushing = std::time::Instant::now();
         self.cmdb.flush().await?;
+        let took = flushing.elapsed();
+        if took > std::time::Duration::from_millis(500) {
+            warn!(took_ms = took.as_millis() as u64, "the CMDB's last flush was slow");
+        }
         result
     }
 }

@@ -231,17 +231,23 @@ impl Core {
 pub struct Services {
     shutdown: CancellationToken,
     set: JoinSet<(&'static str, anyhow::Result<()>)>,
+    /// The names of the services not yet stopped, so a slow shutdown can say which hold it.
+    running: Vec<&'static str>,
 }
+
+/// How long a shutdown waits before it names the services still running (then again as often).
+const SLOW_STOP: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl Services {
     /// An empty set whose services stop when `shutdown` is cancelled.
     pub fn new(shutdown: CancellationToken) -> Services {
-        Services { shutdown, set: JoinSet::new() }
+        Services { shutdown, set: JoinSet::new(), running: Vec::new() }
     }
 
     /// Starts the service `name`.
     pub fn start(&mut self, name: &'static str, fut: impl Future<Output = anyhow::Result<()>> + Send + 'static) {
         info!(service = name, "starting");
+        self.running.push(name);
         self.set.spawn(async move { (name, fut.await) });
     }
 
@@ -254,6 +260,7 @@ impl Services {
             Some(done) = self.set.join_next() => {
                 first_err = Some(match done {
                     Ok((name, result)) => {
+                        self.running.retain(|n| *n != name);
                         let err = result.err().unwrap_or_else(|| anyhow::anyhow!("stopped unexpectedly"));
                         err.context(format!("{name} service failed"))
                     }
@@ -262,9 +269,22 @@ impl Services {
             }
         }
         self.shutdown.cancel();
-        while let Some(done) = self.set.join_next().await {
-            if let Ok((name, Err(error))) = done {
-                warn!(service = name, %error, "service stopped with an error");
+        let started = std::time::Instant::now();
+        loop {
+            match tokio::time::timeout(SLOW_STOP, self.set.join_next()).await {
+                Ok(None) => break,
+                Ok(Some(Ok((name, result)))) => {
+                    self.running.retain(|n| *n != name);
+                    if let Err(error) = result {
+                        warn!(service = name, %error, "service stopped with an error");
+                    }
+                }
+                Ok(Some(Err(join))) => warn!(%join, "a service task panicked while stopping"),
+                Err(_) => warn!(
+                    still_running = ?self.running,
+                    waited_ms = started.elapsed().as_millis() as u64,
+                    "services slow to stop"
+                ),
             }
         }
         first_err.map_or(Ok(()), Err)
@@ -317,6 +337,43 @@ mod tests {
             Ok(())
         });
         services.wait(async {}).await.unwrap();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_slow_stop_names_the_services_still_running() {
+        #[derive(Clone, Default)]
+        struct Log(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+        impl std::io::Write for Log {
+            fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().unwrap().extend_from_slice(b);
+                Ok(b.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let log = Log::default();
+        let writer = log.clone();
+        let subscriber = tracing_subscriber::fmt().with_ansi(false).with_writer(move || writer.clone()).finish();
+        let _guard = tracing::subscriber::set_default(subscriber);
+
+        let token = CancellationToken::new();
+        let mut services = Services::new(token.clone());
+        let t = token.clone();
+        services.start("quick", async move {
+            t.cancelled().await;
+            Ok(())
+        });
+        services.start("slow", async move {
+            token.cancelled().await;
+            tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+            Ok(())
+        });
+        services.wait(async {}).await.unwrap();
+        let text = String::from_utf8(log.0.lock().unwrap().clone()).unwrap();
+        let slow: Vec<&str> = text.lines().filter(|l| l.contains("services slow to stop")).collect();
+        assert_eq!(slow.len(), 1, "one warning after the first second: {text}");
+        assert!(slow[0].contains(r#"still_running=["slow"]"#), "{}", slow[0]);
     }
 
     #[tokio::test(start_paused = true)]

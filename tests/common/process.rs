@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::net::{Ipv4Addr, SocketAddr};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
@@ -14,6 +14,8 @@ use rackboot::client::ApiClient;
 /// The running binary; dropping it kills it with SIGKILL (no shutdown, no flush).
 pub struct Process {
     child: Child,
+    /// Where its stderr (its log) goes, appended across restarts on the same data directory.
+    log: PathBuf,
 }
 
 impl Process {
@@ -30,6 +32,13 @@ impl Process {
             std::thread::sleep(Duration::from_millis(5));
         }
         None
+    }
+
+    /// The last `lines` lines of its log, for a failure message.
+    pub fn log_tail(&self, lines: usize) -> String {
+        let text = std::fs::read(&self.log).map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default();
+        let all: Vec<&str> = text.lines().collect();
+        all[all.len().saturating_sub(lines)..].join("\n")
     }
 }
 
@@ -53,16 +62,18 @@ pub struct Listening {
 pub async fn start(config: &Path, data: &Path) -> (Process, ApiClient, Listening) {
     let file = data.with_extension("listening.json");
     let _ = std::fs::remove_file(&file);
+    let log = data.with_extension("log");
+    let stderr = std::fs::File::options().create(true).append(true).open(&log).unwrap();
     let child = Command::new(env!("CARGO_BIN_EXE_rackboot"))
         .args(["serve", "--config"])
         .arg(config)
         .arg("--listening-file")
         .arg(&file)
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(stderr)
         .spawn()
         .unwrap();
-    let mut process = Process { child };
+    let mut process = Process { child, log };
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         assert!(Instant::now() < deadline, "the appliance did not come up");

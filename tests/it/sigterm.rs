@@ -87,8 +87,10 @@ async fn sigterm_under_dhcp_load_exits_within_two_seconds_and_keeps_every_acknow
     stop.store(true, Ordering::Relaxed);
     let sent = sender.await.unwrap();
     receiver.await.unwrap();
+    let Some((status, took)) = exited else {
+        panic!("still running {EXIT_WITHIN:?} after SIGTERM; its log ends:\n{}", app.log_tail(30));
+    };
     drop(app);
-    let (status, took) = exited.unwrap_or_else(|| panic!("still running {EXIT_WITHIN:?} after SIGTERM"));
     assert!(status.success(), "a clean stop exits 0: {status}");
     let acked = acked.lock().unwrap().clone();
     eprintln!("sigterm: exited in {took:?}; {sent} DISCOVERs sent, {} leases acknowledged", acked.len());

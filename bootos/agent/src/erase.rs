@@ -9,6 +9,12 @@
 //!   4 MiB of every partition (where file systems, RAID and LVM keep their signatures) and
 //!   64 MiB of each end of the disk (the partition tables, both GPT copies) are zeroed.
 //! - `zero`: every byte is overwritten, synced every GiB so progress is what reached the disk.
+//!
+//! Zeroing (`zero`, and `quick`'s regions) asks the disk to do it, piece by piece:
+//! `fallocate(FALLOC_FL_ZERO_RANGE)` on a block device is the kernel's zero-out without
+//! unmapping, a WRITE ZEROES to NVMe, SCSI and virtio-blk disks (or zero pages the kernel writes
+//! itself where a disk has no such command); every byte reads back as zero either way, as after
+//! writing them. Where the call is refused, the zeros are written from user space from then on.
 //! - `secure`: see [`secure`]: NVMe Format (user-data erase) or ATA Security Erase.
 //!
 //! Afterwards the kernel is asked to re-read each disk's (now empty) partition table.
@@ -18,7 +24,8 @@ mod secure;
 mod tests;
 
 use std::fs::File;
-use std::io::{Seek, SeekFrom, Write};
+use std::io::{Seek, SeekFrom};
+use std::os::unix::fs::FileExt;
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -36,6 +43,9 @@ const PART_EDGE: u64 = 4 << 20;
 const DISK_EDGE: u64 = 64 << 20;
 /// Writes of this size.
 const CHUNK: usize = 4 << 20;
+/// Pieces the disk is asked to zero itself: large, as the disk's own command is quick, but
+/// small enough for progress lines and a cancel to come between them.
+const ZERO_PIECE: u64 = 64 << 20;
 /// A `zero` erase syncs this often.
 const SYNC_EVERY: u64 = 1 << 30;
 
@@ -214,6 +224,11 @@ impl Progress {
             ));
             self.next = Instant::now() + Duration::from_secs(2);
         }
+        self.check()
+    }
+
+    /// Fails once the operator has cancelled the job.
+    fn check(&self) -> Result<(), String> {
         if self.stop.load(Ordering::Relaxed) {
             return Err("cancelled by the operator".into());
         }
@@ -221,22 +236,50 @@ impl Progress {
     }
 }
 
-/// Writes zeros over `[start, end)` of `f`.
-fn zero_range(f: &mut File, path: &Path, (start, end): (u64, u64), p: &mut Progress, sync: bool) -> Result<(), String> {
-    let buf = vec![0u8; CHUNK];
+/// How one disk takes its zeros.
+struct Zeroing {
+    /// Whether the disk is still asked to zero ranges itself (false once it refused).
+    by_disk: bool,
+    /// Bytes zeroed through the kernel's zero-out (the disk's own command, where it has one).
+    zeroed_by_disk: u64,
+}
+
+/// Zeros `[start, end)` of `f`: asked of the disk piece by piece (see the module's text), written
+/// where it refuses.
+fn zero_range(
+    f: &File,
+    path: &Path,
+    (start, end): (u64, u64),
+    z: &mut Zeroing,
+    p: &mut Progress,
+    sync: bool,
+) -> Result<(), String> {
+    let mut buf = Vec::new();
     let io = |e: std::io::Error, at: u64| format!("{}: writing at byte {at}: {e}", path.display());
-    f.seek(SeekFrom::Start(start)).map_err(|e| io(e, start))?;
     let (mut at, mut since_sync) = (start, 0u64);
     while at < end {
-        let n = ((end - at) as usize).min(CHUNK);
-        f.write_all(&buf[..n]).map_err(|e| io(e, at))?;
-        at += n as u64;
-        since_sync += n as u64;
+        p.check()?;
+        let n = if z.by_disk { (end - at).min(ZERO_PIECE) } else { (end - at).min(CHUNK as u64) };
+        if z.by_disk {
+            match nix::fcntl::fallocate(f, nix::fcntl::FallocateFlags::FALLOC_FL_ZERO_RANGE, at as i64, n as i64) {
+                Ok(()) => z.zeroed_by_disk += n,
+                Err(e) => {
+                    tracing::debug!(disk = %path.display(), error = %e, "the disk does not zero ranges: writing its zeros");
+                    z.by_disk = false;
+                    continue;
+                }
+            }
+        } else {
+            buf.resize(CHUNK, 0);
+            f.write_all_at(&buf[..n as usize], at).map_err(|e| io(e, at))?;
+        }
+        at += n;
+        since_sync += n;
         if sync && since_sync >= SYNC_EVERY {
             f.sync_data().map_err(|e| io(e, at))?;
             since_sync = 0;
         }
-        p.add(n as u64, path)?;
+        p.add(n, path)?;
     }
     Ok(())
 }
@@ -253,29 +296,40 @@ pub fn bytes_to_write(targets: &[Target], mode: EraseMode) -> u64 {
 /// Erases one disk (on the writing thread).
 pub fn erase_one(t: &Target, mode: EraseMode, p: &mut Progress) -> Result<String, String> {
     let path = t.path.as_path();
-    let mut f = std::fs::OpenOptions::new().write(true).open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let f = std::fs::OpenOptions::new().write(true).open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut z = Zeroing { by_disk: true, zeroed_by_disk: 0 };
     let how = match mode {
         EraseMode::None => return Ok(format!("{}: left as it is", path.display())),
         EraseMode::Quick => {
             let discarded = t.discard && secure::discard(&f, t.size).is_ok();
             for region in quick_regions(t) {
-                zero_range(&mut f, path, region, p, false)?;
+                zero_range(&f, path, region, &mut z, p, false)?;
             }
             let parts = t.partitions.len();
             format!(
-                "{parts} partitions' ends and the disk's zeroed{}",
+                "{parts} partitions' ends and the disk's zeroed{}{}",
+                by_disk(&z),
                 if discarded { ", whole disk discarded" } else { "" }
             )
         }
         EraseMode::Zero => {
-            zero_range(&mut f, path, (0, t.size), p, true)?;
-            format!("{} bytes zeroed", t.size)
+            zero_range(&f, path, (0, t.size), &mut z, p, true)?;
+            format!("{} bytes zeroed{}", t.size, by_disk(&z))
         }
         EraseMode::Secure => secure::erase(&f, t)?,
     };
     f.sync_all().map_err(|e| format!("{}: sync: {e}", path.display()))?;
     secure::reread_partitions(&f);
     Ok(format!("{}: {how}", path.display()))
+}
+
+/// How the zeros got there, for the disk's line.
+fn by_disk(z: &Zeroing) -> String {
+    match (z.zeroed_by_disk, z.by_disk) {
+        (0, _) => " (written)".into(),
+        (n, true) => format!(" (zero-out: {n} bytes)"),
+        (n, false) => format!(" (zero-out: {n} bytes; the rest written)"),
+    }
 }
 
 /// Stops RAID arrays and LVM volume groups BootOS may have started (a layout's, a rescue's), so

@@ -127,6 +127,11 @@ pub(super) fn check(net: &Net, lab: Option<&Libvirt>, bios: Vm, uefi: Vm, cloud:
             "every disk: {erase}"
         );
         assert!(out.contains("erase: 100%"), "{out}");
+        // virtio-blk takes WRITE ZEROES: the agent asks the disk instead of writing the zeros.
+        assert!(
+            out.contains("(zero-out: ") && !out.contains("(written)"),
+            "every disk zeroed through the zero-out: {out}"
+        );
         let agent = net.api("GET", &format!("/machines/{}/agent", vm.mac), None);
         assert_eq!(agent["mode"], "bootos", "the installed credential was superseded: {agent}");
     }

@@ -18,7 +18,8 @@ APPLIANCE="{{ appliance_url }}"
 AGENT_API="{{ agent_url }}"
 AGENT_SHA256="{{ agent_sha256 }}"
 CLOUD_INIT_URL="{{ cloud_init_url }}"
-say() { echo "identity: $*"; }
+# Each line carries the seconds since boot, as the layout step's do: where a slow step's time goes.
+say() { echo "identity: [$(cut -d' ' -f1 /proc/uptime 2>/dev/null)] $*"; }
 
 if [ "$DISK" = / ] && [ -z "${1:-}" ]; then
   say "usage: sh $0 ROOT (the installed system's root directory)"; exit 2
@@ -62,7 +63,7 @@ elif [ -b "$DISK" ]; then
   ROOT=/mnt/target
   mkdir -p "$ROOT"
   mount "$PART" "$ROOT"
-  trap 'sync; umount "$ROOT" 2>/dev/null || true' EXIT
+  trap 'sync; umount "$ROOT" 2>/dev/null || true; say "$ROOT synced and unmounted"' EXIT
 else
   ROOT="$DISK.root"
   mkdir -p "$ROOT"

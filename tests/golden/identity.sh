@@ -18,7 +18,8 @@ APPLIANCE="http://198.18.0.1:8080"
 AGENT_API="https://198.18.0.1:8443"
 AGENT_SHA256="abababababababababababababababababababababababababababababababab"
 CLOUD_INIT_URL="http://198.18.0.1:8080/boot/cloud-init/52:54:00:12:34:56/"
-say() { echo "identity: $*"; }
+# Each line carries the seconds since boot, as the layout step's do: where a slow step's time goes.
+say() { echo "identity: [$(cut -d' ' -f1 /proc/uptime 2>/dev/null)] $*"; }
 
 if [ "$DISK" = / ] && [ -z "${1:-}" ]; then
   say "usage: sh $0 ROOT (the installed system's root directory)"; exit 2
@@ -62,7 +63,7 @@ elif [ -b "$DISK" ]; then
   ROOT=/mnt/target
   mkdir -p "$ROOT"
   mount "$PART" "$ROOT"
-  trap 'sync; umount "$ROOT" 2>/dev/null || true' EXIT
+  trap 'sync; umount "$ROOT" 2>/dev/null || true; say "$ROOT synced and unmounted"' EXIT
 else
   ROOT="$DISK.root"
   mkdir -p "$ROOT"

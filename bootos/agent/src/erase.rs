@@ -393,7 +393,7 @@ pub async fn erase(sink: &mut Sink<'_>, spec: &JobSpec, disks: &[String], mode: 
     match worker.await {
         Ok(Ok(())) => {
             let secs = started.elapsed().as_secs_f64();
-            sink.send(Stream::Stdout, format!("erase: 100% {total} bytes written in {secs:.1} s\n")).await;
+            sink.send(Stream::Stdout, format!("erase: 100% {total} bytes zeroed in {secs:.1} s\n")).await;
             JobResult { exit_code: Some(0), ..done(Outcome::Succeeded, None) }
         }
         Ok(Err(why)) if stop.load(Ordering::Relaxed) => done(Outcome::Cancelled, Some(why)),

@@ -28,7 +28,7 @@ pub(super) fn check_bound(net: &Net, name: &str, mac: &str) {
         180,
     );
     eprintln!("{name}: the encrypted file system:\n{out}");
-    // What the layout step said while it made it.
+    // What the layout step said while it made it, and the identity step after it.
     let jobs = net.api("GET", &format!("/jobs?machine={mac}&limit=1000"), None);
     for j in jobs["jobs"].as_array().unwrap() {
         if j["action"]["body"].as_str().is_some_and(|b| b.contains("rackboot layout step")) {
@@ -36,7 +36,10 @@ pub(super) fn check_bound(net: &Net, name: &str, mac: &str) {
                 .as_str()
                 .unwrap_or_default()
                 .to_string();
-            let said: Vec<&str> = text.lines().filter(|l| l.contains("layout") || l.contains("crypt")).collect();
+            let said: Vec<&str> = text
+                .lines()
+                .filter(|l| l.contains("layout") || l.contains("crypt") || l.starts_with("identity: "))
+                .collect();
             eprintln!("{name}: layout job {} ({}):\n{}", j["id"], j["state"], said.join("\n"));
         }
     }

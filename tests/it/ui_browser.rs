@@ -33,10 +33,18 @@ async fn login(c: &Client, origin: &str, name: &str, password: &str) {
 }
 
 /// The element `loc` once it is there (a click that navigates returns before the new page is).
+/// Any error is "not yet": while the browser is between pages chromedriver answers a find with
+/// "aborted by navigation", which fantoccini's own wait gives up on at once (run 25 failed so).
 async fn wait_for(c: &Client, loc: Locator<'_>) -> fantoccini::elements::Element {
-    match c.wait().at_most(Duration::from_secs(10)).for_element(loc).await {
-        Ok(e) => e,
-        Err(e) => panic!("{loc:?} not there after 10 s ({e}): {}", c.source().await.unwrap_or_default()),
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        match c.find(loc).await {
+            Ok(e) => return e,
+            Err(e) if Instant::now() >= deadline => {
+                panic!("{loc:?} not there after 10 s ({e}): {}", c.source().await.unwrap_or_default())
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+        }
     }
 }
 

@@ -57,8 +57,12 @@ async fn a_random_mac_flood_keeps_the_cmdb_bounded() {
         .parse()
         .unwrap();
     assert!(evicted >= 10_000 - cap as u64, "{evicted} evicted of 10,000 boot-script MACs and the DISCOVERs answered");
+    // Unbounded, the second round's 25,000 machines add about 33 MB (33.7 MB -> 67.4 MB with the
+    // cap lifted, session 38). Bounded, the file holds what `cap` machines need plus redb's
+    // free pages, and may take one more allocation step on the way (test run 26: 600 KiB ->
+    // 896 KiB, where a relative bound of a quarter failed).
     assert!(
-        size_after_second <= size_after_first + size_after_first / 4,
+        size_after_second <= size_after_first + (2 << 20),
         "the file keeps growing past the cap: {size_after_first} -> {size_after_second}"
     );
 }

@@ -4,8 +4,12 @@ set -u
 # install step wrote the image to DISK). The image's root file system is copied, block for
 # block, into the task's declared layout, and then grown to it:
 # - mirrored: MIRROR gets the image's partition table (BIOS boot partition and ESP as they
-#   are, the root's place a Linux RAID member), a RAID 1 (mdadm, metadata 1.2) starts degraded
-#   on it, the root goes in, and then DISK is partitioned the same and joins the mirror;
+#   are) and a copy of the root in the root's place, DISK's root partition becomes a Linux RAID
+#   member, a RAID 1 (mdadm, metadata 1.2) starts degraded on it, the root goes in from
+#   MIRROR's copy, and then MIRROR's root partition becomes a RAID member too and joins. So the
+#   disk the machine boots from holds the whole mirror while the other half syncs: GRUB reads
+#   a RAID 1 from its first member it can see and knows nothing of a half still recovering, and
+#   a UEFI firmware may show it the boot disk alone;
 # - on LVM: volume group rackboot (on the mirror, or on a new partition after the image's,
 #   which the image's old root partition then joins), logical volume root, and one logical
 #   volume per extra file system, each made fresh and mounted by UUID through /etc/fstab.
@@ -18,8 +22,9 @@ set -u
 # unlocks (at boot, by clevis-luks-askpass) only while the appliance answers.
 # The image must have mdadm (mirrored) and lvm2 (LVM) installed, so its initramfs finds the
 # root; cryptsetup and clevis (clevis-luks, clevis-systemd) for an encrypted file system.
-# A retry resumes: once DISK's root partition is a RAID member or an LVM volume the copy is
-# done, and every later part checks what is there first.
+# A retry resumes: once the root partitions are RAID members (both disks) or LVM volumes the
+# copy is done, and every later part checks what is there first; a retry after DISK became the
+# mirror's first half and before the copy into it was done copies again from MIRROR's copy.
 layout() {
   DISK="{{ disk }}"
   MIRROR="{{ mirror }}"
@@ -34,7 +39,7 @@ layout() {
   say() { echo "layout: [$(cut -d' ' -f1 /proc/uptime)] $*"; }
   fail() { echo "layout: $*" >&2; exit 1; }
   part() { case "$1" in *[0-9]) echo "${1}p$2" ;; *) echo "$1$2" ;; esac; }
-  sectors() { cat "/sys/block/$(basename "$1")/size"; }
+  sectors() { cat "/sys/class/block/$(basename "$1")/size"; }
   ptype() { sfdisk --part-type "$1" "$2" 2>/dev/null | tr a-z A-Z; }
   # An ext4 or XFS file system's UUID, from its superblock (BootOS has no blkid); empty: none.
   uuid() {
@@ -52,8 +57,10 @@ layout() {
   [ "$(sfdisk --dump "$DISK" 2>/dev/null | sed -n 's/^label: //p')" = gpt ] \
     || fail "the image on $DISK has no GPT partition table: a layout needs one"
   # The image's partitions, from sysfs; its root is the largest. Once the copy is done, the
-  # root's place is a RAID member (mirrored) or the first of two LVM volumes (a new partition
-  # of an earlier try that did not get that far is dropped).
+  # root's place is a RAID member on both disks (mirrored) or the first of two LVM volumes (a
+  # new partition of an earlier try that did not get that far is dropped). A RAID member on
+  # DISK beside a plain partition in MIRROR's root place: the copy into the mirror was cut
+  # short, and MIRROR's partition holds the image's root (staged there before DISK changed).
   DEV=$(basename "$DISK") PARTS="" BEST=0 BIGN="" RAIDN="" LVMS=""
   for p in /sys/block/"$DEV"/"$DEV"*; do
     [ -e "$p/partition" ] || continue
@@ -65,18 +72,28 @@ layout() {
     esac
   done
   set -- $LVMS
-  DONE="" ROOTN=$BIGN
-  if [ -n "$MIRROR" ] && [ -n "$RAIDN" ]; then DONE=1 ROOTN=$RAIDN; fi
+  DONE="" STAGED="" ROOTN=$BIGN
+  if [ -n "$MIRROR" ] && [ -n "$RAIDN" ]; then
+    ROOTN=$RAIDN
+    case "$(ptype "$MIRROR" "$RAIDN")" in
+      "$RAID_TYPE") DONE=1 ;;
+      "") fail "$(part "$DISK" "$RAIDN") is a RAID member but $MIRROR has no copy of the root: write the image again" ;;
+      *) STAGED=1 ;;
+    esac
+  fi
   if [ -z "$MIRROR" ] && [ $# -ge 2 ]; then DONE=1 ROOTN=$1; fi
   [ -n "$ROOTN" ] || fail "no partition on $DISK"
   SRC=$(part "$DISK" "$ROOTN")
+  # The mirror's halves: the first on DISK (the whole root), the second on MIRROR (it joins).
+  HALF=$SRC JOIN=""
+  [ -n "$MIRROR" ] && JOIN=$(part "$MIRROR" "$ROOTN")
   vgchange() { lvm vgchange -q "$@" "$VG" >/dev/null 2>&1 || true; }
 
   if [ -n "$DONE" ]; then
     say "resuming: $SRC holds the layout already"
     if [ -n "$MIRROR" ]; then
-      mdadm --detail "$MD" >/dev/null 2>&1 || mdadm --assemble --run "$MD" "$(part "$MIRROR" "$ROOTN")" "$SRC" 2>/dev/null \
-        || mdadm --assemble --run "$MD" "$(part "$MIRROR" "$ROOTN")" || fail "cannot assemble the mirror"
+      mdadm --detail "$MD" >/dev/null 2>&1 || mdadm --assemble --run "$MD" "$HALF" "$JOIN" 2>/dev/null \
+        || mdadm --assemble --run "$MD" "$HALF" || fail "cannot assemble the mirror"
     fi
     [ "$LVM" = 1 ] && { lvm vgscan --mknodes >/dev/null 2>&1; vgchange -ay; }
   else
@@ -84,9 +101,14 @@ layout() {
     vgchange -an
     mdadm --stop "$MD" >/dev/null 2>&1 || true
     for n in $PARTS; do [ "$n" -gt "$ROOTN" ] && fail "$SRC is not the image's last partition"; done
-    e2fsck -fy "$SRC" >/dev/null 2>&1 || [ $? -le 1 ] || fail "the image's root file system on $SRC does not check clean"
-    src_bytes=$(( $(cat "/sys/block/$DEV/$(basename "$SRC")/size") * 512 ))
     start=$(cat "/sys/block/$DEV/$(basename "$SRC")/start")
+    # (A retry whose copy was cut short finds the root staged on MIRROR, and DISK's half made.)
+    if [ -n "$STAGED" ]; then
+      SRC=$JOIN RAIDSIZE=$(sectors "$HALF")
+      say "retrying the copy from the root staged on $SRC"
+    fi
+    e2fsck -fy "$SRC" >/dev/null 2>&1 || [ $? -le 1 ] || fail "the image's root file system on $SRC does not check clean"
+    src_bytes=$(( $(sectors "$SRC") * 512 ))
     # The image's own partitions before the root, as they are.
     table() {
       echo "label: gpt"
@@ -96,25 +118,37 @@ layout() {
         echo "$(part "$1" "$n") : start=$(cat "$p/start"), size=$(cat "$p/size"), type=$(ptype "$DISK" "$n")"
       done
     }
-    if [ -n "$MIRROR" ]; then
+    if [ -n "$MIRROR" ] && [ -z "$STAGED" ]; then
       # The mirror's half on each disk: the same size on both (the smaller disk's), GPT's backup
       # header and a little slack left at the end.
       end=$(sectors "$DISK"); [ "$(sectors "$MIRROR")" -lt "$end" ] && end=$(sectors "$MIRROR")
       RAIDSIZE=$(( (end - start - 4096) / 2048 * 2048 ))
-      mdadm --zero-superblock "$(part "$MIRROR" "$ROOTN")" >/dev/null 2>&1 || true
-      { table "$MIRROR"; echo "$(part "$MIRROR" "$ROOTN") : start=$start, size=$RAIDSIZE, type=$RAID_TYPE"; } \
+      [ "$RAIDSIZE" -ge $((src_bytes / 512)) ] || fail "$MIRROR is too small for the root ($((src_bytes >> 20)) MiB)"
+      # MIRROR: the image's other partitions as they are, and the root staged in its place (a
+      # plain partition of the root's size and type: the mark of a copy not yet in the mirror).
+      mdadm --zero-superblock "$JOIN" >/dev/null 2>&1 || true
+      { table "$MIRROR"; echo "$JOIN : start=$start, size=$((src_bytes / 512)), type=$(ptype "$DISK" "$ROOTN")"; } \
         | sfdisk -q --wipe always --wipe-partitions never --no-reread "$MIRROR" >/dev/null || fail "cannot partition $MIRROR"
       reread "$MIRROR"
       for n in $PARTS; do
         [ "$n" = "$ROOTN" ] || dd if="$(part "$DISK" "$n")" of="$(part "$MIRROR" "$n")" bs=1M conv=fsync 2>/dev/null
       done
-      zap "$(part "$MIRROR" "$ROOTN")"
+      say "staging the root file system $SRC ($((src_bytes >> 20)) MiB) on $JOIN"
+      dd if="$SRC" of="$JOIN" bs=4M conv=fsync 2>/dev/null || fail "copying $SRC to $JOIN"
+      # The image's root is whole on MIRROR: DISK's root partition becomes the first half.
+      { table "$DISK"; echo "$HALF : start=$start, size=$RAIDSIZE, type=$RAID_TYPE"; } \
+        | sfdisk -q --wipe always --wipe-partitions never --no-reread "$DISK" >/dev/null || fail "cannot partition $DISK"
+      reread "$DISK"
+      SRC=$JOIN
+    fi
+    if [ -n "$MIRROR" ]; then
+      zap "$HALF"
       # Named by its number for any host: the installed system's initramfs, which has no
       # configuration of it, assembles it as the same device.
       mdadm --create "$MD" --run --level=1 --metadata=1.2 --raid-devices=2 --homehost=any --name="${MD#/dev/md}" \
-        "$(part "$MIRROR" "$ROOTN")" missing >/dev/null 2>&1 || fail "mdadm cannot create the mirror on $MIRROR"
+        "$HALF" missing >/dev/null 2>&1 || fail "mdadm cannot create the mirror on $DISK"
       TARGET=$MD
-      say "RAID 1 $MD started on $(part "$MIRROR" "$ROOTN") ($((RAIDSIZE / 2048)) MiB); $DISK joins it after the copy"
+      say "RAID 1 $MD started on $HALF ($((RAIDSIZE / 2048)) MiB); $JOIN joins it after the copy"
     else
       # A new partition after the image's takes the volume group first.
       next=$(( (start + src_bytes / 512 + 2047) / 2048 * 2048 ))
@@ -135,11 +169,12 @@ layout() {
     fi
     say "copying the root file system $SRC ($((src_bytes >> 20)) MiB) to $ROOTDEV"
     dd if="$SRC" of="$ROOTDEV" bs=4M conv=fsync 2>/dev/null || fail "copying $SRC to $ROOTDEV"
-    # The copy is whole: from here on DISK's root partition marks the layout as done.
+    # The copy is whole: from here on the root partitions (MIRROR's a RAID member too, at its
+    # half's size) mark the layout as done.
     if [ -n "$MIRROR" ]; then
-      { table "$DISK"; echo "$SRC : start=$start, size=$RAIDSIZE, type=$RAID_TYPE"; } \
-        | sfdisk -q --wipe always --wipe-partitions never --no-reread "$DISK" >/dev/null || fail "cannot partition $DISK"
-      reread "$DISK"
+      { table "$MIRROR"; echo "$JOIN : start=$start, size=$RAIDSIZE, type=$RAID_TYPE"; } \
+        | sfdisk -q --wipe always --wipe-partitions never --no-reread "$MIRROR" >/dev/null || fail "cannot partition $MIRROR"
+      reread "$MIRROR"
     else
       sfdisk -q --no-reread --part-type "$DISK" "$ROOTN" "$LVM_TYPE" >/dev/null 2>&1 || fail "cannot retype $SRC"
       reread "$DISK"
@@ -148,12 +183,16 @@ layout() {
 
   # The mirror's second half, the old root as more room for the volume group.
   if [ -n "$MIRROR" ]; then
-    if ! mdadm --detail "$MD" 2>/dev/null | grep -q "$SRC\$"; then
-      mdadm --zero-superblock "$SRC" >/dev/null 2>&1 || true
-      zap "$SRC"
-      mdadm --add "$MD" "$SRC" >/dev/null || fail "cannot add $SRC to $MD"
-      say "$SRC joined $MD: it syncs in the background"
+    if ! mdadm --detail "$MD" 2>/dev/null | grep -q "$JOIN\$"; then
+      mdadm --zero-superblock "$JOIN" >/dev/null 2>&1 || true
+      zap "$JOIN"
+      mdadm --add "$MD" "$JOIN" >/dev/null || fail "cannot add $JOIN to $MD"
+      say "$JOIN joined $MD: it syncs in the installed system"
     fi
+    # Its recovery waits for the installed system (whose md resumes it when it assembles the
+    # mirror): beside the steps below it held their writes back for minutes on a slow machine.
+    # DISK's half has every block meanwhile.
+    echo frozen > "/sys/block/${MD#/dev/}/md/sync_action" 2>/dev/null || true
   elif [ "$LVM" = 1 ] && ! lvm pvs --noheadings -o pv_name 2>/dev/null | grep -q "$SRC\$"; then
     zap "$SRC"
     lvm pvcreate -q -ff -y "$SRC" >/dev/null && lvm vgextend -q "$VG" "$SRC" >/dev/null || fail "cannot add $SRC to $VG"

@@ -52,13 +52,18 @@ stage "setup (tools/setup.sh --libvirt: Debian packages, libvirt and the BMC emu
 [ -n "${BUILD:-}" ] || start_build
 
 # The lab's assets, built once per run into their caches under target/ (BootOS with its static
-# agent, iPXE, Debian's signed shim and GRUB, BootOS and the chain for arm64, the commissioning
-# tools' overlay, the lab OS image by debootstrap): mostly downloads and unpacking, so they
-# build in the background while the test build takes the cores.
+# agent, iPXE, Debian's signed shim and GRUB, the commissioning tools' overlay, the lab OS image
+# by debootstrap; then BootOS and the chain for arm64): mostly downloads, unpacking and the
+# agent's release builds (in target/ beside the test build's, not under its lock). They build in
+# the background at a lower priority than the test build and the tests: the rest lane starts
+# as soon as the test build is done and needs none of them, the vm lane waits for the amd64
+# ones, and the arm64 ones (one test of the qemu lane needs them, and that lane starts last)
+# come after those, at the lowest priority, from the cycles the lanes leave.
 # The tests and the Debian package then only copy them.
 # The image (debootstrap) and the tools' overlay (downloads and unpacking) build beside BootOS
 # (the agent's compiles), as the image does in the main job.
 mkdir -p target/lab-assets/boot/images
+rm -f target/lab-assets.rc target/lab-assets-arm64.rc
 lab_assets() {
   local image tools rc=0
   # The package lists, once, before three scripts that would each fetch them if missing.
@@ -67,19 +72,26 @@ lab_assets() {
   image=$!
   bootos/tools.sh target/lab-assets/boot/bootos-tools.tar.gz >target/bootos-tools.log 2>&1 &
   tools=$!
-  vm-lab/assets.sh --arm64 target/lab-assets/boot || rc=$?
+  vm-lab/assets.sh target/lab-assets/boot || rc=$?
   wait "$image" || rc=$?
   wait "$tools" || rc=$?
   cat target/os-image.log target/bootos-tools.log
   return "$rc"
 }
-lab_assets >target/lab-assets.log 2>&1 &
-ASSETS=$!
-assets_ready() {
-  local rc=0
-  wait "$ASSETS" || rc=$?
-  sed 's/^/assets | /' target/lab-assets.log
-  return "$rc"
+# (amd64's BootOS is in its cache by then: assets.sh --arm64 adds arm64's.)
+(
+  renice -n 10 -p "$BASHPID" >/dev/null
+  lab_assets >target/lab-assets.log 2>&1 && echo 0 >target/lab-assets.rc || echo 1 >target/lab-assets.rc
+  renice -n 19 -p "$BASHPID" >/dev/null
+  vm-lab/assets.sh --arm64 target/lab-assets/boot >target/lab-assets-arm64.log 2>&1 &&
+    echo 0 >target/lab-assets-arm64.rc || echo 1 >target/lab-assets-arm64.rc
+) &
+# ready NAME: waits for a background job's status file target/NAME.rc (a lane is a subshell,
+# which cannot `wait` for this shell's child), prints the job's log, returns its status.
+ready() {
+  while [ ! -s "target/$1.rc" ]; do sleep 2; done
+  sed "s/^/$1 | /" "target/$1.log"
+  return "$(cat "target/$1.rc")"
 }
 
 # mdBook for the book stage and cargo-deb for the package's, compiled at the lowest priority from
@@ -88,15 +100,8 @@ assets_ready() {
 rm -f target/tools-install.rc
 (nice -n 19 tools/book.sh --install-mdbook && nice -n 19 tools/setup.sh --cargo-deb) >target/tools-install.log 2>&1 &&
   echo 0 >target/tools-install.rc || echo 1 >target/tools-install.rc &
-# Read from a lane (a subshell, which cannot `wait` for this shell's child): its exit status.
-tools_ready() {
-  while [ ! -s target/tools-install.rc ]; do sleep 2; done
-  tail -n 3 target/tools-install.log
-  return "$(cat target/tools-install.rc)"
-}
 
 stage "build the tests (compiling since the start; one build for every stage below)" build_ready
-stage "lab assets (built in the background since the set-up: vm-lab/assets.sh, bootos/tools.sh, vm-lab/os-image.sh)" assets_ready
 # The same CMDB unit tests and the in-process appliance tests once more with the CMDB on
 # PostgreSQL: a throwaway cluster on a Unix socket, a schema per test. Left out: tests of the
 # embedded file itself (its bytes, size, quarantine, backup and restore of the file), the UI in
@@ -123,6 +128,7 @@ on_postgres() {
 # The Debian package from the debug build the tests just made (no release build: see tools/deb.sh),
 # carrying the BootOS built with the lab assets (from bootos/build.sh's cache: seconds).
 deb() {
+  ready lab-assets >/dev/null
   bootos/build.sh --kernel cloud target/deb-bootos-cloud
   tools/deb.sh --dev --bootos target/deb-bootos-cloud
 }
@@ -142,6 +148,8 @@ deb() {
 # VMs of libvirt domains are libvirtd's children, not the lane's).
 VM_LANE_TESTS=(e2e::vm::provision:: e2e::vm::secureboot:: e2e::vm::vbmc:: e2e::vm::vmedia::)
 vm_lane() {
+  stage "lab assets (built in the background since the set-up: vm-lab/assets.sh, bootos/tools.sh, vm-lab/os-image.sh)" \
+    ready lab-assets
   stage "tests with libvirt VMs, and Secure Boot (tests/it ${VM_LANE_TESTS[*]}: one at a time; minutes)" \
     cargo test --locked --test it -- --include-ignored --test-threads=1 --nocapture "${VM_LANE_TESTS[@]}"
 }
@@ -149,6 +157,8 @@ REST_TESTS_DONE=target/rest-lane-tests.done
 rm -f "$REST_TESTS_DONE"
 qemu_lane() {
   while [ ! -e "$REST_TESTS_DONE" ] && kill -0 "$REST_LANE" 2>/dev/null; do sleep 5; done
+  stage "arm64 lab assets (built after the amd64 ones, at the lowest priority: vm-lab/assets.sh --arm64)" \
+    ready lab-assets-arm64
   local skip=()
   for t in "${VM_LANE_TESTS[@]}"; do skip+=(--skip "$t"); done
   stage "tests with qemu VMs (tests/it e2e::vm but the vm lane's: one at a time; minutes)" \
@@ -168,7 +178,7 @@ rest_lane() {
   stage "cargo clippy" cargo clippy --workspace --all-targets --locked -- -D warnings
   # The book: its reference pages must be what the binary prints, every link must resolve, and
   # it must build (mdBook, installed once).
-  stage "mdBook and cargo-deb (installed in the background since the start)" tools_ready
+  stage "mdBook and cargo-deb (installed in the background since the start)" eval 'ready tools-install | tail -n 3'
   stage "the book (tools/book.sh --check: reference pages, links, mdbook build)" \
     tools/book.sh --check target/debug/rackboot
   stage "Debian package with BootOS: build and check (tools/deb.sh --dev --bootos)" deb

@@ -59,7 +59,8 @@ async fn closed_within(s: &mut TcpStream, within: Duration) -> bool {
     }
 }
 
-/// A legitimate plain-HTTP request from 127.0.0.1, answered within a second.
+/// A legitimate plain-HTTP request from 127.0.0.1, answered within 3 s (a client stuck behind
+/// the flood would wait for the 60 s timeouts; 3 s leaves a debug build under CI's load room).
 async fn legit(app: &Running) -> bool {
     let get = async {
         let mut s = TcpStream::connect(app.http_addr).await.ok()?;
@@ -68,7 +69,7 @@ async fn legit(app: &Running) -> bool {
         s.read_to_string(&mut out).await.ok()?;
         Some(out.starts_with("HTTP/1.0 "))
     };
-    tokio::time::timeout(Duration::from_secs(1), get).await.ok().flatten().unwrap_or(false)
+    tokio::time::timeout(Duration::from_secs(3), get).await.ok().flatten().unwrap_or(false)
 }
 
 fn refused(metrics: &str, listener: &str, reason: &str) -> f64 {
@@ -93,7 +94,7 @@ async fn two_thousand_idle_connections_from_one_client_are_capped_and_others_are
         let t = Instant::now();
         let (status, _) = https_get(app.https_addr, &app.ca_pem, "/healthz").await;
         assert!(status == 200 || status == 503, "{status}");
-        assert!(t.elapsed() < Duration::from_secs(1), "HTTPS took {:?}", t.elapsed());
+        assert!(t.elapsed() < Duration::from_secs(3), "HTTPS took {:?}", t.elapsed());
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     // Over the per-client cap, connections were closed at once, and counted.

@@ -99,6 +99,21 @@ rm -f "$MNT/usr/sbin/policy-rc.d"
 # type listed (an empty list was "Invalid cloud-config provided" on every new instance), and
 # ssh-keygen (openssh-client) to make it.
 printf 'locale: C.UTF-8\nssh_genkeytypes: [ed25519]\n' > "$MNT/etc/cloud/cloud.cfg.d/05-lab.cfg"
+# cloud-init runs four Python processes at every boot; under TCG each costs 10-20 s, mostly
+# imports, so the module lists drop what has no use in the lab: cloud vendors' and
+# configuration managers' agents, the console's key print-out, grub-dpkg, the locale (C.UTF-8
+# only, above). User-data's common keys (files, users, passwords, SSH, apt, packages, runcmd,
+# scripts, phone-home, power state) still work. Measured on this image under TCG (a NoCloud
+# seed, an idle host), with e2scrub off as below: userspace 77 s -> 61 s, graphical.target
+# reached 66 s -> 41 s after it.
+cat > "$MNT/etc/cloud/cloud.cfg.d/06-lab-modules.cfg" <<'MODULES'
+cloud_config_modules: [ssh-import-id, set-passwords, apt-configure, ntp, timezone, runcmd]
+cloud_final_modules: [package-update-upgrade-install, write-files-deferred, scripts-vendor, scripts-per-once,
+  scripts-per-boot, scripts-per-instance, scripts-user, ssh-authkey-fingerprints, install-hotplug,
+  phone-home, final-message, power-state-change]
+MODULES
+# e2scrub checks ext4 on LVM snapshots: 19 s of the one emulated CPU at every boot, for nothing here.
+chroot "$MNT" systemctl disable -q e2scrub_reap.service e2scrub_all.timer
 chroot "$MNT" grub-install --target=i386-pc "$LOOP" 2>&1 | tail -1
 # grub-mkconfig writes root=UUID=... only when /dev/disk/by-uuid has the link udev would make.
 uuid=$(blkid -s UUID -o value "${LOOP}p3")

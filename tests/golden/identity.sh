@@ -64,6 +64,7 @@ elif [ -b "$DISK" ]; then
   mkdir -p "$ROOT"
   mount "$PART" "$ROOT"
   trap 'sync; umount "$ROOT" 2>/dev/null || true; say "$ROOT synced and unmounted"' EXIT
+  say "$PART mounted on $ROOT"
 else
   ROOT="$DISK.root"
   mkdir -p "$ROOT"
@@ -115,6 +116,8 @@ HOSTS
 echo "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFake ops@example" >> "$ROOT/root/.ssh/authorized_keys"
 chmod 700 "$ROOT/root/.ssh"; chmod 600 "$ROOT/root/.ssh/authorized_keys"
 
+say "hostname, network, cloud-init's seed and SSH keys written"
+
 # The agent: its binary (BootOS's own, or downloaded from the appliance by an installer and
 # checked against its SHA-256), its session (the machine's credential), the appliance's CA
 # (the agent talks HTTPS and trusts only that CA) and the service.
@@ -149,6 +152,7 @@ if [ -n "${1:-}" ]; then
   mv "$NEW" "$ROOT/usr/local/sbin/rackboot-agent"
 elif [ -x /bin/rackboot-agent ] && [ -b "$DISK" ]; then
   cp /bin/rackboot-agent "$ROOT/usr/local/sbin/rackboot-agent"
+  say "the agent copied to $ROOT/usr/local/sbin"
 fi
 cat > "$ROOT/etc/systemd/system/rackboot-agent.service" <<'UNIT'
 # rackboot-agent on an installed node: keeps calling the appliance in, so operators can still run

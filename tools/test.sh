@@ -92,10 +92,15 @@ lab_assets() {
 }
 # (amd64's BootOS is in its cache by then: assets.sh --arm64 adds arm64's.)
 export -f lab_assets
+# job NAME COMMAND...: runs COMMAND with its output in target/NAME.log and its exit status in
+# target/NAME.rc, for `ready NAME`.
+job() {
+  local name=$1; shift
+  "$@" >"target/$name.log" 2>&1 && echo 0 >"target/$name.rc" || echo 1 >"target/$name.rc"
+}
 (
-  nice -n 10 bash -c lab_assets >target/lab-assets.log 2>&1 && echo 0 >target/lab-assets.rc || echo 1 >target/lab-assets.rc
-  low 19 vm-lab/assets.sh --arm64 target/lab-assets/boot >target/lab-assets-arm64.log 2>&1 &&
-    echo 0 >target/lab-assets-arm64.rc || echo 1 >target/lab-assets-arm64.rc
+  job lab-assets nice -n 10 bash -c lab_assets
+  job lab-assets-arm64 low 19 vm-lab/assets.sh --arm64 target/lab-assets/boot
 ) &
 # ready NAME: waits for a background job's status file target/NAME.rc (a lane is a subshell,
 # which cannot `wait` for this shell's child), prints the job's log, returns its status.
@@ -109,8 +114,7 @@ ready() {
 # the start: they take the cycles the builds and tests leave (a fresh machine compiles them for
 # minutes), not a lane's time.
 rm -f target/tools-install.rc
-(low 19 tools/book.sh --install-mdbook && low 19 tools/setup.sh --cargo-deb) >target/tools-install.log 2>&1 &&
-  echo 0 >target/tools-install.rc || echo 1 >target/tools-install.rc &
+job tools-install low 19 bash -c 'tools/book.sh --install-mdbook && tools/setup.sh --cargo-deb' &
 
 stage "build the tests (compiling since the start; one build for every stage below)" build_ready
 # The same CMDB unit tests and the in-process appliance tests once more with the CMDB on

@@ -69,12 +69,18 @@ echo lab > "$MNT/etc/hostname"
 mkdir -p "$MNT/etc/systemd/network" "$MNT/etc/systemd/system/multi-user.target.wants"
 printf '[Match]\nName=e*\n\n[Network]\nDHCP=yes\n' > "$MNT/etc/systemd/network/80-dhcp.network"
 ln -sf /lib/systemd/system/systemd-networkd.service "$MNT/etc/systemd/system/multi-user.target.wants/systemd-networkd.service"
+# norandmaps: the lab's VMs are emulated (TCG, QEMU 7.2), whose translations of guest code are
+# keyed by the code's virtual address, so with address-space randomization every new process
+# translates its libraries afresh (the 1 GiB translation cache filled and was flushed every
+# 35-60 s during an install). Without it, the same image booted with a NoCloud seed in 63 s
+# against 86 s (userspace 34 s against 51 s). A lab image only: keep randomization on real
+# machines' images.
 cat > "$MNT/etc/default/grub" <<GRUB
 GRUB_DEFAULT=0
 GRUB_TIMEOUT=1
 GRUB_DISTRIBUTOR=Debian
 GRUB_CMDLINE_LINUX_DEFAULT=""
-GRUB_CMDLINE_LINUX="console=tty0 console=ttyS0,115200"
+GRUB_CMDLINE_LINUX="console=tty0 console=ttyS0,115200 norandmaps"
 GRUB_TERMINAL="console serial"
 GRUB_SERIAL_COMMAND="serial --unit=0 --speed=115200"
 GRUB_DISABLE_OS_PROBER=true

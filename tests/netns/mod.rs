@@ -384,6 +384,22 @@ impl Drop for Net {
     }
 }
 
+/// BootOS as the lab boots it: the built-in discovery profile with `norandmaps` added. The
+/// lab's VMs are emulated (TCG, QEMU 7.2), which keys its translations of guest code by virtual
+/// address: with address-space randomization every process BootOS starts (GRUB's tools in the
+/// layout step's chroot, mkfs, mdadm) translates its libraries afresh, and the pages that held
+/// those translations are slow to write again (BENCHMARKS.md, session 41). Real machines keep
+/// randomization: the product's built-in profile is not this one. Ends a config (an array
+/// table: a `[boot]` table may still follow).
+pub const LAB_DISCOVERY: &str = r#"
+[[boot.profiles]]
+name = "discovery"
+kernel = "bootos/vmlinuz"
+initrd = "bootos/initrd.img"
+cmdline = "console=tty0 console=ttyS0 rackboot.url={{ agent_url }} rackboot.ca={{ ca_pin }} rackboot.mac={{ mac }} norandmaps"
+arm64 = { kernel = "bootos/arm64/vmlinuz", initrd = "bootos/arm64/initrd.img", cmdline = "console=tty0 console=ttyAMA0 rackboot.url={{ agent_url }} rackboot.ca={{ ca_pin }} rackboot.mac={{ mac }} norandmaps" }
+"#;
+
 /// The full-mode lab configuration used by the e2e tests.
 pub fn full_config(data_dir: &Path) -> String {
     format!(
@@ -403,7 +419,7 @@ lease_secs = 600
 # DNS runs (the default): clients get 198.18.0.1 as their name server and the domain below.
 [dns]
 domain = "lab.rackboot.test"
-"#,
+{LAB_DISCOVERY}"#,
         data_dir.display()
     )
 }
@@ -430,7 +446,7 @@ domain = "lab.rackboot.test"
 slaac = true
 [dns]
 domain = "lab.rackboot.test"
-"#,
+{LAB_DISCOVERY}"#,
         data_dir.display()
     )
 }

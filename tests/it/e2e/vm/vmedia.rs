@@ -33,9 +33,10 @@ fn a_machine_without_dhcp_boots_bootos_from_virtual_media_and_is_installed() {
     let config = format!(
         "[server]\ndata_dir = \"{}\"\ninterface = \"br0\"\n[http]\nlisten = \"198.18.0.1:8080\"\n[dhcp]\nmode = \"off\"\n\
          [tftp]\nroot = \"{}\"\n[dns]\ndomain = \"lab.rackboot.test\"\n[bmc]\nsoft_off_timeout_secs = 20\n\
-         [provision]\n[[provision.networks]]\nname = \"lab\"\ncidr = \"198.18.0.0/24\"\n",
+         [provision]\n[[provision.networks]]\nname = \"lab\"\ncidr = \"198.18.0.0/24\"\n{}",
         data.display(),
-        boot.display()
+        boot.display(),
+        crate::netns::LAB_DISCOVERY
     );
     net.start_rackboot(&config);
     let lab = Libvirt::up(&net);

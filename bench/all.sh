@@ -14,7 +14,7 @@
 #
 #   dhcp    bench/dhcp.sh 2000 8000, PERIOD=10       vs Kea 2.2 memfile (~1 min)
 #   dhcp6   bench/dhcp.sh -6 2000 8000, PERIOD=10    vs Kea 2.2 DHCPv6 memfile (~1 min)
-#   dns     bench/dns.sh 10                          vs dnsmasq (~1.5 min)
+#   dns     bench/dns.sh 10                          vs dnsmasq (~2 min)
 #   boot    bench/boot.sh                            TFTP vs the better of dnsmasq and atftpd (~1 min)
 #   http    bench/http.sh 1                          vs nginx (~0.5 min)
 #   storm   bench/storm.sh 200                       vs dnsmasq + atftpd + nginx (~2 min)
@@ -77,8 +77,16 @@ parse_dns() {
       if (!(q in seen)) { seen[q] = 1; order[++n] = q }
       qps[q, srv] = v
     }
+    # Then "  MODE SERVER changes answered p50 p99 max" (change to answer, ms).
+    /^  (quiet|churn) / && ($2 == "rackboot" || $2 == "dnsmasq") {
+      if (!($1 in lseen)) { lseen[$1] = 1; lorder[++m] = $1 }
+      p99[$1, $2] = $6; got[$1, $2] = $4 "/" $3
+    }
     END { for (i = 1; i <= n; i++) { q = order[i]
-      printf "dns\tqueries/s, %s\t%s\tdnsmasq\t%s\th\n", q, qps[q, "rackboot"], qps[q, "dnsmasq"] } }' "$1"
+      printf "dns\tqueries/s, %s\t%s\tdnsmasq\t%s\th\n", q, qps[q, "rackboot"], qps[q, "dnsmasq"] }
+      for (i = 1; i <= m; i++) { k = lorder[i]
+      printf "dns\tchange to answer p99 ms, %s (answered)\t%s (%s)\tdnsmasq --hostsdir\t%s (%s)\tl\n", k,
+        p99[k, "rackboot"], got[k, "rackboot"], p99[k, "dnsmasq"], got[k, "dnsmasq"] } }' "$1"
 }
 
 # boot.sh: "  WINDOWSIZE rackboot dnsmasq atftpd" (MB/s or "fail"), then "  SERVER failures seconds".

@@ -2,7 +2,10 @@
 # DNS side by side: rackboot and dnsmasq serve the same 1,000-host zone (A and PTR) from one
 # namespace; dnsperf in a second namespace sends A queries for every host (and, in a second run,
 # a mix of A and PTR) with 8 clients for 10 s. Prints queries/s, average latency and lost
-# queries, and rackboot's CPU and RSS. A benchmark: prints, never fails.
+# queries, and rackboot's CPU and RSS. Then how long a new name takes to answer after the change
+# that made it (bench/dnslat.py): for rackboot a machine created through the API, for dnsmasq
+# a file moved into its --hostsdir (read on inotify), one change at a time after a pause
+# ("quiet") and 100 changes a second ("churn"). A benchmark: prints, never fails.
 #
 #   bench/dns.sh [SECONDS]   (as root)
 set -euo pipefail
@@ -89,5 +92,32 @@ for q in q-a q-mix; do
     fi
     echo
     stop
+  done
+done
+
+# Change to answer, on the same 1,000-host zone. Each run adds names of its own (n0000 up).
+echo
+echo "Change to answer: a new name's first answer after its change (bench/dnslat.py; ms)"
+printf "  %-8s %-10s %8s %8s %8s %8s %8s\n" mode server changes answered p50 p99 max
+lat_rackboot() {
+  ip netns exec $CLI python3 bench/dnslat.py rackboot "$1" "$2" "$3" 198.18.0.1 \
+    https://198.18.0.1/api/v1 "$WORK/data/admin.token" "$WORK/data/tls/ca.pem"
+}
+lat_dnsmasq() { ip netns exec $CLI python3 bench/dnslat.py dnsmasq "$1" "$2" "$3" 198.18.0.1 "$WORK/hostsdir"; }
+mkdir -p "$WORK/hostsdir"
+start=0
+for mode in quiet churn; do
+  n=$([ $mode = quiet ] && echo 10 || echo 300)
+  for srv in rackboot dnsmasq; do
+    if [ $srv = rackboot ]; then start_rackboot; else
+      ip netns exec $SRV dnsmasq --keep-in-foreground --conf-file=/dev/null --no-resolv --no-hosts \
+        --addn-hosts="$WORK/hosts" --hostsdir="$WORK/hostsdir" --local=/lab.rackboot.test/ \
+        --local=/18.198.in-addr.arpa/ --listen-address=198.18.0.1 --bind-interfaces --cache-size=10000 \
+        --pid-file="$WORK/dnsmasq.pid" > "$WORK/dnsmasq.log" 2>&1 & PID=$!; sleep 1
+    fi
+    read -r _ count done p50 p99 max <<< "$("lat_$srv" $mode "$n" "$start" || echo "- $n failed - - -")"
+    printf "  %-8s %-10s %8s %8s %8s %8s %8s\n" $mode $srv "$count" "$done" "$p50" "$p99" "$max"
+    stop
+    start=$((start + n))
   done
 done

@@ -31,7 +31,8 @@ use zone::{ZoneSettings, Zones};
 
 /// Idle TCP connections are closed after this long.
 const TCP_IDLE: Duration = Duration::from_secs(10);
-/// A change is folded with those arriving within this window before the zones are rebuilt.
+/// The least time between two rebuilds, and how long a change seen under churn waits for
+/// others to fold into its rebuild.
 const SETTLE: Duration = Duration::from_millis(50);
 /// A rebuild reads every name and lease, so under heavy churn (a DHCP storm commits many
 /// times a second) rebuilds are spaced by this many times the last one's CPU time, keeping
@@ -39,7 +40,7 @@ const SETTLE: Duration = Duration::from_millis(50);
 /// 2,000 DHCP exchanges a second, BENCHMARKS.md)...
 const SETTLE_FACTOR: u32 = 99;
 /// ...but never further apart than this: a new name still answers within a couple of seconds
-/// in a storm, and within [`SETTLE`] when it follows a quiet stretch.
+/// in a storm, and as soon as the zones are rebuilt when it follows a quiet stretch.
 const SETTLE_MAX: Duration = Duration::from_secs(2);
 
 /// How far apart rebuilds are kept, given the CPU time the last one took.
@@ -47,11 +48,17 @@ fn spacing_after(last_rebuild_cpu: Duration) -> Duration {
     (last_rebuild_cpu * SETTLE_FACTOR).clamp(SETTLE, SETTLE_MAX)
 }
 
-/// When to rebuild for a change seen at `now`: [`SETTLE`] later, and no sooner than `spacing`
-/// after the last rebuild ended. A change after a quiet stretch waits only the settle; under
-/// churn rebuilds come one per spacing.
+/// When to rebuild for a change seen at `now`. After a quiet stretch (the last rebuild ended
+/// `spacing` ago or more) at once: a name added by hand answers within the rebuild's own time.
+/// Under churn no sooner than `spacing` after the last rebuild ended, nor than [`SETTLE`] from
+/// now, so the changes of a burst fold into one rebuild: a burst costs at most one rebuild more
+/// than before (its first change's), and rebuilds stay one per spacing.
 fn rebuild_at(now: Instant, last_end: Instant, spacing: Duration) -> Instant {
-    (now + SETTLE).max(last_end + spacing)
+    if now >= last_end + spacing {
+        now
+    } else {
+        (now + SETTLE).max(last_end + spacing)
+    }
 }
 
 /// CPU time of the calling thread. A rebuild runs on one worker thread without yielding, so this
@@ -337,15 +344,20 @@ mod tests {
     }
 
     #[test]
-    fn a_change_after_a_quiet_stretch_waits_only_the_settle() {
+    fn a_change_after_a_quiet_stretch_rebuilds_at_once_and_churn_keeps_the_spacing() {
         let last_end = Instant::now();
         let spacing = Duration::from_millis(990);
         // Under churn: the next rebuild keeps its distance from the last.
         let now = last_end + Duration::from_millis(10);
         assert_eq!(rebuild_at(now, last_end, spacing), last_end + spacing);
-        // After a quiet stretch longer than the spacing: only the settle.
-        let now = last_end + Duration::from_secs(5);
+        // Late in the spacing: still the settle from now, for a burst's changes to fold in.
+        let now = last_end + Duration::from_millis(980);
         assert_eq!(rebuild_at(now, last_end, spacing), now + SETTLE);
+        // After a quiet stretch as long as the spacing or longer: at once.
+        for quiet in [spacing, Duration::from_secs(5)] {
+            let now = last_end + quiet;
+            assert_eq!(rebuild_at(now, last_end, spacing), now);
+        }
     }
 
     #[test]

@@ -53,6 +53,7 @@ class Poller:
         self.done = {}  # index -> latency in seconds
         self.lock = threading.Lock()
         self.stop = False
+        self.deadline = float("inf")
 
     def add(self, index, name, at):
         with self.lock:

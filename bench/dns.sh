@@ -59,11 +59,12 @@ start_rackboot() {
   fi
   sleep 0.5
 }
+# start_dnsmasq [ARG...]: dnsmasq on the zone, with ARGs added.
 start_dnsmasq() {
   ip netns exec $SRV dnsmasq --keep-in-foreground --conf-file=/dev/null --no-resolv --no-hosts \
     --addn-hosts="$WORK/hosts" --local=/lab.rackboot.test/ --local=/18.198.in-addr.arpa/ \
     --listen-address=198.18.0.1 --bind-interfaces --cache-size=10000 --pid-file="$WORK/dnsmasq.pid" \
-    > "$WORK/dnsmasq.log" 2>&1 & PID=$!; sleep 1
+    "$@" > "$WORK/dnsmasq.log" 2>&1 & PID=$!; sleep 1
 }
 cpu_ticks() { awk '{print $14+$15}' /proc/"$1"/stat; }
 
@@ -109,12 +110,7 @@ start=0
 for mode in quiet churn; do
   n=$([ $mode = quiet ] && echo 10 || echo 300)
   for srv in rackboot dnsmasq; do
-    if [ $srv = rackboot ]; then start_rackboot; else
-      ip netns exec $SRV dnsmasq --keep-in-foreground --conf-file=/dev/null --no-resolv --no-hosts \
-        --addn-hosts="$WORK/hosts" --hostsdir="$WORK/hostsdir" --local=/lab.rackboot.test/ \
-        --local=/18.198.in-addr.arpa/ --listen-address=198.18.0.1 --bind-interfaces --cache-size=10000 \
-        --pid-file="$WORK/dnsmasq.pid" > "$WORK/dnsmasq.log" 2>&1 & PID=$!; sleep 1
-    fi
+    if [ $srv = rackboot ]; then start_rackboot; else start_dnsmasq --hostsdir="$WORK/hostsdir"; fi
     read -r _ count done p50 p99 max <<< "$("lat_$srv" $mode "$n" "$start" || echo "- $n failed - - -")"
     printf "  %-8s %-10s %8s %8s %8s %8s %8s\n" $mode $srv "$count" "$done" "$p50" "$p99" "$max"
     stop

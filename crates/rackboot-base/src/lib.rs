@@ -3,6 +3,7 @@
 //! - [`clock`]: seconds and milliseconds since the Unix epoch.
 //! - [`metrics`]: the Prometheus metrics every service counts into, and their rendering.
 //! - [`net`]: socket binding and interface discovery.
+//! - [`mmsg`]: datagrams received and sent in batches (`recvmmsg`, `sendmmsg`).
 //! - [`secrets`]: sealed secrets (AEAD under the appliance's data key), their one home.
 //! - [`secret`]: comparing secrets in constant time, and hex.
 //! - [`periodic`]: the loop a periodic service runs.
@@ -10,6 +11,7 @@
 
 pub mod clock;
 pub mod metrics;
+pub mod mmsg;
 pub mod net;
 pub mod periodic;
 pub mod secret;

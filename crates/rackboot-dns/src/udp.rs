@@ -1,10 +1,12 @@
 //! The UDP side of the DNS server. hickory-server's own UDP loop spawns a task per query and
 //! sends every answer through a channel to a sender task; at ~85k queries/s on two cores that
-//! overhead was a quarter of the CPU. Here each socket runs one loop that parses the datagram
-//! with hickory's `Request`, drives the same [`Handler`] and writes the answer straight back on
-//! the socket. Answers from our zones finish on their first poll; a forwarded query waits in a
-//! `FuturesUnordered` beside the receive, so it never holds up the others. The same query again
-//! gets the kept answer ([`crate::answers`]).
+//! overhead was a quarter of the CPU. Here each socket runs one loop that takes the waiting
+//! datagrams in batches (`recvmmsg`, [`rackboot_base::mmsg`]), answers a query it answered
+//! before from the kept answer ([`crate::answers`]) and sends those answers in one `sendmmsg`
+//! per batch. Any other query is parsed with hickory's `Request` and driven through the same
+//! [`Handler`], which writes its answer straight back on the socket. Answers from our zones
+//! finish on their first poll; a forwarded query waits in a `FuturesUnordered` beside the
+//! receive, so it never holds up the others.
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -21,6 +23,8 @@ use tokio::net::UdpSocket;
 use tokio_util::sync::CancellationToken;
 use tracing::debug;
 
+use rackboot_base::mmsg::{Inbox, Outbox};
+
 use super::answers::Answers;
 use super::handler::Handler;
 
@@ -31,51 +35,84 @@ type Slot = Arc<Mutex<Option<(Vec<u8>, ResponseCode)>>>;
 /// retries), so a dead upstream cannot pile up unbounded work.
 const MAX_PENDING: usize = 4096;
 
+/// Datagrams taken per receive call (and answers sent per send call).
+const BATCH: usize = 32;
+/// The longest query read whole. A UDP query is at most 512 bytes without EDNS and rarely near
+/// this with it; a longer one is answered FORMERR.
+const MAX_QUERY: usize = 4096;
+/// Batches handled in a row before the loop lets the forwarded answers and the stop signal in.
+const BATCHES_IN_A_ROW: usize = 8;
+
 /// Serves queries arriving on `sock` until `stop` is cancelled.
 pub async fn serve(sock: UdpSocket, handler: Arc<Handler>, stop: CancellationToken) -> anyhow::Result<()> {
     let sock = Arc::new(sock);
     let mut pending = FuturesUnordered::new();
-    let mut buf = vec![0u8; 65_535];
-    let (mut answers, mut out) = (Answers::default(), Vec::with_capacity(512));
+    let (mut inbox, mut outbox) = (Inbox::new(BATCH, MAX_QUERY), Outbox::<ResponseCode>::new(BATCH));
+    let mut answers = Answers::default();
     loop {
         tokio::select! {
-            r = sock.recv_from(&mut buf) => {
-                let (n, src) = match r {
-                    Ok(v) => v,
-                    // ICMP errors from earlier sends surface here on Linux; they are not ours to fix.
-                    Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => continue,
-                    // Transient (ENOBUFS, ENOMEM, ...): one bad receive must not stop DNS, or
-                    // the whole appliance with it.
-                    Err(error) => {
-                        tracing::warn!(%error, "dns receive failed");
-                        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-                        continue;
-                    }
-                };
-                if src.port() == 0 || pending.len() >= MAX_PENDING {
+            r = sock.readable() => {
+                if let Err(error) = r {
+                    tracing::warn!(%error, "dns socket failed");
+                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
                     continue;
                 }
-                // Read before the answer is built: one built from newer zones is kept under the
-                // older serial, and dropped at the next query.
-                let serial = handler.zone_serial();
-                if let Some(rcode) = answers.answer(&buf[..n], serial, &mut out) {
-                    if sock.send_to(&out, src).await.is_ok() {
-                        handler.count(rcode);
+                for _ in 0..BATCHES_IN_A_ROW {
+                    let n = match inbox.recv(&sock) {
+                        Ok(n) => n,
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                        // ICMP errors from earlier sends surface here on Linux; they are not ours to fix.
+                        Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => continue,
+                        // Transient (ENOBUFS, ENOMEM, ...): one bad receive must not stop DNS, or
+                        // the whole appliance with it.
+                        Err(error) => {
+                            tracing::warn!(%error, "dns receive failed");
+                            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                            break;
+                        }
+                    };
+                    // Read before the answers are built: one built from newer zones is kept under
+                    // the older serial, and dropped at the next query.
+                    let serial = handler.zone_serial();
+                    for i in 0..n {
+                        let (raw, src) = inbox.get(i);
+                        let Some(src) = src.filter(|s| s.port() != 0) else { continue };
+                        if inbox.truncated(i) {
+                            if let Some(bytes) = form_error_bytes(raw) {
+                                if sock.send_to(&bytes, src).await.is_ok() {
+                                    handler.count(ResponseCode::FormErr);
+                                }
+                            }
+                            continue;
+                        }
+                        if let Some(rcode) = answers.answer(raw, serial, outbox.next_buf()) {
+                            outbox.push(src, rcode);
+                            if outbox.is_full() {
+                                outbox.flush(&sock, |rcode| handler.count(rcode)).await;
+                            }
+                            continue;
+                        }
+                        if pending.len() >= MAX_PENDING {
+                            continue;
+                        }
+                        // A query whose handling panics is dropped and counted; the loop goes on.
+                        let slot = Slot::default();
+                        let (raw, sock, handler, kept) = (raw.to_vec(), sock.clone(), handler.clone(), slot.clone());
+                        let mut fut = Box::pin(async move {
+                            let metrics = handler.metrics().clone();
+                            metrics.guard_async("dns", answer(raw, src, sock, handler, kept)).await;
+                        });
+                        // Most answers are ready at once: poll here and keep only the ones still waiting.
+                        if futures_util::poll!(fut.as_mut()).is_pending() {
+                            pending.push(fut);
+                        } else if let Some((bytes, rcode)) = slot.lock().ok().and_then(|mut s| s.take()) {
+                            answers.keep(inbox.get(i).0, &bytes, rcode, serial);
+                        }
                     }
-                    continue;
-                }
-                // A query whose handling panics is dropped and counted; the loop goes on.
-                let slot = Slot::default();
-                let (raw, sock, handler, kept) = (buf[..n].to_vec(), sock.clone(), handler.clone(), slot.clone());
-                let mut fut = Box::pin(async move {
-                    let metrics = handler.metrics().clone();
-                    metrics.guard_async("dns", answer(raw, src, sock, handler, kept)).await;
-                });
-                // Most answers are ready at once: poll here and keep only the ones still waiting.
-                if futures_util::poll!(fut.as_mut()).is_pending() {
-                    pending.push(fut);
-                } else if let Some((bytes, rcode)) = slot.lock().ok().and_then(|mut s| s.take()) {
-                    answers.keep(&buf[..n], &bytes, rcode, serial);
+                    outbox.flush(&sock, |rcode| handler.count(rcode)).await;
+                    if n < BATCH {
+                        break;
+                    }
                 }
             }
             Some(()) = pending.next(), if !pending.is_empty() => {}

@@ -68,14 +68,15 @@ parse_dhcp6() {
   parse_dhcp "$1" | sed -e 's/^dhcp\t/dhcp6\t/' -e 's/\tKea 2.2\t/\tKea 2.2 DHCPv6\t/'
 }
 
-# dns.sh: "  %-16s %-10s %12s %14s %8s" (queries, server, queries/s, avg ms, lost %), fixed width.
+# dns.sh: "  %-16s %-10s %12s %14s %8s %8.2f %12s" (queries, server, queries/s, avg ms, lost %,
+# cores, CPU us per query), fixed width.
 parse_dns() {
   awk 'function t(s) { gsub(/^ +| +$/, "", s); return s }
     /^  A/ {
       q = t(substr($0, 3, 16)); srv = t(substr($0, 20, 10)); v = t(substr($0, 31, 12))
       if (srv != "rackboot" && srv != "dnsmasq") next
       if (!(q in seen)) { seen[q] = 1; order[++n] = q }
-      qps[q, srv] = v
+      qps[q, srv] = v; us[q, srv] = t(substr($0, 77, 12))
     }
     # Then "  MODE SERVER changes answered p50 p99 max" (change to answer, ms).
     /^  (quiet|churn) / && ($2 == "rackboot" || $2 == "dnsmasq") {
@@ -83,7 +84,8 @@ parse_dns() {
       p99[$1, $2] = $6; got[$1, $2] = $4 "/" $3
     }
     END { for (i = 1; i <= n; i++) { q = order[i]
-      printf "dns\tqueries/s, %s\t%s\tdnsmasq\t%s\th\n", q, qps[q, "rackboot"], qps[q, "dnsmasq"] }
+      printf "dns\tqueries/s, %s\t%s\tdnsmasq\t%s\th\n", q, qps[q, "rackboot"], qps[q, "dnsmasq"]
+      printf "dns\tCPU us per query, %s\t%s\tdnsmasq\t%s\tl\n", q, us[q, "rackboot"], us[q, "dnsmasq"] }
       for (i = 1; i <= m; i++) { k = lorder[i]
       printf "dns\tchange to answer p99 ms, %s (answered)\t%s (%s)\tdnsmasq --hostsdir\t%s (%s)\tl\n", k,
         p99[k, "rackboot"], got[k, "rackboot"], p99[k, "dnsmasq"], got[k, "dnsmasq"] } }' "$1"

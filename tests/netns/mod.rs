@@ -391,14 +391,16 @@ impl Drop for Net {
 /// those translations are slow to write again (BENCHMARKS.md, session 41). Real machines keep
 /// randomization: the product's built-in profile is not this one. Ends a config (an array
 /// table: a `[boot]` table may still follow).
-pub const LAB_DISCOVERY: &str = r#"
-[[boot.profiles]]
-name = "discovery"
-kernel = "bootos/vmlinuz"
-initrd = "bootos/initrd.img"
-cmdline = "console=tty0 console=ttyS0 rackboot.url={{ agent_url }} rackboot.ca={{ ca_pin }} rackboot.mac={{ mac }} norandmaps"
-arm64 = { kernel = "bootos/arm64/vmlinuz", initrd = "bootos/arm64/initrd.img", cmdline = "console=tty0 console=ttyAMA0 rackboot.url={{ agent_url }} rackboot.ca={{ ca_pin }} rackboot.mac={{ mac }} norandmaps" }
-"#;
+pub fn lab_discovery() -> String {
+    let p = rackboot_config::builtin_discovery();
+    let arm = p.arm64.expect("the built-in discovery profile boots arm64 too");
+    let arm_cmdline = arm.cmdline.expect("with a command line of its own");
+    format!(
+        "\n[[boot.profiles]]\nname = {:?}\nkernel = {:?}\ninitrd = {:?}\ncmdline = \"{} norandmaps\"\n\
+         arm64 = {{ kernel = {:?}, initrd = {:?}, cmdline = \"{arm_cmdline} norandmaps\" }}\n",
+        p.name, p.kernel, p.initrd, p.cmdline, arm.kernel, arm.initrd
+    )
+}
 
 /// The full-mode lab configuration used by the e2e tests.
 pub fn full_config(data_dir: &Path) -> String {
@@ -419,8 +421,9 @@ lease_secs = 600
 # DNS runs (the default): clients get 198.18.0.1 as their name server and the domain below.
 [dns]
 domain = "lab.rackboot.test"
-{LAB_DISCOVERY}"#,
-        data_dir.display()
+{}"#,
+        data_dir.display(),
+        lab_discovery()
     )
 }
 
@@ -446,7 +449,20 @@ domain = "lab.rackboot.test"
 slaac = true
 [dns]
 domain = "lab.rackboot.test"
-{LAB_DISCOVERY}"#,
-        data_dir.display()
+{}"#,
+        data_dir.display(),
+        lab_discovery()
     )
+}
+
+#[test]
+fn the_labs_discovery_profile_is_the_built_in_one_with_norandmaps() {
+    let cfg = rackboot_config::Config::parse(&full_config(Path::new("/var/lib/rackboot"))).expect("the lab config");
+    let lab = &cfg.boot.profiles["discovery"];
+    let mut want = rackboot_config::builtin_discovery();
+    want.cmdline.push_str(" norandmaps");
+    let arm = want.arm64.as_mut().expect("arm64");
+    arm.cmdline = arm.cmdline.take().map(|c| c + " norandmaps");
+    assert_eq!(lab, &want);
+    assert!(rackboot_config::Config::parse(&ipv6_only_config(Path::new("/var/lib/rackboot"))).is_ok());
 }

@@ -104,7 +104,7 @@ pub struct Profile {
 }
 
 /// The discovery profile used when the config names none: BootOS from the boot directory.
-fn builtin_discovery() -> Profile {
+pub fn builtin_discovery() -> Profile {
     Profile {
         name: "discovery".into(),
         kernel: "bootos/vmlinuz".into(),

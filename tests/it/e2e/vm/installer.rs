@@ -28,7 +28,7 @@ fn a_task_boots_the_debian_installer_which_follows_its_preseed_to_the_mirror() {
     std::fs::create_dir_all(&dists).unwrap();
     std::fs::write(dists.join("Release"), "Origin: Debian\nSuite: stable\nCodename: bookworm\nArchitectures: amd64\n")
         .unwrap();
-    // `norandmaps`: the installer's processes under TCG, as the lab's BootOS (`LAB_DISCOVERY`).
+    // `norandmaps`: the installer's processes under TCG, as the lab's BootOS (`lab_discovery`).
     let config = format!(
         "{}\n[provision]\npreseed_mirror = \"http://198.18.0.1:8080/boot/files/debian\"\n[boot]\n[[boot.profiles]]\nname = \"debian12\"\nkernel = \"d-i/linux\"\ninitrd = \"d-i/initrd.gz\"\nanswer = \"preseed\"\ncmdline = \"auto=true priority=critical url={{{{ answer_url }}}} console=ttyS0 DEBIAN_FRONTEND=text norandmaps\"\n",
         full_config(&data)

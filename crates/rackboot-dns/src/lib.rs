@@ -10,6 +10,7 @@
 mod answers;
 pub mod forward;
 pub mod handler;
+mod refresh;
 mod udp;
 pub mod zone;
 
@@ -27,48 +28,11 @@ use handler::{Handler, ZoneCell};
 use rackboot_base::metrics::Metrics;
 use rackboot_config::DnsConfig;
 use rackboot_store::{now_secs, Cmdb};
-use zone::{ZoneSettings, Zones};
+use refresh::{rebuild_at, spacing_after, thread_cpu, Refresher, SETTLE};
+use zone::ZoneSettings;
 
 /// Idle TCP connections are closed after this long.
 const TCP_IDLE: Duration = Duration::from_secs(10);
-/// The least time between two rebuilds, and how long a change seen under churn waits for
-/// others to fold into its rebuild.
-const SETTLE: Duration = Duration::from_millis(50);
-/// A rebuild reads every name and lease, so under heavy churn (a DHCP storm commits many
-/// times a second) rebuilds are spaced by this many times the last one's CPU time, keeping
-/// them near a hundredth of a core (a twentieth was a sixth of the appliance's CPU under
-/// 2,000 DHCP exchanges a second, BENCHMARKS.md)...
-const SETTLE_FACTOR: u32 = 99;
-/// ...but never further apart than this: a new name still answers within a couple of seconds
-/// in a storm, and as soon as the zones are rebuilt when it follows a quiet stretch.
-const SETTLE_MAX: Duration = Duration::from_secs(2);
-
-/// How far apart rebuilds are kept, given the CPU time the last one took.
-fn spacing_after(last_rebuild_cpu: Duration) -> Duration {
-    (last_rebuild_cpu * SETTLE_FACTOR).clamp(SETTLE, SETTLE_MAX)
-}
-
-/// When to rebuild for a change seen at `now`. After a quiet stretch (the last rebuild ended
-/// `spacing` ago or more) at once: a name added by hand answers within the rebuild's own time.
-/// Under churn no sooner than `spacing` after the last rebuild ended, nor than [`SETTLE`] from
-/// now, so the changes of a burst fold into one rebuild: a burst costs at most one rebuild more
-/// than before (its first change's), and rebuilds stay one per spacing.
-fn rebuild_at(now: Instant, last_end: Instant, spacing: Duration) -> Instant {
-    if now >= last_end + spacing {
-        now
-    } else {
-        (now + SETTLE).max(last_end + spacing)
-    }
-}
-
-/// CPU time of the calling thread. A rebuild runs on one worker thread without yielding, so this
-/// is what it cost, not the time it spent preempted on a busy machine (which, measured in wall
-/// time, once spaced a small zone's rebuilds two seconds apart under the VM tests' load).
-fn thread_cpu() -> Option<Duration> {
-    use nix::time::{clock_gettime, ClockId};
-    clock_gettime(ClockId::CLOCK_THREAD_CPUTIME_ID).ok().map(Duration::from)
-}
-
 /// Bound DNS sockets: one UDP socket per core (SO_REUSEPORT spreads queries across them) and
 /// one TCP listener, all on the same address (and the same again on an IPv6 address, with
 /// [`Bound::also`]).
@@ -276,107 +240,5 @@ impl hickory_server::server::RequestHandler for SharedHandler {
         response: R,
     ) -> hickory_server::server::ResponseInfo {
         self.0.handle_request::<R, T>(request, response).await
-    }
-}
-
-/// Rebuilds the zone snapshot from the CMDB when its names or addresses changed, moving the
-/// serial forward: to the current Unix time, or by one when that would not be higher.
-struct Refresher {
-    settings: ZoneSettings,
-    cmdb: Cmdb,
-    hosts: Vec<(String, Ipv4Addr)>,
-    hosts6: Vec<(String, std::net::Ipv6Addr)>,
-    next_expiry: Option<u64>,
-    current: Arc<Zones>,
-}
-
-impl Refresher {
-    fn new(settings: ZoneSettings, cmdb: Cmdb) -> Refresher {
-        let now = now_secs();
-        let dh = cmdb.dns_hosts(now);
-        let current = Arc::new(build(&settings, &dh, now as u32));
-        Refresher { settings, cmdb, hosts: dh.hosts, hosts6: dh.hosts6, next_expiry: dh.next_expiry, current }
-    }
-
-    /// Returns whether a new snapshot was built.
-    fn refresh(&mut self) -> bool {
-        let now = now_secs();
-        let dh = self.cmdb.dns_hosts(now);
-        self.next_expiry = dh.next_expiry;
-        if dh.hosts == self.hosts && dh.hosts6 == self.hosts6 {
-            return false;
-        }
-        let serial = next_serial(self.current.serial(), now as u32);
-        self.current = Arc::new(build(&self.settings, &dh, serial));
-        self.hosts = dh.hosts;
-        self.hosts6 = dh.hosts6;
-        true
-    }
-}
-
-/// Every zone from the CMDB's names and addresses, IPv4 and IPv6.
-fn build(settings: &ZoneSettings, dh: &rackboot_store::DnsHosts, serial: u32) -> Zones {
-    let mut zones = Zones::build(settings, &dh.hosts, serial);
-    zones.add_hosts6(settings, &dh.hosts6);
-    zones
-}
-
-/// The serial after `old`: the clock when it is ahead, else one more.
-fn next_serial(old: u32, now: u32) -> u32 {
-    if now > old {
-        now
-    } else {
-        old.wrapping_add(1)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{next_serial, rebuild_at, spacing_after, thread_cpu, SETTLE, SETTLE_MAX};
-    use std::time::Duration;
-    use tokio::time::Instant;
-
-    #[test]
-    fn costly_rebuilds_are_spaced_further_apart_but_never_past_the_cap() {
-        assert_eq!(spacing_after(Duration::from_micros(100)), SETTLE);
-        assert_eq!(spacing_after(Duration::from_millis(10)), Duration::from_millis(990));
-        assert_eq!(spacing_after(Duration::from_secs(1)), SETTLE_MAX);
-    }
-
-    #[test]
-    fn a_change_after_a_quiet_stretch_rebuilds_at_once_and_churn_keeps_the_spacing() {
-        let last_end = Instant::now();
-        let spacing = Duration::from_millis(990);
-        // Under churn: the next rebuild keeps its distance from the last.
-        let now = last_end + Duration::from_millis(10);
-        assert_eq!(rebuild_at(now, last_end, spacing), last_end + spacing);
-        // Late in the spacing: still the settle from now, for a burst's changes to fold in.
-        let now = last_end + Duration::from_millis(980);
-        assert_eq!(rebuild_at(now, last_end, spacing), now + SETTLE);
-        // After a quiet stretch as long as the spacing or longer: at once.
-        for quiet in [spacing, Duration::from_secs(5)] {
-            let now = last_end + quiet;
-            assert_eq!(rebuild_at(now, last_end, spacing), now);
-        }
-    }
-
-    #[test]
-    fn thread_cpu_counts_work_not_sleep() {
-        let a = thread_cpu().expect("CLOCK_THREAD_CPUTIME_ID");
-        std::thread::sleep(Duration::from_millis(50));
-        let b = thread_cpu().expect("CLOCK_THREAD_CPUTIME_ID");
-        assert!(b - a < Duration::from_millis(25), "sleeping cost {:?} of CPU", b - a);
-        let spin = std::time::Instant::now();
-        while spin.elapsed() < Duration::from_millis(30) {
-            std::hint::black_box(0u64);
-        }
-        assert!(thread_cpu().unwrap() > b, "spinning cost no CPU");
-    }
-
-    #[test]
-    fn serial_always_moves_forward() {
-        assert_eq!(next_serial(100, 200), 200);
-        assert_eq!(next_serial(200, 200), 201);
-        assert_eq!(next_serial(201, 200), 202);
     }
 }

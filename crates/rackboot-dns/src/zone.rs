@@ -2,9 +2,14 @@
 //! hostnames and addresses: the forward zone (`dns.domain`) and one reverse zone per /8, /16 or
 //! /24 of the configured networks, and one `ip6.arpa` zone per DHCPv6 prefix (on a nibble
 //! boundary). Pure data: building and lookups do no I/O.
+//!
+//! A snapshot that only adds names to the last one ([`Zones::with_added`]) shares that one's
+//! names and keeps the new ones beside them, so a change that adds a machine costs its own
+//! records, not a rebuild of every name. [`Zones::build`] folds them all together again.
 
 use std::collections::HashMap;
 use std::net::{Ipv4Addr, Ipv6Addr};
+use std::sync::Arc;
 
 use hickory_server::proto::rr::rdata::{A, AAAA, NS, PTR, SOA};
 use hickory_server::proto::rr::{LowerName, Name, RData, Record, RecordType};
@@ -39,7 +44,67 @@ struct Authority {
     /// The SOA as sent with negative answers: TTL = min(TTL, MINIMUM) (RFC 2308 3).
     negative_soa: Record,
     soa: Record,
-    nodes: HashMap<LowerName, Vec<Record>>,
+    /// The names of the last full build, shared with the snapshots made from it since.
+    nodes: Arc<HashMap<LowerName, Vec<Record>>>,
+    /// Names added or given more records since, each with all its records: read first.
+    added: HashMap<LowerName, Vec<Record>>,
+}
+
+impl Authority {
+    fn get(&self, name: &LowerName) -> Option<&Vec<Record>> {
+        self.added.get(name).or_else(|| self.nodes.get(name))
+    }
+
+    /// Adds `record` to `name`, and the empty non-terminals between it and the apex.
+    fn add(&mut self, name: LowerName, record: Record) {
+        if !self.get(&name).is_some_and(|rrs| rrs.iter().any(|r| r.data == record.data)) {
+            if !self.added.contains_key(&name) {
+                let had = self.nodes.get(&name).cloned().unwrap_or_default();
+                self.added.insert(name.clone(), had);
+            }
+            self.added.get_mut(&name).expect("just put there").push(record);
+        }
+        let mut parent = name.base_name();
+        while self.origin.zone_of(&parent) && parent != self.origin {
+            if self.get(&parent).is_none() {
+                self.added.insert(parent.clone(), Vec::new());
+            }
+            parent = parent.base_name();
+        }
+    }
+
+    /// This zone at `serial`, with the same names.
+    fn at_serial(&self, serial: u32) -> Authority {
+        let reserial = |r: &Record| {
+            let mut r = r.clone();
+            if let RData::SOA(soa) = &mut r.data {
+                soa.serial = serial;
+            }
+            r
+        };
+        let mut a = Authority {
+            origin: self.origin.clone(),
+            negative_soa: reserial(&self.negative_soa),
+            soa: reserial(&self.soa),
+            nodes: self.nodes.clone(),
+            added: self.added.clone(),
+        };
+        // The apex's own records hold the SOA too.
+        if let Some(apex) = a.get(&a.origin).cloned() {
+            a.added.insert(a.origin.clone(), apex.iter().map(reserial).collect());
+        }
+        a
+    }
+
+    /// Folds the added names into the shared ones.
+    fn fold(&mut self) {
+        if self.added.is_empty() {
+            return;
+        }
+        let mut nodes = Arc::try_unwrap(std::mem::take(&mut self.nodes)).unwrap_or_else(|shared| (*shared).clone());
+        nodes.extend(self.added.drain());
+        self.nodes = Arc::new(nodes);
+    }
 }
 
 /// All zones at one serial.
@@ -82,9 +147,9 @@ impl Zones {
             let mut negative_soa = soa.clone();
             negative_soa.ttl = minimum;
             let ns = Record::from_rdata(origin.clone(), ttl, RData::NS(NS(ns_name.clone())));
-            let mut nodes = HashMap::new();
-            nodes.insert(LowerName::from(&origin), vec![soa.clone(), ns]);
-            Authority { origin: LowerName::from(&origin), negative_soa, soa, nodes }
+            let mut added = HashMap::new();
+            added.insert(LowerName::from(&origin), vec![soa.clone(), ns]);
+            Authority { origin: LowerName::from(&origin), negative_soa, soa, nodes: Arc::default(), added }
         };
 
         let mut authorities = vec![new_authority(domain.clone())];
@@ -101,15 +166,48 @@ impl Zones {
             zones.insert(glue6);
             zones.insert(Record::from_rdata(reverse_name6(ip6), ttl, RData::PTR(PTR(ns_name.clone()))));
         }
+        zones.add_hosts(s, hosts);
+        zones.fold();
+        zones
+    }
+
+    /// This snapshot at `serial` with `hosts` and `hosts6` added (see the module): the names it
+    /// has stay shared, the new ones are kept beside them.
+    pub fn with_added(
+        &self,
+        s: &ZoneSettings,
+        hosts: &[(String, Ipv4Addr)],
+        hosts6: &[(String, Ipv6Addr)],
+        serial: u32,
+    ) -> Zones {
+        let authorities = self.authorities.iter().map(|a| a.at_serial(serial)).collect();
+        let mut zones = Zones { authorities, ns_glue: self.ns_glue.clone(), serial };
+        zones.add_hosts(s, hosts);
+        zones.add_hosts6(s, hosts6);
+        zones
+    }
+
+    /// Names added since the last full build (see [`Zones::with_added`]).
+    pub fn added_len(&self) -> usize {
+        self.authorities.iter().map(|a| a.added.len()).sum()
+    }
+
+    /// Folds the names added since the last full build into the shared ones.
+    pub fn fold(&mut self) {
+        self.authorities.iter_mut().for_each(Authority::fold);
+    }
+
+    /// Adds each host's A record and its PTR (where a reverse zone of ours holds it).
+    fn add_hosts(&mut self, s: &ZoneSettings, hosts: &[(String, Ipv4Addr)]) {
+        let Ok(domain) = Name::from_ascii(format!("{}.", s.domain)) else { return };
         for (host, ip) in hosts {
             if host.eq_ignore_ascii_case(SELF_LABEL) {
                 continue;
             }
             let Ok(name) = Name::from_ascii(host).and_then(|n| n.append_domain(&domain)) else { continue };
-            zones.insert(Record::from_rdata(name.clone(), ttl, RData::A(A(*ip))));
-            zones.insert(Record::from_rdata(reverse_name(*ip), ttl, RData::PTR(PTR(name))));
+            self.insert(Record::from_rdata(name.clone(), s.ttl, RData::A(A(*ip))));
+            self.insert(Record::from_rdata(reverse_name(*ip), s.ttl, RData::PTR(PTR(name))));
         }
-        zones
     }
 
     /// Adds each host's AAAA record and its `ip6.arpa` PTR (where a zone of ours holds it), as
@@ -130,15 +228,8 @@ impl Zones {
     /// it; a record outside every zone is ignored.
     fn insert(&mut self, record: Record) {
         let name = LowerName::from(&record.name);
-        let Some(auth) = self.authority_mut(&name) else { return };
-        let rrs = auth.nodes.entry(name.clone()).or_default();
-        if !rrs.iter().any(|r| r.data == record.data) {
-            rrs.push(record);
-        }
-        let mut parent = name.base_name();
-        while auth.origin.zone_of(&parent) && parent != auth.origin {
-            auth.nodes.entry(parent.clone()).or_default();
-            parent = parent.base_name();
+        if let Some(auth) = self.authority_mut(&name) {
+            auth.add(name, record);
         }
     }
 
@@ -165,7 +256,7 @@ impl Zones {
     /// Answers `qtype` for `name` (ANY returns every record of the name).
     pub fn lookup(&self, name: &LowerName, qtype: RecordType) -> Lookup<'_> {
         let Some(auth) = self.authority_index(name).map(|i| &self.authorities[i]) else { return Lookup::NotOurs };
-        let Some(rrs) = auth.nodes.get(name) else { return Lookup::NxDomain(&auth.negative_soa) };
+        let Some(rrs) = auth.get(name) else { return Lookup::NxDomain(&auth.negative_soa) };
         let answers: Vec<&Record> =
             rrs.iter().filter(|r| qtype == RecordType::ANY || r.record_type() == qtype).collect();
         if answers.is_empty() {
@@ -179,11 +270,12 @@ impl Zones {
     /// (RFC 5936). `None` when `origin` is not the apex of a zone of ours.
     pub fn transfer(&self, origin: &LowerName) -> Option<Vec<&Record>> {
         let auth = self.authorities.iter().find(|a| &a.origin == origin)?;
-        let mut names: Vec<&LowerName> = auth.nodes.keys().collect();
+        let mut names: Vec<&LowerName> =
+            auth.nodes.keys().filter(|n| !auth.added.contains_key(*n)).chain(auth.added.keys()).collect();
         names.sort();
         let mut out = vec![&auth.soa];
         for n in names {
-            out.extend(auth.nodes[n].iter().filter(|r| r.record_type() != RecordType::SOA));
+            out.extend(auth.get(n).into_iter().flatten().filter(|r| r.record_type() != RecordType::SOA));
         }
         out.push(&auth.soa);
         Some(out)

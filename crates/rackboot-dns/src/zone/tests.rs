@@ -160,3 +160,103 @@ fn ip6_arpa_zones_fall_on_nibble_boundaries() {
     assert_eq!(split.len(), 4, "{split:?}");
     assert_eq!(split[3], "3.0.0.0.0.0.0.0.0.0.0.0.8.1.d.f.ip6.arpa.");
 }
+
+/// Everything a client can see of `z` for the names in `probe`: each lookup of each type (the
+/// records of an answer in a fixed order), each zone's transfer, and the serial.
+fn view(z: &Zones, s: &ZoneSettings, probe: &[LowerName]) -> Vec<String> {
+    let mut out = vec![format!("serial {}", z.serial())];
+    for n in probe {
+        for t in [RecordType::A, RecordType::AAAA, RecordType::PTR, RecordType::SOA, RecordType::NS] {
+            let seen = match z.lookup(n, t) {
+                Lookup::Answer { answers, additionals } => {
+                    let mut rs: Vec<String> =
+                        answers.iter().copied().chain(additionals).map(|r| r.to_string()).collect();
+                    rs.sort();
+                    format!("answer {rs:?}")
+                }
+                Lookup::NoData(soa) => format!("nodata {soa}"),
+                Lookup::NxDomain(soa) => format!("nxdomain {soa}"),
+                Lookup::NotOurs => "not ours".into(),
+            };
+            out.push(format!("{n} {t}: {seen}"));
+        }
+    }
+    let apexes = reverse_origins(&s.reverse).into_iter().chain(reverse_origins6(&s.reverse6));
+    for apex in apexes.chain([Name::from_ascii(format!("{}.", s.domain)).unwrap()]) {
+        // SOA first and last, the records between in any order.
+        let mut xfr: Vec<String> = z.transfer(&LowerName::from(&apex)).unwrap().iter().map(|r| r.to_string()).collect();
+        let last = xfr.len() - 1;
+        xfr[1..last].sort();
+        out.push(format!("{apex} transfer {xfr:?}"));
+    }
+    out
+}
+
+/// Fails on the first entry where two views differ (whole views are too long to read).
+fn first_difference(got: Vec<String>, want: Vec<String>) -> Result<(), proptest::test_runner::TestCaseError> {
+    for (g, w) in got.iter().zip(&want) {
+        proptest::prop_assert_eq!(g, w);
+    }
+    proptest::prop_assert_eq!(got.len(), want.len());
+    Ok(())
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::test_runner::Config::with_cases(64))]
+    /// A snapshot made by adding names to an earlier one (once or twice, folded or not) shows
+    /// exactly what a full build of all the names shows.
+    #[test]
+    fn added_names_show_as_a_full_build_of_all_of_them(
+        v4 in proptest::collection::vec((0u8..10, 0u8..3, 1u8..5), 0..24),
+        v6 in proptest::collection::vec((0u8..10, 1u16..6), 0..8),
+        cut in 0usize..24,
+        cut2 in 0usize..24,
+        fold_between in proptest::bool::ANY,
+    ) {
+        let s = ZoneSettings {
+            reverse: vec!["198.18.0.0/16".parse().unwrap()],
+            reverse6: vec!["fd18::/64".parse().unwrap()],
+            server_ip6: Some("fd18::1".parse().unwrap()),
+            ..settings()
+        };
+        let hosts: Vec<(String, Ipv4Addr)> =
+            v4.iter().map(|&(n, c, d)| (format!("n{n}"), Ipv4Addr::new(198, 18, c, d))).collect();
+        let hosts6: Vec<(String, Ipv6Addr)> =
+            v6.iter().map(|&(n, x)| (format!("n{n}"), Ipv6Addr::new(0xfd18, 0, 0, 0, 0, 0, 0, 0x100 + x))).collect();
+        let (cut, cut2) = (cut.min(hosts.len()), cut2.min(hosts.len()));
+        let (cut, cut2) = (cut.min(cut2), cut.max(cut2));
+        let half6 = hosts6.len() / 2;
+
+        let mut full = Zones::build(&s, &hosts, 9);
+        full.add_hosts6(&s, &hosts6);
+        full.fold();
+        let mut first = Zones::build(&s, &hosts[..cut], 7);
+        first.add_hosts6(&s, &hosts6[..half6]);
+        first.fold();
+        let mut second = first.with_added(&s, &hosts[cut..cut2], &[], 8);
+        if fold_between {
+            second.fold();
+        }
+        let third = second.with_added(&s, &hosts[cut2..], &hosts6[half6..], 9);
+
+        let mut probe: Vec<LowerName> = ["rack.internal.", "rackboot.rack.internal.", "nobody.rack.internal.",
+            "18.198.in-addr.arpa.", "0.18.198.in-addr.arpa.", "2.18.198.in-addr.arpa.", "9.9.18.198.in-addr.arpa."]
+            .iter().map(|n| name(n)).collect();
+        for n in 0..10u8 {
+            probe.push(name(&format!("n{n}.rack.internal.")));
+        }
+        for c in 0..3u8 {
+            for d in 1..5u8 {
+                probe.push(LowerName::from(&reverse_name(Ipv4Addr::new(198, 18, c, d))));
+            }
+        }
+        for x in 0..7u16 {
+            probe.push(LowerName::from(&reverse_name6(Ipv6Addr::new(0xfd18, 0, 0, 0, 0, 0, 0, 0x100 + x))));
+        }
+        first_difference(view(&third, &s, &probe), view(&full, &s, &probe))?;
+        // The snapshots made before are left as they were.
+        let mut before = Zones::build(&s, &hosts[..cut], 7);
+        before.add_hosts6(&s, &hosts6[..half6]);
+        first_difference(view(&first, &s, &probe), view(&before, &s, &probe))?;
+    }
+}

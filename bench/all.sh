@@ -15,7 +15,7 @@
 #   dhcp    bench/dhcp.sh 2000 8000, PERIOD=10       vs Kea 2.2 memfile (~1 min)
 #   dhcp6   bench/dhcp.sh -6 2000 8000, PERIOD=10    vs Kea 2.2 DHCPv6 memfile (~1 min)
 #   dns     bench/dns.sh 10                          vs dnsmasq (~2 min)
-#   boot    bench/boot.sh                            TFTP vs the better of dnsmasq and atftpd (~1 min)
+#   boot    bench/boot.sh                            TFTP vs the better of dnsmasq and atftpd (~3 min)
 #   http    bench/http.sh 1                          vs nginx (~0.5 min)
 #   storm   bench/storm.sh 200                       vs dnsmasq + atftpd + nginx (~2 min)
 #   store   ONLY=dhcp bench/store.sh 0 2000          rackboot on PostgreSQL vs Kea on PostgreSQL (~1 min)
@@ -95,13 +95,13 @@ parse_dns() {
 # The reference is the better of dnsmasq and atftpd in each row.
 parse_boot() {
   awk 'function num(x) { return x ~ /^[0-9]+(\.[0-9]+)?$/ }
-    /^TFTP, 20 MB file/ { s = 1; next }
+    /^TFTP, [0-9]+ MB file/ { s = 1; mb = $2; next }
     /^TFTP, [0-9]+ parallel/ { s = 2; n = $2; next }
     /^$/ { s = 0 }
     s == 1 && NF == 4 && $1 ~ /^[0-9]+$/ {
       ref = "dnsmasq"; v = $3
       if (num($4) && (!num(v) || $4 + 0 > v + 0)) { ref = "atftpd"; v = $4 }
-      printf "boot\tTFTP MB/s, 20 MB, windowsize %s\t%s\t%s\t%s\th\n", $1, $2, ref, v
+      printf "boot\tTFTP MB/s, %s MB, windowsize %s\t%s\t%s\t%s\th\n", mb, $1, $2, ref, v
     }
     s == 2 && NF == 3 && ($1 == "rackboot" || $1 == "dnsmasq" || $1 == "atftpd") { f[$1] = $2; t[$1] = $3 }
     END {

@@ -43,12 +43,15 @@ const MAX_QUERY: usize = 4096;
 /// Batches handled in a row before the loop lets the forwarded answers and the stop signal in.
 const BATCHES_IN_A_ROW: usize = 8;
 
+/// A query being answered that waits on something (an upstream).
+type Pending = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
+
 /// Serves queries arriving on `sock` until `stop` is cancelled.
 pub async fn serve(sock: UdpSocket, handler: Arc<Handler>, stop: CancellationToken) -> anyhow::Result<()> {
     let sock = Arc::new(sock);
-    let mut pending = FuturesUnordered::new();
-    let (mut inbox, mut outbox) = (Inbox::new(BATCH, MAX_QUERY), Outbox::<ResponseCode>::new(BATCH));
-    let mut answers = Answers::default();
+    let mut pending: FuturesUnordered<Pending> = FuturesUnordered::new();
+    let mut batch =
+        Batch { inbox: Inbox::new(BATCH, MAX_QUERY), outbox: Outbox::new(BATCH), answers: Answers::default() };
     loop {
         tokio::select! {
             r = sock.readable() => {
@@ -58,65 +61,98 @@ pub async fn serve(sock: UdpSocket, handler: Arc<Handler>, stop: CancellationTok
                     continue;
                 }
                 for _ in 0..BATCHES_IN_A_ROW {
-                    let n = match inbox.recv(&sock) {
-                        Ok(n) => n,
-                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
-                        // ICMP errors from earlier sends surface here on Linux; they are not ours to fix.
-                        Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => continue,
-                        // Transient (ENOBUFS, ENOMEM, ...): one bad receive must not stop DNS, or
-                        // the whole appliance with it.
-                        Err(error) => {
-                            tracing::warn!(%error, "dns receive failed");
-                            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-                            break;
-                        }
-                    };
-                    // Read before the answers are built: one built from newer zones is kept under
-                    // the older serial, and dropped at the next query.
-                    let serial = handler.zone_serial();
-                    for i in 0..n {
-                        let (raw, src) = inbox.get(i);
-                        let Some(src) = src.filter(|s| s.port() != 0) else { continue };
-                        if inbox.truncated(i) {
-                            if let Some(bytes) = form_error_bytes(raw) {
-                                if sock.send_to(&bytes, src).await.is_ok() {
-                                    handler.count(ResponseCode::FormErr);
-                                }
-                            }
-                            continue;
-                        }
-                        if let Some(rcode) = answers.answer(raw, serial, outbox.next_buf()) {
-                            outbox.push(src, rcode);
-                            if outbox.is_full() {
-                                outbox.flush(&sock, |rcode| handler.count(rcode)).await;
-                            }
-                            continue;
-                        }
-                        if pending.len() >= MAX_PENDING {
-                            continue;
-                        }
-                        // A query whose handling panics is dropped and counted; the loop goes on.
-                        let slot = Slot::default();
-                        let (raw, sock, handler, kept) = (raw.to_vec(), sock.clone(), handler.clone(), slot.clone());
-                        let mut fut = Box::pin(async move {
-                            let metrics = handler.metrics().clone();
-                            metrics.guard_async("dns", answer(raw, src, sock, handler, kept)).await;
-                        });
-                        // Most answers are ready at once: poll here and keep only the ones still waiting.
-                        if futures_util::poll!(fut.as_mut()).is_pending() {
-                            pending.push(fut);
-                        } else if let Some((bytes, rcode)) = slot.lock().ok().and_then(|mut s| s.take()) {
-                            answers.keep(inbox.get(i).0, &bytes, rcode, serial);
-                        }
-                    }
-                    outbox.flush(&sock, |rcode| handler.count(rcode)).await;
-                    if n < BATCH {
+                    if !batch.run(&sock, &handler, &mut pending).await {
                         break;
                     }
                 }
             }
             Some(()) = pending.next(), if !pending.is_empty() => {}
             _ = stop.cancelled() => return Ok(()),
+        }
+    }
+}
+
+/// What one socket's loop keeps from batch to batch.
+struct Batch {
+    inbox: Inbox,
+    outbox: Outbox<ResponseCode>,
+    answers: Answers,
+}
+
+impl Batch {
+    /// Receives the waiting queries (up to [`BATCH`]) and answers them; returns whether more
+    /// may be waiting.
+    async fn run(
+        &mut self,
+        sock: &Arc<UdpSocket>,
+        handler: &Arc<Handler>,
+        pending: &mut FuturesUnordered<Pending>,
+    ) -> bool {
+        let n = match self.inbox.recv(sock) {
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return false,
+            // ICMP errors from earlier sends surface here on Linux; they are not ours to fix.
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => return true,
+            // Transient (ENOBUFS, ENOMEM, ...): one bad receive must not stop DNS, or the whole
+            // appliance with it.
+            Err(error) => {
+                tracing::warn!(%error, "dns receive failed");
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                return false;
+            }
+        };
+        // Read before the answers are built: one built from newer zones is kept under the older
+        // serial, and dropped at the next query.
+        let serial = handler.zone_serial();
+        for i in 0..n {
+            self.one(i, serial, sock, handler, pending).await;
+        }
+        self.outbox.flush(sock, |rcode| handler.count(rcode)).await;
+        n == BATCH
+    }
+
+    /// The `i`th query of the batch: FORMERR when it was cut, the kept answer (queued) when there
+    /// is one, else through the handler.
+    async fn one(
+        &mut self,
+        i: usize,
+        serial: u32,
+        sock: &Arc<UdpSocket>,
+        handler: &Arc<Handler>,
+        pending: &mut FuturesUnordered<Pending>,
+    ) {
+        let (raw, src) = self.inbox.get(i);
+        let Some(src) = src.filter(|s| s.port() != 0) else { return };
+        if self.inbox.truncated(i) {
+            if let Some(bytes) = form_error_bytes(raw) {
+                if sock.send_to(&bytes, src).await.is_ok() {
+                    handler.count(ResponseCode::FormErr);
+                }
+            }
+            return;
+        }
+        if let Some(rcode) = self.answers.answer(raw, serial, self.outbox.next_buf()) {
+            self.outbox.push(src, rcode);
+            if self.outbox.is_full() {
+                self.outbox.flush(sock, |rcode| handler.count(rcode)).await;
+            }
+            return;
+        }
+        if pending.len() >= MAX_PENDING {
+            return;
+        }
+        // A query whose handling panics is dropped and counted; the loop goes on.
+        let slot = Slot::default();
+        let (owned, sock, handler, kept) = (raw.to_vec(), sock.clone(), handler.clone(), slot.clone());
+        let mut fut: Pending = Box::pin(async move {
+            let metrics = handler.metrics().clone();
+            metrics.guard_async("dns", answer(owned, src, sock, handler, kept)).await;
+        });
+        // Most answers are ready at once: poll here and keep only the ones still waiting.
+        if futures_util::poll!(fut.as_mut()).is_pending() {
+            pending.push(fut);
+        } else if let Some((bytes, rcode)) = slot.lock().ok().and_then(|mut s| s.take()) {
+            self.answers.keep(raw, &bytes, rcode, serial);
         }
     }
 }

@@ -9,7 +9,10 @@
 #   bench/dhcp.sh -6 [RATES...]     DHCPv6 instead: rackboot's [dhcp6] against kea-dhcp6 (memfile),
 #                                   perfdhcp -6 SOLICIT/ADVERTISE/REQUEST/REPLY on fd18::/64
 #   PROFILE=DIR bench/dhcp.sh RATE  also records `perf record -g` of rackboot at each rate into
-#                                   DIR/rackboot-RATE.perf (read it with `perf report -i`)
+#                                   DIR/rackboot-RATE.perf (read it with `perf report -i`);
+#                                   PERF_CALLGRAPH="--call-graph dwarf" for whole stacks (a
+#                                   release build has no frame pointers: `-g` stops at the
+#                                   first frame). Symbols need CARGO_PROFILE_RELEASE_STRIP=none.
 #
 # Needs root, perfdhcp (kea-admin), kea-dhcp4-server (kea-dhcp6-server for -6); builds rackboot
 # in release mode.
@@ -127,7 +130,7 @@ for r in "${RATES[@]}"; do
   start_rackboot
   if [ -n "${PROFILE:-}" ]; then
     mkdir -p "$PROFILE"
-    (sleep 1; perf record -q -g -p "$PID" -o "$PROFILE/rackboot-$r.perf" -- sleep $((PERIOD - 2)) > /dev/null 2>&1) &
+    (sleep 1; perf record -q ${PERF_CALLGRAPH:--g} -p "$PID" -o "$PROFILE/rackboot-$r.perf" -- sleep $((PERIOD - 2)) > /dev/null 2>&1) &
   fi
   a=$(measure -r "$r" -R 1000000 -p "$PERIOD"); ra=$(rss_mb); stop
   start_kea;      b=$(measure -r "$r" -R 1000000 -p "$PERIOD"); rb=$(rss_mb); stop

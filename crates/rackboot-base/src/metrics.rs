@@ -42,11 +42,32 @@ pub struct ConnRefusedLabel {
     pub reason: String,
 }
 
+/// A family's counters by a one-byte code (a DHCP message type), each looked up in the family
+/// once: a lookup builds its label string, and DHCP counts every packet it receives and sends.
+#[derive(Clone)]
+pub struct ByCode(std::sync::Arc<[std::sync::OnceLock<Counter>; 256]>);
+
+impl Default for ByCode {
+    fn default() -> Self {
+        ByCode(std::sync::Arc::new(std::array::from_fn(|_| std::sync::OnceLock::new())))
+    }
+}
+
+impl ByCode {
+    /// Counts one under `code` in `family`, whose label for it `label` makes.
+    pub fn inc(&self, family: &Family<TypeLabel, Counter>, code: u8, label: impl FnOnce() -> String) {
+        self.0[usize::from(code)].get_or_init(|| family.get_or_create(&TypeLabel { r#type: label() }).clone()).inc();
+    }
+}
+
 /// All metrics; cheap to clone (every metric is an `Arc` inside).
 #[derive(Clone, Default)]
 pub struct Metrics {
     pub dhcp_received: Family<TypeLabel, Counter>,
     pub dhcp_sent: Family<TypeLabel, Counter>,
+    /// The two families' counters by DHCP message type, each looked up once.
+    pub dhcp_received_by: ByCode,
+    pub dhcp_sent_by: ByCode,
     pub dhcp_dropped: Family<ReasonLabel, Counter>,
     pub leases_in_use: Gauge,
     pub dhcp6_received: Family<TypeLabel, Counter>,

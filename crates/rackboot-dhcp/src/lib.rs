@@ -35,7 +35,7 @@ use decide::{Plan, Server};
 pub use leases::{Leases, Refusal};
 use limits::Limits;
 use packet::Request;
-use rackboot_base::metrics::{Metrics, TypeLabel};
+use rackboot_base::metrics::Metrics;
 use rackboot_boot::planner::{self, BootContext, DhcpBoot, DhcpBootRequest};
 use rackboot_config::{BootFiles, DhcpConfig, DhcpMode, Subnet};
 use rackboot_store::{now_secs, Brief, Cmdb};
@@ -88,7 +88,7 @@ impl DhcpService {
     }
 
     fn count_sent(&self, kind: MessageType) {
-        self.metrics.dhcp_sent.get_or_create(&TypeLabel { r#type: format!("{kind:?}").to_lowercase() }).inc();
+        self.metrics.dhcp_sent_by.inc(&self.metrics.dhcp_sent, u8::from(kind), || type_label(kind));
     }
 }
 
@@ -333,6 +333,11 @@ async fn recv_opt(s: Option<&UdpSocket>, buf: &mut [u8]) -> std::io::Result<(usi
     }
 }
 
+/// A message type's metrics label: `discover`, `ack`, ...
+fn type_label(kind: MessageType) -> String {
+    format!("{kind:?}").to_lowercase()
+}
+
 fn accept(svc: &DhcpService, buf: &[u8], from: SocketAddr) -> Option<Request> {
     if buf.len() > packet::MAX_PACKET {
         svc.metrics.dhcp_drop("oversized");
@@ -341,8 +346,8 @@ fn accept(svc: &DhcpService, buf: &[u8], from: SocketAddr) -> Option<Request> {
     }
     match packet::parse(buf) {
         Ok(req) => {
-            let label = TypeLabel { r#type: format!("{:?}", req.kind).to_lowercase() };
-            svc.metrics.dhcp_received.get_or_create(&label).inc();
+            let kind = req.kind;
+            svc.metrics.dhcp_received_by.inc(&svc.metrics.dhcp_received, u8::from(kind), || type_label(kind));
             Some(req)
         }
         Err(reason) => {

@@ -13,9 +13,10 @@ use serde_json::json;
 
 use super::events::{drop_events, push_event, EventKind};
 use super::index::{is_unclaimed, Delta};
+use super::kv::Table;
 use super::model::{AgentRecord, Machine};
 use super::nonces::BOOT_NONCES;
-use super::store::{AGENTS, MACHINE_JOBS};
+use super::store::{find, AGENTS, MACHINE_JOBS};
 use super::writer::WriteCtx;
 use super::{now_secs, CmdbError};
 
@@ -104,21 +105,37 @@ pub(super) fn make_room(ctx: &mut WriteCtx<'_>, growth: &Growth) -> Result<(), C
 }
 
 /// Evicts the oldest evictable unclaimed machine: those committed before first, then those this
-/// batch created; at most [`LOOK_AT`] looked at.
+/// batch created; at most [`LOOK_AT`] looked at. Under a random-MAC flood this runs once per new
+/// MAC, so it takes candidates one at a time (the first is nearly always evicted) and opens the
+/// tables it reads and writes beyond the batch's own once, not once per look.
 fn evict_oldest(ctx: &mut WriteCtx<'_>, growth: &Growth, cap: usize, batch: &mut BatchGrowth) -> Result<(), CmdbError> {
-    let index = ctx.index;
-    let committed = index.unclaimed_from(batch.cursor).filter(|id| !batch.gone.contains(id));
-    let candidates: Vec<u64> = committed.take(LOOK_AT).chain(batch.fresh.iter().copied().take(LOOK_AT)).collect();
-    for id in candidates.into_iter().take(LOOK_AT) {
-        if index.by_id(id).is_some() {
-            // Looked at once per batch: evicted now, or kept (claimed, jobs, an approved agent).
-            batch.cursor = id + 1;
-        }
+    let (index, tx) = (ctx.index, ctx.t.tx);
+    let jobs = tx.open_table(MACHINE_JOBS)?;
+    let mut agents = tx.open_table(AGENTS)?;
+    let mut fresh_from = 0;
+    for _ in 0..LOOK_AT {
+        // Committed ones are looked at once per batch (evicted now, or kept: claimed, jobs, an
+        // approved agent), so the cursor moves past each, and past those the batch removed.
+        let committed = index.unclaimed_from(batch.cursor).find(|id| !batch.gone.contains(id));
+        let id = match committed {
+            Some(id) => {
+                batch.cursor = id + 1;
+                id
+            }
+            None => match batch.fresh.range(fresh_from..).next() {
+                Some(&id) => {
+                    fresh_from = id + 1;
+                    id
+                }
+                None => break,
+            },
+        };
         let Some(m) = ctx.find::<Machine>(id)? else { continue };
-        if !is_unclaimed(&m) || has_jobs(ctx, id)? || ctx.find::<AgentRecord>(id)?.is_some_and(|a| a.approved) {
+        let has_jobs = jobs.range((id, 0)..=(id, u64::MAX))?.next().is_some();
+        if !is_unclaimed(&m) || has_jobs || find::<AgentRecord>(&agents, id)?.is_some_and(|a| a.approved) {
             continue;
         }
-        evict(ctx, &m)?;
+        evict(ctx, &mut agents, &m)?;
         growth.evicted.inc();
         let now = now_secs();
         let last = growth.last_warned.load(Ordering::Relaxed);
@@ -134,13 +151,9 @@ fn evict_oldest(ctx: &mut WriteCtx<'_>, growth: &Growth, cap: usize, batch: &mut
     Ok(())
 }
 
-fn has_jobs(ctx: &WriteCtx<'_>, id: u64) -> Result<bool, CmdbError> {
-    Ok(ctx.t.tx.open_table(MACHINE_JOBS)?.range((id, 0)..=(id, u64::MAX))?.next().is_some())
-}
-
 /// Removes an unclaimed machine: its rows, MACs, timeline, agent record and boot nonces. Its
 /// leases stay (the DHCP server owns them).
-fn evict(ctx: &mut WriteCtx<'_>, m: &Machine) -> Result<(), CmdbError> {
+fn evict(ctx: &mut WriteCtx<'_>, agents: &mut Table<'_, u64, &'static [u8]>, m: &Machine) -> Result<(), CmdbError> {
     let mut nonces = ctx.t.tx.open_table(BOOT_NONCES)?;
     for mac in &m.macs {
         ctx.t.macs.remove(mac.to_u64())?;
@@ -150,7 +163,7 @@ fn evict(ctx: &mut WriteCtx<'_>, m: &Machine) -> Result<(), CmdbError> {
     ctx.t.machines.remove(m.id)?;
     ctx.delta.push(Delta::Remove(m.id));
     drop_events(ctx, m.id, u64::MAX)?;
-    ctx.t.tx.open_table(AGENTS)?.remove(m.id)?;
+    agents.remove(m.id)?;
     Ok(())
 }
 

@@ -115,7 +115,8 @@ fn evict_oldest(ctx: &mut WriteCtx<'_>, growth: &Growth, cap: usize, batch: &mut
     let mut fresh_from = 0;
     for _ in 0..LOOK_AT {
         // Committed ones are looked at once per batch (evicted now, or kept: claimed, jobs, an
-        // approved agent), so the cursor moves past each, and past those the batch removed.
+        // approved agent), so the cursor moves past each (and past any the batch removed or
+        // claimed before it).
         let committed = index.unclaimed_from(batch.cursor).find(|id| !batch.gone.contains(id));
         let id = match committed {
             Some(id) => {

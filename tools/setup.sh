@@ -9,7 +9,15 @@
 #   --bench    the reference servers bench/ compares against
 #   --no-cargo-deb  all but cargo-deb (tools/test.sh compiles it later, in the background)
 #   --cargo-deb     only cargo-deb
+#   --env           only the download bounds below (exported into the caller's shell)
 set -euo pipefail
+# Every download bounded and retried, for this script and everything started after it: apt-get
+# (tools/apt.conf: 30 s without a byte fails a try, three more tries), pip, npm and cargo
+# (which bounds each request itself: http.timeout 30 s, below 10 B/s for that long fails).
+export APT_CONFIG="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/apt.conf"
+export PIP_DEFAULT_TIMEOUT=30 PIP_RETRIES=3
+export npm_config_fetch_timeout=30000 npm_config_fetch_retries=3
+export CARGO_NET_RETRY=3 CARGO_HTTP_TIMEOUT=30
 SETUP_LAB=0 SETUP_LIBVIRT=0 SETUP_BENCH=0 SETUP_ARM64=0 SETUP_CARGO_DEB=1
 if ! command -v cargo >/dev/null; then
   [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
@@ -31,7 +39,8 @@ for arg in "$@"; do
     --bench) SETUP_BENCH=1 ;;
     --no-cargo-deb) SETUP_CARGO_DEB=0 ;;
     --cargo-deb) install_cargo_deb; return 0 2>/dev/null || exit 0 ;;
-    *) echo "setup: unknown option $arg (use --lab, --libvirt, --arm64, --bench, --no-cargo-deb, --cargo-deb)"
+    --env) return 0 2>/dev/null || exit 0 ;;
+    *) echo "setup: unknown option $arg (use --lab, --libvirt, --arm64, --bench, --no-cargo-deb, --cargo-deb, --env)"
        return 2 2>/dev/null || exit 2 ;;
   esac
 done
@@ -66,12 +75,19 @@ if [ ${#missing[@]} -gt 0 ]; then
   echo "setup: installing ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
   echo "setup: apt-get update"
-  apt-get update -q >/dev/null
+  apt-get update -q >/dev/null || { echo "setup: apt-get update failed (above)"; exit 1; }
   echo "setup: apt-get install (${#missing[@]} packages; this can take a few minutes)"
   # policy-rc.d keeps package scripts from starting a DHCP server on this host's own network.
   printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d
-  apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
+  setup_rc=0
+  apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null || setup_rc=$?
   rm -f /usr/sbin/policy-rc.d
+  if [ $setup_rc != 0 ]; then
+    still=()
+    for p in "${missing[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || still+=("$p"); done
+    echo "setup: apt-get install failed (exit $setup_rc); not installed: ${still[*]}"
+    exit 1
+  fi
 fi
 # The Python tools below, each in a venv of its own under target/validators, kept out of the
 # host's system. Their pip runs are mostly downloads: they run side by side.
@@ -121,14 +137,16 @@ if [ $SETUP_LAB = 0 ] && [ ! -d "$VALIDATORS/cloud-init/usr/lib/python3/dist-pac
   echo "setup: cloud-init (unpacked) into $VALIDATORS/cloud-init"
   (cd "$VALIDATORS" && { apt-get download -q cloud-init >/dev/null 2>&1 ||
      { apt-get update -q >/dev/null && apt-get download -q cloud-init >/dev/null 2>&1; }; } &&
-   dpkg-deb -x cloud-init_*_all.deb cloud-init && rm -f cloud-init_*_all.deb)
+   dpkg-deb -x cloud-init_*_all.deb cloud-init && rm -f cloud-init_*_all.deb) ||
+    { echo "setup: apt-get download cloud-init failed (the answer-file validators need it)"; exit 1; }
 fi
 command -v cargo >/dev/null || { echo "setup: cargo not found (install Rust with rustup)"; exit 1; }
 # The arm64 agent's Rust standard library.
 if [ $SETUP_ARM64 = 1 ] && command -v rustup >/dev/null &&
    ! rustup target list --installed | grep -qx aarch64-unknown-linux-gnu; then
   echo "setup: rustup target add aarch64-unknown-linux-gnu"
-  rustup target add aarch64-unknown-linux-gnu
+  timeout 10m rustup target add aarch64-unknown-linux-gnu ||
+    { echo "setup: rustup target add aarch64-unknown-linux-gnu failed or took over 10 minutes"; exit 1; }
 fi
 # Every venv's end is waited for, failed or not, before the set-up fails for one.
 venvs_failed=0

@@ -2,7 +2,14 @@
 # The test command: installs what the tests need, then runs formatting and lint checks and every
 # test, end-to-end ones included (they need root: network namespaces and real DHCP clients).
 # One debug build serves every stage, the Debian package check included; the lab's assets are
-# built once. Each stage prints how many seconds it took.
+# built once. Each stage and background job has a time limit (tools/harness.sh), the whole run
+# one too, and each stage prints how many seconds it took.
+#
+#   tools/test.sh                  everything (what .ci/run runs)
+#   tools/test.sh --quick          fmt, clippy and every test that needs no VM
+#   tools/test.sh --only FILTER    the tests whose names contain FILTER (repeatable), with the
+#                                  set-up they need (the lab's assets only for VM tests)
+# Environment: RACKBOOT_TEST_TIMEOUT (seconds for the whole run; default 3600).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/usr/local/sbin:/usr/sbin:/sbin:$PATH"
@@ -10,46 +17,70 @@ export PATH="/usr/local/sbin:/usr/sbin:/sbin:$PATH"
 # One clean build per run: cargo's incremental cache would only add gigabytes to the disk.
 export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 STARTED=$SECONDS
-# ticks: sets TICKS to the CPU time (user and system, in clock ticks) of this shell's
-# waited-for children so far (read in this shell: a command substitution is another process).
-ticks() {
-  local stat
-  read -r stat < "/proc/$BASHPID/stat"
-  set -- ${stat##*) }
-  TICKS=$(( ${14} + ${15} ))
-}
-# stage NAME COMMAND...: runs one stage, then prints its seconds and the CPU seconds it used.
-stage() {
-  local name=$1 t0=$SECONDS c0; shift
-  ticks; c0=$TICKS
-  echo "== $name"
-  "$@"
-  ticks
-  echo "== $name: $((SECONDS - t0)) s ($(( (TICKS - c0) / $(getconf CLK_TCK) )) s of CPU)"
-}
-
+MODE=all FILTERS=()
+while [ $# -gt 0 ]; do
+  case $1 in
+    --quick) MODE=quick ;;
+    --only) MODE=only; FILTERS+=("${2:?--only needs a test name filter, e.g. hostile::}"); shift ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) echo "test.sh: unknown option $1 (--quick, --only FILTER, --help)"; exit 2 ;;
+  esac
+  shift
+done
 [ -x "$HOME/.cargo/bin/cargo" ] && PATH="$HOME/.cargo/bin:$PATH"
-stage "cargo fmt --check" cargo fmt --all -- --check
+mkdir -p target
+source tools/harness.sh
+source tools/setup.sh --env
+
+# Limits: about three times each one's time on a fresh 2-core machine (BENCHMARKS.md, "The test
+# command"); a stage past its limit ends the run. The whole run: RACKBOOT_TEST_TIMEOUT.
+L_FMT=120 L_SETUP=900 L_BUILD=2400 L_ASSETS=3000 L_ASSETS_ARM64=2400 L_TOOLS=2400
+L_REST=2700 L_PG=900 L_CLIPPY=900 L_BOOK=300 L_DEB=900 L_VM=3600 L_QEMU=3600
+run_limit "${RACKBOOT_TEST_TIMEOUT:-3600}"
+# The run's end, however it comes (a failure, Ctrl-C, the run's limit): whatever still runs is
+# ended, and what the tests left behind is removed.
+on_exit() {
+  local rc=$?
+  trap - EXIT INT TERM HUP
+  [ -z "$(ls -A "$HARNESS_DIR/running" 2>/dev/null)" ] || end_all "the run is ending (exit $rc)"
+  kill -TERM "$RUN_WATCHDOG" 2>/dev/null || true
+  tools/cleanup.sh | grep -v 'nothing left behind' || true
+  if [ -e "$HARNESS_DIR/run.expired" ]; then
+    echo "== the run passed its limit of $RUN_LIMIT s (RACKBOOT_TEST_TIMEOUT); the stages it ended are named above"
+    rc=1
+  fi
+  exit "$rc"
+}
+trap on_exit EXIT
+trap 'echo "== interrupted"; exit 130' INT TERM HUP
+
+# The machine, before anything: room for the build, and nothing left by an earlier run.
+source tools/preflight.sh
+
+stage "cargo fmt --check" $L_FMT cargo fmt --all -- --check
 # The test build needs nothing the set-up installs (cargo and its C compiler come before it), so it
 # compiles from the start while apt-get and pip download (on a fresh machine, minutes of each).
-# (A machine without a C compiler gets one from the set-up first.)
-mkdir -p target
+# (A machine without a C compiler gets one from the set-up first.) Doc tests are the full run's.
+BUILD_ARGS=(--workspace --locked)
+[ $MODE = all ] || BUILD_ARGS+=(--lib --bins --tests)
 start_build() {
-  cargo test --workspace --locked --no-run >target/test-build.log 2>&1 &
-  BUILD=$!
-  trap 'kill "$BUILD" 2>/dev/null || true' EXIT
+  job test-build $L_BUILD cargo test "${BUILD_ARGS[@]}" --no-run &
+  launched test-build
 }
 build_ready() {
   local rc=0
-  wait "$BUILD" || rc=$?
-  trap - EXIT
-  grep -vE '^ +(Compiling|Downloaded|Downloading|Blocking) ' target/test-build.log
+  ready test-build >/dev/null || rc=$?
+  grep -vE '^ +(Compiling|Downloaded|Downloading|Blocking) ' target/test-build.log || true
   return "$rc"
 }
+rm -f target/test-build.pid
 command -v cc >/dev/null && start_build
-setup() { source tools/setup.sh --libvirt --no-cargo-deb; }
-stage "setup (tools/setup.sh --libvirt: Debian packages, libvirt and the BMC emulators, validators; skipped when present)" setup
-[ -n "${BUILD:-}" ] || start_build
+SETUP_ARGS=(--libvirt --no-cargo-deb)
+[ $MODE = quick ] && SETUP_ARGS=(--no-cargo-deb)
+setup() { source tools/setup.sh "${SETUP_ARGS[@]}"; }
+stage "setup (tools/setup.sh ${SETUP_ARGS[*]}: Debian packages, libvirt and the BMC emulators, validators; skipped when present)" \
+  $L_SETUP setup
+[ -e target/test-build.pid ] || start_build
 
 # The lab's assets, built once per run into their caches under target/ (BootOS with its static
 # agent, iPXE, Debian's signed shim and GRUB, the commissioning tools' overlay, the lab OS image
@@ -63,7 +94,6 @@ stage "setup (tools/setup.sh --libvirt: Debian packages, libvirt and the BMC emu
 # The image (debootstrap) and the tools' overlay (downloads and unpacking) build beside BootOS
 # (the agent's compiles), as the image does in the main job.
 mkdir -p target/lab-assets/boot/images
-rm -f target/lab-assets.rc target/lab-assets-arm64.rc
 # low NICE COMMAND...: runs COMMAND at NICE in a session of its own, whose autogroup gets that
 # nice too. Linux shares the CPU between sessions' autogroups first and by nice only inside
 # one, and the VMs of libvirt's domains run in libvirtd's session: beside a busy process of
@@ -92,37 +122,26 @@ lab_assets() {
 }
 # (amd64's BootOS is in its cache by then: assets.sh --arm64 adds arm64's.)
 export -f lab_assets
-# job NAME COMMAND...: runs COMMAND with its output in target/NAME.log and its exit status in
-# target/NAME.rc, for `ready NAME`.
-job() {
-  local name=$1; shift
-  "$@" >"target/$name.log" 2>&1 && echo 0 >"target/$name.rc" || echo 1 >"target/$name.rc"
-}
+[ $MODE = all ] || { source tools/test-area.sh; exit; }
 (
-  job lab-assets nice -n 10 bash -c lab_assets
-  job lab-assets-arm64 low 19 vm-lab/assets.sh --arm64 target/lab-assets/boot
+  job lab-assets $L_ASSETS nice -n 10 bash -c lab_assets
+  job lab-assets-arm64 $L_ASSETS_ARM64 low 19 vm-lab/assets.sh --arm64 target/lab-assets/boot
 ) &
-# ready NAME: waits for a background job's status file target/NAME.rc (a lane is a subshell,
-# which cannot `wait` for this shell's child), prints the job's log, returns its status.
-ready() {
-  while [ ! -s "target/$1.rc" ]; do sleep 2; done
-  sed "s/^/$1 | /" "target/$1.log"
-  return "$(cat "target/$1.rc")"
-}
+launched lab-assets lab-assets-arm64
 
 # mdBook for the book stage and cargo-deb for the package's, compiled at the lowest priority from
 # the start: they take the cycles the builds and tests leave (a fresh machine compiles them for
 # minutes), not a lane's time.
-rm -f target/tools-install.rc
-job tools-install low 19 bash -c 'tools/book.sh --install-mdbook && tools/setup.sh --cargo-deb' &
+job tools-install $L_TOOLS low 19 bash -c 'tools/book.sh --install-mdbook && tools/setup.sh --cargo-deb' &
+launched tools-install
 
-stage "build the tests (compiling since the start; one build for every stage below)" build_ready
+stage "build the tests (compiling since the start; one build for every stage below)" $L_BUILD build_ready
 # The same CMDB unit tests and the in-process appliance tests once more with the CMDB on
 # PostgreSQL: a throwaway cluster on a Unix socket, a schema per test. Left out: tests of the
 # embedded file itself (its bytes, size, quarantine, backup and restore of the file), the UI in
 # a browser, and what runs on clusters of its own anyway.
 on_postgres() {
-  PGLAB=$(mktemp -d /tmp/rackboot-pg.XXXXXX); chmod 755 "$PGLAB"
+  PGLAB=$(mktemp -d "/tmp/rackboot-pg.$BASHPID.XXXXXX"); chmod 755 "$PGLAB"
   trap 'tests/pg/cluster.sh stop "$PGLAB"' EXIT
   PGURL=$(tests/pg/cluster.sh start "$PGLAB")
   local skip=(--skip the_admin_files_work_and_an_old_token_file_survives_the_upgrade
@@ -161,23 +180,24 @@ deb() {
 # runs beside its PostgreSQL re-run: the machine's cores are never idle, and neither VM lane
 # waits for the other. Each stage prints the CPU seconds it used beside its wall seconds (the
 # VMs of libvirt domains are libvirtd's children, not the lane's).
-VM_LANE_TESTS=(e2e::vm::provision:: e2e::vm::secureboot:: e2e::vm::vbmc:: e2e::vm::vmedia::)
+# (e2e::vm::leftovers defines a libvirt domain: beside libvirt's other users, not the qemu lane.)
+VM_LANE_TESTS=(e2e::vm::provision:: e2e::vm::secureboot:: e2e::vm::vbmc:: e2e::vm::vmedia:: e2e::vm::leftovers::)
 vm_lane() {
   stage "lab assets (built in the background since the set-up: vm-lab/assets.sh, bootos/tools.sh, vm-lab/os-image.sh)" \
-    ready lab-assets
+    $L_ASSETS ready lab-assets
   stage "tests with libvirt VMs, and Secure Boot (tests/it ${VM_LANE_TESTS[*]}: one at a time; minutes)" \
-    cargo test --locked --test it -- --include-ignored --test-threads=1 --nocapture "${VM_LANE_TESTS[@]}"
+    $L_VM cargo test --locked --test it -- --include-ignored --test-threads=1 --nocapture "${VM_LANE_TESTS[@]}"
 }
 REST_TESTS_DONE=target/rest-lane-tests.done
 rm -f "$REST_TESTS_DONE"
 qemu_lane() {
   while [ ! -e "$REST_TESTS_DONE" ] && kill -0 "$REST_LANE" 2>/dev/null; do sleep 5; done
   stage "arm64 lab assets (built after the amd64 ones, at the lowest priority: vm-lab/assets.sh --arm64)" \
-    ready lab-assets-arm64
+    $L_ASSETS_ARM64 ready lab-assets-arm64
   local skip=()
   for t in "${VM_LANE_TESTS[@]}"; do skip+=(--skip "$t"); done
   stage "tests with qemu VMs (tests/it e2e::vm but the vm lane's: one at a time; minutes)" \
-    cargo test --locked --test it -- --include-ignored --test-threads=1 --nocapture e2e::vm:: "${skip[@]}"
+    $L_QEMU cargo test --locked --test it -- --include-ignored --test-threads=1 --nocapture e2e::vm:: "${skip[@]}"
 }
 rest_lane() {
   # One test at a time here too: the VM lane's qemu has the other core. Two test threads beside
@@ -185,18 +205,18 @@ rest_lane() {
   # a DNS rename read back) failed where they pass with the load they were written for.
   export RUST_TEST_THREADS=1
   stage "cargo test (each crate's unit tests, then tests/it but e2e::vm: in-process, hostile, end to end in namespaces)" \
-    cargo test --workspace --locked --no-fail-fast -- --include-ignored --skip e2e::vm::
+    $L_REST cargo test --workspace --locked --no-fail-fast -- --include-ignored --skip e2e::vm::
   touch "$REST_TESTS_DONE"
-  stage "the CMDB and in-process appliance tests on PostgreSQL (tests/pg/cluster.sh: a throwaway cluster)" on_postgres
+  stage "the CMDB and in-process appliance tests on PostgreSQL (tests/pg/cluster.sh: a throwaway cluster)" $L_PG on_postgres
   # Lint here, off the VM lanes' paths: the vm lane waits only for the test build, the qemu lane
   # for the tests above, and neither cargo of theirs then waits for clippy's lock on target/.
-  stage "cargo clippy" cargo clippy --workspace --all-targets --locked -- -D warnings
+  stage "cargo clippy" $L_CLIPPY cargo clippy --workspace --all-targets --locked -- -D warnings
   # The book: its reference pages must be what the binary prints, every link must resolve, and
   # it must build (mdBook, installed once).
-  stage "mdBook and cargo-deb (installed in the background since the start)" eval 'ready tools-install | tail -n 3'
+  stage "mdBook and cargo-deb (installed in the background since the start)" $L_TOOLS eval 'ready tools-install | tail -n 3'
   stage "the book (tools/book.sh --check: reference pages, links, mdbook build)" \
-    tools/book.sh --check target/debug/rackboot
-  stage "Debian package with BootOS: build and check (tools/deb.sh --dev --bootos)" deb
+    $L_BOOK tools/book.sh --check target/debug/rackboot
+  stage "Debian package with BootOS: build and check (tools/deb.sh --dev --bootos)" $L_DEB deb
 }
 # lane NAME FUNCTION: runs FUNCTION under `set -e`, prefixing its lines with the lane's name and
 # its seconds so far (one test at a time per lane: the gap between two `test ... ok` lines is a
@@ -222,4 +242,5 @@ wait "$VM_LANE" || failed=1
 wait "$REST_LANE" || failed=1
 wait "$QEMU_LANE" || failed=1
 echo "== all stages: $((SECONDS - STARTED)) s"
+print_times
 exit "$failed"

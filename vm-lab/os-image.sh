@@ -27,7 +27,8 @@ for p in debootstrap dosfstools mtools fdisk e2fsprogs; do dpkg -s "$p" >/dev/nu
 MIRROR=$(awk '/^URIs:/ {print $2; exit}' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)
 MIRROR=${MIRROR:-http://deb.debian.org/debian}
 
-TMP=$CACHE/lab-os.img.tmp MNT=$(mktemp -d) LOOP=
+# The mount point carries this PID: tools/cleanup.sh unmounts what a killed build left.
+TMP=$CACHE/lab-os.img.tmp MNT=$(mktemp -d /tmp/rackboot-mnt.$$.XXXXXX) LOOP=
 cleanup() {
   for m in dev/pts dev proc sys boot/efi ""; do umount "$MNT/$m" 2>/dev/null || true; done
   if [ -n "$LOOP" ]; then
@@ -57,9 +58,11 @@ mkfs.ext4 -q -m 1 -L root "${LOOP}p3"
 mount "${LOOP}p3" "$MNT"
 mkdir -p "$MNT/boot/efi"  # the ESP is filled with mtools below: the build host may lack vfat
 echo "os-image: debootstrap from $MIRROR (a minute or two)"
-debootstrap --variant=minbase \
+# Bounded: debootstrap's wget waits on a stalled mirror as long as the connection holds.
+timeout 20m debootstrap --variant=minbase \
   --include=systemd-sysv,udev,kmod,linux-image-cloud-amd64,grub2-common,grub-pc-bin,grub-efi-amd64-bin,e2fsprogs,iproute2 \
-  bookworm "$MNT" "$MIRROR" >"$CACHE/debootstrap.log" 2>&1 || { tail -20 "$CACHE/debootstrap.log"; exit 1; }
+  bookworm "$MNT" "$MIRROR" >"$CACHE/debootstrap.log" 2>&1 ||
+  { tail -20 "$CACHE/debootstrap.log"; echo "os-image: debootstrap from $MIRROR failed or took over 20 minutes"; exit 1; }
 
 cat > "$MNT/etc/fstab" <<FSTAB
 UUID=$(blkid -s UUID -o value "${LOOP}p3") / ext4 errors=remount-ro 0 1
@@ -93,13 +96,16 @@ for m in dev dev/pts proc sys; do mount --bind "/$m" "$MNT/$m"; done
 # order); no service starts here.
 cp /etc/resolv.conf "$MNT/etc/resolv.conf" 2>/dev/null || true
 printf '#!/bin/sh\nexit 101\n' > "$MNT/usr/sbin/policy-rc.d"; chmod 0755 "$MNT/usr/sbin/policy-rc.d"
+# The new system's apt bounds its downloads as the host's does (tools/apt.conf); the host's
+# APT_CONFIG names a file the chroot does not have (left out of its environment below).
+cp "$ROOT/tools/apt.conf" "$MNT/etc/apt/apt.conf.d/99rackboot-downloads"
 # (debootstrap's own packages are dropped first: at its peak the install needs the room.)
-chroot "$MNT" apt-get clean
-chroot "$MNT" apt-get update -q >"$CACHE/apt.log" 2>&1 && chroot "$MNT" env DEBIAN_FRONTEND=noninteractive \
+chroot "$MNT" env -u APT_CONFIG apt-get clean
+chroot "$MNT" env -u APT_CONFIG apt-get update -q >"$CACHE/apt.log" 2>&1 && chroot "$MNT" env -u APT_CONFIG DEBIAN_FRONTEND=noninteractive \
   apt-get install -y -q --no-install-recommends cloud-init iputils-ping mdadm lvm2 xfsprogs \
     cryptsetup-bin clevis clevis-luks clevis-systemd openssh-client >>"$CACHE/apt.log" 2>&1 \
-  || { tail -20 "$CACHE/apt.log"; exit 1; }
-rm -f "$MNT/usr/sbin/policy-rc.d"
+  || { tail -20 "$CACHE/apt.log"; echo "os-image: apt-get install in the image failed (above)"; exit 1; }
+rm -f "$MNT/usr/sbin/policy-rc.d" "$MNT/etc/apt/apt.conf.d/99rackboot-downloads"
 # The image is minimal: no locale but C.UTF-8 to generate, and one SSH host key (ed25519, made
 # in a blink under emulation), not three (RSA takes seconds). cloud-init's schema wants a key
 # type listed (an empty list was "Invalid cloud-config provided" on every new instance), and
@@ -143,7 +149,7 @@ for f in BOOT/BOOTX64.EFI BOOT/grubx64.efi debian/grub.cfg; do
   mdir -i "${LOOP}p2" "::/EFI/$f" >/dev/null 2>&1 || { echo "os-image: the ESP has no EFI/$f" >&2; exit 1; }
 done
 rm -f "$MNT/tmp/esp-grub.cfg"
-chroot "$MNT" apt-get clean
+chroot "$MNT" env -u APT_CONFIG apt-get clean
 rm -rf "$MNT"/var/lib/apt/lists/*
 # The file systems' free space back to zeros (the loop device punches holes for discards): the
 # packages apt downloaded and deleted left it full of their bytes, which a zstd image carried

@@ -70,7 +70,9 @@ async fn a_full_disk_refuses_writes_clearly_and_they_resume_when_space_returns()
         eprintln!("SKIPPED: needs root to mount a tmpfs");
         return;
     }
-    let base = tempfile::tempdir().unwrap();
+    // Named for tools/cleanup.sh, which unmounts what a killed run of this test left.
+    let base =
+        tempfile::Builder::new().prefix(&format!("rackboot-mnt.{}.", std::process::id())).tempdir_in("/tmp").unwrap();
     let Some(_mounted) = mount(base.path(), "48m") else {
         eprintln!("SKIPPED: cannot mount a tmpfs here");
         return;

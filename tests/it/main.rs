@@ -74,6 +74,7 @@ mod shared_plugins;
 mod sigterm;
 mod tang;
 mod templates;
+mod test_command;
 mod tftp_inprocess;
 mod tls;
 mod ui_bmc;

@@ -103,7 +103,8 @@ pub struct Net {
 
 impl Net {
     pub fn new(tag: &str) -> Net {
-        let prefix = format!("rbt{}{tag}", std::process::id() % 100_000);
+        // The PID in the name tells tools/cleanup.sh whose namespaces these are.
+        let prefix = format!("rbt{}-{tag}", std::process::id());
         let srv = format!("{prefix}-srv");
         let lab = exclusive();
         let mut net = Net {

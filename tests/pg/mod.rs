@@ -24,7 +24,9 @@ impl Cluster {
     }
 
     fn start_with(args: &[&str]) -> Option<Cluster> {
-        let dir = tempfile::Builder::new().prefix("rackboot-pg").tempdir_in("/tmp").unwrap();
+        // The PID in the name tells tools/cleanup.sh whose cluster this is.
+        let prefix = format!("rackboot-pg.{}.", std::process::id());
+        let dir = tempfile::Builder::new().prefix(&prefix).tempdir_in("/tmp").unwrap();
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
         let out =

@@ -1,7 +1,7 @@
 //! The end-to-end runs with virtual machines: firmware (SeaBIOS, OVMF, Secure Boot) in qemu
 //! under TCG, and libvirt domains behind VirtualBMC and sushy-emulator (libvirtd is one daemon per
 //! machine). `tools/test.sh` runs this module in two processes, one test at a time in each: the
-//! tests with libvirt domains (`provision`, `vbmc`, `vmedia`) and `secureboot` in one, the other
+//! tests with libvirt domains (`provision`, `vbmc`, `vmedia`, `leftovers`) and `secureboot` in one, the other
 //! ones, which start qemu themselves, in the other. Only the first may start libvirtd; nothing
 //! outside them starts a VM.
 
@@ -13,6 +13,7 @@ mod installed;
 mod installer;
 mod ipv6;
 mod layout;
+mod leftovers;
 mod provision;
 mod secureboot;
 mod vbmc;

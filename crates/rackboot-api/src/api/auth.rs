@@ -20,6 +20,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::{ApiError, ApiState};
+use crate::auth::hashing::{self, HashPool};
 use crate::auth::limiter::Limiter;
 use crate::auth::policy::{self, Access};
 use crate::auth::{self, Role};
@@ -30,17 +31,18 @@ pub fn routes() -> OpenApiRouter<ApiState> {
     OpenApiRouter::new().routes(routes!(login)).routes(routes!(whoami))
 }
 
-/// The login settings and the rate limiter's state.
+/// The login settings, the rate limiter's state and the password hashing pool.
 pub struct AuthState {
     pub cfg: AuthConfig,
     pub limiter: Limiter,
+    pub hashing: HashPool,
 }
 
 impl AuthState {
-    /// Settings from the config, with an empty limiter.
+    /// Settings from the config, with an empty limiter and the hashing threads started.
     pub fn new(cfg: AuthConfig) -> AuthState {
         let limiter = Limiter::new(cfg.login_failures_per_user, cfg.login_failures_per_address, cfg.login_window);
-        AuthState { cfg, limiter }
+        AuthState { cfg, limiter, hashing: HashPool::new(hashing::WORKERS, hashing::QUEUE) }
     }
 }
 
@@ -201,11 +203,13 @@ fn decoy_hash() -> &'static str {
 }
 
 /// Logs in with a username and password and returns a session token. Failed logins are
-/// audited and rate-limited per username and per source address (429 with Retry-After).
+/// audited and rate-limited per username and per source address (429 with Retry-After); while
+/// too many logins are being checked at once, 503 with Retry-After.
 #[utoipa::path(post, path = "/auth/login", tag = "auth", request_body = LoginRequest,
     responses((status = 200, description = "A new session", body = LoginResponse),
         (status = 401, description = "Wrong username or password", body = super::Problem, content_type = "application/problem+json"),
-        (status = 429, description = "Too many failed logins; retry after Retry-After seconds", body = super::Problem, content_type = "application/problem+json")))]
+        (status = 429, description = "Too many failed logins; retry after Retry-After seconds", body = super::Problem, content_type = "application/problem+json"),
+        (status = 503, description = "Too many logins being checked at once; retry after Retry-After seconds", body = super::Problem, content_type = "application/problem+json")))]
 async fn login(
     State(s): State<ApiState>,
     Extension(Peer(peer)): Extension<Peer>,
@@ -237,12 +241,10 @@ async fn try_login(s: &ApiState, peer: IpAddr, req: LoginRequest) -> Result<Json
     // made-up names cannot grow its memory.
     let valid = auth::valid_username(&username);
     let key = if valid { username.as_str() } else { "(invalid)" };
-    if let Some(wait) = limiter.blocked(key, peer, Instant::now()) {
-        let mut resp =
-            ApiError::new(StatusCode::TOO_MANY_REQUESTS, "too many failed logins; try again later").into_response();
+    // The attempt counts as failed from here; only a success hands it back.
+    if let Err(wait) = limiter.reserve(key, peer, Instant::now()) {
         let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
-        resp.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs.max(1)));
-        return Err(resp);
+        return Err(retry_after(StatusCode::TOO_MANY_REQUESTS, "too many failed logins; try again later", secs));
     }
     let user = match valid.then(|| s.cmdb.user(username.clone())) {
         None => None,
@@ -257,16 +259,24 @@ async fn try_login(s: &ApiState, peer: IpAddr, req: LoginRequest) -> Result<Json
         },
     };
     let phc = user.as_ref().map(|u| u.password_hash.clone());
-    let matches = tokio::task::spawn_blocking(move || {
-        auth::verify_password(&password, phc.as_deref().unwrap_or_else(|| decoy_hash()))
-    })
-    .await
-    .unwrap_or(false);
+    let checked = s
+        .auth
+        .hashing
+        .run(move || auth::verify_password(&password, phc.as_deref().unwrap_or_else(|| decoy_hash())))
+        .await;
+    let matches = match checked {
+        Ok(matches) => matches,
+        // Not checked: not a guess either, so the attempt goes back (the address keeps it, so
+        // a flood still reaches its limit).
+        Err(busy) => {
+            limiter.unreserve(key);
+            return Err(retry_after(StatusCode::SERVICE_UNAVAILABLE, &busy.to_string(), 1));
+        }
+    };
     let Some(user) = user.filter(|u| matches && !u.disabled) else {
-        limiter.failed(key, peer, Instant::now());
         return Err(ApiError::new(StatusCode::UNAUTHORIZED, "wrong username or password").into_response());
     };
-    limiter.succeeded(key);
+    limiter.succeeded(key, peer);
     let (id, token, hash) = auth::new_token().map_err(|e| ApiError::internal(e.to_string()).into_response())?;
     let now = now_ms();
     let expires_ms = now + ttl * 1000;
@@ -284,6 +294,13 @@ async fn try_login(s: &ApiState, peer: IpAddr, req: LoginRequest) -> Result<Json
     };
     s.cmdb.create_token(rec, now).await.map_err(|e| ApiError::from(e).into_response())?;
     Ok(Json(LoginResponse { token, id, expires_ms, user: user.name, role: user.role }))
+}
+
+/// A refusal with a Retry-After of `secs` (at least 1).
+fn retry_after(status: StatusCode, detail: &str, secs: u64) -> Response {
+    let mut resp = ApiError::new(status, detail).into_response();
+    resp.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs.max(1)));
+    resp
 }
 
 /// Who the caller is.

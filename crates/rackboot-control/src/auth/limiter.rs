@@ -1,6 +1,9 @@
 //! The login rate limiter: failed logins counted per username and per source address in a
 //! fixed window; once a key reaches its limit, logins for it are refused (429) until the window
-//! that began with its first failure ends. Nothing is locked for good, and memory is bounded.
+//! that began with its first failure ends. An attempt is counted as a failure before its
+//! password is checked ([`Limiter::reserve`]) and handed back only if it succeeds, so logins
+//! sent at once cannot all pass a check none of them has failed yet. Nothing is locked for good,
+//! and memory is bounded.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -38,21 +41,20 @@ impl Limiter {
         Limiter { per_user, per_addr, window, keys: Mutex::new(HashMap::new()) }
     }
 
-    /// How long logins for `user` from `addr` are refused, if they are.
-    pub fn blocked(&self, user: &str, addr: IpAddr, now: Instant) -> Option<Duration> {
-        let keys = self.keys.lock().expect("limiter lock");
-        let wait = |key: Key, limit: u32| {
+    /// Reserves a login attempt for `user` from `addr`: counted as a failure now, before the
+    /// password is checked. `Err` with how long logins for them are refused, if they are.
+    pub fn reserve(&self, user: &str, addr: IpAddr, now: Instant) -> Result<(), Duration> {
+        let mut keys = self.keys.lock().expect("limiter lock");
+        let wait = |keys: &HashMap<Key, Window>, key: Key, limit: u32| {
             let w = keys.get(&key)?;
             let end = w.start + self.window;
             (w.failures >= limit && now < end).then(|| end - now)
         };
-        let (u, a) = (wait(Key::User(user.to_string()), self.per_user), wait(Key::Addr(addr), self.per_addr));
-        u.max(a)
-    }
-
-    /// Counts a failed login for `user` from `addr`.
-    pub fn failed(&self, user: &str, addr: IpAddr, now: Instant) {
-        let mut keys = self.keys.lock().expect("limiter lock");
+        let blocked =
+            wait(&keys, Key::User(user.to_string()), self.per_user).max(wait(&keys, Key::Addr(addr), self.per_addr));
+        if let Some(wait) = blocked {
+            return Err(wait);
+        }
         for key in [Key::User(user.to_string()), Key::Addr(addr)] {
             if !keys.contains_key(&key) && keys.len() >= MAX_KEYS {
                 self.make_room(&mut keys, now);
@@ -63,12 +65,26 @@ impl Limiter {
             }
             w.failures = w.failures.saturating_add(1);
         }
+        Ok(())
     }
 
-    /// Forgets `user`'s failures after a successful login (the address keeps its count, so one
-    /// good password does not reset guessing at other accounts).
-    pub fn succeeded(&self, user: &str) {
-        self.keys.lock().expect("limiter lock").remove(&Key::User(user.to_string()));
+    /// A reserved attempt succeeded: `user`'s failures are forgotten and the address gets its
+    /// attempt back (it keeps its other failures, so one good password does not reset guessing
+    /// at other accounts).
+    pub fn succeeded(&self, user: &str, addr: IpAddr) {
+        let mut keys = self.keys.lock().expect("limiter lock");
+        keys.remove(&Key::User(user.to_string()));
+        if let Some(w) = keys.get_mut(&Key::Addr(addr)) {
+            w.failures = w.failures.saturating_sub(1);
+        }
+    }
+
+    /// A reserved attempt that was never checked (no hashing thread was free): `user` gets it
+    /// back; the address keeps it, so a flood from one address still reaches its limit.
+    pub fn unreserve(&self, user: &str) {
+        if let Some(w) = self.keys.lock().expect("limiter lock").get_mut(&Key::User(user.to_string())) {
+            w.failures = w.failures.saturating_sub(1);
+        }
     }
 
     /// Keys tracked now.
@@ -102,12 +118,38 @@ mod tests {
         let l = Limiter::new(3, 100, Duration::from_secs(60));
         let t = Instant::now();
         for i in 0..3 {
-            assert_eq!(l.blocked("bob", A, t), None, "failure {i}");
-            l.failed("bob", A, t);
+            assert_eq!(l.reserve("bob", A, t), Ok(()), "attempt {i}");
         }
-        assert_eq!(l.blocked("bob", A, t + Duration::from_secs(10)), Some(Duration::from_secs(50)));
-        assert_eq!(l.blocked("alice", A, t), None, "another user is not blocked by bob's failures");
-        assert_eq!(l.blocked("bob", A, t + Duration::from_secs(60)), None, "not locked for good");
+        assert_eq!(l.reserve("bob", A, t + Duration::from_secs(10)), Err(Duration::from_secs(50)));
+        assert_eq!(l.reserve("alice", A, t), Ok(()), "another user is not blocked by bob's failures");
+        assert_eq!(l.reserve("bob", A, t + Duration::from_secs(60)), Ok(()), "not locked for good");
+    }
+
+    #[test]
+    fn attempts_at_once_get_the_limit_and_no_more() {
+        let l = std::sync::Arc::new(Limiter::new(5, 100, Duration::from_secs(60)));
+        let t = Instant::now();
+        let threads: Vec<_> = (0..25)
+            .map(|_| {
+                let l = l.clone();
+                std::thread::spawn(move || l.reserve("admin", A, t).is_ok())
+            })
+            .collect();
+        let passed = threads.into_iter().map(|h| h.join().unwrap()).filter(|ok| *ok).count();
+        assert_eq!(passed, 5);
+    }
+
+    #[test]
+    fn a_success_gives_the_attempt_back() {
+        let l = Limiter::new(2, 2, Duration::from_secs(60));
+        let t = Instant::now();
+        for _ in 0..10 {
+            l.reserve("alice", A, t).unwrap();
+            l.succeeded("alice", A);
+        }
+        assert_eq!(l.reserve("alice", A, t), Ok(()), "good logins never count against her or her address");
+        l.reserve("bob", A, t).unwrap();
+        assert!(l.reserve("carol", A, t).is_err(), "two failures from the address: it waits");
     }
 
     #[test]
@@ -115,10 +157,10 @@ mod tests {
         let l = Limiter::new(100, 4, Duration::from_secs(60));
         let t = Instant::now();
         for i in 0..4 {
-            l.failed(&format!("user{i}"), A, t);
+            l.reserve(&format!("user{i}"), A, t).unwrap();
         }
-        assert!(l.blocked("anyone", A, t).is_some());
-        assert!(l.blocked("anyone", "198.18.0.9".parse().unwrap(), t).is_none());
+        assert!(l.reserve("anyone", A, t).is_err());
+        assert!(l.reserve("anyone", "198.18.0.9".parse().unwrap(), t).is_ok());
     }
 
     #[test]
@@ -126,7 +168,8 @@ mod tests {
         let l = Limiter::new(5, 5, Duration::from_secs(60));
         let t = Instant::now();
         for i in 0..(MAX_KEYS + 500) {
-            l.failed(&format!("u{i}"), A, t + Duration::from_micros(i as u64));
+            let addr = IpAddr::V4(std::net::Ipv4Addr::from(i as u32));
+            let _ = l.reserve(&format!("u{i}"), addr, t + Duration::from_micros(i as u64));
         }
         assert!(l.len() <= MAX_KEYS, "{}", l.len());
     }

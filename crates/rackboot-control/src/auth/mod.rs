@@ -1,9 +1,10 @@
 //! People's access to the REST API: roles, API token format and hashing, password hashing
-//! (argon2id), the role table ([`policy`]), the login rate limiter ([`limiter`]) and the first
+//! (argon2id, on its own small pool: [`hashing`]), the role table ([`policy`]), the login rate limiter ([`limiter`]) and the first
 //! start's `admin` user and `admin.token` file ([`bootstrap`]), and the end of an open answer
 //! whose token stops authenticating ([`held`]).
 
 pub mod bootstrap;
+pub mod hashing;
 pub mod held;
 pub mod limiter;
 pub mod policy;

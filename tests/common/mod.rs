@@ -306,9 +306,8 @@ pub fn mac_text(m: &[u8; 6]) -> String {
     m.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":")
 }
 
-/// Enrolls `m`'s agent (with a boot nonce, as BootOS would) and uploads an inventory whose LLDP
-/// neighbour is `port` on `switch` (its system name).
-pub async fn report_lldp_of(lab: &Lab, m: [u8; 6], switch: &str, port: &str) {
+/// Enrolls `m`'s agent (with a boot nonce, as BootOS would); its client, holding the credential.
+pub async fn enroll_agent(lab: &Lab, m: [u8; 6]) -> rackboot_agent::client::Client {
     let app = lab.app.as_ref().unwrap();
     let nonce = app.cmdb.issue_boot_nonce(mac_text(&m).parse().unwrap(), "127.0.0.1".into(), 600).await.unwrap();
     let trust = rackboot_agent::tls::Trust::CaPem(lab.ca_pem().into_bytes());
@@ -318,6 +317,13 @@ pub async fn report_lldp_of(lab: &Lab, m: [u8; 6], switch: &str, port: &str) {
     let v: serde_json::Value = r.json().unwrap();
     assert_eq!((r.status, v["approved"].as_bool()), (200, Some(true)), "{v}");
     c.credential = Some(v["credential"].as_str().unwrap().to_string());
+    c
+}
+
+/// Enrolls `m`'s agent (with a boot nonce, as BootOS would) and uploads an inventory whose LLDP
+/// neighbour is `port` on `switch` (its system name).
+pub async fn report_lldp_of(lab: &Lab, m: [u8; 6], switch: &str, port: &str) {
+    let mut c = enroll_agent(lab, m).await;
     let lldp = vec![rackboot_agent::wire::LldpNeighbor {
         interface: "eth0".into(),
         chassis_id: "00:11:22:33:44:55".into(),

@@ -107,6 +107,8 @@ event_kinds! {
     JobStarted = "job.started", fields: "job, attempt";
     /// A job finished (succeeded, failed, timed out, cancelled).
     JobFinished = "job.finished", fields: "job, state, exit_code, attempt";
+    /// A job's output reached its cap (16 MiB): what the agent sends after it is not stored.
+    JobOutputCapped = "job.output_capped", fields: "job, stored_bytes";
     /// A job's agent was not heard from within its lease; the job was requeued or failed.
     JobLeaseExpired = "job.lease_expired", fields: "job, state, attempt";
     /// A provisioning run was queued for the machine.

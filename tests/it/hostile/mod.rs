@@ -6,7 +6,8 @@
 //!   namespaces), [`enroll_nonce`] (nonces bound to the leased address, forged TFTP requests),
 //!   [`sightings`] (firmware floods against DHCP), [`dhcp_flood`], [`tftp_flood`],
 //!   [`unclaimed_flood`], [`conn_limits`], [`http_bounds`], [`leaks`] (what a 503 tells),
-//!   [`logins`] (a password guesser with many connections at once).
+//!   [`logins`] (a password guesser with many connections at once), [`job_output`] (a node
+//!   filling the disk through its own job's output).
 //! - Through the API: [`operator`] (a BMC password pointed elsewhere), [`plugins`] (hostile
 //!   bundles), [`revoked`] (an event stream held open by a revoked token).
 //! - With the database: [`store`] (a takeover through the other appliance, stale credentials,
@@ -16,6 +17,7 @@ mod conn_limits;
 mod dhcp_flood;
 mod enroll_nonce;
 mod http_bounds;
+mod job_output;
 mod leaks;
 mod logins;
 mod operator;

@@ -244,8 +244,8 @@ async fn output(
         data: chunk.data.clone(),
         at_ms: crate::cmdb::now_ms(),
     });
-    let (_, stop) = s.hub.cmdb.job_output(id, job_id, chunk, s.hub.cfg.lease.as_millis() as u64).await?;
-    if let Some(c) = shown {
+    let (_, stop, stored) = s.hub.cmdb.job_output(id, job_id, chunk, s.hub.cfg.lease.as_millis() as u64).await?;
+    if let Some(c) = shown.filter(|_| stored) {
         s.hub.publish(job_id, JobEvent::Output(c));
     }
     Ok(Json(OutputAck { stop }))

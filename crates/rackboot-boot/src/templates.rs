@@ -100,6 +100,21 @@ impl Templates {
         Ok(renderer)
     }
 
+    /// [`Templates::check`] on the blocking pool, so that a save or a preview never renders on
+    /// an async worker (a render is bounded by [`crate::render::FUEL`] and
+    /// [`crate::render::MAX_OUTPUT`] either way).
+    pub async fn check_blocking(
+        &self,
+        stored: BTreeMap<String, String>,
+        name: String,
+        text: String,
+    ) -> Result<Renderer, TemplateError> {
+        let this = self.clone();
+        tokio::task::spawn_blocking(move || this.check(&stored, &name, &text))
+            .await
+            .map_err(|e| TemplateError::Render(RenderError::Io(format!("the check did not finish: {e}"))))?
+    }
+
     /// Rebuilds the renderer from the defaults and the CMDB's overrides and swaps it in. A stored
     /// override that no longer renders (e.g. a `boot.templates` file changed under it) is
     /// skipped with a warning rather than stopping boots.

@@ -9,7 +9,8 @@
 //!   [`logins`] (a password guesser with many connections at once), [`job_output`] (a node
 //!   filling the disk through its own job's output).
 //! - Through the API: [`operator`] (a BMC password pointed elsewhere), [`plugins`] (hostile
-//!   bundles), [`revoked`] (an event stream held open by a revoked token).
+//!   bundles), [`revoked`] (an event stream held open by a revoked token), [`templates`] (a
+//!   template that would render for ever).
 //! - With the database: [`store`] (a takeover through the other appliance, stale credentials,
 //!   swapped plugin bytes, a key added to the store).
 
@@ -26,5 +27,6 @@ mod revoked;
 mod sightings;
 mod store;
 mod takeover;
+mod templates;
 mod tftp_flood;
 mod unclaimed_flood;

@@ -108,9 +108,11 @@ async fn upsert(
         return Err(ApiError::field("answer", format!("answer {a:?} is not one of {:?}", crate::render::ANSWER_KINDS)));
     }
     if let Some(boot) = &s.boot {
-        boot.renderer
-            .current()
-            .check_cmdline(&p.cmdline, p.answer.is_some())
+        // Off the async workers: an operator's command line is a template.
+        let (renderer, cmdline, answer) = (boot.renderer.current(), p.cmdline.clone(), p.answer.is_some());
+        tokio::task::spawn_blocking(move || renderer.check_cmdline(&cmdline, answer))
+            .await
+            .map_err(|e| ApiError::internal(e.to_string()))?
             .map_err(|e| ApiError::field("cmdline", format!("cmdline: {e}")))?;
     }
     p.name = name;

@@ -136,7 +136,7 @@ async fn save(
     let templates = &boot(&s)?.renderer;
     let mut stored = s.cmdb.template_overrides().await?;
     stored.remove(&name);
-    templates.check(&stored, &name, &text).map_err(refused)?;
+    templates.check_blocking(stored, name.clone(), text.clone()).await.map_err(refused)?;
     let o = TemplateOverride { name: name.clone(), text, changed_by: caller.user, changed_at: crate::cmdb::now_secs() };
     s.cmdb.put_template_override(o).await?;
     templates.reload(&s.cmdb).await.map_err(refused)?;
@@ -177,7 +177,7 @@ async fn preview(
         mac.trim().parse().map_err(|e: crate::mac::ParseMacError| ApiError::field("mac", e.to_string()))?;
     let mut stored = s.cmdb.template_overrides().await?;
     stored.remove(&name);
-    let renderer = boot.renderer.check(&stored, &name, &text).map_err(refused)?;
+    let renderer = boot.renderer.check_blocking(stored, name.clone(), text).await.map_err(refused)?;
     let machine = s.cmdb.machine_by_mac(mac).await.ok();
     let hostname = machine.as_ref().and_then(|m| m.hostname.clone());
     if name == "unattend" {

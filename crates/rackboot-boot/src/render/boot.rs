@@ -71,8 +71,8 @@ impl Renderer {
     /// answer-file URL), with the boot's enrollment nonce for an agent profile.
     pub fn cmdline(&self, p: &crate::planner::ProfileBoot, vars: &ScriptVars) -> Result<String, RenderError> {
         let mut cmdline = match &p.answer_url {
-            Some(answer_url) => self.env.render_str(&p.cmdline, minijinja::context! { answer_url, ..val(vars) })?,
-            None => self.env.render_str(&p.cmdline, val(vars))?,
+            Some(answer_url) => self.render_text(&p.cmdline, minijinja::context! { answer_url, ..val(vars) })?,
+            None => self.render_text(&p.cmdline, val(vars))?,
         };
         if let Some(nonce) = vars.boot_nonce.as_deref().filter(|_| p.agent) {
             cmdline.push_str(" rackboot.nonce=");
@@ -86,7 +86,7 @@ impl Renderer {
         let (profile_template, localboot) = loader.templates();
         match plan {
             BootPlan::Windows { profile, media } => Ok(loader.windows_notice(profile, media)),
-            BootPlan::LocalDisk => Ok(self.env.get_template(localboot)?.render(val(vars))?),
+            BootPlan::LocalDisk => self.render(localboot, val(vars)),
             BootPlan::Profile(p) => {
                 let mut cmdline = self.cmdline(p, vars)?;
                 if loader == Loader::Grub {
@@ -107,7 +107,7 @@ impl Renderer {
                     cmdline,
                 };
                 let ctx = minijinja::context! { profile => val(&profile), ..val(vars) };
-                Ok(self.env.get_template(profile_template)?.render(ctx)?)
+                self.render(profile_template, ctx)
             }
         }
     }

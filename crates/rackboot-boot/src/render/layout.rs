@@ -133,7 +133,7 @@ impl Renderer {
         if encrypts && (vars.tang_url.is_empty() || vars.tang_adv.is_empty()) {
             return Err(RenderError::Unsafe("an encrypted file system without a Tang server to bind to".into()));
         }
-        Ok(self.env.get_template("provision/layout.sh")?.render(val(vars))?)
+        self.render("provision/layout.sh", val(vars))
     }
 
     /// Renders a commissioning run's script; a disk name or URL that is not plain is refused.
@@ -147,14 +147,14 @@ impl Renderer {
         if let Some(bad) = values.filter(|v| !v.is_empty()).find(|v| !plain(v)) {
             return Err(RenderError::Unsafe(bad.to_string()));
         }
-        Ok(self.env.get_template("provision/commission.sh")?.render(val(vars))?)
+        self.render("provision/commission.sh", val(vars))
     }
 
     /// Renders a rescue's script: the disks listed, and with `mount` their file systems
     /// mounted read-only.
     pub fn rescue(&self, mount: bool) -> Result<String, RenderError> {
         let vars = serde_json::json!({ "mount": if mount { "1" } else { "" } });
-        Ok(self.env.get_template("provision/rescue.sh")?.render(val(&vars))?)
+        self.render("provision/rescue.sh", val(&vars))
     }
 }
 

@@ -9,10 +9,12 @@ use serde::Serialize;
 use crate::netcfg::installer::InstallerNetwork;
 
 mod boot;
+mod bounds;
 mod layout;
 mod unattend;
 
 pub use boot::{grub_words, Loader};
+pub use bounds::{FUEL, MAX_OUTPUT};
 pub use layout::{CommissionVars, LayoutFs, LayoutVars};
 pub use unattend::UnattendVars;
 
@@ -187,6 +189,10 @@ pub enum RenderError {
     Unsafe(String),
     #[error("{0:?} cannot be a path in a GRUB config (letters, digits and ._-/+ only)")]
     UnsafePath(String),
+    #[error("the template takes more than {0} steps to render (a loop too many?)")]
+    OutOfFuel(u64),
+    #[error("the template's output would be over {0} bytes")]
+    TooLarge(usize),
 }
 
 fn val<T: Serialize>(v: T) -> minijinja::Value {
@@ -212,6 +218,7 @@ impl Renderer {
     ) -> Result<Self, RenderError> {
         let mut env = Environment::new();
         env.set_undefined_behavior(UndefinedBehavior::Strict);
+        env.set_fuel(Some(FUEL));
         env.set_syntax(minijinja::syntax::SyntaxConfig::builder().keep_trailing_newline(true).build()?);
         for (name, _) in EMBEDDED {
             let source = match overrides.get(name) {
@@ -229,9 +236,9 @@ impl Renderer {
         let sample = ScriptVars::sample("http://198.18.0.1", "https://198.18.0.1");
         if answer {
             let ctx = minijinja::context! { answer_url => "http://198.18.0.1/boot/answer/preseed", ..val(&sample) };
-            self.env.render_str(cmdline, ctx)?;
+            self.render_text(cmdline, ctx)?;
         } else {
-            self.env.render_str(cmdline, val(&sample))?;
+            self.render_text(cmdline, val(&sample))?;
         }
         Ok(())
     }
@@ -286,7 +293,7 @@ impl Renderer {
         if net.network_v2.chars().any(|c| c.is_control() && c != '\n') {
             return Err(RenderError::Unsafe("network_v2".into()));
         }
-        Ok(self.env.get_template(file)?.render(val(vars))?)
+        self.render(file, val(vars))
     }
 
     /// Renders the identity script of a provisioning run. Values go into double quotes, so
@@ -320,7 +327,7 @@ impl Renderer {
             return Err(RenderError::Unsafe("ca_pem".into()));
         }
         let ctx = minijinja::context! { unit => AGENT_UNIT, ..val(vars) };
-        Ok(self.env.get_template("provision/identity.sh")?.render(ctx)?)
+        self.render("provision/identity.sh", ctx)
     }
 }
 

@@ -360,3 +360,27 @@ fn a_windows_plan_tells_a_loader_that_asked_why_it_cannot_boot_it() {
     );
     assert!(r.grub(&plan, &vars(true)).unwrap().starts_with("echo 'rackboot: profile win"));
 }
+
+#[test]
+fn fuel_is_spent_quickly_and_refused() {
+    let r = Renderer::new(None).unwrap();
+    // 25 million steps: refused once the fuel is spent, and quickly.
+    let nest = "{% for i in range(5000) %}{% for j in range(5000) %}x{% endfor %}{% endfor %}";
+    let started = std::time::Instant::now();
+    let err = r.check_cmdline(nest, false).unwrap_err();
+    assert!(matches!(err, RenderError::OutOfFuel(FUEL)), "{err}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(2), "{:?}", started.elapsed());
+    // A step that prints a whole list: the output bound stops it.
+    let wide = "{% for i in range(1000) %}{{ range(50000) }}{% endfor %}";
+    assert!(matches!(r.check_cmdline(wide, false), Err(RenderError::TooLarge(MAX_OUTPUT))));
+    // An ordinary command line is far inside both.
+    assert!(r.check_cmdline("console=ttyS0 {% for i in range(10) %}x{{ i }} {% endfor %}{{ mac }}", false).is_ok());
+}
+
+#[test]
+fn a_fuel_eating_override_is_refused_at_check() {
+    let t = crate::templates::Templates::new(None).unwrap();
+    let nest = "{% for i in range(3000) %}{% for j in range(3000) %}#{% endfor %}{% endfor %}\n";
+    let err = t.check(&Default::default(), "profile.ipxe", nest).err().expect("refused");
+    assert!(err.to_string().contains("steps to render"), "{err}");
+}

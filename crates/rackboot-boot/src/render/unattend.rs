@@ -47,6 +47,6 @@ impl Renderer {
                 "computer name {name}: Windows takes 1-{MAX_COMPUTER_NAME} letters, digits and '-', not digits only"
             )));
         }
-        Ok(self.env.get_template("windows/unattend.xml")?.render(val(vars))?)
+        self.render("windows/unattend.xml", val(vars))
     }
 }

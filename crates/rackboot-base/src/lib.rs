@@ -7,6 +7,7 @@
 //! - [`secrets`]: sealed secrets (AEAD under the appliance's data key), their one home.
 //! - [`secret`]: comparing secrets in constant time, and hex.
 //! - [`periodic`]: the loop a periodic service runs.
+//! - [`sandbox`]: a child program confined by Landlock to the files it is given.
 //! - [`tls`]: the crypto provider and the client config that trusts only a given CA.
 
 pub mod clock;
@@ -14,6 +15,7 @@ pub mod metrics;
 pub mod mmsg;
 pub mod net;
 pub mod periodic;
+pub mod sandbox;
 pub mod secret;
 pub mod secrets;
 pub mod tls;

@@ -8,9 +8,9 @@
 //!   [`unclaimed_flood`], [`conn_limits`], [`http_bounds`], [`leaks`] (what a 503 tells),
 //!   [`logins`] (a password guesser with many connections at once), [`job_output`] (a node
 //!   filling the disk through its own job's output).
-//! - Through the API: [`operator`] (a BMC password pointed elsewhere), [`plugins`] (hostile
-//!   bundles), [`revoked`] (an event stream held open by a revoked token), [`templates`] (a
-//!   template that would render for ever).
+//! - Through the API: [`images`] (a qcow2 that names the appliance's files), [`operator`] (a
+//!   BMC password pointed elsewhere), [`plugins`] (hostile bundles), [`revoked`] (an event
+//!   stream held open by a revoked token), [`templates`] (a template that would render for ever).
 //! - With the database: [`store`] (a takeover through the other appliance, stale credentials,
 //!   swapped plugin bytes, a key added to the store).
 
@@ -18,6 +18,7 @@ mod conn_limits;
 mod dhcp_flood;
 mod enroll_nonce;
 mod http_bounds;
+mod images;
 mod job_output;
 mod leaks;
 mod logins;

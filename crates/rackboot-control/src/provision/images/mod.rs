@@ -4,6 +4,15 @@
 //! into `converted/<SHA-256 of the qcow2>.img` in the images directory, with the raw file's own
 //! SHA-256 in a file beside it. Tasks keep naming, and checksumming, the qcow2; the agent
 //! fetches and checks the raw one.
+//!
+//! An image is untrusted input. Before a conversion its header is checked ([`qcow2`]: nothing
+//! that names another file, a virtual size within bounds), and `qemu-img` runs confined by
+//! Landlock ([`rackboot_base::sandbox`]) to reading the image and writing its output, with its
+//! backing file forced off: so even an image that fooled the check reads nothing of the
+//! appliance's. The raw file is served only once its size is the header's and its SHA-256 is
+//! written beside it.
+
+mod qcow2;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -14,6 +23,10 @@ pub const CONVERTED: &str = "converted";
 
 /// How long one conversion may take.
 const CONVERT_LIMIT: Duration = Duration::from_secs(30 * 60);
+
+/// The largest virtual size a qcow2 image may have (and never more than the free space where
+/// its raw conversion goes).
+pub const MAX_VIRTUAL_BYTES: u64 = 4 << 40;
 
 /// Whether `path` starts with qcow2's magic bytes.
 pub fn is_qcow2(path: &Path) -> std::io::Result<bool> {
@@ -72,8 +85,13 @@ fn convert(src: &Path, dir: &Path, key: &str) -> Result<(), String> {
         return Ok(());
     }
     std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+    let size = checked_size(src, dir)?;
     let part = dir.join(format!(".{key}.img.part"));
     let result = run_qemu_img(src, &part).and_then(|()| {
+        let len = std::fs::metadata(&part).map_err(|e| format!("reading the converted image: {e}"))?.len();
+        if len != size {
+            return Err(format!("the converted image is {len} bytes, not the {size} its header says"));
+        }
         let sum = super::sha256_file(&part).map_err(|e| format!("reading the converted image: {e}"))?;
         std::fs::write(&sum_file, format!("{sum}\n")).map_err(|e| format!("writing {}: {e}", sum_file.display()))?;
         std::fs::rename(&part, &raw).map_err(|e| format!("renaming the converted image: {e}"))?;
@@ -87,18 +105,31 @@ fn convert(src: &Path, dir: &Path, key: &str) -> Result<(), String> {
     result
 }
 
-/// `qemu-img convert -f qcow2 -O raw SRC OUT`, the input format stated (never probed), within
-/// [`CONVERT_LIMIT`].
+/// The virtual size of the qcow2 at `src` once its header passes [`qcow2::check`], bounded by
+/// [`MAX_VIRTUAL_BYTES`] and the free space in `dir`.
+fn checked_size(src: &Path, dir: &Path) -> Result<u64, String> {
+    use std::io::Read;
+    let mut head = Vec::with_capacity(qcow2::HEAD);
+    let file = std::fs::File::open(src).map_err(|e| format!("reading the image: {e}"))?;
+    file.take(qcow2::HEAD as u64).read_to_end(&mut head).map_err(|e| format!("reading the image: {e}"))?;
+    let free = nix::sys::statvfs::statvfs(dir)
+        .map(|s| s.blocks_available().saturating_mul(s.fragment_size()))
+        .map_err(|e| format!("reading the free space of {}: {e}", dir.display()))?;
+    qcow2::check(&head, MAX_VIRTUAL_BYTES.min(free)).map_err(|why| format!("the image is refused: {why}"))
+}
+
+/// `qemu-img convert -f qcow2 -O raw SRC OUT`, the input format stated (never probed) and its
+/// backing file forced off, confined to reading SRC and writing OUT, within [`CONVERT_LIMIT`].
 fn run_qemu_img(src: &Path, out: &Path) -> Result<(), String> {
-    let mut child = Command::new("qemu-img")
-        .args(["convert", "-q", "-f", "qcow2", "-O", "raw"])
-        .arg(src)
-        .arg(out)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| match e.kind() {
+    let source = serde_json::json!({"driver": "qcow2", "backing": null, "file": {"driver": "file", "filename": src}});
+    std::fs::File::create(out).map_err(|e| format!("creating {}: {e}", out.display()))?;
+    let mut cmd = Command::new("qemu-img");
+    cmd.args(["convert", "-q", "-O", "raw"]).arg(format!("json:{source}")).arg(out);
+    rackboot_base::sandbox::confine(&mut cmd, &[src], &[out]).map_err(|e| {
+        format!("qcow2 images are converted only inside a sandbox: {e} (convert it to raw before naming it)")
+    })?;
+    let mut child =
+        cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().map_err(|e| match e.kind() {
             std::io::ErrorKind::NotFound => {
                 "a qcow2 image needs qemu-img on the appliance (Debian: apt-get install qemu-utils)".to_string()
             }
@@ -181,13 +212,49 @@ mod tests {
             return;
         }
         let dir = tempfile::tempdir().unwrap();
-        let mut bad = b"QFI\xfb\0\0\0\x03".to_vec();
-        bad.extend(std::iter::repeat_n(0xa5u8, 4096));
-        std::fs::write(dir.path().join("bad.qcow2"), &bad).unwrap();
+        // A header that names nothing outside, with a cluster size qemu does not take.
+        let path = dir.path().join("bad.qcow2");
+        let ok = Command::new("qemu-img").args(["create", "-q", "-f", "qcow2"]).arg(&path).arg("1M").status().unwrap();
+        assert!(ok.success());
+        let mut bad = std::fs::read(&path).unwrap();
+        bad[20..24].copy_from_slice(&40u32.to_be_bytes());
+        std::fs::write(&path, &bad).unwrap();
         let err = prepare(dir.path(), "bad.qcow2", None).unwrap_err();
         assert!(err.starts_with("qemu-img could not convert the image"), "{err}");
         let left: Vec<_> = std::fs::read_dir(dir.path().join(CONVERTED)).unwrap().collect();
         assert!(left.is_empty(), "no partial file: {left:?}");
         assert!(served(dir.path(), "bad.qcow2", "x").unwrap_err().contains("conversion is missing"));
+        // One whose header names another file is refused before qemu-img runs.
+        std::fs::write(dir.path().join("forged.qcow2"), b"QFI\xfb\0\0\0\x03\0\0\0\0\0\0\0\x70\0\0\0\x10").unwrap();
+        let err = prepare(dir.path(), "forged.qcow2", None).unwrap_err();
+        assert!(err.starts_with("the image is refused"), "{err}");
+    }
+
+    #[test]
+    fn the_converter_reads_nothing_but_the_image_even_past_the_header_check() {
+        if !qemu_img() {
+            eprintln!("SKIPPED: no qemu-img (qemu-utils)");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let secret = dir.path().join("admin.token");
+        std::fs::write(&secret, "rbt_secret_admin_token".repeat(1000)).unwrap();
+        for (name, opt) in [("backed.qcow2", "backing_file"), ("data.qcow2", "data_file")] {
+            let src = dir.path().join(name);
+            let mut cmd = Command::new("qemu-img");
+            cmd.args(["create", "-q", "-f", "qcow2", "-o"]).arg(format!("{opt}={}", secret.display()));
+            if opt == "backing_file" {
+                cmd.args(["-F", "raw"]);
+            }
+            assert!(cmd.arg(&src).arg("64K").status().unwrap().success());
+            // Straight to the converter, as if the check had missed it.
+            let out = dir.path().join(format!("{name}.raw"));
+            let result = run_qemu_img(&src, &out);
+            let written = std::fs::read(&out).unwrap_or_default();
+            assert!(
+                !String::from_utf8_lossy(&written).contains("rbt_secret"),
+                "{name}: the converter read the file it names ({result:?})"
+            );
+        }
     }
 }

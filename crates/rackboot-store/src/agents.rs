@@ -34,6 +34,12 @@ pub enum EnrollOutcome {
         /// What the presented nonce turned out to be (its `reason()` says why it admitted nothing).
         nonce: NonceCheck,
     },
+    /// Nothing was written but an `agent.enroll_conflict` event: the machine would have more
+    /// than [`MAX_MACHINE_MACS`] MACs.
+    TooManyMacs {
+        machine_id: u64,
+        would_have: usize,
+    },
 }
 
 /// What may let an enrollment in. Everything is judged inside the enrollment's own
@@ -60,6 +66,10 @@ pub struct Admission {
 
 /// MACs one enrollment may carry (a big server has a dozen NICs).
 const MAX_ENROLL_MACS: usize = 64;
+
+/// MACs one machine may have in all, however many enrollments bring them: a node cannot claim
+/// the MACs of machines still to boot by the hundred.
+pub const MAX_MACHINE_MACS: usize = 64;
 
 impl Cmdb {
     /// Matches the enrolling node to a machine (boot MAC first, then any of its MACs; a new
@@ -132,6 +142,12 @@ impl Cmdb {
             // MACs join the machine only with a proven enrollment; otherwise they wait on the
             // agent record for the operator's approval.
             let pending_macs = if proven { Vec::new() } else { std::mem::take(&mut new_macs) };
+            let would_have = known.len() + new_macs.len().max(pending_macs.len());
+            if let (Some(id), true) = (found, would_have > MAX_MACHINE_MACS) {
+                let detail = json!({"from": from_text, "reason": format!("the machine would have {would_have} MACs, more than {MAX_MACHINE_MACS}"), "boot_mac": boot_mac, "macs": req.macs.len()});
+                push_event(ctx, id, EventKind::AgentEnrollConflict, detail)?;
+                return Ok(EnrollOutcome::TooManyMacs { machine_id: id, would_have });
+            }
             let mut m = match existing {
                 Some(m) => m,
                 None => {
@@ -143,7 +159,8 @@ impl Cmdb {
             let now = now_secs();
             let created = found.is_none();
             m.macs.extend(new_macs);
-            if m.serial.is_none() {
+            // What the node says of itself names the machine only when it proved who it is.
+            if proven && m.serial.is_none() {
                 m.serial = req.serial.clone().filter(|s| !s.trim().is_empty());
             }
             m.last_seen_at = Some(now);
@@ -213,6 +230,9 @@ impl Cmdb {
             if !rec.pending_macs.is_empty() {
                 let mut m: Machine = ctx.get(machine_id)?;
                 for mac in std::mem::take(&mut rec.pending_macs) {
+                    if m.macs.len() >= MAX_MACHINE_MACS {
+                        break;
+                    }
                     if ctx.t.macs.get(mac.to_u64())?.is_none() && !m.macs.contains(&mac) {
                         m.macs.push(mac);
                         attached.push(mac);

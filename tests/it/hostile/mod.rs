@@ -7,7 +7,8 @@
 //!   [`sightings`] (firmware floods against DHCP), [`dhcp_flood`], [`tftp_flood`],
 //!   [`unclaimed_flood`], [`conn_limits`], [`http_bounds`], [`leaks`] (what a 503 tells),
 //!   [`logins`] (a password guesser with many connections at once), [`job_output`] (a node
-//!   filling the disk through its own job's output).
+//!   filling the disk through its own job's output), [`mac_flood`] (a node naming MACs it does
+//!   not own).
 //! - Through the API: [`images`] (a qcow2 that names the appliance's files), [`operator`] (a
 //!   BMC password pointed elsewhere), [`plugins`] (hostile bundles), [`revoked`] (an event
 //!   stream held open by a revoked token), [`templates`] (a template that would render for ever).
@@ -22,6 +23,7 @@ mod images;
 mod job_output;
 mod leaks;
 mod logins;
+mod mac_flood;
 mod operator;
 mod plugins;
 mod revoked;

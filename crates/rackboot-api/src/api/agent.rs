@@ -131,6 +131,16 @@ async fn enroll(
             };
             return Err(ApiError::conflict(format!("{what} ({reason}); boot the machine again to re-enroll it")));
         }
+        EnrollOutcome::TooManyMacs { machine_id, would_have } => {
+            tracing::warn!(machine = machine_id, from = %peer.ip(), would_have, "enrollment refused: too many MACs");
+            return Err(ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!(
+                    "machine {machine_id} would have {would_have} MACs, more than the {} one machine may have",
+                    crate::cmdb::MAX_MACHINE_MACS
+                ),
+            ));
+        }
     };
     s.hub.forget(enrolled.machine_id);
     let cfg = &s.hub.cfg;

@@ -330,3 +330,41 @@ async fn a_rescue_keeps_the_installed_credential_for_the_return_only() {
     enrolled(db.enroll_agent(req(&[MAC]), h5, booted(&db, MAC, true).await, None).await.unwrap());
     assert_eq!(db.agent(id).await.unwrap().unwrap().kept_sha256, None);
 }
+
+/// What a node says of itself names a machine only when the node proved its boot: an unproven
+/// enrollment leaves the serial (which a rack's CSV places by) as it was.
+#[tokio::test]
+async fn an_unproven_enrollment_sets_no_serial() {
+    let (_d, db) = open();
+    let (_s, h) = new_credential().unwrap();
+    let claim = EnrollRequest { serial: Some("RACK9-SLOT7".into()), ..req(&[MAC]) };
+    let e = enrolled(db.enroll_agent(claim.clone(), h.clone(), Admission::default(), None).await.unwrap());
+    assert!(!e.approved);
+    assert_eq!(db.machine(e.machine_id).await.unwrap().serial, None);
+    let (_s2, h2) = new_credential().unwrap();
+    enrolled(db.enroll_agent(claim, h2, booted(&db, MAC, true).await, None).await.unwrap());
+    assert_eq!(
+        db.machine(e.machine_id).await.unwrap().serial.as_deref(),
+        Some("RACK9-SLOT7"),
+        "a proven boot's is kept"
+    );
+}
+
+#[tokio::test]
+async fn a_machine_holds_at_most_its_bound_of_macs() {
+    let (_d, db) = open();
+    let many = |n: u32| -> Vec<String> { (0..63).map(|i| format!("52:54:01:{n:02x}:00:{i:02x}")).collect() };
+    let mut macs = vec![MAC.to_string()];
+    macs.extend(many(1));
+    let (_s, h) = new_credential().unwrap();
+    let req1 = EnrollRequest { macs: macs.clone(), ..Default::default() };
+    let e = enrolled(db.enroll_agent(req1, h, booted(&db, MAC, true).await, None).await.unwrap());
+    assert_eq!(db.machine(e.machine_id).await.unwrap().macs.len(), MAX_MACHINE_MACS);
+    let mut more = vec![MAC.to_string()];
+    more.extend(many(2));
+    let (_s, h) = new_credential().unwrap();
+    let req2 = EnrollRequest { macs: more, ..Default::default() };
+    let o = db.enroll_agent(req2, h, booted(&db, MAC, true).await, None).await.unwrap();
+    assert!(matches!(o, EnrollOutcome::TooManyMacs { would_have: 127, .. }), "{o:?}");
+    assert_eq!(db.machine(e.machine_id).await.unwrap().macs.len(), MAX_MACHINE_MACS, "nothing attached");
+}

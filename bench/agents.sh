@@ -47,6 +47,8 @@ enabled = false
 enabled = false
 [agent]
 networks = ["127.0.0.0/8"]
+# Every simulated agent enrolls from this one address.
+enrollments_per_minute_per_source = 0
 TOML
   "${RACKBOOT_BIN:-target/release/rackboot}" serve --config "$WORK/$mode.toml" > "$WORK/$mode.log" 2>&1 & PID=$!
   for _ in $(seq 50); do curl -s -o /dev/null "http://127.0.0.1:$PORT/healthz" && break; sleep 0.1; done

@@ -47,6 +47,8 @@ lease_secs = 600
 domain = "lab.rackboot.test"
 [agent]
 networks = ["198.18.0.0/15"]
+# The simulated agents enroll from a few addresses.
+enrollments_per_minute_per_source = 0
 TOML
 ip netns exec $SRV "$BIN" serve --config "$WORK/rb.toml" > "$WORK/rb.log" 2>&1 & PID=$!
 for _ in $(seq 100); do ip netns exec $SRV curl -s -o /dev/null http://198.18.0.1:8080/healthz && break; sleep 0.1; done

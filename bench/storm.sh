@@ -65,6 +65,9 @@ routers = ["198.19.0.1"]
 lease_secs = 3600
 [dns]
 enabled = false
+[agent]
+# A storm enrolls thousands a minute, some through one address.
+enrollments_per_minute_per_source = 0
 [boot]
 uefi_x64_snp = $([ "$UEFI_SNP" = 1 ] && echo true || echo false)
 TOML

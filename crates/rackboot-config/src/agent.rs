@@ -17,6 +17,8 @@ pub struct WireAgent {
     pub job_timeout_secs: u64,
     pub max_attempts: u32,
     pub nonce_ttl_secs: u64,
+    pub enrollments_per_minute: u32,
+    pub enrollments_per_minute_per_source: u32,
 }
 
 impl Default for WireAgent {
@@ -30,6 +32,8 @@ impl Default for WireAgent {
             job_timeout_secs: 3600,
             max_attempts: 3,
             nonce_ttl_secs: 1800,
+            enrollments_per_minute: 10,
+            enrollments_per_minute_per_source: 120,
         }
     }
 }
@@ -64,6 +68,10 @@ pub struct AgentConfig {
     pub max_attempts: u32,
     /// How long a boot's enrollment nonce stays valid after its iPXE script was served.
     pub nonce_ttl: Duration,
+    /// Enrollments one machine (by its boot MAC) may make a minute; more get 429. 0: no limit.
+    pub enrollments_per_minute: u32,
+    /// Enrollments one source address may make a minute; more get 429. 0: no limit.
+    pub enrollments_per_minute_per_source: u32,
 }
 
 impl TryFrom<WireAgent> for AgentConfig {
@@ -79,6 +87,8 @@ impl TryFrom<WireAgent> for AgentConfig {
             job_timeout_secs,
             max_attempts,
             nonce_ttl_secs,
+            enrollments_per_minute,
+            enrollments_per_minute_per_source,
         } = w;
         let enroll = match enroll.as_str() {
             "auto" => EnrollPolicy::Auto,
@@ -101,6 +111,8 @@ impl TryFrom<WireAgent> for AgentConfig {
             job_timeout_secs,
             max_attempts,
             nonce_ttl: Duration::from_secs(nonce_ttl_secs),
+            enrollments_per_minute,
+            enrollments_per_minute_per_source,
         })
     }
 }

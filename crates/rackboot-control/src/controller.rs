@@ -66,13 +66,25 @@ pub struct Hub {
     creds: RwLock<HashMap<u64, Cred>>,
     followers: Mutex<HashMap<u64, broadcast::Sender<JobEvent>>>,
     stats_seen: Mutex<HashMap<u64, tokio::time::Instant>>,
+    /// Enrollments counted per boot MAC and per source address, a minute at a time.
+    pub enrollments: crate::auth::limiter::Limiter,
+    /// When each machine's timeline last said its enrollments were limited (once a minute).
+    limited_noted: Mutex<HashMap<u64, std::time::Instant>>,
     /// The appliance's shutdown: long-polls and live-output streams end with it.
     pub shutdown: CancellationToken,
 }
 
 impl Hub {
     pub fn new(cmdb: Cmdb, cfg: AgentConfig, networks: Vec<Ipv4Net>, shutdown: CancellationToken) -> Hub {
+        let or_off = |n: u32| if n == 0 { u32::MAX } else { n };
+        let enrollments = crate::auth::limiter::Limiter::new(
+            or_off(cfg.enrollments_per_minute),
+            or_off(cfg.enrollments_per_minute_per_source),
+            std::time::Duration::from_secs(60),
+        );
         Hub {
+            enrollments,
+            limited_noted: Mutex::default(),
             cmdb,
             cfg,
             networks,
@@ -86,6 +98,20 @@ impl Hub {
     }
 
     /// The IPv6 prefixes whose agents `Auto` enrollment accepts too.
+    /// Whether machine `id`'s timeline should say now that its enrollments are limited: at
+    /// most once a minute, so a flood writes one event, not one per request.
+    pub fn note_limited(&self, id: u64, now: std::time::Instant) -> bool {
+        let mut noted = self.limited_noted.lock().expect("noted lock");
+        if noted.get(&id).is_some_and(|t| now.duration_since(*t) < std::time::Duration::from_secs(60)) {
+            return false;
+        }
+        if noted.len() >= 10_000 {
+            noted.retain(|_, t| now.duration_since(*t) < std::time::Duration::from_secs(60));
+        }
+        noted.insert(id, now);
+        true
+    }
+
     pub fn with_networks6(self, networks6: Vec<ipnet::Ipv6Net>) -> Hub {
         Hub { networks6, ..self }
     }

@@ -209,6 +209,16 @@ impl Cmdb {
         .await
     }
 
+    /// Puts an `agent.enroll_conflict` event with `detail` on machine `id`'s timeline: its
+    /// enrollments were refused for their rate (the caller says so at most once a minute).
+    pub async fn note_enroll_limited(&self, id: u64, detail: serde_json::Value) -> Result<(), CmdbError> {
+        self.write(move |ctx| {
+            ctx.get::<Machine>(id)?;
+            push_event(ctx, id, EventKind::AgentEnrollConflict, detail)
+        })
+        .await
+    }
+
     /// A machine's agent record, if it ever enrolled.
     pub async fn agent(&self, machine_id: u64) -> Result<Option<AgentRecord>, CmdbError> {
         self.read(move |rtx| super::store::find(&rtx.open_table(super::store::AGENTS)?, machine_id)).await

@@ -1,7 +1,8 @@
 //! A node that names MACs it does not own: ten enrollments with its own boot nonce, each naming
 //! 63 MACs of machines still to boot. The machine never holds more than 64 MACs: past that an
 //! enrollment gets 413 and the machine's timeline says why; the MACs it named past the bound
-//! belong to nobody, and DHCP leases meanwhile.
+//! belong to nobody, and DHCP leases meanwhile. Enrollments are bounded a minute, per machine
+//! and per source address (429, said once on the timeline).
 
 use std::time::{Duration, Instant};
 
@@ -40,4 +41,42 @@ async fn a_machine_never_holds_more_than_its_bound_of_macs() {
     let asked = Instant::now();
     four_way(&lab, [0x52, 0x54, 0x00, 0xe6, 0x00, 0x02], 0x0e60_0001).await;
     assert!(asked.elapsed() < Duration::from_secs(2), "{:?}", asked.elapsed());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn enrollments_are_bounded_a_minute_per_machine_and_per_source() {
+    let lab = Lab::start("[agent]\nenrollments_per_minute = 5\nenrollments_per_minute_per_source = 12\n").await;
+    let app = lab.app.as_ref().unwrap();
+    let trust = rackboot_agent::tls::Trust::CaPem(lab.ca_pem().into_bytes());
+    let enroll = |mac: String| {
+        let (url, trust) = (lab.https_url(), trust.clone());
+        async move {
+            let nonce = app.cmdb.issue_boot_nonce(mac.parse().unwrap(), "127.0.0.1".into(), 600).await.unwrap();
+            let req = json!({"macs": [mac], "boot_mac": mac, "mode": "bootos", "nonce": nonce});
+            let mut c = rackboot_agent::client::Client::new(&url, &trust).unwrap();
+            c.call(Method::POST, "/agent/v1/enroll", Some(&req), Duration::from_secs(5)).await.unwrap()
+        }
+    };
+    let own = "52:54:00:e6:01:01".to_string();
+    let mut codes = Vec::new();
+    for _ in 0..8 {
+        codes.push(enroll(own.clone()).await.status);
+    }
+    assert_eq!(codes, [200, 200, 200, 200, 200, 429, 429, 429], "five a minute for one machine");
+    let m = lab.api.ok(Method::GET, &format!("/machines/{own}"), None).await.unwrap();
+    let events = lab.api.ok(Method::GET, &format!("/machines/{}/events?limit=1000", m["id"]), None).await.unwrap();
+    let said: Vec<_> = events["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "agent.enroll_conflict" && e["detail"]["reason"] == "too many enrollments a minute")
+        .collect();
+    assert_eq!(said.len(), 1, "said once, not per refusal: {said:?}");
+    // Other machines from the same address: the address's budget (12 a minute, 5 taken; a
+    // refused enrollment takes none).
+    let mut others = Vec::new();
+    for i in 0..9u32 {
+        others.push(enroll(format!("52:54:00:e6:02:{i:02x}")).await.status);
+    }
+    assert_eq!(others, [200, 200, 200, 200, 200, 200, 200, 429, 429], "twelve a minute from one address");
 }

@@ -91,6 +91,33 @@ async fn rescue_phase(s: &ApiState, req: &EnrollRequest) -> Result<(bool, bool),
     Ok((keep, returning))
 }
 
+/// Counts an enrollment against its boot MAC's and its source's budget a minute
+/// (`agent.enrollments_per_minute`, `..._per_source`); past either: 429 with Retry-After, and
+/// the machine's timeline says so once a minute.
+async fn limit_enrollments(s: &ApiState, req: &EnrollRequest, from: std::net::IpAddr) -> Result<(), ApiError> {
+    let mac = req
+        .boot_mac
+        .as_deref()
+        .or(req.macs.first().map(String::as_str))
+        .and_then(|m| m.parse::<crate::mac::Mac>().ok());
+    let key = mac.map_or_else(|| "(no MAC)".to_string(), |m| m.to_string());
+    let now = std::time::Instant::now();
+    let Err(wait) = s.hub.enrollments.reserve(&key, from, now) else { return Ok(()) };
+    if let Some(id) = mac.and_then(|m| s.cmdb.brief_by_mac(m)).map(|b| b.id).filter(|id| s.hub.note_limited(*id, now)) {
+        let detail =
+            serde_json::json!({"from": from.to_string(), "reason": "too many enrollments a minute", "boot_mac": key});
+        if let Err(error) = s.hub.cmdb.note_enroll_limited(id, detail).await {
+            tracing::warn!(machine = id, %error, "enrollment limit not noted");
+        }
+    }
+    let mut e = ApiError::new(
+        StatusCode::TOO_MANY_REQUESTS,
+        "too many enrollments from this machine or address; try again later",
+    );
+    e.retry_after = Some(wait.as_secs().max(1));
+    Err(e)
+}
+
 /// Longest boot nonce read (rackboot issues 32 hex digits).
 const MAX_NONCE: usize = 128;
 
@@ -105,6 +132,7 @@ async fn enroll(
     body: Result<Json<EnrollRequest>, JsonRejection>,
 ) -> Result<Json<EnrollResponse>, ApiError> {
     let Json(req) = body.map_err(bad_json)?;
+    limit_enrollments(&s, &req, peer.ip()).await?;
     let auto = s.hub.auto_approves(peer.ip());
     let bearer =
         headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));

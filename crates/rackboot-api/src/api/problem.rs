@@ -52,11 +52,13 @@ pub struct ApiError {
     pub status: StatusCode,
     pub detail: String,
     pub field: Option<String>,
+    /// Seconds for a `Retry-After` header (a 429 or 503 that says when to come back).
+    pub retry_after: Option<u64>,
 }
 
 impl ApiError {
     pub fn new(status: StatusCode, detail: impl Into<String>) -> Self {
-        ApiError { status, detail: detail.into(), field: None }
+        ApiError { status, detail: detail.into(), field: None, retry_after: None }
     }
 
     /// 400 for a bad request as a whole.
@@ -66,7 +68,12 @@ impl ApiError {
 
     /// 400 naming the field at fault.
     pub fn field(field: &str, detail: impl Into<String>) -> Self {
-        ApiError { status: StatusCode::BAD_REQUEST, detail: detail.into(), field: Some(field.to_string()) }
+        ApiError {
+            status: StatusCode::BAD_REQUEST,
+            detail: detail.into(),
+            field: Some(field.to_string()),
+            retry_after: None,
+        }
     }
 
     pub fn not_found(detail: impl Into<String>) -> Self {
@@ -103,6 +110,9 @@ impl IntoResponse for ApiError {
         let mut resp = (self.status, [(header::CONTENT_TYPE, PROBLEM_JSON)], body).into_response();
         if self.status == StatusCode::UNAUTHORIZED {
             resp.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        if let Some(secs) = self.retry_after {
+            resp.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs));
         }
         resp
     }

@@ -1,4 +1,5 @@
-//! The login rate limiter: failed logins counted per username and per source address in a
+//! The login rate limiter (and the agents' enrollment limiter, which counts every attempt per
+//! boot MAC and source address): failed logins counted per username and per source address in a
 //! fixed window; once a key reaches its limit, logins for it are refused (429) until the window
 //! that began with its first failure ends. An attempt is counted as a failure before its
 //! password is checked ([`Limiter::reserve`]) and handed back only if it succeeds, so logins

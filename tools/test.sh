@@ -34,8 +34,8 @@ source tools/setup.sh --env
 
 # Limits: about three times each one's time on a fresh 2-core machine (BENCHMARKS.md, "The test
 # command"); a stage past its limit ends the run. The whole run: RACKBOOT_TEST_TIMEOUT.
-L_FMT=120 L_SETUP=900 L_BUILD=2400 L_ASSETS=3000 L_ASSETS_ARM64=2400 L_TOOLS=2400
-L_REST=2700 L_PG=900 L_CLIPPY=900 L_BOOK=300 L_DEB=900 L_VM=3600 L_QEMU=3600
+L_FMT=120 L_SETUP=900 L_BUILD=2400 L_ASSETS=3000 L_ASSETS_ARM64=3000 L_TOOLS=3000
+L_REST=2700 L_PG=1200 L_CLIPPY=900 L_BOOK=300 L_DEB=900 L_VM=3600 L_QEMU=3600
 run_limit "${RACKBOOT_TEST_TIMEOUT:-3600}"
 # The run's end, however it comes (a failure, Ctrl-C, the run's limit): whatever still runs is
 # ended, and what the tests left behind is removed.

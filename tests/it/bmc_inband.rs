@@ -49,7 +49,7 @@ fn report(username: &str, password: &str, address: &str) -> String {
 #[tokio::test(flavor = "multi_thread")]
 async fn an_in_band_account_is_taken_only_from_its_job_and_its_password_is_never_shown() {
     let a =
-        Appliance::start("[bmc]\ninband_accounts = true\nrefresh_interval_secs = 0\nrequest_timeout_secs = 1\n").await;
+        Appliance::start("[bmc]\ninband_accounts = true\ninband_networks = [\"198.18.0.0/24\"]\nrefresh_interval_secs = 0\nrequest_timeout_secs = 1\n").await;
     let cred = enroll(&a, MAC).await;
     let other = enroll(&a, OTHER).await;
 
@@ -82,11 +82,18 @@ async fn an_in_band_account_is_taken_only_from_its_job_and_its_password_is_never
     // Another machine's agent, another account, bad values: refused, nothing stored.
     let (status, _) = call(&a, "POST", &path, Some(&other), &report("rackboot", PASSWORD, "198.18.0.5")).await;
     assert_eq!(status, 404, "another machine's job does not exist for it");
+    // A neighbour's BMC, on record: a node cannot point its own record at it.
+    let neighbour = a.api.ok(Method::POST, "/machines", Some(json!({"macs": ["52:54:00:e9:00:09"]}))).await.unwrap();
+    let theirs =
+        json!({"address": "198.18.0.9", "protocol": "ipmi", "username": "root", "password": "Neighbour-Bmc-1"});
+    a.api.ok(Method::PUT, &format!("/machines/{}/bmc", neighbour["id"]), Some(theirs)).await.unwrap();
     for (body, why) in [
         (report("admin", PASSWORD, "198.18.0.5"), "did not ask for this account"),
         (report("rackboot", "short", "198.18.0.5"), "8 to 20"),
         (report("rackboot", PASSWORD, "127.0.0.1"), "cannot be"),
         (report("rackboot", PASSWORD, "bmc.example"), "not an IP address"),
+        (report("rackboot", PASSWORD, "10.9.9.9"), "outside bmc.inband_networks"),
+        (report("rackboot", PASSWORD, "198.18.0.9"), "BMC"),
     ] {
         let (status, v) = call(&a, "POST", &path, Some(&cred), &body).await;
         assert_eq!(status, 409, "{body}: {v}");
@@ -236,7 +243,7 @@ async fn the_agent_sets_its_account_up_on_a_bmc_simulator_and_a_rotation_reuses_
         return;
     };
     let a =
-        Appliance::start("[bmc]\ninband_accounts = true\nrefresh_interval_secs = 0\nrequest_timeout_secs = 1\n").await;
+        Appliance::start("[bmc]\ninband_accounts = true\ninband_networks = [\"198.18.0.0/24\"]\nrefresh_interval_secs = 0\nrequest_timeout_secs = 1\n").await;
     let work = tempfile::tempdir().unwrap();
     let opts = rackboot_agent::run::Options {
         url: a.url(),

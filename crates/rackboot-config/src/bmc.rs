@@ -23,6 +23,7 @@ pub struct WireBmc {
     pub inband_accounts: bool,
     pub inband_username: String,
     pub inband_channel: u8,
+    pub inband_networks: Vec<String>,
     pub vmedia_tool: PathBuf,
     pub vmedia_ttl_secs: u64,
 }
@@ -44,6 +45,7 @@ impl Default for WireBmc {
             inband_accounts: false,
             inband_username: "rackboot".into(),
             inband_channel: 1,
+            inband_networks: Vec::new(),
             vmedia_tool: "/usr/bin/grub-mkrescue".into(),
             vmedia_ttl_secs: 1800,
         }
@@ -81,6 +83,9 @@ pub struct BmcConfig {
     pub inband_accounts: bool,
     pub inband_username: String,
     pub inband_channel: u8,
+    /// The networks an in-band BMC address may be in (a node reports it: anything else, and
+    /// another machine's recorded BMC, is refused).
+    pub inband_networks: Vec<ipnet::IpNet>,
     /// The program that makes a virtual-media boot ISO (`grub-mkrescue`).
     pub vmedia_tool: PathBuf,
     /// A virtual CD not ejected by then (its machine's BootOS never called in) is ejected.
@@ -112,9 +117,18 @@ impl TryFrom<WireBmc> for BmcConfig {
             inband_accounts,
             inband_username,
             inband_channel,
+            inband_networks,
             vmedia_tool,
             vmedia_ttl_secs,
         } = w;
+        let inband_networks = inband_networks
+            .iter()
+            .map(|n| n.parse::<ipnet::IpNet>().map_err(|e| anyhow::anyhow!("bmc.inband_networks: {n:?}: {e}")))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        anyhow::ensure!(
+            !inband_accounts || !inband_networks.is_empty(),
+            "bmc.inband_accounts needs bmc.inband_networks: the networks a BMC found in band may have its address in"
+        );
         anyhow::ensure!(vmedia_tool.is_absolute(), "bmc.vmedia_tool must be an absolute path");
         anyhow::ensure!((60..=86_400).contains(&vmedia_ttl_secs), "bmc.vmedia_ttl_secs must be 60..=86400");
         anyhow::ensure!(
@@ -154,6 +168,7 @@ impl TryFrom<WireBmc> for BmcConfig {
             inband_accounts,
             inband_username,
             inband_channel,
+            inband_networks,
             vmedia_tool,
             vmedia_ttl: Duration::from_secs(vmedia_ttl_secs),
         })

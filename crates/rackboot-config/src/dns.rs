@@ -16,6 +16,7 @@ pub struct WireDns {
     pub ttl: u32,
     pub reverse_zones: Vec<String>,
     pub upstreams: Vec<String>,
+    pub forward_clients: Vec<String>,
     pub allow_transfer: Vec<String>,
 }
 
@@ -28,6 +29,7 @@ impl Default for WireDns {
             ttl: 30,
             reverse_zones: Vec::new(),
             upstreams: Vec::new(),
+            forward_clients: Vec::new(),
             allow_transfer: Vec::new(),
         }
     }
@@ -46,6 +48,9 @@ pub struct DnsConfig {
     pub reverse_zones: Vec<Ipv4Net>,
     /// Resolvers that get names outside our zones; empty: such names are REFUSED.
     pub upstreams: Vec<SocketAddr>,
+    /// Clients whose names outside our zones are forwarded; empty: the reverse zones' networks
+    /// (and loopback, always).
+    pub forward_clients: Vec<Ipv4Net>,
     /// Clients allowed zone transfers (AXFR, over TCP); empty: none.
     pub allow_transfer: Vec<Ipv4Net>,
 }
@@ -54,7 +59,7 @@ impl TryFrom<WireDns> for DnsConfig {
     type Error = anyhow::Error;
 
     fn try_from(w: WireDns) -> anyhow::Result<Self> {
-        let WireDns { enabled, port, domain, ttl, reverse_zones, upstreams, allow_transfer } = w;
+        let WireDns { enabled, port, domain, ttl, reverse_zones, upstreams, forward_clients, allow_transfer } = w;
         let domain = domain.trim_end_matches('.').to_ascii_lowercase();
         anyhow::ensure!(
             !domain.is_empty()
@@ -69,6 +74,7 @@ impl TryFrom<WireDns> for DnsConfig {
             anyhow::ensure!(net.prefix_len() >= 8, "dns.reverse_zones: {net} is wider than a /8");
         }
         let allow_transfer = parse_nets("dns.allow_transfer", &allow_transfer)?;
+        let forward_clients = parse_nets("dns.forward_clients", &forward_clients)?;
         let upstreams = upstreams
             .iter()
             .map(|u| {
@@ -77,7 +83,7 @@ impl TryFrom<WireDns> for DnsConfig {
                     .with_context(|| format!("dns.upstreams: {u:?} is not an address or address:port"))
             })
             .collect::<anyhow::Result<Vec<_>>>()?;
-        Ok(DnsConfig { enabled, port, domain, ttl, reverse_zones, upstreams, allow_transfer })
+        Ok(DnsConfig { enabled, port, domain, ttl, reverse_zones, upstreams, forward_clients, allow_transfer })
     }
 }
 

@@ -151,6 +151,10 @@ impl Handler {
                 let Some(fwd) = &self.forwarder else {
                     return send(&mut response, builder().build_no_records(refuse(ResponseCode::Refused))).await;
                 };
+                if !fwd.admits(request.src().ip(), std::time::Instant::now()) {
+                    debug!(src = %request.src(), name = %query.name(), "not forwarded: outside the client networks or past its rate");
+                    return send(&mut response, builder().build_no_records(refuse(ResponseCode::Refused))).await;
+                }
                 match fwd.resolve(query.original(), request.protocol() == Protocol::Tcp).await {
                     Ok(up) => {
                         metadata.response_code = up.metadata.response_code;

@@ -150,6 +150,12 @@ pub async fn serve(bound: Bound, core: Handle, shutdown: CancellationToken) -> a
 
 /// Serves DNS on `bound` until `token` is cancelled.
 pub async fn run(bound: Bound, svc: DnsService, token: CancellationToken) -> anyhow::Result<()> {
+    // Forwarding serves the networks rackboot answers for: `dns.forward_clients`, else the
+    // reverse zones' networks (the DHCP subnets, or the server's /24) and the DHCPv6 prefixes.
+    let clients = forward::Clients {
+        v4: if svc.cfg.forward_clients.is_empty() { svc.reverse.clone() } else { svc.cfg.forward_clients.clone() },
+        v6: svc.reverse6.clone(),
+    };
     let settings = ZoneSettings {
         domain: svc.cfg.domain.clone(),
         server_ip: svc.server_ip,
@@ -161,7 +167,7 @@ pub async fn run(bound: Bound, svc: DnsService, token: CancellationToken) -> any
     let mut refresher = Refresher::new(settings, svc.cmdb.clone());
     let cell: ZoneCell = Arc::new(RwLock::new(refresher.current.clone()));
     let forwarder = (!svc.cfg.upstreams.is_empty())
-        .then(|| forward::Forwarder::new(svc.cfg.upstreams.clone(), Duration::from_secs(2)));
+        .then(|| forward::Forwarder::new(svc.cfg.upstreams.clone(), Duration::from_secs(2), clients));
     let handler = Arc::new(Handler::new(cell.clone(), forwarder, svc.cfg.allow_transfer, svc.metrics));
     // TCP (rare: truncated answers, transfers) through hickory's server; UDP through our loop.
     let mut server = hickory_server::Server::new(SharedHandler(handler.clone()));

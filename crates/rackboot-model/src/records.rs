@@ -334,6 +334,16 @@ pub fn valid_hostname(h: &str) -> bool {
         && !h.ends_with('-')
 }
 
+/// Names a client's own DHCP hostname (option 12) never gets in DNS: what browsers and stacks
+/// look up to configure themselves (WPAD, ISATAP), `localhost`, and the appliance's own name.
+pub const RESERVED_CLIENT_NAMES: &[&str] = &["wpad", "isatap", "localhost", "rackboot"];
+
+/// Whether the name a client sent for itself (option 12) may be published for it: a valid label
+/// that is none of [`RESERVED_CLIENT_NAMES`].
+pub fn publishable_client_name(h: &str) -> bool {
+    valid_hostname(h) && !RESERVED_CLIENT_NAMES.iter().any(|r| h.eq_ignore_ascii_case(r))
+}
+
 /// A machine's agent: its credential (as a SHA-256 of the secret) and what it last reported.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AgentRecord {

@@ -227,7 +227,7 @@ impl Index {
             let name = match self.by_mac(mac).and_then(|b| b.hostname.as_ref()) {
                 Some(h) => h.to_ascii_lowercase(),
                 None => match &l.hostname {
-                    Some(h) if super::model::valid_hostname(h) && self.by_hostname(h).is_none() => {
+                    Some(h) if super::model::publishable_client_name(h) && self.by_hostname(h).is_none() => {
                         let slot = by_client_name.entry(h.to_ascii_lowercase()).or_insert((l.expires_at, ip));
                         if (l.expires_at, ip) > *slot {
                             *slot = (l.expires_at, ip);
@@ -403,6 +403,12 @@ mod tests {
             // Expired, and an invalid name: neither is published.
             lease([10, 0, 0, 11], 12, Some("old"), 50),
             lease([10, 0, 0, 12], 13, Some("bad_name"), 300),
+            // Names a client may not take for itself: what stacks look up to configure
+            // themselves, and the appliance's own.
+            lease([10, 0, 0, 13], 14, Some("WPAD"), 300),
+            lease([10, 0, 0, 14], 15, Some("isatap"), 300),
+            lease([10, 0, 0, 15], 16, Some("localhost"), 300),
+            lease([10, 0, 0, 16], 17, Some("rackboot"), 300),
         ]);
         let got = ix.dns_hosts(100);
         let want: Vec<(String, Ipv4Addr)> =

@@ -2,7 +2,7 @@
 //! placed in a rack, tagged and marked installed; Debian's `ansible-inventory` reads the
 //! inventory through `rackboot inventory --ansible` as its inventory script, and `ansible -m
 //! ping` reaches the node over SSH (an sshd in the node's namespace) at the address the inventory
-//! gives it.
+//! gives it. A serial holding Jinja (as a node could report it) is shown, never evaluated.
 
 use crate::netns::{full_config, require, Net};
 
@@ -19,8 +19,11 @@ fn ansible_reads_the_inventory_through_its_script_and_pings_the_node_at_its_addr
     let ip = super::proxy::lease(&net, &node);
     let csv = format!("{NODE_MAC},web-01,,7");
     net.api("POST", "/racks", Some(&serde_json::json!({"name": "r12", "machines_csv": csv}).to_string()));
-    let patch = r#"{"tags": ["web", "eu-west"], "state": "installed"}"#;
-    net.api("PATCH", &format!("/machines/{NODE_MAC}"), Some(patch));
+    // The serial as a hostile node would report it: Jinja that runs a command on the controller.
+    let marker = net.path("pwned");
+    let serial = format!("{{{{ lookup('pipe', 'touch {}') }}}}", marker.display());
+    let patch = serde_json::json!({"tags": ["web", "eu-west"], "state": "installed", "serial": serial});
+    net.api("PATCH", &format!("/machines/{NODE_MAC}"), Some(&patch.to_string()));
 
     // The node's sshd, root's key only.
     let dir = net.path("ssh");
@@ -77,6 +80,11 @@ fn ansible_reads_the_inventory_through_its_script_and_pings_the_node_at_its_addr
     let one: serde_json::Value =
         serde_json::from_str(&ansible(&format!("{} --host web-01", script.display()))).unwrap();
     assert_eq!(one["ansible_host"], ip.as_str(), "{one}");
+
+    // The node's words are shown as they are, never evaluated on the controller.
+    let shown = ansible(&format!("ansible -i {} web-01 -m debug -a var=rackboot_serial", script.display()));
+    assert!(shown.contains("lookup('pipe'"), "{shown}");
+    assert!(!marker.exists(), "a node-reported string ran a command on the controller");
 
     // Ansible reaches the node where the inventory says it is.
     let ping = ansible(&format!("ansible -i {} tag_web -m ping -u root --private-key {d}/id", script.display()));

@@ -65,10 +65,24 @@ pub struct HostVars {
     pub rackboot_tags: Vec<String>,
     pub rackboot_rack: Option<String>,
     pub rackboot_slot: Option<u32>,
-    pub rackboot_serial: Option<String>,
-    pub rackboot_vendor: Option<String>,
-    pub rackboot_model: Option<String>,
+    /// Serial, vendor and model come from what the node reported (DMI): marked unsafe.
+    pub rackboot_serial: Option<Unsafe>,
+    pub rackboot_vendor: Option<Unsafe>,
+    pub rackboot_model: Option<Unsafe>,
     pub rackboot_boot_profile: Option<String>,
+}
+
+/// Text a node reported about itself, marked for Ansible as unsafe (`{"__ansible_unsafe":
+/// "..."}`, which its inventory loader wraps as never-templated text): template syntax in a DMI
+/// string is shown as it is, never evaluated on the operator's controller.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Unsafe {
+    #[serde(rename = "__ansible_unsafe")]
+    pub text: String,
+}
+
+fn unsafe_text(v: &Option<String>) -> Option<Unsafe> {
+    v.as_ref().map(|text| Unsafe { text: text.clone() })
 }
 
 /// Every machine as an Ansible dynamic inventory (`rackboot inventory --ansible`; the book has
@@ -134,9 +148,9 @@ pub fn build(machines: &[Machine], leases: &[Lease], now: u64) -> AnsibleInvento
             rackboot_tags: m.tags.clone(),
             rackboot_rack: m.rack.clone(),
             rackboot_slot: m.slot,
-            rackboot_serial: m.serial.clone(),
-            rackboot_vendor: m.vendor.clone(),
-            rackboot_model: m.model.clone(),
+            rackboot_serial: unsafe_text(&m.serial),
+            rackboot_vendor: unsafe_text(&m.vendor),
+            rackboot_model: unsafe_text(&m.model),
             rackboot_boot_profile: m.boot_profile.clone(),
         };
         inv.meta.hostvars.insert(name, vars);

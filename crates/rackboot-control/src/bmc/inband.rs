@@ -96,7 +96,13 @@ pub async fn register(
         Action::BmcAccount { username, channel } if *username == r.username && *channel == r.channel => {}
         _ => return Err(InbandError::Refused(format!("job {job_id} did not ask for this account"))),
     }
-    check(&r).map_err(InbandError::Refused)?;
+    check(&r, &power.config().inband_networks).map_err(InbandError::Refused)?;
+    let ip: std::net::IpAddr = r.address.parse().map_err(|_| InbandError::Refused("not an IP address".into()))?;
+    if let Some(other) =
+        cmdb.bmcs().await?.into_iter().find(|b| b.machine_id != machine && host_of(&b.address) == Some(ip))
+    {
+        return Err(InbandError::Refused(format!("{ip} is machine {}'s BMC", other.machine_id)));
+    }
     let address = match r.address.parse::<std::net::IpAddr>() {
         Ok(std::net::IpAddr::V6(v6)) => format!("[{v6}]"),
         Ok(v4) => v4.to_string(),
@@ -134,8 +140,20 @@ pub async fn register(
     Ok(stored)
 }
 
-/// The report's bounds: a slot IPMI has, a plain password of 8 to 20 characters, a short MAC.
-fn check(r: &BmcAccountReport) -> Result<(), String> {
+/// The address part of a BMC record's `address` (`ip`, `ip:port`, `[v6]`, `[v6]:port`).
+fn host_of(address: &str) -> Option<std::net::IpAddr> {
+    if let Ok(ip) = address.parse() {
+        return Some(ip);
+    }
+    if let Ok(sa) = address.parse::<std::net::SocketAddr>() {
+        return Some(sa.ip());
+    }
+    address.strip_prefix('[').and_then(|a| a.strip_suffix(']')).and_then(|a| a.parse().ok())
+}
+
+/// The report's bounds: a slot IPMI has, a plain password of 8 to 20 characters, an address in
+/// `networks`, a short MAC.
+fn check(r: &BmcAccountReport, networks: &[ipnet::IpNet]) -> Result<(), String> {
     if !(2..=63).contains(&r.user_id) || r.channel > 15 {
         return Err(format!("user {} on channel {}: not an IPMI user slot", r.user_id, r.channel));
     }
@@ -146,6 +164,9 @@ fn check(r: &BmcAccountReport) -> Result<(), String> {
         r.address.parse().map_err(|_| format!("address {:?} is not an IP address", r.address))?;
     if ip.is_unspecified() || ip.is_loopback() || ip.is_multicast() {
         return Err(format!("address {ip} cannot be a BMC's"));
+    }
+    if !networks.iter().any(|n| n.contains(&ip)) {
+        return Err(format!("address {ip} is outside bmc.inband_networks"));
     }
     if r.mac.as_ref().is_some_and(|m| m.len() > 17 || !m.chars().all(|c| c.is_ascii_hexdigit() || c == ':')) {
         return Err("the MAC address is not one".into());
@@ -168,9 +189,21 @@ mod tests {
         }
     }
 
+    fn nets() -> Vec<ipnet::IpNet> {
+        vec!["198.18.0.0/24".parse().unwrap()]
+    }
+
+    #[test]
+    fn host_of_reads_every_form_of_a_bmc_address() {
+        for a in ["198.18.0.5", "198.18.0.5:623", "[fd00::5]", "[fd00::5]:443", "fd00::5"] {
+            assert!(host_of(a).is_some(), "{a}");
+        }
+        assert_eq!(host_of("bmc.example:443"), None);
+    }
+
     #[test]
     fn a_report_is_bounded() {
-        assert!(check(&report()).is_ok());
+        assert!(check(&report(), &nets()).is_ok());
         for (bad, why) in [
             (BmcAccountReport { user_id: 1, ..report() }, "slot"),
             (BmcAccountReport { user_id: 64, ..report() }, "slot"),
@@ -180,8 +213,9 @@ mod tests {
             (BmcAccountReport { address: "127.0.0.1".into(), ..report() }, "cannot be"),
             (BmcAccountReport { address: "0.0.0.0".into(), ..report() }, "cannot be"),
             (BmcAccountReport { mac: Some("zz:zz".into()), ..report() }, "MAC"),
+            (BmcAccountReport { address: "10.1.2.3".into(), ..report() }, "outside bmc.inband_networks"),
         ] {
-            let e = check(&bad).unwrap_err();
+            let e = check(&bad, &nets()).unwrap_err();
             assert!(e.contains(why), "{bad:?}: {e}");
         }
         assert!(!format!("{:?}", report()).contains("Abcdefgh"), "the password is never in a log line");

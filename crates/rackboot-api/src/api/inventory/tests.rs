@@ -66,7 +66,9 @@ fn hosts_are_grouped_by_rack_state_tag_and_profile_with_their_addresses() {
     assert_eq!(web["rackboot_addresses"], serde_json::json!(["198.18.0.101", "198.19.10.21"]));
     assert_eq!(web["rackboot_macs"], serde_json::json!(["52:54:00:00:00:01", "52:54:00:00:00:11"]));
     assert_eq!((web["rackboot_rack"].as_str(), web["rackboot_slot"].as_u64()), (Some("r-12"), Some(7)));
-    assert_eq!((web["rackboot_serial"].as_str(), web["rackboot_vendor"].as_str()), (Some("SN1"), Some("QEMU")));
+    // What the node reported is marked unsafe for Ansible.
+    assert_eq!(web["rackboot_serial"], serde_json::json!({"__ansible_unsafe": "SN1"}));
+    assert_eq!(web["rackboot_vendor"], serde_json::json!({"__ansible_unsafe": "QEMU"}));
     assert_eq!(web["rackboot_state"], "installed");
     // The reservation wins over a lease; an expired or released lease is no address.
     assert_eq!(v["_meta"]["hostvars"]["machine-2"]["ansible_host"], "198.18.0.62");

@@ -1,8 +1,8 @@
 //! A password guesser on the VLAN with many connections at once: 25 logins for `admin` sent
 //! together from one address are checked at most as many times as the limit allows (401); the
 //! rest are refused before any hash (429, or 503 while the hashing pool is full), each with a
-//! Retry-After; the API keeps answering a logged-in caller meanwhile, and the audit log holds
-//! one denial per guess checked.
+//! Retry-After; the API keeps answering a logged-in caller and DHCP a new client meanwhile, and
+//! the audit log holds one denial per guess checked.
 
 use std::time::{Duration, Instant};
 
@@ -27,10 +27,13 @@ async fn logins_sent_at_once_get_the_configured_guesses_and_no_more() {
             (resp.status().as_u16(), retry)
         });
     }
-    // The API answers a logged-in caller while the guesses are checked.
+    // The API answers a logged-in caller, and DHCP a new client, while the guesses are checked.
     let asked = Instant::now();
     lab.api.ok(Method::GET, "/auth/whoami", None).await.unwrap();
     assert!(asked.elapsed() < Duration::from_secs(3), "whoami took {:?} under the flood", asked.elapsed());
+    let asked = Instant::now();
+    four_way(&lab, [0x52, 0x54, 0x00, 0xe7, 0x00, 0x01], 0x0e70_0001).await;
+    assert!(asked.elapsed() < Duration::from_secs(3), "a DORA took {:?} under the flood", asked.elapsed());
 
     let mut codes = Vec::new();
     while let Some(answer) = guesses.join_next().await {

@@ -78,7 +78,9 @@ async fn through_the_other_appliance_a_takeover_is_refused_and_a_superseded_cred
         assert_eq!(status, 409, "{body}: {answer}");
     }
     assert_eq!((poll(&a, &first).await, poll(&b, &first).await), (204, 204), "the victim keeps its credential");
-    let m = b.get(&format!("/machines/{VICTIM}")).await;
+    // B's index follows the store: the machine A enrolled reaches it within moments.
+    let path = format!("/machines/{VICTIM}");
+    let m = crate::common::eventually(|| b.api.ok(Method::GET, &path, None)).await;
     assert_eq!(m["macs"], json!([VICTIM]), "nothing attached: {m}");
 
     // A new boot re-enrolls the victim through A: the old credential, cached on B, stops there

@@ -32,7 +32,7 @@ impl Default for WireAgent {
             job_timeout_secs: 3600,
             max_attempts: 3,
             nonce_ttl_secs: 1800,
-            enrollments_per_minute: 10,
+            enrollments_per_minute: 0,
             enrollments_per_minute_per_source: 120,
         }
     }

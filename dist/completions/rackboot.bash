@@ -361,6 +361,9 @@ _rackboot() {
             rackboot__subcmd__help__subcmd__plugins__subcmd__trust,revoke)
                 cmd="rackboot__subcmd__help__subcmd__plugins__subcmd__trust__subcmd__revoke"
                 ;;
+            rackboot__subcmd__help__subcmd__racks,confirm)
+                cmd="rackboot__subcmd__help__subcmd__racks__subcmd__confirm"
+                ;;
             rackboot__subcmd__help__subcmd__racks,create)
                 cmd="rackboot__subcmd__help__subcmd__racks__subcmd__create"
                 ;;
@@ -670,6 +673,9 @@ _rackboot() {
             rackboot__subcmd__plugins__subcmd__trust__subcmd__help,revoke)
                 cmd="rackboot__subcmd__plugins__subcmd__trust__subcmd__help__subcmd__revoke"
                 ;;
+            rackboot__subcmd__racks,confirm)
+                cmd="rackboot__subcmd__racks__subcmd__confirm"
+                ;;
             rackboot__subcmd__racks,create)
                 cmd="rackboot__subcmd__racks__subcmd__create"
                 ;;
@@ -690,6 +696,9 @@ _rackboot() {
                 ;;
             rackboot__subcmd__racks,user-data)
                 cmd="rackboot__subcmd__racks__subcmd__user__subcmd__data"
+                ;;
+            rackboot__subcmd__racks__subcmd__help,confirm)
+                cmd="rackboot__subcmd__racks__subcmd__help__subcmd__confirm"
                 ;;
             rackboot__subcmd__racks__subcmd__help,create)
                 cmd="rackboot__subcmd__racks__subcmd__help__subcmd__create"
@@ -2283,8 +2292,22 @@ _rackboot() {
             return 0
             ;;
         rackboot__subcmd__help__subcmd__racks)
-            opts="list show create import-csv user-data delete"
+            opts="list show create import-csv user-data confirm delete"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rackboot__subcmd__help__subcmd__racks__subcmd__confirm)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -4539,7 +4562,7 @@ _rackboot() {
             return 0
             ;;
         rackboot__subcmd__racks)
-            opts="-h --api --ca --token-file --help list show create import-csv user-data delete help"
+            opts="-h --api --ca --token-file --help list show create import-csv user-data confirm delete help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -4564,8 +4587,34 @@ _rackboot() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        rackboot__subcmd__racks__subcmd__confirm)
+            opts="-h --withdraw --api --ca --token-file --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --api)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ca)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         rackboot__subcmd__racks__subcmd__create)
-            opts="-h --location --remote-id --lldp-name --lldp-chassis-id --ports --ports-csv --hostname-pattern --address-plan --hardware-profile --os-profile --auto-provision --silent-after-minutes --machines-csv --uefi-loader --network --network-plan --root-device --mirror --lvm --fs --api --ca --token-file --help"
+            opts="-h --location --remote-id --lldp-name --lldp-chassis-id --ports --ports-csv --hostname-pattern --address-plan --hardware-profile --os-profile --auto-provision --trust-lldp --silent-after-minutes --machines-csv --uefi-loader --network --network-plan --root-device --mirror --lvm --fs --api --ca --token-file --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -4689,8 +4738,22 @@ _rackboot() {
             return 0
             ;;
         rackboot__subcmd__racks__subcmd__help)
-            opts="list show create import-csv user-data delete help"
+            opts="list show create import-csv user-data confirm delete help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rackboot__subcmd__racks__subcmd__help__subcmd__confirm)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi

@@ -63,6 +63,10 @@ Examples:
         /// Provision placed machines with --os-profile once inventoried.
         #[arg(long)]
         auto_provision: bool,
+        /// Every host on this VLAN is ours: a machine's own LLDP neighbour or DMI serial places
+        /// it (otherwise it is a claim an operator confirms).
+        #[arg(long)]
+        trust_lldp: bool,
         /// Minutes before a silent mapped slot is flagged (default 15).
         #[arg(long)]
         silent_after_minutes: Option<u32>,
@@ -105,6 +109,21 @@ Examples:
         /// Remove it.
         #[arg(long)]
         clear: bool,
+    },
+    /// Confirm that a machine is in a rack's slot (a claim its node made, shown as a flag, or
+    /// any slot): it is named, addressed and provisioned as that slot. `--withdraw` takes the
+    /// confirmation back (its own evidence places it again, or nothing does).
+    Confirm {
+        /// Machine id or MAC.
+        machine: String,
+        /// Rack name.
+        #[arg(required_unless_present = "withdraw")]
+        rack: Option<String>,
+        /// Slot: U7 or 7.
+        #[arg(required_unless_present = "withdraw")]
+        slot: Option<String>,
+        #[arg(long, conflicts_with_all = ["rack", "slot"])]
+        withdraw: bool,
     },
     /// Delete a rack (its machines keep their names and addresses).
     Delete {
@@ -170,6 +189,7 @@ pub(super) async fn racks(c: ApiClient, cmd: RacksCmd) -> anyhow::Result<()> {
             hardware_profile,
             os_profile,
             auto_provision,
+            trust_lldp,
             silent_after_minutes,
             machines_csv,
             uefi_loader,
@@ -182,7 +202,7 @@ pub(super) async fn racks(c: ApiClient, cmd: RacksCmd) -> anyhow::Result<()> {
                 "name": name, "location": location, "ports": ports,
                 "switch": {"remote_id": remote_id, "lldp_chassis_name": lldp_name, "lldp_chassis_id": lldp_chassis_id},
                 "address_plan": address_plan, "hardware_profile": hardware_profile, "os_profile": os_profile,
-                "auto_provision": auto_provision, "uefi_loader": uefi_loader,
+                "auto_provision": auto_provision, "trust_lldp": trust_lldp, "uefi_loader": uefi_loader,
             });
             if let Some(p) = hostname_pattern {
                 body["hostname_pattern"] = json!(p);
@@ -228,6 +248,26 @@ pub(super) async fn racks(c: ApiClient, cmd: RacksCmd) -> anyhow::Result<()> {
         }
         RacksCmd::UserData { name, set, clear } => {
             super::user_data(&c, &format!("/racks/{}/user-data", enc(&name)), set, clear).await?;
+        }
+        RacksCmd::Confirm { machine, rack, slot, withdraw } => {
+            let path = format!("/machines/{}/placement", enc(&machine));
+            let m = match (rack, slot, withdraw) {
+                (Some(rack), Some(slot), false) => {
+                    let n = slot.trim_start_matches(['U', 'u']).parse::<u32>();
+                    let slot = n.map_err(|_| anyhow::anyhow!("slot {slot:?} is not U<n> or <n>"))?;
+                    c.ok(Method::PUT, &path, Some(json!({"rack": rack, "slot": slot}))).await?
+                }
+                _ => c.ok(Method::DELETE, &path, None).await?,
+            };
+            match (m["rack"].as_str(), m["slot"].as_u64()) {
+                (Some(r), Some(s)) => println!(
+                    "machine {} is in {r} U{s} (by {}), named {}",
+                    m["id"],
+                    m["placement"]["by"].as_str().unwrap_or("?"),
+                    m["hostname"].as_str().unwrap_or("-")
+                ),
+                _ => println!("machine {} is in no rack", m["id"]),
+            }
         }
         RacksCmd::Delete { name } => {
             c.ok(Method::DELETE, &format!("/racks/{}", enc(&name)), None).await?;

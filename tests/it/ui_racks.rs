@@ -2,7 +2,8 @@
 //! appliance's certificate): an operator creates a rack with the form, machines DHCP through
 //! the rack's switch (relayed, option 82 naming the port), and the rack view places and names
 //! them live, without a reload; the silent-slot flags go as they answer, and a machine whose
-//! LLDP neighbour disagrees with option 82 is flagged mis-cabled. A refused form keeps
+//! LLDP neighbour disagrees with option 82 is flagged mis-cabled; one whose own LLDP report is
+//! all that names a slot shows as a claim, which the operator's click places. A refused form keeps
 //! what was typed and says why; a viewer gets no form. Skips with "SKIPPED: ..." without
 //! chromium.
 
@@ -134,6 +135,23 @@ async fn a_rack_is_brought_up_from_the_form_and_fills_in_live() {
     assert!(text.contains("⚑ miscabled"), "{seen}");
     assert!(seen["u4"].as_str().unwrap().contains("flagged"), "{seen}");
     b.shot("21-rack-live").await;
+
+    // A machine whose own LLDP report names U1 is not placed: the flag shows its claim, live,
+    // with a button; the operator's click places it.
+    let claimant = [0x52, 0x54, 0, 0x7b, 0, 9];
+    report_lldp_of(&lab, claimant, "leaf-r1", "Ethernet1").await;
+    let flags = text_until(c, "flags", |t| t.contains("claimed")).await;
+    assert!(flags.contains("U1") && flags.contains("Ethernet1"), "{flags}");
+    let m = lab.api.ok(Method::GET, &format!("/machines/{}", mac_text(&claimant)), None).await.unwrap();
+    assert_eq!(m["rack"], serde_json::Value::Null, "a claim is not a placement: {m}");
+    let button = format!("#flags form[action='/ui/racks/r1/confirm'] input[name=machine][value='{}']", m["id"]);
+    assert!(!c.find_all(Locator::Css(&button)).await.unwrap().is_empty(), "{flags}");
+    c.find(Locator::Css("#flags form[action='/ui/racks/r1/confirm'] button")).await.unwrap().click().await.unwrap();
+    let notice = c.wait().at_most(Duration::from_secs(10)).for_element(Locator::Id("notice")).await.unwrap();
+    let notice = notice.text().await.unwrap();
+    assert!(notice.contains("placed in U1"), "{notice}");
+    let elevation = text_until(c, "elevation", |t| t.contains("r1-u01")).await;
+    assert!(elevation.contains("operator"), "placed by the operator: {elevation}");
 
     // Nothing the page loaded came from anywhere but the appliance.
     let urls = c

@@ -138,7 +138,10 @@ event_kinds! {
     /// The run was cancelled by an operator.
     ProvisionCancelled = "provision.cancelled", fields: "run, task";
     /// The machine was placed in a rack's slot (named, its address reserved).
-    RackPlaced = "rack.placed", fields: "rack, slot, by (option82, lldp, csv), port, hostname, ip";
+    RackPlaced = "rack.placed", fields: "rack, slot, by (option82, lldp, csv, serial, operator), port, hostname, ip, not_named";
+    /// The machine left its slot: its evidence is gone or points nowhere it may go (it keeps
+    /// its name and address).
+    RackLeft = "rack.left", fields: "rack, slot, why";
     /// The agent's LLDP neighbour confirmed the slot option 82 placed the machine in.
     RackConfirmed = "rack.confirmed", fields: "rack, slot, port";
     /// Option 82 and LLDP put the machine in different places (mis-cabled or mis-mapped).
@@ -150,6 +153,9 @@ event_kinds! {
     RackSlotSilent = "rack.slot_silent", fields: "rack, slot, detail";
     /// A placed machine is in the failed state.
     RackMachineFailed = "rack.machine_failed", fields: "rack, slot, detail";
+    /// The machine's node says it is in a slot (its LLDP neighbour, its serial in the CSV) and
+    /// nothing placed it: not named, addressed or provisioned until an operator confirms it.
+    RackClaimed = "rack.claimed", fields: "rack, slot, detail";
     /// A vendor plugin job ended: what its check found and its apply did.
     PluginResult = "plugin.result", fields: "plugin, version, vendor, signer, sha256, job, result (unchanged, applied, applied_reboot, not_applicable, failed), check_exit, apply_exit, error";
     /// A hardware profile's plugin fits nothing on this machine (its [match]); it was not run.

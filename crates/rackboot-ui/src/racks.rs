@@ -20,7 +20,7 @@ use serde_json::json;
 
 use super::form::Form;
 use super::session::{self, Session};
-use super::view::message;
+use super::view::{message, urlencode};
 use super::{forward, rack_bmcs, UiState};
 use rackboot_control::racks::flags::RackView;
 use rackboot_control::racks::SwitchId;
@@ -30,6 +30,7 @@ pub fn routes() -> Router<UiState> {
         .route("/ui/racks", get(list).post(create))
         .route("/ui/racks/{name}", get(show))
         .route("/ui/racks/{name}/live", get(live))
+        .route("/ui/racks/{name}/confirm", axum::routing::post(confirm))
 }
 
 /// A switch as a page names it.
@@ -82,6 +83,7 @@ async fn list(State(s): State<UiState>, session: Session) -> Response {
 fn blank() -> serde_json::Value {
     let mut v: serde_json::Map<String, serde_json::Value> = FIELDS.iter().map(|k| (k.to_string(), json!(""))).collect();
     v.insert("auto_provision".into(), json!(false));
+    v.insert("trust_lldp".into(), json!(false));
     v.insert("bmc_insecure".into(), json!(false));
     v.insert("lvm".into(), json!(false));
     serde_json::Value::Object(v)
@@ -146,6 +148,7 @@ fn spec(f: &Form) -> Result<serde_json::Value, String> {
         "hardware_profile": text("hardware_profile"),
         "os_profile": text("os_profile"),
         "auto_provision": f.get("auto_provision").is_some(),
+        "trust_lldp": f.get("trust_lldp").is_some(),
         "silent_after_minutes": text("silent_after_minutes").and_then(|v| v.parse::<u32>().ok())
             .unwrap_or(rackboot_control::racks::DEFAULT_SILENT_MINUTES),
         "machines_csv": text("machines_csv"),
@@ -162,6 +165,7 @@ fn refill(f: &Form) -> serde_json::Value {
     let mut v: serde_json::Map<String, serde_json::Value> =
         FIELDS.iter().map(|k| (k.to_string(), json!(f.get(k).unwrap_or("")))).collect();
     v.insert("auto_provision".into(), json!(f.get("auto_provision").is_some()));
+    v.insert("trust_lldp".into(), json!(f.get("trust_lldp").is_some()));
     v.insert("bmc_insecure".into(), json!(f.get("bmc_insecure").is_some()));
     v.insert("lvm".into(), json!(f.get("lvm").is_some()));
     serde_json::Value::Object(v)
@@ -250,6 +254,42 @@ async fn show(
         }
         Err(e) => message(&s.views, StatusCode::SERVICE_UNAVAILABLE, "Rack", &e.to_string(), &session),
     }
+}
+
+/// An operator confirms a machine's claim to a slot of this rack (the flag's button): sent to
+/// `PUT /api/v1/machines/{id}/placement`, then back to the rack with what happened.
+async fn confirm(
+    State(s): State<UiState>,
+    session: Session,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+    body: axum::body::Body,
+) -> Response {
+    let f = match Form::read(body).await {
+        Ok(f) => f,
+        Err(r) => return r,
+    };
+    if let Err(why) = session::check_post(&session, &headers, f.get("csrf")) {
+        return session::refuse(why);
+    }
+    if rackboot_control::racks::check_name(&name).is_err() {
+        return message(&s.views, StatusCode::NOT_FOUND, "Rack", "no such rack", &session);
+    }
+    let (Some(machine), Some(slot)) = (
+        f.get("machine").and_then(|m| m.trim().parse::<u64>().ok()),
+        f.get("slot").and_then(|m| m.trim().parse::<u32>().ok()),
+    ) else {
+        return message(&s.views, StatusCode::BAD_REQUEST, "Rack", "a machine id and a slot are needed", &session);
+    };
+    let path = format!("/machines/{machine}/placement");
+    let answer = forward::as_session(&s, &session, Method::PUT, &path, Some(json!({"rack": name, "slot": slot}))).await;
+    let notice = if answer.status.is_success() {
+        format!("Machine {machine} is placed in U{slot}.")
+    } else {
+        format!("Machine {machine} was not placed: {}", answer.message())
+    };
+    let to = format!("/ui/racks/{name}?notice={}", urlencode(&notice));
+    Redirect::to(&to).into_response()
 }
 
 /// Longest a rack stream stays open; the browser reconnects at once, which checks the session

@@ -8,13 +8,14 @@
 //!   [`unclaimed_flood`], [`conn_limits`], [`http_bounds`], [`leaks`] (what a 503 tells),
 //!   [`logins`] (a password guesser with many connections at once), [`job_output`] (a node
 //!   filling the disk through its own job's output), [`mac_flood`] (a node naming MACs it does
-//!   not own).
+//!   not own), [`claims`] (a node's LLDP neighbour or serial naming another rack's slot).
 //! - Through the API: [`images`] (a qcow2 that names the appliance's files), [`operator`] (a
 //!   BMC password pointed elsewhere), [`plugins`] (hostile bundles), [`revoked`] (an event
 //!   stream held open by a revoked token), [`templates`] (a template that would render for ever).
 //! - With the database: [`store`] (a takeover through the other appliance, stale credentials,
 //!   swapped plugin bytes, a key added to the store).
 
+mod claims;
 mod conn_limits;
 mod dhcp_flood;
 mod enroll_nonce;

@@ -24,6 +24,7 @@ mod machines;
 pub mod network;
 mod numbers;
 pub mod page;
+pub mod placement;
 pub mod plain;
 mod plugin_keys;
 pub mod plugins;
@@ -114,6 +115,7 @@ fn protected_routes() -> OpenApiRouter<ApiState> {
         .merge(jobs::routes())
         .merge(tasks::routes())
         .merge(racks::routes())
+        .merge(placement::routes())
         .merge(inventory::routes())
         .merge(network::routes())
         .merge(userdata::routes())

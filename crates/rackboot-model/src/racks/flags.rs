@@ -1,6 +1,6 @@
 //! What a person must look at in a rack, pure: mis-cabling (option 82 and LLDP disagree), two
-//! machines claiming one slot, an expected slot silent too long, a placed machine that failed;
-//! and the rack's elevation (slot -> machines) the API and the web UI show.
+//! machines claiming one slot, an expected slot silent too long, a placed machine that failed,
+//! a node's own claim to a slot waiting for an operator; and the rack's elevation (slot -> machines) the API and the web UI show.
 
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -23,6 +23,9 @@ pub enum FlagKind {
     SlotSilent,
     /// A placed machine is in the failed state.
     MachineFailed,
+    /// A machine's node says it is in a slot (its LLDP neighbour, its serial in the CSV) and
+    /// nothing placed it: an operator confirms it (`PUT /machines/{id}/placement`).
+    Claimed,
 }
 
 impl FlagKind {
@@ -33,6 +36,7 @@ impl FlagKind {
             FlagKind::SlotConflict => EventKind::RackSlotConflict,
             FlagKind::SlotSilent => EventKind::RackSlotSilent,
             FlagKind::MachineFailed => EventKind::RackMachineFailed,
+            FlagKind::Claimed => EventKind::RackClaimed,
         }
     }
 }
@@ -57,13 +61,13 @@ impl Flag {
     }
 }
 
-/// The machines whose placement names `rack` by any evidence (their place, or a disagreeing
-/// LLDP or option 82 claim).
+/// The machines whose placement names `rack` by any evidence (their place, a disagreeing
+/// LLDP or option 82 claim, a claim waiting for an operator).
 pub fn concerns(rack: &str, m: &Machine) -> bool {
     m.rack.as_deref() == Some(rack)
-        || m.placement
-            .as_ref()
-            .is_some_and(|p| [&p.option82, &p.lldp, &p.csv].into_iter().flatten().any(|c| c.rack == rack))
+        || m.placement.as_ref().is_some_and(|p| {
+            [&p.option82, &p.lldp, &p.csv, &p.serial, &p.confirmed].into_iter().flatten().any(|c| c.rack == rack)
+        })
 }
 
 /// The flags of `rack` given the machines that concern it, at `now` (Unix seconds).
@@ -111,6 +115,24 @@ pub fn compute(rack: &Rack, machines: &[Machine], now: u64) -> Vec<Flag> {
         let detail = format!("machine {} ({}) failed", m.id, m.hostname.as_deref().unwrap_or("no name"));
         out.push(Flag { kind: FlagKind::MachineFailed, slot: m.slot, machines: vec![m.id], detail });
     }
+    for m in machines {
+        let Some(p) = &m.placement else { continue };
+        for (c, by) in p.open_claims().into_iter().filter(|(c, _)| c.rack == rack.name) {
+            let mac = m.macs.first().map(|m| m.to_string()).unwrap_or_default();
+            let said = match by {
+                Evidence::Serial => format!("its serial {:?} is the CSV's", m.serial.as_deref().unwrap_or("")),
+                _ => format!("its LLDP neighbour is port {}", c.port.as_deref().unwrap_or("?")),
+            };
+            let held = placed.iter().find(|h| h.slot == Some(c.slot)).map(|h| h.id);
+            let detail = match held {
+                Some(h) => {
+                    format!("machine {} ({mac}) says it is in U{} ({said}), which machine {h} holds", m.id, c.slot)
+                }
+                None => format!("machine {} ({mac}) says it is in U{} ({said}): an operator confirms it", m.id, c.slot),
+            };
+            out.push(Flag { kind: FlagKind::Claimed, slot: Some(c.slot), machines: vec![m.id], detail });
+        }
+    }
     out
 }
 
@@ -146,7 +168,7 @@ impl MachineSummary {
             hostname: m.hostname.clone(),
             reserved_ip: m.reserved_ip,
             state: m.state,
-            by: m.placement.as_ref().map(|p: &Placement| p.by),
+            by: m.placement.as_ref().and_then(|p: &Placement| p.by),
             last_event,
             last_event_at_ms,
         }
@@ -219,10 +241,12 @@ mod tests {
         let mut m = Machine::new(id, vec![crate::mac::Mac::from_u64(id)], 0);
         (m.rack, m.slot) = (Some("r1".into()), Some(slot));
         m.placement = Some(Placement {
-            by: Evidence::Option82,
+            by: Some(Evidence::Option82),
             option82: claim(slot),
             lldp: lldp.and_then(claim),
             csv: None,
+            serial: None,
+            confirmed: None,
             placed_at: 0,
             provision_task: None,
         });

@@ -89,6 +89,11 @@ pub struct RackSpec {
     /// Provision a placed machine with `os_profile` once its inventory is in.
     #[serde(default)]
     pub auto_provision: bool,
+    /// Every host on this rack's VLAN is ours: what a node reports about itself (its LLDP
+    /// neighbour, its DMI serial in the CSV) places it like option 82 does. Off: such a report
+    /// is a claim shown on the rack page until an operator confirms it.
+    #[serde(default)]
+    pub trust_lldp: bool,
     /// Minutes after the rack's creation before a mapped slot nobody answered from is flagged
     /// (0: at once).
     #[serde(default = "default_silent")]
@@ -138,6 +143,9 @@ pub struct Rack {
     pub hardware_profile: Option<String>,
     pub os_profile: Option<String>,
     pub auto_provision: bool,
+    /// A node's own report places it (see [`RackSpec::trust_lldp`]).
+    #[serde(default)]
+    pub trust_lldp: bool,
     pub silent_after_minutes: u32,
     /// Its machines' UEFI loader (see [`RackSpec::uefi_loader`]).
     #[serde(default)]

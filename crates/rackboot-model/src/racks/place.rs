@@ -1,6 +1,10 @@
-//! Placement, pure: which rack and slot a machine's evidence points at. Option 82 from the
-//! relay (remote id = the switch, circuit id = the port), the LLDP neighbour its BootOS agent
-//! heard (chassis = the switch, port id = the port), or the rack's CSV (its MAC or serial).
+//! Placement, pure: which rack and slot a machine's evidence points at. Evidence places it:
+//! the operator's confirmation, the rack's CSV by MAC, option 82 from the relay (remote id =
+//! the switch, circuit id = the port). What the node says of itself is a claim: the LLDP
+//! neighbour its BootOS agent heard (chassis = the switch, port id = the port), or the CSV row
+//! naming the DMI serial it reported. A claim places it only in a rack with `trust_lldp`, and
+//! never in a slot another machine holds (the CMDB checks that); otherwise it waits for an
+//! operator to confirm it.
 
 use rackboot_agent::wire::LldpNeighbor;
 
@@ -15,37 +19,70 @@ pub use crate::placement::{Claim, Evidence, Placement};
 pub struct Found {
     pub option82: Option<Claim>,
     pub lldp: Option<Claim>,
+    /// The CSV row naming one of its MACs.
     pub csv: Option<(Claim, CsvMachine)>,
+    /// The CSV row naming its reported serial.
+    pub serial: Option<(Claim, CsvMachine)>,
+    /// The operator's confirmation, while its rack still exists.
+    pub confirmed: Option<Claim>,
 }
 
 impl Found {
-    /// The claim that places the machine: the operator's CSV, else option 82, else LLDP.
-    pub fn chosen(&self) -> Option<(Claim, Evidence)> {
-        if let Some((c, _)) = &self.csv {
-            return Some((c.clone(), Evidence::Csv));
+    /// What places the machine: the operator's confirmation, else the CSV by MAC, else option
+    /// 82, else (in a rack that trusts LLDP) its LLDP neighbour or its serial in the CSV. With
+    /// the CSV row that names it, if one does.
+    pub fn chosen(&self, racks: &[Rack]) -> Option<(Claim, Evidence, Option<&CsvMachine>)> {
+        let trusted = |c: &Claim| racks.iter().any(|r| r.name == c.rack && r.trust_lldp);
+        if let Some(c) = &self.confirmed {
+            let row = [&self.csv, &self.serial].into_iter().flatten().find(|(r, _)| same_slot(r, c));
+            return Some((c.clone(), Evidence::Operator, row.map(|(_, m)| m)));
         }
-        (self.option82.clone().map(|c| (c, Evidence::Option82)))
-            .or_else(|| self.lldp.clone().map(|c| (c, Evidence::Lldp)))
+        if let Some((c, row)) = &self.csv {
+            return Some((c.clone(), Evidence::Csv, Some(row)));
+        }
+        if let Some(c) = &self.option82 {
+            return Some((c.clone(), Evidence::Option82, None));
+        }
+        if let Some(c) = self.lldp.as_ref().filter(|c| trusted(c)) {
+            return Some((c.clone(), Evidence::Lldp, None));
+        }
+        let (c, row) = self.serial.as_ref().filter(|(c, _)| trusted(c))?;
+        Some((c.clone(), Evidence::Serial, Some(row)))
     }
 
-    /// Whether it says what the stored placement says (nothing to do then).
-    pub fn same_as(&self, p: Option<&Placement>) -> bool {
+    /// Whether it says what the stored placement records and places it by the same evidence
+    /// (nothing to do then).
+    pub fn same_as(&self, racks: &[Rack], p: Option<&Placement>) -> bool {
+        let csv = |c: &Option<(Claim, CsvMachine)>| c.as_ref().map(|c| c.0.clone());
         match p {
-            None => self.chosen().is_none(),
+            None => self.option82.is_none() && self.lldp.is_none() && self.csv.is_none() && self.serial.is_none(),
             Some(p) => {
-                p.option82 == self.option82 && p.lldp == self.lldp && p.csv == self.csv.as_ref().map(|c| c.0.clone())
+                p.option82 == self.option82
+                    && p.lldp == self.lldp
+                    && p.csv == csv(&self.csv)
+                    && p.serial == csv(&self.serial)
+                    && p.confirmed == self.confirmed
+                    && p.by == self.chosen(racks).map(|c| c.1)
             }
         }
     }
 }
 
+/// Whether two claims name the same slot of the same rack (ports aside).
+pub fn same_slot(a: &Claim, b: &Claim) -> bool {
+    a.rack == b.rack && a.slot == b.slot
+}
+
 /// Everything the machine's record says about where it is.
 pub fn find(racks: &[Rack], m: &Machine) -> Found {
     let lldp = m.inventory.as_ref().map(|i| i.lldp.as_slice()).unwrap_or_default();
+    let confirmed = m.placement.as_ref().and_then(|p| p.confirmed.clone());
     Found {
         option82: by_option82(racks, m.circuit_id.as_deref(), m.remote_id.as_deref()),
         lldp: by_lldp(racks, lldp),
-        csv: by_csv(racks, &m.macs, m.serial.as_deref()),
+        csv: by_csv(racks, &m.macs, None),
+        serial: m.serial.as_deref().and_then(|s| by_csv(racks, &[], Some(s))),
+        confirmed: confirmed.filter(|c| racks.iter().any(|r| r.name == c.rack)),
     }
 }
 
@@ -196,6 +233,42 @@ mod tests {
         let mac: Mac = "52:54:00:00:00:99".parse().unwrap();
         assert_eq!(by_csv(&racks, &[mac], None).unwrap().0.slot, 43);
         assert!(by_csv(&racks, &["52:54:00:00:00:98".parse().unwrap()], None).is_none());
+    }
+
+    #[test]
+    fn a_nodes_word_places_only_where_the_rack_trusts_it_and_the_operator_wins() {
+        let mut racks = vec![rack("r1", "leaf-r1", "leaf-r1")];
+        let claim = |slot| Claim { rack: "r1".into(), slot, port: None };
+        let lldp = Some(Claim { port: Some("Ethernet3".into()), ..claim(3) });
+        let row = CsvMachine { mac: None, serial: Some("SN1".into()), hostname: None, ip: None, slot: 43 };
+        let said = Found { lldp: lldp.clone(), serial: Some((claim(43), row.clone())), ..Found::default() };
+        assert_eq!(said.chosen(&racks), None, "LLDP and the serial are claims");
+        racks[0].trust_lldp = true;
+        let (c, by, _) = said.chosen(&racks).unwrap();
+        assert_eq!((c.slot, by), (3, Evidence::Lldp), "trusted: LLDP before the serial");
+        let serial_only = Found { serial: Some((claim(43), row.clone())), ..Found::default() };
+        assert_eq!(serial_only.chosen(&racks).map(|c| (c.0.slot, c.1)), Some((43, Evidence::Serial)));
+
+        let relayed = Found { option82: Some(claim(5)), ..said.clone() };
+        assert_eq!(relayed.chosen(&racks).map(|c| c.1), Some(Evidence::Option82), "the network over the node");
+        let listed = Found { csv: Some((claim(9), row.clone())), ..relayed.clone() };
+        assert_eq!(listed.chosen(&racks).map(|c| c.1), Some(Evidence::Csv), "the CSV by MAC over option 82");
+        let confirmed = Found { confirmed: Some(claim(43)), ..listed };
+        let (c, by, row_of) = confirmed.chosen(&racks).unwrap();
+        assert_eq!((c.slot, by), (43, Evidence::Operator), "the operator over everything");
+        assert_eq!(row_of, Some(&row), "with the CSV row of its slot (its hostname and address)");
+    }
+
+    #[test]
+    fn the_serial_is_matched_apart_from_the_macs() {
+        let racks = [rack("r1", "leaf-r1", "leaf-r1")];
+        let mut m = Machine::new(1, vec!["52:54:00:00:00:01".parse().unwrap()], 0);
+        m.serial = Some("sn-7".into());
+        let mut with_serial = racks[0].clone();
+        with_serial.machines[0].serial = Some("SN-7".into());
+        with_serial.machines[0].mac = None;
+        let f = find(&[with_serial], &m);
+        assert_eq!((f.csv.is_none(), f.serial.map(|s| s.0.slot)), (true, Some(43)));
     }
 
     #[test]

@@ -304,7 +304,9 @@ impl Cmdb {
 
     /// Hostnames and addresses for DNS as of `now` (Unix seconds), from the index.
     pub fn dns_hosts(&self, now: u64) -> DnsHosts {
-        self.inner.index.read().expect("index lock").dns_hosts(now)
+        let racks = racks::cached(&self.inner.racks);
+        let held = racks.iter().flat_map(|r| r.held_names()).collect();
+        self.inner.index.read().expect("index lock").dns_hosts(now, &held)
     }
 
     /// A receiver that changes after every commit that changed machines or leases.

@@ -193,6 +193,13 @@ impl Rack {
         render_pattern(&self.hostname_pattern, &self.name, slot)
     }
 
+    /// Every hostname the rack holds for its machines, booted or not: its pattern's for each
+    /// slot, and its CSV's (lowercase). A client's own DHCP name is never published as one.
+    pub fn held_names(&self) -> impl Iterator<Item = String> + '_ {
+        let by_pattern = (1..=MAX_SLOTS).filter_map(|slot| self.hostname(slot).ok());
+        by_pattern.chain(self.machines.iter().filter_map(|m| m.hostname.as_ref().map(|h| h.to_ascii_lowercase())))
+    }
+
     /// The address slot `slot` gets: its CSV row's, else the plan's.
     pub fn address(&self, slot: u32) -> Option<Ipv4Addr> {
         self.address_plan.and_then(|p| p.address(slot))

@@ -90,8 +90,14 @@ pub fn import(root: &Path, name: &str, from: &Path, opts: &ImportOptions) -> any
 }
 
 fn build(tmp: &Path, name: &str, from: &Path, opts: &ImportOptions) -> anyhow::Result<Manifest> {
+    let base = tmp.parent().context("the import's directory has no parent")?;
+    let free = nix::sys::statvfs::statvfs(base)
+        .map(|s| s.blocks_available().saturating_mul(s.fragment_size()))
+        .with_context(|| format!("reading the free space of {}", base.display()))?;
+    // Room left for the boot manager taken out of boot.wim and for what else runs here.
+    let room = Room { free, keep: MAX_BOOTMGR_ROOM };
     let (mut files, mut bytes) = (0usize, 0u64);
-    copy_lowercased(from, tmp, &mut files, &mut bytes)?;
+    copy_lowercased(from, tmp, &room, &mut files, &mut bytes)?;
     let missing: Vec<&str> = [SDI, WIM].into_iter().filter(|p| !tmp.join(p).is_file()).collect();
     anyhow::ensure!(
         missing.is_empty(),
@@ -128,8 +134,18 @@ fn build(tmp: &Path, name: &str, from: &Path, opts: &ImportOptions) -> anyhow::R
     Ok(manifest)
 }
 
-/// Copies a tree with every name lowercased; two names that differ only in case are refused.
-fn copy_lowercased(from: &Path, to: &Path, files: &mut usize, bytes: &mut u64) -> anyhow::Result<()> {
+/// What a copy may fill: the free space when it began, less what must stay free.
+struct Room {
+    free: u64,
+    keep: u64,
+}
+
+/// Space kept free by an import, beyond the media itself.
+const MAX_BOOTMGR_ROOM: u64 = 256 << 20;
+
+/// Copies a tree with every name lowercased; two names that differ only in case are refused,
+/// and so is a tree larger than the room there is (refused before the file that would pass it).
+fn copy_lowercased(from: &Path, to: &Path, room: &Room, files: &mut usize, bytes: &mut u64) -> anyhow::Result<()> {
     std::fs::create_dir_all(to)?;
     std::fs::set_permissions(to, std::fs::Permissions::from_mode(0o755))?;
     for entry in std::fs::read_dir(from).with_context(|| format!("reading {}", from.display()))? {
@@ -140,10 +156,20 @@ fn copy_lowercased(from: &Path, to: &Path, files: &mut usize, bytes: &mut u64) -
         anyhow::ensure!(!target.exists(), "{} and another name differ only in case", entry.path().display());
         let kind = entry.file_type()?;
         if kind.is_dir() {
-            copy_lowercased(&entry.path(), &target, files, bytes)?;
+            copy_lowercased(&entry.path(), &target, room, files, bytes)?;
         } else if kind.is_file() {
             *files += 1;
             anyhow::ensure!(*files <= MAX_FILES, "more than {MAX_FILES} files: is this install media?");
+            let len = entry.metadata()?.len();
+            let need = bytes.saturating_add(len).saturating_add(room.keep);
+            anyhow::ensure!(
+                need <= room.free,
+                "the media needs more than the {} MB free here (at {}, {} MB copied, {} MB kept free)",
+                room.free >> 20,
+                entry.path().display(),
+                *bytes >> 20,
+                room.keep >> 20
+            );
             *bytes +=
                 std::fs::copy(entry.path(), &target).with_context(|| format!("copying {}", entry.path().display()))?;
             // Readable by the share's guest account, whatever the media's modes were.

@@ -142,3 +142,29 @@ fn startnet_maps_the_share_and_runs_setup_with_the_machines_answer_file() {
         "unattend/52-54-00-ab-cd-ef.xml"
     );
 }
+
+#[test]
+fn links_in_the_media_read_nothing_of_the_appliances_and_it_must_fit() {
+    let (src, root) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    media(src.path());
+    let secret = root.path().join("admin.token");
+    std::fs::write(&secret, "the admin token").unwrap();
+    // The boot manager and a BCD are links to an appliance file: left out, so refused.
+    std::fs::remove_file(src.path().join("EFI/Boot/bootx64.efi")).unwrap();
+    std::os::unix::fs::symlink(&secret, src.path().join("EFI/Boot/bootx64.efi")).unwrap();
+    std::os::unix::fs::symlink(&secret, src.path().join("bootmgfw.efi")).unwrap();
+    let err = import(root.path(), "w", src.path(), &PLAIN).unwrap_err().to_string();
+    assert!(err.contains("no bootmgfw.efi"), "{err}");
+    assert!(!root.path().join("windows/w").exists() && leftovers(root.path()).is_empty());
+    assert!(!wim::regular_file(&src.path().join("bootmgfw.efi"), 1 << 20), "a link is not a boot manager");
+    assert!(!wim::regular_file(&src.path().join("setup.exe"), 3), "nor a file past the bound");
+    assert!(wim::regular_file(&src.path().join("setup.exe"), 8));
+
+    // Larger than the room: refused before the file that would pass it, the copy removed.
+    let to = root.path().join("copy");
+    let (mut files, mut bytes) = (0, 0);
+    let room = Room { free: 20, keep: 10 };
+    let err = copy_lowercased(src.path(), &to, &room, &mut files, &mut bytes).unwrap_err().to_string();
+    assert!(err.contains("more than the 0 MB free here"), "{err}");
+    assert!(bytes <= 10, "{bytes} bytes copied");
+}

@@ -13,6 +13,14 @@ use super::BOOTMGR;
 /// Where WinPE keeps its boot manager, inside `boot.wim`.
 const WIM_BOOTMGR: &str = "/Windows/Boot/EFI/bootmgfw.efi";
 
+/// The largest boot manager taken from a WIM (Windows' is about 3 MB).
+pub const MAX_BOOTMGR: u64 = 64 << 20;
+
+/// Whether `p` is a regular file itself (not a link to one) of at most `max` bytes.
+pub fn regular_file(p: &Path, max: u64) -> bool {
+    std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_file() && m.len() <= max)
+}
+
 /// Whether `tool` is on the PATH.
 pub fn have(tool: &str) -> bool {
     std::env::var_os("PATH").is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join(tool).is_file()))
@@ -33,9 +41,12 @@ pub fn place_bootmgr(dir: &Path, wim: &Path) -> anyhow::Result<String> {
             .arg(dir)
             .output()
             .context("running wimextract")?;
-        if out.status.success() && target.is_file() {
+        if out.status.success() && regular_file(&target, MAX_BOOTMGR) {
             return Ok(format!("boot.wim image {index}"));
         }
+        // A WIM is the media's word: what it put there (a link to an appliance file, a tree, a
+        // file too large to be a boot manager) is not served.
+        let _ = std::fs::remove_file(&target).or_else(|_| std::fs::remove_dir_all(&target));
     }
     let removable = dir.join("efi/boot/bootx64.efi");
     anyhow::ensure!(

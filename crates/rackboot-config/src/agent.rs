@@ -32,7 +32,7 @@ impl Default for WireAgent {
             job_timeout_secs: 3600,
             max_attempts: 3,
             nonce_ttl_secs: 1800,
-            enrollments_per_minute: 0,
+            enrollments_per_minute: 12,
             enrollments_per_minute_per_source: 120,
         }
     }
@@ -68,7 +68,8 @@ pub struct AgentConfig {
     pub max_attempts: u32,
     /// How long a boot's enrollment nonce stays valid after its iPXE script was served.
     pub nonce_ttl: Duration,
-    /// Enrollments one machine (by its boot MAC) may make a minute; more get 429. 0: no limit.
+    /// Proven enrollments one known machine may make a minute; more get 429 and write nothing.
+    /// 0: no limit.
     pub enrollments_per_minute: u32,
     /// Enrollments one source address may make a minute; more get 429. 0: no limit.
     pub enrollments_per_minute_per_source: u32,

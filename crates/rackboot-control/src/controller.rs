@@ -66,8 +66,11 @@ pub struct Hub {
     creds: RwLock<HashMap<u64, Cred>>,
     followers: Mutex<HashMap<u64, broadcast::Sender<JobEvent>>>,
     stats_seen: Mutex<HashMap<u64, tokio::time::Instant>>,
-    /// Enrollments counted per boot MAC and per source address, a minute at a time.
+    /// Enrollments counted per source address, a minute at a time.
     pub enrollments: crate::auth::limiter::Limiter,
+    /// Proven enrollments counted per machine, a minute at a time (inside the enrollment's
+    /// transaction: an unproven one, whose MACs are only the caller's word, spends nothing).
+    pub machine_enrollments: Arc<crate::auth::limiter::Limiter>,
     /// When each machine's timeline last said its enrollments were limited (once a minute).
     limited_noted: Mutex<HashMap<u64, std::time::Instant>>,
     /// The appliance's shutdown: long-polls and live-output streams end with it.
@@ -77,13 +80,14 @@ pub struct Hub {
 impl Hub {
     pub fn new(cmdb: Cmdb, cfg: AgentConfig, networks: Vec<Ipv4Net>, shutdown: CancellationToken) -> Hub {
         let or_off = |n: u32| if n == 0 { u32::MAX } else { n };
-        let enrollments = crate::auth::limiter::Limiter::new(
-            or_off(cfg.enrollments_per_minute),
-            or_off(cfg.enrollments_per_minute_per_source),
-            std::time::Duration::from_secs(60),
-        );
+        let minute = std::time::Duration::from_secs(60);
+        let enrollments =
+            crate::auth::limiter::Limiter::new(u32::MAX, or_off(cfg.enrollments_per_minute_per_source), minute);
+        let machine_enrollments =
+            Arc::new(crate::auth::limiter::Limiter::new(or_off(cfg.enrollments_per_minute), u32::MAX, minute));
         Hub {
             enrollments,
+            machine_enrollments,
             limited_noted: Mutex::default(),
             cmdb,
             cfg,
@@ -98,6 +102,18 @@ impl Hub {
     }
 
     /// The IPv6 prefixes whose agents `Auto` enrollment accepts too.
+    /// The per-machine bound on proven enrollments, for the enrollment's transaction (`None`
+    /// when `agent.enrollments_per_minute` is 0).
+    pub fn per_machine(&self) -> Option<rackboot_store::PerMachine> {
+        if self.cfg.enrollments_per_minute == 0 {
+            return None;
+        }
+        let limiter = self.machine_enrollments.clone();
+        let unspecified = std::net::IpAddr::from([0u8; 4]);
+        let admit = move |id: u64| limiter.reserve(&id.to_string(), unspecified, std::time::Instant::now()).is_ok();
+        Some(rackboot_store::PerMachine(Arc::new(admit)))
+    }
+
     /// Whether machine `id`'s timeline should say now that its enrollments are limited: at
     /// most once a minute, so a flood writes one event, not one per request.
     pub fn note_limited(&self, id: u64, now: std::time::Instant) -> bool {

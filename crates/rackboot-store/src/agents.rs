@@ -40,6 +40,10 @@ pub enum EnrollOutcome {
         machine_id: u64,
         would_have: usize,
     },
+    /// Nothing was written: the machine's proven enrollments are over their bound a minute.
+    TooOften {
+        machine_id: u64,
+    },
 }
 
 /// What may let an enrollment in. Everything is judged inside the enrollment's own
@@ -62,6 +66,19 @@ pub struct Admission {
     /// The machine is being returned from a rescue to its disk: the kept credential of its
     /// installed system admits that system's agent.
     pub returning: bool,
+    /// Counts a proven enrollment of a known machine against its budget a minute; false: over
+    /// it (`agent.enrollments_per_minute`). None: not bounded.
+    pub per_machine: Option<PerMachine>,
+}
+
+/// See [`Admission::per_machine`].
+#[derive(Clone)]
+pub struct PerMachine(pub std::sync::Arc<dyn Fn(u64) -> bool + Send + Sync>);
+
+impl std::fmt::Debug for PerMachine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PerMachine")
+    }
 }
 
 /// MACs one enrollment may carry (a big server has a dozen NICs).
@@ -126,7 +143,8 @@ impl Cmdb {
             // A nonce proves only a boot of this machine: one issued for a MAC it already has
             // (a new machine: its boot MAC), never one of another MAC listed beside it.
             let all_macs: Vec<Mac> = boot_mac.iter().chain(macs.iter()).copied().collect();
-            let nonce = nonces::take(ctx, &all_macs, admission.nonce.as_deref(), |mac| known.contains(&mac))?;
+            let (nonce, nonce_mac) =
+                nonces::check(ctx, &all_macs, admission.nonce.as_deref(), |mac| known.contains(&mac))?;
             let live = old.as_ref().is_some_and(|r| r.approved);
             let from_text = from.map(|ip| ip.to_string());
             if nonce == NonceCheck::Foreign || (live && !holds_current && nonce != NonceCheck::Valid) {
@@ -138,6 +156,14 @@ impl Cmdb {
                 return Ok(EnrollOutcome::Conflict { machine_id: machine_id.transpose()?, nonce });
             }
             let proven = holds_current || nonce == NonceCheck::Valid;
+            // A known machine's proven enrollments are counted (unproven ones spend nobody's
+            // budget); past the bound nothing is written, so its nonce stays valid for later.
+            if let (Some(id), true, Some(admit)) = (found, proven, &admission.per_machine) {
+                if !(admit.0)(id) {
+                    return Ok(EnrollOutcome::TooOften { machine_id: id });
+                }
+            }
+            nonces::spend(ctx, nonce_mac)?;
             let accepted = holds_current || (admission.auto && nonce == NonceCheck::Valid);
             // MACs join the machine only with a proven enrollment; otherwise they wait on the
             // agent record for the operator's approval.

@@ -51,7 +51,7 @@ use std::sync::{Arc, RwLock};
 
 use tokio::sync::oneshot;
 
-pub use agents::{Admission, EnrollOutcome, Enrolled, MAX_MACHINE_MACS};
+pub use agents::{Admission, EnrollOutcome, Enrolled, PerMachine, MAX_MACHINE_MACS};
 pub use audit::{AuditEntry, AuditFilter, Outcome};
 pub use events::{EventFilter, EventKind, EVENTS_KEPT_PER_MACHINE};
 pub use index::{Brief, DnsHosts};

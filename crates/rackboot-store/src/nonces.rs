@@ -101,16 +101,17 @@ pub fn nonce_hash(nonce: &str) -> String {
 }
 
 /// Checks the nonce presented (`presented`: its hash) against the nonces of the enrolling
-/// node's MACs (boot MAC first), inside the enrollment's transaction. A nonce found under a MAC
-/// for which `owned` is false (not the matched machine's) is [`NonceCheck::Foreign`] and stays
-/// unused; one found under an owned MAC uses up every nonce of that MAC, expired or not.
-pub(super) fn take(
+/// node's MACs (boot MAC first), inside the enrollment's transaction, without using it up. A
+/// nonce found under a MAC for which `owned` is false (not the matched machine's) is
+/// [`NonceCheck::Foreign`]; one found under an owned MAC comes with that MAC, whose nonces
+/// [`spend`] uses up (expired or not).
+pub(super) fn check(
     ctx: &mut WriteCtx<'_>,
     macs: &[Mac],
     presented: Option<&str>,
     owned: impl Fn(Mac) -> bool,
-) -> Result<NonceCheck, CmdbError> {
-    let Some(hash) = presented else { return Ok(NonceCheck::Absent) };
+) -> Result<(NonceCheck, Option<Mac>), CmdbError> {
+    let Some(hash) = presented else { return Ok((NonceCheck::Absent, None)) };
     for mac in macs {
         let Some(stored) = ctx.find::<BootNonce>(mac.to_u64())? else { continue };
         let current = std::iter::once((stored.sha256.as_str(), stored.expires_at));
@@ -119,12 +120,20 @@ pub(super) fn take(
             continue;
         };
         if !owned(*mac) {
-            return Ok(NonceCheck::Foreign);
+            return Ok((NonceCheck::Foreign, None));
         }
-        ctx.t.tx.open_table(BOOT_NONCES)?.remove(mac.to_u64())?;
-        return Ok(if expires_at <= now_secs() { NonceCheck::Expired } else { NonceCheck::Valid });
+        let check = if expires_at <= now_secs() { NonceCheck::Expired } else { NonceCheck::Valid };
+        return Ok((check, Some(*mac)));
     }
-    Ok(NonceCheck::Unknown)
+    Ok((NonceCheck::Unknown, None))
+}
+
+/// Uses up every nonce of `mac` (the one [`check`] found the presented nonce under).
+pub(super) fn spend(ctx: &mut WriteCtx<'_>, mac: Option<Mac>) -> Result<(), CmdbError> {
+    if let Some(mac) = mac {
+        ctx.t.tx.open_table(BOOT_NONCES)?.remove(mac.to_u64())?;
+    }
+    Ok(())
 }
 
 impl Cmdb {

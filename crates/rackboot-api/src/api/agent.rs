@@ -91,31 +91,33 @@ async fn rescue_phase(s: &ApiState, req: &EnrollRequest) -> Result<(bool, bool),
     Ok((keep, returning))
 }
 
-/// Counts an enrollment against its boot MAC's and its source's budget a minute
-/// (`agent.enrollments_per_minute`, `..._per_source`); past either: 429 with Retry-After, and
-/// the machine's timeline says so once a minute.
-async fn limit_enrollments(s: &ApiState, req: &EnrollRequest, from: std::net::IpAddr) -> Result<(), ApiError> {
-    let mac = req
-        .boot_mac
-        .as_deref()
-        .or(req.macs.first().map(String::as_str))
-        .and_then(|m| m.parse::<crate::mac::Mac>().ok());
-    let key = mac.map_or_else(|| "(no MAC)".to_string(), |m| m.to_string());
+/// Counts an enrollment against its source address's budget a minute
+/// (`agent.enrollments_per_minute_per_source`); past it: 429 with Retry-After. (A machine's own
+/// budget counts only its proven enrollments, inside the enrollment's transaction.)
+fn limit_source(s: &ApiState, from: std::net::IpAddr) -> Result<(), ApiError> {
+    let Err(wait) = s.hub.enrollments.reserve("", from, std::time::Instant::now()) else { return Ok(()) };
+    tracing::warn!(%from, "enrollment refused: too many from this address a minute");
+    Err(too_many("too many enrollments from this address; try again later", wait))
+}
+
+fn too_many(what: &str, wait: std::time::Duration) -> ApiError {
+    let mut e = ApiError::new(StatusCode::TOO_MANY_REQUESTS, what);
+    e.retry_after = Some(wait.as_secs().max(1));
+    e
+}
+
+/// A machine's proven enrollments passed their bound a minute: 429, and its timeline says so
+/// once a minute.
+async fn too_often(s: &ApiState, id: u64, from: std::net::IpAddr) -> ApiError {
     let now = std::time::Instant::now();
-    let Err(wait) = s.hub.enrollments.reserve(&key, from, now) else { return Ok(()) };
-    if let Some(id) = mac.and_then(|m| s.cmdb.brief_by_mac(m)).map(|b| b.id).filter(|id| s.hub.note_limited(*id, now)) {
-        let detail =
-            serde_json::json!({"from": from.to_string(), "reason": "too many enrollments a minute", "boot_mac": key});
+    if s.hub.note_limited(id, now) {
+        let detail = serde_json::json!({"from": from.to_string(), "reason": "too many enrollments a minute"});
         if let Err(error) = s.hub.cmdb.note_enroll_limited(id, detail).await {
             tracing::warn!(machine = id, %error, "enrollment limit not noted");
         }
     }
-    let mut e = ApiError::new(
-        StatusCode::TOO_MANY_REQUESTS,
-        "too many enrollments from this machine or address; try again later",
-    );
-    e.retry_after = Some(wait.as_secs().max(1));
-    Err(e)
+    tracing::warn!(machine = id, %from, "enrollment refused: too many for this machine a minute");
+    too_many("too many enrollments of this machine; try again later", std::time::Duration::from_secs(60))
 }
 
 /// Longest boot nonce read (rackboot issues 32 hex digits).
@@ -132,7 +134,7 @@ async fn enroll(
     body: Result<Json<EnrollRequest>, JsonRejection>,
 ) -> Result<Json<EnrollResponse>, ApiError> {
     let Json(req) = body.map_err(bad_json)?;
-    limit_enrollments(&s, &req, peer.ip()).await?;
+    limit_source(&s, peer.ip())?;
     let auto = s.hub.auto_approves(peer.ip());
     let bearer =
         headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
@@ -145,7 +147,9 @@ async fn enroll(
         n => n.map(crate::cmdb::nonce_hash),
     };
     let (keep_installed, returning) = rescue_phase(&s, &req).await?;
-    let admission = Admission { auto, presented: Hub::presented(bearer), nonce, keep_installed, returning };
+    let per_machine = s.hub.per_machine();
+    let admission =
+        Admission { auto, presented: Hub::presented(bearer), nonce, keep_installed, returning, per_machine };
     let (secret, hash) = Hub::new_secret().map_err(|e| ApiError::internal(e.to_string()))?;
     let enrolled = match s.hub.cmdb.enroll_agent(req, hash, admission, Some(peer.ip())).await? {
         EnrollOutcome::Enrolled(e) => e,
@@ -159,6 +163,7 @@ async fn enroll(
             };
             return Err(ApiError::conflict(format!("{what} ({reason}); boot the machine again to re-enroll it")));
         }
+        EnrollOutcome::TooOften { machine_id } => return Err(too_often(&s, machine_id, peer.ip()).await),
         EnrollOutcome::TooManyMacs { machine_id, would_have } => {
             tracing::warn!(machine = machine_id, from = %peer.ip(), would_have, "enrollment refused: too many MACs");
             return Err(ApiError::new(

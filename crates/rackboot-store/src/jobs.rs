@@ -95,8 +95,8 @@ impl Cmdb {
     }
 
     /// Stores a chunk of output (or a heartbeat) from the machine's agent and extends the job's
-    /// lease. Returns the job, whether the agent should stop it, and whether the chunk was
-    /// stored: a chunk sent again keeps what was stored first, output of a finished job is not
+    /// lease. Returns the job, whether the agent should stop it, and the chunk as stored (cut at
+    /// the cap; none: not stored): a chunk sent again keeps what was stored first, output of a finished job is not
     /// stored, and a job's output stops at [`MAX_OUTPUT_BYTES`] (the chunk that reaches it is
     /// cut there, and `job.output_capped` goes on the timeline once).
     pub async fn job_output(
@@ -105,14 +105,14 @@ impl Cmdb {
         job_id: u64,
         chunk: OutputChunk,
         lease_ms: u64,
-    ) -> Result<(Job, bool, bool), CmdbError> {
+    ) -> Result<(Job, bool, Option<StoredChunk>), CmdbError> {
         self.write(move |ctx| {
             let now = now_ms();
             let mut job = machine_job(ctx, machine_id, job_id)?;
             let before = job.clone();
             let stop = job.heard_from(chunk.attempt, now, lease_ms);
             let room = MAX_OUTPUT_BYTES.saturating_sub(job.output_bytes);
-            let mut stored = false;
+            let mut stored = None;
             if !chunk.data.is_empty() && !before.state.is_terminal() && room > 0 {
                 let mut data = chunk.data;
                 let capped = data.len() as u64 >= room;
@@ -127,7 +127,7 @@ impl Cmdb {
                 let piece =
                     StoredChunk { attempt: chunk.attempt, seq: chunk.seq, stream: chunk.stream, data, at_ms: now };
                 if put_chunk(ctx, job_id, &piece)? {
-                    stored = true;
+                    stored = Some(piece);
                     job.output_bytes += len;
                     if capped {
                         // Nothing more will be stored: the cap counts as reached.
@@ -358,91 +358,4 @@ fn save_job(ctx: &mut WriteCtx<'_>, job: &Job, kind: EventKind) -> Result<(), Cm
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use rackboot_agent::wire::Action;
-
-    #[tokio::test]
-    async fn last_output_is_the_newest_chunks_in_order() {
-        let dir = tempfile::tempdir().unwrap();
-        let db = Cmdb::open_for_test(&dir.path().join("c.redb"), 64).unwrap();
-        let m = db
-            .create_machine(super::super::NewMachine {
-                macs: vec!["52:54:00:00:00:01".parse().unwrap()],
-                ..Default::default()
-            })
-            .await
-            .unwrap();
-        let new = NewJob { action: Action::RefreshInventory, timeout_secs: 60, max_attempts: 1 };
-        let job = db.submit_jobs(vec![m.id], new).await.unwrap().remove(0);
-        let (claimed, _) = db.claim_job(m.id, 60_000).await.unwrap();
-        assert_eq!(claimed.map(|j| j.id), Some(job.id));
-        for seq in 0..5 {
-            let chunk = OutputChunk { attempt: 1, seq, stream: Stream::Stdout, data: format!("line {seq}\n") };
-            db.job_output(m.id, job.id, chunk, 60_000).await.unwrap();
-        }
-        let last: Vec<String> = db.last_output(job.id, 2).await.unwrap().into_iter().map(|c| c.data).collect();
-        assert_eq!(last, ["line 3\n", "line 4\n"]);
-        assert_eq!(db.last_output(job.id, 10).await.unwrap().len(), 5);
-        // A key sent again keeps what was stored first and adds nothing.
-        let again = OutputChunk { attempt: 1, seq: 4, stream: Stream::Stdout, data: "x".repeat(60_000) };
-        let (j, _, stored) = db.job_output(m.id, job.id, again, 60_000).await.unwrap();
-        assert!(!stored);
-        assert_eq!(j.output_bytes, 35);
-        assert_eq!(db.last_output(job.id, 1).await.unwrap()[0].data, "line 4\n");
-        assert!(db.last_output(job.id + 1, 2).await.unwrap().is_empty(), "another job's output is not mixed in");
-    }
-
-    #[tokio::test]
-    async fn output_stops_at_the_cap_and_after_the_job_ends() {
-        let dir = tempfile::tempdir().unwrap();
-        let db = Cmdb::open_for_test(&dir.path().join("c.redb"), 64).unwrap();
-        let macs = vec!["52:54:00:00:00:02".parse().unwrap()];
-        let m = db.create_machine(super::super::NewMachine { macs, ..Default::default() }).await.unwrap();
-        let new = NewJob { action: Action::RefreshInventory, timeout_secs: 60, max_attempts: 1 };
-        let job = db.submit_jobs(vec![m.id], new).await.unwrap().remove(0);
-        db.claim_job(m.id, 60_000).await.unwrap();
-        let big = "é".repeat(32 << 10); // 64 KiB of two-byte characters
-        let mut stored_chunks = 0;
-        for seq in 0..300 {
-            let chunk = OutputChunk { attempt: 1, seq, stream: Stream::Stdout, data: big.clone() };
-            let (j, _, stored) = db.job_output(m.id, job.id, chunk, 60_000).await.unwrap();
-            stored_chunks += u32::from(stored);
-            assert!(j.output_bytes <= MAX_OUTPUT_BYTES);
-        }
-        assert_eq!(stored_chunks, 256, "16 MiB of 64 KiB chunks");
-        let kept: usize = db.last_output(job.id, 1000).await.unwrap().iter().map(|c| c.data.len()).sum();
-        assert_eq!(kept as u64, MAX_OUTPUT_BYTES);
-        let capped = db.events(m.id, 0, 1000).await.unwrap();
-        assert_eq!(capped.iter().filter(|e| e.kind == EventKind::JobOutputCapped).count(), 1, "said once");
-
-        let r = JobResult {
-            attempt: 1,
-            outcome: rackboot_agent::wire::Outcome::Succeeded,
-            exit_code: Some(0),
-            duration_ms: 1,
-            error: None,
-            plugin: None,
-        };
-        db.finish_job(m.id, job.id, r).await.unwrap();
-        let job2 = db
-            .submit_jobs(vec![m.id], NewJob { action: Action::RefreshInventory, timeout_secs: 60, max_attempts: 1 })
-            .await
-            .unwrap()
-            .remove(0);
-        db.claim_job(m.id, 60_000).await.unwrap();
-        let r = JobResult {
-            attempt: 1,
-            outcome: rackboot_agent::wire::Outcome::Succeeded,
-            exit_code: Some(0),
-            duration_ms: 1,
-            error: None,
-            plugin: None,
-        };
-        db.finish_job(m.id, job2.id, r).await.unwrap();
-        let late = OutputChunk { attempt: 1, seq: 0, stream: Stream::Stdout, data: "after the end".into() };
-        let (j, _, stored) = db.job_output(m.id, job2.id, late, 60_000).await.unwrap();
-        assert!(!stored, "a finished job takes no output");
-        assert_eq!(j.output_bytes, 0);
-    }
-}
+mod tests;

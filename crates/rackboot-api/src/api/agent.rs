@@ -101,9 +101,7 @@ fn limit_source(s: &ApiState, from: std::net::IpAddr) -> Result<(), ApiError> {
 }
 
 fn too_many(what: &str, wait: std::time::Duration) -> ApiError {
-    let mut e = ApiError::new(StatusCode::TOO_MANY_REQUESTS, what);
-    e.retry_after = Some(wait.as_secs().max(1));
-    e
+    ApiError::retry_after(StatusCode::TOO_MANY_REQUESTS, what, wait.as_secs())
 }
 
 /// A machine's proven enrollments passed their bound a minute: 429, and its timeline says so
@@ -280,15 +278,9 @@ async fn output(
             format!("output chunks are limited to {MAX_CHUNK} bytes"),
         ));
     }
-    let shown = (!chunk.data.is_empty()).then(|| crate::cmdb::StoredChunk {
-        attempt: chunk.attempt,
-        seq: chunk.seq,
-        stream: chunk.stream,
-        data: chunk.data.clone(),
-        at_ms: crate::cmdb::now_ms(),
-    });
     let (_, stop, stored) = s.hub.cmdb.job_output(id, job_id, chunk, s.hub.cfg.lease.as_millis() as u64).await?;
-    if let Some(c) = shown.filter(|_| stored) {
+    // Followers see what was stored, as stored (a chunk cut at the cap, cut).
+    if let Some(c) = stored {
         s.hub.publish(job_id, JobEvent::Output(c));
     }
     Ok(Json(OutputAck { stop }))

@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{ConnectInfo, MatchedPath, Request, State};
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::http::{header, HeaderMap, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
@@ -244,7 +244,8 @@ async fn try_login(s: &ApiState, peer: IpAddr, req: LoginRequest) -> Result<Json
     // The attempt counts as failed from here; only a success hands it back.
     if let Err(wait) = limiter.reserve(key, peer, Instant::now()) {
         let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
-        return Err(retry_after(StatusCode::TOO_MANY_REQUESTS, "too many failed logins; try again later", secs));
+        let detail = "too many failed logins; try again later";
+        return Err(ApiError::retry_after(StatusCode::TOO_MANY_REQUESTS, detail, secs).into_response());
     }
     let user = match valid.then(|| s.cmdb.user(username.clone())) {
         None => None,
@@ -270,7 +271,7 @@ async fn try_login(s: &ApiState, peer: IpAddr, req: LoginRequest) -> Result<Json
         // a flood still reaches its limit).
         Err(busy) => {
             limiter.unreserve(key);
-            return Err(retry_after(StatusCode::SERVICE_UNAVAILABLE, &busy.to_string(), 1));
+            return Err(ApiError::retry_after(StatusCode::SERVICE_UNAVAILABLE, busy.to_string(), 1).into_response());
         }
     };
     let Some(user) = user.filter(|u| matches && !u.disabled) else {
@@ -294,13 +295,6 @@ async fn try_login(s: &ApiState, peer: IpAddr, req: LoginRequest) -> Result<Json
     };
     s.cmdb.create_token(rec, now).await.map_err(|e| ApiError::from(e).into_response())?;
     Ok(Json(LoginResponse { token, id, expires_ms, user: user.name, role: user.role }))
-}
-
-/// A refusal with a Retry-After of `secs` (at least 1).
-fn retry_after(status: StatusCode, detail: &str, secs: u64) -> Response {
-    let mut resp = ApiError::new(status, detail).into_response();
-    resp.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs.max(1)));
-    resp
 }
 
 /// Who the caller is.

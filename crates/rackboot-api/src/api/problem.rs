@@ -61,6 +61,11 @@ impl ApiError {
         ApiError { status, detail: detail.into(), field: None, retry_after: None }
     }
 
+    /// A refusal that says when to come back: `Retry-After` of `secs` (at least 1).
+    pub fn retry_after(status: StatusCode, detail: impl Into<String>, secs: u64) -> Self {
+        ApiError { retry_after: Some(secs.max(1)), ..Self::new(status, detail) }
+    }
+
     /// 400 for a bad request as a whole.
     pub fn bad(detail: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, detail)

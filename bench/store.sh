@@ -3,7 +3,8 @@
 # prints figures and never fails on them.
 #   1. DHCP: 4-way exchanges/s, drops and delays (perfdhcp, as bench/dhcp.sh) for rackboot on its
 #      embedded store, rackboot on PostgreSQL, and Kea 2.2 with its PostgreSQL lease backend, all
-#      against one throwaway PostgreSQL 15 cluster (fsync on) on a Unix socket.
+#      against one throwaway PostgreSQL 15 cluster (fsync on) on a Unix socket; then rackboot on
+#      both stores while one source floods boot scripts with made-up MACs (1b).
 #   2. API list latency with MACHINES machines (examples/cmdb_scale.rs) on both stores, the
 #      PostgreSQL one filled by `rackboot store migrate` from the embedded one (timed).
 #   3. DHCP pair failover: how long the standby takes to answer after the primary stops
@@ -102,6 +103,21 @@ for r in "${RATES[@]}"; do
   printf "%-9s |%s |%s |%s\n" "$r" "$a" "$b" "$c"
 done
 rows=$(psql -c "SELECT count(*) FROM bench.leases"); echo "(leases in the PostgreSQL store after the last rackboot run: $rows)"
+
+echo
+FLOOD_RATE=${FLOOD_RATE:-1000}
+echo "== 1b. DHCP at $FLOOD_RATE/s offered while one source floods /boot/ipxe with made-up MACs (bench/flood.py, 4 keep-alive connections)"
+printf "%-22s |%s | %s\n" "" " 4-way/s  drops%   avg ms   max ms" "the flood"
+for store in embedded postgres; do
+  start_rackboot $store
+  taskset -c 1 ip netns exec $CLI python3 bench/flood.py 198.18.0.1:8080 $((PERIOD + 2)) 4 > "$WORK/flood.out" 2>&1 &
+  FLOOD=$!
+  sleep 1
+  row=$(measure -r "$FLOOD_RATE" -R 1000000 -p "$PERIOD")
+  wait $FLOOD || true
+  stop
+  printf "%-22s |%s | %s\n" "rackboot, $store" "$row" "$(tail -n 1 "$WORK/flood.out")"
+done
 [ "${ONLY:-}" = dhcp ] && exit 0
 
 echo

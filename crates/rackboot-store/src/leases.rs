@@ -96,7 +96,7 @@ impl Cmdb {
             })
         });
         let tx = self.inner.tx.as_ref().expect("sender lives as long as the handle");
-        tx.try_send(job).map_err(|e| match e {
+        tx.try_send(super::writer::Queued::normal(job)).map_err(|e| match e {
             tokio::sync::mpsc::error::TrySendError::Full(_) => CmdbError::Storage("the write queue is full".into()),
             tokio::sync::mpsc::error::TrySendError::Closed(_) => CmdbError::Storage("cmdb writer stopped".into()),
         })?;
@@ -113,7 +113,11 @@ impl Cmdb {
     pub fn record_for_ip(&self, ip: Ipv4Addr, kind: EventKind, detail: serde_json::Value) -> bool {
         let mac = self.inner.index.read().expect("index lock").leased_to(ip);
         if let Some(mac) = mac {
-            self.record_firmware(Sighting { mac: Some(mac), ..Default::default() }, vec![(kind, detail)]);
+            self.record_firmware(
+                Some(ip.into()),
+                Sighting { mac: Some(mac), ..Default::default() },
+                vec![(kind, detail)],
+            );
         }
         mac.is_some()
     }
@@ -125,24 +129,34 @@ impl Cmdb {
         let mac =
             held.or_else(|| rackboot_model::lease6::mac_from_eui64(ip).filter(|m| self.brief_by_mac(*m).is_some()));
         if let Some(mac) = mac {
-            self.record_firmware(Sighting { mac: Some(mac), ..Default::default() }, vec![(kind, detail)]);
+            self.record_firmware(
+                Some(ip.into()),
+                Sighting { mac: Some(mac), ..Default::default() },
+                vec![(kind, detail)],
+            );
         }
         mac.is_some()
     }
 
     /// Records a sighting from an unauthenticated firmware request (a boot script, a TFTP or
-    /// HTTP boot file) without waiting, within its own budget: at most
-    /// [`FIRMWARE_SIGHTINGS_QUEUED`] wait in the writer's queue, and more are shed and counted
-    /// (`rackboot_cmdb_writes_shed_total`). A flood of such requests (one client can send
-    /// thousands a second with made-up MACs) can then never fill the queue that DHCP's lease
-    /// writes, and its admission of new clients, depend on.
-    pub fn record_firmware(&self, sighting: Sighting, events: Vec<(EventKind, serde_json::Value)>) {
-        let Some(slot) = FirmwareSlot::take(&self.inner.firmware_queued) else {
+    /// HTTP boot file) from `from` without waiting, within its budget ([`FirmwareBudget`]: so
+    /// many queued in all, per source address and per MAC; past it the sighting is shed and
+    /// counted, `rackboot_cmdb_writes_shed_total`), and behind every other write (a few per
+    /// batch, see `writer::LOW_PER_BATCH`). A flood of such requests (one client can send
+    /// thousands a second with made-up MACs) then never fills the queue that DHCP's lease
+    /// writes and its admission of new clients depend on, nor takes their batches.
+    pub fn record_firmware(
+        &self,
+        from: Option<std::net::IpAddr>,
+        sighting: Sighting,
+        events: Vec<(EventKind, serde_json::Value)>,
+    ) {
+        let Some(slot) = FirmwareBudget::take(&self.inner.firmware_queued, from, sighting.mac) else {
             self.inner.stats.shed.inc();
             return;
         };
         let (growth, cache) = (self.inner.growth.clone(), self.inner.racks.clone());
-        self.write_detached(move |ctx| {
+        self.write_detached_as(true, move |ctx| {
             let _slot = slot;
             machines::observe(ctx, &sighting, events, &growth)?;
             racks::place_sighted(ctx, &cache, &sighting)
@@ -160,25 +174,81 @@ impl Cmdb {
 }
 
 /// Firmware sightings queued at most (well under DHCP's own backlog limits: 512 on a shared
-/// store, 4,096 on the embedded one).
+/// store, 4,096 on the embedded one)...
 pub const FIRMWARE_SIGHTINGS_QUEUED: usize = 128;
+/// ...of which one source address may hold (so one client cannot take the budget from the
+/// machines that boot meanwhile)...
+pub const FIRMWARE_QUEUED_PER_SOURCE: usize = 16;
+/// ...and one MAC (a machine's own sightings come seconds apart; a flood naming it does not).
+pub const FIRMWARE_QUEUED_PER_MAC: usize = 2;
 
-/// One queued firmware sighting's place in its budget, given back when the write runs or is
-/// dropped unrun.
-struct FirmwareSlot(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+/// Firmware sightings waiting in the writer's queue: in all, per source address, per MAC.
+#[derive(Debug, Default)]
+pub struct FirmwareBudget(std::sync::Mutex<Queued>);
 
-impl FirmwareSlot {
-    fn take(queued: &std::sync::Arc<std::sync::atomic::AtomicUsize>) -> Option<FirmwareSlot> {
-        use std::sync::atomic::Ordering;
-        queued
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < FIRMWARE_SIGHTINGS_QUEUED).then_some(n + 1))
-            .ok()
-            .map(|_| FirmwareSlot(queued.clone()))
+#[derive(Debug, Default)]
+struct Queued {
+    total: usize,
+    sources: std::collections::HashMap<std::net::IpAddr, usize>,
+    macs: std::collections::HashMap<rackboot_model::mac::Mac, usize>,
+}
+
+impl FirmwareBudget {
+    /// A place for one sighting from `from` of `mac`, if every budget has room; given back
+    /// when the write runs or is dropped unrun.
+    pub(crate) fn take(
+        budget: &std::sync::Arc<FirmwareBudget>,
+        from: Option<std::net::IpAddr>,
+        mac: Option<rackboot_model::mac::Mac>,
+    ) -> Option<FirmwareSlot> {
+        let mut q = budget.0.lock().expect("firmware budget lock");
+        let full = q.total >= FIRMWARE_SIGHTINGS_QUEUED
+            || from.is_some_and(|a| q.sources.get(&a).is_some_and(|n| *n >= FIRMWARE_QUEUED_PER_SOURCE))
+            || mac.is_some_and(|m| q.macs.get(&m).is_some_and(|n| *n >= FIRMWARE_QUEUED_PER_MAC));
+        if full {
+            return None;
+        }
+        q.total += 1;
+        if let Some(a) = from {
+            *q.sources.entry(a).or_default() += 1;
+        }
+        if let Some(m) = mac {
+            *q.macs.entry(m).or_default() += 1;
+        }
+        Some(FirmwareSlot { budget: budget.clone(), from, mac })
     }
+
+    /// Sightings queued in all.
+    #[cfg(test)]
+    pub fn queued(&self) -> usize {
+        self.0.lock().expect("firmware budget lock").total
+    }
+}
+
+/// One queued firmware sighting's place in its budgets.
+pub(crate) struct FirmwareSlot {
+    budget: std::sync::Arc<FirmwareBudget>,
+    from: Option<std::net::IpAddr>,
+    mac: Option<rackboot_model::mac::Mac>,
 }
 
 impl Drop for FirmwareSlot {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+        let mut q = self.budget.0.lock().expect("firmware budget lock");
+        q.total = q.total.saturating_sub(1);
+        fn give_back<K: std::hash::Hash + Eq>(map: &mut std::collections::HashMap<K, usize>, key: &K) {
+            if let Some(n) = map.get_mut(key) {
+                *n -= 1;
+                if *n == 0 {
+                    map.remove(key);
+                }
+            }
+        }
+        if let Some(a) = self.from {
+            give_back(&mut q.sources, &a);
+        }
+        if let Some(m) = self.mac {
+            give_back(&mut q.macs, &m);
+        }
     }
 }

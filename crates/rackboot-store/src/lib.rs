@@ -95,7 +95,7 @@ struct Inner {
     /// The CMDB file (snapshots copy it).
     path: PathBuf,
     index: Arc<RwLock<Index>>,
-    tx: Option<tokio::sync::mpsc::Sender<Job>>,
+    tx: Option<tokio::sync::mpsc::Sender<writer::Queued>>,
     /// Queue depth, commit latency, shed writes and caught panics of the writer.
     stats: writer::WriterStats,
     changed: tokio::sync::watch::Receiver<u64>,
@@ -122,8 +122,9 @@ struct Inner {
     racks: racks::RackCache,
     /// The provisioning networks rack address plans must lie in.
     networks: RwLock<Vec<ipnet::Ipv4Net>>,
-    /// Firmware sightings waiting in the writer's queue (see `Cmdb::record_firmware`).
-    firmware_queued: Arc<std::sync::atomic::AtomicUsize>,
+    /// Firmware sightings waiting in the writer's queue, in all, per source and per MAC (see
+    /// `Cmdb::record_firmware`).
+    firmware_queued: Arc<leases::FirmwareBudget>,
     /// Bumped after each commit that made or revoked a token or changed or deleted a user.
     credentials: tokio::sync::watch::Sender<u64>,
 }
@@ -184,6 +185,15 @@ impl Cmdb {
     /// queue full the write is shed and counted (`rackboot_cmdb_writes_shed_total`): these are
     /// sightings, stats and last-use times, never something a caller was promised.
     fn write_detached(&self, f: impl FnOnce(&mut WriteCtx<'_>) -> Result<(), CmdbError> + Send + 'static) {
+        self.write_detached_as(false, f)
+    }
+
+    /// [`Cmdb::write_detached`], behind every other write when `low` (see `writer::Queued`).
+    fn write_detached_as(
+        &self,
+        low: bool,
+        f: impl FnOnce(&mut WriteCtx<'_>) -> Result<(), CmdbError> + Send + 'static,
+    ) {
         let job: Job = Box::new(move |ctx| {
             if let Err(error) = f(ctx) {
                 tracing::warn!(%error, "cmdb write dropped");
@@ -194,8 +204,13 @@ impl Cmdb {
             self.inner.stats.shed.inc();
             return;
         }
+        self.queue_detached(writer::Queued { job, low });
+    }
+
+    /// Queues a detached job, or sheds and counts it when the queue is full.
+    fn queue_detached(&self, q: writer::Queued) {
         let tx = self.inner.tx.as_ref().expect("sender lives as long as the handle");
-        match tx.try_send(job) {
+        match tx.try_send(q) {
             Ok(()) => {}
             Err(tokio::sync::mpsc::error::TrySendError::Full(_)) => {
                 self.inner.stats.shed.inc();
@@ -210,7 +225,7 @@ impl Cmdb {
     /// Queues `job`, waiting while the queue is full (back-pressure on the caller).
     async fn send(&self, job: Job) -> Result<(), CmdbError> {
         let tx = self.inner.tx.as_ref().expect("sender lives as long as the handle");
-        tx.send(job).await.map_err(|_| CmdbError::Storage("cmdb writer stopped".into()))
+        tx.send(writer::Queued::normal(job)).await.map_err(|_| CmdbError::Storage("cmdb writer stopped".into()))
     }
 
     /// Runs `f` on the PostgreSQL store from the blocking pool (its driver is waited on

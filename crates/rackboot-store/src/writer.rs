@@ -75,6 +75,24 @@ pub type Completion = Box<dyn FnOnce(Result<(), CmdbError>) + Send>;
 /// job's error does not roll back the batch it shares with other jobs.
 pub type Job = Box<dyn FnOnce(&mut WriteCtx<'_>) -> Completion + Send>;
 
+/// A job in the writer's queue. A `low` one (a sighting from an unauthenticated firmware
+/// request) waits behind every other write: at most [`LOW_PER_BATCH`] of them join a batch.
+pub struct Queued {
+    pub job: Job,
+    pub low: bool,
+}
+
+impl Queued {
+    /// A write served in queue order.
+    pub fn normal(job: Job) -> Queued {
+        Queued { job, low: false }
+    }
+}
+
+/// Low-priority jobs one batch takes at most, after everything else queued: a flood of firmware
+/// sightings then costs each of DHCP's batches a bounded extra, whatever its rate.
+pub const LOW_PER_BATCH: usize = 16;
+
 /// Under load, the writer waits this long after a commit before the next: when jobs came in
 /// while the previous batch committed, a batch under [`LINGER_BELOW`] jobs (and under the batch
 /// size) waits for the rest of it, gathering more (one commit and one fsync for many DHCP
@@ -138,39 +156,50 @@ pub struct Writer {
 impl Writer {
     /// Runs the writer loop until every sender is gone. A job that panics rolls its batch back
     /// (every job in it gets an error) and is counted; the writer goes on with the next batch.
-    pub fn run(self, mut rx: tokio::sync::mpsc::Receiver<Job>, counters: (u64, u64)) {
+    pub fn run(self, mut rx: tokio::sync::mpsc::Receiver<Queued>, counters: (u64, u64)) {
         let (mut next_machine_id, mut next_event_seq) = counters;
         let mut jobs = Vec::with_capacity(self.batch);
+        // Low-priority jobs taken from the queue, waiting for room in a batch (bounded by their
+        // own budget upstream: see `leases::FirmwareBudget`).
+        let mut low = std::collections::VecDeque::new();
         let mut last_commit = std::time::Instant::now() - CADENCE;
         // Whether jobs came in while the last batch committed (concurrent writers).
         let mut pressed = false;
         loop {
+            use tokio::sync::mpsc::error::TryRecvError;
             // While the storage is faulted, writes are refused before they are queued, so the
-            // writer looks for room on its own rather than wait for a job.
-            let first = if self.storage.fault().is_some() {
+            // writer looks for room on its own rather than wait for a job. With low-priority
+            // jobs waiting it does not wait either.
+            if self.storage.fault().is_some() || !low.is_empty() {
                 match rx.try_recv() {
-                    Ok(job) => job,
-                    Err(tokio::sync::mpsc::error::TryRecvError::Empty) => {
+                    Ok(q) => Self::route(q, &mut jobs, &mut low),
+                    Err(TryRecvError::Empty) if low.is_empty() => {
                         self.storage.try_recover();
                         std::thread::sleep(std::time::Duration::from_millis(200));
                         continue;
                     }
-                    Err(tokio::sync::mpsc::error::TryRecvError::Disconnected) => break,
+                    Err(TryRecvError::Disconnected) if low.is_empty() => break,
+                    Err(_) => {}
                 }
             } else {
                 match rx.blocking_recv() {
-                    Some(job) => job,
+                    Some(q) => Self::route(q, &mut jobs, &mut low),
                     None => break,
                 }
             };
-            jobs.push(first);
-            self.drain(&mut rx, &mut jobs);
+            self.drain(&mut rx, &mut jobs, &mut low);
             // Under load, a small batch waits for company until the cadence allows the next
             // commit.
             while pressed && jobs.len() < LINGER_BELOW.min(self.batch) && !self.awaited.any() {
                 let Some(left) = CADENCE.checked_sub(last_commit.elapsed()) else { break };
                 std::thread::sleep(left.min(LINGER_STEP));
-                self.drain(&mut rx, &mut jobs);
+                self.drain(&mut rx, &mut jobs, &mut low);
+            }
+            // Then the low-priority jobs, behind everything else and a few at a time.
+            let room = LOW_PER_BATCH.min(self.batch.saturating_sub(jobs.len()).max(1));
+            jobs.extend(low.drain(..room.min(low.len())));
+            if jobs.is_empty() {
+                continue;
             }
             // While the storage is faulted (disk full), queued jobs are refused without
             // touching the file, until it has been reopened.
@@ -178,6 +207,7 @@ impl Writer {
                 // Dropped unrun: each caller sees its answer channel closed and reports the
                 // storage's refusal.
                 jobs.clear();
+                low.clear();
                 self.stats.queue_depth.set(rx.len() as i64);
                 continue;
             }
@@ -251,16 +281,30 @@ impl Writer {
                 done(result.clone());
             }
             last_commit = std::time::Instant::now();
-            self.stats.queue_depth.set(rx.len() as i64);
+            self.stats.queue_depth.set((rx.len() + low.len()) as i64);
         }
         tracing::debug!("cmdb writer stopped");
     }
 
-    /// Takes what is queued, up to the batch size.
-    fn drain(&self, rx: &mut tokio::sync::mpsc::Receiver<Job>, jobs: &mut Vec<Job>) {
+    /// A job from the queue into the batch, or a low-priority one aside.
+    fn route(q: Queued, jobs: &mut Vec<Job>, low: &mut std::collections::VecDeque<Job>) {
+        if q.low {
+            low.push_back(q.job);
+        } else {
+            jobs.push(q.job);
+        }
+    }
+
+    /// Takes what is queued, up to the batch size (low-priority jobs aside).
+    fn drain(
+        &self,
+        rx: &mut tokio::sync::mpsc::Receiver<Queued>,
+        jobs: &mut Vec<Job>,
+        low: &mut std::collections::VecDeque<Job>,
+    ) {
         while jobs.len() < self.batch {
             match rx.try_recv() {
-                Ok(j) => jobs.push(j),
+                Ok(q) => Self::route(q, jobs, low),
                 Err(_) => break,
             }
         }

@@ -66,6 +66,7 @@ pub fn files(
                 }
             };
             cmdb.record_firmware(
+                Some(client.ip()),
                 Sighting { mac: Some(mac), ..Default::default() },
                 vec![(EventKind::BootScript, detail)],
             );

@@ -234,7 +234,7 @@ impl Service6 {
             }
         }
         if pending.is_empty() && reply.kind == kind::ADVERTISE && sighting.mac.is_some() {
-            self.cmdb.record_firmware(sighting, Vec::new());
+            self.cmdb.record_firmware(Some(from.ip()), sighting, Vec::new());
         }
         let bytes = reply.encode(&m.relays);
         let (socket, metrics, resync, kind) = (socket.clone(), self.metrics.clone(), resync.clone(), reply.kind);

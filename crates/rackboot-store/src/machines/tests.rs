@@ -280,23 +280,25 @@ async fn list_pages_come_back_in_id_order_with_whole_records() {
 }
 
 /// Firmware sightings have a budget of their own in the writer's queue: however fast they come,
-/// no more than `FIRMWARE_SIGHTINGS_QUEUED` wait, the rest are shed and counted, and the queue
-/// DHCP's lease writes use stays free.
+/// no more than `FIRMWARE_QUEUED_PER_SOURCE` from one address wait (and `FIRMWARE_SIGHTINGS_QUEUED`
+/// in all), the rest are shed and counted, and the queue DHCP's lease writes use stays free.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_flood_of_firmware_sightings_cannot_fill_the_write_queue() {
-    use crate::leases::FIRMWARE_SIGHTINGS_QUEUED;
+    use crate::leases::FIRMWARE_QUEUED_PER_SOURCE;
     let (_d, db) = open();
     let shed_before = db.writer_stats().shed.get();
     let mut most = 0;
+    let flooder: std::net::IpAddr = "198.18.7.7".parse().unwrap();
     for n in 0..20_000u64 {
         let m = Mac::from_u64(0x5254_0100_0000 + n);
         db.record_firmware(
+            Some(flooder),
             Sighting { mac: Some(m), ..Default::default() },
             vec![(EventKind::BootScript, serde_json::json!({}))],
         );
         most = most.max(db.write_backlog());
     }
-    assert!(most <= FIRMWARE_SIGHTINGS_QUEUED + 1, "the queue held {most} firmware sightings");
+    assert!(most <= FIRMWARE_QUEUED_PER_SOURCE + 1, "the queue held {most} firmware sightings of one source");
     assert!(db.writer_stats().shed.get() > shed_before, "a flood faster than the writer is shed and counted");
     // DHCP's own writes still go through at once.
     let lease_mac = mac("52:54:00:00:0f:01");
@@ -315,4 +317,31 @@ async fn a_flood_of_firmware_sightings_cannot_fill_the_write_queue() {
         db.commit_lease(lease, Sighting { mac: Some(lease_mac), ..Default::default() }, vec![]),
     );
     quick.await.expect("the lease write was not starved").unwrap();
+}
+
+/// The budget in all, per source and per MAC: a place is given back when its write is done.
+#[test]
+fn the_firmware_budget_holds_per_source_per_mac_and_in_all() {
+    use crate::leases::{
+        FirmwareBudget, FIRMWARE_QUEUED_PER_MAC, FIRMWARE_QUEUED_PER_SOURCE, FIRMWARE_SIGHTINGS_QUEUED,
+    };
+    let budget = std::sync::Arc::new(FirmwareBudget::default());
+    let a: std::net::IpAddr = "198.18.0.10".parse().unwrap();
+    let victim = mac("52:54:00:00:0e:01");
+    let named: Vec<_> = (0..5).filter_map(|_| FirmwareBudget::take(&budget, Some(a), Some(victim))).collect();
+    assert_eq!(named.len(), FIRMWARE_QUEUED_PER_MAC, "one MAC holds two places");
+    let more: Vec<_> = (0..100u64)
+        .filter_map(|n| FirmwareBudget::take(&budget, Some(a), Some(Mac::from_u64(0x5254_0200_0000 + n))))
+        .collect();
+    assert_eq!(named.len() + more.len(), FIRMWARE_QUEUED_PER_SOURCE, "one source holds sixteen");
+    let others: Vec<_> = (0..1000u64)
+        .filter_map(|n| {
+            let from = std::net::IpAddr::from([198, 18, 1, (n % 250) as u8]);
+            FirmwareBudget::take(&budget, Some(from), Some(Mac::from_u64(0x5254_0300_0000 + n)))
+        })
+        .collect();
+    assert_eq!(budget.queued(), FIRMWARE_SIGHTINGS_QUEUED, "and all of them 128");
+    drop((named, more, others));
+    assert_eq!(budget.queued(), 0, "every place is given back");
+    assert!(FirmwareBudget::take(&budget, Some(a), Some(victim)).is_some());
 }

@@ -71,6 +71,7 @@ async fn seed(
         other => return Err(ApiError::not_found(format!("no NoCloud file {other:?}"))),
     };
     s.cmdb.record_firmware(
+        Some(peer.ip()),
         crate::cmdb::Sighting { mac: Some(mac), ..Default::default() },
         vec![(EventKind::BootAnswer, serde_json::json!({"kind": format!("cloud-init/{file}")}))],
     );

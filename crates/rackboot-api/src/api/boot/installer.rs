@@ -184,6 +184,7 @@ async fn render_answer(
         .answer(kind, &vars)
         .map_err(|e| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, e.to_string()))?;
     s.cmdb.record_firmware(
+        Some(peer.ip()),
         crate::cmdb::Sighting { mac: Some(it.mac), ..Default::default() },
         vec![(EventKind::BootAnswer, serde_json::json!({"kind": kind}))],
     );

@@ -162,7 +162,11 @@ pub async fn script_for(
             json!({"plan": "windows", "profile": profile, "media": media, "uefi": uefi, "loader": loader})
         }
     };
-    s.cmdb.record_firmware(Sighting { mac: Some(mac), ..Default::default() }, vec![(EventKind::BootScript, detail)]);
+    s.cmdb.record_firmware(
+        Some(peer),
+        Sighting { mac: Some(mac), ..Default::default() },
+        vec![(EventKind::BootScript, detail)],
+    );
     Ok(script)
 }
 

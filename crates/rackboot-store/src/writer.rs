@@ -93,6 +93,10 @@ impl Queued {
 /// sightings then costs each of DHCP's batches a bounded extra, whatever its rate.
 pub const LOW_PER_BATCH: usize = 16;
 
+/// A batch of low-priority jobs alone starts at most this long after the last commit (with
+/// other writes queued, they ride along in those batches instead).
+const LOW_ALONE: std::time::Duration = std::time::Duration::from_millis(25);
+
 /// Under load, the writer waits this long after a commit before the next: when jobs came in
 /// while the previous batch committed, a batch under [`LINGER_BELOW`] jobs (and under the batch
 /// size) waits for the rest of it, gathering more (one commit and one fsync for many DHCP
@@ -179,6 +183,12 @@ impl Writer {
                         continue;
                     }
                     Err(TryRecvError::Disconnected) if low.is_empty() => break,
+                    // Only low-priority jobs wait: a batch of them alone at most every
+                    // LOW_ALONE, so a flood leaves the writer free for DHCP most of the time.
+                    Err(TryRecvError::Empty) if last_commit.elapsed() < LOW_ALONE => {
+                        std::thread::sleep(LINGER_STEP);
+                        continue;
+                    }
                     Err(_) => {}
                 }
             } else {

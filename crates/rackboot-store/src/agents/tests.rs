@@ -2,6 +2,8 @@ use super::*;
 use crate::store::AGENTS;
 use rackboot_base::secret::{new_credential, presented_credential};
 
+mod bound;
+
 const MAC: &str = "52:54:00:00:00:01";
 
 fn open() -> (tempfile::TempDir, Cmdb) {
@@ -367,38 +369,4 @@ async fn a_machine_holds_at_most_its_bound_of_macs() {
     let o = db.enroll_agent(req2, h, booted(&db, MAC, true).await, None).await.unwrap();
     assert!(matches!(o, EnrollOutcome::TooManyMacs { would_have: 127, .. }), "{o:?}");
     assert_eq!(db.machine(e.machine_id).await.unwrap().macs.len(), MAX_MACHINE_MACS, "nothing attached");
-}
-
-/// Past its bound a machine's proven enrollment writes nothing: its credential stays, and the
-/// nonce it presented is still good once the bound lets it in. Unproven ones are not counted.
-#[tokio::test]
-async fn a_machines_proven_enrollments_past_their_bound_write_nothing_and_keep_the_nonce() {
-    let (_d, db) = open();
-    let (_s1, h1) = new_credential().unwrap();
-    let id = enrolled(db.enroll_agent(req(&[MAC]), h1.clone(), booted(&db, MAC, true).await, None).await.unwrap())
-        .machine_id;
-    let open = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let counted = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let gate = {
-        let (open, counted) = (open.clone(), counted.clone());
-        PerMachine(std::sync::Arc::new(move |m: u64| {
-            assert_eq!(m, id);
-            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            open.load(std::sync::atomic::Ordering::SeqCst)
-        }))
-    };
-    let unproven = Admission { per_machine: Some(gate.clone()), ..Default::default() };
-    let (_s, h) = new_credential().unwrap();
-    conflict(db.enroll_agent(req(&[MAC]), h, unproven, None).await.unwrap());
-    assert_eq!(counted.load(std::sync::atomic::Ordering::SeqCst), 0, "an unproven enrollment is not counted");
-
-    let proven = Admission { per_machine: Some(gate), ..booted(&db, MAC, true).await };
-    let (_s2, h2) = new_credential().unwrap();
-    let out = db.enroll_agent(req(&[MAC]), h2.clone(), proven.clone(), None).await.unwrap();
-    assert!(matches!(out, EnrollOutcome::TooOften { machine_id } if machine_id == id), "{out:?}");
-    assert_eq!(db.agent(id).await.unwrap().unwrap().secret_sha256, h1, "nothing written");
-    open.store(true, std::sync::atomic::Ordering::SeqCst);
-    let again = enrolled(db.enroll_agent(req(&[MAC]), h2.clone(), proven, None).await.unwrap());
-    assert!(again.approved, "the same nonce admits it once the bound allows");
-    assert_eq!(db.agent(id).await.unwrap().unwrap().secret_sha256, h2);
 }

@@ -64,9 +64,10 @@ async fn a_nodes_lldp_or_serial_is_a_claim_and_takes_no_slot_nor_its_secrets() {
 
     // The victim, placed in U7 by its relay.
     assert!(lab.exchange(&relayed(mac(7), 700, "Ethernet7", "leaf-r9")).await.is_some());
+    // The sighting is written after the answer: the machine may not be there at once.
     let victim = eventually(|| async {
-        let v = machine(&lab, mac(7)).await;
-        anyhow::ensure!(v["slot"] == 7, "not placed yet: {v}");
+        let (status, v) = lab.api.call(Method::GET, &format!("/machines/{}", mac_text(&mac(7))), None).await?;
+        anyhow::ensure!(status == 200 && v["slot"] == 7, "not placed yet: {status} {v}");
         Ok(v)
     })
     .await;

@@ -1,5 +1,5 @@
 //! cloud-init's NoCloud seed of an installed node, against an in-process appliance: answered only
-//! to the machine's own address; user-data from the machine, else its rack (a task's sits
+//! with the seed token of its install, from the machine's own address (neither alone is enough); user-data from the machine, else its rack (a task's sits
 //! between, see e2e::vm::provision); bad user-data refused with nothing stored; the text never
 //! shows in the machine's record, its timeline or the audit log.
 
@@ -7,17 +7,31 @@ use crate::common::appliance::Appliance;
 use hyper::Method;
 use serde_json::{json, Value};
 
+const A: &str = "52:54:00:c1:00:01";
+const B: &str = "52:54:00:c1:00:02";
+
 async fn call(a: &Appliance, method: Method, path: &str, body: Option<Value>) -> (u16, Value) {
     a.api.call(method, path, body).await.unwrap()
 }
 
-/// A plain-HTTP GET of the seed file, from 127.0.0.1: the status and the body.
-async fn seed(a: &Appliance, mac: &str, file: &str) -> (u16, String) {
+/// A plain-HTTP GET of `path`, from 127.0.0.1: the status and the body.
+async fn get(a: &Appliance, path: &str) -> (u16, String) {
     let addr: std::net::SocketAddr = ([127, 0, 0, 1], a.port).into();
-    let r = crate::common::http_get(addr, &format!("/boot/cloud-init/{mac}/{file}")).await;
+    let r = crate::common::http_get(addr, path).await;
     let (head, body) = r.split_once("\r\n\r\n").unwrap_or((&r, ""));
     let status = head.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
     (status, body.to_string())
+}
+
+/// The seed token of `mac`'s install, issued as the identity step issues it.
+async fn token_of(a: &Appliance, mac: &str) -> String {
+    let cmdb = &a.app.as_ref().unwrap().cmdb;
+    cmdb.issue_boot_token(mac.parse().unwrap(), rackboot::cmdb::TokenUse::Seed, String::new(), None).await.unwrap()
+}
+
+/// A seed file of machine `mac` with `token`.
+async fn seed(a: &Appliance, mac: &str, token: &str, file: &str) -> (u16, String) {
+    get(a, &format!("/boot/cloud-init/{mac}/{token}/{file}")).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -37,21 +51,42 @@ async fn the_seed_answers_only_the_machine_and_user_data_is_kept_out_of_sight() 
         call(&a, Method::POST, "/machines", Some(json!({"macs": ["52:54:00:c1:00:02"], "reserved_ip": "127.0.0.9"})))
             .await;
     assert_eq!(st, 201);
+    let (ta, tb) = (token_of(&a, A).await, token_of(&a, B).await);
 
-    let (st, meta) = seed(&a, "52:54:00:c1:00:01", "meta-data").await;
+    let (st, meta) = seed(&a, A, &ta, "meta-data").await;
     assert_eq!(st, 200, "{meta}");
     assert_eq!(meta, format!("instance-id: rackboot-{id}\nlocal-hostname: node-a\n"));
-    let (st, body) = seed(&a, "52:54:00:c1:00:02", "meta-data").await;
+    let (st, body) = seed(&a, B, &tb, "meta-data").await;
     assert_eq!(st, 403, "not the machine's address: {body}");
-    let (st, _) = seed(&a, "52:54:00:c1:00:01", "passwd").await;
+    // From the machine's own address, without its token: the URL of old, another machine's
+    // token, a made-up one, the placeholder of a boot script sent elsewhere.
+    for path in [
+        format!("/boot/cloud-init/{A}/user-data"),
+        format!("/boot/cloud-init/{A}/{tb}/user-data"),
+        format!("/boot/cloud-init/{A}/{}/user-data", "0".repeat(32)),
+        format!("/boot/cloud-init/{A}/no-token/user-data"),
+        format!("/boot/cloud-init/{A}/{}/user-data", "f".repeat(100)),
+    ] {
+        let (st, body) = get(&a, &path).await;
+        assert_eq!(st, 403, "{}: {body}", &path[..path.len().min(80)]);
+        assert!(!body.contains(&tb) && body.contains("token"), "{body}");
+    }
+    // A later install's token pushes this one out (after the three kept beside it).
+    let old = token_of(&a, A).await;
+    for _ in 0..4 {
+        token_of(&a, A).await;
+    }
+    assert_eq!(seed(&a, A, &old, "meta-data").await.0, 403, "an earlier install's token");
+    let ta = token_of(&a, A).await;
+    let (st, _) = seed(&a, A, &ta, "passwd").await;
     assert_eq!(st, 404);
-    let (st, _) = seed(&a, "52:54:00:c1:00:01", "network-config").await;
+    let (st, _) = seed(&a, A, &ta, "network-config").await;
     assert_eq!(st, 404, "no network spec");
-    let (st, empty) = seed(&a, "52:54:00:c1:00:01", "user-data").await;
+    let (st, empty) = seed(&a, A, &ta, "user-data").await;
     assert_eq!((st, empty.as_str()), (200, "#cloud-config\n{}\n"));
     // cloud-init asks for vendor-data too, and retries a missing one ten times, a second apart
     // (BENCHMARKS.md, session 37): it is answered, empty.
-    let (st, vendor) = seed(&a, "52:54:00:c1:00:01", "vendor-data").await;
+    let (st, vendor) = seed(&a, A, &ta, "vendor-data").await;
     assert_eq!((st, vendor.as_str()), (200, "#cloud-config\n{}\n"));
 
     // A bad user-data is refused naming the field, and nothing is stored.
@@ -70,11 +105,11 @@ async fn the_seed_answers_only_the_machine_and_user_data_is_kept_out_of_sight() 
     let secret = "#cloud-config\nchpasswd: {list: 'root:s3cret-from-the-rack'}\n";
     let (st, _) = call(&a, Method::PUT, "/racks/r1/user-data", Some(json!({"text": secret}))).await;
     assert_eq!(st, 204);
-    assert_eq!(seed(&a, "52:54:00:c1:00:01", "user-data").await, (200, secret.to_string()));
+    assert_eq!(seed(&a, A, &ta, "user-data").await, (200, secret.to_string()));
     let own = "#cloud-config\nruncmd: [[touch, /etc/from-the-machine]]\n";
     let (st, _) = call(&a, Method::PUT, &format!("/machines/{id}/user-data"), Some(json!({"text": own}))).await;
     assert_eq!(st, 204);
-    assert_eq!(seed(&a, "52:54:00:c1:00:01", "user-data").await, (200, own.to_string()));
+    assert_eq!(seed(&a, A, &ta, "user-data").await, (200, own.to_string()));
     let (st, got) = call(&a, Method::GET, &format!("/machines/{id}/user-data"), None).await;
     assert_eq!((st, got["text"].as_str()), (200, Some(own)));
 
@@ -93,9 +128,9 @@ async fn the_seed_answers_only_the_machine_and_user_data_is_kept_out_of_sight() 
 
     let (st, _) = call(&a, Method::DELETE, &format!("/machines/{id}/user-data"), None).await;
     assert_eq!(st, 204);
-    assert_eq!(seed(&a, "52:54:00:c1:00:01", "user-data").await, (200, secret.to_string()));
+    assert_eq!(seed(&a, A, &ta, "user-data").await, (200, secret.to_string()));
     // The rack's goes with the rack.
     let (st, _) = call(&a, Method::DELETE, "/racks/r1", None).await;
     assert_eq!(st, 204);
-    assert_eq!(seed(&a, "52:54:00:c1:00:01", "user-data").await.1, "#cloud-config\n{}\n");
+    assert_eq!(seed(&a, A, &ta, "user-data").await.1, "#cloud-config\n{}\n");
 }

@@ -21,30 +21,49 @@ async fn answer_files_are_rendered_per_machine_and_the_preseed_passes_debconf() 
         .unwrap();
     let addr: std::net::SocketAddr = ([127, 0, 0, 1], a.port).into();
     let get = |path: String| async move { crate::common::http_get(addr, &path).await };
+    // The answer token a boot script to the machine's address carries (see the next test).
+    let answer = rackboot::cmdb::TokenUse::Answer;
+    let cmdb = &a.app.as_ref().unwrap().cmdb;
+    let t = cmdb.issue_boot_token("52:54:00:b0:00:09".parse().unwrap(), answer, String::new(), Some(60)).await.unwrap();
     for kind in ["kickstart", "preseed", "autoinstall"] {
-        let r = get(format!("/boot/answer/{kind}?mac=52:54:00:b0:00:09&disk=/dev/sda")).await;
+        let r = get(format!("/boot/answer/{kind}/{t}?mac=52:54:00:b0:00:09&disk=/dev/sda")).await;
         assert!(r.starts_with("HTTP/1.0 200") || r.starts_with("HTTP/1.1 200"), "{kind}: {r}");
         assert!(r.contains("inst01"), "{kind}: {r}");
         assert!(r.contains("sda"), "{kind}: {r}");
+        // Without it, from the machine's own address: refused, whatever the URL.
+        for path in [
+            format!("/boot/answer/{kind}?mac=52:54:00:b0:00:09&disk=/dev/sda"),
+            format!("/boot/answer/{kind}/no-token?mac=52:54:00:b0:00:09&disk=/dev/sda"),
+            format!("/boot/answer/{kind}/{}?mac=52:54:00:b0:00:09&disk=/dev/sda", "a".repeat(32)),
+        ] {
+            let r = get(path).await;
+            assert!(r.contains(" 403 ") && r.contains("token") && !r.contains("inst01"), "{kind}: {r}");
+        }
     }
-    let r = get("/boot/answer/jumpstart?mac=52:54:00:b0:00:09".into()).await;
+    let r = get(format!("/boot/answer/jumpstart/{t}?mac=52:54:00:b0:00:09")).await;
     assert!(r.contains(" 404 "), "{r}");
-    let r = get("/boot/answer/preseed?mac=52:54:00:b0:00:99&disk=/dev/sda".into()).await;
+    let r = get(format!("/boot/answer/preseed/{t}?mac=52:54:00:b0:00:99&disk=/dev/sda")).await;
     assert!(r.contains(" 404 "), "{r}");
     // No disk given and no inventory to choose one from: refused with the reason.
-    let r = get("/boot/answer/preseed?mac=52:54:00:b0:00:09".into()).await;
+    let r = get(format!("/boot/answer/preseed/{t}?mac=52:54:00:b0:00:09")).await;
     assert!(r.contains(" 409 ") && r.contains("inventory"), "{r}");
 
     // Ubuntu's installer takes the autoinstall file as a cloud-init NoCloud seed.
-    let r = get("/boot/nocloud/52:54:00:b0:00:09/meta-data".into()).await;
+    let r = get(format!("/boot/nocloud/52:54:00:b0:00:09/{t}/meta-data")).await;
     assert!(r.contains(" 200 ") && r.contains("local-hostname: inst01\n"), "{r}");
-    let r = get("/boot/nocloud/52:54:00:b0:00:09/user-data".into()).await;
+    let r = get(format!("/boot/nocloud/52:54:00:b0:00:09/{t}/user-data")).await;
     assert!(r.contains(" 409 ") && r.contains("inventory"), "{r}");
-    let r = get("/boot/nocloud/52:54:00:b0:00:09/passwd".into()).await;
+    let r = get(format!("/boot/nocloud/52:54:00:b0:00:09/{t}/passwd")).await;
     assert!(r.contains(" 404 "), "{r}");
+    for file in ["meta-data", "user-data", "vendor-data"] {
+        let r = get(format!("/boot/nocloud/52:54:00:b0:00:09/{file}")).await;
+        assert!(r.contains(" 403 ") && !r.contains("inst01"), "{r}");
+        let r = get(format!("/boot/nocloud/52:54:00:b0:00:09/{}/{file}", "b".repeat(32))).await;
+        assert!(r.contains(" 403 ") && !r.contains("inst01"), "{r}");
+    }
 
     // debconf's own parser accepts the preseed (debconf is part of every Debian system).
-    let r = get("/boot/answer/preseed?mac=52:54:00:b0:00:09&disk=/dev/sda".into()).await;
+    let r = get(format!("/boot/answer/preseed/{t}?mac=52:54:00:b0:00:09&disk=/dev/sda")).await;
     let body = r.split_once("\r\n\r\n").unwrap().1.to_string();
     let file = post.path().join("preseed.cfg");
     std::fs::write(&file, body).unwrap();
@@ -112,8 +131,18 @@ async fn an_installer_task_boots_the_installer_whose_report_back_hands_the_node_
     a.stop().await;
     a.boot().await;
     let script = body_of(&get(format!("/boot/ipxe?mac={mac}")).await, 200);
-    let answer_url = format!("{}/boot/answer/preseed?mac={mac}", a.http_url());
-    assert!(script.contains("d-i/linux") && script.contains(&format!("url={answer_url}")), "{script}");
+    // The answer URL carries this boot's token (the script went to the machine's address).
+    let answer_url = script
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("url="))
+        .expect("the answer URL on the command line")
+        .to_string();
+    let token = answer_url
+        .strip_prefix(&format!("{}/boot/answer/preseed/", a.http_url()))
+        .and_then(|rest| rest.strip_suffix(&format!("?mac={mac}")))
+        .unwrap_or_else(|| panic!("{answer_url}"));
+    assert!(token.len() == 32 && token.bytes().all(|b| b.is_ascii_hexdigit()), "{answer_url}");
+    assert!(script.contains("d-i/linux"), "{script}");
     // Still installing: the run waits for the installer, however long the reboot took.
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let t = a.api.ok(Method::GET, &format!("/tasks/{task}"), None).await.unwrap();
@@ -187,7 +216,18 @@ async fn an_installer_task_boots_the_installer_whose_report_back_hands_the_node_
     assert_eq!(interfaces, "auto lo\niface lo inet loopback\n", "ifupdown keeps loopback only");
     assert_eq!(std::fs::read_to_string(root.join("etc/network/interfaces.rackboot-off")).unwrap(), ifupdown);
     let cloud = std::fs::read_to_string(root.join("etc/cloud/cloud.cfg.d/90-rackboot.cfg")).unwrap();
-    assert!(cloud.contains(&format!("seedfrom: {}/boot/cloud-init/{mac}/", a.http_url())), "{cloud}");
+    // Its seed URL carries the install's seed token: the seed answers it (from its address).
+    let seed = cloud
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("seedfrom: "))
+        .unwrap_or_else(|| panic!("{cloud}"))
+        .to_string();
+    let seed_token = seed.strip_prefix(&format!("{}/boot/cloud-init/{mac}/", a.http_url())).unwrap_or_default();
+    assert!(seed_token.len() == 33 && seed_token.ends_with('/') && seed_token != format!("{token}/"), "{seed}");
+    let meta = body_of(&get(format!("{}meta-data", seed.replace(&a.http_url(), ""))).await, 200);
+    assert!(meta.contains("local-hostname: inst-1"), "{meta}");
+    // The answer token opens the answer file only, not the seed.
+    body_of(&get(format!("/boot/cloud-init/{mac}/{token}/meta-data")).await, 403);
     assert!(cloud.contains("\n    fs_label: null\n"), "no search for a seed disk: {cloud}");
     assert_eq!(std::fs::read_to_string(root.join("etc/hostname")).unwrap(), "inst-1\n");
     assert!(std::fs::read_to_string(root.join("root/.ssh/authorized_keys")).unwrap().contains("test@lab"));

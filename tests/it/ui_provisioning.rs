@@ -51,7 +51,7 @@ async fn profiles_preview_without_saving_and_save_through_the_api() {
     let preview = preview.replace("&#x2f;", "/");
     assert!(preview.contains("d-i/linux") && preview.contains("initrd.gz"), "{preview}");
     assert!(
-        preview.contains("/boot/answer/preseed?mac=52:54:00:00:00:00") && preview.contains("hostname=sample"),
+        preview.contains("/boot/answer/preseed/no-token?mac=52:54:00:00:00:00") && preview.contains("hostname=sample"),
         "{preview}"
     );
     assert!(!api_profiles(&app).await.contains(&"debian-inst".to_string()), "a preview saved the profile");

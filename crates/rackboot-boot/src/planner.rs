@@ -183,7 +183,10 @@ pub struct ProfileBoot {
     pub initrd_name: String,
     /// The profile's kernel command line, a template of the machine's values.
     pub cmdline: String,
-    /// For an installer: the machine's own answer-file URL (`{{ answer_url }}`).
+    /// For an installer: the kind of its answer file (`preseed`, `kickstart`, `autoinstall`).
+    pub answer: Option<String>,
+    /// For an installer: the machine's own answer-file URL (`{{ answer_url }}`), as
+    /// [`answer_url`] makes it; without a boot token until the boot endpoint adds one.
     pub answer_url: Option<String>,
     /// The command line starts the rackboot agent (`rackboot.url=`): the boot gets a one-time
     /// enrollment nonce when the script goes to the machine's own address.
@@ -203,6 +206,21 @@ pub struct PlanContext<'a> {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown boot profile {0:?}")]
 pub struct UnknownProfile(pub String);
+
+/// Where a token-less answer URL has its token: what a boot script sent to an address that
+/// is not the machine's carries (the appliance refuses it).
+pub const NO_TOKEN: &str = "no-token";
+
+/// Machine `mac`'s answer-file URL for answer `kind` with its boot token (see
+/// `rackboot_store::TokenUse::Answer`). Ubuntu's installer reads a cloud-init NoCloud seed: a
+/// directory URL, to which it appends the file names.
+pub fn answer_url(http_base: &str, kind: &str, mac: Mac, token: Option<&str>) -> String {
+    let token = token.unwrap_or(NO_TOKEN);
+    match kind {
+        "autoinstall" => format!("{http_base}/boot/nocloud/{mac}/{token}/"),
+        kind => format!("{http_base}/boot/answer/{kind}/{token}?mac={mac}"),
+    }
+}
 
 /// The per-MAC decision: an operator's pin wins; then the installer a provisioning run set up;
 /// installed machines boot their disk; everything else (unknown, discovered, queued, failed)
@@ -239,11 +257,7 @@ pub fn plan_boot(mac: Mac, machine: Option<&Machine>, ctx: &PlanContext<'_>) -> 
         let remote = path.starts_with("http://") || path.starts_with("https://");
         (!remote).then(|| path.trim_start_matches('/').to_string())
     };
-    // Ubuntu's installer reads a cloud-init NoCloud seed: a directory URL.
-    let answer_url = p.answer.as_deref().map(|kind| match kind {
-        "autoinstall" => format!("{}/boot/nocloud/{mac}/", ctx.http_base),
-        kind => format!("{}/boot/answer/{kind}?mac={mac}", ctx.http_base),
-    });
+    let answer_url = p.answer.as_deref().map(|kind| answer_url(ctx.http_base, kind, mac, None));
     Ok(BootPlan::Profile(ProfileBoot {
         name,
         reason,
@@ -254,6 +268,7 @@ pub fn plan_boot(mac: Mac, machine: Option<&Machine>, ctx: &PlanContext<'_>) -> 
         initrd_name: initrd.rsplit('/').next().unwrap_or(initrd).to_string(),
         agent: cmdline.contains("rackboot.url="),
         cmdline: cmdline.clone(),
+        answer: p.answer.clone(),
         answer_url,
     }))
 }

@@ -13,6 +13,7 @@ use super::quarantine::QUARANTINE;
 use super::store::*;
 use super::tang::{TANG_BINDINGS, TANG_KEYS};
 use super::templates::TEMPLATES;
+use super::tokens::BOOT_TOKENS;
 use super::userdata::USER_DATA;
 use super::webhooks::WEBHOOKS;
 use super::CmdbError;
@@ -62,6 +63,7 @@ macro_rules! every_table {
             $f(TANG_KEYS)?,
             $f(TANG_BINDINGS)?,
             $f(LEASES6)?,
+            $f(BOOT_TOKENS)?,
         ]
     };
 }

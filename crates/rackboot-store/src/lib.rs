@@ -36,6 +36,7 @@ mod tasks;
 pub use store::open_file;
 pub mod tang;
 mod templates;
+mod tokens;
 mod unclaimed;
 pub mod userdata;
 mod users;
@@ -64,6 +65,7 @@ pub use model::{
 pub use nonces::{nonce_hash, NonceCheck};
 pub use provision::{MachineUpdate, NewRun};
 pub use templates::TemplateOverride;
+pub use tokens::{TokenCheck, TokenUse};
 pub use unclaimed::{Growth, DEFAULT_CAP as DEFAULT_UNCLAIMED_CAP};
 pub use users::{
     AuthError, Caller, Import, TokenRecord, TokenView, User, UserChange, UserView, MAX_SESSIONS_PER_USER,

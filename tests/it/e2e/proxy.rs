@@ -92,7 +92,8 @@ fn nodes_fetch_allowed_upstreams_through_the_proxy_and_the_second_fetch_is_cache
     // squid drops to its own user, which must reach its cache under the data directory.
     sh(&format!("chmod o+x {}", net.dir.path().display()));
     let cfg = format!(
-        "{}\n[proxy]\nenable = true\nupstream_hosts = [\"198.19.0.2\"]\ncache_mb = 200\nmax_object_mb = 50\n",
+        "{}\n[[boot.profiles]]\nname = \"debian12\"\nkernel = \"d-i/linux\"\ninitrd = \"d-i/initrd.gz\"\nanswer = \"preseed\"\n\
+         cmdline = \"url={{{{ answer_url }}}}\"\n[proxy]\nenable = true\nupstream_hosts = [\"198.19.0.2\"]\ncache_mb = 200\nmax_object_mb = 50\n",
         full_config(&net.path("data"))
     );
     let rb = net.start_rackboot(&cfg);
@@ -127,9 +128,13 @@ fn nodes_fetch_allowed_upstreams_through_the_proxy_and_the_second_fetch_is_cache
     // Refused: a client outside the DHCP subnets (the mirror side, routed to the appliance).
     assert_eq!(fetch(&net, &mirror, url).0, "403");
 
-    // The node's preseed points its installer at the proxy.
-    let preseed =
-        net.run(&node, &format!("curl -s 'http://198.18.0.1:8080/boot/answer/preseed?mac={NODE_MAC}&disk=/dev/vda'"));
+    // The node's preseed points its installer at the proxy. Pinned to an installer, the node
+    // finds the preseed's URL (with its boot token) in its boot script, as iPXE would.
+    net.api("PATCH", &format!("/machines/{NODE_MAC}"), Some(r#"{"boot_profile":"debian12"}"#));
+    let script = net.run(&node, &format!("curl -s 'http://198.18.0.1:8080/boot/ipxe?mac={NODE_MAC}'"));
+    let script = String::from_utf8_lossy(&script.stdout).to_string();
+    let answer = script.split_whitespace().find_map(|w| w.strip_prefix("url=")).unwrap_or_else(|| panic!("{script}"));
+    let preseed = net.run(&node, &format!("curl -s '{answer}&disk=/dev/vda'"));
     let preseed = String::from_utf8_lossy(&preseed.stdout).to_string();
     assert!(preseed.contains("d-i mirror/http/proxy string http://198.18.0.1:3128/"), "{preseed}");
 

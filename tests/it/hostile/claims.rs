@@ -25,10 +25,15 @@ fn r9(trust: bool) -> Value {
         "auto_provision": true, "silent_after_minutes": 10080, "trust_lldp": trust})
 }
 
-/// The machine's user-data as it fetches it from its own address (127.0.0.1).
+/// The machine's user-data as it fetches it from its own address (127.0.0.1), with a seed
+/// token issued as an install's identity step issues it (the claim is about what a placed
+/// machine's seed holds, not how it got a token).
 async fn user_data(lab: &Lab, m: [u8; 6]) -> (u16, String) {
-    let addr: std::net::SocketAddr = ([127, 0, 0, 1], lab.app.as_ref().unwrap().http_addr.port()).into();
-    let r = http_get(addr, &format!("/boot/cloud-init/{}/user-data", mac_text(&m))).await;
+    let app = lab.app.as_ref().unwrap();
+    let seed = rackboot::cmdb::TokenUse::Seed;
+    let token = app.cmdb.issue_boot_token(mac_text(&m).parse().unwrap(), seed, String::new(), None).await.unwrap();
+    let addr: std::net::SocketAddr = ([127, 0, 0, 1], app.http_addr.port()).into();
+    let r = http_get(addr, &format!("/boot/cloud-init/{}/{token}/user-data", mac_text(&m))).await;
     let (head, body) = r.split_once("\r\n\r\n").unwrap_or((&r, ""));
     (head.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0), body.to_string())
 }

@@ -8,7 +8,8 @@
 //!   [`unclaimed_flood`], [`conn_limits`], [`http_bounds`], [`leaks`] (what a 503 tells),
 //!   [`logins`] (a password guesser with many connections at once), [`job_output`] (a node
 //!   filling the disk through its own job's output), [`mac_flood`] (a node naming MACs it does
-//!   not own), [`claims`] (a node's LLDP neighbour or serial naming another rack's slot).
+//!   not own), [`claims`] (a node's LLDP neighbour or serial naming another rack's slot),
+//!   [`seeds`] (a neighbour with a machine's address reading its answer file or user-data).
 //! - Through the API: [`images`] (a qcow2 that names the appliance's files), [`operator`] (a
 //!   BMC password pointed elsewhere), [`plugins`] (hostile bundles), [`revoked`] (an event
 //!   stream held open by a revoked token), [`templates`] (a template that would render for ever).
@@ -28,6 +29,7 @@ mod mac_flood;
 mod operator;
 mod plugins;
 mod revoked;
+mod seeds;
 mod sightings;
 mod store;
 mod takeover;

@@ -145,8 +145,8 @@ fn a_profile_plan_carries_every_url_resolved() {
     assert_eq!(paths, (Some("bootos/vmlinuz"), Some("bootos/initrd.img")), "TFTP paths for GRUB");
     let mut m = Machine::new(1, vec![mac], 0);
     for (profile, answer) in [
-        ("debian12", "http://198.18.0.1:8080/boot/answer/preseed?mac=52:54:00:00:00:01"),
-        ("ubuntu", "http://198.18.0.1:8080/boot/nocloud/52:54:00:00:00:01/"),
+        ("debian12", "http://198.18.0.1:8080/boot/answer/preseed/no-token?mac=52:54:00:00:00:01"),
+        ("ubuntu", "http://198.18.0.1:8080/boot/nocloud/52:54:00:00:00:01/no-token/"),
     ] {
         m.boot_profile = Some(profile.into());
         let BootPlan::Profile(b) = plan_boot(mac, Some(&m), &ctx).unwrap() else { panic!("{profile}") };

@@ -120,7 +120,7 @@ pub struct IdentityVars {
     /// The MAC the machine provisions through (its first), which the catch-all DHCP network
     /// (no spec) makes the one port `network-online.target` waits for; empty: every port.
     pub boot_mac: String,
-    /// The machine's NoCloud seed (`<appliance>/boot/cloud-init/<mac>/`), which an installed
+    /// The machine's NoCloud seed (`<appliance>/boot/cloud-init/<mac>/<seed token>/`), which an installed
     /// system with cloud-init is pointed at; empty: none.
     pub cloud_init_url: String,
 }

@@ -9,23 +9,28 @@ use super::{step_name, Run, Step, Task};
 use crate::cmdb::Machine;
 use crate::render::IdentityVars;
 
+/// What the identity step writes besides the task's own values.
+#[derive(Default)]
+pub(super) struct IdentityInputs {
+    /// The systemd-networkd files of the machine's network.
+    pub files: Vec<crate::render::NetFile>,
+    /// The Tang server's URL and advertisement its encrypted file systems bind to.
+    pub tang: Option<(String, String)>,
+    /// The seed token of this install, in the NoCloud seed URL the system keeps.
+    pub seed_token: String,
+}
+
 impl Engine {
-    /// The agent action for a job step.
-    /// `network_files`: the identity step's systemd-networkd files (the machine's network);
-    /// `tang`: the Tang server's URL and advertisement its encrypted file systems bind to;
-    /// `from`: the address the machine's agent came in from (an IPv6 one is answered with
-    /// IPv6 URLs).
-    #[allow(clippy::too_many_arguments)]
+    /// The agent action for a job step. `identity`: the identity step's inputs; `from`: the
+    /// address the machine's agent came in from (an IPv6 one is answered with IPv6 URLs).
     pub(super) fn action(
         &self,
         step: Step,
-        run: &Run,
-        task: &Task,
-        machine: &Machine,
-        network_files: Vec<crate::render::NetFile>,
-        tang: Option<(String, String)>,
+        (run, task, machine): (&Run, &Task, &Machine),
+        identity: IdentityInputs,
         from: Option<&str>,
     ) -> Result<Action, String> {
+        let IdentityInputs { files: network_files, tang, seed_token } = identity;
         let spec = &task.spec;
         let (http_base, agent_url) = self.bases(from);
         let disk = target_disk(&spec.disk, spec.root_device.as_ref(), machine)?;
@@ -76,7 +81,7 @@ impl Engine {
                     ssh_keys: spec.ssh_keys.clone(),
                     session: None,
                     network_files,
-                    cloud_init_url: cloud_init_url(http_base, machine),
+                    cloud_init_url: cloud_init_url(http_base, machine, &seed_token),
                     boot_mac: boot_mac(machine),
                 };
                 let mut body = match layout {
@@ -160,10 +165,15 @@ impl Engine {
     }
 }
 
-/// Machine `m`'s NoCloud seed URL (by its first MAC; the MAC is no secret, and only the machine's
-/// own address is answered).
-pub fn cloud_init_url(http_base: &str, m: &Machine) -> String {
-    m.macs.first().map(|mac| format!("{http_base}/boot/cloud-init/{mac}/")).unwrap_or_default()
+/// Machine `m`'s NoCloud seed URL: by its first MAC (no secret) and the seed token of this
+/// install (issued under that MAC, see [`seed_mac`]).
+pub fn cloud_init_url(http_base: &str, m: &Machine, token: &str) -> String {
+    m.macs.first().map(|mac| format!("{http_base}/boot/cloud-init/{mac}/{token}/")).unwrap_or_default()
+}
+
+/// The MAC a machine's seed token is issued under: the first, which its seed URL names.
+pub fn seed_mac(m: &Machine) -> Option<crate::mac::Mac> {
+    m.macs.first().copied()
 }
 
 /// The MAC a machine provisions through, as the identity step's network takes it: its first.

@@ -4,11 +4,12 @@
 
 use std::collections::HashMap;
 
+use super::action::IdentityInputs;
 use super::decide::bios::BiosObserved;
 use super::decide::Observed;
 use super::engine::Engine;
 use super::{profile_fits, Run, Step, Task};
-use crate::cmdb::now_ms;
+use crate::cmdb::{now_ms, TokenUse};
 use crate::jobs::JobState;
 
 /// The Tang server's URL and advertisement.
@@ -74,14 +75,20 @@ impl Engine {
                         (Step::Identity, _) => {
                             let net = super::network::effective(cmdb, &self.cfg.networks, machine).await?;
                             let tang = self.tang_binding(run, task, mid).await?;
+                            let seed_token = match super::action::seed_mac(machine) {
+                                Some(mac) => cmdb.issue_boot_token(mac, TokenUse::Seed, String::new(), None).await?,
+                                None => String::new(),
+                            };
                             tang.and_then(|tang| {
-                                net.files()
-                                    .and_then(|files| self.action(run.step, run, task, machine, files, tang, from))
+                                net.files().and_then(|files| {
+                                    let identity = IdentityInputs { files, tang, seed_token };
+                                    self.action(run.step, (run, task, machine), identity, from)
+                                })
                             })
                         }
                         // Booted from virtual media: the OS powers off, the BMC starts the disk.
                         (Step::Reboot, _) if o.bmc_vmedia => Ok(rackboot_agent::wire::Action::PowerOff),
-                        _ => self.action(run.step, run, task, machine, Vec::new(), None, from),
+                        _ => self.action(run.step, (run, task, machine), IdentityInputs::default(), from),
                     })
                 }
                 Some(jid) => {

@@ -29,6 +29,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (7, include_str!("../../migrations/postgres/0007_webhooks.sql")),
     (8, include_str!("../../migrations/postgres/0008_tang.sql")),
     (9, include_str!("../../migrations/postgres/0009_leases6.sql")),
+    (10, include_str!("../../migrations/postgres/0010_boot_tokens.sql")),
 ];
 
 /// Rows a range reads per round trip, at most; the first read of each end asks for

@@ -1,7 +1,9 @@
-//! `GET /boot/cloud-init/{mac}/{meta-data|user-data|vendor-data|network-config}`: the NoCloud
-//! seed of an installed node, which its cloud-init finds through the `seedfrom` the identity
-//! step writes. Only the machine itself (from its own address) is answered: user-data may hold
-//! secrets, and plain HTTP carries it on the provisioning network only. The instance id
+//! `GET /boot/cloud-init/{mac}/{token}/{meta-data|user-data|vendor-data|network-config}`: the
+//! NoCloud seed of an installed node, which its cloud-init finds through the `seedfrom` the
+//! identity step writes. Only the machine itself is answered: with the seed token of its
+//! install (which reached it through its agent or its installer's report-back, never a boot
+//! script), from its own address. User-data may hold secrets, and plain HTTP carries it on the
+//! provisioning network only. The instance id
 //! changes with each install (its provisioning run), so cloud-init runs once per install.
 
 use std::net::SocketAddr;
@@ -14,12 +16,14 @@ use axum::Router;
 
 use crate::api::{ApiError, ApiState};
 use crate::cmdb::userdata::Owner;
-use crate::cmdb::EventKind;
+use crate::cmdb::{EventKind, TokenUse};
 use crate::mac::Mac;
 use rackboot_model::cloudinit::{instance_id, meta_data, pick};
 
 pub(super) fn routes() -> Router<ApiState> {
-    Router::new().route("/cloud-init/{mac}/{file}", get(seed))
+    Router::new()
+        .route("/cloud-init/{mac}/{token}/{file}", get(seed))
+        .route("/cloud-init/{mac}/{file}", get(super::tokens::tokenless))
 }
 
 /// Events of a machine looked through for its last provisioning run.
@@ -28,10 +32,11 @@ const SCAN: usize = 20_000;
 async fn seed(
     State(s): State<ApiState>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
-    Path((mac, file)): Path<(String, String)>,
+    Path((mac, token, file)): Path<(String, String, String)>,
 ) -> Result<Response, ApiError> {
     let mac: Mac = mac.parse().map_err(|e: crate::mac::ParseMacError| ApiError::not_found(e.to_string()))?;
     let m = s.cmdb.machine_by_mac(mac).await?;
+    super::tokens::require(&s, mac, TokenUse::Seed, &token, peer).await?;
     if !s.cmdb.is_address_of(peer.ip(), mac, Some(&m)).await {
         return Err(ApiError::new(StatusCode::FORBIDDEN, format!("{} is not this machine's address", peer.ip())));
     }

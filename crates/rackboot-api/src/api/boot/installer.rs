@@ -11,14 +11,16 @@ use axum::Router;
 use serde::Deserialize;
 
 use crate::api::{ApiError, ApiState};
-use crate::cmdb::EventKind;
+use crate::cmdb::{EventKind, TokenUse};
 use crate::controller::Hub;
 use crate::mac::Mac;
 
 pub(super) fn routes() -> Router<ApiState> {
     Router::new()
-        .route("/answer/{kind}", get(answer))
-        .route("/nocloud/{mac}/{file}", get(nocloud))
+        .route("/answer/{kind}/{token}", get(answer))
+        .route("/nocloud/{mac}/{token}/{file}", get(nocloud))
+        .route("/answer/{kind}", get(super::tokens::tokenless))
+        .route("/nocloud/{mac}/{file}", get(super::tokens::tokenless))
         .route("/installed", get(installed))
 }
 
@@ -66,8 +68,8 @@ impl Installing {
     }
 }
 
-/// `GET /boot/answer/{kickstart|preseed|autoinstall}?mac=`: the installer answer file for one
-/// machine, rendered from `templates/installer/` with its hostname, the DNS domain, its target
+/// `GET /boot/answer/{kickstart|preseed|autoinstall}/{token}?mac=`: the installer answer file
+/// for one machine (`token`: the answer token its boot script carried; see [`super::tokens`]), rendered from `templates/installer/` with its hostname, the DNS domain, its target
 /// disk, the SSH keys of its provisioning task and its network spec in the installer's terms
 /// (422 when the spec cannot be resolved or said there). An installer boot profile's command line
 /// points at it with `{{ answer_url }}` (set `answer` on the profile). Its post-install step
@@ -76,28 +78,33 @@ impl Installing {
 async fn answer(
     State(s): State<ApiState>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
-    axum::extract::Path(kind): axum::extract::Path<String>,
+    axum::extract::Path((kind, token)): axum::extract::Path<(String, String)>,
     Query(q): Query<AnswerQuery>,
 ) -> Result<Response, ApiError> {
-    let text = render_answer(&s, &kind, &q.mac, q.disk, peer).await?;
+    let text = render_answer(&s, &kind, (&q.mac, &token), q.disk, peer).await?;
     Ok(([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], text).into_response())
 }
 
-/// `GET /boot/nocloud/{mac}/{user-data|meta-data|vendor-data}`: the autoinstall answer file as
-/// a cloud-init NoCloud seed, which is how Ubuntu's installer takes it
+/// `GET /boot/nocloud/{mac}/{token}/{user-data|meta-data|vendor-data}`: the autoinstall answer
+/// file as a cloud-init NoCloud seed, which is how Ubuntu's installer takes it
 /// (`ds=nocloud-net;s={{ answer_url }}`: cloud-init appends the file names to the URL).
 async fn nocloud(
     State(s): State<ApiState>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
-    axum::extract::Path((mac, file)): axum::extract::Path<(String, String)>,
+    axum::extract::Path((mac, token, file)): axum::extract::Path<(String, String, String)>,
 ) -> Result<Response, ApiError> {
     let text = match file.as_str() {
-        "user-data" => render_answer(&s, "autoinstall", &mac, None, peer).await?,
+        "user-data" => render_answer(&s, "autoinstall", (&mac, &token), None, peer).await?,
         "meta-data" => {
             let it = Installing::load(&s, &mac).await?;
+            super::tokens::require(&s, it.mac, TokenUse::Answer, &token, peer).await?;
             format!("instance-id: rackboot-{}\nlocal-hostname: {}\n", it.machine.id, it.hostname())
         }
-        "vendor-data" => String::new(),
+        "vendor-data" => {
+            let it = Installing::load(&s, &mac).await?;
+            super::tokens::require(&s, it.mac, TokenUse::Answer, &token, peer).await?;
+            String::new()
+        }
         other => return Err(ApiError::new(StatusCode::NOT_FOUND, format!("no NoCloud file {other:?}"))),
     };
     Ok(([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], text).into_response())
@@ -117,13 +124,13 @@ async fn from_machine(s: &ApiState, peer: SocketAddr, it: &Installing) -> bool {
     net.devices.iter().filter_map(|d| d.address).any(|a| std::net::IpAddr::V4(a.addr()) == peer.ip())
 }
 
-/// Renders answer file `kind` for the machine with `mac` (see [`answer`]). The report-back
-/// step gets the installer token (sent back in a header) only for a request from the machine's
-/// own address.
+/// Renders answer file `kind` for the machine with `mac`, given its answer token (see
+/// [`answer`]). The report-back step gets the installer token (sent back in a header) only for
+/// a request from the machine's own address.
 async fn render_answer(
     s: &ApiState,
     kind: &str,
-    mac: &str,
+    (mac, token): (&str, &str),
     disk: Option<String>,
     peer: SocketAddr,
 ) -> Result<String, ApiError> {
@@ -135,6 +142,7 @@ async fn render_answer(
         ));
     }
     let it = Installing::load(s, mac).await?;
+    super::tokens::require(s, it.mac, TokenUse::Answer, token, peer).await?;
     let disk = match (disk, &it.spec) {
         (Some(d), _) => d,
         (None, sp) => {
@@ -241,7 +249,7 @@ async fn installed(
     }
     // With the token: a fresh agent credential goes into the script. The script is rendered
     // before the token is used up, so a script that cannot be rendered costs nothing.
-    let (secret_hash, session) = match (&it.machine.installer, &token) {
+    let (secret_hash, session, seed_token) = match (&it.machine.installer, &token) {
         (Some(_), Some(_)) => {
             let (secret, hash) =
                 Hub::new_secret().map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
@@ -256,7 +264,12 @@ async fn installed(
             };
             let json = serde_json::to_string(&session)
                 .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
-            (Some(hash), Some(json))
+            // The seed token of this install, in the seed URL the installed system keeps.
+            let seed = match crate::provision::action::seed_mac(&it.machine) {
+                Some(mac) => s.cmdb.issue_boot_token(mac, TokenUse::Seed, peer.ip().to_string(), None).await?,
+                None => String::new(),
+            };
+            (Some(hash), Some(json), seed)
         }
         (Some(_), None) => {
             return Err(ApiError::new(
@@ -267,7 +280,8 @@ async fn installed(
         (None, Some(_)) => {
             return Err(ApiError::new(StatusCode::CONFLICT, "no installer boot is pending (the token was used)"))
         }
-        (None, None) => (None, None),
+        // Installed by hand: no seed token (the node's cloud-init finds no seed).
+        (None, None) => (None, None, crate::planner::NO_TOKEN.to_string()),
     };
     let vars = crate::render::IdentityVars {
         disk: "/".into(),
@@ -284,7 +298,7 @@ async fn installed(
             let eff = crate::provision::network::effective(&s.cmdb, &networks, &it.machine).await?;
             eff.files().map_err(|e| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, e))?
         },
-        cloud_init_url: crate::provision::action::cloud_init_url(&boot.http_base, &it.machine),
+        cloud_init_url: crate::provision::action::cloud_init_url(&boot.http_base, &it.machine, &seed_token),
         boot_mac: crate::provision::action::boot_mac(&it.machine),
     };
     let text = boot
@@ -294,6 +308,8 @@ async fn installed(
         .map_err(|e| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, e.to_string()))?;
     if let (Some(hash), Some(token)) = (secret_hash, token) {
         s.cmdb.installer_finished(id, token, hash).await?;
+        // The installer boot is over: its answer file with it.
+        s.cmdb.revoke_boot_tokens(it.mac, TokenUse::Answer).await?;
         s.hub.forget(id);
         if let Some(engine) = &s.engine {
             engine.wake();

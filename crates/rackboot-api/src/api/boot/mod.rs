@@ -5,6 +5,7 @@
 mod cloudinit;
 pub mod grub;
 mod installer;
+mod tokens;
 
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
@@ -23,7 +24,7 @@ use tower_http::services::ServeDir;
 
 use super::{ApiError, ApiState};
 use crate::cmdb::EventKind;
-use crate::cmdb::Sighting;
+use crate::cmdb::{Sighting, TokenUse};
 use crate::config::Profile;
 use crate::mac::Mac;
 use crate::planner::{self, BootPlan};
@@ -109,8 +110,9 @@ async fn ipxe(
 
 /// The boot script of `mac` for `loader`, from the planner's decision; recorded on the
 /// machine's timeline with the loader. A boot of an agent profile (BootOS) carries a fresh
-/// one-time enrollment nonce, but only when the request comes from the machine's own address
-/// (see [`crate::cmdb::Cmdb::is_address_of`]). `uefi`: the firmware, when the client said; else
+/// one-time enrollment nonce, and an installer's boot a fresh token for its answer file, but
+/// only when the request comes from the machine's own address (see
+/// [`crate::cmdb::Cmdb::is_address_of`]). `uefi`: the firmware, when the client said; else
 /// the arch DHCP last saw.
 pub async fn script_for(
     s: &ApiState,
@@ -128,18 +130,32 @@ pub async fn script_for(
         _ => (&boot.http_base, &boot.agent_url),
     };
     let ctx = planner::PlanContext { http_base, discovery_profile: &boot.discovery_profile, profiles: &profiles };
-    let plan = planner::plan_boot(mac, machine.as_ref(), &ctx).map_err(|e| {
+    let mut plan = planner::plan_boot(mac, machine.as_ref(), &ctx).map_err(|e| {
         tracing::warn!(%mac, error = %e, "cannot plan a boot");
         ApiError::internal(e.to_string())
     })?;
     let uefi =
         uefi.unwrap_or_else(|| machine.as_ref().and_then(|m| m.last_arch.as_deref()).is_some_and(|a| a != "bios"));
-    let boot_nonce = match &plan {
-        BootPlan::Profile(p) if p.agent && s.cmdb.is_address_of(peer, mac, machine.as_ref()).await => {
-            Some(s.cmdb.issue_boot_nonce(mac, peer.to_string(), boot.nonce_ttl_secs).await?)
+    // The secrets of this boot go only to the machine's own address.
+    let secrets = match &plan {
+        BootPlan::Profile(p) if p.agent || p.answer.is_some() => {
+            s.cmdb.is_address_of(peer, mac, machine.as_ref()).await
         }
-        _ => None,
+        _ => false,
     };
+    let mut boot_nonce = None;
+    let mut answer_token = false;
+    if let (BootPlan::Profile(p), true) = (&mut plan, secrets) {
+        if p.agent {
+            boot_nonce = Some(s.cmdb.issue_boot_nonce(mac, peer.to_string(), boot.nonce_ttl_secs).await?);
+        }
+        if let Some(kind) = p.answer.clone() {
+            let ttl = Some(boot.nonce_ttl_secs);
+            let token = s.cmdb.issue_boot_token(mac, TokenUse::Answer, peer.to_string(), ttl).await?;
+            p.answer_url = Some(planner::answer_url(http_base, &kind, mac, Some(&token)));
+            answer_token = true;
+        }
+    }
     let vars = ScriptVars {
         mac: mac.to_string(),
         hostname: machine.as_ref().and_then(|m| m.hostname.clone()),
@@ -155,7 +171,7 @@ pub async fn script_for(
     })?;
     let detail = match &plan {
         BootPlan::Profile(p) => {
-            json!({"plan": "profile", "profile": p.name, "reason": p.reason, "uefi": uefi, "loader": loader, "nonce": vars.boot_nonce.is_some(), "from": peer.to_string()})
+            json!({"plan": "profile", "profile": p.name, "reason": p.reason, "uefi": uefi, "loader": loader, "nonce": vars.boot_nonce.is_some(), "answer_token": answer_token, "from": peer.to_string()})
         }
         BootPlan::LocalDisk => json!({"plan": "local-disk", "uefi": uefi, "loader": loader}),
         BootPlan::Windows { profile, media } => {

@@ -47,7 +47,7 @@ done
 # The lab: qemu with both firmwares, iPXE, the rack switch's relay, LLDP and router advertisements,
 # plugin signing, and what its report uses. bootos/build.sh and vm-lab/os-image.sh bring their own.
 PKGS=(iproute2 curl qemu-system-x86 ipxe-qemu ipxe ovmf cpio zstd jq bc bind9-dnsutils
-      isc-dhcp-relay lldpd radvd minisign openssl ipmitool python3-venv)
+      isc-dhcp-relay lldpd radvd minisign openssl ipmitool python3-venv systemd-boot-efi)
 # openipmi (tests): ipmi_sim, a BMC simulator the in-band account test sets users up on.
 # xorriso, mtools (with grub-efi-amd64-bin): grub-mkrescue makes virtual-media boot ISOs.
 # qemu-img: the appliance converts qcow2 images to raw with it (the Debian package recommends it).

@@ -148,11 +148,17 @@ _rackboot() {
             rackboot__subcmd__bmc__subcmd__help,show)
                 cmd="rackboot__subcmd__bmc__subcmd__help__subcmd__show"
                 ;;
+            rackboot__subcmd__ca,efi)
+                cmd="rackboot__subcmd__ca__subcmd__efi"
+                ;;
             rackboot__subcmd__ca,help)
                 cmd="rackboot__subcmd__ca__subcmd__help"
                 ;;
             rackboot__subcmd__ca,show)
                 cmd="rackboot__subcmd__ca__subcmd__show"
+                ;;
+            rackboot__subcmd__ca__subcmd__help,efi)
+                cmd="rackboot__subcmd__ca__subcmd__help__subcmd__efi"
                 ;;
             rackboot__subcmd__ca__subcmd__help,help)
                 cmd="rackboot__subcmd__ca__subcmd__help__subcmd__help"
@@ -261,6 +267,9 @@ _rackboot() {
                 ;;
             rackboot__subcmd__help__subcmd__bmc,show)
                 cmd="rackboot__subcmd__help__subcmd__bmc__subcmd__show"
+                ;;
+            rackboot__subcmd__help__subcmd__ca,efi)
+                cmd="rackboot__subcmd__help__subcmd__ca__subcmd__efi"
                 ;;
             rackboot__subcmd__help__subcmd__ca,show)
                 cmd="rackboot__subcmd__help__subcmd__ca__subcmd__show"
@@ -1402,7 +1411,7 @@ _rackboot() {
             return 0
             ;;
         rackboot__subcmd__ca)
-            opts="-h --help show help"
+            opts="-h --help show efi help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1415,9 +1424,49 @@ _rackboot() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        rackboot__subcmd__ca__subcmd__help)
-            opts="show help"
+        rackboot__subcmd__ca__subcmd__efi)
+            opts="-c -h --config --out --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -c)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --out)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rackboot__subcmd__ca__subcmd__help)
+            opts="show efi help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rackboot__subcmd__ca__subcmd__help__subcmd__efi)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -1676,8 +1725,22 @@ _rackboot() {
             return 0
             ;;
         rackboot__subcmd__help__subcmd__ca)
-            opts="show"
+            opts="show efi"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rackboot__subcmd__help__subcmd__ca__subcmd__efi)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi

@@ -1,4 +1,5 @@
-//! `rackboot ca show`: the CA nodes and the CLI trust, its SHA-256 fingerprint and its pin.
+//! `rackboot ca show`: the CA nodes and the CLI trust, its SHA-256 fingerprint and its pin;
+//! `rackboot ca efi`: the same certificate as an EFI signature list, for firmware's HTTPS boot.
 
 use std::path::PathBuf;
 
@@ -14,11 +15,24 @@ pub enum CaCmd {
         #[arg(long, short, value_name = "FILE")]
         config: Option<PathBuf>,
     },
+    /// Write the CA certificate as an EFI signature list, which UEFI firmware's HTTPS boot
+    /// takes as the certificates it trusts (OVMF: `-fw_cfg name=etc/edk2/https/cacerts,file=FILE`;
+    /// vendors' firmware through the BMC or setup, see the book's secure-boot page).
+    Efi {
+        /// TOML config file (its data_dir, or its https.cert). Default: the embedded one.
+        #[arg(long, short, value_name = "FILE")]
+        config: Option<PathBuf>,
+        /// Where to write the list.
+        #[arg(long, value_name = "FILE")]
+        out: PathBuf,
+    },
 }
 
 /// Runs a `ca` subcommand.
 pub fn ca(cmd: CaCmd) -> anyhow::Result<()> {
-    let CaCmd::Show { config } = cmd;
+    let config = match &cmd {
+        CaCmd::Show { config } | CaCmd::Efi { config, .. } => config.clone(),
+    };
     let cfg = Config::load(config.as_deref())?;
     let (path, what) = match &cfg.https.own_cert {
         Some((chain, _)) => (chain.clone(), "the last certificate of https.cert"),
@@ -26,6 +40,12 @@ pub fn ca(cmd: CaCmd) -> anyhow::Result<()> {
     };
     let certs = rackboot::tls::read_certs(&path)?;
     let ca = certs.last().ok_or_else(|| anyhow::anyhow!("no certificate in {}", path.display()))?;
+    if let CaCmd::Efi { out, .. } = &cmd {
+        let list = rackboot::tls::efi::signature_list(ca);
+        std::fs::write(out, &list).map_err(|e| anyhow::anyhow!("writing {}: {e}", out.display()))?;
+        println!("{}: the EFI signature list of {} ({what}, {} bytes)", out.display(), path.display(), list.len());
+        return Ok(());
+    }
     let hex = rackboot::tls::fingerprint(ca);
     let colons: Vec<String> = hex.as_bytes().chunks(2).map(|p| String::from_utf8_lossy(p).to_uppercase()).collect();
     println!("certificate: {} ({what})", path.display());

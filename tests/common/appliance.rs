@@ -105,6 +105,17 @@ impl Appliance {
         })
     }
 
+    /// Starts a BootOS agent booted as from the HTTPS-boot image: no boot MAC and no nonce on
+    /// its command line (`rackboot.nonce=tls`), so it asks the appliance for its nonce.
+    pub fn agent_over_tls(&self, mac: &str, workdir: &Path) -> tokio::task::JoinHandle<()> {
+        let mut opts = self.agent_options(mac, workdir, AgentMode::Bootos, None);
+        opts.boot_mac = None;
+        opts.nonce = Some(rackboot_agent::wire::NONCE_OVER_TLS.into());
+        tokio::spawn(async move {
+            let _ = Agent::new(opts).unwrap().run().await;
+        })
+    }
+
     /// Starts a BootOS agent and returns, beside its handle, what its LLDP listener would hand
     /// a heard neighbour to.
     pub async fn agent_with_lldp(

@@ -48,6 +48,7 @@ mod bmc_provision;
 mod bmc_sushy;
 mod bmc_vmedia;
 mod boot_http;
+mod boot_nonce;
 mod boot_sendfile;
 mod boot_storm;
 mod cloudinit;

@@ -149,14 +149,19 @@ impl Agent {
         let saved = self.opts.state_dir.as_ref().and_then(|d| std::fs::read_to_string(d.join("session.json")).ok());
         let saved: Option<EnrollResponse> = saved.and_then(|s| serde_json::from_str(&s).ok());
         let dmi = inventory::dmi(&self.opts.root);
+        let (nonce, boot_mac) = match self.opts.nonce.as_deref() {
+            Some(crate::wire::NONCE_OVER_TLS) if saved.is_none() => self.fetch_nonce().await,
+            Some(crate::wire::NONCE_OVER_TLS) => (None, self.opts.boot_mac.clone()),
+            _ => (self.opts.nonce.clone(), self.opts.boot_mac.clone()),
+        };
         let req = EnrollRequest {
             macs: self.macs(),
-            boot_mac: self.opts.boot_mac.clone(),
+            boot_mac,
             serial: dmi.serial,
             system_uuid: dmi.uuid,
             mode: self.opts.mode,
             version: env!("CARGO_PKG_VERSION").to_string(),
-            nonce: self.opts.nonce.clone(),
+            nonce,
         };
         self.client.credential = saved.as_ref().map(|s| s.credential.clone());
         let mut r = self.client.call(Method::POST, "/agent/v1/enroll", Some(&req), Duration::from_secs(30)).await?;
@@ -179,6 +184,30 @@ impl Agent {
         self.inventory_due.store(true, Ordering::Relaxed);
         self.start_stats(&resp);
         Ok(())
+    }
+
+    /// This boot's nonce and boot MAC, asked for over the pinned TLS session (a BootOS image
+    /// with no per-machine command line); none when the appliance gives none (the machine then
+    /// enrolls as a boot without a nonce does: an operator approves it).
+    async fn fetch_nonce(&mut self) -> (Option<String>, Option<String>) {
+        let req = crate::wire::NonceRequest { macs: self.macs() };
+        match self.client.call(Method::POST, "/agent/v1/nonce", Some(&req), Duration::from_secs(30)).await {
+            Ok(r) if r.ok() => match r.json::<crate::wire::NonceResponse>() {
+                Ok(n) => (Some(n.nonce), Some(n.mac)),
+                Err(error) => {
+                    tracing::warn!(error = format!("{error:#}"), "the appliance's nonce answer is unreadable");
+                    (None, self.opts.boot_mac.clone())
+                }
+            },
+            Ok(r) => {
+                tracing::warn!(status = r.status, why = r.error_text(), "no boot nonce from the appliance");
+                (None, self.opts.boot_mac.clone())
+            }
+            Err(error) => {
+                tracing::warn!(error = format!("{error:#}"), "asking for the boot nonce");
+                (None, self.opts.boot_mac.clone())
+            }
+        }
     }
 
     /// Collects (off the async thread: ipmitool can take seconds) and uploads the inventory.

@@ -50,6 +50,26 @@ pub struct EnrollRequest {
     pub nonce: Option<String>,
 }
 
+/// The `rackboot.nonce=` of a BootOS image with no per-machine command line (the HTTPS-boot
+/// image): the agent asks for this boot's nonce over TLS pinned to the appliance's CA
+/// (`POST /agent/v1/nonce`) before it enrolls.
+pub const NONCE_OVER_TLS: &str = "tls";
+
+/// `POST /agent/v1/nonce`: the MACs of the asking machine.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct NonceRequest {
+    pub macs: Vec<String>,
+}
+
+/// This boot's enrollment nonce, for the MAC whose address the request came from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct NonceResponse {
+    pub mac: String,
+    pub nonce: String,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct EnrollResponse {

@@ -6,7 +6,7 @@
 //! The lower crates are re-exported under the names the code uses (`cmdb`, `config`, ...).
 
 pub use rackboot_base::{metrics, net, secrets};
-pub use rackboot_boot::{netcfg, planner, render, templates};
+pub use rackboot_boot::{netcfg, planner, render, templates, uki};
 pub use rackboot_config as config;
 pub use rackboot_control::{auth, bmc, controller, plugins, provision, racks, tang, tls, vmedia, webhooks, windows};
 pub use rackboot_model::{jobs, mac};

@@ -8,9 +8,12 @@
 //! - [`netcfg`]: an installed node's network as systemd-networkd files and network-config v2,
 //!   and in each OS installer's own terms.
 //! - [`media`]: where imported Windows media sit under the TFTP root.
+//! - [`uki`]: BootOS as one UEFI image (systemd's EFI stub with kernel, initrd and command
+//!   line as sections), what the firmware's HTTPS boot loads.
 
 pub mod media;
 pub mod netcfg;
 pub mod planner;
 pub mod render;
 pub mod templates;
+pub mod uki;

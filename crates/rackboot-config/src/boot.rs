@@ -20,6 +20,8 @@ pub struct WireBoot {
     pub discovery_args: String,
     pub profiles: Vec<WireProfile>,
     pub templates: PathBuf,
+    /// systemd's EFI stub, on which the appliance builds BootOS as one UEFI image.
+    pub efi_stub: PathBuf,
 }
 
 impl Default for WireBoot {
@@ -35,6 +37,7 @@ impl Default for WireBoot {
             discovery_args: String::new(),
             profiles: Vec::new(),
             templates: PathBuf::new(),
+            efi_stub: PathBuf::from(EFI_STUB),
         }
     }
 }
@@ -64,6 +67,9 @@ pub struct WireProfile {
 
 pub use rackboot_model::boot::{ArchBoot, UefiLoader};
 
+/// Where Debian's `systemd-boot-efi` puts systemd's EFI stub for x86-64.
+pub const EFI_STUB: &str = "/usr/lib/systemd/boot/efi/linuxx64.efi.stub";
+
 /// The file shim loads from the directory it came from: Debian's signed network GRUB.
 pub const GRUB_EFI: &str = "grubx64.efi";
 /// The same on arm64 (shimaa64 loads grubaa64.efi).
@@ -85,6 +91,8 @@ pub struct BootFiles {
     /// Profile that unknown and not yet provisioned machines boot.
     pub discovery_profile: String,
     pub profiles: BTreeMap<String, Profile>,
+    /// systemd's EFI stub (see [`EFI_STUB`]): BootOS's UEFI image is built on it.
+    pub efi_stub: PathBuf,
 }
 
 /// A named kernel + initrd + command line. Paths are relative to the boot directory (served at
@@ -219,6 +227,7 @@ impl BootFiles {
             discovery_args,
             profiles,
             templates,
+            efi_stub,
         } = w;
         check_kernel_args(&discovery_args)?;
         anyhow::ensure!(
@@ -250,8 +259,17 @@ impl BootFiles {
             by_name.contains_key(&discovery_profile),
             "boot.discovery_profile {discovery_profile:?} is not among [[boot.profiles]]"
         );
-        let files =
-            BootFiles { bios, uefi_x64, uefi_x64_snp, uefi_loader, shim, arm64, discovery_profile, profiles: by_name };
+        let files = BootFiles {
+            bios,
+            uefi_x64,
+            uefi_x64_snp,
+            uefi_loader,
+            shim,
+            arm64,
+            discovery_profile,
+            profiles: by_name,
+            efi_stub,
+        };
         Ok((files, templates))
     }
 }

@@ -38,7 +38,8 @@ pub use agent::{AgentConfig, EnrollPolicy, WireAgent};
 pub use auth::{AuthConfig, WireAuth, MAX_SESSION_SECS};
 pub use bmc::{BmcConfig, WireBmc};
 pub use boot::{
-    builtin_discovery, ArchBoot, BootFiles, Profile, UefiLoader, WireBoot, WireProfile, GRUB_EFI, GRUB_EFI_ARM64,
+    builtin_discovery, ArchBoot, BootFiles, Profile, UefiLoader, WireBoot, WireProfile, EFI_STUB, GRUB_EFI,
+    GRUB_EFI_ARM64,
 };
 pub use dhcp::{DhcpConfig, DhcpMode, Subnet, WireDhcp, WireSubnet};
 pub use dhcp6::{Dhcp6Config, Pool6, Subnet6, WireDhcp6, WireSubnet6};

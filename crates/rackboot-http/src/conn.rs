@@ -104,6 +104,10 @@ pub async fn serve(
     Ok(())
 }
 
+/// A request extension: the request came over TLS (the HTTPS listener).
+#[derive(Debug, Clone, Copy)]
+pub struct OverTls;
+
 /// Serves one connection until the client closes it, it idles out, or shutdown drains it.
 async fn connection<I>(io: I, peer: SocketAddr, app: Router, settings: &Listener, shutdown: CancellationToken)
 where
@@ -111,8 +115,12 @@ where
 {
     let activity = Arc::new(Activity::default());
     let seen = activity.clone();
+    let tls = settings.tls.is_some();
     let service = hyper::service::service_fn(move |mut req: hyper::Request<Incoming>| {
         req.extensions_mut().insert(ConnectInfo(peer));
+        if tls {
+            req.extensions_mut().insert(OverTls);
+        }
         let call = app.clone().oneshot(req);
         let busy = Busy::start(seen.clone());
         async move {

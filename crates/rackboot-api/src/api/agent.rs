@@ -26,6 +26,7 @@ const MAX_CHUNK: usize = 64 * 1024;
 pub fn routes() -> Router<ApiState> {
     Router::new()
         .route("/enroll", post(enroll))
+        .route("/nonce", post(super::agent_nonce::boot_nonce))
         .route("/inventory", put(inventory))
         .route("/jobs/next", get(next_job))
         .route("/jobs/{id}/output", post(output))
@@ -94,7 +95,7 @@ async fn rescue_phase(s: &ApiState, req: &EnrollRequest) -> Result<(bool, bool),
 /// Counts an enrollment against its source address's budget a minute
 /// (`agent.enrollments_per_minute_per_source`); past it: 429 with Retry-After. (A machine's own
 /// budget counts only its proven enrollments, inside the enrollment's transaction.)
-fn limit_source(s: &ApiState, from: std::net::IpAddr) -> Result<(), ApiError> {
+pub(super) fn limit_source(s: &ApiState, from: std::net::IpAddr) -> Result<(), ApiError> {
     let Err(wait) = s.hub.enrollments.reserve("", from, std::time::Instant::now()) else { return Ok(()) };
     tracing::warn!(%from, "enrollment refused: too many from this address a minute");
     Err(too_many("too many enrollments from this address; try again later", wait))

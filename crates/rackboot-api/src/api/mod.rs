@@ -6,6 +6,7 @@
 
 pub mod agent;
 mod agent_bmc;
+mod agent_nonce;
 mod appliances;
 mod audit;
 pub mod auth;

@@ -7,6 +7,7 @@
 //! [`install`] (`rackboot assets install`) copies them from Debian's `ipxe` package and a BootOS
 //! build.
 
+pub mod image;
 pub mod install;
 
 use std::path::{Path, PathBuf};

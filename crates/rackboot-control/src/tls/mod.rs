@@ -3,6 +3,7 @@
 //! suites, ring), and the client config the CLI uses to trust only that CA.
 
 pub mod ca;
+pub mod efi;
 pub mod pinned;
 
 use std::path::{Path, PathBuf};

@@ -320,7 +320,7 @@ fn account(files: &Files, req: &FileRequest, answer: &Answer, ip: IpAddr) {
     files.metrics.http_requests.get_or_create(&label).inc();
     if req.get && answer.status != 304 {
         if let IpAddr::V4(ip) = ip {
-            let detail = json!({"path": req.rel_str, "status": answer.status, "bytes": answer.length, "range": req.range_header});
+            let detail = json!({"path": req.rel_str, "status": answer.status, "bytes": answer.length, "range": req.range_header, "tls": false});
             files.cmdb.record_for_ip(ip, EventKind::BootAsset, detail);
         }
     }

@@ -7,8 +7,11 @@
 //! them, an operator job `uname -a` runs and its output and exit code come back, the timeline
 //! holds every step in order, and a power-off job ends the VM. The HTTP-boot VM asks DHCP as an
 //! HTTP client (arch 16, vendor class "HTTPClient"), gets iPXE's URL, fetches iPXE over HTTP and
-//! iPXE its per-MAC script. Needs root, qemu, OVMF and the lab assets, so it is `#[ignore]`d like
-//! the other end-to-end tests; CI runs it.
+//! iPXE its per-MAC script. A fourth OVMF VM, its firmware's network off, boots BootOS's one
+//! UEFI image (`bootos/bootos.efi`, which the appliance built at start on systemd's EFI stub)
+//! from a disk: its command line names the appliance and no machine, and its agent asks for its
+//! nonce over pinned TLS, which enrolls it approved. Needs root, qemu, OVMF, systemd-boot-efi
+//! and the lab assets, so it is `#[ignore]`d like the other end-to-end tests; CI runs it.
 
 use std::process::Command;
 
@@ -20,6 +23,8 @@ struct Vm {
     uefi: bool,
     /// UEFI HTTP Boot by the firmware itself, iPXE fetched over HTTP.
     http: bool,
+    /// BootOS's one image from a disk, no network boot.
+    image: bool,
 }
 
 const DISK_BYTES: u64 = 2 << 30;
@@ -38,10 +43,18 @@ fn seabios_and_ovmf_vms_boot_bootos_and_its_agent_runs_jobs() {
     let port69 = net.run(&net.srv, "ss -uln 'sport = :69' | tail -n +2");
     assert!(String::from_utf8_lossy(&port69.stdout).trim().is_empty(), "nothing may listen on port 69");
     let vms = [
-        Vm { name: "bios", mac: "52:54:00:e4:00:01", uefi: false, http: false },
-        Vm { name: "uefi", mac: "52:54:00:e4:00:02", uefi: true, http: false },
-        Vm { name: "http", mac: "52:54:00:e4:00:03", uefi: true, http: true },
+        Vm { name: "bios", mac: "52:54:00:e4:00:01", uefi: false, http: false, image: false },
+        Vm { name: "uefi", mac: "52:54:00:e4:00:02", uefi: true, http: false, image: false },
+        Vm { name: "http", mac: "52:54:00:e4:00:03", uefi: true, http: true, image: false },
+        Vm { name: "image", mac: "52:54:00:e4:00:04", uefi: true, http: false, image: true },
     ];
+    // The image VM: known before it boots; BootOS's image on a disk of its own.
+    a_machine(&net, "52:54:00:e4:00:04");
+    let esp = net.path("esp/EFI/BOOT");
+    std::fs::create_dir_all(&esp).unwrap();
+    let image = data.join("boot/bootos/bootos.efi");
+    assert!(image.is_file(), "BootOS's image:\n{}", net.log("rackboot.log"));
+    std::fs::copy(&image, esp.join("BOOTX64.EFI")).unwrap();
     let srv = net.srv.clone();
     // An operator watching the whole boot live, from before the VMs power on.
     let token_file = data.join("admin.token");
@@ -54,7 +67,7 @@ fn seabios_and_ovmf_vms_boot_bootos_and_its_agent_runs_jobs() {
     for vm in &vms {
         net.add_tap(&format!("tap-{}", vm.name));
         let mut args = net.qemu_args(vm.name, vm.mac, vm.uefi, &[DISK_BYTES], true);
-        if vm.http {
+        if vm.http || vm.image {
             // The firmware's own network stack (no iPXE option ROM), with PXE off: HTTP boot only.
             for arg in args.iter_mut().filter(|a| a.starts_with("virtio-net-pci,")) {
                 arg.push_str(",romfile=");
@@ -62,6 +75,14 @@ fn seabios_and_ovmf_vms_boot_bootos_and_its_agent_runs_jobs() {
             for pxe in ["IPv4PXESupport", "IPv6PXESupport"] {
                 args.extend(["-fw_cfg".into(), format!("name=opt/org.tianocore/{pxe},string=n")]);
             }
+        }
+        if vm.image {
+            // No network in the firmware: it boots the disk holding the image.
+            args.extend(["-fw_cfg".into(), "name=opt/org.tianocore/IPv4Support,string=no".into()]);
+            args.extend([
+                "-drive".into(),
+                format!("file=fat:{},format=raw,if=virtio,readonly=on", net.path("esp").display()),
+            ]);
         }
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         running.push(net.spawn(&srv, &args, &format!("{}.qemu.log", vm.name)));
@@ -81,8 +102,14 @@ fn seabios_and_ovmf_vms_boot_bootos_and_its_agent_runs_jobs() {
         );
         eprintln!("{}: power-on to inventory in {} s", vm.name, started.elapsed().as_secs());
         let s = serial(vm);
-        assert!(s.contains(&format!("rackboot-bootos: up mac={}", vm.mac)), "{}: BootOS banner:\n{s}", vm.name);
-        if vm.uefi {
+        // The image's command line names no machine.
+        let banner = if vm.image {
+            "rackboot-bootos: up mac= ".to_string()
+        } else {
+            format!("rackboot-bootos: up mac={}", vm.mac)
+        };
+        assert!(s.contains(&banner), "{}: BootOS banner:\n{s}", vm.name);
+        if vm.uefi && !vm.image {
             assert!(s.contains("initrd=initrd.img"), "UEFI kernel line carries initrd=");
         }
         if vm.http {
@@ -128,7 +155,10 @@ fn seabios_and_ovmf_vms_boot_bootos_and_its_agent_runs_jobs() {
         let out = net.api("GET", &format!("/jobs/{id}/output"), None);
         let text = out["text"].as_str().unwrap();
         assert!(text.starts_with("Linux "), "{}: {text}", vm.name);
-        assert!(text.contains(&format!("rackboot.mac={}", vm.mac)), "{}: {text}", vm.name);
+        match vm.image {
+            true => assert!(text.contains("rackboot.nonce=tls") && !text.contains("rackboot.mac="), "{text}"),
+            false => assert!(text.contains(&format!("rackboot.mac={}", vm.mac)), "{}: {text}", vm.name),
+        }
         // BootOS's agent came in over HTTPS, pinned to this appliance's CA.
         let ca = rackboot::tls::read_certs(&net.ca()).unwrap();
         let pin = format!("rackboot.ca=sha256:{}", rackboot::tls::fingerprint(ca.last().unwrap()));
@@ -145,22 +175,19 @@ fn seabios_and_ovmf_vms_boot_bootos_and_its_agent_runs_jobs() {
                 k => k.to_string(),
             })
             .collect();
-        let mut want = vec!["machine.discovered", "dhcp.offer", "dhcp.ack"];
-        if vm.http {
+        let mut want =
+            vec![if vm.image { "machine.registered" } else { "machine.discovered" }, "dhcp.offer", "dhcp.ack"];
+        if vm.image {
+            // BootOS leased, then asked for its nonce over pinned TLS.
+            want.push("boot.script");
+        } else if vm.http {
             // The firmware fetched iPXE over HTTP; iPXE asks DHCP again, then for its script.
             want.extend(["asset ipxe.efi", "dhcp.ack"]);
         }
-        want.extend([
-            "boot.script",
-            "asset bootos/vmlinuz",
-            "asset bootos/initrd.img",
-            "dhcp.ack",
-            "agent.enrolled",
-            "agent.inventory",
-            "job.queued",
-            "job.started",
-            "job.finished",
-        ]);
+        if !vm.image {
+            want.extend(["boot.script", "asset bootos/vmlinuz", "asset bootos/initrd.img", "dhcp.ack"]);
+        }
+        want.extend(["agent.enrolled", "agent.inventory", "job.queued", "job.started", "job.finished"]);
         let mut at = 0;
         for step in &steps {
             if at < want.len() && step == want[at] {
@@ -174,17 +201,27 @@ fn seabios_and_ovmf_vms_boot_bootos_and_its_agent_runs_jobs() {
             (false, true) => "uefi-x64",
             (false, false) => "bios",
         };
-        assert_eq!(offer["detail"]["arch"], want_arch, "{offer}");
+        if vm.image {
+            // BootOS's own DHCP client, not firmware: no architecture.
+            assert!(offer["detail"]["arch"].is_null(), "{offer}");
+            // Nothing came from the boot directory: the image was on the VM's own disk.
+            assert!(!ev.iter().any(|e| e["kind"] == "boot.asset"), "{}: {ev:?}", vm.name);
+        } else {
+            assert_eq!(offer["detail"]["arch"], want_arch, "{offer}");
+        }
         if vm.http {
             assert_eq!(offer["detail"]["boot_file"], "http://198.18.0.1:8080/boot/files/ipxe.efi", "{offer}");
         }
         assert!(!ev.iter().any(|e| e["kind"] == "tftp.transfer"), "{}: no TFTP at all", vm.name);
         let script = ev.iter().find(|e| e["kind"] == "boot.script").unwrap();
-        assert_eq!(
-            (&script["detail"]["uefi"], &script["detail"]["loader"]),
-            (&vm.uefi.into(), &"ipxe".into()),
-            "{script}"
-        );
+        match vm.image {
+            true => assert_eq!(script["detail"]["loader"], "image", "{script}"),
+            false => assert_eq!(
+                (&script["detail"]["uefi"], &script["detail"]["loader"]),
+                (&vm.uefi.into(), &"ipxe".into()),
+                "{script}"
+            ),
+        }
         // The boot script went to the VM's leased address with a nonce, and that nonce enrolled it.
         assert_eq!(script["detail"]["nonce"], true, "{script}");
         let enrolled = ev.iter().find(|e| e["kind"] == "agent.enrolled").unwrap();
@@ -218,4 +255,9 @@ fn seabios_and_ovmf_vms_boot_bootos_and_its_agent_runs_jobs() {
         );
         assert!(status.success(), "{} qemu: {}", vm.name, net.log(&format!("{}.qemu.log", vm.name)));
     }
+}
+
+/// Registers machine `mac` through the API.
+fn a_machine(net: &Net, mac: &str) {
+    net.api("POST", "/machines", Some(&format!(r#"{{"macs":["{mac}"]}}"#)));
 }

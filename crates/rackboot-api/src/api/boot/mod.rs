@@ -196,6 +196,7 @@ async fn etag_and_timeline(
 ) -> Response {
     let rel = req.uri().path().trim_start_matches('/').to_string();
     let (method, range) = (req.method().clone(), req.headers().get(header::RANGE).cloned());
+    let tls = req.extensions().get::<rackboot_http::conn::OverTls>().is_some();
     let etag = s.boot.as_ref().and_then(|b| etag_for(&b.root, &rel));
     if let (Some(tag), Some(inm)) = (&etag, req.headers().get(header::IF_NONE_MATCH)) {
         if inm.as_bytes() == tag.as_bytes() || inm == "*" {
@@ -209,7 +210,7 @@ async fn etag_and_timeline(
     }
     if method == Method::GET && status.is_success() {
         let bytes = resp.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
-        let detail = json!({"path": rel, "status": status.as_u16(), "bytes": bytes, "range": range.and_then(|r| r.to_str().ok().map(String::from))});
+        let detail = json!({"path": rel, "status": status.as_u16(), "bytes": bytes, "range": range.and_then(|r| r.to_str().ok().map(String::from)), "tls": tls});
         if let std::net::IpAddr::V4(ip) = peer.ip() {
             s.cmdb.record_for_ip(ip, EventKind::BootAsset, detail);
         }

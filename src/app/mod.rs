@@ -28,6 +28,8 @@ pub struct Running {
     pub http_addr: SocketAddr,
     /// Local address of the HTTPS listener (API, agent API, metrics).
     pub https_addr: SocketAddr,
+    /// Local address of the boot listener (firmware's HTTPS boot), when it runs.
+    pub boot_addr: Option<SocketAddr>,
     /// The CA certificate (PEM) clients and agents trust, and its `sha256:<hex>` pin.
     pub ca_pem: String,
     pub ca_pin: String,
@@ -95,6 +97,19 @@ pub async fn start(cfg: Config) -> anyhow::Result<Running> {
     names.extend(addrs.server_ip6.map(|ip| ip.to_string()));
     let tls = crate::tls::load(&cfg, &names).context("setting up TLS")?;
     let (ca_pem, ca_pin) = (tls.ca_pem.clone(), tls.ca_pin.clone());
+    let boot = match cfg.https.boot_listen {
+        Some(at) => {
+            let listener = TcpListener::bind(at).await.with_context(|| format!("binding the boot listener {at}"))?;
+            let port = listener.local_addr()?.port();
+            let boot_tls = crate::tls::load_boot(&cfg, &names).context("setting up the boot listener's TLS")?;
+            let host = crate::net::url_host(&addrs.https_base).unwrap_or_default();
+            let host = if host.contains(':') { format!("[{host}]") } else { host };
+            addrs.boot_https_base = Some(format!("https://{host}:{port}"));
+            Some((listener, boot_tls))
+        }
+        None => None,
+    };
+    let boot_addr = boot.as_ref().map(|(l, _)| l.local_addr()).transpose()?;
     // DNS binds first so DHCP knows whether to hand out our address as the name server.
     let dns = bind_dns(&cfg, &mut addrs)?;
     let dhcp = bind_dhcp(&cfg, &addrs)?;
@@ -205,12 +220,17 @@ pub async fn start(cfg: Config) -> anyhow::Result<Running> {
     if let Some(https6) = six.https.take() {
         services.start("https6", web::serve_https(https6, site.clone(), token.clone()));
     }
+    if let Some((listener, boot_tls)) = boot {
+        services.start("boot-https", web::serve_boot(listener, site.clone(), boot_tls, token.clone()));
+        info!(base = ?core.addrs.boot_https_base, "boot listener serving (firmware's HTTPS boot: /boot)");
+    }
     services.start("https", web::serve_https(https, site, token.clone()));
     info!(%http_addr, http_base = %core.addrs.http_base, "http serving (firmware: /boot, /healthz)");
     info!(%https_addr, https_base = %core.addrs.https_base, %ca_pin, "https serving (api, agents, metrics)");
     Ok(Running {
         http_addr,
         https_addr,
+        boot_addr,
         ca_pem,
         ca_pin,
         dhcp_addr,

@@ -43,6 +43,27 @@ pub async fn serve(listener: TcpListener, site: Site, shutdown: CancellationToke
     conn::serve(listener, app, settings, metrics.clone(), shutdown).await
 }
 
+/// Serves the boot listener (firmware's HTTPS boot: `/boot` and `/healthz`, the boot CA's RSA
+/// certificate, DHE for EDK2's TLS) on `listener` until `shutdown`.
+pub async fn serve_boot(
+    listener: TcpListener,
+    site: Site,
+    tls: crate::tls::BootTls,
+    shutdown: CancellationToken,
+) -> anyhow::Result<()> {
+    let Site { cfg, state, .. } = site;
+    let metrics = state.metrics.clone();
+    let app = crate::assets::guard(api::plain::boot_only(state), &cfg);
+    let acceptor = tokio_rustls::TlsAcceptor::from(tls.config.clone());
+    let settings = conn::Listener {
+        name: "boot-https",
+        limits: cfg.http_limits,
+        tls: Some((acceptor, cfg.https.handshake_timeout)),
+        files: None,
+    };
+    conn::serve(listener, app, settings, metrics, shutdown).await
+}
+
 /// Serves HTTPS (the whole router) on `listener` until `shutdown`.
 pub async fn serve_https(listener: TcpListener, site: Site, shutdown: CancellationToken) -> anyhow::Result<()> {
     let Site { cfg, tls, state, .. } = site;

@@ -51,6 +51,7 @@ mod boot_http;
 mod boot_nonce;
 mod boot_sendfile;
 mod boot_storm;
+mod boot_tls;
 mod cloudinit;
 mod completions;
 mod dhcp_inprocess;

@@ -70,6 +70,9 @@ pub struct DhcpBootRequest {
     pub windows: Option<String>,
     /// The machine boots its own disk (see [`boots_own_disk`]).
     pub boots_disk: bool,
+    /// The machine boots BootOS (the discovery profile: no pin, no installer, not its disk):
+    /// HTTPS boot has BootOS's image to hand it.
+    pub bootos: bool,
 }
 
 /// Where the appliance is, for building boot answers.
@@ -77,6 +80,9 @@ pub struct DhcpBootRequest {
 pub struct BootContext<'a> {
     /// Base URL of the HTTP server, without trailing slash, e.g. `http://198.18.0.1`.
     pub http_base: &'a str,
+    /// The boot listener's base URL (firmware's HTTPS boot), e.g. `https://198.18.0.1:4433`;
+    /// `None` when it is off (`https.boot_port`).
+    pub https_base: Option<&'a str>,
     /// The appliance's address: TFTP next-server.
     pub next_server: Ipv4Addr,
     pub files: &'a BootFiles,
@@ -131,13 +137,21 @@ pub fn plan_dhcp(req: &DhcpBootRequest, ctx: &BootContext<'_>) -> Option<DhcpBoo
         // Signed all the way: shim, then GRUB from beside it (see UefiLoader::Shim).
         // Microsoft's signed boot manager of the media: Secure Boot stays on.
         Arch::UefiX64 if req.windows.is_some() => pxe(&crate::media::boot_file(req.windows.as_deref().unwrap_or(""))),
-        Arch::UefiX64 if loader == UefiLoader::Shim => pxe(&ctx.files.shim),
+        // PXE has no TLS: a machine set to HTTPS boot gets the signed chain from PXE.
+        Arch::UefiX64 if matches!(loader, UefiLoader::Shim | UefiLoader::Https) => pxe(&ctx.files.shim),
         Arch::UefiX64 if ctx.files.uefi_x64_snp => pxe("snponly.efi"),
         Arch::UefiX64 => pxe(&ctx.files.uefi_x64),
         // Debian's signed arm64 shim, then its GRUB (Debian ships no arm64 iPXE); an empty
         // `boot.arm64` serves arm64 machines nothing.
         Arch::UefiArm64 | Arch::HttpArm64 if ctx.files.arm64.is_empty() => None,
         Arch::UefiArm64 => pxe(&ctx.files.arm64),
+        // HTTPS boot holds BootOS's image only: an installer or a pinned profile goes on
+        // through iPXE over HTTP, as does everything while the boot listener is off.
+        Arch::HttpX64 if loader == UefiLoader::Https && req.bootos && ctx.https_base.is_some() => Some(DhcpBoot {
+            filename: format!("{}/boot/files/{}", ctx.https_base.unwrap_or_default(), crate::uki::IMAGE_PATH),
+            next_server: ctx.next_server,
+            vendor_class: "HTTPClient",
+        }),
         Arch::HttpX64 => Some(DhcpBoot {
             filename: format!("{}/boot/files/{}", ctx.http_base, ctx.files.uefi_x64),
             next_server: ctx.next_server,

@@ -24,6 +24,8 @@ pub struct Addresses {
     /// Base URL of the HTTPS server (agents, the CLI): `http.public_url`'s host, else the
     /// appliance's address, with the HTTPS port.
     pub https_base: String,
+    /// The boot listener's base URL (firmware's HTTPS boot), once it is bound; `None`: off.
+    pub boot_https_base: Option<String>,
     /// The DHCP mode that runs: `Off` when proxy mode found no interface to serve on.
     pub dhcp: DhcpMode,
     /// Whether DNS runs: configured, with an address to answer on (and, after binding, bound).
@@ -93,6 +95,7 @@ pub fn resolve(
         server_ip,
         http_base,
         https_base,
+        boot_https_base: None,
         dhcp,
         dns,
         reverse_zones: or_default(&cfg.dns.reverse_zones),

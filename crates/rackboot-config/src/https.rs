@@ -14,6 +14,7 @@ pub struct WireHttps {
     pub cert: String,
     pub key: String,
     pub handshake_timeout_secs: u64,
+    pub boot_port: u16,
 }
 
 impl Default for WireHttps {
@@ -23,6 +24,7 @@ impl Default for WireHttps {
             cert: String::new(),
             key: String::new(),
             handshake_timeout_secs: 10,
+            boot_port: 0,
         }
     }
 }
@@ -35,20 +37,33 @@ pub struct HttpsConfig {
     pub own_cert: Option<(PathBuf, PathBuf)>,
     /// A TLS handshake that takes longer is dropped.
     pub handshake_timeout: Duration,
+    /// The boot listener (firmware's HTTPS boot: `/boot` only, the boot CA's RSA certificate,
+    /// DHE for EDK2's TLS) on `listen`'s address; `None`: off.
+    pub boot_listen: Option<SocketAddr>,
 }
 
 impl TryFrom<WireHttps> for HttpsConfig {
     type Error = anyhow::Error;
 
     fn try_from(w: WireHttps) -> anyhow::Result<Self> {
-        let WireHttps { listen, cert, key, handshake_timeout_secs } = w;
+        let WireHttps { listen, cert, key, handshake_timeout_secs, boot_port } = w;
+        anyhow::ensure!(
+            boot_port == 0 || boot_port != listen.port(),
+            "https.boot_port must differ from https.listen's port"
+        );
+        let boot_listen = (boot_port != 0).then(|| SocketAddr::new(listen.ip(), boot_port));
         let own_cert = match (cert.is_empty(), key.is_empty()) {
             (true, true) => None,
             (false, false) => Some((PathBuf::from(cert), PathBuf::from(key))),
             _ => anyhow::bail!("https.cert and https.key go together: set both or neither"),
         };
         anyhow::ensure!((1..=300).contains(&handshake_timeout_secs), "https.handshake_timeout_secs must be 1..=300");
-        Ok(HttpsConfig { listen, own_cert, handshake_timeout: Duration::from_secs(handshake_timeout_secs) })
+        Ok(HttpsConfig {
+            listen,
+            own_cert,
+            handshake_timeout: Duration::from_secs(handshake_timeout_secs),
+            boot_listen,
+        })
     }
 }
 

@@ -57,6 +57,8 @@ pub struct DhcpService {
     pub server_ip: Ipv4Addr,
     /// Base URL of the HTTP server, e.g. `http://198.18.0.1`.
     pub http_base: String,
+    /// The boot listener's base URL (firmware's HTTPS boot), when it runs.
+    pub https_base: Option<String>,
     pub boot: BootFiles,
     /// Told when the store refused a lease (another appliance holds the address): the lease
     /// map is reloaded from the store.
@@ -75,7 +77,12 @@ impl DhcpService {
     }
 
     fn boot_context(&self) -> BootContext<'_> {
-        BootContext { http_base: &self.http_base, next_server: self.server_ip, files: &self.boot }
+        BootContext {
+            http_base: &self.http_base,
+            https_base: self.https_base.as_deref(),
+            next_server: self.server_ip,
+            files: &self.boot,
+        }
     }
 
     /// What the planner is asked for a PXE or iPXE client (`None` for anyone else).
@@ -125,15 +132,18 @@ impl BootClient {
         let boots_disk = brief
             .as_ref()
             .is_some_and(|b| planner::boots_own_disk(b.state, b.boot_profile.is_some(), b.installer_pending));
-        // Only a UEFI x64 answer depends on the loader choice.
+        // Only a UEFI x64 answer (PXE or HTTP boot) depends on the loader choice.
         let rack = || brief?.rack.as_deref().and_then(|r| cmdb.rack_uefi_loader(r));
         let uefi_loader = match arch {
-            Some(planner::Arch::UefiX64) => brief.and_then(|b| b.uefi_loader).or_else(rack).or(subnet_loader),
+            Some(planner::Arch::UefiX64 | planner::Arch::HttpX64) => {
+                brief.and_then(|b| b.uefi_loader).or_else(rack).or(subnet_loader)
+            }
             _ => None,
         };
         // A machine pinned to a Windows profile starts its media's boot manager.
         let windows = rackboot_boot::media::pinned_media(&boot.profiles, brief.and_then(|b| b.boot_profile.as_deref()));
-        DhcpBootRequest { mac, arch, is_ipxe, uefi_loader, windows, boots_disk }
+        let bootos = !boots_disk && brief.is_none_or(|b| b.boot_profile.is_none() && !b.installer_pending);
+        DhcpBootRequest { mac, arch, is_ipxe, uefi_loader, windows, boots_disk, bootos }
     }
 }
 
@@ -170,6 +180,7 @@ pub async fn serve(bound: Bound, core: Handle, shutdown: CancellationToken) -> a
         metrics: core.metrics.clone(),
         server_ip,
         http_base: core.addrs.http_base.clone(),
+        https_base: core.addrs.boot_https_base.clone(),
         boot: core.cfg.boot.clone(),
         resync: None,
     };

@@ -13,6 +13,12 @@ pub enum UefiLoader {
     /// GRUB (`grubx64.efi`, the name shim asks for) with a config rendered per machine, kernel
     /// and initrd over TFTP. Boots with Secure Boot on or off.
     Shim,
+    /// The firmware's own HTTPS boot (UEFI HTTP Boot, DHCP arch 16): BootOS as one signed
+    /// image (`bootos/bootos.efi`) over TLS from the appliance, whose CA the firmware must
+    /// trust (`rackboot tls efi-ca`); BootOS's agent fetches its nonce over pinned TLS, so
+    /// nothing of the boot travels in the clear. A PXE client (arch 7) of such a machine gets
+    /// the signed chain instead: PXE has no TLS.
+    Https,
 }
 
 impl UefiLoader {
@@ -21,6 +27,7 @@ impl UefiLoader {
         match self {
             UefiLoader::Ipxe => "ipxe",
             UefiLoader::Shim => "shim",
+            UefiLoader::Https => "https",
         }
     }
 }

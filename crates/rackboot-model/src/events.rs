@@ -74,9 +74,9 @@ event_kinds! {
     /// A TFTP transfer finished (or failed).
     TftpTransfer = "tftp.transfer", fields: "file, bytes, outcome";
     /// The machine fetched its iPXE script.
-    BootScript = "boot.script", fields: "plan, profile, reason";
+    BootScript = "boot.script", fields: "plan, profile, reason, loader, uefi, nonce (a nonce went with it), answer_token (an answer token did), from";
     /// The machine fetched a boot file over HTTP (kernel, initrd, image).
-    BootAsset = "boot.asset", fields: "path, bytes, status";
+    BootAsset = "boot.asset", fields: "path, bytes, status, range, tls (it came over TLS: HTTPS boot)";
     /// An installer fetched its answer file.
     BootAnswer = "boot.answer", fields: "kind";
     /// The machine's agent enrolled.

@@ -256,7 +256,7 @@ pub struct MachinePatch {
     #[serde(default, with = "double_option")]
     #[schema(pattern = r"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$")]
     pub boot_profile: Option<Option<String>>,
-    /// `"ipxe"` or `"shim"`; `null` follows the subnet and the config again.
+    /// `"ipxe"`, `"shim"` or `"https"`; `null` follows the subnet and the config again.
     #[serde(default, with = "double_option")]
     pub uefi_loader: Option<Option<crate::boot::UefiLoader>>,
 }

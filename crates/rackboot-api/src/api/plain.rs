@@ -20,6 +20,15 @@ pub fn router(state: ApiState, https_base: String) -> Router {
     api::bounded(router, &state).with_state(state)
 }
 
+/// The boot listener's router (firmware's HTTPS boot): `/boot` and `/healthz`, nothing else.
+pub fn boot_only(state: ApiState) -> Router {
+    let router = Router::new()
+        .nest("/boot", api::boot::routes(&state))
+        .route("/healthz", get(crate::assets::healthz))
+        .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "the boot listener serves /boot only") });
+    api::bounded(router, &state).with_state(state)
+}
+
 async fn refuse(req: Request, https_base: String) -> Response {
     let path = req.uri().path();
     let secure =

@@ -6,7 +6,12 @@ fn files() -> BootFiles {
 
 fn plan(arch: Option<u16>, is_ipxe: bool) -> Option<DhcpBoot> {
     let f = files();
-    let ctx = BootContext { http_base: "http://198.18.0.1", next_server: "198.18.0.1".parse().unwrap(), files: &f };
+    let ctx = BootContext {
+        http_base: "http://198.18.0.1",
+        https_base: Some("https://198.18.0.1:4433"),
+        next_server: "198.18.0.1".parse().unwrap(),
+        files: &f,
+    };
     let req = DhcpBootRequest {
         mac: "52:54:00:00:00:01".parse().unwrap(),
         arch: arch.map(Arch::from_code),
@@ -14,6 +19,7 @@ fn plan(arch: Option<u16>, is_ipxe: bool) -> Option<DhcpBoot> {
         uefi_loader: None,
         windows: None,
         boots_disk: false,
+        bootos: true,
     };
     plan_dhcp(&req, &ctx)
 }
@@ -41,7 +47,7 @@ fn an_installed_machines_firmware_is_offered_nothing_but_ipxe_still_gets_its_scr
         assert!(!boots_own_disk(state, false, false), "{state:?}");
     }
     let f = files();
-    let ctx = BootContext { http_base: "http://x", next_server: Ipv4Addr::LOCALHOST, files: &f };
+    let ctx = BootContext { http_base: "http://x", https_base: None, next_server: Ipv4Addr::LOCALHOST, files: &f };
     let ask = |arch: u16, is_ipxe: bool| {
         let req = DhcpBootRequest {
             mac: Mac([0; 6]),
@@ -50,6 +56,7 @@ fn an_installed_machines_firmware_is_offered_nothing_but_ipxe_still_gets_its_scr
             uefi_loader: None,
             windows: None,
             boots_disk: true,
+            bootos: false,
         };
         plan_dhcp(&req, &ctx).map(|b| b.filename)
     };
@@ -163,7 +170,7 @@ fn a_profile_plan_carries_every_url_resolved() {
 fn snponly_when_configured() {
     let mut f = files();
     f.uefi_x64_snp = true;
-    let ctx = BootContext { http_base: "http://x", next_server: Ipv4Addr::LOCALHOST, files: &f };
+    let ctx = BootContext { http_base: "http://x", https_base: None, next_server: Ipv4Addr::LOCALHOST, files: &f };
     let req = DhcpBootRequest {
         mac: Mac([0; 6]),
         arch: Some(Arch::UefiX64),
@@ -171,6 +178,7 @@ fn snponly_when_configured() {
         uefi_loader: None,
         windows: None,
         boots_disk: false,
+        bootos: true,
     };
     assert_eq!(plan_dhcp(&req, &ctx).unwrap().filename, "snponly.efi");
 }
@@ -179,7 +187,7 @@ fn snponly_when_configured() {
 fn the_signed_chain_is_chosen_globally_or_per_subnet_for_uefi_x64_pxe_only() {
     let mut f = files();
     let ask = |f: &BootFiles, arch: Arch, is_ipxe: bool, uefi_loader: Option<UefiLoader>| {
-        let c = BootContext { http_base: "http://x", next_server: Ipv4Addr::LOCALHOST, files: f };
+        let c = BootContext { http_base: "http://x", https_base: None, next_server: Ipv4Addr::LOCALHOST, files: f };
         plan_dhcp(
             &DhcpBootRequest {
                 mac: Mac([0; 6]),
@@ -188,6 +196,7 @@ fn the_signed_chain_is_chosen_globally_or_per_subnet_for_uefi_x64_pxe_only() {
                 uefi_loader,
                 windows: None,
                 boots_disk: false,
+                bootos: true,
             },
             &c,
         )
@@ -209,7 +218,7 @@ fn the_signed_chain_is_chosen_globally_or_per_subnet_for_uefi_x64_pxe_only() {
 #[test]
 fn a_windows_profile_starts_its_media_boot_manager_from_uefi_pxe_only() {
     let f = files();
-    let ctx = BootContext { http_base: "http://x", next_server: Ipv4Addr::LOCALHOST, files: &f };
+    let ctx = BootContext { http_base: "http://x", https_base: None, next_server: Ipv4Addr::LOCALHOST, files: &f };
     let ask = |arch: Arch, is_ipxe: bool| {
         let req = DhcpBootRequest {
             mac: Mac([0; 6]),
@@ -218,6 +227,7 @@ fn a_windows_profile_starts_its_media_boot_manager_from_uefi_pxe_only() {
             uefi_loader: Some(UefiLoader::Shim),
             windows: Some("w2022".into()),
             boots_disk: false,
+            bootos: true,
         };
         plan_dhcp(&req, &ctx).unwrap().filename
     };
@@ -272,7 +282,7 @@ fn arm64_machines_get_the_profiles_arm64_files() {
 
     let mut f = files();
     f.arm64 = String::new();
-    let ctx = BootContext { http_base: "http://x", next_server: Ipv4Addr::LOCALHOST, files: &f };
+    let ctx = BootContext { http_base: "http://x", https_base: None, next_server: Ipv4Addr::LOCALHOST, files: &f };
     for arch in [11, 19] {
         let req = DhcpBootRequest {
             mac,
@@ -281,7 +291,41 @@ fn arm64_machines_get_the_profiles_arm64_files() {
             uefi_loader: None,
             windows: None,
             boots_disk: false,
+            bootos: true,
         };
         assert_eq!(plan_dhcp(&req, &ctx), None, "arch {arch}");
     }
+}
+
+#[test]
+fn https_boot_hands_bootos_image_over_tls_and_pxe_the_signed_chain() {
+    let f = files();
+    let ctx = BootContext {
+        http_base: "http://198.18.0.1",
+        https_base: Some("https://198.18.0.1:4433"),
+        next_server: Ipv4Addr::LOCALHOST,
+        files: &f,
+    };
+    let ask = |code: u16, bootos: bool| DhcpBootRequest {
+        mac: "52:54:00:00:00:01".parse().unwrap(),
+        arch: Some(Arch::from_code(code)),
+        is_ipxe: false,
+        uefi_loader: Some(UefiLoader::Https),
+        windows: None,
+        boots_disk: false,
+        bootos,
+    };
+    let b = plan_dhcp(&ask(16, true), &ctx).unwrap();
+    assert_eq!(
+        (b.filename.as_str(), b.vendor_class),
+        ("https://198.18.0.1:4433/boot/files/bootos/bootos.efi", "HTTPClient")
+    );
+    // An installer or a pinned profile: iPXE over HTTP, as before.
+    let b = plan_dhcp(&ask(16, false), &ctx).unwrap();
+    assert_eq!(b.filename, "http://198.18.0.1/boot/files/ipxe.efi");
+    // PXE has no TLS: the signed chain.
+    assert_eq!(plan_dhcp(&ask(7, true), &ctx).unwrap().filename, "shimx64.efi");
+    // The boot listener off: iPXE over HTTP.
+    let off = BootContext { https_base: None, ..ctx };
+    assert_eq!(plan_dhcp(&ask(16, true), &off).unwrap().filename, "http://198.18.0.1/boot/files/ipxe.efi");
 }

@@ -1,5 +1,7 @@
-//! The appliance's own CA: made once in `data_dir/tls/`, it issues the server certificate for
-//! the appliance's names and issues it again when those change or it nears expiry.
+//! The appliance's own CAs: made once in `data_dir/tls/`, each issues a server certificate for
+//! the appliance's names and issues it again when those change or it nears expiry. The
+//! appliance CA (ECDSA P-256) is what nodes, the CLI and browsers trust; the boot CA (RSA 2048,
+//! `boot-*` files) is what firmware's HTTPS boot trusts: EDK2's TLS has no elliptic curves.
 
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
@@ -15,12 +17,51 @@ use tracing::info;
 
 /// The CA certificate nodes and the CLI trust (PEM).
 pub const CA_PEM: &str = "ca.pem";
+/// The boot CA's certificate (PEM): what firmware's HTTPS boot is given to trust.
+pub const BOOT_CA_PEM: &str = "boot-ca.pem";
 const CA_KEY: &str = "ca.key";
 /// The server chain (leaf, then the CA) and its key.
 const SERVER_PEM: &str = "server.pem";
 const SERVER_KEY: &str = "server.key";
 /// What the server certificate covers and until when: compared at start to decide re-issue.
 const SERVER_NAMES: &str = "server.names";
+
+/// Which of the appliance's CAs: its files' prefix, its name, its key type.
+pub struct Kind {
+    prefix: &'static str,
+    name: &'static str,
+    rsa: bool,
+}
+
+/// The appliance CA (ECDSA P-256): nodes, the CLI and browsers trust it.
+pub const APPLIANCE: Kind = Kind { prefix: "", name: "rackboot appliance CA", rsa: false };
+/// The boot CA (RSA 2048): firmware's HTTPS boot trusts it.
+pub const BOOT: Kind = Kind { prefix: "boot-", name: "rackboot boot CA", rsa: true };
+
+impl Kind {
+    fn file(&self, name: &str) -> String {
+        format!("{}{name}", self.prefix)
+    }
+
+    /// A new key of this CA's type.
+    fn new_key(&self) -> anyhow::Result<KeyPair> {
+        if !self.rsa {
+            return KeyPair::generate().context("generating an ECDSA key");
+        }
+        use rsa::pkcs8::EncodePrivateKey;
+        let key = rsa::RsaPrivateKey::new(&mut rsa::rand_core::OsRng, 2048).context("generating an RSA key")?;
+        let der = key.to_pkcs8_der().context("encoding the RSA key")?;
+        let der = rustls::pki_types::PrivatePkcs8KeyDer::from(der.as_bytes().to_vec());
+        KeyPair::from_pkcs8_der_and_sign_algo(&der, &rcgen::PKCS_RSA_SHA256).context("loading the RSA key")
+    }
+
+    fn load_key(&self, pem: &str) -> Result<KeyPair, rcgen::Error> {
+        match self.rsa {
+            true => KeyPair::from_pem_and_sign_algo(pem, &rcgen::PKCS_RSA_SHA256),
+            false => KeyPair::from_pem(pem),
+        }
+    }
+}
 
 const DAY: u64 = 86_400;
 const CA_DAYS: u64 = 20 * 365;
@@ -34,22 +75,27 @@ pub struct Issued {
     pub key: PathBuf,
 }
 
-/// Makes the CA on first start and (re-)issues the server certificate for `names` (IP
-/// addresses and DNS names) when needed; returns the files to serve.
+/// Makes the appliance CA on first start and (re-)issues the server certificate for `names`
+/// (IP addresses and DNS names) when needed; returns the files to serve.
 pub fn ensure(dir: &Path, names: &[String]) -> anyhow::Result<Issued> {
+    ensure_kind(dir, names, &APPLIANCE)
+}
+
+/// [`ensure`] for CA `kind`.
+pub fn ensure_kind(dir: &Path, names: &[String], kind: &Kind) -> anyhow::Result<Issued> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let ca_key_path = dir.join(CA_KEY);
+    let ca_key_path = dir.join(kind.file(CA_KEY));
     let ca_key = if ca_key_path.exists() {
         let pem =
             std::fs::read_to_string(&ca_key_path).with_context(|| format!("reading {}", ca_key_path.display()))?;
-        KeyPair::from_pem(&pem).with_context(|| format!("{} is not a usable key", ca_key_path.display()))?
+        kind.load_key(&pem).with_context(|| format!("{} is not a usable key", ca_key_path.display()))?
     } else {
-        make_ca(dir)?
+        make_ca(dir, kind)?
     };
-    let issued = Issued { chain: dir.join(SERVER_PEM), key: dir.join(SERVER_KEY) };
-    let record = std::fs::read_to_string(dir.join(SERVER_NAMES)).unwrap_or_default();
+    let issued = Issued { chain: dir.join(kind.file(SERVER_PEM)), key: dir.join(kind.file(SERVER_KEY)) };
+    let record = std::fs::read_to_string(dir.join(kind.file(SERVER_NAMES))).unwrap_or_default();
     if !covers(&record, names, now_secs()) || !issued.chain.exists() || !issued.key.exists() {
-        issue_server(dir, &ca_key, names)?;
+        issue_server(dir, &ca_key, names, kind)?;
     }
     Ok(issued)
 }
@@ -59,11 +105,11 @@ fn now_secs() -> u64 {
 }
 
 /// The CA's parameters: rebuilt identically whenever it signs (its subject and key identify it).
-fn ca_params() -> CertificateParams {
+fn ca_params(kind: &Kind) -> CertificateParams {
     let mut p = CertificateParams::default();
     let mut dn = DistinguishedName::new();
     dn.push(DnType::OrganizationName, "rackboot");
-    dn.push(DnType::CommonName, "rackboot appliance CA");
+    dn.push(DnType::CommonName, kind.name);
     p.distinguished_name = dn;
     p.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
     p.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
@@ -71,21 +117,22 @@ fn ca_params() -> CertificateParams {
     p
 }
 
-fn make_ca(dir: &Path) -> anyhow::Result<KeyPair> {
-    let key = KeyPair::generate().context("generating the CA key")?;
-    let mut params = ca_params();
+fn make_ca(dir: &Path, kind: &Kind) -> anyhow::Result<KeyPair> {
+    let key = kind.new_key().context("the CA key")?;
+    let mut params = ca_params(kind);
     let now = SystemTime::now();
     params.not_before = (now - Duration::from_secs(DAY)).into();
     params.not_after = (now + Duration::from_secs(CA_DAYS * DAY)).into();
     let cert = params.self_signed(&key).context("signing the CA certificate")?;
-    write_secret(&dir.join(CA_KEY), &key.serialize_pem())?;
-    std::fs::write(dir.join(CA_PEM), cert.pem()).with_context(|| format!("writing {}", dir.join(CA_PEM).display()))?;
-    info!(ca = %dir.join(CA_PEM).display(), "appliance CA created");
+    write_secret(&dir.join(kind.file(CA_KEY)), &key.serialize_pem())?;
+    let pem_path = dir.join(kind.file(CA_PEM));
+    std::fs::write(&pem_path, cert.pem()).with_context(|| format!("writing {}", pem_path.display()))?;
+    info!(ca = %pem_path.display(), name = kind.name, "CA created");
     Ok(key)
 }
 
-fn issue_server(dir: &Path, ca_key: &KeyPair, names: &[String]) -> anyhow::Result<()> {
-    let key = KeyPair::generate().context("generating the server key")?;
+fn issue_server(dir: &Path, ca_key: &KeyPair, names: &[String], kind: &Kind) -> anyhow::Result<()> {
+    let key = kind.new_key().context("the server key")?;
     let mut params = CertificateParams::new(names.to_vec()).context("server certificate names")?;
     let mut dn = DistinguishedName::new();
     dn.push(DnType::OrganizationName, "rackboot");
@@ -98,18 +145,18 @@ fn issue_server(dir: &Path, ca_key: &KeyPair, names: &[String]) -> anyhow::Resul
     let not_after = now + Duration::from_secs(SERVER_DAYS * DAY);
     params.not_before = (now - Duration::from_secs(DAY)).into();
     params.not_after = not_after.into();
-    let issuer = Issuer::new(ca_params(), ca_key);
+    let issuer = Issuer::new(ca_params(kind), ca_key);
     let cert = params.signed_by(&key, &issuer).context("signing the server certificate")?;
-    let ca_pem = std::fs::read_to_string(dir.join(CA_PEM)).context("reading the CA certificate")?;
+    let ca_pem = std::fs::read_to_string(dir.join(kind.file(CA_PEM))).context("reading the CA certificate")?;
     // Key first, under a temporary name, so a crash never pairs a new chain with an old key.
-    let tmp_key = dir.join(format!("{SERVER_KEY}.new"));
+    let tmp_key = dir.join(format!("{}.new", kind.file(SERVER_KEY)));
     let _ = std::fs::remove_file(&tmp_key);
     write_secret(&tmp_key, &key.serialize_pem())?;
-    std::fs::write(dir.join(SERVER_PEM), format!("{}{ca_pem}", cert.pem()))?;
-    std::fs::rename(&tmp_key, dir.join(SERVER_KEY))?;
+    std::fs::write(dir.join(kind.file(SERVER_PEM)), format!("{}{ca_pem}", cert.pem()))?;
+    std::fs::rename(&tmp_key, dir.join(kind.file(SERVER_KEY)))?;
     let until = not_after.duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or_default();
-    std::fs::write(dir.join(SERVER_NAMES), record(names, until))?;
-    info!(names = ?names, "server certificate issued by the appliance CA");
+    std::fs::write(dir.join(kind.file(SERVER_NAMES)), record(names, until))?;
+    info!(names = ?names, ca = kind.name, "server certificate issued");
     Ok(())
 }
 

@@ -1,4 +1,4 @@
-//! The CA certificate as UEFI firmware takes it: an EFI signature list (UEFI 2.x, 32.4.1) of
+//! The boot CA's certificate as UEFI firmware takes it: an EFI signature list (UEFI 2.x, 32.4.1) of
 //! one X.509 certificate. OVMF reads the certificates its HTTPS boot trusts from fw_cfg
 //! `etc/edk2/https/cacerts` in this form; vendors' firmware takes the same list through their
 //! BMC or setup screens (see the book's secure-boot page).

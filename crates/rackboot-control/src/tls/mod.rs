@@ -2,6 +2,7 @@
 //! the rustls server config of the HTTPS listener (TLS 1.2 and 1.3, rustls's default cipher
 //! suites, ring), and the client config the CLI uses to trust only that CA.
 
+pub mod boot;
 pub mod ca;
 pub mod efi;
 pub mod pinned;
@@ -47,6 +48,24 @@ pub fn load(cfg: &Config, names: &[String]) -> anyhow::Result<ServerTls> {
     let ca_pin = format!("sha256:{}", fingerprint(ca));
     let config = server_config(chain, key)?;
     Ok(ServerTls { config: Arc::new(config), ca_pem, ca_pin })
+}
+
+/// The boot listener's TLS (see [`boot`]): its server config and the boot CA's certificate,
+/// which firmware is given to trust.
+pub struct BootTls {
+    pub config: Arc<rustls::ServerConfig>,
+    pub ca: CertificateDer<'static>,
+}
+
+/// The boot CA's RSA chain for `names` (the CA made, the certificate issued or renewed here)
+/// and the boot listener's server config on it.
+pub fn load_boot(cfg: &Config, names: &[String]) -> anyhow::Result<BootTls> {
+    let issued = ca::ensure_kind(&dir(&cfg.data_dir), names, &ca::BOOT)?;
+    let chain = read_certs(&issued.chain)?;
+    let key =
+        PrivateKeyDer::from_pem_file(&issued.key).with_context(|| format!("reading key {}", issued.key.display()))?;
+    let ca = chain.last().context("the boot certificate chain is empty")?.clone();
+    Ok(BootTls { config: Arc::new(boot::server_config(chain, key)?), ca })
 }
 
 /// The directory of the appliance CA and its issued certificate.

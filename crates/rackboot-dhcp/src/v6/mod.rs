@@ -47,6 +47,8 @@ pub struct Service6 {
     pub boot: BootFiles,
     /// The HTTP port of boot URLs.
     pub http_port: u16,
+    /// The boot listener's port (HTTPS boot), when it runs.
+    pub boot_port: Option<u16>,
 }
 
 /// What the DHCPv6 service takes from the appliance.
@@ -74,6 +76,7 @@ pub async fn serve(socket: UdpSocket, core: Handle, shutdown: CancellationToken)
         },
         boot: core.cfg.boot.clone(),
         http_port: core.cfg.http_listen.port(),
+        boot_port: core.cfg.https.boot_listen.map(|a| a.port()),
     };
     run(socket, svc, shutdown).await
 }
@@ -164,11 +167,17 @@ impl Service6 {
         let (mac, host) = (mac?, self.host_for(subnet)?);
         let port = if self.http_port == 80 { String::new() } else { format!(":{}", self.http_port) };
         let http_base = format!("http://[{host}]{port}");
+        let https_base = self.boot_port.map(|port| format!("https://[{host}]:{port}"));
         let client = super::BootClient { mac, arch, is_ipxe: m.is_ipxe, subnet_loader: None };
         let req = client.ask(&self.cmdb, &self.boot, client.machine(&self.cmdb).as_ref());
-        let ctx = BootContext { http_base: &http_base, next_server: Ipv4Addr::UNSPECIFIED, files: &self.boot };
+        let ctx = BootContext {
+            http_base: &http_base,
+            https_base: https_base.as_deref(),
+            next_server: Ipv4Addr::UNSPECIFIED,
+            files: &self.boot,
+        };
         let plan = planner::plan_dhcp(&req, &ctx)?;
-        let http = plan.filename.starts_with("http://");
+        let http = plan.filename.starts_with("http://") || plan.filename.starts_with("https://");
         let url = if http { plan.filename } else { format!("tftp://[{host}]/{}", plan.filename) };
         Some((url, http && plan.vendor_class == "HTTPClient" && !m.is_ipxe))
     }

@@ -103,7 +103,7 @@ pub struct RackSpec {
     /// switches); also `POST /racks/{name}/csv`.
     #[serde(default)]
     pub machines_csv: Option<String>,
-    /// What this rack's UEFI x64 PXE machines get first (`ipxe` or `shim`), over their subnet's
+    /// What this rack's UEFI x64 machines get first (`ipxe`, `shim` or `https`), over their subnet's
     /// and the config's choice; a machine's own choice wins over it. Unset: not the rack's call.
     #[serde(default)]
     pub uefi_loader: Option<crate::boot::UefiLoader>,

@@ -10,7 +10,9 @@
 //! iPXE its per-MAC script. A fourth OVMF VM, its firmware's network off, boots BootOS's one
 //! UEFI image (`bootos/bootos.efi`, which the appliance built at start on systemd's EFI stub)
 //! from a disk: its command line names the appliance and no machine, and its agent asks for its
-//! nonce over pinned TLS, which enrolls it approved. Needs root, qemu, OVMF, systemd-boot-efi
+//! nonce over pinned TLS, which enrolls it approved. A fifth, set to `uefi_loader = "https"`
+//! and given the boot CA through fw_cfg (`rackboot ca efi`), fetches that image with its
+//! firmware's HTTPS boot from the boot listener (RSA, DHE: EDK2's TLS): nothing in the clear. Needs root, qemu, OVMF, systemd-boot-efi
 //! and the lab assets, so it is `#[ignore]`d like the other end-to-end tests; CI runs it.
 
 use std::process::Command;
@@ -23,8 +25,10 @@ struct Vm {
     uefi: bool,
     /// UEFI HTTP Boot by the firmware itself, iPXE fetched over HTTP.
     http: bool,
-    /// BootOS's one image from a disk, no network boot.
+    /// BootOS's one image, from a disk (no network boot) or over HTTPS boot.
     image: bool,
+    /// The firmware's HTTPS boot fetches the image (`uefi_loader = "https"`).
+    https: bool,
 }
 
 const DISK_BYTES: u64 = 2 << 30;
@@ -39,14 +43,15 @@ fn seabios_and_ovmf_vms_boot_bootos_and_its_agent_runs_jobs() {
     let assets =
         Command::new(concat!(env!("CARGO_MANIFEST_DIR"), "/vm-lab/assets.sh")).arg(data.join("boot")).output().unwrap();
     assert!(assets.status.success(), "assets: {}", String::from_utf8_lossy(&assets.stderr));
-    net.start_rackboot(&format!("{}\n[tftp]\nenabled = false\n", full_config(&data)));
+    net.start_rackboot(&format!("{}\n[tftp]\nenabled = false\n[https]\nboot_port = 4433\n", full_config(&data)));
     let port69 = net.run(&net.srv, "ss -uln 'sport = :69' | tail -n +2");
     assert!(String::from_utf8_lossy(&port69.stdout).trim().is_empty(), "nothing may listen on port 69");
     let vms = [
-        Vm { name: "bios", mac: "52:54:00:e4:00:01", uefi: false, http: false, image: false },
-        Vm { name: "uefi", mac: "52:54:00:e4:00:02", uefi: true, http: false, image: false },
-        Vm { name: "http", mac: "52:54:00:e4:00:03", uefi: true, http: true, image: false },
-        Vm { name: "image", mac: "52:54:00:e4:00:04", uefi: true, http: false, image: true },
+        Vm { name: "bios", mac: "52:54:00:e4:00:01", uefi: false, http: false, image: false, https: false },
+        Vm { name: "uefi", mac: "52:54:00:e4:00:02", uefi: true, http: false, image: false, https: false },
+        Vm { name: "http", mac: "52:54:00:e4:00:03", uefi: true, http: true, image: false, https: false },
+        Vm { name: "image", mac: "52:54:00:e4:00:04", uefi: true, http: false, image: true, https: false },
+        Vm { name: "https", mac: "52:54:00:e4:00:05", uefi: true, http: true, image: true, https: true },
     ];
     // The image VM: known before it boots; BootOS's image on a disk of its own.
     a_machine(&net, "52:54:00:e4:00:04");
@@ -55,6 +60,16 @@ fn seabios_and_ovmf_vms_boot_bootos_and_its_agent_runs_jobs() {
     let image = data.join("boot/bootos/bootos.efi");
     assert!(image.is_file(), "BootOS's image:\n{}", net.log("rackboot.log"));
     std::fs::copy(&image, esp.join("BOOTX64.EFI")).unwrap();
+    // The HTTPS VM: known before it boots, set to HTTPS boot; its firmware trusts the boot CA.
+    a_machine(&net, "52:54:00:e4:00:05");
+    net.api("PATCH", "/machines/52:54:00:e4:00:05", Some(r#"{"uefi_loader":"https"}"#));
+    let cacerts = net.path("cacerts.esl");
+    let cli = Command::new(env!("CARGO_BIN_EXE_rackboot"))
+        .args(["ca", "efi", "--config", net.path("rackboot.toml").to_str().unwrap(), "--out"])
+        .arg(&cacerts)
+        .output()
+        .unwrap();
+    assert!(cli.status.success(), "rackboot ca efi: {}", String::from_utf8_lossy(&cli.stderr));
     let srv = net.srv.clone();
     // An operator watching the whole boot live, from before the VMs power on.
     let token_file = data.join("admin.token");
@@ -76,7 +91,9 @@ fn seabios_and_ovmf_vms_boot_bootos_and_its_agent_runs_jobs() {
                 args.extend(["-fw_cfg".into(), format!("name=opt/org.tianocore/{pxe},string=n")]);
             }
         }
-        if vm.image {
+        if vm.https {
+            args.extend(["-fw_cfg".into(), format!("name=etc/edk2/https/cacerts,file={}", cacerts.display())]);
+        } else if vm.image {
             // No network in the firmware: it boots the disk holding the image.
             args.extend(["-fw_cfg".into(), "name=opt/org.tianocore/IPv4Support,string=no".into()]);
             args.extend([
@@ -177,7 +194,11 @@ fn seabios_and_ovmf_vms_boot_bootos_and_its_agent_runs_jobs() {
             .collect();
         let mut want =
             vec![if vm.image { "machine.registered" } else { "machine.discovered" }, "dhcp.offer", "dhcp.ack"];
-        if vm.image {
+        if vm.https {
+            // The firmware fetched BootOS's image over TLS; BootOS leased, then asked for its
+            // nonce over pinned TLS.
+            want.extend(["asset bootos/bootos.efi", "dhcp.ack", "boot.script"]);
+        } else if vm.image {
             // BootOS leased, then asked for its nonce over pinned TLS.
             want.push("boot.script");
         } else if vm.http {
@@ -201,7 +222,13 @@ fn seabios_and_ovmf_vms_boot_bootos_and_its_agent_runs_jobs() {
             (false, true) => "uefi-x64",
             (false, false) => "bios",
         };
-        if vm.image {
+        if vm.https {
+            assert_eq!(offer["detail"]["arch"], "http-x64", "{offer}");
+            assert_eq!(offer["detail"]["boot_file"], "https://198.18.0.1:4433/boot/files/bootos/bootos.efi", "{offer}");
+            // The image alone, over TLS: nothing in the clear.
+            let assets: Vec<&serde_json::Value> = ev.iter().filter(|e| e["kind"] == "boot.asset").collect();
+            assert!(!assets.is_empty() && assets.iter().all(|e| e["detail"]["tls"] == true), "{assets:?}");
+        } else if vm.image {
             // BootOS's own DHCP client, not firmware: no architecture.
             assert!(offer["detail"]["arch"].is_null(), "{offer}");
             // Nothing came from the boot directory: the image was on the VM's own disk.
@@ -209,7 +236,7 @@ fn seabios_and_ovmf_vms_boot_bootos_and_its_agent_runs_jobs() {
         } else {
             assert_eq!(offer["detail"]["arch"], want_arch, "{offer}");
         }
-        if vm.http {
+        if vm.http && !vm.https {
             assert_eq!(offer["detail"]["boot_file"], "http://198.18.0.1:8080/boot/files/ipxe.efi", "{offer}");
         }
         assert!(!ev.iter().any(|e| e["kind"] == "tftp.transfer"), "{}: no TFTP at all", vm.name);

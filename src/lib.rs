@@ -27,10 +27,10 @@ pub mod watch;
 pub use app::service;
 pub use rackboot_api::{api, assets};
 pub use rackboot_base::{metrics, net, secrets};
-pub use rackboot_boot::{planner, render, templates};
+pub use rackboot_boot::{planner, render, templates, uki};
 pub use rackboot_config as config;
 pub use rackboot_control::{
-    auth, bmc, child, controller, plugins, provision, proxy, racks, tang, tls, vmedia, webhooks, windows,
+    auth, bmc, child, controller, plugins, provision, proxy, racks, secureboot, tang, tls, vmedia, webhooks, windows,
 };
 pub use rackboot_dhcp as dhcp;
 pub use rackboot_dhcp::ra;

@@ -47,7 +47,7 @@ done
 # The lab: qemu with both firmwares, iPXE, the rack switch's relay, LLDP and router advertisements,
 # plugin signing, and what its report uses. bootos/build.sh and vm-lab/os-image.sh bring their own.
 PKGS=(iproute2 curl qemu-system-x86 ipxe-qemu ipxe ovmf cpio zstd jq bc bind9-dnsutils
-      isc-dhcp-relay lldpd radvd minisign openssl ipmitool python3-venv systemd-boot-efi)
+      isc-dhcp-relay lldpd radvd minisign openssl ipmitool python3-venv systemd-boot-efi sbsigntool)
 # openipmi (tests): ipmi_sim, a BMC simulator the in-band account test sets users up on.
 # xorriso, mtools (with grub-efi-amd64-bin): grub-mkrescue makes virtual-media boot ISOs.
 # qemu-img: the appliance converts qcow2 images to raw with it (the Debian package recommends it).
@@ -122,6 +122,9 @@ if [ $SETUP_LAB = 0 ] || [ $SETUP_LIBVIRT = 1 ]; then
   fi
   venv sushy "$probe" "${sushy[@]}"
 fi
+# virt-firmware's virt-fw-vars: enrols the appliance's Secure Boot certificate in a copy of
+# OVMF's variable store (tests/it/e2e/vm/vmlab.rs: the signed BootOS image under Secure Boot).
+venv vfw '[ -x "$VALIDATORS/vfw/bin/virt-fw-vars" ]' virt-firmware==26.10
 # VirtualBMC, the IPMI BMC emulator in front of libvirt domains (tests/it/e2e/vm/vbmc.rs).
 if [ $SETUP_LIBVIRT = 1 ]; then
   venv vbmc '[ -x "$VALIDATORS/vbmc/bin/vbmc" ]' virtualbmc==3.3.0 libvirt-python==12.8.0

@@ -73,6 +73,9 @@ _rackboot() {
             rackboot,restore)
                 cmd="rackboot__subcmd__restore"
                 ;;
+            rackboot,secureboot)
+                cmd="rackboot__subcmd__secureboot"
+                ;;
             rackboot,serve)
                 cmd="rackboot__subcmd__serve"
                 ;;
@@ -222,6 +225,9 @@ _rackboot() {
                 ;;
             rackboot__subcmd__help,restore)
                 cmd="rackboot__subcmd__help__subcmd__restore"
+                ;;
+            rackboot__subcmd__help,secureboot)
+                cmd="rackboot__subcmd__help__subcmd__secureboot"
                 ;;
             rackboot__subcmd__help,serve)
                 cmd="rackboot__subcmd__help__subcmd__serve"
@@ -390,6 +396,9 @@ _rackboot() {
                 ;;
             rackboot__subcmd__help__subcmd__racks,user-data)
                 cmd="rackboot__subcmd__help__subcmd__racks__subcmd__user__subcmd__data"
+                ;;
+            rackboot__subcmd__help__subcmd__secureboot,export-cert)
+                cmd="rackboot__subcmd__help__subcmd__secureboot__subcmd__export__subcmd__cert"
                 ;;
             rackboot__subcmd__help__subcmd__store,migrate)
                 cmd="rackboot__subcmd__help__subcmd__store__subcmd__migrate"
@@ -730,6 +739,18 @@ _rackboot() {
             rackboot__subcmd__racks__subcmd__help,user-data)
                 cmd="rackboot__subcmd__racks__subcmd__help__subcmd__user__subcmd__data"
                 ;;
+            rackboot__subcmd__secureboot,export-cert)
+                cmd="rackboot__subcmd__secureboot__subcmd__export__subcmd__cert"
+                ;;
+            rackboot__subcmd__secureboot,help)
+                cmd="rackboot__subcmd__secureboot__subcmd__help"
+                ;;
+            rackboot__subcmd__secureboot__subcmd__help,export-cert)
+                cmd="rackboot__subcmd__secureboot__subcmd__help__subcmd__export__subcmd__cert"
+                ;;
+            rackboot__subcmd__secureboot__subcmd__help,help)
+                cmd="rackboot__subcmd__secureboot__subcmd__help__subcmd__help"
+                ;;
             rackboot__subcmd__store,help)
                 cmd="rackboot__subcmd__store__subcmd__help"
                 ;;
@@ -911,7 +932,7 @@ _rackboot() {
 
     case "${cmd}" in
         rackboot)
-            opts="-h -V --help --version serve reference completions man default-config assets windows ca machines templates bmc power racks plugins jobs tasks users tokens tang audit backup restore store api inventory leases watch help"
+            opts="-h -V --help --version serve reference completions man default-config assets windows ca secureboot machines templates bmc power racks plugins jobs tasks users tokens tang audit backup restore store api inventory leases watch help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1557,7 +1578,7 @@ _rackboot() {
             return 0
             ;;
         rackboot__subcmd__help)
-            opts="serve reference completions man default-config assets windows ca machines templates bmc power racks plugins jobs tasks users tokens tang audit backup restore store api inventory leases watch help"
+            opts="serve reference completions man default-config assets windows ca secureboot machines templates bmc power racks plugins jobs tasks users tokens tang audit backup restore store api inventory leases watch help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2483,6 +2504,34 @@ _rackboot() {
         rackboot__subcmd__help__subcmd__restore)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rackboot__subcmd__help__subcmd__secureboot)
+            opts="export-cert"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rackboot__subcmd__help__subcmd__secureboot__subcmd__export__subcmd__cert)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -5063,6 +5112,92 @@ _rackboot() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rackboot__subcmd__secureboot)
+            opts="-h --help export-cert help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rackboot__subcmd__secureboot__subcmd__export__subcmd__cert)
+            opts="-c -h --config --out --format --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -c)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --out)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --format)
+                    COMPREPLY=($(compgen -W "pem esl" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rackboot__subcmd__secureboot__subcmd__help)
+            opts="export-cert help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rackboot__subcmd__secureboot__subcmd__help__subcmd__export__subcmd__cert)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rackboot__subcmd__secureboot__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
                 *)
                     COMPREPLY=()
                     ;;

@@ -90,7 +90,7 @@ impl Core {
         let power = Arc::new(crate::bmc::Power::new(cfg.bmc.clone(), cmdb.clone(), sealer.clone(), tls.ca_pem.clone()));
         engine.use_power(power.clone());
         let templates = crate::templates::Templates::new(cfg.templates.as_deref()).context("loading templates")?;
-        bootos_image(&cfg, &templates, &addrs, &tls);
+        crate::assets::image::at_start(&cfg, &templates.current(), (&addrs.https_base, &tls.ca_pin), &sealer);
         let webhooks = Arc::new(crate::webhooks::Webhooks::new(
             cfg.webhooks.clone(),
             cmdb.clone(),
@@ -302,16 +302,6 @@ fn with_host(base: &str, ip: std::net::Ipv6Addr) -> String {
     match port {
         Some(p) => format!("{scheme}://[{ip}]:{p}"),
         None => format!("{scheme}://[{ip}]"),
-    }
-}
-
-/// Builds BootOS's one UEFI image where it is missing or stale (see [`crate::assets::image`]);
-/// a failure is logged, and there is then no image.
-fn bootos_image(cfg: &Config, templates: &crate::templates::Templates, addrs: &Addresses, tls: &crate::tls::ServerTls) {
-    let built = crate::assets::image::cmdline(&templates.current(), &cfg.boot, (&addrs.https_base, &tls.ca_pin))
-        .and_then(|(k, i, line)| crate::assets::image::ensure(&cfg.tftp.root, &cfg.boot.efi_stub, (&k, &i, &line)));
-    if let Err(error) = built {
-        tracing::warn!(error = format!("{error:#}"), "no UEFI image of BootOS");
     }
 }
 

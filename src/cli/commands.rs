@@ -15,6 +15,7 @@ use super::machines::MachinesCmd;
 use super::plugins::PluginsCmd;
 use super::racks::RacksCmd;
 use super::reference;
+use super::secureboot::SecureBootCmd;
 use super::store::StoreCmd;
 use super::tang::TangCmd;
 use super::tasks::TasksCmd;
@@ -92,6 +93,12 @@ Examples:
     Ca {
         #[command(subcommand)]
         cmd: CaCmd,
+    },
+    /// The Secure Boot key BootOS's image is signed with: `secureboot export-cert` gives its
+    /// certificate to enrol in the machines' db.
+    Secureboot {
+        #[command(subcommand)]
+        cmd: SecureBootCmd,
     },
     /// Machines in the CMDB: list, add, show, remove, timeline, approve.
     Machines {

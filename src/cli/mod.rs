@@ -21,6 +21,7 @@ mod machines;
 mod plugins;
 mod racks;
 mod reference;
+mod secureboot;
 mod store;
 mod tang;
 mod tasks;
@@ -110,6 +111,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Assets { cmd } => assets(cmd),
         Command::Windows { cmd } => windows(cmd),
         Command::Ca { cmd } => ca(cmd),
+        Command::Secureboot { cmd } => secureboot::secureboot(cmd),
         Command::Machines { api, cmd } => machines(api.client()?, cmd).await,
         Command::Racks { api, cmd } => racks(api.client()?, *cmd).await,
         Command::Templates { api, cmd } => templates(api.client()?, cmd).await,

@@ -33,6 +33,7 @@ pub mod plugins;
 pub mod provision;
 pub mod proxy;
 pub mod racks;
+pub mod secureboot;
 pub mod tang;
 pub mod tls;
 pub mod vmedia;

@@ -59,12 +59,17 @@ pub fn cmdline(
     Ok((kernel, initrd, line.join(" ")))
 }
 
-/// Builds `<root>/bootos/bootos.efi` when its inputs changed; `Ok(None)` when there is nothing
-/// to build it from (no BootOS in the boot directory, or no stub: a warning names the package).
+/// Who signs the image: sbsign's path and the appliance's Secure Boot key.
+pub type Signer<'a> = (&'a Path, &'a crate::secureboot::SigningKey);
+
+/// Builds `<root>/bootos/bootos.efi` when its inputs changed, signed by `signer` when given;
+/// `Ok(None)` when there is nothing to build it from (no BootOS in the boot directory, or no
+/// stub: a warning names the package).
 pub fn ensure(
     root: &Path,
     stub: &Path,
     (kernel, initrd, cmdline): (&str, &str, &str),
+    signer: Option<Signer<'_>>,
 ) -> anyhow::Result<Option<PathBuf>> {
     let (kernel, initrd) = (root.join(kernel), root.join(initrd));
     if !kernel.is_file() || !initrd.is_file() {
@@ -76,7 +81,10 @@ pub fn ensure(
     }
     let image = root.join(IMAGE_PATH);
     let inputs = image.with_extension("efi.inputs");
-    let now = stamp(&[stub, &kernel, &initrd], cmdline);
+    let mut now = stamp(&[stub, &kernel, &initrd], cmdline);
+    if let Some((_, key)) = signer {
+        now.push_str(&format!("signed by {}\n", crate::tls::fingerprint(key.cert_pem.as_bytes())));
+    }
     if image.is_file() && std::fs::read_to_string(&inputs).ok().as_deref() == Some(now.as_str()) {
         return Ok(Some(image));
     }
@@ -91,10 +99,45 @@ pub fn ensure(
     .with_context(|| format!("building BootOS's UEFI image on {}", stub.display()))?;
     let tmp = image.with_extension("efi.new");
     std::fs::write(&tmp, &bytes).with_context(|| format!("writing {}", tmp.display()))?;
+    if let Some((sbsign, key)) = signer {
+        let signed = image.with_extension("efi.signed");
+        let result = crate::secureboot::sign(sbsign, key, &tmp, &signed);
+        let _ = std::fs::remove_file(&tmp);
+        result.context("signing BootOS's image")?;
+        std::fs::rename(&signed, &tmp)?;
+    }
     std::fs::rename(&tmp, &image)?;
     std::fs::write(&inputs, now)?;
-    info!(image = %image.display(), bytes = bytes.len(), "UEFI image of BootOS built");
+    info!(image = %image.display(), bytes = bytes.len(), signed = signer.is_some(), "UEFI image of BootOS built");
     Ok(Some(image))
+}
+
+/// Builds BootOS's image where it is missing or stale, signed with the appliance's Secure
+/// Boot key when sbsign is there (the key made only for an image to sign); a failure is
+/// logged, and there is then no image.
+pub fn at_start(
+    cfg: &crate::config::Config,
+    renderer: &crate::render::Renderer,
+    appliance: (&str, &str),
+    sealer: &crate::secrets::Sealer,
+) {
+    let root = &cfg.tftp.root;
+    let built = cmdline(renderer, &cfg.boot, appliance).and_then(|(k, i, line)| {
+        let sbsign = Path::new(crate::secureboot::SBSIGN);
+        let key = match root.join(&k).is_file() && root.join(&i).is_file() && cfg.boot.efi_stub.is_file() {
+            true if sbsign.exists() => Some(crate::secureboot::ensure(&cfg.data_dir, sealer)?),
+            true => {
+                warn!("no sbsign (apt-get install sbsigntool): BootOS's image is not signed");
+                None
+            }
+            false => None,
+        };
+        let signer = key.as_ref().map(|key| (sbsign, key));
+        ensure(root, &cfg.boot.efi_stub, (&k, &i, &line), signer)
+    });
+    if let Err(error) = built {
+        warn!(error = format!("{error:#}"), "no UEFI image of BootOS");
+    }
 }
 
 #[cfg(test)]
@@ -111,12 +154,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
         let line = ("bootos/vmlinuz", "bootos/initrd.img", "console=ttyS0 rackboot.nonce=tls");
-        assert_eq!(ensure(root, stub, line).unwrap(), None, "no BootOS: nothing to build");
+        assert_eq!(ensure(root, stub, line, None).unwrap(), None, "no BootOS: nothing to build");
         std::fs::create_dir_all(root.join("bootos")).unwrap();
         std::fs::write(root.join("bootos/vmlinuz"), b"kernel").unwrap();
         std::fs::write(root.join("bootos/initrd.img"), b"initrd").unwrap();
-        assert_eq!(ensure(root, Path::new("/nonexistent.stub"), line).unwrap(), None, "no stub");
-        let image = ensure(root, stub, line).unwrap().unwrap();
+        assert_eq!(ensure(root, Path::new("/nonexistent.stub"), line, None).unwrap(), None, "no stub");
+        let image = ensure(root, stub, line, None).unwrap().unwrap();
         let built = std::fs::metadata(&image).unwrap().modified().unwrap();
         let all = std::fs::read(&image).unwrap();
         let sections = crate::uki::sections(&all).unwrap();
@@ -125,9 +168,9 @@ mod tests {
         assert_eq!(find(".cmdline").unwrap(), b"console=ttyS0 rackboot.nonce=tls\0");
         // Unchanged: not built again; another command line: built again.
         std::thread::sleep(std::time::Duration::from_millis(20));
-        ensure(root, stub, line).unwrap();
+        ensure(root, stub, line, None).unwrap();
         assert_eq!(std::fs::metadata(&image).unwrap().modified().unwrap(), built);
-        ensure(root, stub, (line.0, line.1, "console=ttyS1 rackboot.nonce=tls")).unwrap();
+        ensure(root, stub, (line.0, line.1, "console=ttyS1 rackboot.nonce=tls"), None).unwrap();
         let again = std::fs::read(&image).unwrap();
         let sections = crate::uki::sections(&again).unwrap();
         assert_eq!(sections.iter().find(|(n, _)| n == ".cmdline").unwrap().1, b"console=ttyS1 rackboot.nonce=tls\0");

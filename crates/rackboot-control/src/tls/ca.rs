@@ -45,14 +45,10 @@ impl Kind {
 
     /// A new key of this CA's type.
     fn new_key(&self) -> anyhow::Result<KeyPair> {
-        if !self.rsa {
-            return KeyPair::generate().context("generating an ECDSA key");
+        match self.rsa {
+            true => rsa_key(),
+            false => KeyPair::generate().context("generating an ECDSA key"),
         }
-        use rsa::pkcs8::EncodePrivateKey;
-        let key = rsa::RsaPrivateKey::new(&mut rsa::rand_core::OsRng, 2048).context("generating an RSA key")?;
-        let der = key.to_pkcs8_der().context("encoding the RSA key")?;
-        let der = rustls::pki_types::PrivatePkcs8KeyDer::from(der.as_bytes().to_vec());
-        KeyPair::from_pkcs8_der_and_sign_algo(&der, &rcgen::PKCS_RSA_SHA256).context("loading the RSA key")
     }
 
     fn load_key(&self, pem: &str) -> Result<KeyPair, rcgen::Error> {
@@ -73,6 +69,15 @@ const RENEW_DAYS: u64 = 30;
 pub struct Issued {
     pub chain: PathBuf,
     pub key: PathBuf,
+}
+
+/// A new RSA 2048 key, signing with SHA-256 (PKCS#1 v1.5): made by `rsa`, used by ring.
+pub fn rsa_key() -> anyhow::Result<KeyPair> {
+    use rsa::pkcs8::EncodePrivateKey;
+    let key = rsa::RsaPrivateKey::new(&mut rsa::rand_core::OsRng, 2048).context("generating an RSA key")?;
+    let der = key.to_pkcs8_der().context("encoding the RSA key")?;
+    let der = rustls::pki_types::PrivatePkcs8KeyDer::from(der.as_bytes().to_vec());
+    KeyPair::from_pkcs8_der_and_sign_algo(&der, &rcgen::PKCS_RSA_SHA256).context("loading the RSA key")
 }
 
 /// Makes the appliance CA on first start and (re-)issues the server certificate for `names`

@@ -8,11 +8,15 @@
 //! holds every step in order, and a power-off job ends the VM. The HTTP-boot VM asks DHCP as an
 //! HTTP client (arch 16, vendor class "HTTPClient"), gets iPXE's URL, fetches iPXE over HTTP and
 //! iPXE its per-MAC script. A fourth OVMF VM, its firmware's network off, boots BootOS's one
-//! UEFI image (`bootos/bootos.efi`, which the appliance built at start on systemd's EFI stub)
-//! from a disk: its command line names the appliance and no machine, and its agent asks for its
-//! nonce over pinned TLS, which enrolls it approved. A fifth, set to `uefi_loader = "https"`
-//! and given the boot CA through fw_cfg (`rackboot ca efi`), fetches that image with its
-//! firmware's HTTPS boot from the boot listener (RSA, DHE: EDK2's TLS): nothing in the clear. Needs root, qemu, OVMF, systemd-boot-efi
+//! UEFI image (`bootos/bootos.efi`, which the appliance built at start on systemd's EFI stub and
+//! signed with its Secure Boot key) from a disk: its command line names the appliance and no
+//! machine, and its agent asks for its nonce over pinned TLS, which enrolls it approved. A
+//! fifth, with Secure Boot enforcing and the appliance's certificate enrolled in its db
+//! (virt-fw-vars), set to `uefi_loader = "https"` and given the boot CA through fw_cfg
+//! (`rackboot ca efi`), fetches that image with its firmware's HTTPS boot from the boot listener
+//! (RSA, DHE: EDK2's TLS): nothing in the clear, and the signature checked. Then the image is
+//! swapped for one whose initrd was changed (as a server answering for the appliance with the
+//! boot CA's key would hand it): a sixth such VM refuses it, and boots once the genuine one is back. Needs root, qemu, OVMF, systemd-boot-efi
 //! and the lab assets, so it is `#[ignore]`d like the other end-to-end tests; CI runs it.
 
 use std::process::Command;
@@ -81,8 +85,11 @@ fn seabios_and_ovmf_vms_boot_bootos_and_its_agent_runs_jobs() {
     let started = std::time::Instant::now();
     for vm in &vms {
         net.add_tap(&format!("tap-{}", vm.name));
-        let mut args = net.qemu_args(vm.name, vm.mac, vm.uefi, &[DISK_BYTES], true);
-        if vm.http || vm.image {
+        let mut args = match vm.https {
+            true => secure_https_args(&net, vm.name, vm.mac, &cacerts),
+            false => net.qemu_args(vm.name, vm.mac, vm.uefi, &[DISK_BYTES], true),
+        };
+        if (vm.http || vm.image) && !vm.https {
             // The firmware's own network stack (no iPXE option ROM), with PXE off: HTTP boot only.
             for arg in args.iter_mut().filter(|a| a.starts_with("virtio-net-pci,")) {
                 arg.push_str(",romfile=");
@@ -91,9 +98,7 @@ fn seabios_and_ovmf_vms_boot_bootos_and_its_agent_runs_jobs() {
                 args.extend(["-fw_cfg".into(), format!("name=opt/org.tianocore/{pxe},string=n")]);
             }
         }
-        if vm.https {
-            args.extend(["-fw_cfg".into(), format!("name=etc/edk2/https/cacerts,file={}", cacerts.display())]);
-        } else if vm.image {
+        if vm.image && !vm.https {
             // No network in the firmware: it boots the disk holding the image.
             args.extend(["-fw_cfg".into(), "name=opt/org.tianocore/IPv4Support,string=no".into()]);
             args.extend([
@@ -145,8 +150,12 @@ fn seabios_and_ovmf_vms_boot_bootos_and_its_agent_runs_jobs() {
         assert_eq!(m["state"], "ready");
         assert_eq!(m["vendor"], "QEMU");
         assert_eq!(inv["firmware"]["uefi"], vm.uefi, "{}: {}", vm.name, inv["firmware"]);
-        // Off, or (firmware without the variable) unknown: never on.
-        assert_ne!(inv["firmware"]["secure_boot"], true, "{}: {}", vm.name, inv["firmware"]);
+        match vm.https {
+            // Enforcing, and it booted: the firmware checked the image's signature.
+            true => assert_eq!(inv["firmware"]["secure_boot"], true, "{}: {}", vm.name, inv["firmware"]),
+            // Off, or (firmware without the variable) unknown: never on.
+            false => assert_ne!(inv["firmware"]["secure_boot"], true, "{}: {}", vm.name, inv["firmware"]),
+        }
     }
 
     // An operator job on each VM, output and exit code back through the API.
@@ -272,6 +281,8 @@ fn seabios_and_ovmf_vms_boot_bootos_and_its_agent_runs_jobs() {
     }
     net.stop(watch);
 
+    rogue_image_refused(&mut net, &image, &cacerts);
+
     // A power-off job: reported first, then the VM stops and qemu exits on its own.
     for (vm, idx) in vms.iter().zip(&running) {
         net.api("POST", "/jobs", Some(&format!(r#"{{"machine":"{}","action":{{"kind":"power_off"}}}}"#, vm.mac)));
@@ -287,4 +298,86 @@ fn seabios_and_ovmf_vms_boot_bootos_and_its_agent_runs_jobs() {
 /// Registers machine `mac` through the API.
 fn a_machine(net: &Net, mac: &str) {
     net.api("POST", "/machines", Some(&format!(r#"{{"macs":["{mac}"]}}"#)));
+}
+
+/// qemu arguments of an OVMF VM with Secure Boot enforcing, Microsoft's keys and the
+/// appliance's Secure Boot certificate in its db, HTTP boot only (no option ROM, PXE off), and
+/// the boot CA (`cacerts`) for its HTTPS boot.
+fn secure_https_args(net: &Net, name: &str, mac: &str, cacerts: &std::path::Path) -> Vec<String> {
+    let mut args = net.qemu_args_secure_boot(name, mac, &[DISK_BYTES], true);
+    let vars = net.path(&format!("{name}.vars.fd"));
+    let cert = net.path("secureboot.pem");
+    let export = Command::new(env!("CARGO_BIN_EXE_rackboot"))
+        .args(["secureboot", "export-cert", "--config", net.path("rackboot.toml").to_str().unwrap(), "--out"])
+        .arg(&cert)
+        .output()
+        .unwrap();
+    assert!(export.status.success(), "secureboot export-cert: {}", String::from_utf8_lossy(&export.stderr));
+    let vfw = concat!(env!("CARGO_MANIFEST_DIR"), "/target/validators/vfw/bin/virt-fw-vars");
+    let enrol = Command::new(vfw)
+        .arg("--input")
+        .arg(&vars)
+        .arg("--output")
+        .arg(&vars)
+        .args(["--add-db", "7261636b-626f-6f74-8000-000000000001"])
+        .arg(&cert)
+        .output()
+        .unwrap_or_else(|e| panic!("{vfw} (tools/setup.sh installs it): {e}"));
+    assert!(enrol.status.success(), "virt-fw-vars: {}", String::from_utf8_lossy(&enrol.stderr));
+    for opt in ["IPv4PXESupport", "IPv6PXESupport", "IPv6Support"] {
+        args.extend(["-fw_cfg".into(), format!("name=opt/org.tianocore/{opt},string=n")]);
+    }
+    args.extend(["-fw_cfg".into(), format!("name=etc/edk2/https/cacerts,file={}", cacerts.display())]);
+    args
+}
+
+/// The served image swapped for one whose initrd was changed (what a server answering for the
+/// appliance, even with the boot CA's key, could hand out): a Secure Boot VM fetches it over
+/// HTTPS and refuses it; the genuine image back, the same VM boots and enrolls.
+fn rogue_image_refused(net: &mut Net, image: &std::path::Path, cacerts: &std::path::Path) {
+    let (name, mac) = ("rogue", "52:54:00:e4:00:06");
+    a_machine(net, mac);
+    net.api("PATCH", &format!("/machines/{mac}"), Some(r#"{"uefi_loader":"https"}"#));
+    let genuine = std::fs::read(image).unwrap();
+    let mut rogue = genuine.clone();
+    let initrd = rackboot::uki::sections(&genuine)
+        .unwrap()
+        .into_iter()
+        .find(|(n, _)| n == ".initrd")
+        .map(|(_, b)| b.as_ptr() as usize - genuine.as_ptr() as usize)
+        .expect("an .initrd section");
+    rogue[initrd + 4096] ^= 0xff;
+    // Written in place, as the appliance serves it; ETag and size unchanged.
+    std::fs::write(image, &rogue).unwrap();
+    net.add_tap(&format!("tap-{name}"));
+    let args = secure_https_args(net, name, mac, cacerts);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let srv = net.srv.clone();
+    let first = net.spawn(&srv, &args, &format!("{name}.qemu.log"));
+    let serial_file = net.path(&format!("{name}.serial"));
+    let serial = || std::fs::read_to_string(&serial_file).unwrap_or_default();
+    wait_for(
+        300,
+        || format!("{name}: the changed image was not refused:\n{}", serial()),
+        || {
+            let s = serial();
+            (s.contains("Access Denied") || s.contains("Security Violation")).then_some(())
+        },
+    );
+    assert!(!serial().contains("rackboot-bootos: up"), "the changed image ran:\n{}", serial());
+    let ev = net.api("GET", &format!("/machines/{mac}/events"), None).to_string();
+    assert!(!ev.contains("agent.enrolled"), "{ev}");
+    net.kill9(first);
+    std::fs::write(image, &genuine).unwrap();
+    std::fs::remove_file(&serial_file).ok();
+    let again = net.spawn(&srv, &args, &format!("{name}.qemu.log"));
+    wait_for(
+        300,
+        || format!("{name}: the genuine image did not boot:\n{}", serial()),
+        || {
+            let m = net.try_api("GET", &format!("/machines/{mac}"))?;
+            (!m["inventory"].is_null()).then_some(())
+        },
+    );
+    net.kill9(again);
 }

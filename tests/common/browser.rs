@@ -65,31 +65,40 @@ impl Browser {
             println!("SKIPPED: {CHROMIUM} or {CHROMEDRIVER} missing (apt-get install chromium chromium-driver)");
             return None;
         }
-        // Port 0: chromedriver binds a free port itself and says which on its first lines.
-        let mut child = Command::new(CHROMEDRIVER)
-            .arg("--port=0")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .process_group(0)
-            .spawn()
-            .expect("chromedriver starts");
-        let stdout = child.stdout.take().unwrap();
-        let driver = Driver(child);
-        let port = tokio::task::spawn_blocking(move || {
-            use std::io::BufRead;
-            let mut lines = std::io::BufReader::new(stdout).lines();
-            let port = lines.by_ref().map_while(Result::ok).find_map(|l| {
-                l.split("started successfully on port ")
-                    .nth(1)
-                    .and_then(|p| p.trim_end_matches('.').parse::<u16>().ok())
-            });
-            // Keep reading (and dropping) what it prints, so a full pipe never blocks it.
-            std::thread::spawn(move || lines.for_each(drop));
-            port
-        })
-        .await
-        .unwrap()
-        .expect("chromedriver says which port it listens on");
+        // Port 0: chromedriver binds a free port itself and says which on its first lines. A
+        // chromedriver that ends without saying (seen once in a loaded full run) is started
+        // again, up to three times.
+        let mut started = None;
+        for _ in 0..3 {
+            let mut child = Command::new(CHROMEDRIVER)
+                .arg("--port=0")
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .process_group(0)
+                .spawn()
+                .expect("chromedriver starts");
+            let stdout = child.stdout.take().unwrap();
+            let driver = Driver(child);
+            let port = tokio::task::spawn_blocking(move || {
+                use std::io::BufRead;
+                let mut lines = std::io::BufReader::new(stdout).lines();
+                let port = lines.by_ref().map_while(Result::ok).find_map(|l| {
+                    l.split("started successfully on port ")
+                        .nth(1)
+                        .and_then(|p| p.trim_end_matches('.').parse::<u16>().ok())
+                });
+                // Keep reading (and dropping) what it prints, so a full pipe never blocks it.
+                std::thread::spawn(move || lines.for_each(drop));
+                port
+            })
+            .await
+            .unwrap();
+            if let Some(port) = port {
+                started = Some((driver, port));
+                break;
+            }
+        }
+        let (driver, port) = started.expect("chromedriver says which port it listens on (three tries)");
         let deadline = Instant::now() + Duration::from_secs(20);
         while !ready(port).await {
             assert!(Instant::now() < deadline, "chromedriver not ready after 20 s");

@@ -7,14 +7,14 @@
 //! them, an operator job `uname -a` runs and its output and exit code come back, the timeline
 //! holds every step in order, and a power-off job ends the VM. The HTTP-boot VM asks DHCP as an
 //! HTTP client (arch 16, vendor class "HTTPClient"), gets iPXE's URL, fetches iPXE over HTTP and
-//! iPXE its per-MAC script. A fourth OVMF VM, its firmware's network off, boots BootOS's one
-//! UEFI image (`bootos/bootos.efi`, which the appliance built at start on systemd's EFI stub and
-//! signed with its Secure Boot key) from a disk: its command line names the appliance and no
-//! machine, and its agent asks for its nonce over pinned TLS, which enrolls it approved. A
-//! fifth, with Secure Boot enforcing and the appliance's certificate enrolled in its db
-//! (virt-fw-vars), set to `uefi_loader = "https"` and given the boot CA through fw_cfg
-//! (`rackboot ca efi`), fetches that image with its firmware's HTTPS boot from the boot listener
-//! (RSA, DHE: EDK2's TLS): nothing in the clear, and the signature checked. Then the image is
+//! iPXE its per-MAC script. Two more OVMF VMs, set to `uefi_loader = "https"` and given the
+//! boot CA through fw_cfg (`rackboot ca efi`), fetch BootOS's one UEFI image
+//! (`bootos/bootos.efi`, which the appliance built at start on systemd's EFI stub and signed
+//! with its Secure Boot key) with their firmware's HTTPS boot from the boot listener (RSA, DHE:
+//! EDK2's TLS): nothing in the clear. The image's command line names the appliance and no
+//! machine; the agent asks for its nonce over pinned TLS, which enrolls it approved. One of the
+//! two has Secure Boot off; the other enforcing, with the appliance's certificate enrolled in
+//! its db (virt-fw-vars): the signature checked. Then the image is
 //! swapped for one whose initrd was changed (as a server answering for the appliance with the
 //! boot CA's key would hand it): a sixth such VM refuses it, and boots once the genuine one is back. Needs root, qemu, OVMF, systemd-boot-efi
 //! and the lab assets, so it is `#[ignore]`d like the other end-to-end tests; CI runs it.
@@ -29,10 +29,10 @@ struct Vm {
     uefi: bool,
     /// UEFI HTTP Boot by the firmware itself, iPXE fetched over HTTP.
     http: bool,
-    /// BootOS's one image, from a disk (no network boot) or over HTTPS boot.
-    image: bool,
-    /// The firmware's HTTPS boot fetches the image (`uefi_loader = "https"`).
+    /// The firmware's HTTPS boot fetches BootOS's one image (`uefi_loader = "https"`).
     https: bool,
+    /// Secure Boot enforcing, the appliance's certificate in db.
+    secure: bool,
 }
 
 const DISK_BYTES: u64 = 2 << 30;
@@ -51,22 +51,19 @@ fn seabios_and_ovmf_vms_boot_bootos_and_its_agent_runs_jobs() {
     let port69 = net.run(&net.srv, "ss -uln 'sport = :69' | tail -n +2");
     assert!(String::from_utf8_lossy(&port69.stdout).trim().is_empty(), "nothing may listen on port 69");
     let vms = [
-        Vm { name: "bios", mac: "52:54:00:e4:00:01", uefi: false, http: false, image: false, https: false },
-        Vm { name: "uefi", mac: "52:54:00:e4:00:02", uefi: true, http: false, image: false, https: false },
-        Vm { name: "http", mac: "52:54:00:e4:00:03", uefi: true, http: true, image: false, https: false },
-        Vm { name: "image", mac: "52:54:00:e4:00:04", uefi: true, http: false, image: true, https: false },
-        Vm { name: "https", mac: "52:54:00:e4:00:05", uefi: true, http: true, image: true, https: true },
+        Vm { name: "bios", mac: "52:54:00:e4:00:01", uefi: false, http: false, https: false, secure: false },
+        Vm { name: "uefi", mac: "52:54:00:e4:00:02", uefi: true, http: false, https: false, secure: false },
+        Vm { name: "http", mac: "52:54:00:e4:00:03", uefi: true, http: true, https: false, secure: false },
+        Vm { name: "tls", mac: "52:54:00:e4:00:04", uefi: true, http: true, https: true, secure: false },
+        Vm { name: "https", mac: "52:54:00:e4:00:05", uefi: true, http: true, https: true, secure: true },
     ];
-    // The image VM: known before it boots; BootOS's image on a disk of its own.
-    a_machine(&net, "52:54:00:e4:00:04");
-    let esp = net.path("esp/EFI/BOOT");
-    std::fs::create_dir_all(&esp).unwrap();
     let image = data.join("boot/bootos/bootos.efi");
     assert!(image.is_file(), "BootOS's image:\n{}", net.log("rackboot.log"));
-    std::fs::copy(&image, esp.join("BOOTX64.EFI")).unwrap();
-    // The HTTPS VM: known before it boots, set to HTTPS boot; its firmware trusts the boot CA.
-    a_machine(&net, "52:54:00:e4:00:05");
-    net.api("PATCH", "/machines/52:54:00:e4:00:05", Some(r#"{"uefi_loader":"https"}"#));
+    // The HTTPS VMs: known before they boot, set to HTTPS boot; their firmware trusts the boot CA.
+    for mac in ["52:54:00:e4:00:04", "52:54:00:e4:00:05"] {
+        a_machine(&net, mac);
+        net.api("PATCH", &format!("/machines/{mac}"), Some(r#"{"uefi_loader":"https"}"#));
+    }
     let cacerts = net.path("cacerts.esl");
     let cli = Command::new(env!("CARGO_BIN_EXE_rackboot"))
         .args(["ca", "efi", "--config", net.path("rackboot.toml").to_str().unwrap(), "--out"])
@@ -86,10 +83,10 @@ fn seabios_and_ovmf_vms_boot_bootos_and_its_agent_runs_jobs() {
     for vm in &vms {
         net.add_tap(&format!("tap-{}", vm.name));
         let mut args = match vm.https {
-            true => secure_https_args(&net, vm.name, vm.mac, &cacerts),
+            true => https_args(&net, vm.name, vm.mac, &cacerts, vm.secure),
             false => net.qemu_args(vm.name, vm.mac, vm.uefi, &[DISK_BYTES], true),
         };
-        if (vm.http || vm.image) && !vm.https {
+        if vm.http && !vm.https {
             // The firmware's own network stack (no iPXE option ROM), with PXE off: HTTP boot only.
             for arg in args.iter_mut().filter(|a| a.starts_with("virtio-net-pci,")) {
                 arg.push_str(",romfile=");
@@ -97,14 +94,6 @@ fn seabios_and_ovmf_vms_boot_bootos_and_its_agent_runs_jobs() {
             for pxe in ["IPv4PXESupport", "IPv6PXESupport"] {
                 args.extend(["-fw_cfg".into(), format!("name=opt/org.tianocore/{pxe},string=n")]);
             }
-        }
-        if vm.image && !vm.https {
-            // No network in the firmware: it boots the disk holding the image.
-            args.extend(["-fw_cfg".into(), "name=opt/org.tianocore/IPv4Support,string=no".into()]);
-            args.extend([
-                "-drive".into(),
-                format!("file=fat:{},format=raw,if=virtio,readonly=on", net.path("esp").display()),
-            ]);
         }
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         running.push(net.spawn(&srv, &args, &format!("{}.qemu.log", vm.name)));
@@ -125,13 +114,13 @@ fn seabios_and_ovmf_vms_boot_bootos_and_its_agent_runs_jobs() {
         eprintln!("{}: power-on to inventory in {} s", vm.name, started.elapsed().as_secs());
         let s = serial(vm);
         // The image's command line names no machine.
-        let banner = if vm.image {
+        let banner = if vm.https {
             "rackboot-bootos: up mac= ".to_string()
         } else {
             format!("rackboot-bootos: up mac={}", vm.mac)
         };
         assert!(s.contains(&banner), "{}: BootOS banner:\n{s}", vm.name);
-        if vm.uefi && !vm.image {
+        if vm.uefi && !vm.https {
             assert!(s.contains("initrd=initrd.img"), "UEFI kernel line carries initrd=");
         }
         if vm.http {
@@ -150,7 +139,7 @@ fn seabios_and_ovmf_vms_boot_bootos_and_its_agent_runs_jobs() {
         assert_eq!(m["state"], "ready");
         assert_eq!(m["vendor"], "QEMU");
         assert_eq!(inv["firmware"]["uefi"], vm.uefi, "{}: {}", vm.name, inv["firmware"]);
-        match vm.https {
+        match vm.secure {
             // Enforcing, and it booted: the firmware checked the image's signature.
             true => assert_eq!(inv["firmware"]["secure_boot"], true, "{}: {}", vm.name, inv["firmware"]),
             // Off, or (firmware without the variable) unknown: never on.
@@ -181,7 +170,7 @@ fn seabios_and_ovmf_vms_boot_bootos_and_its_agent_runs_jobs() {
         let out = net.api("GET", &format!("/jobs/{id}/output"), None);
         let text = out["text"].as_str().unwrap();
         assert!(text.starts_with("Linux "), "{}: {text}", vm.name);
-        match vm.image {
+        match vm.https {
             true => assert!(text.contains("rackboot.nonce=tls") && !text.contains("rackboot.mac="), "{text}"),
             false => assert!(text.contains(&format!("rackboot.mac={}", vm.mac)), "{}: {text}", vm.name),
         }
@@ -202,19 +191,16 @@ fn seabios_and_ovmf_vms_boot_bootos_and_its_agent_runs_jobs() {
             })
             .collect();
         let mut want =
-            vec![if vm.image { "machine.registered" } else { "machine.discovered" }, "dhcp.offer", "dhcp.ack"];
+            vec![if vm.https { "machine.registered" } else { "machine.discovered" }, "dhcp.offer", "dhcp.ack"];
         if vm.https {
             // The firmware fetched BootOS's image over TLS; BootOS leased, then asked for its
             // nonce over pinned TLS.
             want.extend(["asset bootos/bootos.efi", "dhcp.ack", "boot.script"]);
-        } else if vm.image {
-            // BootOS leased, then asked for its nonce over pinned TLS.
-            want.push("boot.script");
         } else if vm.http {
             // The firmware fetched iPXE over HTTP; iPXE asks DHCP again, then for its script.
             want.extend(["asset ipxe.efi", "dhcp.ack"]);
         }
-        if !vm.image {
+        if !vm.https {
             want.extend(["boot.script", "asset bootos/vmlinuz", "asset bootos/initrd.img", "dhcp.ack"]);
         }
         want.extend(["agent.enrolled", "agent.inventory", "job.queued", "job.started", "job.finished"]);
@@ -237,11 +223,6 @@ fn seabios_and_ovmf_vms_boot_bootos_and_its_agent_runs_jobs() {
             // The image alone, over TLS: nothing in the clear.
             let assets: Vec<&serde_json::Value> = ev.iter().filter(|e| e["kind"] == "boot.asset").collect();
             assert!(!assets.is_empty() && assets.iter().all(|e| e["detail"]["tls"] == true), "{assets:?}");
-        } else if vm.image {
-            // BootOS's own DHCP client, not firmware: no architecture.
-            assert!(offer["detail"]["arch"].is_null(), "{offer}");
-            // Nothing came from the boot directory: the image was on the VM's own disk.
-            assert!(!ev.iter().any(|e| e["kind"] == "boot.asset"), "{}: {ev:?}", vm.name);
         } else {
             assert_eq!(offer["detail"]["arch"], want_arch, "{offer}");
         }
@@ -250,7 +231,7 @@ fn seabios_and_ovmf_vms_boot_bootos_and_its_agent_runs_jobs() {
         }
         assert!(!ev.iter().any(|e| e["kind"] == "tftp.transfer"), "{}: no TFTP at all", vm.name);
         let script = ev.iter().find(|e| e["kind"] == "boot.script").unwrap();
-        match vm.image {
+        match vm.https {
             true => assert_eq!(script["detail"]["loader"], "image", "{script}"),
             false => assert_eq!(
                 (&script["detail"]["uefi"], &script["detail"]["loader"]),
@@ -300,10 +281,21 @@ fn a_machine(net: &Net, mac: &str) {
     net.api("POST", "/machines", Some(&format!(r#"{{"macs":["{mac}"]}}"#)));
 }
 
-/// qemu arguments of an OVMF VM with Secure Boot enforcing, Microsoft's keys and the
-/// appliance's Secure Boot certificate in its db, HTTP boot only (no option ROM, PXE off), and
-/// the boot CA (`cacerts`) for its HTTPS boot.
-fn secure_https_args(net: &Net, name: &str, mac: &str, cacerts: &std::path::Path) -> Vec<String> {
+/// qemu arguments of an OVMF VM that boots over HTTP only (no option ROM, PXE off) with the
+/// boot CA (`cacerts`) for its HTTPS boot; `secure`: Secure Boot enforcing, Microsoft's keys and
+/// the appliance's Secure Boot certificate in its db.
+fn https_args(net: &Net, name: &str, mac: &str, cacerts: &std::path::Path, secure: bool) -> Vec<String> {
+    if !secure {
+        let mut args = net.qemu_args(name, mac, true, &[DISK_BYTES], true);
+        for arg in args.iter_mut().filter(|a| a.starts_with("virtio-net-pci,")) {
+            arg.push_str(",romfile=");
+        }
+        for opt in ["IPv4PXESupport", "IPv6PXESupport"] {
+            args.extend(["-fw_cfg".into(), format!("name=opt/org.tianocore/{opt},string=n")]);
+        }
+        args.extend(["-fw_cfg".into(), format!("name=etc/edk2/https/cacerts,file={}", cacerts.display())]);
+        return args;
+    }
     let mut args = net.qemu_args_secure_boot(name, mac, &[DISK_BYTES], true);
     let vars = net.path(&format!("{name}.vars.fd"));
     let cert = net.path("secureboot.pem");
@@ -350,7 +342,7 @@ fn rogue_image_refused(net: &mut Net, image: &std::path::Path, cacerts: &std::pa
     // Written in place, as the appliance serves it; ETag and size unchanged.
     std::fs::write(image, &rogue).unwrap();
     net.add_tap(&format!("tap-{name}"));
-    let args = secure_https_args(net, name, mac, cacerts);
+    let args = https_args(net, name, mac, cacerts, true);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let srv = net.srv.clone();
     let first = net.spawn(&srv, &args, &format!("{name}.qemu.log"));

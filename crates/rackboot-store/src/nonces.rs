@@ -95,6 +95,25 @@ impl NonceCheck {
     }
 }
 
+impl EarlierNonce {
+    /// What stays good beside a new secret: the one it replaces (`sha256`, `expires_at`) and
+    /// the ones before it (`earlier`), unexpired at `now`, newest first, at most [`KEEP_EARLIER`].
+    pub(super) fn carried(sha256: String, expires_at: u64, earlier: Vec<EarlierNonce>, now: u64) -> Vec<EarlierNonce> {
+        std::iter::once(EarlierNonce { sha256, expires_at })
+            .chain(earlier)
+            .filter(|e| e.expires_at > now)
+            .take(KEEP_EARLIER)
+            .collect()
+    }
+
+    /// The expiry of whichever of the newest secret and `earlier` hashes to `hash` (compared
+    /// in constant time); `None` when none does.
+    pub(super) fn expiry_of(newest: (&str, u64), earlier: &[EarlierNonce], hash: &str) -> Option<u64> {
+        let earlier = earlier.iter().map(|e| (e.sha256.as_str(), e.expires_at));
+        std::iter::once(newest).chain(earlier).find(|(h, _)| same_secret(h, hash)).map(|(_, at)| at)
+    }
+}
+
 /// Hex SHA-256 of a presented nonce.
 pub fn nonce_hash(nonce: &str) -> String {
     Sha256::digest(nonce.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
@@ -114,9 +133,8 @@ pub(super) fn check(
     let Some(hash) = presented else { return Ok((NonceCheck::Absent, None)) };
     for mac in macs {
         let Some(stored) = ctx.find::<BootNonce>(mac.to_u64())? else { continue };
-        let current = std::iter::once((stored.sha256.as_str(), stored.expires_at));
-        let earlier = stored.earlier.iter().map(|e| (e.sha256.as_str(), e.expires_at));
-        let Some(expires_at) = current.chain(earlier).find(|(h, _)| same_secret(h, hash)).map(|(_, at)| at) else {
+        let newest = (stored.sha256.as_str(), stored.expires_at);
+        let Some(expires_at) = EarlierNonce::expiry_of(newest, &stored.earlier, hash) else {
             continue;
         };
         if !owned(*mac) {
@@ -147,11 +165,7 @@ impl Cmdb {
         let sha256 = nonce_hash(&nonce);
         self.write(move |ctx| {
             let earlier = match ctx.find::<BootNonce>(mac.to_u64())? {
-                Some(prev) => std::iter::once(EarlierNonce { sha256: prev.sha256, expires_at: prev.expires_at })
-                    .chain(prev.earlier)
-                    .filter(|e| e.expires_at > now)
-                    .take(KEEP_EARLIER)
-                    .collect(),
+                Some(prev) => EarlierNonce::carried(prev.sha256, prev.expires_at, prev.earlier, now),
                 None => Vec::new(),
             };
             ctx.put(&BootNonce { mac, sha256, issued_at: now, expires_at: now + ttl_secs, issued_to, earlier })?;

@@ -11,11 +11,10 @@
 use serde::{Deserialize, Serialize};
 
 use super::kv::Def;
-use super::nonces::{nonce_hash, EarlierNonce, KEEP_EARLIER};
+use super::nonces::{nonce_hash, EarlierNonce};
 use super::store::{self, Record};
 use super::writer::WriteCtx;
 use super::{now_secs, Cmdb, CmdbError};
-use rackboot_base::secret::same_secret;
 use rackboot_model::mac::Mac;
 
 /// `use << 48 | MAC` -> JSON [`BootToken`].
@@ -99,11 +98,7 @@ impl Cmdb {
         let expires_at = ttl_secs.map_or(u64::MAX, |t| now.saturating_add(t));
         self.write(move |ctx| {
             let earlier = match ctx.find::<BootToken>(used_for.key(mac))? {
-                Some(prev) => std::iter::once(EarlierNonce { sha256: prev.sha256, expires_at: prev.expires_at })
-                    .chain(prev.earlier)
-                    .filter(|e| e.expires_at > now)
-                    .take(KEEP_EARLIER)
-                    .collect(),
+                Some(prev) => EarlierNonce::carried(prev.sha256, prev.expires_at, prev.earlier, now),
                 None => Vec::new(),
             };
             ctx.put(&BootToken { mac, used_for, sha256, issued_at: now, expires_at, issued_to, earlier })?;
@@ -132,10 +127,8 @@ impl Cmdb {
             })
             .await?;
         let Some(stored) = stored else { return Ok(TokenCheck::Unknown) };
-        let newest = std::iter::once((stored.sha256.as_str(), stored.expires_at));
-        let earlier = stored.earlier.iter().map(|e| (e.sha256.as_str(), e.expires_at));
-        Ok(match newest.chain(earlier).find(|(h, _)| same_secret(h, &hash)) {
-            Some((_, at)) if at > now_secs() => TokenCheck::Valid,
+        Ok(match EarlierNonce::expiry_of((&stored.sha256, stored.expires_at), &stored.earlier, &hash) {
+            Some(at) if at > now_secs() => TokenCheck::Valid,
             Some(_) => TokenCheck::Expired,
             None => TokenCheck::Unknown,
         })
@@ -158,6 +151,7 @@ fn sweep_expired(ctx: &mut WriteCtx<'_>, now: u64) -> Result<(), CmdbError> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::nonces::KEEP_EARLIER;
     use super::*;
 
     #[tokio::test]

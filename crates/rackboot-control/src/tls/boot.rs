@@ -15,7 +15,6 @@ use rustls::crypto::{
     ActiveKeyExchange, CipherSuiteCommon, CryptoProvider, KeyExchangeAlgorithm, SharedSecret, SupportedKxGroup,
 };
 use rustls::ffdhe_groups::{FfdheGroup, FFDHE2048};
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::{CipherSuite, NamedGroup, PeerMisbehaved, SupportedCipherSuite, Tls12CipherSuite};
 
 /// Bytes of an ffdhe2048 value.
@@ -120,21 +119,6 @@ pub fn provider() -> Arc<CryptoProvider> {
     p.cipher_suites.extend(dhe_suites().iter().copied());
     p.kx_groups.push(&FFDHE);
     Arc::new(p)
-}
-
-/// The boot listener's server config: the boot CA's RSA chain, TLS 1.3 and 1.2, HTTP/1.1.
-pub fn server_config(
-    chain: Vec<CertificateDer<'static>>,
-    key: PrivateKeyDer<'static>,
-) -> anyhow::Result<rustls::ServerConfig> {
-    use anyhow::Context;
-    let mut c = rustls::ServerConfig::builder_with_provider(provider())
-        .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])?
-        .with_no_client_auth()
-        .with_single_cert(chain, key)
-        .context("the boot certificate does not match its key")?;
-    c.alpn_protocols = vec![b"http/1.1".to_vec()];
-    Ok(c)
 }
 
 #[cfg(test)]

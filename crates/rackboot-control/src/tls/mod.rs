@@ -65,7 +65,7 @@ pub fn load_boot(cfg: &Config, names: &[String]) -> anyhow::Result<BootTls> {
     let key =
         PrivateKeyDer::from_pem_file(&issued.key).with_context(|| format!("reading key {}", issued.key.display()))?;
     let ca = chain.last().context("the boot certificate chain is empty")?.clone();
-    Ok(BootTls { config: Arc::new(boot::server_config(chain, key)?), ca })
+    Ok(BootTls { config: Arc::new(server_config_with(boot::provider(), chain, key)?), ca })
 }
 
 /// The directory of the appliance CA and its issued certificate.
@@ -78,7 +78,16 @@ pub fn server_config(
     chain: Vec<CertificateDer<'static>>,
     key: PrivateKeyDer<'static>,
 ) -> anyhow::Result<rustls::ServerConfig> {
-    let mut c = rustls::ServerConfig::builder_with_provider(provider())
+    server_config_with(provider(), chain, key)
+}
+
+/// [`server_config`] on `provider`'s suites and key exchanges.
+pub fn server_config_with(
+    provider: Arc<rustls::crypto::CryptoProvider>,
+    chain: Vec<CertificateDer<'static>>,
+    key: PrivateKeyDer<'static>,
+) -> anyhow::Result<rustls::ServerConfig> {
+    let mut c = rustls::ServerConfig::builder_with_provider(provider)
         .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])?
         .with_no_client_auth()
         .with_single_cert(chain, key)

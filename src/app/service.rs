@@ -74,7 +74,8 @@ impl Core {
                 cfg.dns.domain.clone(),
                 (addrs.https_base.clone(), tls.ca_pem.clone()),
             )
-            .with_ipv6(six),
+            .with_ipv6(six)
+            .with_data_dir(cfg.data_dir.clone()),
         );
         let sealer = Arc::new(crate::secrets::Sealer::load_or_create(&cfg.data_dir)?);
         let plugins = Arc::new(

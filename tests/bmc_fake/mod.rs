@@ -4,6 +4,8 @@
 //! at once; a gauge shared by several counts sessions open over all of them.
 #![allow(dead_code)]
 
+pub mod certs;
+
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -31,8 +33,10 @@ pub enum Mode {
     RedirectLoop,
     /// Advertises ForceRestart but answers it with 500; On and ForceOff work.
     RestartFails,
-    /// Has no virtual media.
+    /// Has no virtual media, nor a place for firmware certificates.
     NoMedia,
+    /// Keeps HTTPS boot's certificates in HPE's `Bios/tlsconfig` (no `Boot.Certificates`).
+    Hpe,
     /// Has a virtual CD whose insert fails (500).
     InsertFails,
 }
@@ -66,6 +70,8 @@ pub struct Fake {
     pub bios: Mutex<(Value, Value)>,
     /// The virtual CD: the last InsertMedia body while inserted (`Null`: empty), and ejects.
     pub cd: Mutex<(Value, u32)>,
+    /// Firmware certificates.
+    pub certs: Mutex<certs::Certs>,
     paths: Mutex<Vec<String>>,
     /// Added to every answer (so overlapping commands would overlap on the server).
     delay: Duration,
@@ -109,6 +115,7 @@ pub async fn start(mode: Mode, global: Arc<Gauge>, delay: Duration, cert: &Cert)
             json!({"BootMode": "Uefi", "ProcVirtualization": "Enabled"}),
         )),
         cd: Mutex::new((Value::Null, 0)),
+        certs: Mutex::default(),
         paths: Mutex::default(),
         delay,
         port,
@@ -138,7 +145,9 @@ pub async fn start(mode: Mode, global: Arc<Gauge>, delay: Duration, cert: &Cert)
     fake
 }
 
-fn reply(status: StatusCode, body: Value) -> Response<Full<Bytes>> {
+type Reply = Response<Full<Bytes>>;
+
+fn reply(status: StatusCode, body: Value) -> Reply {
     let mut r = Response::new(Full::new(Bytes::from(if body.is_null() { String::new() } else { body.to_string() })));
     *r.status_mut() = status;
     r.headers_mut().insert("content-type", "application/json".parse().unwrap());
@@ -198,15 +207,16 @@ impl Fake {
             ("GET", "/redfish/v1/Systems") => {
                 reply(StatusCode::OK, json!({"Members": [{"@odata.id": "/redfish/v1/Systems/1"}]}))
             }
-            ("GET", "/redfish/v1/Systems/1") => reply(
-                StatusCode::OK,
-                json!({"@odata.id": "/redfish/v1/Systems/1", "PowerState": self.power_state(), "BiosVersion": "2.19.1",
+            ("GET", "/redfish/v1/Systems/1") => {
+                let mut sys = json!({"@odata.id": "/redfish/v1/Systems/1", "PowerState": self.power_state(), "BiosVersion": "2.19.1",
                     "Bios": {"@odata.id": "/redfish/v1/Systems/1/Bios"},
                     "VirtualMedia": if self.mode == Mode::NoMedia { Value::Null } else { json!({"@odata.id": "/redfish/v1/Systems/1/VirtualMedia"}) },
                     "Boot": *self.boot.lock().unwrap(),
                     "Actions": {"#ComputerSystem.Reset": {"target": "/redfish/v1/Systems/1/Actions/ComputerSystem.Reset",
-                        "ResetType@Redfish.AllowableValues": ["On", "ForceOff", "GracefulShutdown", "ForceRestart"]}}}),
-            ),
+                        "ResetType@Redfish.AllowableValues": ["On", "ForceOff", "GracefulShutdown", "ForceRestart"]}}});
+                self.cert_links(&mut sys);
+                reply(StatusCode::OK, sys)
+            }
             ("PATCH", "/redfish/v1/Systems/1") => {
                 *self.boot.lock().unwrap() = body["Boot"].clone();
                 reply(StatusCode::NO_CONTENT, Value::Null)
@@ -216,6 +226,7 @@ impl Fake {
                 self.resets.lock().unwrap().push(kind.clone());
                 if kind == "On" || kind == "ForceRestart" {
                     self.reset_bios();
+                    self.reset_certs();
                 }
                 let mut p = self.power.lock().unwrap();
                 match kind.as_str() {
@@ -237,6 +248,7 @@ impl Fake {
             ("GET", "/redfish/v1/Systems/1/Bios") => reply(
                 StatusCode::OK,
                 json!({"AttributeRegistry": "BiosAttributeRegistry.v1_0_0",
+                    "Oem": if self.mode == Mode::Hpe { json!({"Hpe": {"Links": {"TlsConfig": {"@odata.id": certs::HPE_TLS}}}}) } else { Value::Null },
                     "Attributes": self.bios.lock().unwrap().0.clone(),
                     "@Redfish.Settings": {"SettingsObject": {"@odata.id": "/redfish/v1/Systems/1/Bios/Settings"},
                         "SupportedApplyTimes": ["OnReset"]}}),
@@ -321,7 +333,7 @@ impl Fake {
                         "Status": {"Health": "OK"}}),
                 )
             }
-            _ => reply(StatusCode::NOT_FOUND, Value::Null),
+            (m, p) => self.answer_certs(m, p, &body).unwrap_or_else(|| reply(StatusCode::NOT_FOUND, Value::Null)),
         }
     }
 

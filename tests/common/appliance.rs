@@ -23,30 +23,37 @@ pub struct Appliance {
     /// The HTTPS port (API, agents).
     pub tls_port: u16,
     extra: String,
+    /// Lines of `[https]` besides its listen address.
+    https: String,
     pub app: Option<Running>,
     pub api: ApiClient,
 }
 
 impl Appliance {
     pub async fn start(extra: &str) -> Appliance {
+        Self::start_with_https(extra, "").await
+    }
+
+    /// [`Appliance::start`] with lines of `[https]` besides its listen address (`boot_port`).
+    pub async fn start_with_https(extra: &str, https: &str) -> Appliance {
         let dir = tempfile::tempdir().unwrap();
-        let (app, api) = Self::launch(dir.path(), 0, 0, extra).await;
+        let (app, api) = Self::launch(dir.path(), (0, 0), extra, https).await;
         let (port, tls_port) = (app.http_addr.port(), app.https_addr.port());
-        Appliance { dir, port, tls_port, extra: extra.into(), app: Some(app), api }
+        Appliance { dir, port, tls_port, extra: extra.into(), https: https.into(), app: Some(app), api }
     }
 
     pub async fn boot(&mut self) {
-        let (app, api) = Self::launch(self.dir.path(), self.port, self.tls_port, &self.extra).await;
+        let (app, api) = Self::launch(self.dir.path(), (self.port, self.tls_port), &self.extra, &self.https).await;
         self.api = api;
         self.app = Some(app);
     }
 
-    async fn launch(dir: &Path, port: u16, tls_port: u16, extra: &str) -> (Running, ApiClient) {
+    async fn launch(dir: &Path, (port, tls_port): (u16, u16), extra: &str, https: &str) -> (Running, ApiClient) {
         // Short agent timers unless `extra` sets its own (it starts inside [agent]).
         let timers =
             if extra.starts_with("poll_secs") { "" } else { "poll_secs = 2\nlease_secs = 3\nstats_secs = 1\n" };
         let text = format!(
-            "[server]\ndata_dir = \"{}\"\naddress = \"127.0.0.1\"\n[http]\nlisten = \"127.0.0.1:{}\"\n[https]\nlisten = \"127.0.0.1:{tls_port}\"\n[dhcp]\nmode = \"off\"\n[tftp]\nenabled = false\n[dns]\nenabled = false\n[agent]\n{timers}{}\n{}",
+            "[server]\ndata_dir = \"{}\"\naddress = \"127.0.0.1\"\n[http]\nlisten = \"127.0.0.1:{}\"\n[https]\nlisten = \"127.0.0.1:{tls_port}\"\n{https}\n[dhcp]\nmode = \"off\"\n[tftp]\nenabled = false\n[dns]\nenabled = false\n[agent]\n{timers}{}\n{}",
             dir.display(),
             port,
             extra,

@@ -46,18 +46,18 @@ QuietBoot = false
 "#;
 
 /// A machine: its MAC, its BMC, and its BootOS agent, booted again after each restart.
-struct Machine {
-    mac: &'static str,
-    fake: Arc<Fake>,
-    task: u64,
+pub(crate) struct Machine {
+    pub mac: &'static str,
+    pub fake: Arc<Fake>,
+    pub task: u64,
 }
 
-async fn events(a: &Appliance, mac: &str) -> Vec<Value> {
+pub(crate) async fn events(a: &Appliance, mac: &str) -> Vec<Value> {
     let v = a.api.ok(Method::GET, &format!("/machines/{mac}/events?limit=1000"), None).await.unwrap();
     v["events"].as_array().unwrap().clone()
 }
 
-async fn run_of(a: &Appliance, task: u64) -> Value {
+pub(crate) async fn run_of(a: &Appliance, task: u64) -> Value {
     a.api.ok(Method::GET, &format!("/tasks/{task}"), None).await.unwrap()["runs"][0].clone()
 }
 
@@ -82,38 +82,7 @@ async fn a_profile_s_bios_settings_are_written_restarted_into_and_read_back() {
         machines.push(Machine { mac, fake, task: t["task"]["id"].as_u64().unwrap() });
     }
 
-    // Each machine's BootOS: it boots when its BMC powers it on, and again at each restart.
-    let work = tempfile::tempdir().unwrap();
-    let mut agents: Vec<(usize, tokio::task::JoinHandle<()>)> = Vec::new();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let mut ended = 0;
-        for (i, m) in machines.iter().enumerate() {
-            let resets = m.fake.resets.lock().unwrap().len();
-            let booted = agents.iter().filter(|(j, _)| *j == i).count();
-            if resets > booted {
-                // A new boot: the old agent is gone with the old boot.
-                if let Some((_, h)) = agents.iter().rev().find(|(j, _)| *j == i) {
-                    h.abort();
-                }
-                tokio::time::sleep(Duration::from_millis(1100)).await;
-                let dir = work.path().join(format!("{i}-{resets}"));
-                std::fs::create_dir_all(&dir).unwrap();
-                agents.push((i, a.agent(m.mac, Path::new(&dir))));
-            }
-            if run_of(&a, m.task).await["state"] != "active" {
-                ended += 1;
-            }
-        }
-        if ended == machines.len() {
-            break;
-        }
-        assert!(Instant::now() < deadline, "runs not ended: {:?}", all_runs(&a, &machines).await);
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    for (_, h) in &agents {
-        h.abort();
-    }
+    boot_at_each_reset(&a, &machines).await;
 
     // tuned: EmbeddedSata written (ProcVirtualization was pending already and came with the
     // power-on; NumCores was set), restarted through the BMC, read back, on to the script.
@@ -162,6 +131,42 @@ async fn a_profile_s_bios_settings_are_written_restarted_into_and_read_back() {
     assert_eq!(run["step"]["step"], "bios", "{run}");
     assert!(error.contains("after the restart the BMC reports QuietBoot (wanted false, is true)"), "{error}");
     assert_eq!(*m.fake.resets.lock().unwrap(), ["On", "ForceRestart"]);
+}
+
+/// Each machine's BootOS: it boots when its BMC powers it on, and again at each restart,
+/// until every machine's run has ended (a minute at most).
+pub(crate) async fn boot_at_each_reset(a: &Appliance, machines: &[Machine]) {
+    let work = tempfile::tempdir().unwrap();
+    let mut agents: Vec<(usize, tokio::task::JoinHandle<()>)> = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let mut ended = 0;
+        for (i, m) in machines.iter().enumerate() {
+            let resets = m.fake.resets.lock().unwrap().len();
+            let booted = agents.iter().filter(|(j, _)| *j == i).count();
+            if resets > booted {
+                // A new boot: the old agent is gone with the old boot.
+                if let Some((_, h)) = agents.iter().rev().find(|(j, _)| *j == i) {
+                    h.abort();
+                }
+                tokio::time::sleep(Duration::from_millis(1100)).await;
+                let dir = work.path().join(format!("{i}-{resets}"));
+                std::fs::create_dir_all(&dir).unwrap();
+                agents.push((i, a.agent(m.mac, Path::new(&dir))));
+            }
+            if run_of(a, m.task).await["state"] != "active" {
+                ended += 1;
+            }
+        }
+        if ended == machines.len() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "runs not ended: {:?}", all_runs(a, machines).await);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    for (_, h) in &agents {
+        h.abort();
+    }
 }
 
 async fn all_runs(a: &Appliance, machines: &[Machine]) -> Vec<Value> {

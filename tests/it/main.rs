@@ -41,6 +41,7 @@ mod backup;
 mod bmc_api;
 mod bmc_bench;
 mod bmc_bios;
+mod bmc_certs;
 mod bmc_faults;
 mod bmc_inband;
 mod bmc_ipmi;

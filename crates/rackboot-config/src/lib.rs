@@ -224,6 +224,14 @@ impl TryFrom<WireConfig> for Config {
         }
         let tftp = TftpConfig::from_wire(tftp, &data_dir)?;
         let provision = ProvisionConfig::from_wire(provision, &data_dir, &tftp.root)?;
+        let https_boot = rackboot_model::bios::FirmwareCert::HttpsBoot;
+        if let Some(p) = provision.hardware_profiles.values().find(|p| p.firmware_certificates.contains(&https_boot)) {
+            anyhow::ensure!(
+                https.boot_listen.is_some(),
+                "hardware profile {} enrols the boot CA for HTTPS boot (\"https-boot\"): set https.boot_port",
+                p.name
+            );
+        }
         Ok(Config {
             data_dir,
             interface,
@@ -300,6 +308,19 @@ mod tests {
         let bios = &c.provision.hardware_profiles["r640"].bios;
         assert_eq!(bios["ProcTurboMode"], "Disabled");
         assert_eq!((bios["NumCores"].as_i64(), bios["QuietBoot"].as_bool()), (Some(8), Some(false)));
+        let certs = "[[provision.hardware_profiles]]\nname = \"gen10\"\nfirmware_certificates = [\"https-boot\", \"secure-boot-db\", \"https-boot\"]\n";
+        let e = Config::parse(certs).unwrap_err();
+        assert!(format!("{e:#}").contains("set https.boot_port"), "{e:#}");
+        let c = Config::parse(&format!("[https]\nboot_port = 8443\n{certs}")).unwrap();
+        use rackboot_model::bios::FirmwareCert::{HttpsBoot, SecureBootDb};
+        assert_eq!(
+            c.provision.hardware_profiles["gen10"].firmware_certificates,
+            [HttpsBoot, SecureBootDb],
+            "once each"
+        );
+        let e = Config::parse("[[provision.hardware_profiles]]\nname = \"x\"\nfirmware_certificates = [\"pk\"]")
+            .unwrap_err();
+        assert!(format!("{e:#}").contains("https-boot"), "{e:#}");
     }
 
     #[test]

@@ -85,6 +85,11 @@ pub struct HardwareProfile {
     /// then read back); a machine without a Redfish BMC fails the step.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub bios: rackboot_model::bios::Settings,
+    /// Certificates put into the firmware through the Redfish BMC in the same step:
+    /// `"https-boot"` (the boot CA, for HTTPS boot), `"secure-boot-db"` (BootOS's signing
+    /// certificate, into Secure Boot's db).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub firmware_certificates: Vec<rackboot_model::bios::FirmwareCert>,
 }
 
 /// Validated provisioning settings.
@@ -204,7 +209,9 @@ impl ProvisionConfig {
             answer_repos.insert(kind.to_string(), url);
         }
         let mut by_name = BTreeMap::new();
-        for p in hardware_profiles {
+        for mut p in hardware_profiles {
+            let mut seen = std::collections::BTreeSet::new();
+            p.firmware_certificates.retain(|c| seen.insert(*c));
             anyhow::ensure!(
                 rackboot_model::records::valid_hostname(&p.name),
                 "hardware profile name {:?} must be letters, digits and '-'",

@@ -77,6 +77,37 @@ pub fn describe(diff: &[(&str, &Value, Option<Value>)]) -> String {
         .join(", ")
 }
 
+/// A certificate the BIOS step puts into the machine's firmware through its BMC (a hardware
+/// profile's `firmware_certificates`), beside the attributes: it takes effect at the same
+/// restart and is read back after it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum FirmwareCert {
+    /// The boot CA, so the firmware's HTTPS boot trusts the boot listener.
+    HttpsBoot,
+    /// BootOS's signing certificate, into Secure Boot's `db`, so firmware enforcing Secure Boot
+    /// boots the appliance's signed image.
+    SecureBootDb,
+}
+
+impl FirmwareCert {
+    /// The name a hardware profile and the timeline use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FirmwareCert::HttpsBoot => "https-boot",
+            FirmwareCert::SecureBootDb => "secure-boot-db",
+        }
+    }
+
+    /// What it is, for messages.
+    pub fn describe(self) -> &'static str {
+        match self {
+            FirmwareCert::HttpsBoot => "the boot CA for HTTPS boot",
+            FirmwareCert::SecureBootDb => "BootOS's signing certificate in Secure Boot's db",
+        }
+    }
+}
+
 /// Where a run's BIOS step is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(tag = "phase", rename_all = "snake_case")]

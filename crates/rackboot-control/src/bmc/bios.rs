@@ -1,29 +1,53 @@
-//! BIOS settings through the power service: written (Redfish) under the same lock, cap,
-//! deadline and credential hold as power actions (the engine then restarts the machine into
-//! BootOS), and read back after it booted.
+//! BIOS settings and firmware certificates through the power service: written (Redfish) under
+//! the same lock, cap, deadline and credential hold as power actions (the engine then restarts
+//! the machine into BootOS), and read back after it booted.
 
 use super::power::PowerError;
 use super::{BmcError, Power};
-use rackboot_model::bios::{self, Settings};
+use rackboot_model::bios::{self, FirmwareCert, Settings};
 
 impl Power {
-    /// Writes the declared attributes that differ on machine `id`'s BMC; returns their names
-    /// (empty: all were set already). They apply at the next restart.
-    pub async fn bios_apply(&self, id: u64, want: &Settings) -> Result<Vec<String>, PowerError> {
-        let want = want.clone();
-        let (_, changed) = self.with_driver(id, "bios", |d| async move { d.bios_apply(&want).await }).await?;
+    /// Writes the declared attributes that differ on machine `id`'s BMC and puts in the
+    /// certificates its firmware lacks; returns what changed (empty: all were so already).
+    /// They apply at the next restart.
+    pub async fn bios_apply(
+        &self,
+        id: u64,
+        want: &Settings,
+        certs: &[(FirmwareCert, String)],
+    ) -> Result<Vec<String>, PowerError> {
+        let (want, certs) = (want.clone(), certs.to_vec());
+        let (_, changed) = self.with_driver(id, "bios", |d| async move { d.bios_apply(&want, &certs).await }).await?;
         Ok(changed)
     }
 
     /// Reads machine `id`'s firmware (kept on its BMC record) and names the declared
-    /// attributes it does not report as declared (empty: all are).
-    pub async fn bios_verify(&self, id: u64, want: &Settings) -> Result<String, PowerError> {
-        let report = self.firmware(id).await?;
-        let Some(current) = report.bios else {
-            let error = BmcError::Other("the BMC offers no Bios resource to read back".into());
-            return Err(PowerError::Bmc { machine: id, action: "bios", error });
-        };
-        Ok(bios::describe(&bios::differing(want, &current)))
+    /// attributes it does not report as declared and the certificates it lacks (empty: all
+    /// are as declared).
+    pub async fn bios_verify(
+        &self,
+        id: u64,
+        want: &Settings,
+        certs: &[(FirmwareCert, String)],
+    ) -> Result<String, PowerError> {
+        let mut differing = Vec::new();
+        if !want.is_empty() {
+            let report = self.firmware(id).await?;
+            let Some(current) = report.bios else {
+                let error = BmcError::Other("the BMC offers no Bios resource to read back".into());
+                return Err(PowerError::Bmc { machine: id, action: "bios", error });
+            };
+            let diff = bios::differing(want, &current);
+            if !diff.is_empty() {
+                differing.push(bios::describe(&diff));
+            }
+        }
+        if !certs.is_empty() {
+            let certs = certs.to_vec();
+            let (_, missing) = self.with_driver(id, "bios", |d| async move { d.certs_missing(&certs).await }).await?;
+            differing.extend(missing.iter().map(|c| format!("no {} ({})", c.describe(), c.as_str())));
+        }
+        Ok(differing.join(", "))
     }
 }
 

@@ -8,6 +8,7 @@ use super::ipmi::{self, Command};
 use super::model::{split_address, Bmc, PowerState, Protocol};
 use super::redfish::{BootOverride, Redfish, Reset};
 use super::BmcError;
+use rackboot_model::bios::{self, FirmwareCert};
 
 /// A power operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -141,13 +142,41 @@ impl Driver {
         }
     }
 
-    /// Writes the declared BIOS attributes that differ (Redfish only); their names.
-    pub async fn bios_apply(&self, want: &rackboot_model::bios::Settings) -> Result<Vec<String>, BmcError> {
-        match self {
-            Driver::Redfish(r) => r.bios_apply(want).await,
-            Driver::Ipmi { .. } => {
-                Err(BmcError::Other("IPMI has no BIOS attributes to set: set the machine's BMC as Redfish".into()))
+    /// Writes the declared BIOS attributes that differ, then puts in the certificates the
+    /// firmware lacks (Redfish only); what it changed (attribute names, `certificate <name>`).
+    pub async fn bios_apply(
+        &self,
+        want: &bios::Settings,
+        certs: &[(FirmwareCert, String)],
+    ) -> Result<Vec<String>, BmcError> {
+        let r = self.bios_redfish()?;
+        let mut changed = if want.is_empty() { Vec::new() } else { r.bios_apply(want).await? };
+        for (cert, pem) in certs {
+            if r.enrol(*cert, pem).await? {
+                changed.push(format!("certificate {}", cert.as_str()));
             }
+        }
+        Ok(changed)
+    }
+
+    /// The certificates of `certs` the firmware does not have (Redfish only).
+    pub async fn certs_missing(&self, certs: &[(FirmwareCert, String)]) -> Result<Vec<FirmwareCert>, BmcError> {
+        let r = self.bios_redfish()?;
+        let mut missing = Vec::new();
+        for (cert, pem) in certs {
+            if !r.enrolled(*cert, pem).await? {
+                missing.push(*cert);
+            }
+        }
+        Ok(missing)
+    }
+
+    fn bios_redfish(&self) -> Result<&Redfish, BmcError> {
+        match self {
+            Driver::Redfish(r) => Ok(r),
+            Driver::Ipmi { .. } => Err(BmcError::Other(
+                "IPMI has no BIOS attributes or firmware certificates to set: set the machine's BMC as Redfish".into(),
+            )),
         }
     }
 

@@ -22,6 +22,7 @@ use crate::cmdb::{now_ms, now_secs, InstallerBoot, MachineFilter, MachineState, 
 use crate::config::{HardwareProfile, ProvisionConfig};
 use crate::controller::Hub;
 use crate::render::Renderer;
+use rackboot_model::bios::FirmwareCert;
 
 /// How many passes may follow one another at once while runs keep moving.
 const MAX_QUICK_PASSES: u32 = 8;
@@ -40,6 +41,8 @@ pub struct Engine {
     /// The HTTP and HTTPS base URLs on the appliance's IPv6 address (dual-stack): a machine
     /// whose agent came in over IPv6 is given these.
     pub six: Option<(String, String)>,
+    /// The appliance's data directory (the certificates BIOS steps enrol).
+    data_dir: Option<std::path::PathBuf>,
     wake: Notify,
     passes: std::sync::atomic::AtomicU64,
     /// Powers machines with a BMC up (set once, at start).
@@ -78,6 +81,7 @@ impl Engine {
             agent_url,
             ca_pem,
             six: None,
+            data_dir: None,
             wake: Notify::new(),
             passes,
             power,
@@ -86,6 +90,11 @@ impl Engine {
             tools_sha,
             bios_outcomes: Arc::default(),
         }
+    }
+
+    /// Where the certificates BIOS steps enrol are kept (the appliance's data directory).
+    pub fn with_data_dir(self, data_dir: std::path::PathBuf) -> Engine {
+        Engine { data_dir: Some(data_dir), ..self }
     }
 
     /// The IPv6 base URLs (HTTP, HTTPS) for machines whose agents call in over IPv6.
@@ -309,22 +318,35 @@ impl Engine {
         let Some(power) = self.power.get().cloned() else { return };
         let (cmdb, vmedia) = (self.hub.cmdb.clone(), self.vmedia.get().cloned());
         let outcomes = self.bios_outcomes.clone();
+        let data_dir = self.data_dir.clone();
+        let pems = move |certs: &[FirmwareCert]| match &data_dir {
+            _ if certs.is_empty() => Ok(Vec::new()),
+            Some(dir) => super::firmware_certs::pems(dir, certs),
+            None => Err("this appliance has no data directory to enrol certificates from".to_string()),
+        };
         let failed =
             |e: crate::bmc::power::PowerError| BiosOutcome::Failed { last: !e.transient(), error: e.to_string() };
         tokio::spawn(async move {
-            let (at_ms, outcome) = match call {
-                BiosCall::Apply { settings, uefi, at_ms } => match power.bios_apply(mid, &settings).await {
-                    Ok(changed) if changed.is_empty() => (at_ms, BiosOutcome::Applied { changed, restarted_ms: 0 }),
-                    // The settings apply at the restart, into BootOS the machine's usual way.
-                    Ok(changed) => match into_bootos(&power, &cmdb, vmedia.as_deref(), mid, uefi).await {
-                        Ok(()) => (at_ms, BiosOutcome::Applied { changed, restarted_ms: now_ms() }),
-                        Err(error) => (at_ms, BiosOutcome::Failed { error, last: false }),
+            let (at_ms, outcome) = match pems(call.certificates()) {
+                // Nothing to enrol from: trying again cannot help.
+                Err(error) => (call.at_ms(), BiosOutcome::Failed { error, last: true }),
+                Ok(certs) => match call {
+                    BiosCall::Apply { settings, uefi, at_ms, .. } => match power
+                        .bios_apply(mid, &settings, &certs)
+                        .await
+                    {
+                        Ok(changed) if changed.is_empty() => (at_ms, BiosOutcome::Applied { changed, restarted_ms: 0 }),
+                        // The settings apply at the restart, into BootOS the machine's usual way.
+                        Ok(changed) => match into_bootos(&power, &cmdb, vmedia.as_deref(), mid, uefi).await {
+                            Ok(()) => (at_ms, BiosOutcome::Applied { changed, restarted_ms: now_ms() }),
+                            Err(error) => (at_ms, BiosOutcome::Failed { error, last: false }),
+                        },
+                        Err(e) => (at_ms, failed(e)),
                     },
-                    Err(e) => (at_ms, failed(e)),
-                },
-                BiosCall::Verify { settings, at_ms } => match power.bios_verify(mid, &settings).await {
-                    Ok(differing) => (at_ms, BiosOutcome::Verified { differing }),
-                    Err(e) => (at_ms, failed(e)),
+                    BiosCall::Verify { settings, at_ms, .. } => match power.bios_verify(mid, &settings, &certs).await {
+                        Ok(differing) => (at_ms, BiosOutcome::Verified { differing }),
+                        Err(e) => (at_ms, failed(e)),
+                    },
                 },
             };
             if let BiosOutcome::Failed { error, .. } = &outcome {

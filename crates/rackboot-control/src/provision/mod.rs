@@ -6,6 +6,7 @@
 pub mod action;
 pub mod decide;
 pub mod engine;
+pub mod firmware_certs;
 pub mod images;
 pub mod iperf;
 pub mod lifecycle;

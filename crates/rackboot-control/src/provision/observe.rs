@@ -50,13 +50,14 @@ impl Engine {
             redfish = bmc.protocol == crate::bmc::Protocol::Redfish;
             o.bmc_vmedia = bmc.boot_via == crate::bmc::model::BootVia::VirtualMedia;
         }
-        if let Some(p) = profile.filter(|p| !p.bios.is_empty()) {
+        if let Some(p) = profile.filter(|p| !p.bios.is_empty() || !p.firmware_certificates.is_empty()) {
             // The outcome of the call made for the run's current phase (another is stale).
             let outcome = run.bios.and_then(|phase| {
                 let outcomes = self.bios_outcomes.lock().expect("bios outcomes lock");
                 outcomes.get(&run.id).filter(|(at, _)| *at == phase.at_ms()).map(|(_, o)| o.clone())
             });
-            o.bios = Some(BiosObserved { settings: p.bios.clone(), redfish, outcome });
+            let (settings, certificates) = (p.bios.clone(), p.firmware_certificates.clone());
+            o.bios = Some(BiosObserved { settings, certificates, redfish, outcome });
         }
         o.profile_fits = profile
             .is_none_or(|p| profile_fits(&p.vendors, &p.models, machine.vendor.as_deref(), machine.model.as_deref()));

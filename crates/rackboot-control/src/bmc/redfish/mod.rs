@@ -5,6 +5,7 @@
 //! BMC has no sessions.
 
 pub mod bios;
+pub mod certs;
 pub mod firmware;
 pub mod http;
 pub mod tls;

@@ -1,5 +1,6 @@
-//! The BIOS step's decisions. The engine talks to the BMC in the background; the run keeps
-//! which phase it is in ([`BiosPhase`]), so a restart of the appliance resumes it:
+//! The BIOS step's decisions (the profile's attributes and firmware certificates). The engine
+//! talks to the BMC in the background; the run keeps which phase it is in ([`BiosPhase`]), so a
+//! restart of the appliance resumes it:
 //!
 //! | phase | when | next | effects |
 //! |---|---|---|---|
@@ -21,7 +22,7 @@ use super::{saved, Decision, Effect, Observed};
 use crate::cmdb::AgentRecord;
 use crate::provision::{Run, Task};
 use rackboot_agent::wire::AgentMode;
-use rackboot_model::bios::{BiosPhase, Settings};
+use rackboot_model::bios::{BiosPhase, FirmwareCert, Settings};
 
 /// How long a BMC call of the step may take before it counts as lost (an appliance restart
 /// loses a call in flight): each request under it has its own deadline.
@@ -31,6 +32,8 @@ pub const BMC_CALL_SECS: u64 = 300;
 #[derive(Debug, Clone, Default)]
 pub struct BiosObserved {
     pub settings: Settings,
+    /// The certificates the profile puts into the firmware.
+    pub certificates: Vec<FirmwareCert>,
     /// The machine's BMC speaks Redfish (only Redfish has BIOS attributes).
     pub redfish: bool,
     /// What the BMC call of the run's current phase came to, once it did.
@@ -52,10 +55,27 @@ pub enum BiosOutcome {
 /// A BMC call the engine makes for the step, in the background.
 #[derive(Debug, Clone, PartialEq)]
 pub enum BiosCall {
-    /// Write the settings that differ, then PXE once and restart.
-    Apply { settings: Settings, uefi: bool, at_ms: u64 },
-    /// Read the attributes back and compare.
-    Verify { settings: Settings, at_ms: u64 },
+    /// Write the settings that differ and the certificates the firmware lacks, then PXE once
+    /// and restart.
+    Apply { settings: Settings, certificates: Vec<FirmwareCert>, uefi: bool, at_ms: u64 },
+    /// Read the attributes and the certificates back and compare.
+    Verify { settings: Settings, certificates: Vec<FirmwareCert>, at_ms: u64 },
+}
+
+impl BiosCall {
+    /// The certificates the call puts in or reads back.
+    pub fn certificates(&self) -> &[FirmwareCert] {
+        match self {
+            BiosCall::Apply { certificates, .. } | BiosCall::Verify { certificates, .. } => certificates,
+        }
+    }
+
+    /// When the call was asked for (the phase it answers).
+    pub fn at_ms(&self) -> u64 {
+        match self {
+            BiosCall::Apply { at_ms, .. } | BiosCall::Verify { at_ms, .. } => *at_ms,
+        }
+    }
 }
 
 /// Decides a run at the BIOS step.
@@ -68,7 +88,7 @@ pub(super) fn step(mut next: Run, task: &Task, o: &Observed, agent: Option<&Agen
         next.advance(route, now);
         return saved(next, task, vec![]);
     };
-    let declares = format!("hardware profile {profile:?} declares BIOS settings");
+    let declares = format!("hardware profile {profile:?} declares BIOS settings or firmware certificates");
     let uefi = match (o.bmc_uefi, b.redfish) {
         (Some(uefi), true) => uefi,
         (None, _) => return fail(next, task, now, format!("{declares}, and the machine has no BMC to set them"), 0),
@@ -79,11 +99,13 @@ pub(super) fn step(mut next: Run, task: &Task, o: &Observed, agent: Option<&Agen
     let timeout_ms = spec.step_timeout_secs.saturating_mul(1000);
     let call_ms = timeout_ms.min(BMC_CALL_SECS * 1000);
     let retries = spec.retries;
-    let names: Vec<&String> = b.settings.keys().collect();
+    let mut names: Vec<String> = b.settings.keys().cloned().collect();
+    names.extend(b.certificates.iter().map(|c| format!("certificate {}", c.as_str())));
     let wait = |next: Run| Decision { run: next, effects: vec![] };
     let Some(phase) = next.bios else {
         next.bios = Some(BiosPhase::Apply { at_ms: now });
-        let call = BiosCall::Apply { settings: b.settings.clone(), uefi, at_ms: now };
+        let (settings, certificates) = (b.settings.clone(), b.certificates.clone());
+        let call = BiosCall::Apply { settings, certificates, uefi, at_ms: now };
         return phase_saved(next, task, vec![Effect::Bios(call)], json!({"bios": "apply", "attributes": names}));
     };
     let since = now.saturating_sub(phase.at_ms());
@@ -104,7 +126,8 @@ pub(super) fn step(mut next: Run, task: &Task, o: &Observed, agent: Option<&Agen
                 agent.is_some_and(|a| a.approved && a.mode == AgentMode::Bootos && a.enrolled_at >= at_ms / 1000);
             if back {
                 next.bios = Some(BiosPhase::Verify { at_ms: now });
-                let call = BiosCall::Verify { settings: b.settings.clone(), at_ms: now };
+                let (settings, certificates) = (b.settings.clone(), b.certificates.clone());
+                let call = BiosCall::Verify { settings, certificates, at_ms: now };
                 phase_saved(next, task, vec![Effect::Bios(call)], json!({"bios": "verify"}))
             } else if since > timeout_ms {
                 let why = format!(

@@ -8,7 +8,7 @@ use serde_json::json;
 use super::bios::{BiosCall, BiosObserved, BiosOutcome};
 use super::*;
 use crate::cmdb::{AgentRecord, Machine};
-use rackboot_model::bios::BiosPhase;
+use rackboot_model::bios::{BiosPhase, FirmwareCert};
 
 const NOW: u64 = 10_000_000_000;
 
@@ -30,7 +30,7 @@ fn seen(now: u64, redfish: bool, outcome: Option<BiosOutcome>) -> Observed {
         profile_fits: true,
         bmc_uefi: Some(true),
         configure_scripts: 1,
-        bios: Some(BiosObserved { settings, redfish, outcome }),
+        bios: Some(BiosObserved { settings, certificates: vec![FirmwareCert::HttpsBoot], redfish, outcome }),
         ..Default::default()
     }
 }
@@ -69,10 +69,13 @@ fn settings_are_written_the_machine_restarted_and_read_back() {
     let d = decide(&at_bios(), &t, &seen(NOW, true, None));
     assert_eq!(d.run.bios, Some(BiosPhase::Apply { at_ms: NOW }));
     match &d.effects[0] {
-        Effect::Bios(BiosCall::Apply { settings, uefi: true, at_ms: NOW }) => assert_eq!(settings.len(), 2),
+        Effect::Bios(BiosCall::Apply { settings, certificates, uefi: true, at_ms: NOW }) => {
+            assert_eq!((settings.len(), certificates.as_slice()), (2, [FirmwareCert::HttpsBoot].as_slice()))
+        }
         other => panic!("{other:?}"),
     }
     assert_eq!(event(&d)["bios"], "apply");
+    assert_eq!(event(&d)["attributes"], json!(["EmbeddedSata", "ProcTurboMode", "certificate https-boot"]));
     // Nothing heard yet: wait.
     assert!(decide(&d.run, &t, &seen(NOW + 1000, true, None)).effects.is_empty());
     // Written and restarted.

@@ -400,6 +400,9 @@ _rackboot() {
             rackboot__subcmd__help__subcmd__secureboot,export-cert)
                 cmd="rackboot__subcmd__help__subcmd__secureboot__subcmd__export__subcmd__cert"
                 ;;
+            rackboot__subcmd__help__subcmd__secureboot,rotate)
+                cmd="rackboot__subcmd__help__subcmd__secureboot__subcmd__rotate"
+                ;;
             rackboot__subcmd__help__subcmd__store,migrate)
                 cmd="rackboot__subcmd__help__subcmd__store__subcmd__migrate"
                 ;;
@@ -745,11 +748,17 @@ _rackboot() {
             rackboot__subcmd__secureboot,help)
                 cmd="rackboot__subcmd__secureboot__subcmd__help"
                 ;;
+            rackboot__subcmd__secureboot,rotate)
+                cmd="rackboot__subcmd__secureboot__subcmd__rotate"
+                ;;
             rackboot__subcmd__secureboot__subcmd__help,export-cert)
                 cmd="rackboot__subcmd__secureboot__subcmd__help__subcmd__export__subcmd__cert"
                 ;;
             rackboot__subcmd__secureboot__subcmd__help,help)
                 cmd="rackboot__subcmd__secureboot__subcmd__help__subcmd__help"
+                ;;
+            rackboot__subcmd__secureboot__subcmd__help,rotate)
+                cmd="rackboot__subcmd__secureboot__subcmd__help__subcmd__rotate"
                 ;;
             rackboot__subcmd__store,help)
                 cmd="rackboot__subcmd__store__subcmd__help"
@@ -2516,7 +2525,7 @@ _rackboot() {
             return 0
             ;;
         rackboot__subcmd__help__subcmd__secureboot)
-            opts="export-cert"
+            opts="export-cert rotate"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2530,6 +2539,20 @@ _rackboot() {
             return 0
             ;;
         rackboot__subcmd__help__subcmd__secureboot__subcmd__export__subcmd__cert)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rackboot__subcmd__help__subcmd__secureboot__subcmd__rotate)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -5120,7 +5143,7 @@ _rackboot() {
             return 0
             ;;
         rackboot__subcmd__secureboot)
-            opts="-h --help export-cert help"
+            opts="-h --help export-cert rotate help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -5134,7 +5157,7 @@ _rackboot() {
             return 0
             ;;
         rackboot__subcmd__secureboot__subcmd__export__subcmd__cert)
-            opts="-c -h --config --out --format --help"
+            opts="-c -h --config --out --format --previous --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -5164,7 +5187,7 @@ _rackboot() {
             return 0
             ;;
         rackboot__subcmd__secureboot__subcmd__help)
-            opts="export-cert help"
+            opts="export-cert rotate help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -5198,6 +5221,42 @@ _rackboot() {
                 return 0
             fi
             case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rackboot__subcmd__secureboot__subcmd__help__subcmd__rotate)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rackboot__subcmd__secureboot__subcmd__rotate)
+            opts="-c -h --config --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -c)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;

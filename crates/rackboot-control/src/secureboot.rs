@@ -17,6 +17,9 @@ use crate::secrets::Sealer;
 
 /// The certificate to enrol in firmware's `db` (PEM).
 pub const CERT: &str = "db.crt";
+/// The certificate of the key before the last rotation (PEM): still in machines' `db` until the
+/// operator removes it.
+pub const PREVIOUS_CERT: &str = "db.previous.crt";
 const SEALED_KEY: &str = "db.key.sealed";
 /// What the sealed key is bound to.
 const BOUND_TO: &str = "secureboot:db";
@@ -78,6 +81,28 @@ pub fn ensure(data_dir: &Path, sealer: &Sealer) -> anyhow::Result<SigningKey> {
     Ok(SigningKey { cert_pem: cert.pem(), key_pem })
 }
 
+/// Replaces the signing key with a new one: the old certificate is kept as
+/// [`PREVIOUS_CERT`], the old key is destroyed. Each step leaves a state [`ensure`] goes on
+/// from (a certificate without its key is made anew), so a crash midway loses nothing.
+pub fn rotate(data_dir: &Path, sealer: &Sealer) -> anyhow::Result<SigningKey> {
+    let dir = dir(data_dir);
+    let (cert_path, sealed_path) = (dir.join(CERT), dir.join(SEALED_KEY));
+    anyhow::ensure!(
+        cert_path.exists() && sealed_path.exists(),
+        "no Secure Boot key in {} to rotate: the appliance makes the first at start",
+        dir.display()
+    );
+    // Opens the old key first: a data key that cannot open it rotates nothing.
+    ensure(data_dir, sealer)?;
+    let previous = dir.join(PREVIOUS_CERT);
+    let staged = dir.join(format!("{PREVIOUS_CERT}.new"));
+    std::fs::copy(&cert_path, &staged).with_context(|| format!("copying {}", cert_path.display()))?;
+    std::fs::rename(&staged, &previous).with_context(|| format!("writing {}", previous.display()))?;
+    std::fs::remove_file(&sealed_path).with_context(|| format!("removing {}", sealed_path.display()))?;
+    std::fs::remove_file(&cert_path).with_context(|| format!("removing {}", cert_path.display()))?;
+    ensure(data_dir, sealer)
+}
+
 /// A memory file holding `bytes`, readable by a child as `/dev/fd/<fd>`.
 fn memory_file(name: &str, bytes: &[u8]) -> anyhow::Result<std::fs::File> {
     let fd = nix::sys::memfd::memfd_create(name, nix::sys::memfd::MFdFlags::empty())
@@ -124,6 +149,11 @@ mod tests {
         let sealed = std::fs::read_to_string(super::dir(dir.path()).join(SEALED_KEY)).unwrap();
         assert!(!sealed.contains("PRIVATE KEY") && sealed.starts_with("v1."), "sealed at rest");
         assert!(ensure(dir.path(), &Sealer::from_key(&[8u8; 32])).is_err(), "another data key opens nothing");
+        assert!(rotate(dir.path(), &Sealer::from_key(&[8u8; 32])).is_err(), "nor rotates");
+        let kept = std::fs::read_to_string(super::dir(dir.path()).join(SEALED_KEY)).unwrap();
+        assert_eq!(kept, sealed, "a refused rotation leaves the key");
+        let fresh = tempfile::tempdir().unwrap();
+        assert!(rotate(fresh.path(), &sealer).unwrap_err().to_string().contains("no Secure Boot key"));
         let stub = Path::new(rackboot_config::EFI_STUB);
         if !Path::new(SBSIGN).exists() || !stub.exists() {
             eprintln!("SKIPPED the signature: sbsigntool or systemd-boot-efi is missing");
@@ -137,5 +167,23 @@ mod tests {
         };
         assert!(verify(&signed), "sbverify refused the signed stub");
         assert!(!verify(stub), "sbverify accepted the unsigned stub");
+    }
+
+    #[test]
+    fn rotation_keeps_the_old_certificate_and_makes_a_new_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let sealer = Sealer::from_key(&[7u8; 32]);
+        let old = ensure(dir.path(), &sealer).unwrap();
+        let new = rotate(dir.path(), &sealer).unwrap();
+        assert_ne!(old.cert_pem, new.cert_pem);
+        assert_ne!(old.key_pem, new.key_pem);
+        let d = super::dir(dir.path());
+        assert_eq!(std::fs::read_to_string(d.join(PREVIOUS_CERT)).unwrap(), old.cert_pem);
+        assert_eq!(ensure(dir.path(), &sealer).unwrap().cert_pem, new.cert_pem, "the new one stays");
+        // A crash after the old key was removed: the next start makes a new one.
+        std::fs::remove_file(d.join(SEALED_KEY)).unwrap();
+        let after = ensure(dir.path(), &sealer).unwrap();
+        assert_ne!(after.cert_pem, new.cert_pem);
+        assert!(!std::fs::read_dir(&d).unwrap().any(|e| e.unwrap().file_name().to_string_lossy().ends_with(".new")));
     }
 }

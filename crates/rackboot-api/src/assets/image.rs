@@ -175,4 +175,33 @@ mod tests {
         let sections = crate::uki::sections(&again).unwrap();
         assert_eq!(sections.iter().find(|(n, _)| n == ".cmdline").unwrap().1, b"console=ttyS1 rackboot.nonce=tls\0");
     }
+
+    #[test]
+    fn a_rotated_key_signs_the_image_again() {
+        let (stub, sbsign) = (Path::new(crate::config::EFI_STUB), Path::new(crate::secureboot::SBSIGN));
+        if !stub.is_file() || !sbsign.exists() {
+            eprintln!("SKIPPED: systemd-boot-efi or sbsigntool is missing");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let (root, data) = (dir.path().join("boot"), dir.path().join("data"));
+        std::fs::create_dir_all(root.join("bootos")).unwrap();
+        std::fs::write(root.join("bootos/vmlinuz"), b"kernel").unwrap();
+        std::fs::write(root.join("bootos/initrd.img"), b"initrd").unwrap();
+        let line = ("bootos/vmlinuz", "bootos/initrd.img", "console=ttyS0");
+        let sealer = crate::secrets::Sealer::from_key(&[3u8; 32]);
+        let verifies = |cert: &str| {
+            let c = dir.path().join("cert.pem");
+            std::fs::write(&c, cert).unwrap();
+            let out = std::process::Command::new("sbverify").arg("--cert").arg(&c).arg(root.join(IMAGE_PATH)).output();
+            out.unwrap().status.success()
+        };
+        let old = crate::secureboot::ensure(&data, &sealer).unwrap();
+        ensure(&root, stub, line, Some((sbsign, &old))).unwrap().unwrap();
+        assert!(verifies(&old.cert_pem));
+        let new = crate::secureboot::rotate(&data, &sealer).unwrap();
+        ensure(&root, stub, line, Some((sbsign, &new))).unwrap().unwrap();
+        assert!(verifies(&new.cert_pem), "signed again with the new key");
+        assert!(!verifies(&old.cert_pem), "and no longer with the old one");
+    }
 }

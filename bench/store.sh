@@ -8,7 +8,7 @@
 #   2. API list latency with MACHINES machines (examples/cmdb_scale.rs) on both stores, the
 #      PostgreSQL one filled by `rackboot store migrate` from the embedded one (timed).
 #   3. DHCP pair failover: how long the standby takes to answer after the primary stops
-#      (tests/it/dhcp_pair.rs, takeover_secs = 2), three runs; and after kill -9 of the primary
+#      (tests/it/estate/dhcp_pair.rs, takeover_secs = 2), three runs; and after kill -9 of the primary
 #      under relayed load with real clients (tests/it/e2e/pair.rs), three runs.
 #
 #   bench/store.sh [MACHINES] [RATES...]     default 100000, rates 1000 2000 5000   (as root)
@@ -138,7 +138,7 @@ STORE_URL="$URL" STORE_SCHEMA=scale "$SCALE" measure "$WORK/scale" 2>&1 | grep -
 echo
 echo "== 3. DHCP pair failover (takeover_secs = 2; the primary's last beat is up to 1 s before it stops)"
 for i in 1 2 3; do
-  cargo test --release --locked --quiet --test it dhcp_pair:: -- --nocapture 2>&1 | grep "standby answered" || echo "run $i: failed"
+  cargo test --release --locked --quiet --test it estate::dhcp_pair:: -- --nocapture 2>&1 | grep "standby answered" || echo "run $i: failed"
 done
 echo "   kill -9 of the primary under relayed load (tests/it/e2e/pair.rs: dhcrelay, 6 dhclients, perfdhcp at 40/s):"
 for i in 1 2 3; do

@@ -4,7 +4,7 @@
 //! socket and starts the services over one core ([`service`]); `cli` is the command line,
 //! [`client`] the HTTP client it talks to the REST API with, [`watch`] the live event stream in
 //! a terminal. Everything else lives in the workspace's crates, bottom to top (ARCHITECTURE.md
-//! has the map; `tests/it/layers.rs` keeps a crate from naming one above it):
+//! has the map; `tests/it/house/layers.rs` keeps a crate from naming one above it):
 //!
 //! - `rackboot-base`: sockets, sealed secrets, constant-time compare, metrics, the clock, the
 //!   periodic loop, the TLS client config.

@@ -1,5 +1,5 @@
 # The test command's stages and background jobs, each under a time limit (sourced by
-# tools/test.sh; tests/it/test_command.rs drives it alone). Nothing here waits without a bound:
+# tools/test.sh; tests/it/house/test_command.rs drives it alone). Nothing here waits without a bound:
 #
 #   stage NAME LIMIT COMMAND...   runs COMMAND (under `set -e`) in a process group of its own,
 #                                 its output shown as it comes and kept in $HARNESS_DIR; prints

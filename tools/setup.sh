@@ -108,10 +108,10 @@ venv() {
 if [ $SETUP_LAB = 0 ]; then
   # The distributions' answer-file validators: pykickstart's ksvalidator (on PyPI only).
   venv venv '[ -x "$VALIDATORS/venv/bin/ksvalidator" ]' pykickstart==3.78
-  # schemathesis, the OpenAPI-driven API tester (tests/it/api_schemathesis.rs).
+  # schemathesis, the OpenAPI-driven API tester (tests/it/api/schemathesis.rs).
   venv st '[ -x "$VALIDATORS/st/bin/schemathesis" ]' schemathesis==4.32.5
 fi
-# sushy-tools, the Redfish BMC emulator (tests/it/bmc_sushy.rs runs `sushy-emulator --fake`), with
+# sushy-tools, the Redfish BMC emulator (tests/it/bmc/sushy.rs runs `sushy-emulator --fake`), with
 # libvirt-python for its libvirt driver (vm-lab/libvirt.sh: Redfish for the libvirt lab's VMs).
 if [ $SETUP_LAB = 0 ] || [ $SETUP_LIBVIRT = 1 ]; then
   sushy=(sushy-tools==2.2.0)

@@ -145,15 +145,16 @@ on_postgres() {
   trap 'tests/pg/cluster.sh stop "$PGLAB"' EXIT
   PGURL=$(tests/pg/cluster.sh start "$PGLAB")
   local skip=(--skip the_admin_files_work_and_an_old_token_file_survives_the_upgrade
-              --skip no_secret_reaches_the_log_or_any_answer --skip quarantine --skip store::tests --skip ui_
-              --skip shared_plugins)  # filters match substrings: plugins:: would take it, on its own cluster
+              --skip no_secret_reaches_the_log_or_any_answer --skip quarantine --skip schema::tests --skip ui::)
   # (Only these crates' unit tests open a CMDB: the others' would run the same again.)
   RACKBOOT_TEST_POSTGRES=$PGURL cargo test --locked -p rackboot-store -p rackboot-control -p rackboot-kv --lib -- "${skip[@]}"
   RACKBOOT_TEST_POSTGRES=$PGURL cargo test --locked --test it -- \
-    api:: api_contract:: dhcp_inprocess:: agent_inprocess:: agent_json:: racks:: users:: audit:: templates:: \
-    bmc_api:: plugins:: tls:: dns_inprocess:: kill9:: kill9_provision:: sigterm:: provision_image:: provision_installer:: \
-    plugin_agent:: boot_http:: lifecycle:: tang:: \
-    hostile::enroll_nonce:: hostile::conn_limits:: hostile::operator:: hostile::sightings::a_flood_of_boot_script \
+    api::basics:: api::contract:: api::racks:: api::users:: api::audit:: api::templates:: agent::inprocess:: \
+    agent::json:: agent::plugin:: bmc::api:: plugins::store:: protocols::dhcp:: protocols::dns:: protocols::tls:: \
+    protocols::boot_tls:: protocols::boot_http:: protocols::tang:: crash::kill9:: crash::kill9_provision:: \
+    crash::sigterm:: provision::image:: provision::installer:: provision::lifecycle:: hostile::plugins:: \
+    hostile::templates:: hostile::enroll_nonce:: hostile::conn_limits:: hostile::operator:: \
+    hostile::sightings::a_flood_of_boot_script \
     "${skip[@]}"
   tests/pg/cluster.sh stop "$PGLAB"; trap - EXIT
 }

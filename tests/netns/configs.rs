@@ -7,9 +7,9 @@ use std::path::Path;
 /// lab's VMs are emulated (TCG, QEMU 7.2), which keys its translations of guest code by virtual
 /// address: with address-space randomization every process BootOS starts (GRUB's tools in the
 /// layout step's chroot, mkfs, mdadm) translates its libraries afresh, and the pages that held
-/// those translations are slow to write again (BENCHMARKS.md, session 41). Real machines keep
-/// randomization: the product's built-in profile is not this one. Ends a config (an array
-/// table: a `[boot]` table may still follow).
+/// those translations are slow to write again (measured in session 41; BENCHMARKS.md's git
+/// history). Real machines keep randomization: the product's built-in profile is not this
+/// one. Ends a config (an array table: a `[boot]` table may still follow).
 pub fn lab_discovery() -> String {
     let p = rackboot_config::builtin_discovery();
     let arm = p.arm64.expect("the built-in discovery profile boots arm64 too");

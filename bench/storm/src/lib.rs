@@ -4,7 +4,7 @@
 //! command line), inventory and first long-poll — each from its own leased address, with the
 //! retry timers real clients use. The DHCP goes through one relay agent (the simulator plays it),
 //! as in a rack behind a leaf switch. `bench/storm.sh` runs it against a release rackboot and
-//! against dnsmasq + nginx for the stages they can serve; `tests/it/boot_storm.rs` runs 50 machines.
+//! against dnsmasq + nginx for the stages they can serve; `tests/it/protocols/boot_storm.rs` runs 50 machines.
 
 pub mod agent;
 pub mod dhcp;

@@ -4,38 +4,39 @@
 //! - [`controller`]: the agent controller's live side (long-poll wake-ups, credentials, output
 //!   followers, the lease sweeper).
 //! - [`provision`]: provisioning runs' engine and its decisions (the records are the model's).
-//! - [`bmc`]: machines' BMCs (Redfish, IPMI) and the power service.
+//! - [`bmc`]: the power service over machines' BMCs (the drivers are `rackboot-bmc`'s).
 //! - [`plugins`]: the plugin upload pipeline, the blob directory and reference resolving.
 //! - [`auth`]: roles, API tokens, passwords, the role table and the login rate limiter.
 //! - [`racks`]: the rack sweep and a rack's machines into a provisioning task.
-//! - [`windows`]: Windows media import, the SMB share, TFTP names and answer files.
-//! - [`proxy`]: the package proxy (squid) installing nodes reach their mirrors through.
+//! - [`integrations`]: webhooks, the package proxy (squid) and Windows media (import, the SMB
+//!   share, TFTP names, answer files); re-exported at the top under their own names.
 //! - [`child`]: the helper daemons rackboot runs (smbd, squid, iperf3): started, restarted, stopped.
-//! - [`tls`]: the appliance CA, its server certificate and the rustls server config.
-//! - [`webhooks`]: webhook subscriptions and their signed, ordered, resumable delivery.
-//! - [`tang`]: the Tang server encrypted volumes are bound to, key rotation and re-binding.
+//! - [`tls`]: the appliance CA, its server certificate and the rustls server config; the boot
+//!   CA and the boot listener's firmware-compatible TLS.
+//! - [`secureboot`]: the key BootOS's image is signed with.
 //! - [`vmedia`]: BootOS from a virtual CD where no DHCP answers: the ISO, its serving, its ejection.
 //!
-//! The lower crates are re-exported under the names the code above uses (`cmdb`, `config`, ...).
+//! The lower crates are re-exported under the names the code above uses (`cmdb`, `config`,
+//! `tang`, ...).
 
 pub use rackboot_base::{net, secrets};
 pub use rackboot_boot::{netcfg, planner, render, templates};
 pub use rackboot_config as config;
 pub use rackboot_model::{commission, jobs, mac};
 pub use rackboot_store as cmdb;
+pub use rackboot_tang as tang;
 pub use rackboot_tftp as tftp;
 
 pub mod auth;
 pub mod bmc;
 pub mod child;
 pub mod controller;
+pub mod integrations;
 pub mod plugins;
 pub mod provision;
-pub mod proxy;
 pub mod racks;
 pub mod secureboot;
-pub mod tang;
 pub mod tls;
 pub mod vmedia;
-pub mod webhooks;
-pub mod windows;
+
+pub use integrations::{proxy, webhooks, windows};

@@ -364,7 +364,7 @@ fn enroll_macs(req: &EnrollRequest) -> Result<(Option<Mac>, Vec<Mac>), CmdbError
 
 /// The address of a live lease `mac` holds, if any (a scan of the lease table: inventories are
 /// rare, and only those with a BMC MAC ask).
-fn lease_of(ctx: &mut super::writer::WriteCtx<'_>, mac: Mac) -> Result<Option<std::net::Ipv4Addr>, CmdbError> {
+fn lease_of(ctx: &mut super::store::WriteCtx<'_>, mac: Mac) -> Result<Option<std::net::Ipv4Addr>, CmdbError> {
     let now = now_secs();
     for row in ctx.t.leases.iter()? {
         let lease: super::model::Lease = super::store::decode(row?.1.value())?;

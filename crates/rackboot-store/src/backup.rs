@@ -161,7 +161,7 @@ async fn snapshot_of_postgres(db: super::kv::Db, dest: &Path) -> Result<Contents
     );
     let to = dest.to_path_buf();
     let made = tokio::task::spawn_blocking(move || {
-        let file = super::store::open_file(&to)?;
+        let file = super::schema::open_file(&to)?;
         super::copy::copy_store(&db, &file)?;
         drop(file);
         inspect(&to)
@@ -201,7 +201,7 @@ pub fn inspect(path: &Path) -> Result<Contents, CmdbError> {
     if !path.is_file() {
         return Err(CmdbError::NotFound(format!("{}: no such file", path.display())));
     }
-    let db = super::kv::Db::Redb(std::sync::Arc::new(store::open(path)?));
+    let db = super::kv::Db::Redb(std::sync::Arc::new(super::schema::open(path)?));
     let rtx = db.begin_read()?;
     let count = |n: Result<u64, CmdbError>| n;
     let schema = rtx.open_table(store::META)?.get(store::KEY_SCHEMA)?.map(|v| v.value()).unwrap_or(0);

@@ -12,8 +12,8 @@
 
 use super::index::Delta;
 use super::model::{Lease, LeaseState, Machine};
+use super::store::WriteCtx;
 use super::store::{scan, ACTIVE_JOBS, ACTIVE_RUNS, AGENTS, JOBS, JOB_OUTPUT, MACHINE_JOBS, MACHINE_RUNS, RUNS};
-use super::writer::WriteCtx;
 use super::{now_ms, now_secs, CmdbError};
 use rackboot_model::provision::{Run, RunState};
 

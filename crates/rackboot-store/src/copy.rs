@@ -194,15 +194,15 @@ mod tests {
         filled(&first).await;
         let middle_file = dir.path().join("middle.redb");
         let (there, back) = tokio::task::spawn_blocking(move || {
-            let src = crate::store::open_file(&first).unwrap();
+            let src = crate::schema::open_file(&first).unwrap();
             let middle = match crate::kv::pg::test_config() {
                 Some(cfg) => Db::open_postgres(&cfg).unwrap(),
-                None => crate::store::open_file(&middle_file).unwrap(),
+                None => crate::schema::open_file(&middle_file).unwrap(),
             };
             let there = copy_store(&src, &middle).unwrap();
             let refused = copy_store(&src, &middle).unwrap_err().to_string();
             assert!(refused.contains("not empty") && refused.contains("5 machines"), "{refused}");
-            let back = copy_store(&middle, &crate::store::open_file(&last).unwrap()).unwrap();
+            let back = copy_store(&middle, &crate::schema::open_file(&last).unwrap()).unwrap();
             (there, back)
         })
         .await

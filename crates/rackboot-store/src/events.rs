@@ -6,8 +6,7 @@ use std::sync::Arc;
 
 use super::index::Delta;
 use super::model::{Event, MachineState};
-use super::store::{decode, encode, EVENTS, EVENT_LOG};
-use super::writer::WriteCtx;
+use super::store::{decode, encode, WriteCtx, EVENTS, EVENT_LOG};
 use super::{now_ms, Cmdb, CmdbError};
 
 pub use rackboot_model::events::EventKind;
@@ -65,14 +64,6 @@ pub(super) fn state_of(ctx: &mut WriteCtx<'_>, machine_id: u64) -> Option<Machin
         Some(state) => *state,
         None => ctx.index.by_id(machine_id).map(|b| b.state),
     }
-}
-
-/// Each machine's state as the batch being written has left it, caught up with the batch's
-/// index changes on demand (a scan of them per event made a large batch quadratic).
-#[derive(Debug, Default)]
-pub struct PendingStates {
-    seen: usize,
-    state: std::collections::HashMap<u64, Option<MachineState>>,
 }
 
 /// Drops all but the newest `keep` events of a machine.

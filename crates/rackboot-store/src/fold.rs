@@ -11,7 +11,7 @@ use serde_json::Value;
 use super::events::EventKind;
 use super::model::Event;
 use super::store::decode;
-use super::writer::WriteCtx;
+use super::store::WriteCtx;
 use super::CmdbError;
 
 /// How many of a machine's newest events a repeat is looked for among.

@@ -57,7 +57,7 @@ pub(super) struct Running {
 
 impl Running {
     /// Wakes the follower (the caller has set its `stop`) and waits for it to end: a stop
-    /// takes no poll interval (SIGTERM's exit is bounded; see `tests/it/sigterm.rs`).
+    /// takes no poll interval (SIGTERM's exit is bounded; see `tests/it/crash/sigterm.rs`).
     pub fn join(self) {
         let _ = self.wake.send(());
         let _ = self.thread.join();

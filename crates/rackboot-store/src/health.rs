@@ -164,14 +164,14 @@ impl Storage {
                 return Err(self.unavailable("reads keep the file open"));
             }
         }
-        match super::store::open(&self.path) {
+        match super::schema::open(&self.path) {
             Ok(db) => {
                 *slot = Some(Db::Redb(Arc::new(db)));
                 Ok(())
             }
             Err(e) => {
                 // Back to something readers can use, so a failed reopen costs them nothing.
-                if let Ok(db) = super::store::open(&self.path) {
+                if let Ok(db) = super::schema::open(&self.path) {
                     *slot = Some(Db::Redb(Arc::new(db)));
                 }
                 Err(e)

@@ -7,8 +7,8 @@ use serde_json::json;
 
 use super::events::{push_event, EventKind};
 use super::model::Machine;
+use super::store::WriteCtx;
 use super::store::{decode, encode, ACTIVE_JOBS, JOBS, JOB_OUTPUT, KEY_NEXT_JOB, MACHINES, MACHINE_JOBS, META};
-use super::writer::WriteCtx;
 use super::{now_ms, Cmdb, CmdbError};
 use rackboot_model::jobs::{Job, JobState, NewJob};
 

@@ -77,8 +77,8 @@ impl Cmdb {
         &self,
         sighting: Sighting,
         events: Vec<(EventKind, serde_json::Value)>,
-        check: impl FnOnce(&super::writer::WriteCtx<'_>) -> Result<T, CmdbError> + Send + 'static,
-        put: impl FnOnce(&mut super::writer::WriteCtx<'_>, T) -> Result<(), CmdbError> + Send + 'static,
+        check: impl FnOnce(&super::store::WriteCtx<'_>) -> Result<T, CmdbError> + Send + 'static,
+        put: impl FnOnce(&mut super::store::WriteCtx<'_>, T) -> Result<(), CmdbError> + Send + 'static,
     ) -> Result<impl std::future::Future<Output = Result<(), CmdbError>> + Send + 'static, CmdbError> {
         if let Some(refused) = self.inner.storage.refusal() {
             return Err(refused);

@@ -5,8 +5,8 @@ use super::events::EventKind;
 use super::index::{Delta, LeaseBrief};
 use super::kv::{Def, ReadTx};
 use super::model::LeaseState;
+use super::store::WriteCtx;
 use super::store::{decode, encode};
-use super::writer::WriteCtx;
 use super::{now_secs, Cmdb, CmdbError, Sighting};
 use rackboot_model::lease6::Lease6;
 

@@ -31,9 +31,10 @@ mod profiles;
 mod provision;
 pub mod quarantine;
 mod racks;
+mod schema;
 mod store;
 mod tasks;
-pub use store::open_file;
+pub use schema::open_file;
 pub mod tang;
 mod templates;
 mod tokens;
@@ -64,6 +65,7 @@ pub use model::{
 };
 pub use nonces::{nonce_hash, NonceCheck};
 pub use provision::{MachineUpdate, NewRun};
+use store::WriteCtx;
 pub use templates::TemplateOverride;
 pub use tokens::{TokenCheck, TokenUse};
 pub use unclaimed::{Growth, DEFAULT_CAP as DEFAULT_UNCLAIMED_CAP};
@@ -72,7 +74,7 @@ pub use users::{
     MAX_TOKENS_PER_USER,
 };
 pub use whereabouts::peer_v4;
-use writer::{Completion, Job, WriteCtx};
+use writer::{Completion, Job};
 
 /// Jobs in one write batch at most on a shared (PostgreSQL) store.
 const SHARED_BATCH: usize = 256;

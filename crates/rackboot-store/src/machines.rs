@@ -5,8 +5,7 @@ use serde_json::json;
 use super::events::{append_event, push_event, state_of, EventKind};
 use super::index::{Brief, Delta, LeaseBrief};
 use super::model::{valid_hostname, Lease, Machine, MachinePatch, MachineState, NewMachine, Sighting};
-use super::store::{self, decode, encode, MACHINES};
-use super::writer::WriteCtx;
+use super::store::{self, decode, encode, Def, Record, WriteCtx, MACHINES};
 use super::{now_secs, Cmdb, CmdbError};
 use rackboot_model::mac::Mac;
 
@@ -308,6 +307,21 @@ pub(super) fn observe(
         }
     }
     Ok(())
+}
+
+/// Machines use the batch's open table, and a write also keeps the MAC rows and the index.
+impl Record for Machine {
+    const TABLE: Def<u64, &'static [u8]> = MACHINES;
+    const NAME: &'static str = "machine";
+    fn key(&self) -> u64 {
+        self.id
+    }
+    fn find_in(ctx: &WriteCtx<'_>, id: u64) -> Result<Option<Self>, CmdbError> {
+        store::find(&ctx.t.machines, id)
+    }
+    fn put_in(&self, ctx: &mut WriteCtx<'_>) -> Result<(), CmdbError> {
+        put_machine(ctx, self)
+    }
 }
 
 #[cfg(test)]

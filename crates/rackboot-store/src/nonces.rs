@@ -9,8 +9,8 @@ use super::kv::Def;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use super::store::WriteCtx;
 use super::store::{self, Record};
-use super::writer::WriteCtx;
 use super::{now_secs, Cmdb, CmdbError};
 use rackboot_base::secret::same_secret;
 use rackboot_model::mac::Mac;

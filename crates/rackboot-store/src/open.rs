@@ -16,7 +16,7 @@ impl Cmdb {
     /// else the file at `path`, and starts the writer thread.
     pub fn open_on(path: &Path, pg: Option<&kv::PgConfig>, commit_batch: usize) -> Result<Cmdb, CmdbError> {
         let Some(cfg) = pg else {
-            return Self::start(path, kv::Db::Redb(Arc::new(store::open(path)?)), commit_batch);
+            return Self::start(path, kv::Db::Redb(Arc::new(schema::open(path)?)), commit_batch);
         };
         // The PostgreSQL driver is waited on synchronously, which an async context forbids:
         // the opening runs on a thread of its own.

@@ -8,8 +8,8 @@ use serde_json::json;
 
 use super::events::push_event;
 use super::model::Machine;
+use super::store::WriteCtx;
 use super::store::{decode, encode, scan, EVENTS, MACHINES, RACKS};
-use super::writer::WriteCtx;
 use super::{now_secs, Cmdb, CmdbError};
 use rackboot_model::network;
 use rackboot_model::racks::flags::{self, Flag, MachineSummary, RackView};

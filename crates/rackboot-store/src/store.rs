@@ -1,16 +1,18 @@
-//! redb table definitions, record codecs, and opening (with schema migration) of the CMDB file.
+//! The store's ground: every core table's definition, the record codecs, and a write batch's
+//! context ([`WriteCtx`]) with its tables. It names no record module, so each of them can
+//! stand on it: `schema` opens and migrates the file, `writer` runs the batches, the record
+//! modules (machines, leases, jobs, ...) read and write through these.
 
-use std::path::Path;
-
-use redb::{Database, ReadableDatabase, ReadableTable, WriteTransaction};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 pub use super::kv::Def;
 use super::kv::Table;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use super::model::{AgentRecord, Machine, SCHEMA_VERSION};
-use super::writer::WriteCtx;
+use super::index::{Delta, Index};
+use super::kv::WriteTx;
+use super::model::{AgentRecord, Event, MachineState};
 use super::CmdbError;
 use rackboot_model::jobs::Job;
 use rackboot_model::provision::{Run, Task};
@@ -109,21 +111,6 @@ pub trait Record: Serialize + DeserializeOwned {
     }
 }
 
-/// Machines use the batch's open table, and a write also keeps the MAC rows and the index.
-impl Record for Machine {
-    const TABLE: Def<u64, &'static [u8]> = MACHINES;
-    const NAME: &'static str = "machine";
-    fn key(&self) -> u64 {
-        self.id
-    }
-    fn find_in(ctx: &WriteCtx<'_>, id: u64) -> Result<Option<Self>, CmdbError> {
-        find(&ctx.t.machines, id)
-    }
-    fn put_in(&self, ctx: &mut WriteCtx<'_>) -> Result<(), CmdbError> {
-        super::machines::put_machine(ctx, self)
-    }
-}
-
 impl Record for AgentRecord {
     const TABLE: Def<u64, &'static [u8]> = AGENTS;
     const NAME: &'static str = "agent of machine";
@@ -199,134 +186,85 @@ pub fn scan<K: super::kv::PgCols + redb::Key, T: serde::de::DeserializeOwned>(
     Ok(out)
 }
 
-/// The CMDB file at `path` (created or migrated to the current schema) as a store.
-pub fn open_file(path: &Path) -> Result<super::kv::Db, CmdbError> {
-    Ok(super::kv::Db::redb(open(path)?))
+/// The tables of one batch, opened once for every job in it (opening a table per write costs
+/// more than the write).
+pub struct Tables<'a> {
+    /// The batch's transaction, for tables off the hot path.
+    pub tx: &'a WriteTx,
+    pub machines: Table<'a, u64, &'static [u8]>,
+    pub macs: Table<'a, u64, u64>,
+    pub leases: Table<'a, u32, &'static [u8]>,
+    pub events: Table<'a, (u64, u64), &'static [u8]>,
+    pub event_log: Table<'a, u64, u64>,
 }
 
-/// Opens (or creates) the database file and brings its schema up to date.
-pub fn open(path: &Path) -> Result<Database, CmdbError> {
-    // The hot lookups are served by the in-memory index, so redb's page cache (1 GiB by default)
-    // can stay small and the appliance's footprint predictable.
-    let db = redb::Builder::new()
-        .set_cache_size(64 << 20)
-        .create(path)
-        .map_err(|e| CmdbError::Storage(format!("{}: {e}", path.display())))?;
-    // Credential hashes, tokens and the audit trail live here: owner only, also for a file an
-    // older rackboot created with the umask's mode.
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
-            .map_err(|e| CmdbError::Storage(format!("{}: setting mode 0600: {e}", path.display())))?;
+impl<'a> Tables<'a> {
+    pub(crate) fn open(tx: &'a WriteTx) -> Result<Self, CmdbError> {
+        Ok(Tables {
+            tx,
+            machines: tx.open_table(MACHINES)?,
+            macs: tx.open_table(MACS)?,
+            leases: tx.open_table(LEASES)?,
+            events: tx.open_table(EVENTS)?,
+            event_log: tx.open_table(EVENT_LOG)?,
+        })
     }
-    let found = {
-        let rtx = db.begin_read()?;
-        match rtx.open_table(META.redb) {
-            Ok(t) => t.get(KEY_SCHEMA)?.map(|v| v.value()).unwrap_or(0),
-            Err(redb::TableError::TableDoesNotExist(_)) => 0,
-            Err(e) => return Err(e.into()),
-        }
-    };
-    if found > SCHEMA_VERSION {
-        return Err(CmdbError::Storage(format!(
-            "{} has schema version {found}, newer than this rackboot ({SCHEMA_VERSION}); refusing to touch it",
-            path.display()
-        )));
-    }
-    if found < SCHEMA_VERSION {
-        let tx = db.begin_write()?;
-        migrate(&tx, found)?;
-        tx.commit()?;
-        tracing::info!(from = found, to = SCHEMA_VERSION, "migrated cmdb schema");
-    }
-    Ok(db)
 }
 
-/// Runs every migration step from `from` up to [`SCHEMA_VERSION`] inside one transaction, so a
-/// crash mid-migration leaves the old file untouched.
-fn migrate(tx: &WriteTransaction, from: u64) -> Result<(), CmdbError> {
-    let mut version = from;
-    while version < SCHEMA_VERSION {
-        match version {
-            // 0 -> 1: an empty (new) file gets its tables and counters.
-            0 => {
-                let mut meta = tx.open_table(META.redb)?;
-                meta.insert(KEY_NEXT_MACHINE, 1)?;
-                meta.insert(KEY_NEXT_EVENT, 1)?;
-                tx.open_table(MACHINES.redb)?;
-                tx.open_table(MACS.redb)?;
-                tx.open_table(LEASES.redb)?;
-                tx.open_table(EVENTS.redb)?;
-            }
-            // 1 -> 2: boot profiles can be defined through the API.
-            1 => {
-                tx.open_table(PROFILES.redb)?;
-            }
-            // 2 -> 3: the agent controller (agents, jobs, their output); machines may carry an
-            // inventory (an optional field, so their records need no rewrite).
-            2 => {
-                tx.open_table(AGENTS.redb)?;
-                tx.open_table(JOBS.redb)?;
-                tx.open_table(MACHINE_JOBS.redb)?;
-                tx.open_table(ACTIVE_JOBS.redb)?;
-                tx.open_table(JOB_OUTPUT.redb)?;
-            }
-            // 3 -> 4: provisioning tasks and their runs.
-            3 => {
-                tx.open_table(TASKS.redb)?;
-                tx.open_table(RUNS.redb)?;
-                tx.open_table(ACTIVE_RUNS.redb)?;
-            }
-            // 4 -> 5: a machine may carry the installer boot of its run (an optional field).
-            4 => {}
-            // 5 -> 6: the global event log, built from every stored event.
-            5 => {
-                let events = tx.open_table(EVENTS.redb)?;
-                let mut log = tx.open_table(EVENT_LOG.redb)?;
-                for row in events.iter()? {
-                    let (machine, seq) = row?.0.value();
-                    log.insert(seq, machine)?;
-                }
-            }
-            // 6 -> 7: users, their API tokens and the audit log.
-            6 => {
-                tx.open_table(USERS.redb)?;
-                tx.open_table(TOKENS.redb)?;
-                tx.open_table(AUDIT.redb)?;
-            }
-            // 7 -> 8: racks; machines may carry their rack, slot and placement (optional fields).
-            7 => {
-                tx.open_table(RACKS.redb)?;
-            }
-            // 8 -> 9: vendor plugins: trusted keys, versions, the active version of each.
-            8 => {
-                tx.open_table(PLUGIN_KEYS.redb)?;
-                tx.open_table(PLUGINS.redb)?;
-                tx.open_table(PLUGIN_ACTIVE.redb)?;
-            }
-            // 9 -> 10: machines' BMCs.
-            9 => {
-                tx.open_table(BMCS.redb)?;
-            }
-            // 10 -> 11: an index of each machine's runs, built from every stored run.
-            10 => {
-                let runs = tx.open_table(RUNS.redb)?;
-                let mut index = tx.open_table(MACHINE_RUNS.redb)?;
-                for row in runs.iter()? {
-                    let (k, v) = row?;
-                    let run: Run = decode(v.value())?;
-                    if let Some(m) = run.machine_id {
-                        index.insert((m, k.value()), ())?;
-                    }
-                }
-            }
-            v => return Err(CmdbError::Storage(format!("no migration from schema {v}"))),
-        }
-        version += 1;
-    }
-    tx.open_table(META.redb)?.insert(KEY_SCHEMA, SCHEMA_VERSION)?;
-    Ok(())
+/// What a job sees: the batch's tables, id counters, and index changes to apply on commit.
+pub struct WriteCtx<'a> {
+    pub t: Tables<'a>,
+    pub next_machine_id: &'a mut u64,
+    pub next_event_seq: &'a mut u64,
+    pub delta: &'a mut Vec<Delta>,
+    pub index: &'a Index,
+    /// Events written in this batch, published to stream subscribers once it commits.
+    pub published: &'a mut Vec<Event>,
+    /// What this batch did to the unclaimed-machine count (see [`super::unclaimed`]).
+    pub growth: BatchGrowth,
+    /// Machines' states as this batch has left them (see [`super::events::state_of`]).
+    pub states: PendingStates,
+    /// Whether the batch changed the racks (other appliances sharing the store reload theirs).
+    pub racks_changed: bool,
 }
 
-#[cfg(test)]
-mod tests;
+impl WriteCtx<'_> {
+    /// The record under `id` as this batch sees it, if any.
+    pub fn find<T: Record>(&self, id: u64) -> Result<Option<T>, CmdbError> {
+        T::find_in(self, id)
+    }
+
+    /// The record under `id` as this batch sees it; `NotFound` without one.
+    pub fn get<T: Record>(&self, id: u64) -> Result<T, CmdbError> {
+        self.find(id)?.ok_or_else(|| CmdbError::NotFound(format!("{} {id}", T::NAME)))
+    }
+
+    /// Stores a record in this batch.
+    pub fn put<T: Record>(&mut self, rec: &T) -> Result<(), CmdbError> {
+        rec.put_in(self)
+    }
+}
+
+/// What the batch being written did to the unclaimed count, caught up with the batch's index
+/// changes on each call: a batch holds thousands of new MACs under a flood, and rescanning its
+/// whole change list per new machine made the writer quadratic (it fell behind, its batches
+/// grew, and each grew slower still).
+#[derive(Debug, Default)]
+pub struct BatchGrowth {
+    /// Index changes already folded in.
+    pub(crate) seen: usize,
+    /// Unclaimed machines this batch created (not yet in the index), oldest first.
+    pub(crate) fresh: BTreeSet<u64>,
+    /// Indexed unclaimed machines this batch removed or claimed.
+    pub(crate) gone: HashSet<u64>,
+    /// Where the next look for an eviction candidate starts among the indexed ones.
+    pub(crate) cursor: u64,
+}
+
+/// Each machine's state as the batch being written has left it, caught up with the batch's
+/// index changes on demand (a scan of them per event made a large batch quadratic).
+#[derive(Debug, Default)]
+pub struct PendingStates {
+    pub(crate) seen: usize,
+    pub(crate) state: HashMap<u64, Option<MachineState>>,
+}

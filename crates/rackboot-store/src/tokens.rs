@@ -12,8 +12,8 @@ use serde::{Deserialize, Serialize};
 
 use super::kv::Def;
 use super::nonces::{nonce_hash, EarlierNonce};
+use super::store::WriteCtx;
 use super::store::{self, Record};
-use super::writer::WriteCtx;
 use super::{now_secs, Cmdb, CmdbError};
 use rackboot_model::mac::Mac;
 

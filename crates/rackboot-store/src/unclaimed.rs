@@ -5,7 +5,6 @@
 //! (`rackboot_cmdb_unclaimed_evicted_total`) and announced by a `cmdb.unclaimed_cap` event at
 //! most once a minute.
 
-use std::collections::{BTreeSet, HashSet};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use prometheus_client::metrics::counter::Counter;
@@ -16,8 +15,7 @@ use super::index::{is_unclaimed, Delta};
 use super::kv::Table;
 use super::model::{AgentRecord, Machine};
 use super::nonces::BOOT_NONCES;
-use super::store::{find, AGENTS, MACHINE_JOBS};
-use super::writer::WriteCtx;
+use super::store::{find, BatchGrowth, WriteCtx, AGENTS, MACHINE_JOBS};
 use super::{now_secs, CmdbError};
 
 pub use rackboot_model::records::DEFAULT_UNCLAIMED_CAP as DEFAULT_CAP;
@@ -44,22 +42,6 @@ impl Growth {
     pub fn set_cap(&self, cap: usize) {
         self.cap.store(cap.max(1), Ordering::Relaxed);
     }
-}
-
-/// What the batch being written did to the unclaimed count, caught up with the batch's index
-/// changes on each call: a batch holds thousands of new MACs under a flood, and rescanning its
-/// whole change list per new machine made the writer quadratic (it fell behind, its batches
-/// grew, and each grew slower still).
-#[derive(Debug, Default)]
-pub struct BatchGrowth {
-    /// Index changes already folded in.
-    seen: usize,
-    /// Unclaimed machines this batch created (not yet in the index), oldest first.
-    fresh: BTreeSet<u64>,
-    /// Indexed unclaimed machines this batch removed or claimed.
-    gone: HashSet<u64>,
-    /// Where the next look for an eviction candidate starts among the indexed ones.
-    cursor: u64,
 }
 
 impl BatchGrowth {

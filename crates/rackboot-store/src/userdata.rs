@@ -38,14 +38,14 @@ pub struct UserData {
 }
 
 /// Stores `owner`'s user-data inside a write (a task's, with the task).
-pub(super) fn put_in(ctx: &mut super::writer::WriteCtx<'_>, owner: &Owner, text: String) -> Result<(), CmdbError> {
+pub(super) fn put_in(ctx: &mut super::store::WriteCtx<'_>, owner: &Owner, text: String) -> Result<(), CmdbError> {
     let value = encode(&UserData { text, changed_at: now_secs() });
     ctx.t.tx.open_table(USER_DATA)?.insert(owner.key().as_str(), value.as_slice())?;
     Ok(())
 }
 
 /// Removes `owner`'s user-data inside a write (a machine's goes with the machine).
-pub(super) fn remove_in(ctx: &mut super::writer::WriteCtx<'_>, owner: &Owner) -> Result<(), CmdbError> {
+pub(super) fn remove_in(ctx: &mut super::store::WriteCtx<'_>, owner: &Owner) -> Result<(), CmdbError> {
     ctx.t.tx.open_table(USER_DATA)?.remove(owner.key().as_str())?;
     Ok(())
 }

@@ -3,71 +3,12 @@
 
 use std::sync::{Arc, RwLock};
 
-use super::kv::{Db, Table, WriteTx};
+use super::kv::{Db, WriteTx};
 
 use super::index::{Delta, Index};
 use super::model::Event;
-use super::store::{Record, EVENTS, EVENT_LOG, KEY_NEXT_EVENT, KEY_NEXT_MACHINE, LEASES, MACHINES, MACS, META};
+use super::store::{Tables, WriteCtx, KEY_NEXT_EVENT, KEY_NEXT_MACHINE, META};
 use super::CmdbError;
-
-/// The tables of one batch, opened once for every job in it (opening a table per write costs
-/// more than the write).
-pub struct Tables<'a> {
-    /// The batch's transaction, for tables off the hot path.
-    pub tx: &'a WriteTx,
-    pub machines: Table<'a, u64, &'static [u8]>,
-    pub macs: Table<'a, u64, u64>,
-    pub leases: Table<'a, u32, &'static [u8]>,
-    pub events: Table<'a, (u64, u64), &'static [u8]>,
-    pub event_log: Table<'a, u64, u64>,
-}
-
-impl<'a> Tables<'a> {
-    fn open(tx: &'a WriteTx) -> Result<Self, CmdbError> {
-        Ok(Tables {
-            tx,
-            machines: tx.open_table(MACHINES)?,
-            macs: tx.open_table(MACS)?,
-            leases: tx.open_table(LEASES)?,
-            events: tx.open_table(EVENTS)?,
-            event_log: tx.open_table(EVENT_LOG)?,
-        })
-    }
-}
-
-/// What a job sees: the batch's tables, id counters, and index changes to apply on commit.
-pub struct WriteCtx<'a> {
-    pub t: Tables<'a>,
-    pub next_machine_id: &'a mut u64,
-    pub next_event_seq: &'a mut u64,
-    pub delta: &'a mut Vec<Delta>,
-    pub index: &'a Index,
-    /// Events written in this batch, published to stream subscribers once it commits.
-    pub published: &'a mut Vec<Event>,
-    /// What this batch did to the unclaimed-machine count (see [`super::unclaimed`]).
-    pub growth: super::unclaimed::BatchGrowth,
-    /// Machines' states as this batch has left them (see [`super::events::state_of`]).
-    pub states: super::events::PendingStates,
-    /// Whether the batch changed the racks (other appliances sharing the store reload theirs).
-    pub racks_changed: bool,
-}
-
-impl WriteCtx<'_> {
-    /// The record under `id` as this batch sees it, if any.
-    pub fn find<T: Record>(&self, id: u64) -> Result<Option<T>, CmdbError> {
-        T::find_in(self, id)
-    }
-
-    /// The record under `id` as this batch sees it; `NotFound` without one.
-    pub fn get<T: Record>(&self, id: u64) -> Result<T, CmdbError> {
-        self.find(id)?.ok_or_else(|| CmdbError::NotFound(format!("{} {id}", T::NAME)))
-    }
-
-    /// Stores a record in this batch.
-    pub fn put<T: Record>(&mut self, rec: &T) -> Result<(), CmdbError> {
-        rec.put_in(self)
-    }
-}
 
 /// Called once the batch holding a job has committed (or failed to).
 pub type Completion = Box<dyn FnOnce(Result<(), CmdbError>) + Send>;

@@ -234,7 +234,7 @@ impl Power {
     fn settings(&self) -> Settings {
         Settings {
             timeout: self.cfg.request_timeout,
-            ca_pem: self.ca_pem.clone(),
+            tls: tls_for(self.ca_pem.clone()),
             ipmitool: self.cfg.ipmitool.clone(),
             cipher_suite: self.cfg.ipmi_cipher_suite,
         }
@@ -356,4 +356,16 @@ pub async fn serve(power: Arc<Power>, shutdown: CancellationToken) -> anyhow::Re
             });
         }
     }
+}
+
+/// The TLS client config for a Redfish BMC's policy: a pinned certificate (SHA-256 of its DER,
+/// signatures still checked), the appliance CA, or anything (`insecure`).
+fn tls_for(ca_pem: String) -> crate::bmc::driver::TlsFor {
+    Arc::new(move |policy: &crate::bmc::TlsPolicy| match policy {
+        crate::bmc::TlsPolicy::Ca => crate::tls::client_config(ca_pem.as_bytes()),
+        crate::bmc::TlsPolicy::Fingerprint { sha256 } => {
+            crate::tls::pinned::client_config(Some(sha256.clone()), "the BMC")
+        }
+        crate::bmc::TlsPolicy::Insecure => crate::tls::pinned::client_config(None, "the BMC"),
+    })
 }

@@ -4,7 +4,7 @@
 //! at once (each agent holds its bundle in memory, as the real one does: 100 x 100 MB would be
 //! 10 GB here).
 //!
-//!   RACKBOOT_BENCH=1 cargo test --release --test plugins_bench -- --nocapture
+//!   RACKBOOT_BENCH=1 cargo test --release --test it plugins::bench:: -- --nocapture
 
 use std::time::{Duration, Instant};
 
@@ -50,7 +50,9 @@ fn big_bundle(name: &str, size: usize) -> Vec<u8> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn upload_100_mb_and_deliver_to_100_agents() {
     if std::env::var_os("RACKBOOT_BENCH").is_none() {
-        eprintln!("SKIPPED: a benchmark (RACKBOOT_BENCH=1 cargo test --release --test plugins_bench -- --nocapture)");
+        eprintln!(
+            "SKIPPED: a benchmark (RACKBOOT_BENCH=1 cargo test --release --test it plugins::bench:: -- --nocapture)"
+        );
         return;
     }
     if !have_minisign() {

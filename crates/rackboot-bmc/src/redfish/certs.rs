@@ -21,7 +21,7 @@ use sha2::{Digest, Sha256};
 
 use super::firmware::link;
 use super::Redfish;
-use crate::bmc::BmcError;
+use crate::BmcError;
 use rackboot_model::bios::FirmwareCert;
 
 /// Members of a certificate collection read, at most.

@@ -8,8 +8,8 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::model::PowerState;
-use super::BmcError;
+use crate::model::PowerState;
+use crate::BmcError;
 
 /// An ipmitool chassis command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -85,7 +85,7 @@ async fn the_seed_answers_only_the_machine_and_user_data_is_kept_out_of_sight() 
     let (st, empty) = seed(&a, A, &ta, "user-data").await;
     assert_eq!((st, empty.as_str()), (200, "#cloud-config\n{}\n"));
     // cloud-init asks for vendor-data too, and retries a missing one ten times, a second apart
-    // (BENCHMARKS.md, session 37): it is answered, empty.
+    // (measured in session 37: BENCHMARKS.md in git): it is answered, empty.
     let (st, vendor) = seed(&a, A, &ta, "vendor-data").await;
     assert_eq!((st, vendor.as_str()), (200, "#cloud-config\n{}\n"));
 

@@ -20,6 +20,8 @@ const FLOORS: &[(&str, u8)] = &[
     ("rackboot-dns", 6),
     ("rackboot-tftp", 6),
     ("rackboot-http", 6),
+    ("rackboot-bmc", 6),
+    ("rackboot-tang", 6),
     ("rackboot-control", 7),
     ("rackboot-api", 8),
     ("rackboot-ui", 9),
@@ -29,7 +31,7 @@ const FLOORS: &[(&str, u8)] = &[
 
 fn floor(name: &str) -> u8 {
     FLOORS.iter().find(|(n, _)| *n == name).map(|(_, f)| *f).unwrap_or_else(|| {
-        panic!("crate {name} has no floor: add it to FLOORS in tests/it/layers.rs (and to ARCHITECTURE.md)")
+        panic!("crate {name} has no floor: add it to FLOORS in tests/it/house/layers.rs (and to ARCHITECTURE.md)")
     })
 }
 

@@ -9,7 +9,7 @@ use serde_json::{json, Map, Value};
 
 use super::firmware::link;
 use super::Redfish;
-use crate::bmc::BmcError;
+use crate::BmcError;
 use rackboot_model::bios::{self, Settings};
 use rackboot_model::firmware;
 

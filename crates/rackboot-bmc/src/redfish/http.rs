@@ -9,7 +9,7 @@ use hyper::body::Bytes;
 use hyper::{Method, Request, StatusCode};
 use hyper_util::rt::TokioIo;
 
-use crate::bmc::BmcError;
+use crate::BmcError;
 
 /// Redirects followed per request.
 pub const MAX_REDIRECTS: usize = 5;

@@ -128,7 +128,7 @@ async fn openapi_health_and_metrics_are_served() {
     assert_eq!(all[0]["https_base"], format!("https://{https}"), "{list}");
     assert_eq!(all[0]["version"], env!("CARGO_PKG_VERSION"));
     let addr = lab.app.as_ref().unwrap().http_addr;
-    // The lab's boot directory is empty: /healthz says what is missing (tests/it/assets.rs has more).
+    // The lab's boot directory is empty: /healthz says what is missing (tests/it/api/assets.rs has more).
     let health = http_get(addr, "/healthz").await;
     assert!(health.starts_with("HTTP/1.0 503") && health.contains("undionly.kpxe"), "{health}");
     four_way(&lab, [0x52, 0x54, 0, 0, 7, 1], 1).await;
@@ -153,7 +153,7 @@ async fn openapi_health_and_metrics_are_served() {
         // Every metric the shipped alert rules and dashboard name is one rackboot exports: in this
         // scrape, or (a labelled family shows nothing until its first sample, e.g. a packet
         // panic) registered by name in the exporter.
-        let exporter = include_str!("../../crates/rackboot-base/src/metrics.rs");
+        let exporter = include_str!("../../../crates/rackboot-base/src/metrics.rs");
         for file in ["rackboot-rules.yml", "rackboot-dashboard.json"] {
             let text = std::fs::read_to_string(format!("{}/dist/prometheus/{file}", env!("CARGO_MANIFEST_DIR")))?;
             let names: std::collections::BTreeSet<&str> = text

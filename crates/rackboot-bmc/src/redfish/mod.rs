@@ -8,7 +8,6 @@ pub mod bios;
 pub mod certs;
 pub mod firmware;
 pub mod http;
-pub mod tls;
 pub mod vmedia;
 
 use std::sync::Arc;
@@ -17,8 +16,8 @@ use std::time::Duration;
 use hyper::Method;
 use serde_json::{json, Value};
 
-use super::model::{PowerState, TlsPolicy};
-use super::BmcError;
+use crate::model::PowerState;
+use crate::BmcError;
 use http::Endpoint;
 
 /// A Redfish reset type (`ResetType`).
@@ -72,8 +71,8 @@ pub struct Target<'a> {
     pub port: u16,
     pub username: &'a str,
     pub password: &'a str,
-    pub tls: &'a TlsPolicy,
-    pub ca_pem: &'a str,
+    /// The client config for the BMC's TLS policy (the caller's: pin, CA or none).
+    pub tls: Arc<rustls::ClientConfig>,
     pub system_id: Option<&'a str>,
     pub timeout: Duration,
 }
@@ -81,13 +80,8 @@ pub struct Target<'a> {
 impl Redfish {
     /// Logs in and finds the system.
     pub async fn connect(t: Target<'_>) -> Result<Redfish, BmcError> {
-        let config = tls::client_config(t.tls, t.ca_pem).map_err(|e| BmcError::Tls(format!("{e:#}")))?;
-        let ep = Endpoint {
-            host: t.host,
-            port: t.port,
-            tls: tokio_rustls::TlsConnector::from(Arc::new(config)),
-            timeout: t.timeout,
-        };
+        let ep =
+            Endpoint { host: t.host, port: t.port, tls: tokio_rustls::TlsConnector::from(t.tls), timeout: t.timeout };
         let auth = login(&ep, t.username, t.password).await?;
         let mut rf = Redfish { ep, auth, system: String::new(), reset_target: None, allowed: None };
         if let Err(e) = rf.find_system(t.system_id).await {

@@ -8,7 +8,7 @@ use serde_json::json;
 
 use super::firmware::link;
 use super::Redfish;
-use crate::bmc::BmcError;
+use crate::BmcError;
 
 /// The system's virtual CD.
 #[derive(Debug, Clone, PartialEq)]

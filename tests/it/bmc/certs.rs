@@ -13,7 +13,7 @@ use std::time::Duration;
 use hyper::Method;
 use serde_json::{json, Value};
 
-use crate::bmc_bios::{boot_at_each_reset, events, run_of, Machine};
+use super::bios::{boot_at_each_reset, events, run_of, Machine};
 use crate::bmc_fake::{self, Mode};
 use crate::common::appliance::Appliance;
 

@@ -4,7 +4,7 @@
 //! the power service with its caps on: actions per second and the latency p50/p99 of one action,
 //! and the most sessions the BMCs saw open at once (never above the cap, one per BMC).
 //!
-//!   BMCS=200 CAP=16 ROUNDS=3 LATENCY_MS=20 cargo test --release --test bmc_bench -- --nocapture
+//!   BMCS=200 CAP=16 ROUNDS=3 LATENCY_MS=20 cargo test --release --test it bmc::bench:: -- --nocapture
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;

@@ -2,12 +2,13 @@
 //! to Redfish reset types or ipmitool chassis commands.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
-use super::ipmi::{self, Command};
-use super::model::{split_address, Bmc, PowerState, Protocol};
-use super::redfish::{BootOverride, Redfish, Reset};
-use super::BmcError;
+use crate::ipmi::{self, Command};
+use crate::model::{split_address, Bmc, PowerState, Protocol, TlsPolicy};
+use crate::redfish::{BootOverride, Redfish, Reset};
+use crate::BmcError;
 use rackboot_model::bios::{self, FirmwareCert};
 
 /// A power operation.
@@ -21,10 +22,14 @@ pub enum Op {
     Restart,
 }
 
+/// Builds the TLS client config for a Redfish BMC's policy (a pinned certificate, the
+/// appliance CA, or none): the caller's, which holds the CA.
+pub type TlsFor = Arc<dyn Fn(&TlsPolicy) -> anyhow::Result<rustls::ClientConfig> + Send + Sync>;
+
 /// What a driver needs besides the record.
 pub struct Settings {
     pub timeout: Duration,
-    pub ca_pem: String,
+    pub tls: TlsFor,
     pub ipmitool: PathBuf,
     pub cipher_suite: u8,
 }
@@ -43,13 +48,12 @@ impl Driver {
             .ok_or_else(|| BmcError::Other(format!("bad BMC address {:?}", b.address)))?;
         Ok(match b.protocol {
             Protocol::Redfish => Driver::Redfish(
-                Redfish::connect(super::redfish::Target {
+                Redfish::connect(crate::redfish::Target {
                     host,
                     port,
                     username: &b.username,
                     password,
-                    tls: &b.tls,
-                    ca_pem: &s.ca_pem,
+                    tls: Arc::new((s.tls)(&b.tls).map_err(|e| BmcError::Tls(format!("{e:#}")))?),
                     system_id: b.system_id.as_deref(),
                     timeout: s.timeout,
                 })

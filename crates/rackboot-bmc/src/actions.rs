@@ -6,10 +6,10 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::driver::{Driver, Op};
-use super::model::{PowerAction, PowerState};
-use super::redfish::BootOverride;
-use super::BmcError;
+use crate::driver::{Driver, Op};
+use crate::model::{PowerAction, PowerState};
+use crate::redfish::BootOverride;
+use crate::BmcError;
 
 /// How hard to try.
 #[derive(Debug, Clone, Copy)]

@@ -7,7 +7,7 @@ use hyper::Method;
 use serde_json::Value;
 
 use super::Redfish;
-use crate::bmc::BmcError;
+use crate::BmcError;
 use rackboot_model::firmware::{self, FirmwareItem, FirmwareReport, MAX_INVENTORY};
 
 /// A link in a Redfish answer (`{"@odata.id": ...}`), when it is a path on this BMC.

@@ -1,4 +1,5 @@
-//! The appliance's Tang server: the keys encrypted volumes are bound to with Clevis, so they
+//! The appliance's Tang server (a service crate like DNS or TFTP; the API mounts its two
+//! routes): the keys encrypted volumes are bound to with Clevis, so they
 //! unlock at boot only while the appliance answers (network-bound disk encryption).
 //!
 //! - [`jose`]: the protocol's cryptography (JWKs, thumbprints, the signed advertisement, the
@@ -12,6 +13,12 @@
 
 pub mod jose;
 pub mod rebind;
+
+// The lower crates under the names the code uses (as in the control crate).
+use rackboot_base::secrets;
+use rackboot_config as config;
+use rackboot_model::jobs;
+use rackboot_store as cmdb;
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

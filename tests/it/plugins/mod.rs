@@ -1,0 +1,5 @@
+//! Vendor plugins: the store, a shared store, the bench.
+
+mod bench;
+mod shared;
+mod store;

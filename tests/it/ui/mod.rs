@@ -1,0 +1,11 @@
+//! The web UI: pages rendered, and Chromium through WebDriver.
+
+mod bmc;
+mod browser;
+mod charts;
+mod pages;
+mod plugins;
+mod power;
+mod provisioning;
+mod racks;
+mod templates;

@@ -191,10 +191,18 @@ pub fn msg(kind: MessageType, mac: [u8; 6], xid: u32) -> Message {
 /// A DISCOVER as a rack's switch relays it: option 82 naming the port (circuit id) and the
 /// switch (remote id).
 pub fn relayed(mac: [u8; 6], xid: u32, port: &str, switch: &str) -> Message {
+    relayed_bytes(mac, xid, port.as_bytes(), Some(switch.as_bytes()))
+}
+
+/// A relayed DISCOVER with option 82's sub-options as the switch puts them on the wire (a
+/// typed Cisco circuit id, a MAC as six bytes, or no remote id).
+pub fn relayed_bytes(mac: [u8; 6], xid: u32, circuit: &[u8], remote: Option<&[u8]>) -> Message {
     let mut d = msg(MessageType::Discover, mac, xid);
     let mut info = v4::relay::RelayAgentInformation::default();
-    info.insert(v4::relay::RelayInfo::AgentCircuitId(port.as_bytes().to_vec()));
-    info.insert(v4::relay::RelayInfo::AgentRemoteId(switch.as_bytes().to_vec()));
+    info.insert(v4::relay::RelayInfo::AgentCircuitId(circuit.to_vec()));
+    if let Some(remote) = remote {
+        info.insert(v4::relay::RelayInfo::AgentRemoteId(remote.to_vec()));
+    }
     d.opts_mut().insert(DhcpOption::RelayAgentInformation(info));
     d
 }

@@ -45,15 +45,26 @@ pub fn parse(frame: &[u8], interface: &str) -> Option<LldpNeighbor> {
     (!n.chassis_id.is_empty() && !n.port_id.is_empty()).then_some(n)
 }
 
-/// Chassis subtype 4 and port subtype 3 are MAC addresses; 5 (chassis) is a network address;
-/// the rest are text.
+/// Chassis subtype 4 and port subtype 3 are MAC addresses; chassis subtype 5 and port subtype 4
+/// are network addresses (an IANA family, 1 IPv4 or 2 IPv6, then the address); the rest
+/// (interface name, interface alias, local, components) are text.
 fn id_value(kind: u16, subtype: u8, v: &[u8]) -> String {
     let is_mac = (kind == 1 && subtype == 4) || (kind == 2 && subtype == 3);
     if is_mac && v.len() == 6 {
         return v.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":");
     }
-    if kind == 1 && subtype == 5 && v.len() == 5 && v[0] == 1 {
-        return format!("{}.{}.{}.{}", v[1], v[2], v[3], v[4]);
+    let is_address = (kind == 1 && subtype == 5) || (kind == 2 && subtype == 4);
+    if is_address {
+        if let Ok(a) = <[u8; 4]>::try_from(v.get(1..).unwrap_or_default()).map(std::net::Ipv4Addr::from) {
+            if v[0] == 1 {
+                return a.to_string();
+            }
+        }
+        if let Ok(a) = <[u8; 16]>::try_from(v.get(1..).unwrap_or_default()).map(std::net::Ipv6Addr::from) {
+            if v[0] == 2 {
+                return a.to_string();
+            }
+        }
     }
     text(v)
 }
@@ -175,6 +186,30 @@ mod tests {
             assert_eq!(n.port_description.as_deref(), Some("to node7 eth0"));
             assert_eq!(n.interface, "eth0");
         }
+    }
+
+    #[test]
+    fn each_id_subtype_reads_as_the_switch_means_it() {
+        let ids = |chassis: &[u8], port: &[u8]| {
+            let mut f = vec![0x01, 0x80, 0xc2, 0, 0, 0x0e, 0x0c, 0xc4, 0x7a, 1, 2, 3, 0x88, 0xcc];
+            f.extend(tlv(1, chassis));
+            f.extend(tlv(2, port));
+            let n = parse(&f, "eth0").unwrap();
+            (n.chassis_id, n.port_id)
+        };
+        let mut v6 = vec![5, 2];
+        v6.extend("2001:db8::7".parse::<std::net::Ipv6Addr>().unwrap().octets());
+        for (chassis, port, want) in [
+            (&[4, 0, 0x1b, 0x54, 0xaa, 0xbb, 0xcc][..], &b"\x05Ethernet5"[..], ("00:1b:54:aa:bb:cc", "Ethernet5")),
+            (&[5, 1, 198, 18, 0, 2][..], &[3, 0, 0x1b, 0x54, 0, 0, 5][..], ("198.18.0.2", "00:1b:54:00:00:05")),
+            (&v6[..], &b"\x01uplink-node5"[..], ("2001:db8::7", "uplink-node5")),
+            (&b"\x06eth0"[..], &[4, 1, 10, 0, 0, 5][..], ("eth0", "10.0.0.5")),
+            (&b"\x07leaf-r1"[..], &b"\x075"[..], ("leaf-r1", "5")),
+            (&b"\x01chassis-1"[..], &b"\x02port-component"[..], ("chassis-1", "port-component")),
+        ] {
+            assert_eq!(ids(chassis, port), (want.0.to_string(), want.1.to_string()));
+        }
+        assert_eq!(ids(&[5, 1, 198, 18], b"\x05x").0, text(&[1, 198, 18]), "a short address is read as text");
     }
 
     #[test]

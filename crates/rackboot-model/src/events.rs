@@ -156,6 +156,9 @@ event_kinds! {
     /// The machine's node says it is in a slot (its LLDP neighbour, its serial in the CSV) and
     /// nothing placed it: not named, addressed or provisioned until an operator confirms it.
     RackClaimed = "rack.claimed", fields: "rack, slot, detail";
+    /// The machine came with option 82 that names no mapped port (of the rack whose switch it
+    /// names, or of any rack): what it says, decoded.
+    RackUnmatched = "rack.unmatched", fields: "rack, port, vlan, switch, form, detail";
     /// A vendor plugin job ended: what its check found and its apply did.
     PluginResult = "plugin.result", fields: "plugin, version, vendor, signer, sha256, job, result (unchanged, applied, applied_reboot, not_applicable, failed), check_exit, apply_exit, error";
     /// A hardware profile's plugin fits nothing on this machine (its [match]); it was not run.

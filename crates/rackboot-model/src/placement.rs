@@ -65,6 +65,10 @@ pub struct Placement {
     /// The provisioning task the rack's `auto_provision` queued for it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provision_task: Option<u64>,
+    /// Option 82 it came with that placed it nowhere, decoded (the rack page of the switch it
+    /// names lists it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unmatched: Option<crate::racks::relay::Unmatched>,
 }
 
 impl Placement {

@@ -9,6 +9,7 @@ mod racks;
 // One of the longest tests outside the VM runs (a minute, three thousand requests): named to
 // sort early, as the harness starts tests in name order, so it runs beside the others.
 mod schemathesis;
+mod switches;
 mod templates;
 mod users;
 mod webhooks;

@@ -1,6 +1,7 @@
 //! What a person must look at in a rack, pure: mis-cabling (option 82 and LLDP disagree), two
 //! machines claiming one slot, an expected slot silent too long, a placed machine that failed,
-//! a node's own claim to a slot waiting for an operator; and the rack's elevation (slot -> machines) the API and the web UI show.
+//! a node's own claim to a slot waiting for an operator, a port its switch sent that the rack
+//! maps to no slot; and the rack's elevation (slot -> machines) the API and the web UI show.
 
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -26,6 +27,8 @@ pub enum FlagKind {
     /// A machine's node says it is in a slot (its LLDP neighbour, its serial in the CSV) and
     /// nothing placed it: an operator confirms it (`PUT /machines/{id}/placement`).
     Claimed,
+    /// A machine came through the rack's switch on a port the rack maps to no slot.
+    Unmatched,
 }
 
 impl FlagKind {
@@ -37,6 +40,7 @@ impl FlagKind {
             FlagKind::SlotSilent => EventKind::RackSlotSilent,
             FlagKind::MachineFailed => EventKind::RackMachineFailed,
             FlagKind::Claimed => EventKind::RackClaimed,
+            FlagKind::Unmatched => EventKind::RackUnmatched,
         }
     }
 }
@@ -67,6 +71,7 @@ pub fn concerns(rack: &str, m: &Machine) -> bool {
     m.rack.as_deref() == Some(rack)
         || m.placement.as_ref().is_some_and(|p| {
             [&p.option82, &p.lldp, &p.csv, &p.serial, &p.confirmed].into_iter().flatten().any(|c| c.rack == rack)
+                || p.unmatched.as_ref().is_some_and(|u| u.rack.as_deref() == Some(rack))
         })
 }
 
@@ -131,6 +136,15 @@ pub fn compute(rack: &Rack, machines: &[Machine], now: u64) -> Vec<Flag> {
                 None => format!("machine {} ({mac}) says it is in U{} ({said}): an operator confirms it", m.id, c.slot),
             };
             out.push(Flag { kind: FlagKind::Claimed, slot: Some(c.slot), machines: vec![m.id], detail });
+        }
+    }
+    for m in machines {
+        let Some(u) = m.placement.as_ref().and_then(|p| p.unmatched.as_ref()) else { continue };
+        if u.rack.as_deref() == Some(rack.name.as_str()) && m.rack.is_none() {
+            let mac = m.macs.first().map(|m| m.to_string()).unwrap_or_default();
+            let detail =
+                format!("machine {} ({mac}) came in on {}, which the rack maps to no slot", m.id, u.describe());
+            out.push(Flag { kind: FlagKind::Unmatched, slot: None, machines: vec![m.id], detail });
         }
     }
     out
@@ -221,6 +235,7 @@ pub fn elevation(rack: Rack, placed: Vec<(u32, MachineSummary)>, flags: Vec<Flag
 
 #[cfg(test)]
 mod tests {
+    use super::super::relay::Unmatched;
     use super::*;
     use crate::racks::place::Claim;
     use crate::racks::{validate, Catalog, RackSpec};
@@ -249,6 +264,7 @@ mod tests {
             confirmed: None,
             placed_at: 0,
             provision_task: None,
+            unmatched: None,
         });
         m
     }
@@ -276,6 +292,24 @@ mod tests {
         );
         let keys: std::collections::HashSet<String> = compute(&r, &bad, 0).iter().map(Flag::key).collect();
         assert_eq!(keys.len(), 3, "each flag has its own key");
+
+        // A port the rack's switch sent that the rack maps to nothing; another rack's is not here.
+        let sent = |rack: &str| {
+            let mut m = Machine::new(9, vec![crate::mac::Mac::from_u64(9)], 0);
+            let sent = super::super::relay::decode("0004000a0107", Some("0006001b54aabbcc"));
+            let mut p = placed(9, 1, None).placement.unwrap();
+            (p.by, p.option82, p.unmatched) = (None, None, Some(Unmatched::of(&sent, Some(rack.into()))));
+            m.placement = Some(p);
+            m
+        };
+        assert!(concerns("r1", &sent("r1")) && !concerns("r1", &sent("r2")));
+        let flags = compute(&r, &[sent("r1")], 0);
+        assert_eq!((flags.len(), flags[0].kind), (1, FlagKind::Unmatched));
+        assert!(
+            flags[0].detail.contains("port module 1 port 7 (VLAN 10) of switch 00:1b:54:aa:bb:cc"),
+            "{}",
+            flags[0].detail
+        );
     }
 
     #[test]

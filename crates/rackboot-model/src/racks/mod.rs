@@ -8,6 +8,7 @@ pub mod csv;
 pub mod flags;
 pub mod place;
 pub mod ports;
+pub mod relay;
 
 use std::net::Ipv4Addr;
 

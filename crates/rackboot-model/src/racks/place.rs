@@ -8,6 +8,7 @@
 
 use rackboot_agent::wire::LldpNeighbor;
 
+use super::relay::{self, Sent, Unmatched};
 use super::{CsvMachine, Rack};
 use crate::mac::Mac;
 use crate::records::Machine;
@@ -25,6 +26,9 @@ pub struct Found {
     pub serial: Option<(Claim, CsvMachine)>,
     /// The operator's confirmation, while its rack still exists.
     pub confirmed: Option<Claim>,
+    /// Option 82 it came with that names no mapped port of the switch it names (or no rack's
+    /// switch at all).
+    pub unmatched: Option<Unmatched>,
 }
 
 impl Found {
@@ -55,13 +59,20 @@ impl Found {
     pub fn same_as(&self, racks: &[Rack], p: Option<&Placement>) -> bool {
         let csv = |c: &Option<(Claim, CsvMachine)>| c.as_ref().map(|c| c.0.clone());
         match p {
-            None => self.option82.is_none() && self.lldp.is_none() && self.csv.is_none() && self.serial.is_none(),
+            None => {
+                self.option82.is_none()
+                    && self.lldp.is_none()
+                    && self.csv.is_none()
+                    && self.serial.is_none()
+                    && self.unmatched.is_none()
+            }
             Some(p) => {
                 p.option82 == self.option82
                     && p.lldp == self.lldp
                     && p.csv == csv(&self.csv)
                     && p.serial == csv(&self.serial)
                     && p.confirmed == self.confirmed
+                    && p.unmatched == self.unmatched
                     && p.by == self.chosen(racks).map(|c| c.1)
             }
         }
@@ -77,8 +88,15 @@ pub fn same_slot(a: &Claim, b: &Claim) -> bool {
 pub fn find(racks: &[Rack], m: &Machine) -> Found {
     let lldp = m.inventory.as_ref().map(|i| i.lldp.as_slice()).unwrap_or_default();
     let confirmed = m.placement.as_ref().and_then(|p| p.confirmed.clone());
+    let sent = m.circuit_id.as_deref().map(|c| relay::decode(c, m.remote_id.as_deref()));
+    let option82 = sent.as_ref().and_then(|s| claim_of(racks, s));
+    let unmatched = match (&sent, &option82) {
+        (Some(s), None) => Some(Unmatched::of(s, racks.iter().find(|r| remote_matches(r, s)).map(|r| r.name.clone()))),
+        _ => None,
+    };
     Found {
-        option82: by_option82(racks, m.circuit_id.as_deref(), m.remote_id.as_deref()),
+        option82,
+        unmatched,
         lldp: by_lldp(racks, lldp),
         csv: by_csv(racks, &m.macs, None),
         serial: m.serial.as_deref().and_then(|s| by_csv(racks, &[], Some(s))),
@@ -108,34 +126,26 @@ pub fn same_id(a: Option<&str>, b: Option<&str>) -> bool {
     }
 }
 
-/// Whether the relay's remote id (hex as stored) names this rack's switch: its text, or its hex.
-fn remote_matches(rack: &Rack, remote_hex: &str) -> bool {
-    let Some(want) = rack.switch.remote_id.as_deref() else { return false };
-    decode_hex_text(remote_hex).is_some_and(|t| t.eq_ignore_ascii_case(want)) || same_id(Some(remote_hex), Some(want))
+/// Whether the relay's remote id names this rack's switch: its text, or the MAC however sent.
+fn remote_matches(rack: &Rack, sent: &Sent) -> bool {
+    rack.switch.remote_id.as_deref().is_some_and(|want| sent.names_switch(want))
 }
 
-/// The port a circuit id names: its text whole, or one of its words (`leaf1:Ethernet7`,
-/// `Ethernet7 vlan10` both name `Ethernet7`). A port is never matched by a prefix of a word.
-fn circuit_words(circuit_hex: &str) -> Vec<String> {
-    let Some(text) = decode_hex_text(circuit_hex) else { return vec![circuit_hex.to_string()] };
-    let mut words = vec![text.clone()];
-    words.extend(
-        text.split(|c: char| c.is_whitespace() || ",;|:@".contains(c)).filter(|w| !w.is_empty()).map(String::from),
-    );
-    words
-}
-
-/// Where option 82 puts the machine. A relay that sends no remote id (`dhcrelay -a` sends
-/// only the circuit id) can place it only in a rack that expects none, and only when exactly
-/// one such rack maps the port.
+/// Where option 82 puts the machine (`relay` reads each switch family's form). A relay that
+/// sends no remote id (`dhcrelay -a` sends only the circuit id) can place it only in a rack
+/// that expects none, and only when exactly one such rack maps the port.
 pub fn by_option82(racks: &[Rack], circuit_hex: Option<&str>, remote_hex: Option<&str>) -> Option<Claim> {
-    let words = circuit_words(circuit_hex?);
+    let sent = relay::decode(circuit_hex?, remote_hex);
+    claim_of(racks, &sent)
+}
+
+fn claim_of(racks: &[Rack], sent: &Sent) -> Option<Claim> {
     let claim = |r: &Rack| {
-        let p = r.ports.iter().find(|p| words.iter().any(|w| w.eq_ignore_ascii_case(&p.port)))?;
+        let p = r.ports.iter().find(|p| sent.names_port(&p.port))?;
         Some(Claim { rack: r.name.clone(), slot: p.slot, port: Some(p.port.clone()) })
     };
-    match remote_hex {
-        Some(remote) => racks.iter().filter(|r| remote_matches(r, remote)).find_map(claim),
+    match sent.remote {
+        Some(_) => racks.iter().filter(|r| remote_matches(r, sent)).find_map(claim),
         None => {
             let mut found = racks.iter().filter(|r| r.switch.remote_id.is_none()).filter_map(claim);
             let first = found.next();
@@ -157,8 +167,7 @@ pub fn by_lldp(racks: &[Rack], neighbours: &[LldpNeighbor]) -> Option<Claim> {
                 return None;
             }
             let port_is = |p: &str| {
-                n.port_id.eq_ignore_ascii_case(p)
-                    || n.port_description.as_deref().is_some_and(|d| d.eq_ignore_ascii_case(p))
+                relay::same_port(p, &n.port_id) || n.port_description.as_deref().is_some_and(|d| relay::same_port(p, d))
             };
             let p = r.ports.iter().find(|p| port_is(&p.port))?;
             Some(Claim { rack: r.name.clone(), slot: p.slot, port: Some(p.port.clone()) })
@@ -225,11 +234,29 @@ mod tests {
     }
 
     #[test]
+    fn option82_that_places_nothing_is_kept_decoded_with_the_rack_whose_switch_sent_it() {
+        let racks = [rack("r1", "00:1b:54:aa:bb:cc", "leaf-r1")];
+        let mut m = Machine::new(1, vec!["52:54:00:00:00:01".parse().unwrap()], 0);
+        (m.circuit_id, m.remote_id) = (Some("0004000a0105".into()), Some("0006001b54aabbcc".into()));
+        let f = find(&racks, &m);
+        assert_eq!(f.option82, None, "Cisco's module 1 port 5 is no Ethernet5");
+        let u = f.unmatched.unwrap();
+        assert_eq!((u.rack.as_deref(), u.vlan, u.form.as_str()), (Some("r1"), Some(10), "cisco-typed"));
+        m.remote_id = Some(hex("other-switch"));
+        assert_eq!(find(&racks, &m).unmatched.unwrap().rack, None, "no rack's switch");
+        m.circuit_id = Some(hex("Ethernet5"));
+        m.remote_id = Some("001b54aabbcc".into());
+        let f = find(&racks, &m);
+        assert_eq!((f.option82.map(|c| c.slot), f.unmatched), (Some(5), None));
+    }
+
+    #[test]
     fn lldp_by_system_name_or_chassis_id_and_csv_by_mac() {
         let racks = [rack("r1", "leaf-r1", "leaf-r1")];
         let c = by_lldp(&racks, &[lldp("other", "Ethernet3"), lldp("Leaf-R1", "ethernet3")]).unwrap();
         assert_eq!((c.rack.as_str(), c.slot), ("r1", 3));
         assert_eq!(by_lldp(&racks, &[lldp("leaf-r1", "Ethernet99")]), None);
+        assert_eq!(by_lldp(&racks, &[lldp("leaf-r1", "Et4")]).map(|c| c.slot), Some(4), "the short form of Ethernet4");
         let mac: Mac = "52:54:00:00:00:99".parse().unwrap();
         assert_eq!(by_csv(&racks, &[mac], None).unwrap().0.slot, 43);
         assert!(by_csv(&racks, &["52:54:00:00:00:98".parse().unwrap()], None).is_none());

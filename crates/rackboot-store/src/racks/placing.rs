@@ -57,8 +57,18 @@ fn apply(ctx: &mut WriteCtx<'_>, racks: &[Rack], mut m: Machine, again: bool) ->
         confirmed: found.confirmed.clone(),
         placed_at: now,
         provision_task: None,
+        unmatched: found.unmatched.clone(),
     };
     let mut events = Vec::new();
+    if let Some(u) = found.unmatched.as_ref().filter(|u| prev.as_ref().and_then(|p| p.unmatched.as_ref()) != Some(*u)) {
+        let detail = match &u.rack {
+            Some(rack) => format!("came in on {}, which rack {rack} maps to no slot", u.describe()),
+            None => format!("came in on {}, which no rack maps", u.describe()),
+        };
+        let mut e = serde_json::to_value(u).unwrap_or_default();
+        e["detail"] = json!(detail);
+        events.push((EventKind::RackUnmatched, e));
+    }
     let Some((claim, by, row)) = chosen else {
         // Nothing places it (its evidence is gone, or only its node's word is left): it leaves
         // its slot and keeps its name and address; its claims wait for an operator.
@@ -73,8 +83,14 @@ fn apply(ctx: &mut WriteCtx<'_>, racks: &[Rack], mut m: Machine, again: bool) ->
             events.push((EventKind::RackLeft, json!({"rack": rack, "slot": slot, "why": why})));
         }
         // The rack its claim names gets its flags checked (the claim shows there).
-        let claimed = [&placement.lldp, &placement.serial].into_iter().flatten().next().map(|c| c.rack.clone());
-        let any = [&placement.option82, &placement.lldp, &placement.csv, &placement.serial].iter().any(|c| c.is_some());
+        let claimed = [&placement.lldp, &placement.serial]
+            .into_iter()
+            .flatten()
+            .next()
+            .map(|c| c.rack.clone())
+            .or_else(|| placement.unmatched.as_ref().and_then(|u| u.rack.clone()));
+        let any = [&placement.option82, &placement.lldp, &placement.csv, &placement.serial].iter().any(|c| c.is_some())
+            || placement.unmatched.is_some();
         m.placement = any.then_some(placement);
         m.updated_at = now;
         put_machine(ctx, &m)?;
@@ -199,6 +215,7 @@ impl Cmdb {
                 confirmed: None,
                 placed_at: now_secs(),
                 provision_task: None,
+                unmatched: None,
             });
             p.confirmed = at.map(|c| place::Claim { port: None, ..c });
             apply(ctx, &racks, m, true)?;

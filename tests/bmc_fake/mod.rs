@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod certs;
+pub mod dialect;
 
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -35,8 +36,13 @@ pub enum Mode {
     RestartFails,
     /// Has no virtual media, nor a place for firmware certificates.
     NoMedia,
-    /// Keeps HTTPS boot's certificates in HPE's `Bios/tlsconfig` (no `Boot.Certificates`).
+    /// HPE's dialect: HTTPS boot's certificates in `Bios/tlsconfig` (no `Boot.Certificates`),
+    /// the BIOS settings' `@odata.etag` required in `If-Match` (see `dialect`).
     Hpe,
+    /// Dell's: PATCHes answered 202 with a task monitor.
+    Dell,
+    /// Supermicro's: an `ETag` on everything, required on every PATCH; one 503.
+    Supermicro,
     /// Has a virtual CD whose insert fails (500).
     InsertFails,
 }
@@ -72,6 +78,12 @@ pub struct Fake {
     pub cd: Mutex<(Value, u32)>,
     /// Firmware certificates.
     pub certs: Mutex<certs::Certs>,
+    /// Dialects: the resources' version (their ETag), the `If-Match` values sent, task
+    /// monitor polls, whether the one 503 was sent.
+    version: AtomicUsize,
+    pub if_matches: Mutex<Vec<String>>,
+    pub task_polls: AtomicUsize,
+    busy_once: std::sync::atomic::AtomicBool,
     paths: Mutex<Vec<String>>,
     /// Added to every answer (so overlapping commands would overlap on the server).
     delay: Duration,
@@ -116,6 +128,10 @@ pub async fn start(mode: Mode, global: Arc<Gauge>, delay: Duration, cert: &Cert)
         )),
         cd: Mutex::new((Value::Null, 0)),
         certs: Mutex::default(),
+        version: AtomicUsize::new(1),
+        if_matches: Mutex::default(),
+        task_polls: AtomicUsize::new(0),
+        busy_once: Default::default(),
         paths: Mutex::default(),
         delay,
         port,
@@ -169,6 +185,7 @@ impl Fake {
         let (method, path) = (req.method().clone(), req.uri().path().to_string());
         self.paths.lock().unwrap().push(req.uri().to_string());
         let token_ok = req.headers().get("x-auth-token").is_some_and(|t| t == "tok");
+        let if_match = req.headers().get("if-match").and_then(|v| v.to_str().ok()).map(str::to_string);
         let body: Value =
             serde_json::from_slice(&req.into_body().collect().await.unwrap().to_bytes()).unwrap_or_default();
         match self.mode {
@@ -192,7 +209,10 @@ impl Fake {
         if !token_ok {
             return reply(StatusCode::UNAUTHORIZED, Value::Null);
         }
-        match (method.as_str(), path.as_str()) {
+        if let Some(r) = self.dialect_before(method.as_str(), &path, if_match.as_deref()) {
+            return r;
+        }
+        let r = match (method.as_str(), path.as_str()) {
             ("DELETE", "/redfish/v1/SessionService/Sessions/1") => {
                 self.sessions.down();
                 self.global.down();
@@ -254,7 +274,11 @@ impl Fake {
                         "SupportedApplyTimes": ["OnReset"]}}),
             ),
             ("GET", "/redfish/v1/Systems/1/Bios/Settings") => {
-                reply(StatusCode::OK, json!({"Attributes": self.bios.lock().unwrap().1.clone()}))
+                let mut settings = json!({"Attributes": self.bios.lock().unwrap().1.clone()});
+                if self.mode == Mode::Hpe {
+                    settings["@odata.etag"] = json!(self.etag());
+                }
+                reply(StatusCode::OK, settings)
             }
             // Settings wait for the next reset. EmbeddedSata takes Raid or Ahci only; QuietBoot
             // is taken and then lost at the reset (a BMC that accepts what it cannot apply).
@@ -334,7 +358,8 @@ impl Fake {
                 )
             }
             (m, p) => self.answer_certs(m, p, &body).unwrap_or_else(|| reply(StatusCode::NOT_FOUND, Value::Null)),
-        }
+        };
+        self.dialect_after(method.as_str(), r)
     }
 
     /// A reset applies the pending BIOS settings (all but QuietBoot).

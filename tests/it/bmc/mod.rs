@@ -5,6 +5,7 @@ mod api;
 mod bench;
 mod bios;
 mod certs;
+mod dialects;
 mod faults;
 mod inband;
 mod ipmi;

@@ -1,6 +1,7 @@
 //! One Redfish request over HTTPS: a fresh TLS connection (hyper, HTTP/1.1), the whole exchange
-//! under one timeout, a bounded body, and 301/302/307/308 redirects followed on the same BMC
-//! only (credentials never go to another host), at most [`MAX_REDIRECTS`] of them.
+//! under one timeout, a bounded body, 301/302/307/308 redirects followed on the same BMC only
+//! (credentials never go to another host), at most [`MAX_REDIRECTS`] of them, and a 503 with a
+//! `Retry-After` waited out up to [`MAX_BUSY`] times.
 
 use std::time::Duration;
 
@@ -15,6 +16,8 @@ use crate::BmcError;
 pub const MAX_REDIRECTS: usize = 5;
 /// Largest body read from a BMC.
 pub const MAX_BODY: usize = 1 << 20;
+/// 503s with a `Retry-After` waited out per request.
+pub const MAX_BUSY: usize = 3;
 
 /// Where requests go and how they are authenticated.
 pub struct Endpoint {
@@ -61,12 +64,21 @@ impl Endpoint {
         body: Option<&serde_json::Value>,
     ) -> Result<Answer, BmcError> {
         let mut path = path.to_string();
-        for _ in 0..=MAX_REDIRECTS {
+        let (mut busy, mut redirects) = (0, 0);
+        while redirects <= MAX_REDIRECTS {
             let a = tokio::time::timeout(self.timeout, self.once(&method, &path, headers, body))
                 .await
                 .map_err(|_| BmcError::Timeout(self.timeout))??;
             match a.status.as_u16() {
-                301 | 302 | 307 | 308 => path = self.same_host(&a)?,
+                301 | 302 | 307 | 308 => {
+                    redirects += 1;
+                    path = self.location(&a)?;
+                }
+                // Busy, and saying when to come back (DSP0266): waited out a few times.
+                503 if busy < MAX_BUSY && a.headers.contains_key(hyper::header::RETRY_AFTER) => {
+                    busy += 1;
+                    tokio::time::sleep(super::dialect::retry_after(&a).unwrap_or(Duration::from_secs(1))).await;
+                }
                 401 | 403 => return Err(BmcError::Auth(format!("{} {path}: {}", a.status, brief(&a.body)))),
                 s if !(200..300).contains(&s) => {
                     return Err(BmcError::Status { status: s, detail: format!("{method} {path}: {}", brief(&a.body)) })
@@ -77,8 +89,8 @@ impl Endpoint {
         Err(BmcError::Protocol(format!("more than {MAX_REDIRECTS} redirects (a redirect loop?) at {path}")))
     }
 
-    /// The path a redirect points at, if it stays on this BMC.
-    fn same_host(&self, a: &Answer) -> Result<String, BmcError> {
+    /// The path a redirect or a task monitor's `Location` points at, if it stays on this BMC.
+    pub fn location(&self, a: &Answer) -> Result<String, BmcError> {
         let loc = a.headers.get(hyper::header::LOCATION).and_then(|v| v.to_str().ok());
         let loc = loc.ok_or_else(|| BmcError::Protocol("a redirect without a Location".into()))?;
         let uri: hyper::Uri = loc.parse().map_err(|_| BmcError::Protocol(format!("bad redirect {loc:?}")))?;

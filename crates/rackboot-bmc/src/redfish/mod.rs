@@ -6,6 +6,7 @@
 
 pub mod bios;
 pub mod certs;
+pub mod dialect;
 pub mod firmware;
 pub mod http;
 pub mod vmedia;
@@ -14,7 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use hyper::Method;
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::model::PowerState;
 use crate::BmcError;
@@ -96,10 +97,6 @@ impl Redfish {
             Auth::Basic(b) => ("authorization", b.as_str()),
             Auth::Session { token, .. } => ("x-auth-token", token.as_str()),
         }
-    }
-
-    async fn call(&self, method: Method, path: &str, body: Option<&Value>) -> Result<http::Answer, BmcError> {
-        self.ep.send(method, path, &[self.auth_header()], body).await
     }
 
     async fn find_system(&mut self, id: Option<&str>) -> Result<(), BmcError> {

@@ -1,7 +1,8 @@
 //! Vendor dialects of the fake BMC, each after its vendor's public Redfish reference:
 //!
 //! - [`Mode::Dell`]: a PATCH (BIOS settings, boot override) is answered 202 with a task monitor
-//!   (iDRAC's jobs), which says `Running` once and then `Completed`.
+//!   (iDRAC's jobs), which says `Running` once and then `Completed`; the BIOS attribute
+//!   registry is published under `Registries`.
 //! - [`Mode::Hpe`]: the BIOS settings carry `@odata.etag` and a PATCH to them without that ETag in
 //!   `If-Match` is refused 412 (iLO); HTTPS boot certificates live in `Bios/tlsconfig`.
 //! - [`Mode::Supermicro`]: every resource has an `ETag` header and any PATCH without it is
@@ -47,6 +48,11 @@ impl Fake {
             r.headers_mut().insert("retry-after", "0".parse().unwrap());
             return Some(r);
         }
+        if self.mode == Mode::Dell && method == "GET" {
+            if let Some(r) = registry(path) {
+                return Some(r);
+            }
+        }
         if self.mode == Mode::Dell && method == "GET" && path.starts_with(MONITOR) {
             let polled = self.task_polls.fetch_add(1, Ordering::SeqCst);
             return Some(if polled.is_multiple_of(2) {
@@ -80,4 +86,22 @@ impl Fake {
         }
         r
     }
+}
+
+/// Dell's attribute registry, found through `Registries` as iDRAC publishes it.
+fn registry(path: &str) -> Option<Reply> {
+    const FILE: &str = "/redfish/v1/Registries/BiosAttributeRegistry.v1_0_0";
+    let body = match path {
+        "/redfish/v1/Registries" => {
+            json!({"Members": [{"@odata.id": "/redfish/v1/Registries/Messages"}, {"@odata.id": FILE}]})
+        }
+        FILE => json!({"Location": [{"Language": "en", "Uri": format!("{FILE}/registry.json")}]}),
+        p if p == format!("{FILE}/registry.json") => json!({"RegistryEntries": {"Attributes": [
+            {"AttributeName": "EmbeddedSata", "Type": "Enumeration", "Value": [{"ValueName": "Raid"}, {"ValueName": "Ahci"}]},
+            {"AttributeName": "ProcVirtualization", "Type": "Enumeration", "Value": [{"ValueName": "Enabled"}, {"ValueName": "Disabled"}]},
+            {"AttributeName": "NumCores", "Type": "Integer", "LowerBound": 1, "UpperBound": 64}
+        ]}}),
+        _ => return None,
+    };
+    Some(reply(StatusCode::OK, body))
 }

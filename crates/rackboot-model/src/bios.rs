@@ -108,6 +108,60 @@ impl FirmwareCert {
     }
 }
 
+/// What a BMC's attribute registry (`RegistryEntries.Attributes`, DMTF's
+/// AttributeRegistry schema) says against the declared values that differ: a read-only
+/// attribute, a value not among an enumeration's, a number outside its bounds, a string too
+/// long. Each problem in words, naming the attribute (empty: the registry allows them all, or
+/// says nothing of them).
+pub fn against_registry(diff: &[(&str, &Value, Option<Value>)], registry: &[Value]) -> Vec<String> {
+    let mut out = Vec::new();
+    for (name, want, _) in diff {
+        let Some(entry) = registry.iter().find(|e| e["AttributeName"] == *name) else { continue };
+        if entry["ReadOnly"] == true {
+            out.push(format!("{name} is read-only on this BMC"));
+            continue;
+        }
+        match entry["Type"].as_str() {
+            Some("Enumeration") => {
+                let allowed: Vec<&str> = entry["Value"]
+                    .as_array()
+                    .map(|v| v.iter().filter_map(|v| v["ValueName"].as_str()).collect())
+                    .unwrap_or_default();
+                let text = want.as_str().map(str::to_string).unwrap_or_else(|| want.to_string());
+                if !allowed.is_empty() && !allowed.contains(&text.as_str()) {
+                    out.push(format!(
+                        "{name}: {want} is not in the list of acceptable values ({})",
+                        allowed.join(", ")
+                    ));
+                }
+            }
+            Some("Integer") => {
+                let n = want.as_i64().or_else(|| want.as_str().and_then(|s| s.parse().ok()));
+                let (lo, hi) = (entry["LowerBound"].as_i64(), entry["UpperBound"].as_i64());
+                match n {
+                    None => out.push(format!("{name}: {want} is not an integer")),
+                    Some(n) if lo.is_some_and(|lo| n < lo) || hi.is_some_and(|hi| n > hi) => out.push(format!(
+                        "{name}: {n} is outside {}..{}",
+                        lo.map_or("".into(), |v| v.to_string()),
+                        hi.map_or("".into(), |v| v.to_string())
+                    )),
+                    _ => {}
+                }
+            }
+            Some("String") => {
+                let max = entry["MaxLength"].as_u64().and_then(|m| usize::try_from(m).ok());
+                if let (Some(max), Some(s)) = (max, want.as_str()) {
+                    if s.chars().count() > max {
+                        out.push(format!("{name}: longer than its {max} characters"));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
 /// Where a run's BIOS step is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(tag = "phase", rename_all = "snake_case")]
@@ -157,6 +211,29 @@ mod tests {
         }
         let many: Settings = (0..=MAX_SETTINGS).map(|i| (format!("A{i}"), json!(i))).collect();
         assert!(check(&many).unwrap_err().contains("at most 64"));
+    }
+
+    #[test]
+    fn the_registry_refuses_what_the_bmc_would() {
+        let registry: Vec<Value> = serde_json::from_value(json!([
+            {"AttributeName": "EmbeddedSata", "Type": "Enumeration", "Value": [{"ValueName": "Raid"}, {"ValueName": "Ahci"}]},
+            {"AttributeName": "NumCores", "Type": "Integer", "LowerBound": 1, "UpperBound": 64},
+            {"AttributeName": "AssetTag", "Type": "String", "MaxLength": 8},
+            {"AttributeName": "SerialNumber", "Type": "String", "ReadOnly": true},
+        ]))
+        .unwrap();
+        let check = |name: &str, v: Value| against_registry(&[(name, &v, None)], &registry);
+        assert!(check("EmbeddedSata", json!("Ahci")).is_empty());
+        assert_eq!(
+            check("EmbeddedSata", json!("Nvme")),
+            ["EmbeddedSata: \"Nvme\" is not in the list of acceptable values (Raid, Ahci)"]
+        );
+        assert!(check("NumCores", json!(8)).is_empty() && check("NumCores", json!("8")).is_empty());
+        assert_eq!(check("NumCores", json!(65)), ["NumCores: 65 is outside 1..64"]);
+        assert_eq!(check("NumCores", json!("many")), ["NumCores: \"many\" is not an integer"]);
+        assert_eq!(check("AssetTag", json!("123456789")), ["AssetTag: longer than its 8 characters"]);
+        assert_eq!(check("SerialNumber", json!("x")), ["SerialNumber is read-only on this BMC"]);
+        assert!(check("Unknown", json!("x")).is_empty(), "what the registry does not list is the BMC's to judge");
     }
 
     #[test]

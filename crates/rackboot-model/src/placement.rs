@@ -16,6 +16,40 @@ pub struct Claim {
     pub port: Option<String>,
 }
 
+/// Option 82 that placed the machine nowhere, as decoded (`racks::relay`): kept on its
+/// placement (the rack page lists it when `rack` is that rack's switch), and on its timeline
+/// when it changes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Unmatched {
+    /// The rack whose switch sent it (its remote id names that switch), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rack: Option<String>,
+    /// The port it names (`ge-0/0/5.0`, `module 1 port 5`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub port: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vlan: Option<u16>,
+    /// The switch its remote id names (text or MAC).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub switch: Option<String>,
+    /// `cisco-typed`, `text` or `binary`.
+    pub form: String,
+}
+
+impl Unmatched {
+    /// In words, for a flag.
+    pub fn describe(&self) -> String {
+        let mut s = format!("port {}", self.port.as_deref().unwrap_or("?"));
+        if let Some(v) = self.vlan {
+            s.push_str(&format!(" (VLAN {v})"));
+        }
+        if let Some(sw) = &self.switch {
+            s.push_str(&format!(" of switch {sw}"));
+        }
+        s
+    }
+}
+
 /// What placed a machine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
@@ -68,7 +102,7 @@ pub struct Placement {
     /// Option 82 it came with that placed it nowhere, decoded (the rack page of the switch it
     /// names lists it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub unmatched: Option<crate::racks::relay::Unmatched>,
+    pub unmatched: Option<Unmatched>,
 }
 
 impl Placement {

@@ -3,7 +3,8 @@
 //! to follow, an HPE-like one that wants the BIOS settings' `@odata.etag` in `If-Match`, and a
 //! Supermicro-like one that wants every resource's `ETag` and is busy (503, `Retry-After`) once.
 //! Each machine's hardware profile sets a BIOS attribute; the BIOS step writes it, boots the
-//! machine from the network once (the boot override) and restarts it, and reads it back.
+//! machine from the network once (the boot override) and restarts it, and reads it back. A
+//! value the Dell-like BMC's attribute registry does not list is refused before writing.
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -24,6 +25,10 @@ name = "ahci"
 scripts = ["echo configured; exit 3"]
 [provision.hardware_profiles.bios]
 EmbeddedSata = "Ahci"
+[[provision.hardware_profiles]]
+name = "nvme"
+[provision.hardware_profiles.bios]
+EmbeddedSata = "Nvme"
 "#;
 
 #[tokio::test(flavor = "multi_thread")]
@@ -33,7 +38,8 @@ async fn each_vendors_dialect_gets_its_bios_setting_and_boot_override() {
     std::fs::write(a.dir.path().join("boot/images/lab.img"), b"image").unwrap();
     let cert = bmc_fake::cert();
     let mut machines = Vec::new();
-    for (i, mode) in [Mode::Dell, Mode::Hpe, Mode::Supermicro].into_iter().enumerate() {
+    let dialects = [(Mode::Dell, "ahci"), (Mode::Hpe, "ahci"), (Mode::Supermicro, "ahci"), (Mode::Dell, "nvme")];
+    for (i, (mode, profile)) in dialects.into_iter().enumerate() {
         let mac: &'static str = Box::leak(format!("52:54:00:d1:00:0{}", i + 1).into_boxed_str());
         let fake = bmc_fake::start(mode, Default::default(), Duration::ZERO, &cert).await;
         a.api.ok(Method::POST, "/machines", Some(json!({"macs": [mac]}))).await.unwrap();
@@ -41,13 +47,13 @@ async fn each_vendors_dialect_gets_its_bios_setting_and_boot_override() {
             "username": bmc_fake::USER, "password": bmc_fake::PASSWORD, "fingerprint": fake.fingerprint});
         a.api.ok(Method::PUT, &format!("/machines/{mac}/bmc"), Some(bmc)).await.unwrap();
         let spec = json!({"select": {"macs": [mac]}, "image": "lab.img", "disk": "/dev/null",
-            "hardware_profile": "ahci", "retries": 0, "step_timeout_secs": 60});
+            "hardware_profile": profile, "retries": 0, "step_timeout_secs": 60});
         let t = a.api.ok(Method::POST, "/tasks", Some(spec)).await.unwrap();
         machines.push(Machine { mac, fake, task: t["task"]["id"].as_u64().unwrap() });
     }
     boot_at_each_reset(&a, &machines).await;
 
-    for m in &machines {
+    for m in &machines[..3] {
         let run = run_of(&a, m.task).await;
         assert_eq!(run["step"]["step"], "configure", "{:?}: past the BIOS step: {run}", m.fake.mode);
         assert!(run["error"].as_str().unwrap().contains("exit code 3"), "{run}");
@@ -63,4 +69,19 @@ async fn each_vendors_dialect_gets_its_bios_setting_and_boot_override() {
     assert!(!hpe.if_matches.lock().unwrap().is_empty(), "HPE's BIOS settings written with their ETag");
     let sent = supermicro.if_matches.lock().unwrap().clone();
     assert!(sent.len() >= 3 && sent.iter().all(|e| e.starts_with("W/\"")), "Supermicro's ETags: {sent:?}");
+
+    // A value the registry does not list: refused before anything is written, naming the
+    // values it does, and nothing restarted.
+    let m = &machines[3];
+    let run = run_of(&a, m.task).await;
+    let error = run["error"].as_str().unwrap();
+    assert_eq!((run["state"].as_str(), run["step"]["step"].as_str()), (Some("failed"), Some("bios")), "{run}");
+    assert!(
+        error.contains(
+            "refused before writing: EmbeddedSata: \"Nvme\" is not in the list of acceptable values (Raid, Ahci)"
+        ),
+        "{error}"
+    );
+    assert!(!m.fake.paths().iter().any(|p| p.ends_with("/Bios/Settings")), "nothing written");
+    assert_eq!(*m.fake.resets.lock().unwrap(), ["On"]);
 }

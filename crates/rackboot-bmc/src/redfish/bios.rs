@@ -2,7 +2,9 @@
 //! resource's current attributes are PATCHed to its settings object (`@Redfish.Settings`, else
 //! `<Bios>/Settings`), asking for them at the next reset where the BMC says it can, and read
 //! back from the settings object (pending) or the current attributes (a BMC that applies at
-//! once). An attribute the BMC does not have is refused before anything is written.
+//! once). An attribute the BMC does not have is refused before anything is written, and so is
+//! a value its attribute registry does not allow (where it has one: an enumeration's values,
+//! an integer's bounds, a string's length, read-only attributes).
 
 use hyper::Method;
 use serde_json::{json, Map, Value};
@@ -28,6 +30,12 @@ impl Redfish {
         }
         if diff.is_empty() {
             return Ok(Vec::new());
+        }
+        if let Some(registry) = self.attribute_registry(&resource).await {
+            let problems = bios::against_registry(&diff, &registry);
+            if !problems.is_empty() {
+                return Err(BmcError::Other(format!("refused before writing: {}", problems.join("; "))));
+            }
         }
         let names: Vec<String> = diff.iter().map(|(k, _, _)| k.to_string()).collect();
         let settings = &resource["@Redfish.Settings"];
@@ -62,5 +70,25 @@ impl Redfish {
             )));
         }
         Ok(names)
+    }
+}
+
+/// Attribute entries read from a registry, at most.
+const MAX_REGISTRY_ENTRIES: usize = 4096;
+
+impl Redfish {
+    /// The entries of the attribute registry the Bios resource names (`AttributeRegistry`),
+    /// found in the service's `Registries` and read from its `Location`; `None` where the BMC
+    /// offers none (the BMC's own refusal then names a bad value).
+    async fn attribute_registry(&self, bios: &Value) -> Option<Vec<Value>> {
+        let name = bios["AttributeRegistry"].as_str()?;
+        let members = self.get("/redfish/v1/Registries").await.ok()?["Members"].as_array().cloned()?;
+        let file = members.iter().filter_map(link).find(|p| p.trim_end_matches('/').ends_with(name))?;
+        let file = self.get(&file).await.ok()?;
+        let uri = file["Location"].as_array()?.iter().find_map(|l| l["Uri"].as_str())?;
+        let local = link(&json!({ "@odata.id": uri }))?;
+        let registry = self.get(&local).await.ok()?;
+        let entries = registry["RegistryEntries"]["Attributes"].as_array()?;
+        Some(entries.iter().take(MAX_REGISTRY_ENTRIES).cloned().collect())
     }
 }

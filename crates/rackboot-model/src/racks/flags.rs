@@ -235,7 +235,6 @@ pub fn elevation(rack: Rack, placed: Vec<(u32, MachineSummary)>, flags: Vec<Flag
 
 #[cfg(test)]
 mod tests {
-    use super::super::relay::Unmatched;
     use super::*;
     use crate::racks::place::Claim;
     use crate::racks::{validate, Catalog, RackSpec};
@@ -298,7 +297,8 @@ mod tests {
             let mut m = Machine::new(9, vec![crate::mac::Mac::from_u64(9)], 0);
             let sent = super::super::relay::decode("0004000a0107", Some("0006001b54aabbcc"));
             let mut p = placed(9, 1, None).placement.unwrap();
-            (p.by, p.option82, p.unmatched) = (None, None, Some(Unmatched::of(&sent, Some(rack.into()))));
+            (p.by, p.option82, p.unmatched) =
+                (None, None, Some(super::super::relay::unmatched(&sent, Some(rack.into()))));
             m.placement = Some(p);
             m
         };

@@ -91,7 +91,9 @@ pub fn find(racks: &[Rack], m: &Machine) -> Found {
     let sent = m.circuit_id.as_deref().map(|c| relay::decode(c, m.remote_id.as_deref()));
     let option82 = sent.as_ref().and_then(|s| claim_of(racks, s));
     let unmatched = match (&sent, &option82) {
-        (Some(s), None) => Some(Unmatched::of(s, racks.iter().find(|r| remote_matches(r, s)).map(|r| r.name.clone()))),
+        (Some(s), None) => {
+            Some(relay::unmatched(s, racks.iter().find(|r| remote_matches(r, s)).map(|r| r.name.clone())))
+        }
         _ => None,
     };
     Found {

@@ -22,6 +22,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::place::{decode_hex_text, same_id};
+pub use crate::placement::Unmatched;
 
 /// A port name taken apart: the letters of its family (lowercase, no `-`), its numbers, and a
 /// unit or subinterface after a `.`.
@@ -162,41 +163,9 @@ impl Sent {
     }
 }
 
-/// Option 82 that placed the machine nowhere, as decoded: kept on its placement (the rack page
-/// lists it when `rack` is that rack's switch), and on its timeline when it changes.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-pub struct Unmatched {
-    /// The rack whose switch sent it (its remote id names that switch), if any.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rack: Option<String>,
-    /// The port it names (`ge-0/0/5.0`, `module 1 port 5`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub port: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub vlan: Option<u16>,
-    /// The switch its remote id names (text or MAC).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub switch: Option<String>,
-    /// `cisco-typed`, `text` or `binary`.
-    pub form: String,
-}
-
-impl Unmatched {
-    pub fn of(sent: &Sent, rack: Option<String>) -> Unmatched {
-        Unmatched { rack, port: sent.port(), vlan: sent.vlan(), switch: sent.remote.clone(), form: sent.form.into() }
-    }
-
-    /// In words, for a flag.
-    pub fn describe(&self) -> String {
-        let mut s = format!("port {}", self.port.as_deref().unwrap_or("?"));
-        if let Some(v) = self.vlan {
-            s.push_str(&format!(" (VLAN {v})"));
-        }
-        if let Some(sw) = &self.switch {
-            s.push_str(&format!(" of switch {sw}"));
-        }
-        s
-    }
+/// Option 82 that placed the machine nowhere, decoded: the rack whose switch it names, if any.
+pub fn unmatched(sent: &Sent, rack: Option<String>) -> Unmatched {
+    Unmatched { rack, port: sent.port(), vlan: sent.vlan(), switch: sent.remote.clone(), form: sent.form.into() }
 }
 
 #[cfg(test)]
@@ -268,7 +237,7 @@ mod tests {
         assert_eq!((sent.form, sent.words.as_slice()), ("binary", ["01ff02".to_string()].as_slice()));
         assert!(!sent.names_port("Ethernet1"));
         assert!(sent.names_port("01FF02"), "the hex itself, as the operator may copy it");
-        let u = Unmatched::of(&decode(&hex(&[0, 4, 0, 20, 2, 7]), None), Some("r1".into()));
+        let u = unmatched(&decode(&hex(&[0, 4, 0, 20, 2, 7]), None), Some("r1".into()));
         assert_eq!(u.describe(), "port module 2 port 7 (VLAN 20)");
     }
 }

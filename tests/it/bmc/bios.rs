@@ -64,22 +64,15 @@ pub(crate) async fn run_of(a: &Appliance, task: u64) -> Value {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_profile_s_bios_settings_are_written_restarted_into_and_read_back() {
     let a = Appliance::start(CONFIG).await;
-    let images = a.dir.path().join("boot/images");
-    std::fs::create_dir_all(&images).unwrap();
-    std::fs::write(images.join("lab.img"), b"image").unwrap();
+    with_image(&a);
     let cert = bmc_fake::cert();
     let mut machines = Vec::new();
     for (i, profile) in ["tuned", "refused", "missing", "lost"].into_iter().enumerate() {
-        let mac: &'static str = Box::leak(format!("52:54:00:b1:00:0{}", i + 1).into_boxed_str());
-        let fake = bmc_fake::start(Mode::Good, Default::default(), Duration::ZERO, &cert).await;
-        a.api.ok(Method::POST, "/machines", Some(json!({"macs": [mac]}))).await.unwrap();
-        let bmc = json!({"address": format!("127.0.0.1:{}", fake.port), "protocol": "redfish",
-            "username": bmc_fake::USER, "password": bmc_fake::PASSWORD, "fingerprint": fake.fingerprint});
-        a.api.ok(Method::PUT, &format!("/machines/{mac}/bmc"), Some(bmc)).await.unwrap();
-        let spec = json!({"select": {"macs": [mac]}, "image": "lab.img", "disk": "/dev/null",
-            "hardware_profile": profile, "retries": 0, "step_timeout_secs": 60});
-        let t = a.api.ok(Method::POST, "/tasks", Some(spec)).await.unwrap();
-        machines.push(Machine { mac, fake, task: t["task"]["id"].as_u64().unwrap() });
+        let mac = format!("52:54:00:b1:00:0{}", i + 1);
+        machines.push(
+            machine(&a, &mac, bmc_fake::start(Mode::Good, Default::default(), Duration::ZERO, &cert).await, profile)
+                .await,
+        );
     }
 
     boot_at_each_reset(&a, &machines).await;
@@ -131,6 +124,27 @@ async fn a_profile_s_bios_settings_are_written_restarted_into_and_read_back() {
     assert_eq!(run["step"]["step"], "bios", "{run}");
     assert!(error.contains("after the restart the BMC reports QuietBoot (wanted false, is true)"), "{error}");
     assert_eq!(*m.fake.resets.lock().unwrap(), ["On", "ForceRestart"]);
+}
+
+/// The image tasks install (`lab.img`, in the appliance's boot directory).
+pub(crate) fn with_image(a: &Appliance) {
+    let images = a.dir.path().join("boot/images");
+    std::fs::create_dir_all(&images).unwrap();
+    std::fs::write(images.join("lab.img"), b"image").unwrap();
+}
+
+/// A machine `mac` whose BMC is `fake`, with a task installing `lab.img` under hardware profile
+/// `profile` (no retries, a minute per step).
+pub(crate) async fn machine(a: &Appliance, mac: &str, fake: Arc<Fake>, profile: &str) -> Machine {
+    let mac: &'static str = Box::leak(mac.to_string().into_boxed_str());
+    a.api.ok(Method::POST, "/machines", Some(json!({"macs": [mac]}))).await.unwrap();
+    let bmc = json!({"address": format!("127.0.0.1:{}", fake.port), "protocol": "redfish",
+        "username": bmc_fake::USER, "password": bmc_fake::PASSWORD, "fingerprint": fake.fingerprint});
+    a.api.ok(Method::PUT, &format!("/machines/{mac}/bmc"), Some(bmc)).await.unwrap();
+    let spec = json!({"select": {"macs": [mac]}, "image": "lab.img", "disk": "/dev/null",
+        "hardware_profile": profile, "retries": 0, "step_timeout_secs": 60});
+    let t = a.api.ok(Method::POST, "/tasks", Some(spec)).await.unwrap();
+    Machine { mac, fake, task: t["task"]["id"].as_u64().unwrap() }
 }
 
 /// Each machine's BootOS: it boots when its BMC powers it on, and again at each restart,

@@ -10,10 +10,9 @@
 
 use std::time::Duration;
 
-use hyper::Method;
 use serde_json::{json, Value};
 
-use super::bios::{boot_at_each_reset, events, run_of, Machine};
+use super::bios::{boot_at_each_reset, events, machine, run_of, with_image};
 use crate::bmc_fake::{self, Mode};
 use crate::common::appliance::Appliance;
 
@@ -44,26 +43,17 @@ async fn a_profile_puts_the_boot_ca_and_the_signing_certificate_into_the_firmwar
     // BootOS's signing key as the appliance makes it beside a signed image.
     let sealer = rackboot::secrets::Sealer::load_or_create(data).unwrap();
     let db = rackboot::secureboot::ensure(data, &sealer).unwrap().cert_pem.trim().to_string();
-    std::fs::create_dir_all(data.join("boot/images")).unwrap();
-    std::fs::write(data.join("boot/images/lab.img"), b"image").unwrap();
+    with_image(&a);
 
     let cert = bmc_fake::cert();
     let mut machines = Vec::new();
     for (i, mode) in [Mode::Good, Mode::Hpe, Mode::NoMedia, Mode::Good].into_iter().enumerate() {
-        let mac: &'static str = Box::leak(format!("52:54:00:c1:00:0{}", i + 1).into_boxed_str());
         let fake = bmc_fake::start(mode, Default::default(), Duration::ZERO, &cert).await;
         if i == 3 {
             let mut c = fake.certs.lock().unwrap();
             (c.boot, c.db) = (vec![boot_ca.clone()], vec![db.clone()]);
         }
-        a.api.ok(Method::POST, "/machines", Some(json!({"macs": [mac]}))).await.unwrap();
-        let bmc = json!({"address": format!("127.0.0.1:{}", fake.port), "protocol": "redfish",
-            "username": bmc_fake::USER, "password": bmc_fake::PASSWORD, "fingerprint": fake.fingerprint});
-        a.api.ok(Method::PUT, &format!("/machines/{mac}/bmc"), Some(bmc)).await.unwrap();
-        let spec = json!({"select": {"macs": [mac]}, "image": "lab.img", "disk": "/dev/null",
-            "hardware_profile": "trusted", "retries": 0, "step_timeout_secs": 60});
-        let t = a.api.ok(Method::POST, "/tasks", Some(spec)).await.unwrap();
-        machines.push(Machine { mac, fake, task: t["task"]["id"].as_u64().unwrap() });
+        machines.push(machine(&a, &format!("52:54:00:c1:00:0{}", i + 1), fake, "trusted").await);
     }
     boot_at_each_reset(&a, &machines).await;
 

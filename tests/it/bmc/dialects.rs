@@ -9,10 +9,7 @@
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use hyper::Method;
-use serde_json::json;
-
-use super::bios::{boot_at_each_reset, events, run_of, Machine};
+use super::bios::{boot_at_each_reset, events, machine, run_of, with_image};
 use crate::bmc_fake::{self, Mode};
 use crate::common::appliance::Appliance;
 
@@ -34,22 +31,13 @@ EmbeddedSata = "Nvme"
 #[tokio::test(flavor = "multi_thread")]
 async fn each_vendors_dialect_gets_its_bios_setting_and_boot_override() {
     let a = Appliance::start(CONFIG).await;
-    std::fs::create_dir_all(a.dir.path().join("boot/images")).unwrap();
-    std::fs::write(a.dir.path().join("boot/images/lab.img"), b"image").unwrap();
+    with_image(&a);
     let cert = bmc_fake::cert();
     let mut machines = Vec::new();
     let dialects = [(Mode::Dell, "ahci"), (Mode::Hpe, "ahci"), (Mode::Supermicro, "ahci"), (Mode::Dell, "nvme")];
     for (i, (mode, profile)) in dialects.into_iter().enumerate() {
-        let mac: &'static str = Box::leak(format!("52:54:00:d1:00:0{}", i + 1).into_boxed_str());
         let fake = bmc_fake::start(mode, Default::default(), Duration::ZERO, &cert).await;
-        a.api.ok(Method::POST, "/machines", Some(json!({"macs": [mac]}))).await.unwrap();
-        let bmc = json!({"address": format!("127.0.0.1:{}", fake.port), "protocol": "redfish",
-            "username": bmc_fake::USER, "password": bmc_fake::PASSWORD, "fingerprint": fake.fingerprint});
-        a.api.ok(Method::PUT, &format!("/machines/{mac}/bmc"), Some(bmc)).await.unwrap();
-        let spec = json!({"select": {"macs": [mac]}, "image": "lab.img", "disk": "/dev/null",
-            "hardware_profile": profile, "retries": 0, "step_timeout_secs": 60});
-        let t = a.api.ok(Method::POST, "/tasks", Some(spec)).await.unwrap();
-        machines.push(Machine { mac, fake, task: t["task"]["id"].as_u64().unwrap() });
+        machines.push(machine(&a, &format!("52:54:00:d1:00:0{}", i + 1), fake, profile).await);
     }
     boot_at_each_reset(&a, &machines).await;
 

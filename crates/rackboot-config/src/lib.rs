@@ -16,6 +16,7 @@ mod boot;
 mod dhcp;
 mod dhcp6;
 mod dns;
+mod firmware;
 mod https;
 mod pair;
 mod plugins;
@@ -44,6 +45,7 @@ pub use boot::{
 pub use dhcp::{DhcpConfig, DhcpMode, Subnet, WireDhcp, WireSubnet};
 pub use dhcp6::{Dhcp6Config, Pool6, Subnet6, WireDhcp6, WireSubnet6};
 pub use dns::{DnsConfig, WireDns};
+pub use firmware::{FirmwareConfig, WireFirmware};
 pub use https::{ConnLimits, HttpsConfig, WireHttps};
 pub use pair::{PairConfig, PairRole, WirePair};
 pub use plugins::WirePlugins;
@@ -80,6 +82,7 @@ pub struct WireConfig {
     pub proxy: WireProxy,
     pub store: WireStore,
     pub webhooks: WireWebhooks,
+    pub firmware: WireFirmware,
 }
 
 /// Validated runtime configuration.
@@ -129,6 +132,8 @@ pub struct Config {
     pub store: StoreConfig,
     /// Webhook delivery (`[webhooks]`).
     pub webhooks: WebhooksConfig,
+    /// Firmware baselines and their images (`[firmware]`).
+    pub firmware: FirmwareConfig,
     pub boot: BootFiles,
     /// Directory whose `ipxe/*.ipxe` and `provision/identity.sh` override the embedded templates.
     pub templates: Option<PathBuf>,
@@ -161,6 +166,7 @@ impl TryFrom<WireConfig> for Config {
             proxy,
             store,
             webhooks,
+            firmware,
         } = w;
         let plugins = rackboot_model::plugins::StoreLimits::try_from(plugins)?;
         let WireServer {
@@ -232,6 +238,16 @@ impl TryFrom<WireConfig> for Config {
                 p.name
             );
         }
+        let firmware = FirmwareConfig::from_wire(firmware, &tftp.root)?;
+        for p in provision.hardware_profiles.values() {
+            if let Some(b) = &p.firmware_baseline {
+                anyhow::ensure!(
+                    firmware.baselines.contains_key(b),
+                    "hardware profile {} names firmware baseline {b:?}, which [[firmware.baselines]] does not define",
+                    p.name
+                );
+            }
+        }
         Ok(Config {
             data_dir,
             interface,
@@ -258,6 +274,7 @@ impl TryFrom<WireConfig> for Config {
             proxy,
             store,
             webhooks,
+            firmware,
             boot,
             templates,
         })
@@ -318,6 +335,9 @@ mod tests {
             [HttpsBoot, SecureBootDb],
             "once each"
         );
+        let e =
+            Config::parse("[[provision.hardware_profiles]]\nname = \"x\"\nfirmware_baseline = \"gone\"").unwrap_err();
+        assert!(format!("{e:#}").contains("does not define"), "{e:#}");
         let e = Config::parse("[[provision.hardware_profiles]]\nname = \"x\"\nfirmware_certificates = [\"pk\"]")
             .unwrap_err();
         assert!(format!("{e:#}").contains("https-boot"), "{e:#}");

@@ -90,6 +90,10 @@ pub struct HardwareProfile {
     /// certificate, into Secure Boot's db).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub firmware_certificates: Vec<rackboot_model::bios::FirmwareCert>,
+    /// The firmware baseline (`[[firmware.baselines]]`) its machines are brought to, through
+    /// their Redfish BMC, before the BIOS settings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub firmware_baseline: Option<String>,
 }
 
 /// Validated provisioning settings.

@@ -5,6 +5,8 @@
 //!   followers, the lease sweeper).
 //! - [`provision`]: provisioning runs' engine and its decisions (the records are the model's).
 //! - [`bmc`]: the power service over machines' BMCs (the drivers are `rackboot-bmc`'s).
+//! - [`firmware`]: firmware baselines: a machine's drift, the images by SHA-256, updates through
+//!   the BMC's UpdateService.
 //! - [`plugins`]: the plugin upload pipeline, the blob directory and reference resolving.
 //! - [`auth`]: roles, API tokens, passwords, the role table and the login rate limiter.
 //! - [`racks`]: the rack sweep and a rack's machines into a provisioning task.
@@ -31,6 +33,7 @@ pub mod auth;
 pub mod bmc;
 pub mod child;
 pub mod controller;
+pub mod firmware;
 pub mod integrations;
 pub mod plugins;
 pub mod provision;

@@ -183,6 +183,16 @@ event_kinds! {
     BmcRemoved = "bmc.removed", fields: "(none)";
     /// The machine's firmware was read through its BMC (counts; the report is on the BMC).
     BmcFirmware = "bmc.firmware", fields: "bios_version, bios_attributes, pending, inventory";
+    /// A firmware update of one component through the BMC began (the image the BMC fetches,
+    /// the inventory entries it flashes; `by`: operator or provision).
+    FirmwareUpdating = "firmware.updating", fields: "component, version, image, targets, by";
+    /// The BMC's update task moved (its state, percent and latest message).
+    FirmwareProgress = "firmware.progress", fields: "component, state, percent, message";
+    /// An update ended with every updated component at its baseline version, read back after
+    /// the restart (`pending`: no restart was allowed, the versions are read after the next).
+    FirmwareUpdated = "firmware.updated", fields: "components, standing, restarted, pending, by";
+    /// A firmware update failed (the BMC's message); never retried by itself.
+    FirmwareFailed = "firmware.failed", fields: "component, error, by";
     /// A power action through the BMC succeeded and was verified by reading the state back.
     PowerAction = "power.action", fields: "action, state, uefi, attempts, fallback, ms, by";
     /// A power action through the BMC failed.

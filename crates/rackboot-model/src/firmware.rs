@@ -56,6 +56,9 @@ pub struct FirmwareItem {
     /// `Status.Health` (OK, Warning, Critical).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub health: Option<String>,
+    /// The entry's Redfish path (an update's target).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
 }
 
 /// A string from a BMC, cut to [`MAX_TEXT`] characters and stripped of control characters.

@@ -5,6 +5,7 @@
 //! - [`jobs`]: the agent job record and its state machine.
 //! - [`bmc`]: a machine's BMC record, its power states and actions, and the input that sets it.
 //! - [`bios`]: BIOS settings a hardware profile declares, and how a reading differs from them.
+//! - [`baseline`]: firmware baselines per component, and a machine's drift from one.
 //! - [`role`]: the roles of users and tokens.
 //! - [`events`]: the kinds of a machine's timeline events.
 //! - [`boot`]: the UEFI loader a machine is handed.
@@ -20,6 +21,7 @@
 //! - [`plugins`]: vendor plugins: manifest, parameter schema, minisign signatures, references.
 //! - [`webhooks`]: webhook subscriptions: URL, filter, TLS check, delivery status.
 
+pub mod baseline;
 pub mod bios;
 pub mod bmc;
 pub mod boot;

@@ -153,6 +153,16 @@ impl EventFilter {
 }
 
 impl Cmdb {
+    /// Puts an event on machine `id`'s timeline (what a service did to it, such as a firmware
+    /// update's progress); a machine that is gone is `NotFound`.
+    pub async fn note_event(&self, id: u64, kind: EventKind, detail: serde_json::Value) -> Result<(), CmdbError> {
+        self.write(move |ctx| {
+            ctx.get::<super::model::Machine>(id)?;
+            push_event(ctx, id, kind, detail)
+        })
+        .await
+    }
+
     /// A machine's timeline, oldest first, after sequence `after`.
     pub async fn events(&self, machine_id: u64, after: u64, limit: usize) -> Result<Vec<Event>, CmdbError> {
         self.read(move |rtx| {

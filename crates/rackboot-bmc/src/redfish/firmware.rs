@@ -97,6 +97,7 @@ impl Redfish {
                 version: firmware::text(&m["Version"]),
                 updateable: m["Updateable"].as_bool(),
                 health: firmware::text(&m["Status"]["Health"]),
+                path: Some(path),
             });
         }
         Ok(Some((items, more)))

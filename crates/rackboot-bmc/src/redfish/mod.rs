@@ -9,6 +9,7 @@ pub mod certs;
 pub mod dialect;
 pub mod firmware;
 pub mod http;
+pub mod update;
 pub mod vmedia;
 
 use std::sync::Arc;

@@ -185,6 +185,21 @@ impl Power {
     where
         Fut: std::future::Future<Output = Result<T, BmcError>>,
     {
+        self.with_driver_for(id, what, self.cfg.action_deadline, f).await
+    }
+
+    /// [`Power::with_driver`] with another deadline (a firmware flash takes longer than a power
+    /// action; the lock keeps power actions off the machine meanwhile).
+    pub(super) async fn with_driver_for<T, Fut>(
+        &self,
+        id: u64,
+        what: &'static str,
+        deadline: std::time::Duration,
+        f: impl FnOnce(Arc<Driver>) -> Fut,
+    ) -> Result<(Bmc, T), PowerError>
+    where
+        Fut: std::future::Future<Output = Result<T, BmcError>>,
+    {
         let bmc = self.cmdb.bmc(id).await?.ok_or(PowerError::NoBmc(id))?;
         let fail = |error| PowerError::Bmc { machine: id, action: what, error };
         if let Some(why) = self.held(&bmc) {
@@ -206,9 +221,7 @@ impl Power {
                     }
                     result
                 };
-                let result = tokio::time::timeout(self.cfg.action_deadline, work)
-                    .await
-                    .unwrap_or(Err(BmcError::Timeout(self.cfg.action_deadline)));
+                let result = tokio::time::timeout(deadline, work).await.unwrap_or(Err(BmcError::Timeout(deadline)));
                 drop(permit);
                 if matches!(result, Err(BmcError::Auth(_))) {
                     self.refused.lock().expect("refused lock").insert(id, (version(&bmc), Instant::now()));

@@ -1,0 +1,131 @@
+//! Firmware updates through Redfish's `UpdateService.SimpleUpdate` (DMTF DSP0268
+//! UpdateService): the BMC fetches the image from a URL the appliance serves and flashes the
+//! targets named (inventory entries, or the system for its BIOS). A 202's task is followed to
+//! its end with its `PercentComplete` and messages reported as it goes (DSP0266 "Asynchronous
+//! operations"; Dell iDRAC and HPE iLO answer so); a 200 or 204 is an update done at once
+//! (sushy-tools). A task that ends `Exception`, `Killed` or `Cancelled`, or `Completed` with a
+//! `Critical` status, fails with the BMC's messages: a flash is never tried twice by itself.
+
+use std::time::Duration;
+
+use hyper::Method;
+use serde_json::{json, Value};
+
+use super::dialect::retry_after;
+use super::firmware::link;
+use super::Redfish;
+use crate::BmcError;
+
+/// A task's progress as the BMC reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Progress {
+    /// `TaskState` (New, Running, Completed, ...).
+    pub state: String,
+    pub percent: Option<u8>,
+    /// The task's latest message.
+    pub message: Option<String>,
+}
+
+/// An update the BMC finished.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Updated {
+    /// The task monitor followed (absent: done at once).
+    pub task: Option<String>,
+    /// The task's messages at its end.
+    pub messages: String,
+}
+
+impl Redfish {
+    /// The `SimpleUpdate` action's target, if the BMC offers one.
+    async fn simple_update_target(&self) -> Result<String, BmcError> {
+        let root = self.get("/redfish/v1").await?;
+        let none = || BmcError::Other("the BMC offers no UpdateService.SimpleUpdate to update firmware with".into());
+        let service = link(&root["UpdateService"]).ok_or_else(none)?;
+        let service = self.get(&service).await?;
+        let target = service["Actions"]["#UpdateService.SimpleUpdate"]["target"].as_str().unwrap_or_default();
+        link(&json!({ "@odata.id": target })).ok_or_else(none)
+    }
+
+    /// Flashes the image at `image_uri` into `targets` (empty: the system, for its BIOS) and
+    /// follows the BMC's task for at most `wait`, calling `progress` when it moves.
+    pub async fn simple_update(
+        &self,
+        image_uri: &str,
+        targets: &[String],
+        wait: Duration,
+        progress: &mut (dyn FnMut(Progress) + Send),
+    ) -> Result<Updated, BmcError> {
+        let action = self.simple_update_target().await?;
+        let targets: Vec<String> = if targets.is_empty() { vec![self.system.clone()] } else { targets.to_vec() };
+        // The URI's scheme says the protocol (TransferProtocol is for a URI without one).
+        let body = json!({ "ImageURI": image_uri, "Targets": targets });
+        let a = self.ep.send(Method::POST, &action, &[self.auth_header()], Some(&body)).await?;
+        if a.status.as_u16() != 202 || !a.headers.contains_key(hyper::header::LOCATION) {
+            // Done at once (200, 204: a Location beside a 204 names no task to follow).
+            return Ok(Updated { task: None, messages: messages(&a.json().unwrap_or_default()) });
+        }
+        let monitor = self.ep.location(&a)?;
+        let deadline = tokio::time::Instant::now() + wait;
+        let mut pause = retry_after(&a).unwrap_or(Duration::from_secs(2));
+        let mut last: Option<Progress> = None;
+        loop {
+            if tokio::time::Instant::now() + pause > deadline {
+                return Err(BmcError::Timeout(wait));
+            }
+            tokio::time::sleep(pause).await;
+            let a = match self.ep.send(Method::GET, &monitor, &[self.auth_header()], None).await {
+                Ok(a) => a,
+                // A monitor some BMCs drop once the task ended: the version read after says.
+                Err(BmcError::Status { status: 404 | 410, .. }) if last.is_some() => {
+                    return Ok(Updated { task: Some(monitor), messages: "the task monitor is gone".into() })
+                }
+                Err(e) if e.transient() => continue,
+                Err(e) => return Err(e),
+            };
+            let task = a.json().unwrap_or_default();
+            let now = Progress {
+                state: task["TaskState"].as_str().unwrap_or("Running").chars().take(32).collect(),
+                percent: task["PercentComplete"].as_u64().map(|p| p.min(100) as u8),
+                message: latest(&task),
+            };
+            if last.as_ref() != Some(&now) {
+                progress(now.clone());
+            }
+            let status = task["TaskStatus"].as_str().unwrap_or("OK");
+            match (a.status.as_u16(), now.state.as_str()) {
+                (_, "Exception" | "Killed" | "Cancelled") => {
+                    return Err(BmcError::Other(format!("the BMC's update ended {}: {}", now.state, messages(&task))))
+                }
+                (_, "Completed") if status == "Critical" => {
+                    return Err(BmcError::Other(format!("the BMC's update failed: {}", messages(&task))))
+                }
+                (202, _) | (_, "New" | "Starting" | "Running" | "Pending" | "Suspended" | "Stopping" | "Service") => {
+                    pause = retry_after(&a).unwrap_or(Duration::from_secs(2));
+                }
+                _ => return Ok(Updated { task: Some(monitor), messages: messages(&task) }),
+            }
+            last = Some(now);
+        }
+    }
+}
+
+/// A task's latest message (cut to 256 characters).
+fn latest(task: &Value) -> Option<String> {
+    let m = task["Messages"].as_array()?.iter().rev().find_map(|m| m["Message"].as_str())?;
+    Some(m.chars().filter(|c| !c.is_control()).take(256).collect())
+}
+
+/// A task's messages, joined (at most five).
+fn messages(task: &Value) -> String {
+    let m: Vec<String> = task["Messages"]
+        .as_array()
+        .map(|m| {
+            m.iter().filter_map(|m| m["Message"].as_str()).take(5).map(|s| s.chars().take(256).collect()).collect()
+        })
+        .unwrap_or_default();
+    if m.is_empty() {
+        "no message".into()
+    } else {
+        m.join("; ")
+    }
+}

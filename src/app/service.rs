@@ -49,6 +49,7 @@ pub struct Core {
     pub tang: Arc<crate::tang::Tang>,
     /// BootOS from virtual media for machines whose BMC is set so.
     pub vmedia: Arc<crate::vmedia::VirtualMedia>,
+    pub firmware: Arc<rackboot_control::firmware::Firmware>,
 }
 
 impl Core {
@@ -120,6 +121,13 @@ impl Core {
                 .context("the virtual-media directory")?,
         );
         engine.use_vmedia(vmedia.clone());
+        let firmware = Arc::new(rackboot_control::firmware::Firmware::new(
+            cmdb.clone(),
+            power.clone(),
+            cfg.firmware.clone(),
+            cfg.provision.hardware_profiles.clone(),
+            format!("{}/boot/files/firmware", addrs.http_base.trim_end_matches('/')),
+        ));
         Ok(Core {
             cfg: Arc::new(cfg),
             addrs: Arc::new(addrs),
@@ -135,6 +143,7 @@ impl Core {
             webhooks,
             tang,
             vmedia,
+            firmware,
         })
     }
 }
@@ -168,6 +177,7 @@ impl Core {
             webhooks,
             tang,
             vmedia,
+            firmware,
         } = self.clone();
         let boot = crate::api::boot::BootState {
             renderer: templates,
@@ -198,6 +208,7 @@ impl Core {
             webhooks: Some(webhooks),
             tang: Some(tang),
             vmedia: Some(vmedia),
+            firmware: Some(firmware),
         });
         crate::app::web::Site { cfg, addrs, tls, state }
     }

@@ -6,6 +6,7 @@
 
 pub mod certs;
 pub mod dialect;
+pub mod update;
 
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -45,6 +46,10 @@ pub enum Mode {
     Supermicro,
     /// Has a virtual CD whose insert fails (500).
     InsertFails,
+    /// Has an UpdateService whose `SimpleUpdate` flashes the BIOS and the BMC (see `update`).
+    Updates,
+    /// Its `SimpleUpdate` task ends in `Exception`.
+    UpdateFails,
 }
 
 /// Sessions open at once, now and at most.
@@ -85,6 +90,8 @@ pub struct Fake {
     pub task_polls: AtomicUsize,
     busy_once: std::sync::atomic::AtomicBool,
     paths: Mutex<Vec<String>>,
+    /// Firmware versions and updates (`update`).
+    pub fw: Mutex<update::Firmware>,
     /// Added to every answer (so overlapping commands would overlap on the server).
     delay: Duration,
     pub port: u16,
@@ -133,6 +140,7 @@ pub async fn start(mode: Mode, global: Arc<Gauge>, delay: Duration, cert: &Cert)
         task_polls: AtomicUsize::new(0),
         busy_once: Default::default(),
         paths: Mutex::default(),
+        fw: Mutex::default(),
         delay,
         port,
         fingerprint: cert.fingerprint.clone(),
@@ -212,6 +220,9 @@ impl Fake {
         if let Some(r) = self.dialect_before(method.as_str(), &path, if_match.as_deref()) {
             return r;
         }
+        if let Some(r) = self.update_before(method.as_str(), &path, &body) {
+            return r;
+        }
         let r = match (method.as_str(), path.as_str()) {
             ("DELETE", "/redfish/v1/SessionService/Sessions/1") => {
                 self.sessions.down();
@@ -228,7 +239,7 @@ impl Fake {
                 reply(StatusCode::OK, json!({"Members": [{"@odata.id": "/redfish/v1/Systems/1"}]}))
             }
             ("GET", "/redfish/v1/Systems/1") => {
-                let mut sys = json!({"@odata.id": "/redfish/v1/Systems/1", "PowerState": self.power_state(), "BiosVersion": "2.19.1",
+                let mut sys = json!({"@odata.id": "/redfish/v1/Systems/1", "PowerState": self.power_state(), "BiosVersion": self.bios_version(),
                     "Bios": {"@odata.id": "/redfish/v1/Systems/1/Bios"},
                     "VirtualMedia": if self.mode == Mode::NoMedia { Value::Null } else { json!({"@odata.id": "/redfish/v1/Systems/1/VirtualMedia"}) },
                     "Boot": *self.boot.lock().unwrap(),
@@ -247,6 +258,7 @@ impl Fake {
                 if kind == "On" || kind == "ForceRestart" {
                     self.reset_bios();
                     self.reset_certs();
+                    self.reset_firmware();
                 }
                 let mut p = self.power.lock().unwrap();
                 match kind.as_str() {

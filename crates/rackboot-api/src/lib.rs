@@ -9,7 +9,7 @@ pub use rackboot_base::{metrics, net, secrets};
 pub use rackboot_boot::{netcfg, planner, render, templates, uki};
 pub use rackboot_config as config;
 pub use rackboot_control::{
-    auth, bmc, controller, plugins, provision, racks, secureboot, tang, tls, vmedia, webhooks, windows,
+    auth, bmc, controller, firmware, plugins, provision, racks, secureboot, tang, tls, vmedia, webhooks, windows,
 };
 pub use rackboot_model::{jobs, mac};
 pub use rackboot_store as cmdb;

@@ -7,6 +7,7 @@ mod bios;
 mod certs;
 mod dialects;
 mod faults;
+mod firmware;
 mod inband;
 mod ipmi;
 mod provision;

@@ -79,11 +79,16 @@ where
 }
 
 /// The body limit: [`MAX_BODY`] for every route but a plugin upload, which may be as large as
-/// `plugins.max_bundle_bytes` (plus its form's framing).
+/// `plugins.max_bundle_bytes` (plus its form's framing), and a firmware image's
+/// (`firmware.max_image_mb`).
 fn body_limit(s: &ApiState, req: &Request) -> usize {
     let upload = req.method() == Method::POST && req.uri().path() == PLUGIN_UPLOAD;
-    match (&s.plugins, upload) {
-        (Some(p), true) => usize::try_from(p.limits.max_bundle_bytes).unwrap_or(usize::MAX).saturating_add(64 << 10),
+    let image = req.method() == Method::PUT && req.uri().path() == super::baselines::IMAGE_UPLOAD;
+    match (&s.plugins, &s.firmware) {
+        (Some(p), _) if upload => {
+            usize::try_from(p.limits.max_bundle_bytes).unwrap_or(usize::MAX).saturating_add(64 << 10)
+        }
+        (_, Some(f)) if image => usize::try_from(f.images.max_bytes()).unwrap_or(usize::MAX),
         _ => MAX_BODY,
     }
 }

@@ -45,6 +45,7 @@ use crate::cmdb::EventKind;
         (name = "network", description = "Installed nodes' networks: the named networks, and each machine's ports, bonds, VLANs and static addresses"),
         (name = "cloud-init", description = "cloud-init user-data of machines and racks (an operator's: it may hold secrets)"),
         (name = "power", description = "Machines' BMCs (Redfish, IPMI) and power actions through them"),
+        (name = "firmware", description = "Firmware baselines, their images, and machines brought to them through their BMCs"),
         (name = "auth", description = "Logging in, and who the caller is"),
         (name = "users", description = "Users and their roles (admin)"),
         (name = "tokens", description = "API tokens: one's own, or everyone's (admin)"),

@@ -11,6 +11,7 @@ mod appliances;
 mod audit;
 pub mod auth;
 mod backup;
+mod baselines;
 mod bmc;
 pub mod boot;
 mod bounded;
@@ -98,6 +99,8 @@ pub struct ApiParts {
     pub tang: Option<Arc<crate::tang::Tang>>,
     /// Virtual-media boot ISOs (`/vmedia`, to the BMCs that insert them); `None` serves none.
     pub vmedia: Option<Arc<crate::vmedia::VirtualMedia>>,
+    /// Firmware baselines, images and updates (`/api/v1/firmware`); `None` serves none.
+    pub firmware: Option<Arc<crate::firmware::Firmware>>,
 }
 
 /// Event streams open at once; more are refused with 503.
@@ -122,6 +125,7 @@ fn protected_routes() -> OpenApiRouter<ApiState> {
         .merge(userdata::routes())
         .merge(bmc::routes())
         .merge(firmware::routes())
+        .merge(baselines::routes())
         .merge(auth::routes())
         .merge(users::routes())
         .merge(audit::routes())

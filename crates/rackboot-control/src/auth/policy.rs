@@ -48,7 +48,10 @@ pub fn required(method: &Method, route: &str, public_doc: bool) -> Access {
         ("machines", true) if route.ends_with("/bmc") => Access::Role(Role::Operator),
         ("machines" | "racks", true) if route.ends_with("/user-data") => Access::Role(Role::Operator),
         (_, true) => Access::Role(Role::Viewer),
-        ("machines" | "racks" | "tasks" | "jobs" | "profiles" | "power", false) => Access::Role(Role::Operator),
+        // Firmware images and updates are part of bringing up a rack.
+        ("machines" | "racks" | "tasks" | "jobs" | "profiles" | "power" | "firmware", false) => {
+            Access::Role(Role::Operator)
+        }
         (_, false) => Access::Role(Role::Admin),
     }
 }
@@ -81,6 +84,14 @@ mod tests {
             (Method::POST, "/machines/{id}/bmc/inband", O),
             (Method::GET, "/machines/{id}/firmware", V),
             (Method::POST, "/machines/{id}/firmware", O),
+            (Method::GET, "/machines/{id}/firmware/drift", V),
+            (Method::POST, "/machines/{id}/firmware/update", O),
+            (Method::GET, "/firmware/images", V),
+            (Method::PUT, "/firmware/images", O),
+            (Method::DELETE, "/firmware/images/{sha256}", O),
+            (Method::GET, "/firmware/baselines", V),
+            (Method::GET, "/racks/{name}/firmware", V),
+            (Method::POST, "/racks/{name}/firmware/update", O),
             (Method::GET, "/machines/{id}/network", V),
             (Method::PUT, "/machines/{id}/network", O),
             (Method::DELETE, "/machines/{id}/network", O),

@@ -40,6 +40,9 @@ _rackboot() {
             rackboot,default-config)
                 cmd="rackboot__subcmd__default__subcmd__config"
                 ;;
+            rackboot,firmware)
+                cmd="rackboot__subcmd__firmware"
+                ;;
             rackboot,help)
                 cmd="rackboot__subcmd__help"
                 ;;
@@ -169,6 +172,48 @@ _rackboot() {
             rackboot__subcmd__ca__subcmd__help,show)
                 cmd="rackboot__subcmd__ca__subcmd__help__subcmd__show"
                 ;;
+            rackboot__subcmd__firmware,baselines)
+                cmd="rackboot__subcmd__firmware__subcmd__baselines"
+                ;;
+            rackboot__subcmd__firmware,drift)
+                cmd="rackboot__subcmd__firmware__subcmd__drift"
+                ;;
+            rackboot__subcmd__firmware,help)
+                cmd="rackboot__subcmd__firmware__subcmd__help"
+                ;;
+            rackboot__subcmd__firmware,images)
+                cmd="rackboot__subcmd__firmware__subcmd__images"
+                ;;
+            rackboot__subcmd__firmware,rm)
+                cmd="rackboot__subcmd__firmware__subcmd__rm"
+                ;;
+            rackboot__subcmd__firmware,update)
+                cmd="rackboot__subcmd__firmware__subcmd__update"
+                ;;
+            rackboot__subcmd__firmware,upload)
+                cmd="rackboot__subcmd__firmware__subcmd__upload"
+                ;;
+            rackboot__subcmd__firmware__subcmd__help,baselines)
+                cmd="rackboot__subcmd__firmware__subcmd__help__subcmd__baselines"
+                ;;
+            rackboot__subcmd__firmware__subcmd__help,drift)
+                cmd="rackboot__subcmd__firmware__subcmd__help__subcmd__drift"
+                ;;
+            rackboot__subcmd__firmware__subcmd__help,help)
+                cmd="rackboot__subcmd__firmware__subcmd__help__subcmd__help"
+                ;;
+            rackboot__subcmd__firmware__subcmd__help,images)
+                cmd="rackboot__subcmd__firmware__subcmd__help__subcmd__images"
+                ;;
+            rackboot__subcmd__firmware__subcmd__help,rm)
+                cmd="rackboot__subcmd__firmware__subcmd__help__subcmd__rm"
+                ;;
+            rackboot__subcmd__firmware__subcmd__help,update)
+                cmd="rackboot__subcmd__firmware__subcmd__help__subcmd__update"
+                ;;
+            rackboot__subcmd__firmware__subcmd__help,upload)
+                cmd="rackboot__subcmd__firmware__subcmd__help__subcmd__upload"
+                ;;
             rackboot__subcmd__help,api)
                 cmd="rackboot__subcmd__help__subcmd__api"
                 ;;
@@ -192,6 +237,9 @@ _rackboot() {
                 ;;
             rackboot__subcmd__help,default-config)
                 cmd="rackboot__subcmd__help__subcmd__default__subcmd__config"
+                ;;
+            rackboot__subcmd__help,firmware)
+                cmd="rackboot__subcmd__help__subcmd__firmware"
                 ;;
             rackboot__subcmd__help,help)
                 cmd="rackboot__subcmd__help__subcmd__help"
@@ -279,6 +327,24 @@ _rackboot() {
                 ;;
             rackboot__subcmd__help__subcmd__ca,show)
                 cmd="rackboot__subcmd__help__subcmd__ca__subcmd__show"
+                ;;
+            rackboot__subcmd__help__subcmd__firmware,baselines)
+                cmd="rackboot__subcmd__help__subcmd__firmware__subcmd__baselines"
+                ;;
+            rackboot__subcmd__help__subcmd__firmware,drift)
+                cmd="rackboot__subcmd__help__subcmd__firmware__subcmd__drift"
+                ;;
+            rackboot__subcmd__help__subcmd__firmware,images)
+                cmd="rackboot__subcmd__help__subcmd__firmware__subcmd__images"
+                ;;
+            rackboot__subcmd__help__subcmd__firmware,rm)
+                cmd="rackboot__subcmd__help__subcmd__firmware__subcmd__rm"
+                ;;
+            rackboot__subcmd__help__subcmd__firmware,update)
+                cmd="rackboot__subcmd__help__subcmd__firmware__subcmd__update"
+                ;;
+            rackboot__subcmd__help__subcmd__firmware,upload)
+                cmd="rackboot__subcmd__help__subcmd__firmware__subcmd__upload"
                 ;;
             rackboot__subcmd__help__subcmd__jobs,action)
                 cmd="rackboot__subcmd__help__subcmd__jobs__subcmd__action"
@@ -941,7 +1007,7 @@ _rackboot() {
 
     case "${cmd}" in
         rackboot)
-            opts="-h -V --help --version serve reference completions man default-config assets windows ca secureboot machines templates bmc power racks plugins jobs tasks users tokens tang audit backup restore store api inventory leases watch help"
+            opts="-h -V --help --version serve reference completions man default-config assets windows ca secureboot machines templates bmc firmware power racks plugins jobs tasks users tokens tang audit backup restore store api inventory leases watch help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1586,8 +1652,310 @@ _rackboot() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        rackboot__subcmd__firmware)
+            opts="-h --api --ca --token-file --help images upload rm baselines drift update help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --api)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ca)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rackboot__subcmd__firmware__subcmd__baselines)
+            opts="-h --api --ca --token-file --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --api)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ca)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rackboot__subcmd__firmware__subcmd__drift)
+            opts="-h --rack --read --api --ca --token-file --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --rack)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --api)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ca)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rackboot__subcmd__firmware__subcmd__help)
+            opts="images upload rm baselines drift update help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rackboot__subcmd__firmware__subcmd__help__subcmd__baselines)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rackboot__subcmd__firmware__subcmd__help__subcmd__drift)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rackboot__subcmd__firmware__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rackboot__subcmd__firmware__subcmd__help__subcmd__images)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rackboot__subcmd__firmware__subcmd__help__subcmd__rm)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rackboot__subcmd__firmware__subcmd__help__subcmd__update)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rackboot__subcmd__firmware__subcmd__help__subcmd__upload)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rackboot__subcmd__firmware__subcmd__images)
+            opts="-h --api --ca --token-file --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --api)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ca)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rackboot__subcmd__firmware__subcmd__rm)
+            opts="-h --api --ca --token-file --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --api)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ca)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rackboot__subcmd__firmware__subcmd__update)
+            opts="-h --rack --no-restart --api --ca --token-file --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --rack)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --api)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ca)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rackboot__subcmd__firmware__subcmd__upload)
+            opts="-h --api --ca --token-file --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --api)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ca)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         rackboot__subcmd__help)
-            opts="serve reference completions man default-config assets windows ca secureboot machines templates bmc power racks plugins jobs tasks users tokens tang audit backup restore store api inventory leases watch help"
+            opts="serve reference completions man default-config assets windows ca secureboot machines templates bmc firmware power racks plugins jobs tasks users tokens tang audit backup restore store api inventory leases watch help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1813,6 +2181,104 @@ _rackboot() {
         rackboot__subcmd__help__subcmd__default__subcmd__config)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rackboot__subcmd__help__subcmd__firmware)
+            opts="images upload rm baselines drift update"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rackboot__subcmd__help__subcmd__firmware__subcmd__baselines)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rackboot__subcmd__help__subcmd__firmware__subcmd__drift)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rackboot__subcmd__help__subcmd__firmware__subcmd__images)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rackboot__subcmd__help__subcmd__firmware__subcmd__rm)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rackboot__subcmd__help__subcmd__firmware__subcmd__update)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rackboot__subcmd__help__subcmd__firmware__subcmd__upload)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi

@@ -9,6 +9,7 @@ use super::api::{ApiArgs, ApiCall};
 use super::assets::AssetsCmd;
 use super::bmc::{BmcCmd, PowerArgs};
 use super::ca::CaCmd;
+use super::firmware::FirmwareCmd;
 use super::inventory::InventoryArgs;
 use super::jobs::JobsCmd;
 use super::machines::MachinesCmd;
@@ -120,6 +121,14 @@ Examples:
         api: ApiArgs,
         #[command(subcommand)]
         cmd: BmcCmd,
+    },
+    /// Firmware baselines: upload images, show machines' and racks' drift, update them through
+    /// their BMCs.
+    Firmware {
+        #[command(flatten)]
+        api: ApiArgs,
+        #[command(subcommand)]
+        cmd: FirmwareCmd,
     },
     /// Power machines on, off (graceful, then forced), cycle them, read their state, or boot
     /// them from the network once, through their BMCs; each result is read back.

@@ -15,6 +15,7 @@ mod backup;
 mod bmc;
 mod ca;
 mod commands;
+mod firmware;
 mod inventory;
 mod jobs;
 mod machines;
@@ -36,6 +37,7 @@ use assets::assets;
 use bmc::{bmc, power};
 use ca::ca;
 use commands::Command;
+use firmware::firmware;
 use inventory::inventory;
 use jobs::jobs;
 use machines::machines;
@@ -117,6 +119,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Templates { api, cmd } => templates(api.client()?, cmd).await,
         Command::Plugins { api, cmd } => plugins(api.client()?, cmd).await,
         Command::Bmc { api, cmd } => bmc(api.client()?, cmd).await,
+        Command::Firmware { api, cmd } => firmware(api.client()?, cmd).await,
         Command::Power { api, args } => power(api.client()?, args).await,
         Command::Jobs { api, cmd } => jobs(api.client()?, cmd).await,
         Command::Tasks { api, cmd } => tasks(api.client()?, cmd).await,

@@ -128,6 +128,7 @@ impl Core {
             cfg.provision.hardware_profiles.clone(),
             format!("{}/boot/files/firmware", addrs.http_base.trim_end_matches('/')),
         ));
+        engine.use_firmware(firmware.clone());
         Ok(Core {
             cfg: Arc::new(cfg),
             addrs: Arc::new(addrs),

@@ -186,6 +186,12 @@ pub fn same_version(a: &str, b: &str) -> bool {
 
 /// A machine's drift from `baseline`, from its BMC's last firmware read (`None`: never read).
 pub fn drift(baseline: &Baseline, report: Option<&FirmwareReport>) -> Drift {
+    drift_with(baseline, report, None)
+}
+
+/// [`drift`], with BootOS's in-band view where the BMC says nothing: the BIOS version DMI
+/// reported (`inband_bios`) stands for a `bios` component no BMC read shows.
+pub fn drift_with(baseline: &Baseline, report: Option<&FirmwareReport>, inband_bios: Option<&str>) -> Drift {
     let components: Vec<ComponentDrift> = baseline
         .components
         .iter()
@@ -207,6 +213,14 @@ pub fn drift(baseline: &Baseline, report: Option<&FirmwareReport>) -> Drift {
                     })),
                 }
             }
+            if let (true, Component::Bios, None, Some(v)) = (found.is_empty(), c.component, &c.matches, inband_bios) {
+                found.push(Found {
+                    id: "dmi".into(),
+                    name: "BIOS (in band, DMI)".into(),
+                    version: Some(v.chars().filter(|c| !c.is_control()).take(crate::firmware::MAX_TEXT).collect()),
+                    path: None,
+                });
+            }
             let standing = if found.is_empty() || found.iter().any(|f| f.version.is_none()) {
                 if found.iter().any(|f| f.version.as_deref().is_some_and(|v| !same_version(v, &c.version))) {
                     Standing::Drift
@@ -223,6 +237,25 @@ pub fn drift(baseline: &Baseline, report: Option<&FirmwareReport>) -> Drift {
         .collect();
     let standing = components.iter().map(|c| c.standing).max().unwrap_or(Standing::Current);
     Drift { baseline: baseline.name.clone(), standing, components, read_at_ms: report.map(|r| r.read_at_ms) }
+}
+
+/// Where a run's firmware step is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(tag = "phase", rename_all = "snake_case")]
+pub enum FirmwarePhase {
+    /// The update runs through the BMC (asked at `at_ms`): read, flash, restart into BootOS,
+    /// read back.
+    Update { at_ms: u64 },
+    /// Updated; the machine was restarted at `at_ms`: waiting for its BootOS agent.
+    Restart { at_ms: u64 },
+}
+
+impl FirmwarePhase {
+    pub fn at_ms(self) -> u64 {
+        match self {
+            FirmwarePhase::Update { at_ms } | FirmwarePhase::Restart { at_ms } => at_ms,
+        }
+    }
 }
 
 #[cfg(test)]

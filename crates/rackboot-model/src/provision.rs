@@ -156,6 +156,8 @@ pub struct Task {
 pub enum Step {
     WaitAgent,
     Check,
+    /// The hardware profile's firmware baseline, through the machine's Redfish BMC.
+    Firmware,
     /// The hardware profile's BIOS settings, through the machine's Redfish BMC.
     Bios,
     Configure(usize),
@@ -182,10 +184,11 @@ impl Step {
         let (configure, post_install) = (r.configure, r.post_install);
         match self {
             Step::WaitAgent => Step::Check,
-            Step::Check if r.bios => Step::Bios,
-            Step::Check | Step::Bios if r.commission => Step::Commission,
-            Step::Check | Step::Bios | Step::Commission if configure > 0 => Step::Configure(0),
-            Step::Check | Step::Bios | Step::Commission => Step::Install,
+            Step::Check if r.firmware => Step::Firmware,
+            Step::Check | Step::Firmware if r.bios => Step::Bios,
+            Step::Check | Step::Firmware | Step::Bios if r.commission => Step::Commission,
+            Step::Check | Step::Firmware | Step::Bios | Step::Commission if configure > 0 => Step::Configure(0),
+            Step::Check | Step::Firmware | Step::Bios | Step::Commission => Step::Install,
             Step::Configure(i) if i + 1 < configure => Step::Configure(i + 1),
             Step::Configure(_) => Step::Install,
             Step::Install => Step::Identity,
@@ -203,6 +206,7 @@ impl Step {
         match self {
             Step::WaitAgent => 0,
             Step::Check => 5,
+            Step::Firmware => 6,
             Step::Bios => 7,
             Step::Configure(_) => 10,
             Step::Install => 20,
@@ -243,7 +247,7 @@ impl Step {
             Step::WaitAgent | Step::Check | Step::Erase => S::Queued,
             Step::Commission => S::Commissioning,
             Step::Rescue | Step::Rescued => S::Rescue,
-            Step::Bios | Step::Configure(_) => S::Configuring,
+            Step::Firmware | Step::Bios | Step::Configure(_) => S::Configuring,
             Step::Install | Step::Identity => S::Installing,
             Step::Reboot | Step::WaitInstalled | Step::Done => S::Installed,
             Step::PostInstall(_) => S::PostInstall,
@@ -313,6 +317,9 @@ pub struct Run {
     /// Where the BIOS step is (at that step only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bios: Option<crate::bios::BiosPhase>,
+    /// Where the firmware step is (at that step only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub firmware: Option<crate::baseline::FirmwarePhase>,
 }
 
 impl Run {
@@ -342,6 +349,7 @@ impl Run {
             rev: 0,
             tests: Vec::new(),
             bios: None,
+            firmware: None,
         }
     }
 
@@ -362,6 +370,7 @@ impl Run {
         self.step_started_ms = now_ms;
         self.stuck_cycled = false;
         self.bios = None;
+        self.firmware = None;
         if self.step == Step::Done {
             self.state = RunState::Installed;
             self.finished_at_ms = Some(now_ms);
@@ -380,6 +389,7 @@ impl Run {
             self.error = Some(format!("{} (retrying): {why}", step_name(self.step)));
             self.step_started_ms = now_ms;
             self.bios = None;
+            self.firmware = None;
             self.progress = self.step.progress();
         }
     }

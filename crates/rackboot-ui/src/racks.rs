@@ -225,10 +225,26 @@ async fn create(State(s): State<UiState>, session: Session, headers: HeaderMap, 
     page(&s, &session, refill(&f), Some(format!("The rack was not created: {}", answer.message()))).await
 }
 
+/// Each placed machine's standing against its firmware baseline (machine id -> current,
+/// drift, unknown; absent: no baseline), from its BMC's last read.
+async fn firmware(s: &UiState, view: &RackView) -> serde_json::Map<String, serde_json::Value> {
+    let mut out = serde_json::Map::new();
+    let Some(f) = &s.api.firmware else { return out };
+    for m in view.slots.iter().flat_map(|slot| &slot.machines) {
+        let Ok(machine) = s.api.cmdb.machine(m.id).await else { continue };
+        if let Ok(Some(d)) = f.drift(&machine).await {
+            let standing = if f.updating(m.id) { json!("updating") } else { json!(d.standing) };
+            out.insert(m.id.to_string(), standing);
+        }
+    }
+    out
+}
+
 /// The rack page's context.
-fn view_ctx(session: &Session, view: &RackView) -> Value {
+fn view_ctx(session: &Session, view: &RackView, firmware: serde_json::Map<String, serde_json::Value>) -> Value {
     let mut ctx = base(session);
     ctx.insert("view".into(), serde_json::to_value(view).unwrap_or_default());
+    ctx.insert("firmware".into(), serde_json::Value::Object(firmware));
     ctx.insert("switch".into(), json!(switch_text(&view.rack.switch)));
     Value::from(Serde(ctx))
 }
@@ -245,7 +261,7 @@ async fn show(
     let notice: Option<String> = q.get("notice").map(|n| n.chars().take(2000).collect());
     match s.api.cmdb.rack_view(name).await {
         Ok(view) => {
-            let ctx = view_ctx(&session, &view);
+            let ctx = view_ctx(&session, &view, firmware(&s, &view).await);
             let ctx = minijinja::context! { notice, ..ctx };
             s.views.page("rack.html", ctx)
         }
@@ -324,7 +340,7 @@ async fn live(State(s): State<UiState>, session: Session, Path(name): Path<Strin
                 while events.try_recv().is_ok() {}
                 let Ok(next) = s.api.cmdb.rack_view(name.clone()).await else { return };
                 view = next;
-                let ctx = view_ctx(&session, &view);
+                let ctx = view_ctx(&session, &view, firmware(&s, &view).await);
                 let frames =
                     [("elevation", "rack_rows.html"), ("flags", "rack_flags.html"), ("picture", "rack_picture.html")];
                 for (frame, template) in frames {
@@ -376,5 +392,25 @@ mod tests {
         };
         let html = views.render("racks.html", ctx).unwrap();
         assert!(!html.contains("<script>x") && html.contains("&lt;script&gt;"), "{html}");
+    }
+
+    #[test]
+    fn the_elevation_shows_each_machine_s_firmware_standing() {
+        let views = super::super::view::Views::new().unwrap();
+        let machine = |id: u64| {
+            json!({"id": id, "mac": null, "hostname": format!("n{id}"), "reserved_ip": null,
+            "state": "ready", "by": null, "last_event": null, "last_event_at_ms": null})
+        };
+        let view = json!({"slots": [
+            {"slot": 3, "ports": [], "expected": true, "machines": [machine(7)]},
+            {"slot": 2, "ports": [], "expected": true, "machines": [machine(8)]},
+            {"slot": 1, "ports": [], "expected": true, "machines": []}]});
+        let ctx = minijinja::context! { view => Value::from(Serde(view)),
+        firmware => Value::from(Serde(json!({"7": "drift"}))) };
+        let html = views.render("rack_rows.html", ctx).unwrap();
+        let row = |id: &str| html.split("<tr").find(|r| r.contains(id)).unwrap().to_string();
+        assert!(row("slot-3-7").contains("firmware-drift\">drift"), "{html}");
+        assert!(row("slot-2-8").ends_with("<td>—</td></tr>"), "no baseline: {html}");
+        assert_eq!(row("slot-1\"").matches("<td>").count(), 6, "an empty slot has every column: {html}");
     }
 }

@@ -11,7 +11,7 @@ use hyper::Method;
 use serde_json::{json, Value};
 use sha2::Digest;
 
-use super::bios::events;
+use super::bios::{boot_at_each_reset, events, machine, run_of, with_image};
 use crate::bmc_fake::{self, update, Mode};
 use crate::common::appliance::Appliance;
 
@@ -33,6 +33,7 @@ components = [
 [[provision.hardware_profiles]]
 name = "gen"
 firmware_baseline = "gen"
+scripts = ["echo configured after the firmware; exit 3"]
 "#,
         NEW_BIOS = update::NEW_BIOS,
         NEW_BMC = update::NEW_BMC
@@ -129,7 +130,7 @@ async fn a_rack_is_brought_to_its_firmware_baseline_through_its_bmcs() {
     assert_eq!(rack["machines"][0]["hostname"], "fw1", "top slot first: {rack}");
 
     // The rack's update: both start; a second ask while they run is refused.
-    let started = a.api.ok(Method::POST, "/racks/r9/firmware/update", None).await.unwrap();
+    let started = a.api.ok(Method::POST, "/racks/r9/firmware/update", Some(json!({}))).await.unwrap();
     assert_eq!(started["started"].as_array().unwrap().len(), 2, "{started}");
     let again = a.api.call(Method::POST, &format!("/machines/{m1}/firmware/update"), Some(json!({}))).await.unwrap();
     assert_eq!(again.0, 409, "{again:?}");
@@ -175,4 +176,49 @@ async fn a_rack_is_brought_to_its_firmware_baseline_through_its_bmcs() {
         .map(|m| (m["hostname"].as_str().unwrap(), m["drift"]["standing"].as_str().unwrap()))
         .collect();
     assert_eq!(by, [("fw1", "current"), ("fw2", "drift")], "{rack}");
+}
+
+/// The firmware step of a provisioning run: before anything else the machine is brought to its
+/// profile's baseline (the staged BIOS makes the step restart it into BootOS, PXE once), then
+/// the run goes on to the profile's script; a flash the BMC fails fails the run at the step,
+/// with the BMC's message, tried once.
+#[tokio::test(flavor = "multi_thread")]
+async fn provisioning_brings_a_machine_to_its_baseline_first() {
+    let (bios_img, bmc_img) = (b"BIOS 2.20.0".to_vec(), b"BMC 1.60".to_vec());
+    let a = Appliance::start(&config(&sha(&bios_img), &sha(&bmc_img))).await;
+    with_image(&a);
+    for img in [bios_img, bmc_img] {
+        assert_eq!(upload(&a, img).await.0, 201);
+    }
+    let cert = bmc_fake::cert();
+    let good = bmc_fake::start(Mode::Updates, Default::default(), Duration::ZERO, &cert).await;
+    let bad = bmc_fake::start(Mode::UpdateFails, Default::default(), Duration::ZERO, &cert).await;
+    let machines =
+        vec![machine(&a, "52:54:00:f2:00:01", good, "gen").await, machine(&a, "52:54:00:f2:00:02", bad, "gen").await];
+    boot_at_each_reset(&a, &machines).await;
+
+    let m = &machines[0];
+    let run = run_of(&a, m.task).await;
+    assert_eq!(run["step"]["step"], "configure", "past the firmware, at the script: {run}");
+    assert!(run["error"].as_str().unwrap().contains("exit code 3"), "{run}");
+    let ev = events(&a, m.mac).await;
+    let phases: Vec<&str> =
+        ev.iter().filter(|e| e["kind"] == "provision.step").filter_map(|e| e["detail"]["firmware"].as_str()).collect();
+    assert_eq!(phases, ["update", "updated", "verified"], "{ev:#?}");
+    assert_eq!(m.fake.bios_version(), update::NEW_BIOS);
+    assert_eq!(*m.fake.resets.lock().unwrap(), ["On", "ForceRestart"], "powered on, then restarted once for the BIOS");
+    let actions: Vec<&str> =
+        ev.iter().filter(|e| e["kind"] == "power.action").filter_map(|e| e["detail"]["action"].as_str()).collect();
+    assert_eq!(actions, ["pxe-once", "cycle", "pxe-once", "cycle"], "into BootOS each time: {ev:#?}");
+    let updated = ev.iter().find(|e| e["kind"] == "firmware.updated").unwrap();
+    assert_eq!(
+        (updated["detail"]["by"].as_str(), updated["detail"]["standing"].as_str()),
+        (Some("provision"), Some("current"))
+    );
+
+    let m = &machines[1];
+    let run = run_of(&a, m.task).await;
+    assert_eq!((run["state"].as_str(), run["step"]["step"].as_str()), (Some("failed"), Some("firmware")), "{run}");
+    assert!(run["error"].as_str().unwrap().contains("Image verification failed"), "{run}");
+    assert_eq!(m.fake.fw.lock().unwrap().updates.len(), 1, "a failed flash is not tried again");
 }

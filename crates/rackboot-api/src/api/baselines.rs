@@ -4,6 +4,7 @@
 //! (`/api/v1/racks/{name}/firmware`, `.../update`).
 
 use axum::body::Body;
+use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
@@ -16,7 +17,7 @@ use utoipa_axum::routes;
 
 use super::machines::resolve;
 use super::{ApiError, ApiState};
-use crate::firmware::{By, Firmware, Image, ImageError, UpdateError};
+use crate::firmware::{By, Firmware, Image, ImageError, Restart, UpdateError};
 use rackboot_model::baseline::{Baseline, Drift, Standing};
 
 pub fn routes() -> OpenApiRouter<ApiState> {
@@ -153,7 +154,7 @@ async fn drift(State(s): State<ApiState>, Path(key): Path<String>) -> Result<Jso
 }
 
 /// What an update asks.
-#[derive(Debug, Default, Deserialize, ToSchema)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 struct UpdateRequest {
     /// Restart the machine (only if it is on) where a component waits for a restart; default
@@ -181,27 +182,20 @@ struct Started {
 async fn update(
     State(s): State<ApiState>,
     Path(key): Path<String>,
-    body: axum::body::Bytes,
+    body: Result<Json<UpdateRequest>, JsonRejection>,
 ) -> Result<(StatusCode, Json<Started>), ApiError> {
-    let req = request(&body)?;
+    let Json(req) = body?;
     let f = service(&s)?;
     let m = resolve(&s, &key).await?;
     let started = start(&s, f, m.id, req.restart.unwrap_or(true)).await?;
     Ok((StatusCode::ACCEPTED, Json(started)))
 }
 
-/// An update's body: empty (the defaults) or an [`UpdateRequest`].
-fn request(body: &[u8]) -> Result<UpdateRequest, ApiError> {
-    if body.iter().all(u8::is_ascii_whitespace) {
-        return Ok(UpdateRequest::default());
-    }
-    serde_json::from_slice(body).map_err(|e| ApiError::bad(format!("the body: {e}")))
-}
-
 async fn start(s: &ApiState, f: &Arc<Firmware>, id: u64, restart: bool) -> Result<Started, ApiError> {
     if s.cmdb.bmc(id).await?.is_none() {
         return Err(ApiError::conflict(format!("machine {id} has no BMC to update its firmware through")));
     }
+    let restart = if restart { Restart::IfOn } else { Restart::Never };
     match f.start(id, restart, By::Operator).await {
         Ok(b) => Ok(Started { machine_id: id, baseline: b.name }),
         Err(e @ UpdateError::NoBaseline(_)) => Err(ApiError::not_found(e.to_string())),
@@ -283,9 +277,9 @@ struct Refused {
 async fn rack_update(
     State(s): State<ApiState>,
     Path(name): Path<String>,
-    body: axum::body::Bytes,
+    body: Result<Json<UpdateRequest>, JsonRejection>,
 ) -> Result<(StatusCode, Json<RackStarted>), ApiError> {
-    let req = request(&body)?;
+    let Json(req) = body?;
     let f = service(&s)?;
     crate::racks::check_name(&name).map_err(|e| ApiError::field("name", e))?;
     let view = s.cmdb.rack_view(name).await?;

@@ -18,7 +18,7 @@ use rackboot_model::baseline::{self, Baseline, Drift};
 use rackboot_model::records::Machine;
 
 pub use images::{Image, ImageError, Images};
-pub use update::{Outcome, UpdateError};
+pub use update::{Outcome, Restart, Restarter, UpdateError};
 
 /// Who asked for an update (the events say).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -90,11 +90,13 @@ impl Firmware {
         self.cfg.baselines.get(name)
     }
 
-    /// Machine `m`'s drift from its baseline, from its BMC's last read (`None`: no baseline).
+    /// Machine `m`'s drift from its baseline, from its BMC's last read and, where that says
+    /// nothing of the BIOS, BootOS's inventory (`None`: no baseline).
     pub async fn drift(&self, m: &Machine) -> Result<Option<Drift>, CmdbError> {
         let Some(b) = self.baseline_for(m) else { return Ok(None) };
         let report = self.cmdb.bmc(m.id).await?.and_then(|b| b.firmware);
-        Ok(Some(baseline::drift(b, report.as_ref())))
+        let inband = m.inventory.as_ref().and_then(|i| i.dmi.bios_version.as_deref());
+        Ok(Some(baseline::drift_with(b, report.as_ref(), inband)))
     }
 
     /// Images the baselines name that are not kept (baseline, component, SHA-256).

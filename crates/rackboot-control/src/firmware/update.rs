@@ -39,15 +39,31 @@ pub struct Outcome {
     pub flashed: Vec<Component>,
     /// Where the machine stands after (read back).
     pub drift: Drift,
-    pub restarted: bool,
+    /// When the machine was restarted for it (Unix ms).
+    pub restarted_ms: Option<u64>,
     /// A restart is still needed for the versions to show (not allowed, or the machine is off).
     pub pending: bool,
+}
+
+/// Restarts machine `id` for its new firmware: `true` when it was restarted (`false`: left so).
+pub type Restarter =
+    Arc<dyn Fn(u64) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<bool, String>> + Send>> + Send + Sync>;
+
+/// Whether an update may restart the machine where a component waits for it.
+#[derive(Clone)]
+pub enum Restart {
+    /// Never: the versions show after its next start.
+    Never,
+    /// A power cycle, if the machine is on (an operator's update).
+    IfOn,
+    /// This way (provisioning: PXE once into BootOS, then a cycle).
+    With(Restarter),
 }
 
 impl Firmware {
     /// Checks that machine `id` can be updated and starts the update in the background; its
     /// course is on the machine's timeline (`firmware.*`).
-    pub async fn start(self: &Arc<Self>, id: u64, restart: bool, by: By) -> Result<Baseline, UpdateError> {
+    pub async fn start(self: &Arc<Self>, id: u64, restart: Restart, by: By) -> Result<Baseline, UpdateError> {
         let m = self.cmdb.machine(id).await?;
         let b = self.baseline_for(&m).cloned().ok_or(UpdateError::NoBaseline(id))?;
         if let Some(c) = b.components.iter().find(|c| !self.images.has(&c.image)) {
@@ -58,16 +74,29 @@ impl Firmware {
         let (me, baseline) = (self.clone(), b.clone());
         tokio::spawn(async move {
             let _claim = claim;
-            if let Err(e) = me.update(id, &baseline, restart, by).await {
+            if let Err(e) = me.update(id, &baseline, &restart, by).await {
                 tracing::warn!(machine = id, error = %e, "firmware update failed");
             }
         });
         Ok(b)
     }
 
+    /// [`Firmware::update`] unless an update of machine `id` runs already (an operator's and a
+    /// provisioning run's never overlap).
+    pub async fn update_exclusive(
+        self: &Arc<Self>,
+        id: u64,
+        baseline: &Baseline,
+        restart: &Restart,
+        by: By,
+    ) -> Result<Outcome, String> {
+        let Some(_claim) = self.claim(id) else { return Err(UpdateError::Busy(id).to_string()) };
+        self.update(id, baseline, restart, by).await
+    }
+
     /// Brings machine `id` to `baseline` (see the module); the error is the reason, also on the
     /// timeline as `firmware.failed`.
-    pub async fn update(&self, id: u64, baseline: &Baseline, restart: bool, by: By) -> Result<Outcome, String> {
+    pub async fn update(&self, id: u64, baseline: &Baseline, restart: &Restart, by: By) -> Result<Outcome, String> {
         let report = self.power.firmware(id).await.map_err(|e| e.to_string());
         let report = self.or_failed(id, None, by, report).await?;
         let before = baseline::drift(baseline, Some(&report));
@@ -76,13 +105,13 @@ impl Firmware {
             self.flash(id, c, by).await?;
         }
         if todo.is_empty() {
-            let outcome = Outcome { flashed: vec![], drift: before, restarted: false, pending: false };
+            let outcome = Outcome { flashed: vec![], drift: before, restarted_ms: None, pending: false };
             self.note(id, EventKind::FirmwareUpdated, self.summary(&outcome, by)).await;
             return Ok(outcome);
         }
         let flashed: Vec<Component> = todo.iter().map(|c| c.component).collect();
         let deadline = tokio::time::Instant::now() + self.cfg.update_timeout;
-        let mut restarted = false;
+        let mut restarted_ms = None;
         loop {
             let read = self.power.firmware(id).await;
             match read {
@@ -95,18 +124,24 @@ impl Firmware {
                         .filter(|c| c.standing != Standing::Current)
                         .collect();
                     let host_waits = left.iter().any(|c| c.component != Component::Bmc);
-                    if left.is_empty() || (host_waits && !restarted && !restart) {
+                    let may_restart = !matches!(restart, Restart::Never);
+                    if left.is_empty() || (host_waits && restarted_ms.is_none() && !may_restart) {
                         let pending = !left.is_empty();
-                        let outcome = Outcome { flashed, drift, restarted, pending };
+                        let outcome = Outcome { flashed, drift, restarted_ms, pending };
                         self.note(id, EventKind::FirmwareUpdated, self.summary(&outcome, by)).await;
                         return Ok(outcome);
                     }
-                    if host_waits && !restarted {
-                        match self.restart(id).await {
-                            Ok(true) => restarted = true,
+                    if host_waits && restarted_ms.is_none() {
+                        let at = now_ms();
+                        let done = match restart {
+                            Restart::With(f) => f(id).await,
+                            _ => self.restart(id).await.map_err(|e| e.to_string()),
+                        };
+                        match done {
+                            Ok(true) => restarted_ms = Some(at),
                             Ok(false) => {
                                 // Off: the new firmware takes over at its next start.
-                                let outcome = Outcome { flashed, drift, restarted, pending: true };
+                                let outcome = Outcome { flashed, drift, restarted_ms, pending: true };
                                 self.note(id, EventKind::FirmwareUpdated, self.summary(&outcome, by)).await;
                                 return Ok(outcome);
                             }
@@ -179,7 +214,7 @@ impl Firmware {
 
     fn summary(&self, o: &Outcome, by: By) -> serde_json::Value {
         let components: Vec<&str> = o.flashed.iter().map(|c| c.as_str()).collect();
-        json!({"components": components, "standing": o.drift.standing, "restarted": o.restarted,
+        json!({"components": components, "standing": o.drift.standing, "restarted": o.restarted_ms.is_some(),
             "pending": o.pending, "by": by.as_str(), "at_ms": now_ms()})
     }
 

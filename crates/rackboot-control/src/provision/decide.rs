@@ -12,6 +12,7 @@
 //! | wait_agent | otherwise | - | - |
 //! | check | the hardware profile fits (or there is none) | configure[0] / install | save |
 //! | check | it does not fit | failed | save |
+//! | firmware | (its phases: see [`firmware`]) | | |
 //! | bios | (its phases: see [`bios`]) | | |
 //! | job step | no job, the action cannot be built / an installer but a pinned boot profile | retry or failed (no retries) | save |
 //! | job step | no job | same step | start the step's job (install with an installer: the machine's installer boot) |
@@ -38,6 +39,7 @@ use rackboot_agent::wire::{Action, AgentMode};
 use serde_json::json;
 
 pub mod bios;
+pub mod firmware;
 mod power;
 use power::{power_up, stuck_cycle};
 
@@ -77,6 +79,8 @@ pub struct Observed {
     pub bmc_uefi: Option<bool>,
     /// The hardware profile declares BIOS settings: them, the BMC's protocol, the step's call.
     pub bios: Option<bios::BiosObserved>,
+    /// The hardware profile names a firmware baseline: it, the BMC's protocol, the update.
+    pub firmware: Option<firmware::FirmwareObserved>,
     /// The machine boots BootOS from virtual media: its OS powers off at the reboot step and
     /// the BMC starts it from its disk (no CD, no network boot without DHCP).
     pub bmc_vmedia: bool,
@@ -102,6 +106,8 @@ pub enum Effect {
     PowerOn { uefi: bool },
     /// A BIOS step's call to the machine's BMC, in the background.
     Bios(bios::BiosCall),
+    /// A firmware step's update through the machine's BMC, in the background.
+    Firmware(firmware::FirmwareCall),
     /// Through the machine's BMC, in the background: off (it is powering off), its disk once,
     /// on.
     BootDisk { uefi: bool },
@@ -183,12 +189,12 @@ pub fn decide(run: &Run, task: &Task, o: &Observed) -> Decision {
             if machine.inventory.is_none() || o.slots_in_use >= spec.concurrency.max(1) {
                 return wait(run);
             }
-            next.advance(spec.route(n_conf, o.bios.is_some()), now);
+            next.advance(spec.route(n_conf, o.bios.is_some(), o.firmware.is_some()), now);
             saved(next, task, vec![Effect::TakeSlot])
         }
         Step::Check => {
             if o.profile_fits {
-                next.advance(spec.route(n_conf, o.bios.is_some()), now);
+                next.advance(spec.route(n_conf, o.bios.is_some(), o.firmware.is_some()), now);
             } else {
                 let why = format!(
                     "hardware profile {:?} does not fit {} {}",
@@ -200,6 +206,7 @@ pub fn decide(run: &Run, task: &Task, o: &Observed) -> Decision {
             }
             saved(next, task, vec![])
         }
+        Step::Firmware => firmware::step(next, task, o, agent),
         Step::Bios => bios::step(next, task, o, agent),
         Step::WaitInstalled => {
             let since = run.installed_after_ms.unwrap_or(run.step_started_ms);
@@ -208,7 +215,7 @@ pub fn decide(run: &Run, task: &Task, o: &Observed) -> Decision {
                 a.approved && a.mode == AgentMode::Installed && a.enrolled_at >= since / 1000
             });
             if back {
-                next.advance(spec.route(n_conf, o.bios.is_some()), now);
+                next.advance(spec.route(n_conf, o.bios.is_some(), o.firmware.is_some()), now);
             } else if timed_out {
                 next.step_failed("the installed system's agent did not check in".into(), 0, now);
             } else {
@@ -309,7 +316,7 @@ fn follow_job(mut next: Run, task: &Task, job: &Job, o: &Observed, timed_out: bo
         _ if step == Step::Commission => {
             next.tests = o.tests.clone().unwrap_or_default();
             match (&o.tests, crate::commission::failure(&next.tests)) {
-                (Some(_), None) => next.advance(spec.route(n_conf, o.bios.is_some()), now),
+                (Some(_), None) => next.advance(spec.route(n_conf, o.bios.is_some(), o.firmware.is_some()), now),
                 (Some(_), Some(why)) => next.step_failed(why, 0, now),
                 (None, _) => next.step_failed("the tests' results were not judged".into(), 0, now),
             }
@@ -328,7 +335,7 @@ fn follow_job(mut next: Run, task: &Task, job: &Job, o: &Observed, timed_out: bo
             next.step_failed(why, 0, now);
         }
         JobState::Succeeded => {
-            next.advance(spec.route(n_conf, o.bios.is_some()), now);
+            next.advance(spec.route(n_conf, o.bios.is_some(), o.firmware.is_some()), now);
             if step == Step::Reboot {
                 next.installed_after_ms = Some(job.finished_at_ms.unwrap_or(now));
                 if let (true, Some(uefi)) = (o.bmc_vmedia, o.bmc_uefi) {
@@ -379,10 +386,31 @@ fn saved(run: Run, task: &Task, mut effects: Vec<Effect>) -> Decision {
     Decision { run, effects }
 }
 
+/// The current step failed (`retries`: how many more tries it gets); the run is saved.
+fn fail(mut next: Run, task: &Task, now: u64, why: String, retries: u32) -> Decision {
+    next.step_failed(why, retries, now);
+    saved(next, task, vec![])
+}
+
+/// The run's write with a phase's event: `provision.step` with `detail` (what a BMC step did)
+/// merged in, after `effects`.
+fn phase_saved(next: Run, task: &Task, mut effects: Vec<Effect>, mut detail: serde_json::Value) -> Decision {
+    let mut d = saved(next, task, vec![]);
+    if let Some(Effect::Save { event, .. }) = d.effects.last_mut() {
+        if let (Some(to), Some(from)) = (event.1.as_object_mut(), detail.as_object_mut()) {
+            to.append(from);
+        }
+    }
+    effects.append(&mut d.effects);
+    Decision { run: d.run, effects }
+}
+
 #[cfg(test)]
 mod bios_tests;
 #[cfg(test)]
 mod day_two_tests;
+#[cfg(test)]
+mod firmware_tests;
 #[cfg(test)]
 mod power_tests;
 #[cfg(test)]

@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
 use super::decide::bios::{BiosCall, BiosOutcome};
+use super::decide::firmware::FirmwareOutcome;
 use super::decide::{decide, Decision, Effect};
 use super::{Run, RunState, Step, Task, TaskState};
 use crate::cmdb::EventKind;
@@ -55,6 +56,10 @@ pub struct Engine {
     pub(super) tools_sha: std::sync::Mutex<Option<ToolsStamp>>,
     /// What runs' BIOS calls to their BMCs came to: by run, with the phase they were made for.
     pub(super) bios_outcomes: Arc<std::sync::Mutex<HashMap<u64, (u64, BiosOutcome)>>>,
+    /// Brings machines to their firmware baselines (set once, at start).
+    pub(super) firmware: std::sync::OnceLock<Arc<crate::firmware::Firmware>>,
+    /// Where runs' firmware updates are: by run, with the phase they were asked in.
+    pub(super) firmware_outcomes: Arc<std::sync::Mutex<HashMap<u64, (u64, FirmwareOutcome)>>>,
 }
 
 /// A file's size and modification time, and its SHA-256 then.
@@ -89,6 +94,8 @@ impl Engine {
             vmedia: std::sync::OnceLock::new(),
             tools_sha,
             bios_outcomes: Arc::default(),
+            firmware: std::sync::OnceLock::new(),
+            firmware_outcomes: Arc::default(),
         }
     }
 
@@ -121,6 +128,11 @@ impl Engine {
     /// Boots machines whose BMC says so from virtual media.
     pub fn use_vmedia(&self, vmedia: Arc<crate::vmedia::VirtualMedia>) {
         let _ = self.vmedia.set(vmedia);
+    }
+
+    /// Brings machines to their hardware profile's firmware baseline in the firmware step.
+    pub fn use_firmware(&self, firmware: Arc<crate::firmware::Firmware>) {
+        let _ = self.firmware.set(firmware);
     }
 
     /// Binds layouts' encrypted file systems to this Tang server.
@@ -182,6 +194,8 @@ impl Engine {
         let mut still_active: HashSet<u64> = HashSet::new();
         let at_bios: HashSet<u64> = runs.iter().filter(|r| r.step == Step::Bios).map(|r| r.id).collect();
         self.bios_outcomes.lock().expect("bios outcomes lock").retain(|id, _| at_bios.contains(id));
+        let at_firmware: HashSet<u64> = runs.iter().filter(|r| r.step == Step::Firmware).map(|r| r.id).collect();
+        self.firmware_outcomes.lock().expect("firmware outcomes lock").retain(|id, _| at_firmware.contains(id));
         for run in runs {
             if let std::collections::hash_map::Entry::Vacant(e) = tasks.entry(run.task_id) {
                 e.insert(self.hub.cmdb.task(run.task_id).await?);
@@ -286,6 +300,7 @@ impl Engine {
                 }
                 Effect::PowerOn { uefi } => self.power_on(mid, uefi),
                 Effect::Bios(call) => self.bios_call(run.id, mid, call),
+                Effect::Firmware(call) => self.firmware_call(run.id, mid, call),
                 Effect::BootDisk { uefi } => {
                     let Some(power) = self.power.get().cloned() else { continue };
                     tokio::spawn(async move {
@@ -393,7 +408,7 @@ impl Engine {
 
 /// Restarts machine `mid` into BootOS through its BMC: its virtual CD where the BMC is set so
 /// (and virtual media runs here), else PXE once and a cycle (on from off).
-async fn into_bootos(
+pub(super) async fn into_bootos(
     power: &crate::bmc::Power,
     cmdb: &crate::cmdb::Cmdb,
     vmedia: Option<&crate::vmedia::VirtualMedia>,

@@ -7,6 +7,7 @@ pub mod action;
 pub mod decide;
 pub mod engine;
 pub mod firmware_certs;
+mod firmware_step;
 pub mod images;
 pub mod iperf;
 pub mod lifecycle;

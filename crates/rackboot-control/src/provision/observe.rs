@@ -6,6 +6,7 @@ use std::collections::HashMap;
 
 use super::action::IdentityInputs;
 use super::decide::bios::BiosObserved;
+use super::decide::firmware::FirmwareObserved;
 use super::decide::Observed;
 use super::engine::Engine;
 use super::{profile_fits, Run, Step, Task};
@@ -58,6 +59,16 @@ impl Engine {
             });
             let (settings, certificates) = (p.bios.clone(), p.firmware_certificates.clone());
             o.bios = Some(BiosObserved { settings, certificates, redfish, outcome });
+        }
+        if let (Some(p), Some(_)) = (profile, self.firmware.get()) {
+            if let Some(baseline) = p.firmware_baseline.clone() {
+                // The update asked in the run's current phase (another is stale; none: lost).
+                let outcome = run.firmware.and_then(|phase| {
+                    let outcomes = self.firmware_outcomes.lock().expect("firmware outcomes lock");
+                    outcomes.get(&run.id).filter(|(at, _)| *at == phase.at_ms()).map(|(_, o)| o.clone())
+                });
+                o.firmware = Some(FirmwareObserved { baseline, redfish, outcome });
+            }
         }
         o.profile_fits = profile
             .is_none_or(|p| profile_fits(&p.vendors, &p.models, machine.vendor.as_deref(), machine.model.as_deref()));

@@ -125,3 +125,16 @@ fn bad_baselines_are_refused_naming_the_part() {
     let b = Baseline { name: "e".into(), components: vec![] };
     assert!(check(&b).is_err());
 }
+
+#[test]
+fn bootos_s_bios_version_stands_in_where_the_bmc_says_nothing() {
+    let b = Baseline { name: "x".into(), components: vec![component(Component::Bios, "1.1.0", None)] };
+    let d = drift_with(&b, None, Some("1.0.0"));
+    assert_eq!(d.standing, Standing::Drift, "never read through a BMC, but BootOS saw 1.0.0");
+    assert_eq!(d.components[0].found[0].name, "BIOS (in band, DMI)");
+    assert_eq!(drift_with(&b, None, Some("1.1.0")).standing, Standing::Current);
+    let report = FirmwareReport { bios_version: Some("1.1.0".into()), ..Default::default() };
+    let d = drift_with(&b, Some(&report), Some("0.0.0"));
+    assert_eq!(d.standing, Standing::Current, "the BMC's word comes first: {d:?}");
+    assert_eq!(d.components[0].found.len(), 1);
+}

@@ -71,6 +71,9 @@ pub struct Route<'a> {
     pub commission: bool,
     /// The hardware profile declares BIOS settings: they are applied after the check.
     pub bios: bool,
+    /// The hardware profile names a firmware baseline: machines are brought to it after the
+    /// check, before the BIOS settings.
+    pub firmware: bool,
 }
 
 impl super::TaskSpec {
@@ -84,10 +87,11 @@ impl super::TaskSpec {
         }
     }
 
-    /// The route of this task's runs, with `configure` scripts from its hardware profile and
-    /// its BIOS settings if it declares any.
-    pub fn route(&self, configure: usize, bios: bool) -> Route<'_> {
+    /// The route of this task's runs, with `configure` scripts from its hardware profile, its
+    /// BIOS settings if it declares any and its firmware baseline if it names one.
+    pub fn route(&self, configure: usize, bios: bool, firmware: bool) -> Route<'_> {
         Route {
+            firmware,
             purpose: &self.purpose,
             configure,
             post_install: self.post_install.len(),

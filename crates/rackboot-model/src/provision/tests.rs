@@ -2,7 +2,7 @@ use super::*;
 
 /// A route with `configure` and `post` scripts, commissioned first or not.
 fn route(purpose: &Purpose, configure: usize, post_install: usize, commission: bool) -> Route<'_> {
-    Route { purpose, configure, post_install, commission, bios: false }
+    Route { purpose, configure, post_install, commission, bios: false, firmware: false }
 }
 
 #[test]
@@ -66,6 +66,25 @@ fn bios_settings_are_applied_after_the_check_and_before_the_tests() {
     run.bios = Some(crate::bios::BiosPhase::Verify { at_ms: 8 });
     run.advance(r, 9);
     assert_eq!((run.step, run.bios), (Step::Commission, None));
+}
+
+#[test]
+fn the_firmware_baseline_comes_after_the_check_and_before_the_bios() {
+    use crate::baseline::FirmwarePhase;
+    let p = Purpose::Provision;
+    let r = Route { bios: true, firmware: true, ..route(&p, 0, 0, false) };
+    assert_eq!(Step::Check.next(r), Step::Firmware);
+    assert_eq!(Step::Firmware.next(r), Step::Bios);
+    assert_eq!(Step::Firmware.next(Route { firmware: true, ..route(&p, 1, 0, true) }), Step::Commission);
+    assert_eq!(Step::Firmware.next(Route { firmware: true, ..route(&p, 0, 0, false) }), Step::Install);
+    assert!(!Step::Firmware.is_job());
+    let mut run = Run::new(1, 1, 1, Some(7), 0);
+    run.enter(Step::Firmware, 5);
+    run.firmware = Some(FirmwarePhase::Restart { at_ms: 6 });
+    run.advance(r, 9);
+    assert_eq!((run.step, run.firmware), (Step::Bios, None), "the phase is the step's only");
+    let json = serde_json::to_value(Step::Firmware).unwrap();
+    assert_eq!(json, serde_json::json!({"step": "firmware"}));
 }
 
 #[test]

@@ -43,8 +43,22 @@ const ON_VLAN: &str = r#"{"ethernets":[{"name":"nic0","mac":"52:54:00:e6:00:01",
 /// `prod`: VLAN 10 (its gateway is nobody: the route is written, not used).
 const PROD: &str = "[[provision.networks]]\nname = \"prod\"\ncidr = \"198.19.10.0/24\"\ngateway = \"198.19.10.1\"\nvlan = 10\nrange = \"198.19.10.20-198.19.10.29\"\n";
 
-/// BIOS attributes the OVMF VM's profile sets (sushy's libvirt driver has them as Enabled and Raid).
-const BIOS: &str = "[provision.hardware_profiles.bios]\nProcTurboMode = \"Disabled\"\nEmbeddedSata = \"Ahci\"\n";
+/// The OVMF VM's profile: the lab's firmware baseline, and BIOS attributes (sushy's libvirt
+/// driver has them as Enabled and Raid).
+const BIOS: &str = "firmware_baseline = \"lab\"\n[provision.hardware_profiles.bios]\nProcTurboMode = \"Disabled\"\nEmbeddedSata = \"Ahci\"\n";
+/// The lab's image for it (sushy-tools' SimpleUpdate does not fetch it).
+const LAB_FIRMWARE: &[u8] = b"lab BIOS 1.1.0";
+
+/// The lab's baseline: sushy-tools' libvirt driver reports BIOS 1.0.0 and its SimpleUpdate
+/// raises the minor version, so the step brings the VM to 1.1.0. The image is put where an
+/// upload keeps it (`<tftp root>/firmware/<sha256>`; uploads are tested in `bmc::firmware`).
+fn lab_firmware(boot: &std::path::Path) -> String {
+    use sha2::Digest;
+    let sha: String = sha2::Sha256::digest(LAB_FIRMWARE).iter().map(|b| format!("{b:02x}")).collect();
+    std::fs::create_dir_all(boot.join("firmware")).unwrap();
+    std::fs::write(boot.join("firmware").join(&sha), LAB_FIRMWARE).unwrap();
+    format!("[firmware]\n[[firmware.baselines]]\nname = \"lab\"\ncomponents = [{{ component = \"bios\", version = \"1.1.0\", image = \"{sha}\" }}]\n")
+}
 
 /// The lab's hardware profile `name`: a check of the target disk and a RAID 1 over the two
 /// small disks, with `extra` (its BIOS table).
@@ -68,11 +82,12 @@ fn two_vms_bios_and_uefi_are_provisioned_from_an_image_and_check_in_installed() 
     std::fs::copy(concat!(env!("CARGO_MANIFEST_DIR"), "/postinstall/motd.sh"), data.join("postinstall/motd.sh"))
         .unwrap();
     let config = format!(
-        "{}\n[bmc]\nsoft_off_timeout_secs = 20\n[provision]\n{}{}{PROD}{}",
+        "{}\n[bmc]\nsoft_off_timeout_secs = 20\n[provision]\n{}{}{PROD}{}{}",
         full_config(&data),
         lab_profile("lab", ""),
         lab_profile("lab-bios", BIOS),
-        super::day_two::TEST_PROFILES
+        super::day_two::TEST_PROFILES,
+        lab_firmware(&data.join("boot"))
     );
     let rackboot = net.start_rackboot(&config);
     let vms = [
@@ -214,12 +229,24 @@ fn two_vms_bios_and_uefi_are_provisioned_from_an_image_and_check_in_installed() 
                 "provision.step" if e["detail"]["bios"].is_string() => {
                     line += &format!(" bios:{} {at:.1}s", e["detail"]["bios"].as_str().unwrap_or_default())
                 }
+                "provision.step" if e["detail"]["firmware"].is_string() => {
+                    line += &format!(" firmware:{} {at:.1}s", e["detail"]["firmware"].as_str().unwrap_or_default())
+                }
                 "provision.installed" => line += &format!(" installed {at:.1}s"),
                 _ => {}
             }
         }
         eprintln!("{line}");
         if vm.uefi && lab.is_some() {
+            // The firmware step brought it to the lab's baseline through sushy's UpdateService
+            // (current at once: no restart), before the BIOS step.
+            let phases: Vec<&str> = events.iter().filter_map(|e| e["detail"]["firmware"].as_str()).collect();
+            assert_eq!(phases, ["update", "updated"], "{}: {line}", vm.name);
+            let flashed = events.iter().find(|e| e["kind"] == "firmware.updating").unwrap();
+            assert_eq!(
+                (flashed["detail"]["component"].as_str(), flashed["detail"]["version"].as_str()),
+                (Some("bios"), Some("1.1.0"))
+            );
             // The BIOS step wrote both attributes, restarted the VM into BootOS, read them back.
             let phases: Vec<&str> = events.iter().filter_map(|e| e["detail"]["bios"].as_str()).collect();
             assert_eq!(phases, ["apply", "written", "verify", "verified"], "{}: {line}", vm.name);
@@ -366,6 +393,10 @@ fn two_vms_bios_and_uefi_are_provisioned_from_an_image_and_check_in_installed() 
             "{fw}"
         );
         assert_eq!(net.api("GET", &format!("/machines/{}/firmware", vms[1].mac), None), fw);
+        // Still on the baseline after the install and day two.
+        assert_eq!(fw["bios_version"], "1.1.0", "{fw}");
+        let drift = net.api("GET", &format!("/machines/{}/firmware/drift", vms[1].mac), None);
+        assert_eq!(drift["standing"], "current", "{drift}");
     }
 
     // Powered off through the BMCs, read back and seen by libvirt: gracefully (BootOS answers

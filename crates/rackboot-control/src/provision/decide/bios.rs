@@ -18,7 +18,7 @@
 
 use serde_json::json;
 
-use super::{saved, Decision, Effect, Observed};
+use super::{fail, phase_saved, saved, Decision, Effect, Observed};
 use crate::cmdb::AgentRecord;
 use crate::provision::{Run, Task};
 use rackboot_agent::wire::AgentMode;
@@ -81,7 +81,7 @@ impl BiosCall {
 /// Decides a run at the BIOS step.
 pub(super) fn step(mut next: Run, task: &Task, o: &Observed, agent: Option<&AgentRecord>) -> Decision {
     let (spec, now) = (&task.spec, o.now_ms);
-    let route = spec.route(o.configure_scripts, o.bios.is_some());
+    let route = spec.route(o.configure_scripts, o.bios.is_some(), o.firmware.is_some());
     let profile = spec.hardware_profile.clone().unwrap_or_default();
     let Some(b) = &o.bios else {
         // The profile no longer declares any: nothing to apply.
@@ -151,21 +151,4 @@ pub(super) fn step(mut next: Run, task: &Task, o: &Observed, agent: Option<&Agen
         }
         _ => wait(next),
     }
-}
-
-fn fail(mut next: Run, task: &Task, now: u64, why: String, retries: u32) -> Decision {
-    next.step_failed(why, retries, now);
-    saved(next, task, vec![])
-}
-
-/// The run's write with the phase's event (`provision.step` with what the BIOS step did).
-fn phase_saved(next: Run, task: &Task, mut effects: Vec<Effect>, mut detail: serde_json::Value) -> Decision {
-    let mut d = saved(next, task, vec![]);
-    if let Some(Effect::Save { event, .. }) = d.effects.last_mut() {
-        if let (Some(to), Some(from)) = (event.1.as_object_mut(), detail.as_object_mut()) {
-            to.append(from);
-        }
-    }
-    effects.append(&mut d.effects);
-    Decision { run: d.run, effects }
 }

@@ -35,7 +35,8 @@ fn seen(now: u64, redfish: bool, outcome: Option<BiosOutcome>) -> Observed {
     }
 }
 
-fn agent(enrolled_ms: u64) -> AgentRecord {
+/// A BootOS agent enrolled at `enrolled_ms` (the firmware step's tests too).
+pub(super) fn agent(enrolled_ms: u64) -> AgentRecord {
     serde_json::from_value(json!({"v": 1, "machine_id": 7, "secret_sha256": "", "mode": "bootos", "approved": true,
         "enrolled_at": enrolled_ms / 1000, "version": ""}))
     .unwrap()
@@ -47,7 +48,8 @@ fn at_bios() -> Run {
     run
 }
 
-fn event(d: &Decision) -> serde_json::Value {
+/// The `provision.step` event a decision saves.
+pub(super) fn event(d: &Decision) -> serde_json::Value {
     d.effects
         .iter()
         .find_map(|e| if let Effect::Save { event, .. } = e { Some(event.1.clone()) } else { None })

@@ -5,9 +5,10 @@
 use rackboot_agent::wire::Inventory;
 use serde_json::json;
 
+use super::bios_tests::{agent, event};
 use super::firmware::{FirmwareCall, FirmwareObserved, FirmwareOutcome};
 use super::*;
-use crate::cmdb::{AgentRecord, Machine};
+use crate::cmdb::Machine;
 use rackboot_model::baseline::FirmwarePhase;
 
 const NOW: u64 = 10_000_000_000;
@@ -33,23 +34,10 @@ fn seen(now: u64, redfish: bool, outcome: Option<FirmwareOutcome>) -> Observed {
     }
 }
 
-fn agent(enrolled_ms: u64) -> AgentRecord {
-    serde_json::from_value(json!({"v": 1, "machine_id": 7, "secret_sha256": "", "mode": "bootos", "approved": true,
-        "enrolled_at": enrolled_ms / 1000, "version": ""}))
-    .unwrap()
-}
-
 fn at_firmware() -> Run {
     let mut run = Run::new(9, 3, 1, Some(7), NOW - 10_000);
     run.enter(Step::Firmware, NOW - 5_000);
     run
-}
-
-fn event(d: &Decision) -> serde_json::Value {
-    d.effects
-        .iter()
-        .find_map(|e| if let Effect::Save { event, .. } = e { Some(event.1.clone()) } else { None })
-        .unwrap()
 }
 
 #[test]

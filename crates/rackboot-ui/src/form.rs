@@ -20,6 +20,18 @@ impl Form {
         Ok(Form(form_urlencoded::parse(&bytes).into_owned().collect()))
     }
 
+    /// Reads a form an operator posted from one of these pages: refused (403) unless it came
+    /// from this site with the session's CSRF token.
+    pub async fn posted(
+        body: Body,
+        session: &super::session::Session,
+        headers: &axum::http::HeaderMap,
+    ) -> Result<Form, Response> {
+        let f = Form::read(body).await?;
+        super::session::check_post(session, headers, f.get("csrf")).map_err(super::session::refuse)?;
+        Ok(f)
+    }
+
     /// The first value of `name`, if given and not empty.
     pub fn get(&self, name: &str) -> Option<&str> {
         self.0.iter().find(|(k, v)| k == name && !v.is_empty()).map(|(_, v)| v.as_str())
@@ -67,5 +79,21 @@ mod tests {
         assert!(Form::read(Body::from("csrf=x")).await.unwrap().layout().unwrap().is_none());
         let big = "a".repeat(MAX_FORM + 1);
         assert_eq!(Form::read(Body::from(big)).await.err().unwrap().status(), StatusCode::PAYLOAD_TOO_LARGE);
+    }
+}
+
+/// A page's `?notice=`: what the last action did, as the redirect after it says (at most 300
+/// characters; anything longer is not ours).
+#[derive(Debug, Default, serde::Deserialize)]
+pub struct NoticeQuery {
+    #[serde(default)]
+    notice: String,
+}
+
+impl NoticeQuery {
+    pub fn notice(
+        q: Result<axum::extract::Query<NoticeQuery>, axum::extract::rejection::QueryRejection>,
+    ) -> Option<String> {
+        q.ok().map(|axum::extract::Query(q)| q.notice).filter(|n| !n.is_empty() && n.len() <= 300)
     }
 }

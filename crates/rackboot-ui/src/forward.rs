@@ -77,6 +77,11 @@ pub async fn as_session_raw(
     send(s, req, session.peer).await
 }
 
+/// Sends a request made here (a streamed body) as the session's user, from its browser's address.
+pub async fn send_as(s: &UiState, session: &Session, req: Request<Body>) -> Answer {
+    send(s, req, session.peer).await
+}
+
 async fn send(s: &UiState, mut req: Request<Body>, peer: SocketAddr) -> Answer {
     req.extensions_mut().insert(ConnectInfo(peer));
     let resp = match s.internal.clone().oneshot(req).await {

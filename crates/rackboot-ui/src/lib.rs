@@ -19,6 +19,7 @@ mod bmc;
 mod bulk;
 mod charts;
 mod dashboard;
+mod firmware;
 mod form;
 mod forward;
 mod live;
@@ -90,6 +91,7 @@ pub fn router(state: ApiState, api: Router, stop: CancellationToken) -> anyhow::
         .merge(profiles::routes())
         .merge(templates::routes())
         .merge(plugins::routes(max_bundle))
+        .merge(firmware::routes())
         .merge(admin::routes())
         .merge(webhooks::routes())
         .route_layer(middleware::from_fn(headers))

@@ -12,6 +12,7 @@ use axum::Router;
 use minijinja::value::Serde;
 use minijinja::Value as V;
 
+use super::form::NoticeQuery;
 use super::session::{self, Session};
 use super::view::{message, urlencode};
 use super::{forward, UiState};
@@ -24,19 +25,12 @@ pub fn routes(max_bundle: u64) -> Router<UiState> {
     Router::new().route("/ui/plugins", get(list).post(upload).layer(DefaultBodyLimit::max(limit)))
 }
 
-#[derive(Debug, Default, serde::Deserialize)]
-pub struct ListQuery {
-    #[serde(default)]
-    notice: String,
-}
-
 async fn list(
     State(s): State<UiState>,
     session: Session,
-    q: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
+    q: Result<Query<NoticeQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Response {
-    let notice = q.ok().map(|Query(q)| q.notice).filter(|n| !n.is_empty() && n.len() <= 200);
-    page(&s, &session, notice, None, StatusCode::OK).await
+    page(&s, &session, NoticeQuery::notice(q), None, StatusCode::OK).await
 }
 
 async fn page(

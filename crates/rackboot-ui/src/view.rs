@@ -8,7 +8,7 @@ use minijinja::{Environment, UndefinedBehavior, Value};
 
 use rackboot_store::now_ms;
 
-const PAGES: [(&str, &str); 27] = [
+const PAGES: [(&str, &str); 28] = [
     ("base.html", include_str!("../../../templates/ui/base.html")),
     ("login.html", include_str!("../../../templates/ui/login.html")),
     ("machines.html", include_str!("../../../templates/ui/machines.html")),
@@ -36,6 +36,7 @@ const PAGES: [(&str, &str); 27] = [
     ("profiles.html", include_str!("../../../templates/ui/profiles.html")),
     ("templates.html", include_str!("../../../templates/ui/templates.html")),
     ("plugins.html", include_str!("../../../templates/ui/plugins.html")),
+    ("firmware.html", include_str!("../../../templates/ui/firmware.html")),
 ];
 
 /// The UI's template environment.

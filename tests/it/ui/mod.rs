@@ -3,6 +3,7 @@
 mod bmc;
 mod browser;
 mod charts;
+mod firmware;
 mod pages;
 mod plugins;
 mod power;

@@ -79,7 +79,14 @@ async fn upload(State(s): State<ApiState>, body: Body) -> Result<(StatusCode, Js
     let _permit = f.images.try_upload().ok_or_else(|| {
         ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "other uploads are running; try again shortly")
     })?;
-    let stream = body.into_data_stream().map_err(std::io::Error::other);
+    // Past the route's body limit is too large, not cut off.
+    let stream = body.into_data_stream().map_err(|e| {
+        let inner = e.into_inner();
+        match inner.downcast_ref::<http_body_util::LengthLimitError>() {
+            Some(_) => std::io::Error::new(std::io::ErrorKind::FileTooLarge, inner),
+            None => std::io::Error::other(inner),
+        }
+    });
     let reader = tokio_util::io::StreamReader::new(stream);
     let (image, new) = f.images.put(reader).await.map_err(image_error)?;
     Ok((if new { StatusCode::CREATED } else { StatusCode::OK }, Json(image)))

@@ -111,7 +111,10 @@ impl Images {
         let (mut hash, mut bytes) = (Sha256::new(), 0u64);
         let mut buf = vec![0u8; 256 << 10];
         loop {
-            let n = body.read(&mut buf).await.map_err(|e| ImageError::Body(e.to_string()))?;
+            let n = body.read(&mut buf).await.map_err(|e| match e.kind() {
+                std::io::ErrorKind::FileTooLarge => ImageError::TooLarge(self.max_bytes),
+                _ => ImageError::Body(e.to_string()),
+            })?;
             if n == 0 {
                 break;
             }

@@ -55,6 +55,38 @@ impl ApiClient {
         headers: &[(&str, &str)],
         body: impl Into<Bytes>,
     ) -> anyhow::Result<hyper::Response<hyper::body::Incoming>> {
+        self.send_body(method, path, headers, Full::new(body.into())).await
+    }
+
+    /// [`ApiClient::send`] with a file as the body, read as it is sent (a firmware image may be
+    /// gigabytes), its length declared so that a server that bounds it can refuse at once.
+    pub async fn send_file(
+        &self,
+        method: Method,
+        path: &str,
+        content_type: &str,
+        file: &std::path::Path,
+    ) -> anyhow::Result<hyper::Response<hyper::body::Incoming>> {
+        use futures_util::TryStreamExt;
+        let f = tokio::fs::File::open(file).await.with_context(|| format!("opening {}", file.display()))?;
+        let len = f.metadata().await.with_context(|| format!("reading {}", file.display()))?.len().to_string();
+        let frames = tokio_util::io::ReaderStream::with_capacity(f, 256 << 10).map_ok(hyper::body::Frame::data);
+        let headers = [("content-type", content_type), ("content-length", len.as_str())];
+        self.send_body(method, path, &headers, http_body_util::StreamBody::new(frames)).await
+    }
+
+    async fn send_body<B>(
+        &self,
+        method: Method,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: B,
+    ) -> anyhow::Result<hyper::Response<hyper::body::Incoming>>
+    where
+        B: hyper::body::Body + Send + 'static,
+        B::Data: Send,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
         let authority = self.base.authority().context("API URL has no host")?.clone();
         // The URL's port, else HTTPS's.
         let target = format!("{}:{}", authority.host(), authority.port_u16().unwrap_or(443));
@@ -73,7 +105,7 @@ impl ApiClient {
         for (k, v) in headers {
             req = req.header(*k, *v);
         }
-        Ok(sender.send_request(req.body(Full::new(body.into()))?).await?)
+        Ok(sender.send_request(req.body(body)?).await?)
     }
 
     /// Opens a server-sent event stream under `/api/v1`, resuming after `last_event_id`.

@@ -61,9 +61,15 @@ pub(super) async fn firmware(c: ApiClient, cmd: FirmwareCmd) -> anyhow::Result<(
             }
         }
         FirmwareCmd::Upload { file } => {
-            let bytes = std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
-            let resp =
-                c.send(Method::PUT, "/firmware/images", &[("content-type", "application/octet-stream")], bytes).await?;
+            // Refused before a byte is sent if it is larger than the appliance takes.
+            let max = c.ok(Method::GET, "/firmware/images", None).await?["max_bytes"].as_u64().unwrap_or(u64::MAX);
+            let len = std::fs::metadata(&file).with_context(|| format!("reading {}", file.display()))?.len();
+            anyhow::ensure!(
+                len <= max,
+                "{} is {len} bytes, larger than the appliance takes ({max} bytes: firmware.max_image_mb)",
+                file.display()
+            );
+            let resp = c.send_file(Method::PUT, "/firmware/images", "application/octet-stream", &file).await?;
             let status = resp.status().as_u16();
             let body = http_body_util::BodyExt::collect(resp.into_body()).await?.to_bytes();
             let v: Value = serde_json::from_slice(&body).unwrap_or_default();

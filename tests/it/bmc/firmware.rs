@@ -222,3 +222,30 @@ async fn provisioning_brings_a_machine_to_its_baseline_first() {
     assert!(run["error"].as_str().unwrap().contains("Image verification failed"), "{run}");
     assert_eq!(m.fake.fw.lock().unwrap().updates.len(), 1, "a failed flash is not tried again");
 }
+
+/// The CLI: an image uploaded from its file (streamed, its length declared), again (one image),
+/// one past the bound refused before anything is sent; the images with the baseline naming
+/// them, the baselines with the image still missing, a machine's drift before any read.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_cli_uploads_images_and_shows_baselines_and_drift() {
+    let image = b"BIOS image for the CLI".to_vec();
+    let lab = crate::common::Lab::start(&config(&sha(&image), &"ab".repeat(32))).await;
+    let dir = tempfile::tempdir().unwrap();
+    let (file, big) = (dir.path().join("bios.bin"), dir.path().join("big.bin"));
+    std::fs::write(&file, &image).unwrap();
+    std::fs::write(&big, vec![1u8; (1 << 20) + 1]).unwrap();
+    let path = |p: &std::path::Path| p.display().to_string();
+    let (ok, out) = lab.cli(&["firmware", "upload", &path(&file)]);
+    assert!(ok && out.contains(&format!("sha256:{} ({} bytes, stored)", sha(&image), image.len())), "{out}");
+    let (ok, out) = lab.cli(&["firmware", "upload", &path(&file)]);
+    assert!(ok && out.contains("stored already"), "{out}");
+    let (ok, out) = lab.cli(&["firmware", "upload", &path(&big)]);
+    assert!(!ok && out.contains("larger than the appliance takes"), "{out}");
+    let (ok, out) = lab.cli(&["firmware", "images"]);
+    assert!(ok && out.contains(&sha(&image)) && out.contains("gen") && out.lines().count() == 1, "{out}");
+    let (ok, out) = lab.cli(&["firmware", "baselines"]);
+    assert!(ok && out.contains(update::NEW_BIOS) && out.matches("(image not uploaded)").count() == 1, "{out}");
+    lab.api.ok(Method::POST, "/machines", Some(json!({"macs": ["52:54:00:f4:00:01"]}))).await.unwrap();
+    let (ok, out) = lab.cli(&["firmware", "drift", "52:54:00:f4:00:01"]);
+    assert!(ok && out.contains("baseline  gen  (unknown)") && out.contains("never read"), "{out}");
+}

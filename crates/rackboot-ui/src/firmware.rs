@@ -14,7 +14,7 @@ use minijinja::value::Serde;
 use minijinja::Value as V;
 use serde_json::json;
 
-use super::form::NoticeQuery;
+use super::form::{Form, NoticeQuery};
 use super::session::{self, Session};
 use super::view::{message, urlencode};
 use super::{forward, UiState};
@@ -121,7 +121,7 @@ async fn rack_update(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    let f = match super::racks::rack_post(&s, &session, &name, &headers, body).await {
+    let f = match Form::rack_posted(&s, &session, &name, &headers, body).await {
         Ok(f) => f,
         Err(r) => return r,
     };
@@ -140,6 +140,24 @@ async fn rack_update(
     };
     let notice: String = notice.chars().take(2000).collect();
     Redirect::to(&format!("/ui/racks/{name}?notice={}", urlencode(&notice))).into_response()
+}
+
+/// Each placed machine's standing against its firmware baseline (machine id -> current,
+/// drift, unknown; absent: no baseline), from its BMC's last read.
+pub(super) async fn standings(
+    s: &UiState,
+    view: &rackboot_model::racks::flags::RackView,
+) -> serde_json::Map<String, serde_json::Value> {
+    let mut out = serde_json::Map::new();
+    let Some(f) = &s.api.firmware else { return out };
+    for m in view.slots.iter().flat_map(|slot| &slot.machines) {
+        let Ok(machine) = s.api.cmdb.machine(m.id).await else { continue };
+        if let Ok(Some(d)) = f.drift(&machine).await {
+            let standing = if f.updating(m.id) { json!("updating") } else { json!(d.standing) };
+            out.insert(m.id.to_string(), standing);
+        }
+    }
+    out
 }
 
 #[cfg(test)]

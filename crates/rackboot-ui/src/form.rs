@@ -32,6 +32,22 @@ impl Form {
         Ok(f)
     }
 
+    /// A form an operator posted from rack `name`'s page (checked as [`Form::posted`]); 404 for
+    /// a name no rack can have.
+    pub async fn rack_posted(
+        s: &super::UiState,
+        session: &super::session::Session,
+        name: &str,
+        headers: &axum::http::HeaderMap,
+        body: Body,
+    ) -> Result<Form, Response> {
+        let f = Form::posted(body, session, headers).await?;
+        if rackboot_control::racks::check_name(name).is_err() {
+            return Err(super::view::message(&s.views, StatusCode::NOT_FOUND, "Rack", "no such rack", session));
+        }
+        Ok(f)
+    }
+
     /// The first value of `name`, if given and not empty.
     pub fn get(&self, name: &str) -> Option<&str> {
         self.0.iter().find(|(k, v)| k == name && !v.is_empty()).map(|(_, v)| v.as_str())

@@ -225,21 +225,6 @@ async fn create(State(s): State<UiState>, session: Session, headers: HeaderMap, 
     page(&s, &session, refill(&f), Some(format!("The rack was not created: {}", answer.message()))).await
 }
 
-/// Each placed machine's standing against its firmware baseline (machine id -> current,
-/// drift, unknown; absent: no baseline), from its BMC's last read.
-async fn firmware(s: &UiState, view: &RackView) -> serde_json::Map<String, serde_json::Value> {
-    let mut out = serde_json::Map::new();
-    let Some(f) = &s.api.firmware else { return out };
-    for m in view.slots.iter().flat_map(|slot| &slot.machines) {
-        let Ok(machine) = s.api.cmdb.machine(m.id).await else { continue };
-        if let Ok(Some(d)) = f.drift(&machine).await {
-            let standing = if f.updating(m.id) { json!("updating") } else { json!(d.standing) };
-            out.insert(m.id.to_string(), standing);
-        }
-    }
-    out
-}
-
 /// The rack page's context.
 fn view_ctx(session: &Session, view: &RackView, firmware: serde_json::Map<String, serde_json::Value>) -> Value {
     let mut ctx = base(session);
@@ -261,7 +246,7 @@ async fn show(
     let notice: Option<String> = q.get("notice").map(|n| n.chars().take(2000).collect());
     match s.api.cmdb.rack_view(name).await {
         Ok(view) => {
-            let ctx = view_ctx(&session, &view, firmware(&s, &view).await);
+            let ctx = view_ctx(&session, &view, super::firmware::standings(&s, &view).await);
             let ctx = minijinja::context! { notice, ..ctx };
             s.views.page("rack.html", ctx)
         }
@@ -270,22 +255,6 @@ async fn show(
         }
         Err(e) => message(&s.views, StatusCode::SERVICE_UNAVAILABLE, "Rack", &e.to_string(), &session),
     }
-}
-
-/// A form an operator posted from rack `name`'s page (checked as [`Form::posted`]); 404 for a
-/// name no rack can have.
-pub(super) async fn rack_post(
-    s: &UiState,
-    session: &Session,
-    name: &str,
-    headers: &HeaderMap,
-    body: axum::body::Body,
-) -> Result<Form, Response> {
-    let f = Form::posted(body, session, headers).await?;
-    if rackboot_control::racks::check_name(name).is_err() {
-        return Err(message(&s.views, StatusCode::NOT_FOUND, "Rack", "no such rack", session));
-    }
-    Ok(f)
 }
 
 /// An operator confirms a machine's claim to a slot of this rack (the flag's button): sent to
@@ -297,7 +266,7 @@ async fn confirm(
     headers: HeaderMap,
     body: axum::body::Body,
 ) -> Response {
-    let f = match rack_post(&s, &session, &name, &headers, body).await {
+    let f = match Form::rack_posted(&s, &session, &name, &headers, body).await {
         Ok(f) => f,
         Err(r) => return r,
     };
@@ -350,7 +319,7 @@ async fn live(State(s): State<UiState>, session: Session, Path(name): Path<Strin
                 while events.try_recv().is_ok() {}
                 let Ok(next) = s.api.cmdb.rack_view(name.clone()).await else { return };
                 view = next;
-                let ctx = view_ctx(&session, &view, firmware(&s, &view).await);
+                let ctx = view_ctx(&session, &view, super::firmware::standings(&s, &view).await);
                 let frames =
                     [("elevation", "rack_rows.html"), ("flags", "rack_flags.html"), ("picture", "rack_picture.html")];
                 for (frame, template) in frames {
@@ -380,67 +349,4 @@ fn concerns(view: &RackView, e: &rackboot_store::Event) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_racks_pages_render_with_every_field() {
-        let views = super::super::view::Views::new().unwrap();
-        let ctx = minijinja::context! {
-            user => "olga", role => "operator", csrf => "c", operator => true, error => Value::from(None::<String>),
-            racks => Value::from(Serde(vec![json!({"name": "r1", "location": null, "switch": "leaf", "slots": 4, "auto_provision": false, "flags": 1})])),
-            f => Value::from(Serde(blank())),
-        };
-        let html = views.render("racks.html", ctx).unwrap();
-        assert!(html.contains("id=\"rack-form\"") && html.contains("{rack}-u{slot:02}"), "{html}");
-        // Whatever was typed comes back escaped.
-        let mut f = blank();
-        f["name"] = json!("<script>x</script>");
-        let ctx = minijinja::context! {
-            user => "olga", role => "operator", csrf => "c", operator => true, error => "refused",
-            racks => Value::from(Serde(Vec::<serde_json::Value>::new())), f => Value::from(Serde(f)),
-        };
-        let html = views.render("racks.html", ctx).unwrap();
-        assert!(!html.contains("<script>x") && html.contains("&lt;script&gt;"), "{html}");
-    }
-
-    /// A rack placed by CSV alone (no port map) has slots between its machines that no entry
-    /// names: the picture draws them empty.
-    #[test]
-    fn a_rack_with_gaps_between_its_slots_renders() {
-        let views = super::super::view::Views::new().unwrap();
-        let view: serde_json::Value = serde_json::from_str(r#"{"flags":[],"rack":{"address_plan":{"first":"127.0.12.1","last":"127.0.12.4"},
-            "auto_provision":false,"created_at":1,"hardware_profile":null,"hostname_pattern":"{rack}-u{slot:02}","location":null,
-            "machines":[{"hostname":"fw7","mac":"52:54:00:f3:00:01","slot":3}],"name":"r7","os_profile":null,"ports":[],
-            "silent_after_minutes":15,"switch":{"lldp_chassis_id":null,"lldp_chassis_name":null,"remote_id":null},"trust_lldp":false,
-            "uefi_loader":null,"updated_at":1,"v":1},"slots":[{"expected":true,"machines":[{"by":"csv","hostname":"fw7","id":1,
-            "last_event":"rack.placed","last_event_at_ms":1,"mac":"52:54:00:f3:00:01","reserved_ip":"127.0.12.3","state":"discovered"}],
-            "ports":[],"slot":3}]}"#).unwrap();
-        let ctx = minijinja::context! { user => "o", role => "operator", csrf => "c", operator => true,
-        notice => Value::from(None::<String>), view => Value::from(Serde(view)), switch => "",
-        firmware => Value::from(Serde(json!({"1": "unknown"}))) };
-        let html = views.render("rack.html", ctx).unwrap();
-        assert_eq!(html.matches("class=\"u empty\"").count(), 2, "U2 and U1: {html}");
-        assert!(html.contains("firmware-unknown") && html.contains("id=\"firmware-submit\""), "{html}");
-    }
-
-    #[test]
-    fn the_elevation_shows_each_machine_s_firmware_standing() {
-        let views = super::super::view::Views::new().unwrap();
-        let machine = |id: u64| {
-            json!({"id": id, "mac": null, "hostname": format!("n{id}"), "reserved_ip": null,
-            "state": "ready", "by": null, "last_event": null, "last_event_at_ms": null})
-        };
-        let view = json!({"slots": [
-            {"slot": 3, "ports": [], "expected": true, "machines": [machine(7)]},
-            {"slot": 2, "ports": [], "expected": true, "machines": [machine(8)]},
-            {"slot": 1, "ports": [], "expected": true, "machines": []}]});
-        let ctx = minijinja::context! { view => Value::from(Serde(view)),
-        firmware => Value::from(Serde(json!({"7": "drift"}))) };
-        let html = views.render("rack_rows.html", ctx).unwrap();
-        let row = |id: &str| html.split("<tr").find(|r| r.contains(id)).unwrap().to_string();
-        assert!(row("slot-3-7").contains("firmware-drift\">drift"), "{html}");
-        assert!(row("slot-2-8").ends_with("<td>—</td></tr>"), "no baseline: {html}");
-        assert_eq!(row("slot-1\"").matches("<td>").count(), 6, "an empty slot has every column: {html}");
-    }
-}
+mod tests;

@@ -139,10 +139,7 @@ async fn baselines(State(s): State<ApiState>) -> Result<Json<BaselineList>, ApiE
     let baselines = f
         .baselines()
         .values()
-        .map(|b| BaselineView {
-            missing_images: b.components.iter().filter(|c| !f.images.has(&c.image)).map(|c| c.image.clone()).collect(),
-            baseline: b.clone(),
-        })
+        .map(|b| BaselineView { missing_images: f.missing_images(b), baseline: b.clone() })
         .collect();
     Ok(Json(BaselineList { baselines }))
 }

@@ -85,11 +85,14 @@ pub(super) fn retry_after(a: &Answer) -> Option<Duration> {
     Some(Duration::from_secs(secs.min(10)).max(Duration::from_millis(100)))
 }
 
-/// A task's messages, joined.
-fn messages(task: &Value) -> String {
-    let m: Vec<&str> = task["Messages"]
+/// A task's messages, joined (at most five, each cut to 256 characters: a BMC's answer is not
+/// trusted to be small).
+pub(super) fn messages(task: &Value) -> String {
+    let m: Vec<String> = task["Messages"]
         .as_array()
-        .map(|m| m.iter().filter_map(|m| m["Message"].as_str()).take(5).collect())
+        .map(|m| {
+            m.iter().filter_map(|m| m["Message"].as_str()).take(5).map(|s| s.chars().take(256).collect()).collect()
+        })
         .unwrap_or_default();
     if m.is_empty() {
         "no message".into()

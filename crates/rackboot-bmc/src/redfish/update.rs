@@ -11,7 +11,7 @@ use std::time::Duration;
 use hyper::Method;
 use serde_json::{json, Value};
 
-use super::dialect::retry_after;
+use super::dialect::{messages, retry_after};
 use super::firmware::link;
 use super::Redfish;
 use crate::BmcError;
@@ -113,19 +113,4 @@ impl Redfish {
 fn latest(task: &Value) -> Option<String> {
     let m = task["Messages"].as_array()?.iter().rev().find_map(|m| m["Message"].as_str())?;
     Some(m.chars().filter(|c| !c.is_control()).take(256).collect())
-}
-
-/// A task's messages, joined (at most five).
-fn messages(task: &Value) -> String {
-    let m: Vec<String> = task["Messages"]
-        .as_array()
-        .map(|m| {
-            m.iter().filter_map(|m| m["Message"].as_str()).take(5).map(|s| s.chars().take(256).collect()).collect()
-        })
-        .unwrap_or_default();
-    if m.is_empty() {
-        "no message".into()
-    } else {
-        m.join("; ")
-    }
 }

@@ -1,6 +1,7 @@
-//! BIOS settings and firmware certificates through the power service: written (Redfish) under
-//! the same lock, cap, deadline and credential hold as power actions (the engine then restarts
-//! the machine into BootOS), and read back after it booted.
+//! BIOS settings, firmware certificates and firmware updates through the power service: written
+//! or flashed (Redfish) under the same lock, cap and credential hold as power actions (a flash
+//! under a deadline of its own; the engine then restarts the machine into BootOS), and read back
+//! after it booted.
 
 use super::power::PowerError;
 use super::{BmcError, Power};

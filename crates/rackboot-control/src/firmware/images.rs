@@ -3,7 +3,7 @@
 //! the size bound; a failed or refused upload leaves nothing behind. The directory is in the
 //! boot directory, so BMCs fetch an image at `/boot/files/firmware/<sha256>`.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde::Serialize;
 use sha2::{Digest, Sha256};
@@ -158,11 +158,6 @@ impl Images {
         }
     }
 
-    /// The directory (for the startup sweep of cut-off uploads).
-    pub fn dir(&self) -> &Path {
-        &self.dir
-    }
-
     /// Removes what uploads cut off by a crash left (`.upload-*`).
     pub fn sweep(&self) {
         let Ok(rd) = std::fs::read_dir(&self.dir) else { return };
@@ -221,14 +216,15 @@ mod tests {
         Parts(parts.into())
     }
 
-    fn leftovers(dir: &Path) -> Vec<String> {
+    fn leftovers(dir: &std::path::Path) -> Vec<String> {
         std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect()
     }
 
     #[tokio::test]
     async fn an_image_is_kept_by_its_hash_and_a_bad_upload_leaves_nothing() {
         let dir = tempfile::tempdir().unwrap();
-        let images = Images::new(dir.path().join("firmware"), 10);
+        let kept = dir.path().join("firmware");
+        let images = Images::new(kept.clone(), 10);
         let (img, new) = images.put(body(vec![Ok(b"abc"), Ok(b"def")])).await.unwrap();
         assert!(new);
         assert_eq!(img.sha256, "bef57ec7f53a6d40beb640a780a639c83bc29ac8a9816f1fc6c5c6dcd93c4721");
@@ -239,7 +235,7 @@ mod tests {
         assert!(matches!(images.put(body(vec![Ok(b"0123456789"), Ok(b"x")])).await, Err(ImageError::TooLarge(10))));
         assert!(matches!(images.put(body(vec![Ok(b"abc"), Err("reset")])).await, Err(ImageError::Body(_))));
         assert!(matches!(images.put(body(vec![])).await, Err(ImageError::Empty)));
-        assert_eq!(leftovers(images.dir()), vec![img.sha256.clone()], "refused uploads leave nothing");
+        assert_eq!(leftovers(&kept), vec![img.sha256.clone()], "refused uploads leave nothing");
         assert_eq!(images.list().unwrap(), vec![img.clone()]);
         assert!(matches!(images.remove("../../etc/passwd"), Err(ImageError::NotFound(_))));
         images.remove(&img.sha256).unwrap();

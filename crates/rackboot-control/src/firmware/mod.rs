@@ -84,12 +84,6 @@ impl Firmware {
             .and_then(|b| self.cfg.baselines.get(b))
     }
 
-    /// The baseline of a hardware profile, by the profile's name.
-    pub fn baseline_of_profile(&self, profile: &str) -> Option<&Baseline> {
-        let name = self.profiles.get(profile)?.firmware_baseline.as_ref()?;
-        self.cfg.baselines.get(name)
-    }
-
     /// Machine `m`'s drift from its baseline, from its BMC's last read and, where that says
     /// nothing of the BIOS, BootOS's inventory (`None`: no baseline).
     pub async fn drift(&self, m: &Machine) -> Result<Option<Drift>, CmdbError> {
@@ -99,17 +93,9 @@ impl Firmware {
         Ok(Some(baseline::drift_with(b, report.as_ref(), inband)))
     }
 
-    /// Images the baselines name that are not kept (baseline, component, SHA-256).
-    pub fn missing_images(&self) -> Vec<(String, &'static str, String)> {
-        let mut out = Vec::new();
-        for b in self.cfg.baselines.values() {
-            for c in &b.components {
-                if !self.images.has(&c.image) {
-                    out.push((b.name.clone(), c.component.as_str(), c.image.clone()));
-                }
-            }
-        }
-        out
+    /// The images of baseline `b` not uploaded yet (SHA-256s).
+    pub fn missing_images(&self, b: &Baseline) -> Vec<String> {
+        b.components.iter().filter(|c| !self.images.has(&c.image)).map(|c| c.image.clone()).collect()
     }
 
     /// The baselines that name image `sha256`.

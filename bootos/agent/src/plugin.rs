@@ -7,6 +7,7 @@
 //! | check | 0 | unchanged (already as wanted) |
 //! | check | 1 | run apply |
 //! | check | 20 | not applicable |
+//! | check (check only) | 1 | failed: still not as wanted |
 //! | apply | 0 | applied |
 //! | apply | 10 | applied, reboot needed (the agent reboots after reporting, if allowed) |
 //! | either | other, signal, timeout | failed |
@@ -28,7 +29,7 @@ const FETCH_TIMEOUT: Duration = Duration::from_secs(600);
 /// Runs a plugin job to its end and returns the result to report.
 pub async fn run(sink: &mut Sink<'_>, spec: &JobSpec, heartbeat: Duration, workdir: &Path) -> JobResult {
     let start = Instant::now();
-    let Action::Plugin { name, version, sha256, check, apply, params, .. } = &spec.action else {
+    let Action::Plugin { name, version, sha256, check, apply, params, check_only, .. } = &spec.action else {
         unreachable!("plugin::run is only called for plugins")
     };
     let mut report = PluginReport { result: PluginResult::Failed, check_exit: None, apply_exit: None };
@@ -61,6 +62,10 @@ pub async fn run(sink: &mut Sink<'_>, spec: &JobSpec, heartbeat: Duration, workd
     match c {
         0 => report.result = PluginResult::Unchanged,
         20 => report.result = PluginResult::NotApplicable,
+        1 if *check_only => {
+            let why = "check exited 1: still not as wanted (a check-only run: apply not run)".to_string();
+            return failed(spec, start, report, Outcome::Failed, why);
+        }
         1 => {
             sink.send(Stream::Stdout, format!("plugin: {name} {version}: apply\n")).await;
             let a = match step(sink, &dir, apply, &stdin, heartbeat).await {

@@ -305,6 +305,11 @@ impl Agent {
             let plugin_reboot = matches!(spec.action, Action::Plugin { reboot: true, .. })
                 && result.plugin.as_ref().is_some_and(|p| p.result == crate::wire::PluginResult::AppliedReboot);
             if plugin_reboot {
+                if self.opts.mode == AgentMode::Bootos {
+                    // Back into BootOS, whatever the firmware's boot order says.
+                    let said = crate::bootnext::network_next(&self.macs());
+                    tracing::info!(%said, "rebooting for the plugin");
+                }
                 power(nix::sys::reboot::RebootMode::RB_AUTOBOOT);
             }
             match spec.action {

@@ -122,7 +122,8 @@ pub enum Action {
     /// Run a signed vendor plugin: fetch its bundle by hash (`GET /agent/v1/plugins/{sha256}`),
     /// refuse it unless the bytes hash to `sha256`, unpack it under caps, run `check` (exit 0:
     /// already as wanted, 1: apply needed, 20: not applicable) and then `apply` (0: done, 10:
-    /// done, reboot needed), each with `params` as JSON on stdin and its own timeout.
+    /// done, reboot needed), each with `params` as JSON on stdin and its own timeout. A reboot
+    /// from BootOS boots the network once (UEFI `BootNext`), so BootOS comes back.
     Plugin {
         name: String,
         version: String,
@@ -141,6 +142,11 @@ pub enum Action {
         /// The plugin may reboot the node after apply exit 10 (the result is reported first).
         #[serde(default)]
         reboot: bool,
+        /// Run `check` alone, to verify: exit 0 succeeds (unchanged), 20 is not applicable,
+        /// and 1 fails the job (still not as wanted); `apply` never runs. An agent that predates
+        /// it would apply: the appliance asks it only of BootOS, which it builds itself.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        check_only: bool,
         #[serde(default)]
         #[cfg_attr(feature = "openapi", schema(value_type = Object))]
         params: serde_json::Value,

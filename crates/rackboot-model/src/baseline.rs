@@ -63,6 +63,13 @@ pub struct BaselineComponent {
     /// (case-insensitive); default by kind (`nic`: NIC, Network, Ethernet, Adapter, ...).
     #[serde(default, rename = "match", skip_serializing_if = "Option::is_none")]
     pub matches: Option<String>,
+    /// A signed vendor plugin that flashes this component in BootOS, for machines without a
+    /// Redfish BMC (the BMC's `UpdateService` is used where there is one). Its `check` and
+    /// `apply` get the reference's parameters with `firmware` added: the component, the
+    /// version wanted, the image's URL and SHA-256.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub plugin: Option<crate::plugins::refs::PluginRef>,
 }
 
 impl BaselineComponent {
@@ -114,6 +121,12 @@ pub fn check(b: &Baseline) -> Result<(), String> {
         }
         if c.matches.as_deref().is_some_and(|m| m.trim().is_empty() || m.len() > 64) {
             return Err(format!("{what}: match must be 1 to 64 characters"));
+        }
+        if c.plugin.as_ref().is_some_and(|p| p.name.trim().is_empty() || !p.params.is_object()) {
+            return Err(format!("{what}: plugin needs a name, and its params must be a table"));
+        }
+        if c.plugin.as_ref().is_some_and(|p| p.params.get("firmware").is_some()) {
+            return Err(format!("{what}: plugin params may not set `firmware`: the appliance fills it in"));
         }
         if !seen.insert((c.component, c.matches.as_deref().map(str::to_ascii_lowercase))) {
             return Err(format!("{what}: named twice (give each a different match)"));
@@ -248,12 +261,23 @@ pub enum FirmwarePhase {
     Update { at_ms: u64 },
     /// Updated; the machine was restarted at `at_ms`: waiting for its BootOS agent.
     Restart { at_ms: u64 },
+    /// No Redfish BMC: the plugin of the baseline's component `component` (its index) runs in
+    /// BootOS as the run's job, check and then apply.
+    Flash { component: usize, at_ms: u64 },
+    /// The plugin's apply asked for a reboot (at `at_ms`): waiting for BootOS to come back.
+    FlashRestart { component: usize, at_ms: u64 },
+    /// Flashed: the plugin's check alone runs again, and must say the component is current.
+    Verify { component: usize, at_ms: u64 },
 }
 
 impl FirmwarePhase {
     pub fn at_ms(self) -> u64 {
         match self {
-            FirmwarePhase::Update { at_ms } | FirmwarePhase::Restart { at_ms } => at_ms,
+            FirmwarePhase::Update { at_ms }
+            | FirmwarePhase::Restart { at_ms }
+            | FirmwarePhase::Flash { at_ms, .. }
+            | FirmwarePhase::FlashRestart { at_ms, .. }
+            | FirmwarePhase::Verify { at_ms, .. } => at_ms,
         }
     }
 }

@@ -97,7 +97,7 @@ async fn submit(
     // A plugin runs only as stored: its version must be stored and enabled, the hash its own,
     // the parameters valid; what it runs and for how long come from its manifest.
     let action = match req.action {
-        Action::Plugin { name, version, sha256, params, .. } => {
+        Action::Plugin { name, version, sha256, params, check_only, .. } => {
             let r = crate::plugins::usage::PluginRef { name, version: Some(version), params };
             let resolved =
                 crate::plugins::usage::resolve(&s.cmdb, &r).await.map_err(|e| ApiError::field("action", e))?;
@@ -107,7 +107,7 @@ async fn submit(
                     format!("sha256 {sha256} is not that of {} {}", r.name, resolved.version.version),
                 ));
             }
-            crate::plugins::usage::action(&resolved, &r.params)
+            crate::plugins::usage::action(&resolved, &r.params, check_only)
         }
         other => other,
     };

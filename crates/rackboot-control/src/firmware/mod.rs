@@ -6,6 +6,7 @@
 //! baseline and whose vendors and models fit the machine.
 
 pub mod images;
+pub mod inband;
 mod update;
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -53,8 +53,8 @@ pub async fn resolve(cmdb: &Cmdb, r: &PluginRef) -> Result<Resolved, String> {
     Ok(Resolved { version, signer })
 }
 
-/// The agent action that runs a resolved plugin with `params`.
-pub fn action(r: &Resolved, params: &Value) -> Action {
+/// The agent action that runs a resolved plugin with `params` (`check_only`: its check alone).
+pub fn action(r: &Resolved, params: &Value, check_only: bool) -> Action {
     let (v, m) = (&r.version, &r.version.manifest);
     Action::Plugin {
         name: v.name.clone(),
@@ -65,6 +65,7 @@ pub fn action(r: &Resolved, params: &Value) -> Action {
         check: PluginStep { run: m.check.run.clone(), timeout_secs: m.check.timeout },
         apply: PluginStep { run: m.apply.run.clone(), timeout_secs: m.apply.timeout },
         reboot: m.apply.reboot,
+        check_only,
         params: params.clone(),
     }
 }
@@ -86,7 +87,7 @@ pub async fn step_action(
     let resolved = resolve(cmdb, r).await?;
     let inv = machine.inventory.clone().unwrap_or_default();
     if fits(&resolved, &inv) {
-        return Ok(action(&resolved, &r.params));
+        return Ok(action(&resolved, &r.params, false));
     }
     let v = &resolved.version;
     let detail = json!({

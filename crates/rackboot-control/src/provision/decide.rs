@@ -40,6 +40,7 @@ use serde_json::json;
 
 pub mod bios;
 pub mod firmware;
+mod firmware_inband;
 mod power;
 use power::{power_up, stuck_cycle};
 
@@ -409,6 +410,8 @@ fn phase_saved(next: Run, task: &Task, mut effects: Vec<Effect>, mut detail: ser
 mod bios_tests;
 #[cfg(test)]
 mod day_two_tests;
+#[cfg(test)]
+mod firmware_inband_tests;
 #[cfg(test)]
 mod firmware_tests;
 #[cfg(test)]

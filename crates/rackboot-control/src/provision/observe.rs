@@ -67,7 +67,7 @@ impl Engine {
                     let outcomes = self.firmware_outcomes.lock().expect("firmware outcomes lock");
                     outcomes.get(&run.id).filter(|(at, _)| *at == phase.at_ms()).map(|(_, o)| o.clone())
                 });
-                o.firmware = Some(FirmwareObserved { baseline, redfish, outcome });
+                o.firmware = Some(FirmwareObserved { baseline, redfish, outcome, ..Default::default() });
             }
         }
         o.profile_fits = profile
@@ -120,6 +120,9 @@ impl Engine {
                     o.job = Some(job);
                 }
             }
+        }
+        if run.step == Step::Firmware && o.firmware.as_ref().is_some_and(|f| !f.redfish) {
+            self.observe_inband_firmware(run, &mut o).await?;
         }
         Ok(o)
     }

@@ -8,6 +8,7 @@ fn component(component: Component, version: &str, matches: Option<&str>) -> Base
         version: version.into(),
         image: format!("sha256:{IMG}"),
         matches: matches.map(Into::into),
+        plugin: None,
     }
 }
 
@@ -124,6 +125,17 @@ fn bad_baselines_are_refused_naming_the_part() {
     assert!(check(&b).unwrap_err().contains("named twice"));
     let b = Baseline { name: "e".into(), components: vec![] };
     assert!(check(&b).is_err());
+    let plugin = |name: &str, params| crate::plugins::refs::PluginRef { name: name.into(), version: None, params };
+    let mut b = ok.clone();
+    b.components[0].plugin = Some(plugin("acme-bios", serde_json::json!({"bank": 1})));
+    assert_eq!(check(&b), Ok(()));
+    b.components[0].plugin = Some(plugin(" ", serde_json::json!({})));
+    assert!(check(&b).unwrap_err().contains("bios: plugin needs a name"));
+    b.components[0].plugin = Some(plugin("acme-bios", serde_json::json!({"firmware": "mine"})));
+    assert!(
+        check(&b).unwrap_err().contains("the appliance fills it in"),
+        "the appliance's own key is not the operator's"
+    );
 }
 
 #[test]

@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 use crate::jobs::Job;
 
 /// A hardware profile's reference to a plugin (`[[provision.hardware_profiles.plugins]]`).
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct PluginRef {
     pub name: String,

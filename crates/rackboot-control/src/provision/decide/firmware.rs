@@ -1,10 +1,12 @@
-//! The firmware step's decisions (the hardware profile's baseline). The engine runs the update
+//! The firmware step's decisions (the hardware profile's baseline); a machine without a
+//! Redfish BMC takes the plugins' road (see `firmware_inband`). The engine runs the update
 //! in the background (`firmware::Firmware::update`: read, flash what drifts, restart into BootOS
 //! where a component waits for it, read back until current); the run keeps which phase it is in
 //! ([`FirmwarePhase`]):
 //!
 //! | phase | when | next | effects |
 //! |---|---|---|---|
+//! | - | no Redfish BMC, a component names a plugin | (see `firmware_inband`) | |
 //! | - | no Redfish BMC | failed (no retries) | save |
 //! | - | always | update | start the update, save |
 //! | update | current, nothing restarted | the next step | save |
@@ -31,6 +33,17 @@ pub struct FirmwareObserved {
     /// The update asked for in the run's current phase: `None` when none runs nor ended (it was
     /// lost to a restart of the appliance).
     pub outcome: Option<FirmwareOutcome>,
+    /// The baseline's components (`bios`, `nic`, ...) and the versions they want, by index.
+    pub components: Vec<String>,
+    pub versions: Vec<String>,
+    /// Without a Redfish BMC: the components a plugin flashes in BootOS (indices, in order).
+    pub plugins: Vec<usize>,
+    /// Without a Redfish BMC: components no plugin flashes that BootOS sees drift (why).
+    pub stuck: Vec<String>,
+    /// Without a Redfish BMC: components no plugin flashes, left as they are.
+    pub left: Vec<String>,
+    /// The ended plugin job of the current phase: its `plugin.result` (`unchanged`, ...).
+    pub plugin_result: Option<String>,
 }
 
 /// Where an update the step asked for is.
@@ -67,13 +80,15 @@ pub(super) fn step(mut next: Run, task: &Task, o: &Observed, agent: Option<&Agen
         spec.hardware_profile.clone().unwrap_or_default(),
         f.baseline
     );
+    let hint = "(or a signed plugin on its components, to flash them in BootOS)";
     let uefi = match (o.bmc_uefi, f.redfish) {
         (Some(uefi), true) => uefi,
+        (_, false) if !f.plugins.is_empty() => return super::firmware_inband::step(next, task, o, agent, f),
         (None, _) => {
-            return fail(next, task, now, format!("{names}, and the machine has no BMC to update it through"), 0)
+            return fail(next, task, now, format!("{names}, and the machine has no BMC to update it through {hint}"), 0)
         }
         (Some(_), false) => {
-            return fail(next, task, now, format!("{names}, which needs a Redfish BMC: this one is IPMI"), 0)
+            return fail(next, task, now, format!("{names}, which needs a Redfish BMC {hint}: this one is IPMI"), 0)
         }
     };
     let Some(phase) = next.firmware else {
@@ -87,6 +102,11 @@ pub(super) fn step(mut next: Run, task: &Task, o: &Observed, agent: Option<&Agen
         );
     };
     match (phase, &f.outcome) {
+        // The BMC came after a plugin's flash began (or went): the plugins' road goes on.
+        (
+            FirmwarePhase::Flash { .. } | FirmwarePhase::FlashRestart { .. } | FirmwarePhase::Verify { .. },
+            _,
+        ) => super::firmware_inband::step(next, task, o, agent, f),
         (FirmwarePhase::Update { .. }, Some(FirmwareOutcome::Running)) => Decision { run: next, effects: vec![] },
         (FirmwarePhase::Update { .. }, None) => fail(
             next,

@@ -11,16 +11,16 @@ use super::*;
 use crate::cmdb::Machine;
 use rackboot_model::baseline::FirmwarePhase;
 
-const NOW: u64 = 10_000_000_000;
+pub(super) const NOW: u64 = 10_000_000_000;
 
-fn task() -> Task {
+pub(super) fn task() -> Task {
     let spec = serde_json::from_value(json!({"select": {"next": 1}, "image": "lab.img", "hardware_profile": "r650",
         "step_timeout_secs": 600, "retries": 3}))
     .unwrap();
     Task { v: 1, id: 3, spec, state: super::super::TaskState::Active, created_at_ms: 0, runs: vec![9] }
 }
 
-fn seen(now: u64, redfish: bool, outcome: Option<FirmwareOutcome>) -> Observed {
+pub(super) fn seen(now: u64, redfish: bool, outcome: Option<FirmwareOutcome>) -> Observed {
     let mut m = Machine::new(7, vec!["52:54:00:00:00:07".parse().unwrap()], 0);
     m.inventory = Some(Inventory::default());
     Observed {
@@ -29,12 +29,12 @@ fn seen(now: u64, redfish: bool, outcome: Option<FirmwareOutcome>) -> Observed {
         stats_secs: 30,
         profile_fits: true,
         bmc_uefi: Some(false),
-        firmware: Some(FirmwareObserved { baseline: "q4".into(), redfish, outcome }),
+        firmware: Some(FirmwareObserved { baseline: "q4".into(), redfish, outcome, ..Default::default() }),
         ..Default::default()
     }
 }
 
-fn at_firmware() -> Run {
+pub(super) fn at_firmware() -> Run {
     let mut run = Run::new(9, 3, 1, Some(7), NOW - 10_000);
     run.enter(Step::Firmware, NOW - 5_000);
     run

@@ -192,6 +192,11 @@ pub async fn start(cfg: Config) -> anyhow::Result<Running> {
             }
         }
     }
+    for b in core.firmware.baselines().values() {
+        if let Err(error) = rackboot_control::firmware::inband::check_plugins(&core.firmware, &core.cmdb, b).await {
+            tracing::warn!(%error, "firmware baseline plugin not usable");
+        }
+    }
     services.start("jobs", core.hub.clone().sweep(token.clone()));
     if core.cmdb.shared() {
         services.start("remote-jobs", core.hub.clone().wake_on_queued(token.clone()));

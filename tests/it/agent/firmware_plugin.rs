@@ -4,6 +4,7 @@
 //! (its apply fetches the image from the appliance and checks the hash), a flash that asks for
 //! a reboot waits for BootOS to come back, each flash is verified by the plugin's check alone,
 //! and a flash that did not take fails the run, naming the component, without a second flash.
+//! A task whose baseline's plugin would refuse its parameters is refused when it is made.
 
 use std::path::Path;
 use std::time::Duration;
@@ -82,6 +83,11 @@ name = "forgets"
 components = [
   {{ component = "nic", version = "9.9", image = "{nic}", plugin = {{ name = "flash-fw", params = {{ state = "{f}", exit = 0, forget = true }} }} }},
 ]
+[[firmware.baselines]]
+name = "unusable"
+components = [
+  {{ component = "nic", version = "9.9", image = "{nic}", plugin = {{ name = "flash-fw", params = {{ state = 5, exit = 0 }} }} }},
+]
 [provision]
 postinstall_dir = "/nonexistent"
 [[provision.hardware_profiles]]
@@ -90,6 +96,9 @@ firmware_baseline = "inband"
 [[provision.hardware_profiles]]
 name = "forgets"
 firmware_baseline = "forgets"
+[[provision.hardware_profiles]]
+name = "unusable"
+firmware_baseline = "unusable"
 "#,
         b = state("bios"),
         n = state("nic"),
@@ -155,6 +164,12 @@ async fn plugins_bring_a_machine_without_a_bmc_to_its_baseline_in_bootos() {
     std::fs::write(state.path().join("bios"), "1.0").unwrap();
 
     let work = tempfile::tempdir().unwrap();
+    // A baseline whose plugin would not take its parameters refuses the task, naming them.
+    let spec = json!({"select": {"macs": [OK]}, "image": "lab.img", "hardware_profile": "unusable"});
+    let (status, v) = a.api.call(Method::POST, "/tasks", Some(spec)).await.unwrap();
+    assert_eq!(status, 400, "{v}");
+    let why = v["detail"].as_str().unwrap();
+    assert!(why.contains("firmware baseline \"unusable\", nic 9.9") && why.contains("/state: must be string"), "{why}");
     let agent = a.agent(OK, work.path());
     let t = task(&a, OK, "inband", &work.path().join("disk.img")).await;
     // The BIOS flash asks for a reboot: the run waits for BootOS to come back.

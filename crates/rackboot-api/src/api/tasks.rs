@@ -124,6 +124,13 @@ async fn create(
         for r in &profile.plugins {
             crate::plugins::usage::resolve(&s.cmdb, r).await.map_err(|e| bad(format!("hardware profile {p}: {e}")))?;
         }
+        // So must its firmware baseline's, with the parameters the flash adds.
+        let baseline = profile.firmware_baseline.as_ref();
+        if let (Some(fw), Some(b)) = (&s.firmware, baseline.and_then(|b| s.firmware.as_ref()?.baselines().get(b))) {
+            crate::firmware::inband::check_plugins(fw, &s.cmdb, b)
+                .await
+                .map_err(|e| bad(format!("hardware profile {p}: {e}")))?;
+        }
     }
     if let Some(p) = &spec.commission {
         if !engine.cfg.test_profiles.contains_key(p) {

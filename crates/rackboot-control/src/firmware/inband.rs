@@ -12,7 +12,7 @@
 //! it and exits 0, or 10 when the new firmware takes effect at a reboot.
 
 use rackboot_agent::wire::Action;
-use rackboot_model::baseline::{self, Baseline, Standing};
+use rackboot_model::baseline::{self, Baseline, BaselineComponent, Standing};
 use rackboot_model::records::Machine;
 use serde_json::json;
 
@@ -53,6 +53,30 @@ pub fn plan(b: &Baseline, m: &Machine) -> Plan {
     plan
 }
 
+/// Component `c`'s plugin reference as its flash runs it: the params with `firmware` added.
+pub fn reference(fw: &Firmware, c: &BaselineComponent) -> Option<PluginRef> {
+    let r = c.plugin.as_ref()?;
+    let sha = c.sha256();
+    let mut params = r.params.clone();
+    params["firmware"] = json!({
+        "component": c.component.as_str(), "version": c.version, "image_url": fw.image_url(&sha), "sha256": sha,
+    });
+    Some(PluginRef { name: r.name.clone(), version: r.version.clone(), params })
+}
+
+/// Whether every plugin baseline `b` names is stored, enabled and takes its parameters (with
+/// `firmware`): the first that does not, and why.
+pub async fn check_plugins(fw: &Firmware, cmdb: &Cmdb, b: &Baseline) -> Result<(), String> {
+    for c in &b.components {
+        if let Some(r) = reference(fw, c) {
+            usage::resolve(cmdb, &r)
+                .await
+                .map_err(|e| format!("firmware baseline {:?}, {} {}: {e}", b.name, c.component.as_str(), c.version))?;
+        }
+    }
+    Ok(())
+}
+
 /// The agent action that flashes (or, `check_only`, verifies) component `index` of `b` on
 /// `m`: the component's plugin, resolved and fitting the machine, its image uploaded.
 pub async fn plugin_action(
@@ -65,16 +89,11 @@ pub async fn plugin_action(
 ) -> Result<Action, String> {
     let c = b.components.get(index).ok_or_else(|| format!("baseline {:?} has fewer components now", b.name))?;
     let what = format!("{} {}", c.component.as_str(), c.version);
-    let r = c.plugin.as_ref().ok_or_else(|| format!("{what}: the baseline names no plugin for it now"))?;
+    let with = reference(fw, c).ok_or_else(|| format!("{what}: the baseline names no plugin for it now"))?;
     let sha = c.sha256();
     if !fw.images.has(&sha) {
         return Err(format!("{what}: image {sha} is not uploaded (rackboot firmware upload)"));
     }
-    let mut params = r.params.clone();
-    params["firmware"] = json!({
-        "component": c.component.as_str(), "version": c.version, "image_url": fw.image_url(&sha), "sha256": sha,
-    });
-    let with = PluginRef { name: r.name.clone(), version: r.version.clone(), params };
     let resolved = usage::resolve(cmdb, &with).await.map_err(|e| format!("{what}: {e}"))?;
     let inv = m.inventory.clone().unwrap_or_default();
     if !usage::fits(&resolved, &inv) {
@@ -89,7 +108,7 @@ pub async fn plugin_action(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rackboot_model::baseline::{BaselineComponent, Component};
+    use rackboot_model::baseline::Component;
 
     fn component(component: Component, version: &str, plugin: bool) -> BaselineComponent {
         BaselineComponent {

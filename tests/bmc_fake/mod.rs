@@ -50,6 +50,8 @@ pub enum Mode {
     Updates,
     /// Its `SimpleUpdate` task ends in `Exception`.
     UpdateFails,
+    /// Has no `SimpleUpdate`: images are pushed to its `MultipartHttpPushUri` (4 KiB at most).
+    UpdatesPush,
 }
 
 /// Sessions open at once, now and at most.
@@ -194,8 +196,9 @@ impl Fake {
         self.paths.lock().unwrap().push(req.uri().to_string());
         let token_ok = req.headers().get("x-auth-token").is_some_and(|t| t == "tok");
         let if_match = req.headers().get("if-match").and_then(|v| v.to_str().ok()).map(str::to_string);
-        let body: Value =
-            serde_json::from_slice(&req.into_body().collect().await.unwrap().to_bytes()).unwrap_or_default();
+        let content_type = req.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
+        let raw = req.into_body().collect().await.unwrap().to_bytes();
+        let body: Value = serde_json::from_slice(&raw).unwrap_or_default();
         match self.mode {
             Mode::WrongCredentials => {
                 return reply(StatusCode::UNAUTHORIZED, json!({"error": {"message": "bad login"}}))
@@ -220,7 +223,7 @@ impl Fake {
         if let Some(r) = self.dialect_before(method.as_str(), &path, if_match.as_deref()) {
             return r;
         }
-        if let Some(r) = self.update_before(method.as_str(), &path, &body) {
+        if let Some(r) = self.update_before(method.as_str(), &path, &body, (&content_type, &raw)) {
             return r;
         }
         let r = match (method.as_str(), path.as_str()) {

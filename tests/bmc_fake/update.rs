@@ -3,7 +3,8 @@
 //! of the BIOS and the BMC, `SimpleUpdate` answered 202 with a task monitor that runs 10 %,
 //! 60 %, then completes. The BMC's new firmware is current at once; the BIOS's waits for the
 //! next reset, as on real servers. [`Mode::UpdateFails`]: the task ends in `Exception` with the
-//! BMC's message.
+//! BMC's message. [`Mode::UpdatesPush`]: no `SimpleUpdate`, a `MultipartHttpPushUri` (DSP0268)
+//! taking `multipart/form-data` with `UpdateParameters` and `UpdateFile`, `MaxImageSizeBytes`.
 
 use std::sync::atomic::Ordering;
 
@@ -13,6 +14,9 @@ use serde_json::{json, Value};
 use super::{reply, Fake, Mode, Reply};
 
 const MONITOR: &str = "/redfish/v1/TaskService/Tasks/7/Monitor";
+const PUSH: &str = "/redfish/v1/UpdateService/upload";
+/// The largest image [`Mode::UpdatesPush`] takes.
+pub const MAX_PUSH: usize = 4096;
 const INVENTORY: &str = "/redfish/v1/UpdateService/FirmwareInventory";
 /// The versions a flash brings.
 pub const NEW_BIOS: &str = "2.20.0";
@@ -24,26 +28,61 @@ pub struct Firmware {
     pub bmc: String,
     pub staged_bios: Option<String>,
     pub updates: Vec<Value>,
+    /// The images pushed, whole.
+    pub pushed: Vec<Vec<u8>>,
 }
 
 impl Default for Firmware {
     fn default() -> Self {
-        Firmware { bios: "2.19.1".into(), bmc: "1.50".into(), staged_bios: None, updates: Vec::new() }
+        Firmware {
+            bios: "2.19.1".into(),
+            bmc: "1.50".into(),
+            staged_bios: None,
+            updates: Vec::new(),
+            pushed: Vec::new(),
+        }
     }
 }
 
 impl Fake {
     fn updates(&self) -> bool {
-        matches!(self.mode, Mode::Updates | Mode::UpdateFails)
+        matches!(self.mode, Mode::Updates | Mode::UpdateFails | Mode::UpdatesPush)
     }
 
     /// The `UpdateService` answers of a BMC that has one, if this request is for it.
-    pub(super) fn update_before(&self, method: &str, path: &str, body: &Value) -> Option<Reply> {
+    pub(super) fn update_before(&self, method: &str, path: &str, body: &Value, raw: (&str, &[u8])) -> Option<Reply> {
         if !self.updates() {
             return None;
         }
         let fw = || self.fw.lock().unwrap();
+        let accepted = || {
+            self.task_polls.store(0, Ordering::SeqCst);
+            let mut r = reply(StatusCode::ACCEPTED, json!({"TaskState": "New"}));
+            r.headers_mut().insert("location", MONITOR.parse().unwrap());
+            r.headers_mut().insert("retry-after", "0".parse().unwrap());
+            r
+        };
         Some(match (method, path) {
+            ("GET", "/redfish/v1/UpdateService") if self.mode == Mode::UpdatesPush => reply(
+                StatusCode::OK,
+                json!({"FirmwareInventory": {"@odata.id": INVENTORY}, "MultipartHttpPushUri": PUSH, "MaxImageSizeBytes": MAX_PUSH}),
+            ),
+            ("POST", PUSH) if self.mode == Mode::UpdatesPush => {
+                let Some((params, file)) = form(raw.0, raw.1) else {
+                    return Some(reply(
+                        StatusCode::BAD_REQUEST,
+                        json!({"error": {"message": "not multipart/form-data"}}),
+                    ));
+                };
+                if file.len() > MAX_PUSH {
+                    return Some(reply(StatusCode::PAYLOAD_TOO_LARGE, json!({"error": {"message": "too large"}})));
+                }
+                let mut fw = fw();
+                fw.updates.push(params);
+                fw.pushed.push(file);
+                drop(fw);
+                accepted()
+            }
             ("GET", "/redfish/v1/UpdateService") => reply(
                 StatusCode::OK,
                 json!({"FirmwareInventory": {"@odata.id": INVENTORY},
@@ -61,13 +100,11 @@ impl Fake {
                 StatusCode::OK,
                 json!({"Id": "BMC", "Name": "BMC Firmware", "Version": fw().bmc, "Updateable": true, "Status": {"Health": "OK"}}),
             ),
-            ("POST", "/redfish/v1/UpdateService/Actions/UpdateService.SimpleUpdate") => {
+            ("POST", "/redfish/v1/UpdateService/Actions/UpdateService.SimpleUpdate")
+                if self.mode != Mode::UpdatesPush =>
+            {
                 fw().updates.push(body.clone());
-                self.task_polls.store(0, Ordering::SeqCst);
-                let mut r = reply(StatusCode::ACCEPTED, json!({"TaskState": "New"}));
-                r.headers_mut().insert("location", MONITOR.parse().unwrap());
-                r.headers_mut().insert("retry-after", "0".parse().unwrap());
-                r
+                accepted()
             }
             ("GET", MONITOR) => {
                 let polled = self.task_polls.fetch_add(1, Ordering::SeqCst);
@@ -128,4 +165,36 @@ impl Fake {
     pub fn bios_version(&self) -> String {
         self.fw.lock().unwrap().bios.clone()
     }
+}
+
+/// A `multipart/form-data` body's `UpdateParameters` (JSON) and `UpdateFile` (bytes), if it is
+/// one with both.
+fn form(content_type: &str, raw: &[u8]) -> Option<(Value, Vec<u8>)> {
+    let boundary = content_type.strip_prefix("multipart/form-data; boundary=")?;
+    let delimiter = format!("\r\n--{boundary}");
+    // Parts sit between delimiters; the body starts with one lacking its CRLF.
+    let mut body = b"\r\n".to_vec();
+    body.extend_from_slice(raw);
+    let mut parts = Vec::new();
+    let mut rest = &body[..];
+    while let Some(at) = find(rest, delimiter.as_bytes()) {
+        parts.push(&rest[..at]);
+        rest = &rest[at + delimiter.len()..];
+    }
+    let (mut params, mut file) = (None, None);
+    for part in parts.into_iter().skip(1) {
+        let part = part.strip_prefix(b"\r\n")?;
+        let split = find(part, b"\r\n\r\n")?;
+        let (head, data) = (String::from_utf8_lossy(&part[..split]).to_string(), &part[split + 4..]);
+        if head.contains("name=\"UpdateParameters\"") {
+            params = serde_json::from_slice(data).ok();
+        } else if head.contains("name=\"UpdateFile\"") {
+            file = Some(data.to_vec());
+        }
+    }
+    Some((params?, file?))
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
 }

@@ -175,17 +175,17 @@ impl Driver {
         Ok(missing)
     }
 
-    /// Flashes the image at `image_uri` into `targets` through `UpdateService.SimpleUpdate`
-    /// and follows the BMC's task (Redfish only), reporting its progress.
+    /// Flashes `image` into `targets` through the `UpdateService` (fetched by the BMC, or
+    /// pushed to it) and follows the BMC's task (Redfish only), reporting its progress.
     pub async fn firmware_update(
         &self,
-        image_uri: &str,
+        image: &crate::redfish::update::Image<'_>,
         targets: &[String],
         wait: std::time::Duration,
         progress: &mut (dyn FnMut(crate::redfish::update::Progress) + Send),
     ) -> Result<crate::redfish::update::Updated, BmcError> {
         match self {
-            Driver::Redfish(r) => r.simple_update(image_uri, targets, wait, progress).await,
+            Driver::Redfish(r) => r.update(image, targets, wait, progress).await,
             Driver::Ipmi { .. } => Err(BmcError::Other(
                 "IPMI has no firmware update service: set the machine's BMC as Redfish, or update it in BootOS with a vendor plugin".into(),
             )),

@@ -1,11 +1,11 @@
 //! `[firmware]`: the firmware baselines hardware profiles name, where their images are kept
 //! (`<tftp root>/firmware/<sha256>`, served to BMCs at `/boot/files/firmware/<sha256>`), how
-//! large an uploaded image may be and how long a BMC's flash is followed.
+//! large an uploaded image may be, how it reaches a BMC and how long a BMC's flash is followed.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use rackboot_model::baseline::{self, Baseline};
+use rackboot_model::baseline::{self, Baseline, Transfer};
 use serde::Deserialize;
 
 #[derive(Debug, Deserialize)]
@@ -13,12 +13,13 @@ use serde::Deserialize;
 pub struct WireFirmware {
     pub max_image_mb: u64,
     pub update_timeout_secs: u64,
+    pub transfer: Transfer,
     pub baselines: Vec<Baseline>,
 }
 
 impl Default for WireFirmware {
     fn default() -> Self {
-        WireFirmware { max_image_mb: 2048, update_timeout_secs: 3600, baselines: Vec::new() }
+        WireFirmware { max_image_mb: 2048, update_timeout_secs: 3600, transfer: Transfer::Auto, baselines: Vec::new() }
     }
 }
 
@@ -32,12 +33,14 @@ pub struct FirmwareConfig {
     pub max_image_bytes: u64,
     /// How long one component's update (the BMC's task) is followed before it counts as failed.
     pub update_timeout: std::time::Duration,
+    /// How images reach Redfish BMCs.
+    pub transfer: Transfer,
     pub baselines: BTreeMap<String, Baseline>,
 }
 
 impl FirmwareConfig {
     pub fn from_wire(w: WireFirmware, tftp_root: &Path) -> anyhow::Result<Self> {
-        let WireFirmware { max_image_mb, update_timeout_secs, baselines: wire } = w;
+        let WireFirmware { max_image_mb, update_timeout_secs, transfer, baselines: wire } = w;
         anyhow::ensure!((1..=65_536).contains(&max_image_mb), "firmware.max_image_mb must be 1..=65536");
         anyhow::ensure!(
             (60..=86_400).contains(&update_timeout_secs),
@@ -62,6 +65,7 @@ impl FirmwareConfig {
             dir: tftp_root.join("firmware"),
             max_image_bytes: max_image_mb << 20,
             update_timeout: std::time::Duration::from_secs(update_timeout_secs),
+            transfer,
             baselines,
         })
     }
@@ -97,5 +101,8 @@ mod tests {
         .unwrap_err();
         assert!(e.to_string().contains("gpu"), "{e}");
         assert!(parse("max_image_mb = 0").is_err());
+        assert_eq!(parse("transfer = \"push\"").unwrap().transfer, Transfer::Push);
+        assert_eq!(parse("").unwrap().transfer, Transfer::Auto);
+        assert!(parse("transfer = \"ftp\"").is_err());
     }
 }

@@ -49,6 +49,20 @@ impl Component {
     }
 }
 
+/// How an image reaches a Redfish BMC (`firmware.transfer`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Transfer {
+    /// `SimpleUpdate` where the BMC offers it, else a push.
+    #[default]
+    Auto,
+    /// `SimpleUpdate`: the BMC fetches the image from this appliance's HTTP.
+    Fetch,
+    /// `MultipartHttpPushUri`: the appliance sends the image to the BMC (a BMC on a management
+    /// network with no way to the provisioning VLAN).
+    Push,
+}
+
 /// One component of a baseline.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]

@@ -15,7 +15,7 @@ use super::bios::{boot_at_each_reset, events, machine, run_of, with_image};
 use crate::bmc_fake::{self, update, Mode};
 use crate::common::appliance::Appliance;
 
-fn config(bios: &str, bmc: &str) -> String {
+pub(super) fn config(bios: &str, bmc: &str) -> String {
     format!(
         r#"[bmc]
 poll_interval_ms = 100
@@ -40,13 +40,13 @@ scripts = ["echo configured after the firmware; exit 3"]
     )
 }
 
-fn sha(bytes: &[u8]) -> String {
+pub(super) fn sha(bytes: &[u8]) -> String {
     sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// An upload's status and answer; 0 when the appliance closed the connection before the body
 /// was sent (a declared length past the bound is refused at once).
-async fn upload(a: &Appliance, bytes: Vec<u8>) -> (u16, Value) {
+pub(super) async fn upload(a: &Appliance, bytes: Vec<u8>) -> (u16, Value) {
     let resp =
         match a.api.send(Method::PUT, "/firmware/images", &[("content-type", "application/octet-stream")], bytes).await
         {
@@ -58,7 +58,7 @@ async fn upload(a: &Appliance, bytes: Vec<u8>) -> (u16, Value) {
     (status, serde_json::from_slice(&body).unwrap_or_default())
 }
 
-async fn wait_for(a: &Appliance, mac: &str, kind: &str) -> Vec<Value> {
+pub(super) async fn wait_for(a: &Appliance, mac: &str, kind: &str) -> Vec<Value> {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let ev = events(a, mac).await;

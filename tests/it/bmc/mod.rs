@@ -8,6 +8,7 @@ mod certs;
 mod dialects;
 mod faults;
 mod firmware;
+mod firmware_push;
 mod inband;
 mod ipmi;
 mod provision;

@@ -79,11 +79,7 @@ impl Endpoint {
                     busy += 1;
                     tokio::time::sleep(super::dialect::retry_after(&a).unwrap_or(Duration::from_secs(1))).await;
                 }
-                401 | 403 => return Err(BmcError::Auth(format!("{} {path}: {}", a.status, brief(&a.body)))),
-                s if !(200..300).contains(&s) => {
-                    return Err(BmcError::Status { status: s, detail: format!("{method} {path}: {}", brief(&a.body)) })
-                }
-                _ => return Ok(a),
+                _ => return checked(&method, &path, a),
             }
         }
         Err(BmcError::Protocol(format!("more than {MAX_REDIRECTS} redirects (a redirect loop?) at {path}")))
@@ -111,6 +107,44 @@ impl Endpoint {
         headers: &[(&str, &str)],
         body: Option<&serde_json::Value>,
     ) -> Result<Answer, BmcError> {
+        let mut req = self.request(method, path, headers);
+        let bytes = match body {
+            Some(b) => {
+                req = req.header("content-type", "application/json");
+                Bytes::from(b.to_string())
+            }
+            None => Bytes::new(),
+        };
+        let req = req.body(Full::new(bytes)).map_err(|e| BmcError::Protocol(e.to_string()))?;
+        self.exchange(req).await
+    }
+
+    /// A request to this BMC with the headers every one carries, and `headers`.
+    pub(super) fn request(
+        &self,
+        method: &Method,
+        path: &str,
+        headers: &[(&str, &str)],
+    ) -> hyper::http::request::Builder {
+        let mut req = Request::builder()
+            .method(method.clone())
+            .uri(path)
+            .header("host", self.authority())
+            .header("accept", "application/json")
+            .header("odata-version", "4.0");
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        req
+    }
+
+    /// Sends `req` on a new TLS connection and reads the answer (bounded).
+    pub(super) async fn exchange<B>(&self, req: Request<B>) -> Result<Answer, BmcError>
+    where
+        B: hyper::body::Body + Send + 'static,
+        B::Data: Send,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
         let stream = tokio::net::TcpStream::connect((self.host.as_str(), self.port))
             .await
             .map_err(|e| BmcError::Connect(format!("{}: {e}", self.authority())))?;
@@ -121,23 +155,6 @@ impl Endpoint {
             .await
             .map_err(|e| BmcError::Connect(e.to_string()))?;
         tokio::spawn(conn);
-        let mut req = Request::builder()
-            .method(method.clone())
-            .uri(path)
-            .header("host", self.authority())
-            .header("accept", "application/json")
-            .header("odata-version", "4.0");
-        for (k, v) in headers {
-            req = req.header(*k, *v);
-        }
-        let bytes = match body {
-            Some(b) => {
-                req = req.header("content-type", "application/json");
-                Bytes::from(b.to_string())
-            }
-            None => Bytes::new(),
-        };
-        let req = req.body(Full::new(bytes)).map_err(|e| BmcError::Protocol(e.to_string()))?;
         let resp = sender.send_request(req).await.map_err(|e| BmcError::Connect(e.to_string()))?;
         let (parts, body) = resp.into_parts();
         let body = Limited::new(body, MAX_BODY)
@@ -146,6 +163,18 @@ impl Endpoint {
             .map_err(|e| BmcError::Protocol(format!("reading the answer: {e}")))?
             .to_bytes();
         Ok(Answer { status: parts.status, headers: parts.headers, body })
+    }
+}
+
+/// An answer's status as an error where it is one: 401/403 [`BmcError::Auth`], any other
+/// non-2xx [`BmcError::Status`].
+pub(super) fn checked(method: &Method, path: &str, a: Answer) -> Result<Answer, BmcError> {
+    match a.status.as_u16() {
+        401 | 403 => Err(BmcError::Auth(format!("{} {path}: {}", a.status, brief(&a.body)))),
+        s if !(200..300).contains(&s) => {
+            Err(BmcError::Status { status: s, detail: format!("{method} {path}: {}", brief(&a.body)) })
+        }
+        _ => Ok(a),
     }
 }
 

@@ -9,6 +9,7 @@ pub mod certs;
 pub mod dialect;
 pub mod firmware;
 pub mod http;
+mod push;
 pub mod update;
 pub mod vmedia;
 

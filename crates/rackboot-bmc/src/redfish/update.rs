@@ -1,14 +1,18 @@
-//! Firmware updates through Redfish's `UpdateService.SimpleUpdate` (DMTF DSP0268
-//! UpdateService): the BMC fetches the image from a URL the appliance serves and flashes the
-//! targets named (inventory entries, or the system for its BIOS). A 202's task is followed to
+//! Firmware updates through Redfish's `UpdateService` (DMTF DSP0268 UpdateService):
+//! `SimpleUpdate`, the BMC fetching the image from a URL the appliance serves, or
+//! `MultipartHttpPushUri`, the appliance pushing it (see `push`), as `firmware.transfer` says;
+//! the BMC flashes the targets named (inventory entries, or the system for its BIOS). A 202's
+//! task is followed to
 //! its end with its `PercentComplete` and messages reported as it goes (DSP0266 "Asynchronous
 //! operations"; Dell iDRAC and HPE iLO answer so); a 200 or 204 is an update done at once
 //! (sushy-tools). A task that ends `Exception`, `Killed` or `Cancelled`, or `Completed` with a
 //! `Critical` status, fails with the BMC's messages: a flash is never tried twice by itself.
 
+use std::path::Path;
 use std::time::Duration;
 
 use hyper::Method;
+pub use rackboot_model::baseline::Transfer;
 use serde_json::{json, Value};
 
 use super::dialect::{messages, retry_after};
@@ -35,31 +39,69 @@ pub struct Updated {
     pub messages: String,
 }
 
-impl Redfish {
-    /// The `SimpleUpdate` action's target, if the BMC offers one.
-    async fn simple_update_target(&self) -> Result<String, BmcError> {
-        let root = self.get("/redfish/v1").await?;
-        let none = || BmcError::Other("the BMC offers no UpdateService.SimpleUpdate to update firmware with".into());
-        let service = link(&root["UpdateService"]).ok_or_else(none)?;
-        let service = self.get(&service).await?;
-        let target = service["Actions"]["#UpdateService.SimpleUpdate"]["target"].as_str().unwrap_or_default();
-        link(&json!({ "@odata.id": target })).ok_or_else(none)
-    }
+/// The image an update flashes: its URL on this appliance (a BMC fetches it) and its file (the
+/// appliance pushes it).
+pub struct Image<'a> {
+    pub url: &'a str,
+    pub file: &'a Path,
+    pub transfer: Transfer,
+}
 
-    /// Flashes the image at `image_uri` into `targets` (empty: the system, for its BIOS) and
-    /// follows the BMC's task for at most `wait`, calling `progress` when it moves.
-    pub async fn simple_update(
+impl Redfish {
+    /// Flashes `image` into `targets` (empty: the system, for its BIOS) and follows the BMC's
+    /// task for at most `wait`, calling `progress` when it moves.
+    pub async fn update(
         &self,
-        image_uri: &str,
+        image: &Image<'_>,
         targets: &[String],
         wait: Duration,
         progress: &mut (dyn FnMut(Progress) + Send),
     ) -> Result<Updated, BmcError> {
-        let action = self.simple_update_target().await?;
+        let root = self.get("/redfish/v1").await?;
+        let service = match link(&root["UpdateService"]) {
+            Some(s) => self.get(&s).await?,
+            None => return Err(BmcError::Other("the BMC has no UpdateService to update firmware with".into())),
+        };
+        let simple = service["Actions"]["#UpdateService.SimpleUpdate"]["target"].as_str();
+        let simple = simple.and_then(|t| link(&json!({ "@odata.id": t })));
+        let push = service["MultipartHttpPushUri"].as_str().and_then(|t| link(&json!({ "@odata.id": t })));
         let targets: Vec<String> = if targets.is_empty() { vec![self.system.clone()] } else { targets.to_vec() };
-        // The URI's scheme says the protocol (TransferProtocol is for a URI without one).
-        let body = json!({ "ImageURI": image_uri, "Targets": targets });
-        let a = self.ep.send(Method::POST, &action, &[self.auth_header()], Some(&body)).await?;
+        let a = match (image.transfer, simple, push) {
+            (Transfer::Auto | Transfer::Fetch, Some(action), _) => {
+                // The URI's scheme says the protocol (TransferProtocol is for a URI without one).
+                let body = json!({ "ImageURI": image.url, "Targets": targets });
+                self.ep.send(Method::POST, &action, &[self.auth_header()], Some(&body)).await?
+            }
+            (Transfer::Auto | Transfer::Push, _, Some(uri)) => {
+                let max = service["MaxImageSizeBytes"].as_u64();
+                self.push(&uri, image.file, &targets, max, wait).await?
+            }
+            (Transfer::Fetch, None, _) => {
+                return Err(BmcError::Other(
+                    "the BMC offers no UpdateService.SimpleUpdate (firmware.transfer = \"fetch\")".into(),
+                ))
+            }
+            (Transfer::Push, _, None) => {
+                return Err(BmcError::Other(
+                    "the BMC offers no MultipartHttpPushUri (firmware.transfer = \"push\")".into(),
+                ))
+            }
+            (Transfer::Auto, None, None) => {
+                return Err(BmcError::Other(
+                    "the BMC's UpdateService offers neither SimpleUpdate nor MultipartHttpPushUri".into(),
+                ))
+            }
+        };
+        self.follow(a, wait, progress).await
+    }
+
+    /// An update's answer followed: done at once, or its task monitor polled to its end.
+    async fn follow(
+        &self,
+        a: super::http::Answer,
+        wait: Duration,
+        progress: &mut (dyn FnMut(Progress) + Send),
+    ) -> Result<Updated, BmcError> {
         if a.status.as_u16() != 202 || !a.headers.contains_key(hyper::header::LOCATION) {
             // Done at once (200, 204: a Location beside a 204 names no task to follow).
             return Ok(Updated { task: None, messages: messages(&a.json().unwrap_or_default()) });

@@ -64,13 +64,13 @@ impl PowerError {
 }
 
 impl Power {
-    /// Flashes the image at `url` into `targets` on machine `id` (Redfish `SimpleUpdate`) and
-    /// follows the BMC's task for at most `wait`, under the machine's BMC lock (no power action
-    /// reaches it meanwhile).
+    /// Flashes `image` into `targets` on machine `id` (Redfish `UpdateService`) and follows
+    /// the BMC's task for at most `wait`, under the machine's BMC lock (no power action reaches
+    /// it meanwhile).
     pub async fn firmware_update(
         &self,
         id: u64,
-        url: &str,
+        image: &crate::bmc::redfish::update::Image<'_>,
         targets: &[String],
         wait: std::time::Duration,
         progress: &mut (dyn FnMut(crate::bmc::redfish::update::Progress) + Send),
@@ -78,7 +78,7 @@ impl Power {
         let deadline = wait + std::time::Duration::from_secs(60);
         let (_, updated) = self
             .with_driver_for(id, "firmware-update", deadline, |d| async move {
-                d.firmware_update(url, targets, wait, progress).await
+                d.firmware_update(image, targets, wait, progress).await
             })
             .await?;
         Ok(updated)

@@ -63,7 +63,8 @@ impl Images {
         self.uploads.clone().try_acquire_owned().ok()
     }
 
-    fn path(&self, sha256: &str) -> Option<PathBuf> {
+    /// Where image `sha256` is kept (`None`: not a SHA-256).
+    pub fn path(&self, sha256: &str) -> Option<PathBuf> {
         is_sha256(sha256).then(|| self.dir.join(sha256.to_ascii_lowercase()))
     }
 

@@ -192,7 +192,9 @@ impl Firmware {
             let _ =
                 tx.send(json!({"component": component, "state": p.state, "percent": p.percent, "message": p.message}));
         };
-        let result = self.power.firmware_update(id, &url, &targets, self.cfg.update_timeout, &mut progress).await;
+        let file = self.images.path(&c.image).unwrap_or_default();
+        let image = crate::bmc::redfish::update::Image { url: &url, file: &file, transfer: self.cfg.transfer };
+        let result = self.power.firmware_update(id, &image, &targets, self.cfg.update_timeout, &mut progress).await;
         drop(progress);
         let _ = forward.await;
         match result {

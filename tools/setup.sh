@@ -59,7 +59,7 @@ PKGS+=(debootstrap dosfstools mtools fdisk e2fsprogs)
       debian-installer-12-netboot-amd64 ndisc6 sslscan chromium chromium-driver
       python3-yaml python3-jsonschema python3-requests python3-configobj python3-jsonpatch
       samba smbclient wimtools grub-efi-amd64-bin postgresql kea-admin squid iperf3 prometheus
-      ansible-core openssh-server clevis openipmi xorriso mtools)
+      ansible-core openssh-server clevis openipmi xorriso mtools slapd ldap-utils)
 # arm64 machines in the lab (qemu-system-aarch64, AAVMF) and the cross toolchain BootOS's agent
 # is built with for arm64 (bootos/build.sh --arch arm64).
 [ $SETUP_LAB = 0 ] && SETUP_ARM64=1

@@ -55,6 +55,9 @@ _rackboot() {
             rackboot,leases)
                 cmd="rackboot__subcmd__leases"
                 ;;
+            rackboot,login)
+                cmd="rackboot__subcmd__login"
+                ;;
             rackboot,machines)
                 cmd="rackboot__subcmd__machines"
                 ;;
@@ -252,6 +255,9 @@ _rackboot() {
                 ;;
             rackboot__subcmd__help,leases)
                 cmd="rackboot__subcmd__help__subcmd__leases"
+                ;;
+            rackboot__subcmd__help,login)
+                cmd="rackboot__subcmd__help__subcmd__login"
                 ;;
             rackboot__subcmd__help,machines)
                 cmd="rackboot__subcmd__help__subcmd__machines"
@@ -1007,7 +1013,7 @@ _rackboot() {
 
     case "${cmd}" in
         rackboot)
-            opts="-h -V --help --version serve reference completions man default-config assets windows ca secureboot machines templates bmc firmware power racks plugins jobs tasks users tokens tang audit backup restore store api inventory leases watch help"
+            opts="-h -V --help --version serve reference completions man default-config assets windows ca secureboot machines templates bmc firmware power racks plugins jobs tasks login users tokens tang audit backup restore store api inventory leases watch help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1955,7 +1961,7 @@ _rackboot() {
             return 0
             ;;
         rackboot__subcmd__help)
-            opts="serve reference completions man default-config assets windows ca secureboot machines templates bmc firmware power racks plugins jobs tasks users tokens tang audit backup restore store api inventory leases watch help"
+            opts="serve reference completions man default-config assets windows ca secureboot machines templates bmc firmware power racks plugins jobs tasks login users tokens tang audit backup restore store api inventory leases watch help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2417,6 +2423,20 @@ _rackboot() {
             return 0
             ;;
         rackboot__subcmd__help__subcmd__leases)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rackboot__subcmd__help__subcmd__login)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -3838,6 +3858,40 @@ _rackboot() {
                     return 0
                     ;;
                 --token-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rackboot__subcmd__login)
+            opts="-h --api --ca --token-file --out --ttl --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --api)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ca)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --out)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ttl)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

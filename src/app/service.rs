@@ -50,6 +50,8 @@ pub struct Core {
     /// BootOS from virtual media for machines whose BMC is set so.
     pub vmedia: Arc<crate::vmedia::VirtualMedia>,
     pub firmware: Arc<rackboot_control::firmware::Firmware>,
+    /// Logins: the rate limiter, the hashing pool, the company's directory.
+    pub auth: Arc<crate::api::auth::AuthState>,
 }
 
 impl Core {
@@ -129,6 +131,7 @@ impl Core {
             format!("{}/boot/files/firmware", addrs.http_base.trim_end_matches('/')),
         ));
         engine.use_firmware(firmware.clone());
+        let auth = Arc::new(crate::api::auth::AuthState::new(cfg.auth.clone()).context("[auth]")?);
         Ok(Core {
             cfg: Arc::new(cfg),
             addrs: Arc::new(addrs),
@@ -145,6 +148,7 @@ impl Core {
             tang,
             vmedia,
             firmware,
+            auth,
         })
     }
 }
@@ -179,6 +183,7 @@ impl Core {
             tang,
             vmedia,
             firmware,
+            auth,
         } = self.clone();
         let boot = crate::api::boot::BootState {
             renderer: templates,
@@ -199,7 +204,7 @@ impl Core {
         let state = crate::api::ApiState::new(crate::api::ApiParts {
             cmdb,
             metrics,
-            auth: Arc::new(crate::api::auth::AuthState::new(cfg.auth.clone())),
+            auth,
             boot: Some(Arc::new(boot)),
             hub,
             engine: Some(engine),

@@ -36,6 +36,13 @@ impl ApiArgs {
             std::fs::read(&self.ca).with_context(|| format!("reading the CA certificate {}", self.ca.display()))?;
         ApiClient::new(&self.api, token, &ca)
     }
+
+    /// A client without a token (a login).
+    pub fn anonymous(&self) -> anyhow::Result<ApiClient> {
+        let ca =
+            std::fs::read(&self.ca).with_context(|| format!("reading the CA certificate {}", self.ca.display()))?;
+        ApiClient::new(&self.api, String::new(), &ca)
+    }
 }
 
 #[derive(Args)]

@@ -194,6 +194,24 @@ Examples:
         #[command(subcommand)]
         cmd: TasksCmd,
     },
+    /// Log in as a user (local, or from the company's directory) and keep the session's token
+    /// in a file of your own (mode 0600) to use as --token-file; the password is prompted for,
+    /// or read as one line from stdin.
+    #[command(
+        after_help = "Examples:\n  rackboot login alice --out ~/.rackboot.token\n  rackboot machines list --token-file ~/.rackboot.token"
+    )]
+    Login {
+        #[command(flatten)]
+        api: ApiArgs,
+        /// The username.
+        user: String,
+        /// Where the session's token goes (created with mode 0600; replaced if it is there).
+        #[arg(long, value_name = "FILE")]
+        out: PathBuf,
+        /// The session's lifetime in seconds (default: the appliance's auth.session_ttl_secs).
+        #[arg(long, value_name = "SECS")]
+        ttl: Option<u64>,
+    },
     /// Users and their roles (admin): list, add, set, delete.
     Users {
         #[command(flatten)]

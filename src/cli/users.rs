@@ -102,14 +102,55 @@ fn read_password(what: &str) -> anyhow::Result<String> {
     Ok(first)
 }
 
+/// Logs `user` in and writes the session's token to `out` (0600).
+pub(super) async fn login(c: ApiClient, user: &str, out: &std::path::Path, ttl: Option<u64>) -> anyhow::Result<()> {
+    let password = if std::io::stdin().is_terminal() {
+        rpassword::prompt_password(format!("password for {user}: "))?
+    } else {
+        let mut line = String::new();
+        std::io::stdin().lock().read_line(&mut line)?;
+        line.trim_end_matches(['\n', '\r']).to_string()
+    };
+    let mut body = json!({"username": user, "password": password});
+    if let Some(ttl) = ttl {
+        body["ttl_secs"] = json!(ttl);
+    }
+    let v = c.ok(Method::POST, "/auth/login", Some(body)).await?;
+    let token = v["token"].as_str().context("the login's answer has no token")?;
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(out)
+        .with_context(|| format!("writing the token to {}", out.display()))?;
+    f.write_all(format!("{token}\n").as_bytes())?;
+    println!(
+        "logged in as {} ({}); session {} in {}: use --token-file {}",
+        s(&v["user"]),
+        s(&v["role"]),
+        s(&v["id"]),
+        out.display(),
+        out.display()
+    );
+    Ok(())
+}
+
 pub(super) async fn users(c: ApiClient, cmd: UsersCmd) -> anyhow::Result<()> {
     match cmd {
         UsersCmd::List => {
             let v = c.ok(Method::GET, "/users", None).await?;
-            println!("{:<24} {:<9} STATE", "NAME", "ROLE");
+            println!("{:<24} {:<9} {:<9} FROM", "NAME", "ROLE", "STATE");
             for u in v["users"].as_array().into_iter().flatten() {
-                let state = if u["disabled"] == true { "disabled" } else { "enabled" };
-                println!("{:<24} {:<9} {state}", s(&u["name"]), s(&u["role"]));
+                let state = match (u["disabled"] == true, u["directory"]["mapped"] == false) {
+                    (true, _) => "disabled",
+                    (false, true) => "unmapped",
+                    (false, false) => "enabled",
+                };
+                let from = u["directory"]["dn"].as_str().map_or("local".to_string(), |dn| format!("directory {dn}"));
+                println!("{:<24} {:<9} {state:<9} {from}", s(&u["name"]), s(&u["role"]));
             }
         }
         UsersCmd::Add { name, role } => {

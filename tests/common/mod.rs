@@ -5,6 +5,7 @@
 pub mod appliance;
 pub mod process;
 pub mod provision;
+pub mod slapd;
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::time::Duration;
@@ -116,8 +117,14 @@ impl Lab {
     /// Runs the `rackboot` CLI against this appliance as the admin (`--api`, `--ca`,
     /// `--token-file` added): whether it succeeded, and its stdout and stderr.
     pub fn cli(&self, args: &[&str]) -> (bool, String) {
+        self.cli_with_input(args, "")
+    }
+
+    /// [`Lab::cli`] with `input` on its stdin (a password, say).
+    pub fn cli_with_input(&self, args: &[&str], input: &str) -> (bool, String) {
+        use std::io::Write;
         let dir = self.dir.path();
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_rackboot"))
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_rackboot"))
             .args(args)
             .arg("--api")
             .arg(self.https_url())
@@ -125,8 +132,13 @@ impl Lab {
             .arg(dir.join("tls/ca.pem"))
             .arg("--token-file")
             .arg(dir.join("admin.token"))
-            .output()
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
             .unwrap();
+        child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+        let out = child.wait_with_output().unwrap();
         (out.status.success(), String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr))
     }
 
@@ -342,4 +354,25 @@ pub async fn report_lldp_of(lab: &Lab, m: [u8; 6], switch: &str, port: &str) {
     let inv = rackboot_agent::wire::Inventory { lldp, ..Default::default() };
     let r = c.call(hyper::Method::PUT, "/agent/v1/inventory", Some(&inv), Duration::from_secs(5)).await.unwrap();
     assert_eq!(r.status, 204);
+}
+
+/// A CA named `ca_name` and a certificate for 127.0.0.1 it signed: (CA PEM, certificate PEM,
+/// key PEM, the certificate's DER).
+pub fn loopback_pki(ca_name: &str) -> (String, String, String, Vec<u8>) {
+    use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.distinguished_name.push(DnType::CommonName, ca_name);
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca_cert = ca.self_signed(&ca_key).unwrap();
+    let key = KeyPair::generate().unwrap();
+    let mut cert = CertificateParams::new(vec!["127.0.0.1".to_string()]).unwrap();
+    cert.distinguished_name.push(DnType::CommonName, "127.0.0.1");
+    let cert = cert.signed_by(&key, &Issuer::new(ca, ca_key)).unwrap();
+    (ca_cert.pem(), cert.pem(), key.serialize_pem(), cert.der().to_vec())
+}
+
+/// A TCP port free on loopback now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }

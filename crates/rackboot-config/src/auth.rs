@@ -1,4 +1,5 @@
-//! `[auth]`: the audit log's size, login sessions' lifetime, and the login rate limit.
+//! `[auth]`: the audit log's size, login sessions' lifetime, the login rate limit, and logins
+//! from the company's directory (`[auth.ldap]`, see `ldap`).
 
 use std::time::Duration;
 
@@ -17,6 +18,8 @@ pub struct WireAuth {
     pub login_window_secs: u64,
     pub public_metrics: bool,
     pub public_openapi: bool,
+    /// Logins from the company's directory (`[auth.ldap]`).
+    pub ldap: Option<crate::ldap::WireLdap>,
 }
 
 impl Default for WireAuth {
@@ -29,6 +32,7 @@ impl Default for WireAuth {
             login_window_secs: 300,
             public_metrics: false,
             public_openapi: false,
+            ldap: None,
         }
     }
 }
@@ -50,6 +54,8 @@ pub struct AuthConfig {
     pub public_metrics: bool,
     /// `/api/v1/openapi.json` without a token (otherwise a viewer's token is needed).
     pub public_openapi: bool,
+    /// Logins from the company's directory.
+    pub ldap: Option<crate::ldap::LdapConfig>,
 }
 
 impl TryFrom<WireAuth> for AuthConfig {
@@ -64,6 +70,7 @@ impl TryFrom<WireAuth> for AuthConfig {
             login_window_secs,
             public_metrics,
             public_openapi,
+            ldap,
         } = w;
         anyhow::ensure!(
             (100..=10_000_000).contains(&audit_max_entries),
@@ -87,6 +94,7 @@ impl TryFrom<WireAuth> for AuthConfig {
             login_window: Duration::from_secs(login_window_secs),
             public_metrics,
             public_openapi,
+            ldap: ldap.map(crate::ldap::LdapConfig::try_from).transpose()?,
         })
     }
 }

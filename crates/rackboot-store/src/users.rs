@@ -29,6 +29,23 @@ pub struct User {
     pub disabled: bool,
     pub created_ms: u64,
     pub updated_ms: u64,
+    /// A user from the company's directory (none: a local user, with a password here).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub directory: Option<DirectoryLink>,
+}
+
+/// Where a directory user comes from, and what the directory last said of them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct DirectoryLink {
+    /// `ldap`.
+    pub kind: String,
+    /// The user's entry.
+    pub dn: String,
+    /// When the directory last confirmed their groups (Unix milliseconds).
+    pub checked_ms: u64,
+    /// In a group the appliance maps to a role; when not, their tokens stop working until a
+    /// login finds them in one again.
+    pub mapped: bool,
 }
 
 /// A user as the API shows it (no password hash).
@@ -42,6 +59,9 @@ pub struct UserView {
     pub created_ms: u64,
     /// Unix milliseconds.
     pub updated_ms: u64,
+    /// Present for a user from the company's directory: their role follows their groups.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub directory: Option<DirectoryLink>,
 }
 
 impl From<&User> for UserView {
@@ -52,6 +72,7 @@ impl From<&User> for UserView {
             disabled: u.disabled,
             created_ms: u.created_ms,
             updated_ms: u.updated_ms,
+            directory: u.directory.clone(),
         }
     }
 }
@@ -123,6 +144,8 @@ pub struct Caller {
     pub token_id: String,
     /// The token is a login session.
     pub session: bool,
+    /// A directory user's: when the directory last confirmed their groups (Unix ms).
+    pub checked_ms: Option<u64>,
 }
 
 /// Why a bearer token was refused (every one is a 401; the detail says which).
@@ -152,8 +175,10 @@ pub enum Import {
 /// Last-used times are written at most this often per token.
 const TOUCH_MS: u64 = 60_000;
 
+/// Enabled local admins other than `name`: the break-glass accounts that must remain (a
+/// directory's admins come and go with the directory).
 fn enabled_admins_besides(users: &[User], name: &str) -> usize {
-    users.iter().filter(|u| u.name != name && u.role == Role::Admin && !u.disabled).count()
+    users.iter().filter(|u| u.name != name && u.role == Role::Admin && !u.disabled && u.directory.is_none()).count()
 }
 
 impl Cmdb {
@@ -202,6 +227,11 @@ impl Cmdb {
                 .cloned()
                 .ok_or_else(|| CmdbError::NotFound(format!("user {name}")))?;
             let UserChange { role, password_hash, disabled } = change;
+            if u.directory.is_some() && (role.is_some_and(|r| r != u.role) || password_hash.is_some()) {
+                return Err(CmdbError::Conflict(format!(
+                    "{name} is a directory user: their role follows their groups and their password is the directory's"
+                )));
+            }
             u.role = role.unwrap_or(u.role);
             u.disabled = disabled.unwrap_or(u.disabled);
             if (u.role != Role::Admin || u.disabled) && enabled_admins_besides(&all, &name) == 0 {
@@ -316,6 +346,56 @@ impl Cmdb {
 
     /// Checks a presented token (its id and the hash of its secret) at `now_ms`: known, not
     /// expired, its user enabled. Refreshes its last-used time now and then, without waiting.
+    /// Records what the directory said of user `name` (entry `dn`) at a login or a recheck:
+    /// their role (`None`: in no mapped group). A login (`create`) makes the user if they are
+    /// new and mapped; a local user of that name is never turned into a directory one
+    /// (`Conflict`). Returns the user as stored (`None`: new and unmapped, not made).
+    pub async fn directory_user(
+        &self,
+        name: String,
+        dn: String,
+        role: Option<Role>,
+        create: bool,
+        now_ms: u64,
+    ) -> Result<Option<User>, CmdbError> {
+        self.write(move |ctx| {
+            let mut t = ctx.t.tx.open_table(USERS)?;
+            let found: Option<User> = t.get(name.as_str())?.map(|v| decode(v.value())).transpose()?;
+            let link = DirectoryLink { kind: "ldap".into(), dn, checked_ms: now_ms, mapped: role.is_some() };
+            let user = match found {
+                Some(u) if u.directory.is_none() => {
+                    return Err(CmdbError::Conflict(format!("{name} is a local user, not the directory's")))
+                }
+                Some(mut u) => {
+                    u.role = role.unwrap_or(u.role);
+                    u.directory = Some(link);
+                    u.updated_ms = now_ms;
+                    u
+                }
+                None if !create || role.is_none() => return Ok(None),
+                None => {
+                    if t.len()? as usize >= MAX_USERS {
+                        return Err(CmdbError::Conflict(format!("the CMDB holds {MAX_USERS} users already")));
+                    }
+                    User {
+                        v: rackboot_model::records::SCHEMA_VERSION,
+                        name: name.clone(),
+                        role: role.unwrap_or(Role::Viewer),
+                        password_hash: String::new(),
+                        disabled: false,
+                        created_ms: now_ms,
+                        updated_ms: now_ms,
+                        directory: Some(link),
+                    }
+                }
+            };
+            t.insert(name.as_str(), encode(&user).as_slice())?;
+            Ok(Some(user))
+        })
+        .await
+        .inspect(|_| self.credentials_changed())
+    }
+
     pub async fn authenticate(&self, id: String, hash: String, now_ms: u64) -> Result<Caller, AuthError> {
         let (caller, touch) = self
             .read(move |rtx| {
@@ -327,10 +407,16 @@ impl Cmdb {
                 }
                 let user: Option<User> =
                     rtx.open_table(USERS)?.get(tok.user.as_str())?.map(|v| decode(v.value())).transpose()?;
-                let Some(user) = user.filter(|u| !u.disabled) else { return Ok(Err(AuthError::UserGone)) };
+                let usable = |u: &User| !u.disabled && u.directory.as_ref().is_none_or(|d| d.mapped);
+                let Some(user) = user.filter(usable) else { return Ok(Err(AuthError::UserGone)) };
                 let touch = tok.last_used_ms.is_none_or(|t| now_ms.saturating_sub(t) >= TOUCH_MS);
-                let caller =
-                    Caller { user: user.name, role: tok.role.min(user.role), token_id: tok.id, session: tok.session };
+                let caller = Caller {
+                    user: user.name,
+                    role: tok.role.min(user.role),
+                    token_id: tok.id,
+                    session: tok.session,
+                    checked_ms: user.directory.map(|d| d.checked_ms),
+                };
                 Ok(Ok((caller, touch)))
             })
             .await

@@ -106,3 +106,29 @@ async fn users(State(s): State<UiState>, session: Session) -> Response {
     };
     s.views.page("users.html", ctx)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_users_page_tells_local_users_from_the_directory_s() {
+        let views = super::super::view::Views::new().unwrap();
+        let users = json!([
+            {"name": "admin", "role": "admin", "disabled": false, "created_ms": 1, "updated_ms": 1},
+            {"name": "alice", "role": "operator", "disabled": false, "created_ms": 1, "updated_ms": 1,
+             "directory": {"kind": "ldap", "dn": "uid=alice,ou=people,dc=example,dc=com", "checked_ms": 1, "mapped": false}},
+        ]);
+        let ctx = minijinja::context! {
+            user => "admin", role => "admin", csrf => "c", operator => true,
+            users => V::from(Serde(users)), tokens => V::from(Serde(json!([]))),
+        };
+        let html = views.render("users.html", ctx).unwrap();
+        assert!(html.contains("<td>local</td>"), "{html}");
+        assert!(
+            html.contains("uid=alice,ou=people,dc=example,dc=com") && html.contains("in no mapped group"),
+            "{html}"
+        );
+    }
+}

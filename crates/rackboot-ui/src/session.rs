@@ -12,7 +12,7 @@ use sha2::{Digest, Sha256};
 
 use super::UiState;
 use rackboot_control::auth::{self, Role};
-use rackboot_store::{now_ms, Caller};
+use rackboot_store::Caller;
 
 /// The session cookie's name.
 pub const COOKIE: &str = "rackboot_session";
@@ -82,7 +82,7 @@ impl FromRequestParts<UiState> for Session {
         };
         let Some(bearer) = cookie(&parts.headers) else { return Err(to_login()) };
         let Some((id, hash)) = auth::presented(&bearer) else { return Err(to_login()) };
-        let caller = s.api.cmdb.authenticate(id, hash, now_ms()).await.map_err(|_| to_login())?;
+        let caller = rackboot_api::api::auth::bearer_caller(&s.api, id, hash).await.map_err(|_| to_login())?;
         let host = parts.headers.get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or("").to_string();
         Ok(Session { caller, csrf: csrf_of(&bearer), bearer, peer: peer(parts), host })
     }

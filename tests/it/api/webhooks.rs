@@ -15,6 +15,7 @@ use rackboot::client::ApiClient;
 use serde_json::{json, Value};
 use sha2::Sha256;
 
+use crate::common::free_port;
 use crate::common::process::start;
 
 /// The receiver as a process; killed (SIGKILL) when dropped.
@@ -49,26 +50,6 @@ fn receiver(dir: &Path, port: u16) -> Receiver {
         std::thread::sleep(Duration::from_millis(50));
     }
     Receiver(child)
-}
-
-/// A CA and a certificate for 127.0.0.1 it signed: (CA PEM, certificate PEM, key PEM, the
-/// certificate's DER).
-fn receiver_pki() -> (String, String, String, Vec<u8>) {
-    use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
-    let ca_key = KeyPair::generate().unwrap();
-    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca.distinguished_name.push(DnType::CommonName, "webhook receiver test CA");
-    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    let ca_cert = ca.self_signed(&ca_key).unwrap();
-    let key = KeyPair::generate().unwrap();
-    let mut cert = CertificateParams::new(vec!["127.0.0.1".to_string()]).unwrap();
-    cert.distinguished_name.push(DnType::CommonName, "127.0.0.1");
-    let cert = cert.signed_by(&key, &Issuer::new(ca, ca_key)).unwrap();
-    (ca_cert.pem(), cert.pem(), key.serialize_pem(), cert.der().to_vec())
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
 /// The receiver's accepted deliveries of subscription `hook`: (sequence number, first time).
@@ -135,7 +116,7 @@ async fn webhooks_deliver_every_state_change_in_order_across_restarts_and_kill_9
     let dir = tempfile::tempdir().unwrap();
     let d: PathBuf = dir.path().to_path_buf();
     let data = d.join("data");
-    let (ca, cert, key, der) = receiver_pki();
+    let (ca, cert, key, der) = crate::common::loopback_pki("webhook receiver test CA");
     std::fs::write(d.join("ca.pem"), &ca).unwrap();
     std::fs::write(d.join("cert.pem"), &cert).unwrap();
     std::fs::write(d.join("key.pem"), &key).unwrap();

@@ -12,13 +12,15 @@
 //!   [`seeds`] (a neighbour with a machine's address reading its answer file or user-data).
 //! - Through the API: [`images`] (a qcow2 that names the appliance's files), [`operator`] (a
 //!   BMC password pointed elsewhere), [`plugins`] (hostile bundles), [`revoked`] (an event
-//!   stream held open by a revoked token), [`templates`] (a template that would render for ever).
+//!   stream held open by a revoked token), [`templates`] (a template that would render for ever),
+//!   [`directory`] (LDAP filter and DN injection through the username at the login).
 //! - With the database: [`store`] (a takeover through the other appliance, stale credentials,
 //!   swapped plugin bytes, a key added to the store).
 
 mod claims;
 mod conn_limits;
 mod dhcp_flood;
+mod directory;
 mod enroll_nonce;
 mod http_bounds;
 mod images;

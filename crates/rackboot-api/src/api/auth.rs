@@ -1,7 +1,8 @@
 //! The API's one gate: every `/api/v1` call passes [`guard`], which authenticates the bearer
 //! token, authorizes the call by method and route template (`auth::policy`), and appends every
 //! change (and every refused change) to the audit log once it has its answer. Also
-//! `POST /auth/login` (rate-limited sessions) and `GET /auth/whoami`.
+//! `POST /auth/login` (rate-limited sessions; directory users checked by the directory, see
+//! `directory`) and `GET /auth/whoami`.
 
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -31,18 +32,23 @@ pub fn routes() -> OpenApiRouter<ApiState> {
     OpenApiRouter::new().routes(routes!(login)).routes(routes!(whoami))
 }
 
-/// The login settings, the rate limiter's state and the password hashing pool.
+/// The login settings, the rate limiter's state, the password hashing pool and the company's
+/// directory.
 pub struct AuthState {
     pub cfg: AuthConfig,
     pub limiter: Limiter,
     pub hashing: HashPool,
+    /// `[auth.ldap]`, when set.
+    pub directory: Option<crate::auth::ldap::Directory>,
 }
 
 impl AuthState {
-    /// Settings from the config, with an empty limiter and the hashing threads started.
-    pub fn new(cfg: AuthConfig) -> AuthState {
+    /// Settings from the config, with an empty limiter and the hashing threads started; the
+    /// directory's CA and service password read (an unreadable one is an error).
+    pub fn new(cfg: AuthConfig) -> anyhow::Result<AuthState> {
         let limiter = Limiter::new(cfg.login_failures_per_user, cfg.login_failures_per_address, cfg.login_window);
-        AuthState { cfg, limiter, hashing: HashPool::new(hashing::WORKERS, hashing::QUEUE) }
+        let directory = cfg.ldap.clone().map(crate::auth::ldap::Directory::new).transpose()?;
+        Ok(AuthState { cfg, limiter, hashing: HashPool::new(hashing::WORKERS, hashing::QUEUE), directory })
     }
 }
 
@@ -68,7 +74,7 @@ pub async fn guard(State(s): State<ApiState>, mut req: Request, next: Next) -> R
     let resp = match policy::required(&method, &route, s.auth.cfg.public_openapi) {
         Access::Public => next.run(req).await,
         Access::Role(need) => match authenticate(&s, req.headers()).await {
-            Err(e) => refusal(e).into_response(),
+            Err(e) => e.into_response(),
             Ok(c) if c.role < need => {
                 let detail =
                     format!("{method} {route} needs role {}; this token acts as {}", need.as_str(), c.role.as_str());
@@ -108,7 +114,7 @@ pub async fn guard(State(s): State<ApiState>, mut req: Request, next: Next) -> R
 /// refusal (401 or 403) as the API answers it.
 pub async fn require(s: &ApiState, headers: &HeaderMap, need: crate::auth::Role) -> Result<Caller, Response> {
     match authenticate(s, headers).await {
-        Err(e) => Err(refusal(e).into_response()),
+        Err(e) => Err(e.into_response()),
         Ok(c) if c.role < need => Err(ApiError::new(
             StatusCode::FORBIDDEN,
             format!("this needs role {}; this token acts as {}", need.as_str(), c.role.as_str()),
@@ -120,7 +126,7 @@ pub async fn require(s: &ApiState, headers: &HeaderMap, need: crate::auth::Role)
 
 /// A failed authentication as the API answers it: 401, or 503 when the store could not be read
 /// (the token may be good; the caller should retry, not log in again).
-fn refusal(e: AuthError) -> ApiError {
+pub(super) fn refusal(e: AuthError) -> ApiError {
     match e {
         AuthError::Storage(why) => {
             // The reason names the store (host, database): logged, not told to a caller who
@@ -132,10 +138,17 @@ fn refusal(e: AuthError) -> ApiError {
     }
 }
 
-async fn authenticate(s: &ApiState, headers: &HeaderMap) -> Result<Caller, AuthError> {
-    let bearer = bearer(headers).ok_or(AuthError::Missing)?;
-    let (id, hash) = auth::presented(bearer).ok_or(AuthError::Unknown)?;
-    s.cmdb.authenticate(id, hash, now_ms()).await
+async fn authenticate(s: &ApiState, headers: &HeaderMap) -> Result<Caller, ApiError> {
+    let bearer = bearer(headers).ok_or(AuthError::Missing).map_err(refusal)?;
+    let (id, hash) = auth::presented(bearer).ok_or(AuthError::Unknown).map_err(refusal)?;
+    bearer_caller(s, id, hash).await
+}
+
+/// The caller a token (`id`, its secret's hash) stands for; a directory user's groups read
+/// again first when they are due (see `directory`).
+pub async fn bearer_caller(s: &ApiState, id: String, hash: String) -> Result<Caller, ApiError> {
+    let c = s.cmdb.authenticate(id.clone(), hash.clone(), now_ms()).await.map_err(refusal)?;
+    super::directory::checked(s, c, id, hash).await
 }
 
 fn bearer(headers: &HeaderMap) -> Option<&str> {
@@ -202,14 +215,16 @@ fn decoy_hash() -> &'static str {
     DECOY.get_or_init(|| auth::hash_password("no user has this password").unwrap_or_default())
 }
 
-/// Logs in with a username and password and returns a session token. Failed logins are
+/// Logs in with a username and password and returns a session token: a local user's password
+/// is checked here, anyone else's by the company's directory (`[auth.ldap]`). Failed logins are
 /// audited and rate-limited per username and per source address (429 with Retry-After); while
 /// too many logins are being checked at once, 503 with Retry-After.
 #[utoipa::path(post, path = "/auth/login", tag = "auth", request_body = LoginRequest,
     responses((status = 200, description = "A new session", body = LoginResponse),
         (status = 401, description = "Wrong username or password", body = super::Problem, content_type = "application/problem+json"),
+        (status = 403, description = "A directory user in no group this appliance maps to a role", body = super::Problem, content_type = "application/problem+json"),
         (status = 429, description = "Too many failed logins; retry after Retry-After seconds", body = super::Problem, content_type = "application/problem+json"),
-        (status = 503, description = "Too many logins being checked at once; retry after Retry-After seconds", body = super::Problem, content_type = "application/problem+json")))]
+        (status = 503, description = "Too many logins being checked at once, or the directory did not answer; retry after Retry-After seconds", body = super::Problem, content_type = "application/problem+json")))]
 async fn login(
     State(s): State<ApiState>,
     Extension(Peer(peer)): Extension<Peer>,
@@ -259,6 +274,21 @@ async fn try_login(s: &ApiState, peer: IpAddr, req: LoginRequest) -> Result<Json
             }
         },
     };
+    // A directory user (or a name no local user has) is the directory's to check; a local
+    // user always logs in here, so a local admin gets in when the directory does not answer.
+    if let (Some(dir), true) = (&s.auth.directory, user.as_ref().is_none_or(|u| u.directory.is_some())) {
+        let user = match super::directory::login(s, dir, &username, &password).await {
+            Ok(user) => user,
+            Err((resp, counted)) => {
+                if !counted {
+                    limiter.unreserve(key);
+                }
+                return Err(resp);
+            }
+        };
+        limiter.succeeded(key, peer);
+        return session(s, &user, ttl).await;
+    }
     let phc = user.as_ref().map(|u| u.password_hash.clone());
     let checked = s
         .auth
@@ -278,6 +308,11 @@ async fn try_login(s: &ApiState, peer: IpAddr, req: LoginRequest) -> Result<Json
         return Err(ApiError::new(StatusCode::UNAUTHORIZED, "wrong username or password").into_response());
     };
     limiter.succeeded(key, peer);
+    session(s, &user, ttl).await
+}
+
+/// A new login session of `user` for `ttl` seconds.
+async fn session(s: &ApiState, user: &crate::cmdb::User, ttl: u64) -> Result<Json<LoginResponse>, Response> {
     let (id, token, hash) = auth::new_token().map_err(|e| ApiError::internal(e.to_string()).into_response())?;
     let now = now_ms();
     let expires_ms = now + ttl * 1000;
@@ -294,7 +329,7 @@ async fn try_login(s: &ApiState, peer: IpAddr, req: LoginRequest) -> Result<Json
         last_used_ms: None,
     };
     s.cmdb.create_token(rec, now).await.map_err(|e| ApiError::from(e).into_response())?;
-    Ok(Json(LoginResponse { token, id, expires_ms, user: user.name, role: user.role }))
+    Ok(Json(LoginResponse { token, id, expires_ms, user: user.name.clone(), role: user.role }))
 }
 
 /// Who the caller is.

@@ -15,6 +15,7 @@ mod baselines;
 mod bmc;
 pub mod boot;
 mod bounded;
+mod directory;
 mod doc;
 mod events;
 mod firmware;

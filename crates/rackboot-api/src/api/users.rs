@@ -94,6 +94,7 @@ async fn create_user(
         disabled: false,
         created_ms: now,
         updated_ms: now,
+        directory: None,
     };
     let view = UserView::from(&user);
     s.cmdb.create_user(user, false).await?;

@@ -40,6 +40,7 @@ async fn ensure_admin_user(cmdb: &Cmdb, data_dir: &Path) -> anyhow::Result<()> {
         disabled: false,
         created_ms: now,
         updated_ms: now,
+        directory: None,
     };
     if !cmdb.create_user(user, true).await? {
         return Ok(());

@@ -1,11 +1,12 @@
 //! People's access to the REST API: roles, API token format and hashing, password hashing
 //! (argon2id, on its own small pool: [`hashing`]), the role table ([`policy`]), the login rate limiter ([`limiter`]) and the first
-//! start's `admin` user and `admin.token` file ([`bootstrap`]), and the end of an open answer
-//! whose token stops authenticating ([`held`]).
+//! start's `admin` user and `admin.token` file ([`bootstrap`]), the end of an open answer whose
+//! token stops authenticating ([`held`]), and the company's directory ([`ldap`]).
 
 pub mod bootstrap;
 pub mod hashing;
 pub mod held;
+pub mod ldap;
 pub mod limiter;
 pub mod policy;
 

@@ -388,6 +388,9 @@ _rackboot() {
             rackboot__subcmd__help__subcmd__machines,network)
                 cmd="rackboot__subcmd__help__subcmd__machines__subcmd__network"
                 ;;
+            rackboot__subcmd__help__subcmd__machines,pool)
+                cmd="rackboot__subcmd__help__subcmd__machines__subcmd__pool"
+                ;;
             rackboot__subcmd__help__subcmd__machines,release)
                 cmd="rackboot__subcmd__help__subcmd__machines__subcmd__release"
                 ;;
@@ -604,6 +607,9 @@ _rackboot() {
             rackboot__subcmd__machines,network)
                 cmd="rackboot__subcmd__machines__subcmd__network"
                 ;;
+            rackboot__subcmd__machines,pool)
+                cmd="rackboot__subcmd__machines__subcmd__pool"
+                ;;
             rackboot__subcmd__machines,release)
                 cmd="rackboot__subcmd__machines__subcmd__release"
                 ;;
@@ -651,6 +657,9 @@ _rackboot() {
                 ;;
             rackboot__subcmd__machines__subcmd__help,network)
                 cmd="rackboot__subcmd__machines__subcmd__help__subcmd__network"
+                ;;
+            rackboot__subcmd__machines__subcmd__help,pool)
+                cmd="rackboot__subcmd__machines__subcmd__help__subcmd__pool"
                 ;;
             rackboot__subcmd__machines__subcmd__help,release)
                 cmd="rackboot__subcmd__machines__subcmd__help__subcmd__release"
@@ -2451,7 +2460,7 @@ _rackboot() {
             return 0
             ;;
         rackboot__subcmd__help__subcmd__machines)
-            opts="list add show rm events approve release rescue commission tests return retire unretire user-data network"
+            opts="list pool add show rm events approve release rescue commission tests return retire unretire user-data network"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2535,6 +2544,20 @@ _rackboot() {
             return 0
             ;;
         rackboot__subcmd__help__subcmd__machines__subcmd__network)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rackboot__subcmd__help__subcmd__machines__subcmd__pool)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -3903,7 +3926,7 @@ _rackboot() {
             return 0
             ;;
         rackboot__subcmd__machines)
-            opts="-h --api --ca --token-file --help list add show rm events approve release rescue commission tests return retire unretire user-data network help"
+            opts="-h --api --ca --token-file --help list pool add show rm events approve release rescue commission tests return retire unretire user-data network help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -4053,7 +4076,7 @@ _rackboot() {
             return 0
             ;;
         rackboot__subcmd__machines__subcmd__help)
-            opts="list add show rm events approve release rescue commission tests return retire unretire user-data network help"
+            opts="list pool add show rm events approve release rescue commission tests return retire unretire user-data network help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -4151,6 +4174,20 @@ _rackboot() {
             return 0
             ;;
         rackboot__subcmd__machines__subcmd__help__subcmd__network)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rackboot__subcmd__machines__subcmd__help__subcmd__pool)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -4291,7 +4328,7 @@ _rackboot() {
             return 0
             ;;
         rackboot__subcmd__machines__subcmd__list)
-            opts="-q -h --q --state --tag --api --ca --token-file --help"
+            opts="-q -h --q --state --tag --pool --api --ca --token-file --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -4310,6 +4347,10 @@ _rackboot() {
                     return 0
                     ;;
                 --tag)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --pool)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -4343,6 +4384,32 @@ _rackboot() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --api)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ca)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        rackboot__subcmd__machines__subcmd__pool)
+            opts="-h --api --ca --token-file --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
                 --api)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0

@@ -16,6 +16,18 @@ pub(super) enum MachinesCmd {
         /// Only machines with this tag.
         #[arg(long)]
         tag: Option<String>,
+        /// Only machines in this resource pool.
+        #[arg(long)]
+        pool: Option<String>,
+    },
+    /// Move a machine (by id or MAC) to another resource pool (admin); placing it in a rack
+    /// later moves it to the rack's.
+    #[command(after_help = "Example:\n  rackboot machines pool 52:54:00:12:34:56 team-a")]
+    Pool {
+        /// Machine id or MAC.
+        id: String,
+        /// The pool (a lowercase DNS label).
+        pool: String,
     },
     /// Register a machine by MAC (one machine with several NICs: several MACs).
     #[command(
@@ -151,9 +163,9 @@ pub(super) enum MachinesCmd {
 }
 pub(super) async fn machines(c: ApiClient, cmd: MachinesCmd) -> anyhow::Result<()> {
     match cmd {
-        MachinesCmd::List { q, state, tag } => {
+        MachinesCmd::List { q, state, tag, pool } => {
             let mut query = Vec::new();
-            for (k, v) in [("q", q), ("state", state), ("tag", tag)] {
+            for (k, v) in [("q", q), ("state", state), ("tag", tag), ("pool", pool)] {
                 if let Some(v) = v {
                     query.push(format!("{k}={}", enc(&v)));
                 }
@@ -183,6 +195,10 @@ pub(super) async fn machines(c: ApiClient, cmd: MachinesCmd) -> anyhow::Result<(
             let body = json!({"macs": macs, "hostname": hostname, "reserved_ip": ip, "serial": serial, "tags": tags});
             let v = c.ok(Method::POST, "/machines", Some(body)).await?;
             println!("added machine {}", v["id"]);
+        }
+        MachinesCmd::Pool { id, pool } => {
+            let v = c.ok(Method::PUT, &format!("/machines/{}/pool", enc(&id)), Some(json!({"pool": pool}))).await?;
+            println!("machine {} is in pool {}", s(&v["id"]), s(&v["pool"]));
         }
         MachinesCmd::Show { id } => {
             let v = c.ok(Method::GET, &format!("/machines/{}", enc(&id)), None).await?;

@@ -34,6 +34,9 @@ Examples:
         name: String,
         #[arg(long)]
         location: Option<String>,
+        /// The resource pool its machines join when they are placed in it (default: default).
+        #[arg(long)]
+        pool: Option<String>,
         /// The DHCP option 82 remote id the rack's relay adds (text or hex).
         #[arg(long)]
         remote_id: Option<String>,
@@ -179,6 +182,7 @@ pub(super) async fn racks(c: ApiClient, cmd: RacksCmd) -> anyhow::Result<()> {
         RacksCmd::Create {
             name,
             location,
+            pool,
             remote_id,
             lldp_name,
             lldp_chassis_id,
@@ -206,6 +210,9 @@ pub(super) async fn racks(c: ApiClient, cmd: RacksCmd) -> anyhow::Result<()> {
             });
             if let Some(p) = hostname_pattern {
                 body["hostname_pattern"] = json!(p);
+            }
+            if let Some(p) = pool {
+                body["pool"] = json!(p);
             }
             if let Some(m) = silent_after_minutes {
                 body["silent_after_minutes"] = json!(m);

@@ -35,6 +35,7 @@ pub mod mac;
 pub mod network;
 pub mod placement;
 pub mod plugins;
+pub mod pools;
 pub mod provision;
 pub mod racks;
 pub mod records;

@@ -101,6 +101,9 @@ pub struct Machine {
     /// (empty: as planned; absent: not checked).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub network_problems: Option<Vec<String>>,
+    /// The resource pool it belongs to (its rack's at placement; else moved by an admin).
+    #[serde(default = "crate::pools::default_pool")]
+    pub pool: String,
 }
 
 /// The installer a machine boots while a run installs it from an answer file. The installer's
@@ -162,6 +165,7 @@ impl Machine {
             uefi_loader: None,
             network: None,
             network_problems: None,
+            pool: crate::pools::default_pool(),
         }
     }
 }

@@ -21,6 +21,8 @@ pub struct MachineFilter {
     pub profile: Option<String>,
     /// Case-insensitive substring of the vendor the inventory reported.
     pub vendor: Option<String>,
+    /// The resource pool.
+    pub pool: Option<String>,
     /// Only machines with an id above this (the page cursor).
     pub after: Option<u64>,
     pub limit: Option<usize>,
@@ -77,6 +79,22 @@ impl Cmdb {
                 EventKind::MachineUpdated,
                 json!({"hostname": m.hostname, "reserved_ip": m.reserved_ip, "state": m.state}),
             )?;
+            Ok(m)
+        })
+        .await
+    }
+
+    /// Moves machine `id` to resource pool `pool` (checked by the caller), with an event.
+    pub async fn set_machine_pool(&self, id: u64, pool: String) -> Result<Machine, CmdbError> {
+        self.write(move |ctx| {
+            let mut m = ctx.get::<Machine>(id)?;
+            if m.pool == pool {
+                return Ok(m);
+            }
+            let was = std::mem::replace(&mut m.pool, pool);
+            m.updated_at = now_secs();
+            put_machine(ctx, &m)?;
+            push_event(ctx, id, EventKind::MachineUpdated, json!({"pool": m.pool, "was": was}))?;
             Ok(m)
         })
         .await

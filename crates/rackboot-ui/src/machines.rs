@@ -39,6 +39,9 @@ pub struct ListQuery {
     pub tag: String,
     #[serde(default)]
     pub vendor: String,
+    /// The resource pool.
+    #[serde(default)]
+    pub pool: String,
     #[serde(default)]
     pub sort: String,
     #[serde(default)]
@@ -56,7 +59,14 @@ impl ListQuery {
     /// The query string of this view with `sort`/`dir`/`page` replaced (filters kept).
     pub fn with(&self, sort: &str, dir: &str, page: usize) -> String {
         let mut parts = Vec::new();
-        for (k, v) in [("q", &self.q), ("state", &self.state), ("tag", &self.tag), ("vendor", &self.vendor)] {
+        let filters = [
+            ("q", &self.q),
+            ("state", &self.state),
+            ("tag", &self.tag),
+            ("vendor", &self.vendor),
+            ("pool", &self.pool),
+        ];
+        for (k, v) in filters {
             if !v.is_empty() {
                 parts.push(format!("{k}={}", urlencode(v)));
             }
@@ -87,6 +97,7 @@ struct Row {
     state: MachineState,
     tags: Vec<String>,
     seen_ms: Option<u64>,
+    pool: String,
 }
 
 impl From<Machine> for Row {
@@ -102,6 +113,7 @@ impl From<Machine> for Row {
             state: m.state,
             tags: m.tags,
             seen_ms: m.last_seen_at.map(|s| s * 1000),
+            pool: m.pool,
         }
     }
 }
@@ -135,7 +147,7 @@ fn sort(machines: &mut [Machine], by: &str, desc: bool) {
 
 /// The filter a query asks for; a state that is not one, or text past [`MAX_TEXT`], is refused.
 fn filter(q: &ListQuery) -> Result<MachineFilter, String> {
-    for (name, v) in [("search", &q.q), ("tag", &q.tag), ("vendor", &q.vendor)] {
+    for (name, v) in [("search", &q.q), ("tag", &q.tag), ("vendor", &q.vendor), ("pool", &q.pool)] {
         if v.chars().count() > MAX_TEXT {
             return Err(format!("the {name} text is longer than {MAX_TEXT} characters"));
         }
@@ -151,6 +163,7 @@ fn filter(q: &ListQuery) -> Result<MachineFilter, String> {
         tag: some(&q.tag),
         profile: None,
         vendor: some(&q.vendor),
+        pool: some(&q.pool),
         after: None,
         limit: Some(MAX_SORTED),
     })

@@ -90,9 +90,10 @@ fn blank() -> serde_json::Value {
 }
 
 /// The form's text fields.
-const FIELDS: [&str; 21] = [
+const FIELDS: [&str; 22] = [
     "name",
     "location",
+    "pool",
     "remote_id",
     "lldp_chassis_name",
     "lldp_chassis_id",
@@ -139,6 +140,7 @@ fn spec(f: &Form) -> Result<serde_json::Value, String> {
     Ok(json!({
         "name": f.get("name").unwrap_or("").trim(),
         "location": text("location"),
+        "pool": text("pool").unwrap_or_else(|| rackboot_model::pools::DEFAULT.into()),
         "switch": {"remote_id": text("remote_id"), "lldp_chassis_name": text("lldp_chassis_name"),
                    "lldp_chassis_id": text("lldp_chassis_id")},
         "ports": ranges,

@@ -51,6 +51,9 @@ pub struct MachineQuery {
     /// Case-insensitive text in the vendor its inventory reported.
     #[serde(default, deserialize_with = "super::page::empty_none")]
     vendor: Option<String>,
+    /// The resource pool.
+    #[serde(default, deserialize_with = "super::page::empty_none")]
+    pool: Option<String>,
     /// Page size (default 1000).
     #[param(minimum = 1, maximum = 10000)]
     limit: Option<usize>,
@@ -85,6 +88,7 @@ async fn list(
         tag: q.tag,
         profile: q.profile,
         vendor: q.vendor,
+        pool: q.pool,
         after: page::key("machines", q.cursor.as_deref())?,
         limit: Some(page::limit(q.limit, 1000)?),
     };

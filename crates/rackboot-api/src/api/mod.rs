@@ -31,6 +31,7 @@ pub mod placement;
 pub mod plain;
 mod plugin_keys;
 pub mod plugins;
+mod pools;
 mod problem;
 pub mod profiles;
 mod quarantine;
@@ -123,6 +124,7 @@ fn protected_routes() -> OpenApiRouter<ApiState> {
         .merge(placement::routes())
         .merge(inventory::routes())
         .merge(network::routes())
+        .merge(pools::routes())
         .merge(userdata::routes())
         .merge(bmc::routes())
         .merge(firmware::routes())

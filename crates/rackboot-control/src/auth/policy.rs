@@ -48,6 +48,8 @@ pub fn required(method: &Method, route: &str, public_doc: bool) -> Access {
         ("machines", true) if route.ends_with("/bmc") => Access::Role(Role::Operator),
         ("machines" | "racks", true) if route.ends_with("/user-data") => Access::Role(Role::Operator),
         (_, true) => Access::Role(Role::Viewer),
+        // Which pool a machine is in says which team sees it: an admin's to change.
+        ("machines", false) if route.ends_with("/pool") => Access::Role(Role::Admin),
         // Firmware images and updates are part of bringing up a rack.
         ("machines" | "racks" | "tasks" | "jobs" | "profiles" | "power" | "firmware", false) => {
             Access::Role(Role::Operator)
@@ -86,6 +88,7 @@ mod tests {
             (Method::POST, "/machines/{id}/firmware", O),
             (Method::GET, "/machines/{id}/firmware/drift", V),
             (Method::POST, "/machines/{id}/firmware/update", O),
+            (Method::PUT, "/machines/{id}/pool", A),
             (Method::GET, "/firmware/images", V),
             (Method::PUT, "/firmware/images", O),
             (Method::DELETE, "/firmware/images/{sha256}", O),

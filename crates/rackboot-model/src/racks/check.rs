@@ -42,7 +42,9 @@ pub fn validate(spec: RackSpec, catalog: &Catalog, now: u64) -> Result<Rack, Str
         network_plans,
         root_device,
         layout,
+        pool,
     } = spec;
+    crate::pools::check(&pool)?;
     if let Some(h) = &root_device {
         h.check()?;
     }
@@ -98,6 +100,7 @@ pub fn validate(spec: RackSpec, catalog: &Catalog, now: u64) -> Result<Rack, Str
         created_at: now,
         updated_at: now,
         raised: Vec::new(),
+        pool,
     };
     check_pattern(&rack)?;
     check_profiles(&rack, catalog)?;

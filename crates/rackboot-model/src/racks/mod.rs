@@ -122,6 +122,10 @@ pub struct RackSpec {
     /// How its machines' disks are laid out (an image `os_profile` only).
     #[serde(default)]
     pub layout: Option<crate::provision::Layout>,
+    /// The resource pool its machines join when they are placed in it (default `default`).
+    #[serde(default = "crate::pools::default_pool")]
+    #[schema(pattern = r"^[a-z0-9]([a-z0-9-]{0,30}[a-z0-9])?$")]
+    pub pool: String,
 }
 
 fn default_pattern() -> String {
@@ -172,6 +176,9 @@ pub struct Rack {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schema(ignore)]
     pub raised: Vec<String>,
+    /// The resource pool its machines join when they are placed in it.
+    #[serde(default = "crate::pools::default_pool")]
+    pub pool: String,
 }
 
 impl Rack {

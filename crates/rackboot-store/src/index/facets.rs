@@ -20,6 +20,7 @@ pub struct Facet {
     pub vendor: Option<String>,
     /// Lowercase: its MACs, hostname, serial, vendor, model and tags.
     pub text: Vec<String>,
+    pub pool: String,
 }
 
 impl From<&Machine> for Facet {
@@ -34,6 +35,7 @@ impl From<&Machine> for Facet {
             boot_profile: m.boot_profile.clone(),
             vendor: m.vendor.as_ref().map(|v| v.to_ascii_lowercase()),
             text,
+            pool: m.pool.clone(),
         }
     }
 }
@@ -127,6 +129,7 @@ fn wanted(
         || f.tag.as_ref().is_some_and(|t| !facet.tags.contains(t))
         || f.profile.as_ref().is_some_and(|p| facet.boot_profile.as_ref() != Some(p))
         || vendor.is_some_and(|v| !facet.vendor.as_deref().is_some_and(|x| x.contains(v)))
+        || f.pool.as_ref().is_some_and(|p| *p != facet.pool)
     {
         return false;
     }

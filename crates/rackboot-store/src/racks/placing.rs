@@ -109,9 +109,11 @@ fn apply(ctx: &mut WriteCtx<'_>, racks: &[Rack], mut m: Machine, again: bool) ->
     m.placement = Some(placement);
     if moved {
         (m.rack, m.slot) = (Some(claim.rack.clone()), Some(claim.slot));
+        // It joins its rack's pool.
+        m.pool = rack.pool.clone();
         let hostname = row.and_then(|r| r.hostname.clone()).or_else(|| rack.hostname(claim.slot).ok());
         let ip = row.and_then(|r| r.ip).or_else(|| rack.address(claim.slot));
-        let mut detail = json!({"rack": claim.rack, "slot": claim.slot, "by": by, "port": claim.port});
+        let mut detail = json!({"rack": claim.rack, "slot": claim.slot, "by": by, "port": claim.port, "pool": m.pool});
         match check_unique(ctx, Some(m.id), &m.macs, hostname.as_deref(), ip) {
             Ok(()) => {
                 m.hostname = hostname.or(m.hostname.take());
@@ -174,7 +176,8 @@ fn slot_holder(ctx: &WriteCtx<'_>, rack: &str, slot: u32, except: u64) -> Result
 /// Places every machine again against `racks` (after the rack list changed from `before`):
 /// machines of a rack whose naming (pattern, plan, CSV) changed get their names again.
 pub(super) fn place_all(ctx: &mut WriteCtx<'_>, before: &[Rack], racks: &[Rack]) -> Result<(), CmdbError> {
-    let naming = |r: &Rack| (r.hostname_pattern.clone(), r.address_plan, r.machines.clone());
+    // Its machines are named, addressed and pooled again when any of these change.
+    let naming = |r: &Rack| (r.hostname_pattern.clone(), r.address_plan, r.machines.clone(), r.pool.clone());
     let renamed: Vec<&str> = racks
         .iter()
         .filter(|r| before.iter().any(|b| b.name == r.name && naming(b) != naming(r)))

@@ -1,0 +1,70 @@
+//! Resource pools, the first part: machines and racks belong to a pool (`default` unless said);
+//! a machine placed in a rack joins the rack's pool (and follows it when the rack's pool
+//! changes); an admin moves a machine to another pool (the API and `rackboot machines pool`),
+//! an operator may not; the machine list filters by pool.
+
+use hyper::Method;
+use serde_json::{json, Value};
+
+use crate::api::directory::client;
+use crate::common::Lab;
+
+const PLACED: &str = "52:54:00:a0:00:01";
+const LOOSE: &str = "52:54:00:a0:00:02";
+
+async fn pools(lab: &Lab, pool: &str) -> Vec<String> {
+    let v = lab.api.ok(Method::GET, &format!("/machines?pool={pool}"), None).await.unwrap();
+    v["machines"].as_array().unwrap().iter().map(|m| m["macs"][0].as_str().unwrap().to_string()).collect()
+}
+
+async fn pool_of(lab: &Lab, mac: &str) -> Value {
+    lab.api.ok(Method::GET, &format!("/machines/{mac}"), None).await.unwrap()["pool"].clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn machines_join_their_rack_s_pool_and_only_an_admin_moves_them() {
+    let lab = Lab::start("").await;
+    for mac in [PLACED, LOOSE] {
+        lab.api.ok(Method::POST, "/machines", Some(json!({"macs": [mac]}))).await.unwrap();
+    }
+    assert_eq!(pool_of(&lab, LOOSE).await, "default");
+    let rack = json!({"name": "r1", "pool": "team-a", "address_plan": "127.0.13.1-127.0.13.8"});
+    lab.api.ok(Method::POST, "/racks", Some(rack)).await.unwrap();
+    let (s, v) = lab.api.call(Method::POST, "/racks", Some(json!({"name": "r2", "pool": "Team A"}))).await.unwrap();
+    assert_eq!(s, 400, "{v}");
+    let csv = format!("mac,hostname,ip,slot\n{PLACED},pa1,,U1\n");
+    lab.api.ok(Method::POST, "/racks/r1/csv", Some(json!({"csv": csv}))).await.unwrap();
+    assert_eq!(pool_of(&lab, PLACED).await, "team-a", "placed in r1: its pool");
+    let ev = lab.api.ok(Method::GET, &format!("/machines/{PLACED}/events"), None).await.unwrap();
+    let placed = ev["events"].as_array().unwrap().iter().find(|e| e["kind"] == "rack.placed").cloned().unwrap();
+    assert_eq!(placed["detail"]["pool"], "team-a", "{placed}");
+    assert_eq!(pools(&lab, "team-a").await, [PLACED]);
+    assert_eq!(pools(&lab, "default").await, [LOOSE]);
+
+    // An admin moves the loose one; an operator may not; a bad name is refused.
+    let moved = lab.api.ok(Method::PUT, &format!("/machines/{LOOSE}/pool"), Some(json!({"pool": "team-b"}))).await;
+    assert_eq!(moved.unwrap()["pool"], "team-b");
+    let (s, v) =
+        lab.api.call(Method::PUT, &format!("/machines/{LOOSE}/pool"), Some(json!({"pool": "-x"}))).await.unwrap();
+    assert_eq!(s, 400, "{v}");
+    let user = json!({"name": "olga", "role": "operator", "password": "olga-password-123"});
+    lab.api.ok(Method::POST, "/users", Some(user)).await.unwrap();
+    let login = json!({"username": "olga", "password": "olga-password-123"});
+    let (_, v) = client(&lab, "").call(Method::POST, "/auth/login", Some(login)).await.unwrap();
+    let olga = client(&lab, v["token"].as_str().unwrap());
+    let (s, v) =
+        olga.call(Method::PUT, &format!("/machines/{LOOSE}/pool"), Some(json!({"pool": "team-a"}))).await.unwrap();
+    assert_eq!(s, 403, "{v}");
+    assert_eq!(pool_of(&lab, LOOSE).await, "team-b");
+
+    // The CLI, and the rack's pool changing: its machines follow.
+    let (ok, said) = lab.cli(&["machines", "pool", LOOSE, "team-c"]);
+    assert!(ok && said.contains("in pool team-c"), "{said}");
+    let (ok, listed) = lab.cli(&["machines", "list", "--pool", "team-c"]);
+    assert!(ok && listed.contains(LOOSE) && !listed.contains(PLACED), "{listed}");
+    let spec = json!({"name": "r1", "pool": "team-z", "address_plan": "127.0.13.1-127.0.13.8",
+        "machines_csv": format!("mac,hostname,ip,slot\n{PLACED},pa1,,U1\n")});
+    let (s, v) = lab.api.call(Method::PUT, "/racks/r1", Some(spec)).await.unwrap();
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(pool_of(&lab, PLACED).await, "team-z", "it follows its rack's pool");
+}

@@ -5336,13 +5336,17 @@ _rackboot() {
             return 0
             ;;
         rackboot__subcmd__racks__subcmd__create)
-            opts="-h --location --remote-id --lldp-name --lldp-chassis-id --ports --ports-csv --hostname-pattern --address-plan --hardware-profile --os-profile --auto-provision --trust-lldp --silent-after-minutes --machines-csv --uefi-loader --network --network-plan --root-device --mirror --lvm --fs --api --ca --token-file --help"
+            opts="-h --location --pool --remote-id --lldp-name --lldp-chassis-id --ports --ports-csv --hostname-pattern --address-plan --hardware-profile --os-profile --auto-provision --trust-lldp --silent-after-minutes --machines-csv --uefi-loader --network --network-plan --root-device --mirror --lvm --fs --api --ca --token-file --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --location)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --pool)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -6858,13 +6862,17 @@ _rackboot() {
             return 0
             ;;
         rackboot__subcmd__users__subcmd__add)
-            opts="-h --role --api --ca --token-file --help"
+            opts="-h --role --pool --api --ca --token-file --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --role)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --pool)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -7024,13 +7032,17 @@ _rackboot() {
             return 0
             ;;
         rackboot__subcmd__users__subcmd__set)
-            opts="-h --role --password --disable --enable --api --ca --token-file --help"
+            opts="-h --role --password --disable --enable --pool --no-pools --api --ca --token-file --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --role)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --pool)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -386,6 +386,7 @@ complete -c rackboot -n "__fish_rackboot_using_subcommand racks; and __fish_seen
 complete -c rackboot -n "__fish_rackboot_using_subcommand racks; and __fish_seen_subcommand_from show" -l json -d 'Print the API\'s JSON instead'
 complete -c rackboot -n "__fish_rackboot_using_subcommand racks; and __fish_seen_subcommand_from show" -s h -l help -d 'Print help'
 complete -c rackboot -n "__fish_rackboot_using_subcommand racks; and __fish_seen_subcommand_from create" -l location -r
+complete -c rackboot -n "__fish_rackboot_using_subcommand racks; and __fish_seen_subcommand_from create" -l pool -d 'The resource pool its machines join when they are placed in it (default: default)' -r
 complete -c rackboot -n "__fish_rackboot_using_subcommand racks; and __fish_seen_subcommand_from create" -l remote-id -d 'The DHCP option 82 remote id the rack\'s relay adds (text or hex)' -r
 complete -c rackboot -n "__fish_rackboot_using_subcommand racks; and __fish_seen_subcommand_from create" -l lldp-name -d 'The switch\'s LLDP system name' -r
 complete -c rackboot -n "__fish_rackboot_using_subcommand racks; and __fish_seen_subcommand_from create" -l lldp-chassis-id -d 'The switch\'s LLDP chassis id (usually its MAC)' -r
@@ -621,17 +622,20 @@ complete -c rackboot -n "__fish_rackboot_using_subcommand users; and __fish_seen
 complete -c rackboot -n "__fish_rackboot_using_subcommand users; and __fish_seen_subcommand_from list" -l token-file -d 'File holding an API token (`rackboot serve` writes the admin\'s, admin.token, into its data_dir on first start; `rackboot tokens create` makes others). Only from a file: a token in an argument or the environment would show in `ps` and /proc to every user' -r -F
 complete -c rackboot -n "__fish_rackboot_using_subcommand users; and __fish_seen_subcommand_from list" -s h -l help -d 'Print help'
 complete -c rackboot -n "__fish_rackboot_using_subcommand users; and __fish_seen_subcommand_from add" -l role -d 'viewer (reads), operator (also machines, tasks, jobs, profiles) or admin' -r
+complete -c rackboot -n "__fish_rackboot_using_subcommand users; and __fish_seen_subcommand_from add" -l pool -d 'A role in one resource pool, POOL=ROLE (viewer or operator; repeatable): the user then acts only on those pools\' machines and --role does not apply' -r
 complete -c rackboot -n "__fish_rackboot_using_subcommand users; and __fish_seen_subcommand_from add" -l api -d 'Base URL of the rackboot API' -r
 complete -c rackboot -n "__fish_rackboot_using_subcommand users; and __fish_seen_subcommand_from add" -l ca -d 'The CA certificate (PEM) the server\'s certificate must chain to (`rackboot ca show`)' -r -F
 complete -c rackboot -n "__fish_rackboot_using_subcommand users; and __fish_seen_subcommand_from add" -l token-file -d 'File holding an API token (`rackboot serve` writes the admin\'s, admin.token, into its data_dir on first start; `rackboot tokens create` makes others). Only from a file: a token in an argument or the environment would show in `ps` and /proc to every user' -r -F
 complete -c rackboot -n "__fish_rackboot_using_subcommand users; and __fish_seen_subcommand_from add" -s h -l help -d 'Print help'
 complete -c rackboot -n "__fish_rackboot_using_subcommand users; and __fish_seen_subcommand_from set" -l role -r
+complete -c rackboot -n "__fish_rackboot_using_subcommand users; and __fish_seen_subcommand_from set" -l pool -d 'Replace the user\'s pool roles with these, POOL=ROLE (repeatable)' -r
 complete -c rackboot -n "__fish_rackboot_using_subcommand users; and __fish_seen_subcommand_from set" -l api -d 'Base URL of the rackboot API' -r
 complete -c rackboot -n "__fish_rackboot_using_subcommand users; and __fish_seen_subcommand_from set" -l ca -d 'The CA certificate (PEM) the server\'s certificate must chain to (`rackboot ca show`)' -r -F
 complete -c rackboot -n "__fish_rackboot_using_subcommand users; and __fish_seen_subcommand_from set" -l token-file -d 'File holding an API token (`rackboot serve` writes the admin\'s, admin.token, into its data_dir on first start; `rackboot tokens create` makes others). Only from a file: a token in an argument or the environment would show in `ps` and /proc to every user' -r -F
 complete -c rackboot -n "__fish_rackboot_using_subcommand users; and __fish_seen_subcommand_from set" -l password -d 'Set a new password, read from stdin (one line) or prompted for'
 complete -c rackboot -n "__fish_rackboot_using_subcommand users; and __fish_seen_subcommand_from set" -l disable -d 'Disable the user: they cannot log in and their tokens stop working'
 complete -c rackboot -n "__fish_rackboot_using_subcommand users; and __fish_seen_subcommand_from set" -l enable -d 'Enable a disabled user'
+complete -c rackboot -n "__fish_rackboot_using_subcommand users; and __fish_seen_subcommand_from set" -l no-pools -d 'Remove every pool role: the user is global again'
 complete -c rackboot -n "__fish_rackboot_using_subcommand users; and __fish_seen_subcommand_from set" -s h -l help -d 'Print help'
 complete -c rackboot -n "__fish_rackboot_using_subcommand users; and __fish_seen_subcommand_from delete" -l api -d 'Base URL of the rackboot API' -r
 complete -c rackboot -n "__fish_rackboot_using_subcommand users; and __fish_seen_subcommand_from delete" -l ca -d 'The CA certificate (PEM) the server\'s certificate must chain to (`rackboot ca show`)' -r -F

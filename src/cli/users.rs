@@ -19,6 +19,10 @@ pub(super) enum UsersCmd {
         /// viewer (reads), operator (also machines, tasks, jobs, profiles) or admin.
         #[arg(long)]
         role: String,
+        /// A role in one resource pool, POOL=ROLE (viewer or operator; repeatable): the user
+        /// then acts only on those pools' machines and --role does not apply.
+        #[arg(long = "pool", value_name = "POOL=ROLE")]
+        pools: Vec<String>,
     },
     /// Change a user's role, password (--password: read from stdin or prompted) or state.
     Set {
@@ -34,6 +38,12 @@ pub(super) enum UsersCmd {
         /// Enable a disabled user.
         #[arg(long)]
         enable: bool,
+        /// Replace the user's pool roles with these, POOL=ROLE (repeatable).
+        #[arg(long = "pool", value_name = "POOL=ROLE")]
+        pools: Vec<String>,
+        /// Remove every pool role: the user is global again.
+        #[arg(long, conflicts_with = "pools")]
+        no_pools: bool,
     },
     /// Delete a user and every token of theirs.
     Delete { name: String },
@@ -87,6 +97,16 @@ pub(super) struct AuditArgs {
     /// Print at most this many entries, newest first.
     #[arg(long, default_value_t = 100)]
     limit: usize,
+}
+
+/// `POOL=ROLE` arguments as the API's `pools` object.
+fn pool_roles(args: &[String]) -> anyhow::Result<Value> {
+    let mut m = serde_json::Map::new();
+    for a in args {
+        let (pool, role) = a.split_once('=').with_context(|| format!("--pool {a:?} is not POOL=ROLE"))?;
+        m.insert(pool.trim().to_string(), json!(role.trim()));
+    }
+    Ok(Value::Object(m))
 }
 
 /// Reads a password: one line from stdin when it is not a terminal, else a prompt (twice).
@@ -150,16 +170,25 @@ pub(super) async fn users(c: ApiClient, cmd: UsersCmd) -> anyhow::Result<()> {
                     (false, false) => "enabled",
                 };
                 let from = u["directory"]["dn"].as_str().map_or("local".to_string(), |dn| format!("directory {dn}"));
-                println!("{:<24} {:<9} {state:<9} {from}", s(&u["name"]), s(&u["role"]));
+                let role = match u["pools"].as_object().filter(|p| !p.is_empty()) {
+                    Some(p) => p.iter().map(|(k, v)| format!("{k}={}", s(v))).collect::<Vec<_>>().join(","),
+                    None => s(&u["role"]),
+                };
+                println!("{:<24} {:<9} {state:<9} {from}", s(&u["name"]), role);
             }
         }
-        UsersCmd::Add { name, role } => {
+        UsersCmd::Add { name, role, pools } => {
+            let pools = pool_roles(&pools)?;
             let password = read_password(&name)?;
-            c.ok(Method::POST, "/users", Some(json!({"name": name, "role": role, "password": password}))).await?;
+            let body = json!({"name": name, "role": role, "password": password, "pools": pools});
+            c.ok(Method::POST, "/users", Some(body)).await?;
             println!("added user {name} ({role})");
         }
-        UsersCmd::Set { name, role, password, disable, enable } => {
+        UsersCmd::Set { name, role, password, disable, enable, pools, no_pools } => {
             let mut body = serde_json::Map::new();
+            if !pools.is_empty() || no_pools {
+                body.insert("pools".into(), pool_roles(&pools)?);
+            }
             if let Some(r) = role {
                 body.insert("role".into(), json!(r));
             }
@@ -169,7 +198,10 @@ pub(super) async fn users(c: ApiClient, cmd: UsersCmd) -> anyhow::Result<()> {
             if disable || enable {
                 body.insert("disabled".into(), json!(disable));
             }
-            anyhow::ensure!(!body.is_empty(), "nothing to change: give --role, --password, --disable or --enable");
+            anyhow::ensure!(
+                !body.is_empty(),
+                "nothing to change: give --role, --password, --disable, --enable, --pool or --no-pools"
+            );
             let u = c.ok(Method::PATCH, &format!("/users/{}", enc(&name)), Some(Value::Object(body))).await?;
             println!(
                 "user {name}: role {}, {}",

@@ -56,6 +56,10 @@ pub struct GroupRole {
     /// The group's DN, as the directory writes it (compared case-insensitively).
     pub group: String,
     pub role: Role,
+    /// The resource pool the role is for; none: everywhere. A user whose groups name only
+    /// pools is pool-scoped.
+    #[serde(default)]
+    pub pool: Option<String>,
 }
 
 /// How the connection to the directory is protected.
@@ -138,6 +142,16 @@ impl TryFrom<WireLdap> for LdapConfig {
         anyhow::ensure!(!w.groups.is_empty(), "auth.ldap.groups: map at least one group to a role");
         anyhow::ensure!(w.groups.len() <= 256, "auth.ldap.groups: at most 256");
         anyhow::ensure!(w.groups.iter().all(|g| !g.group.trim().is_empty()), "auth.ldap.groups: a group needs its DN");
+        for g in &w.groups {
+            if let Some(pool) = &g.pool {
+                rackboot_model::pools::check(pool).map_err(|e| anyhow::anyhow!("auth.ldap.groups: {e}"))?;
+                anyhow::ensure!(
+                    g.role != Role::Admin,
+                    "auth.ldap.groups: {}: a pool grants viewer or operator",
+                    g.group
+                );
+            }
+        }
         anyhow::ensure!((1..=86_400).contains(&w.recheck_secs), "auth.ldap.recheck_secs must be 1..=86400");
         anyhow::ensure!((1..=60).contains(&w.timeout_secs), "auth.ldap.timeout_secs must be 1..=60");
         Ok(LdapConfig {
@@ -204,5 +218,13 @@ mod tests {
             GROUPS.replace("operator", "root")
         ));
         assert!(e.is_err(), "an unknown role");
+        let pooled = |role: &str| {
+            parse(&format!(
+                "url = \"ldaps://ldap\"\nca_file = \"/c\"\nuser_dn = \"uid={{user}}\"\ngroup_base = \"dc=x\"\n\
+                 groups = [{{ group = \"cn=a,dc=x\", role = \"{role}\", pool = \"team-a\" }}]\n"
+            ))
+        };
+        assert_eq!(pooled("operator").unwrap().groups[0].pool.as_deref(), Some("team-a"));
+        assert!(pooled("admin").unwrap_err().to_string().contains("viewer or operator"), "admin is global");
     }
 }

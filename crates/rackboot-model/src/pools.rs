@@ -22,6 +22,24 @@ pub fn check(name: &str) -> Result<(), String> {
     }
 }
 
+/// Roles a user holds per pool. A user with any is **pool-scoped**: they act only on what
+/// belongs to those pools, with those roles, and only through calls that know pools.
+pub type Grants = std::collections::BTreeMap<String, crate::role::Role>;
+
+/// Checks grants: pool names, and no `admin` (an admin is everyone's).
+pub fn check_grants(g: &Grants) -> Result<(), String> {
+    if g.len() > 256 {
+        return Err("at most 256 pools per user".into());
+    }
+    for (pool, role) in g {
+        check(pool)?;
+        if *role == crate::role::Role::Admin {
+            return Err(format!("pool {pool}: a pool grants viewer or operator; admin is global"));
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

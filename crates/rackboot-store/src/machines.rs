@@ -23,6 +23,8 @@ pub struct MachineFilter {
     pub vendor: Option<String>,
     /// The resource pool.
     pub pool: Option<String>,
+    /// Only machines of these pools (a pool-scoped caller's).
+    pub pools: Option<Vec<String>>,
     /// Only machines with an id above this (the page cursor).
     pub after: Option<u64>,
     pub limit: Option<usize>,

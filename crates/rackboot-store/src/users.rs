@@ -32,6 +32,9 @@ pub struct User {
     /// A user from the company's directory (none: a local user, with a password here).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub directory: Option<DirectoryLink>,
+    /// Roles per resource pool; any: the user is pool-scoped (`role` does not apply).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub pools: rackboot_model::pools::Grants,
 }
 
 /// Where a directory user comes from, and what the directory last said of them.
@@ -62,6 +65,10 @@ pub struct UserView {
     /// Present for a user from the company's directory: their role follows their groups.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub directory: Option<DirectoryLink>,
+    /// Roles per resource pool: a pool-scoped user acts only there (`role` does not apply).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    #[schema(value_type = std::collections::BTreeMap<String, Role>)]
+    pub pools: rackboot_model::pools::Grants,
 }
 
 impl From<&User> for UserView {
@@ -73,6 +80,7 @@ impl From<&User> for UserView {
             created_ms: u.created_ms,
             updated_ms: u.updated_ms,
             directory: u.directory.clone(),
+            pools: u.pools.clone(),
         }
     }
 }
@@ -83,6 +91,8 @@ pub struct UserChange {
     pub role: Option<Role>,
     pub password_hash: Option<String>,
     pub disabled: Option<bool>,
+    /// Roles per pool (checked by the caller); empty: a global user again.
+    pub pools: Option<rackboot_model::pools::Grants>,
 }
 
 /// An API token or login session as stored.
@@ -146,6 +156,19 @@ pub struct Caller {
     pub session: bool,
     /// A directory user's: when the directory last confirmed their groups (Unix ms).
     pub checked_ms: Option<u64>,
+    /// A pool-scoped caller's roles per pool (each no higher than the token's role); `None`:
+    /// `role` applies everywhere.
+    pub pools: Option<rackboot_model::pools::Grants>,
+}
+
+impl Caller {
+    /// The role the caller acts with on something of pool `pool`; `None`: they may not see it.
+    pub fn role_in(&self, pool: &str) -> Option<Role> {
+        match &self.pools {
+            None => Some(self.role),
+            Some(p) => p.get(pool).copied(),
+        }
+    }
 }
 
 /// Why a bearer token was refused (every one is a 401; the detail says which).
@@ -178,7 +201,8 @@ const TOUCH_MS: u64 = 60_000;
 /// Enabled local admins other than `name`: the break-glass accounts that must remain (a
 /// directory's admins come and go with the directory).
 fn enabled_admins_besides(users: &[User], name: &str) -> usize {
-    users.iter().filter(|u| u.name != name && u.role == Role::Admin && !u.disabled && u.directory.is_none()).count()
+    let admin = |u: &&User| u.role == Role::Admin && !u.disabled && u.directory.is_none() && u.pools.is_empty();
+    users.iter().filter(|u| u.name != name).filter(admin).count()
 }
 
 impl Cmdb {
@@ -226,7 +250,7 @@ impl Cmdb {
                 .find(|u| u.name == name)
                 .cloned()
                 .ok_or_else(|| CmdbError::NotFound(format!("user {name}")))?;
-            let UserChange { role, password_hash, disabled } = change;
+            let UserChange { role, password_hash, disabled, pools } = change;
             if u.directory.is_some() && (role.is_some_and(|r| r != u.role) || password_hash.is_some()) {
                 return Err(CmdbError::Conflict(format!(
                     "{name} is a directory user: their role follows their groups and their password is the directory's"
@@ -234,7 +258,11 @@ impl Cmdb {
             }
             u.role = role.unwrap_or(u.role);
             u.disabled = disabled.unwrap_or(u.disabled);
-            if (u.role != Role::Admin || u.disabled) && enabled_admins_besides(&all, &name) == 0 {
+            if let Some(p) = pools {
+                u.pools = p;
+            }
+            if (u.role != Role::Admin || u.disabled || !u.pools.is_empty()) && enabled_admins_besides(&all, &name) == 0
+            {
                 return Err(CmdbError::Conflict(format!("{name} is the last enabled admin")));
             }
             if let Some(h) = password_hash {
@@ -355,24 +383,27 @@ impl Cmdb {
         name: String,
         dn: String,
         role: Option<Role>,
+        pools: rackboot_model::pools::Grants,
         create: bool,
         now_ms: u64,
     ) -> Result<Option<User>, CmdbError> {
         self.write(move |ctx| {
             let mut t = ctx.t.tx.open_table(USERS)?;
             let found: Option<User> = t.get(name.as_str())?.map(|v| decode(v.value())).transpose()?;
-            let link = DirectoryLink { kind: "ldap".into(), dn, checked_ms: now_ms, mapped: role.is_some() };
+            let mapped = role.is_some() || !pools.is_empty();
+            let link = DirectoryLink { kind: "ldap".into(), dn, checked_ms: now_ms, mapped };
             let user = match found {
                 Some(u) if u.directory.is_none() => {
                     return Err(CmdbError::Conflict(format!("{name} is a local user, not the directory's")))
                 }
                 Some(mut u) => {
-                    u.role = role.unwrap_or(u.role);
+                    u.role = role.unwrap_or(Role::Viewer);
+                    u.pools = pools;
                     u.directory = Some(link);
                     u.updated_ms = now_ms;
                     u
                 }
-                None if !create || role.is_none() => return Ok(None),
+                None if !create || !mapped => return Ok(None),
                 None => {
                     if t.len()? as usize >= MAX_USERS {
                         return Err(CmdbError::Conflict(format!("the CMDB holds {MAX_USERS} users already")));
@@ -386,6 +417,7 @@ impl Cmdb {
                         created_ms: now_ms,
                         updated_ms: now_ms,
                         directory: Some(link),
+                        pools,
                     }
                 }
             };
@@ -410,12 +442,17 @@ impl Cmdb {
                 let usable = |u: &User| !u.disabled && u.directory.as_ref().is_none_or(|d| d.mapped);
                 let Some(user) = user.filter(usable) else { return Ok(Err(AuthError::UserGone)) };
                 let touch = tok.last_used_ms.is_none_or(|t| now_ms.saturating_sub(t) >= TOUCH_MS);
+                let scoped = !user.pools.is_empty();
+                let pools = scoped.then(|| user.pools.iter().map(|(p, r)| (p.clone(), (*r).min(tok.role))).collect());
                 let caller = Caller {
                     user: user.name,
-                    role: tok.role.min(user.role),
+                    // A pool-scoped user's global role is the lowest; the guard lets them call
+                    // only what knows pools.
+                    role: if scoped { Role::Viewer } else { tok.role.min(user.role) },
                     token_id: tok.id,
                     session: tok.session,
                     checked_ms: user.directory.map(|d| d.checked_ms),
+                    pools,
                 };
                 Ok(Ok((caller, touch)))
             })

@@ -164,6 +164,7 @@ fn filter(q: &ListQuery) -> Result<MachineFilter, String> {
         profile: None,
         vendor: some(&q.vendor),
         pool: some(&q.pool),
+        pools: None,
         after: None,
         limit: Some(MAX_SORTED),
     })

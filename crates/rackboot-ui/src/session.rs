@@ -83,6 +83,11 @@ impl FromRequestParts<UiState> for Session {
         let Some(bearer) = cookie(&parts.headers) else { return Err(to_login()) };
         let Some((id, hash)) = auth::presented(&bearer) else { return Err(to_login()) };
         let caller = rackboot_api::api::auth::bearer_caller(&s.api, id, hash).await.map_err(|_| to_login())?;
+        if caller.pools.is_some() {
+            // The pages read the CMDB whole: not for a user who may see only some pools.
+            let why = "this user acts only in some resource pools, and the web UI does not know pools yet: use the API or the CLI";
+            return Err((axum::http::StatusCode::FORBIDDEN, why).into_response());
+        }
         let host = parts.headers.get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or("").to_string();
         Ok(Session { caller, csrf: csrf_of(&bearer), bearer, peer: peer(parts), host })
     }

@@ -31,11 +31,13 @@ pub(crate) fn ldif() -> String {
         "dn: {PEOPLE}\nobjectClass: organizationalUnit\nou: people\n\n\
          dn: {GROUPS}\nobjectClass: organizationalUnit\nou: groups\n\n\
          dn: cn=rackboot,{BASE}\nobjectClass: organizationalRole\nobjectClass: simpleSecurityObject\ncn: rackboot\nuserPassword: service-password-1\n\n\
-         {}{}{}{}{}{}{}",
+         {}{}{}{}{}{}{}{}{}",
         person("alice"),
         person("bob"),
         person("carol"),
         person("admin"),
+        person("erin"),
+        group("team-c", "erin"),
         group("rack-admins", "alice"),
         group("rack-ops", "bob"),
         group("others", "carol"),
@@ -58,6 +60,7 @@ recheck_secs = 1
 groups = [
   {{ group = "cn=rack-admins,{GROUPS}", role = "admin" }},
   {{ group = "CN=Rack-Ops, {GROUPS}", role = "operator" }},
+  {{ group = "cn=team-c,{GROUPS}", role = "operator", pool = "team-c" }},
 ]
 "#,
         port = slapd.ldaps_port,
@@ -101,6 +104,14 @@ async fn directory_users_log_in_with_the_roles_their_groups_map_to() {
     let bob = logged_in(&lab, "bob").await;
     assert_eq!(bob.ok(Method::GET, "/auth/whoami", None).await.unwrap()["role"], "operator", "a DN compared loosely");
     assert_eq!(status(&bob, "/users").await, 403);
+
+    // A group mapped to a pool: erin acts only in team-c.
+    let erin = logged_in(&lab, "erin").await;
+    assert_eq!(erin.ok(Method::GET, "/machines", None).await.unwrap()["total"], 0);
+    assert_eq!(status(&erin, "/racks").await, 403, "racks do not know pools yet");
+    let users = lab.api.ok(Method::GET, "/users", None).await.unwrap();
+    let e = users["users"].as_array().unwrap().iter().find(|u| u["name"] == "erin").cloned().unwrap();
+    assert_eq!(e["pools"], json!({"team-c": "operator"}), "{e}");
 
     // Refused: a group nobody maps, a wrong or empty password, nobody of that name, and the
     // local admin's name with the directory's `admin` password.

@@ -1,7 +1,7 @@
 //! Resource pools, the first part: machines and racks belong to a pool (`default` unless said);
 //! a machine placed in a rack joins the rack's pool (and follows it when the rack's pool
 //! changes); an admin moves a machine to another pool (the API and `rackboot machines pool`),
-//! an operator may not; the machine list filters by pool.
+//! an operator may not; the machine list filters by pool; users get roles per pool from the CLI.
 
 use hyper::Method;
 use serde_json::{json, Value};
@@ -67,4 +67,15 @@ async fn machines_join_their_rack_s_pool_and_only_an_admin_moves_them() {
     let (s, v) = lab.api.call(Method::PUT, "/racks/r1", Some(spec)).await.unwrap();
     assert_eq!(s, 200, "{v}");
     assert_eq!(pool_of(&lab, PLACED).await, "team-z", "it follows its rack's pool");
+
+    // A user with roles in pools, from the CLI.
+    let (ok, said) = lab.cli_with_input(
+        &["users", "add", "pat", "--role", "viewer", "--pool", "team-z=operator"],
+        "pat-password-123\n",
+    );
+    assert!(ok, "{said}");
+    let (ok, listed) = lab.cli(&["users", "list"]);
+    assert!(ok && listed.lines().any(|l| l.starts_with("pat ") && l.contains("team-z=operator")), "{listed}");
+    let (ok, said) = lab.cli(&["users", "set", "pat", "--pool", "team-z=admin"]);
+    assert!(!ok && said.contains("viewer or operator"), "{said}");
 }

@@ -13,7 +13,8 @@
 //! - Through the API: [`images`] (a qcow2 that names the appliance's files), [`operator`] (a
 //!   BMC password pointed elsewhere), [`plugins`] (hostile bundles), [`revoked`] (an event
 //!   stream held open by a revoked token), [`templates`] (a template that would render for ever),
-//!   [`directory`] (LDAP filter and DN injection through the username at the login).
+//!   [`directory`] (LDAP filter and DN injection through the username at the login), [`pools`]
+//!   (a viewer of one pool walking the API for another's machines).
 //! - With the database: [`store`] (a takeover through the other appliance, stale credentials,
 //!   swapped plugin bytes, a key added to the store).
 
@@ -30,6 +31,7 @@ mod logins;
 mod mac_flood;
 mod operator;
 mod plugins;
+mod pools;
 mod revoked;
 mod seeds;
 mod sightings;

@@ -52,6 +52,36 @@ impl AuthState {
     }
 }
 
+tokio::task_local! {
+    /// A pool-scoped caller's roles per pool and the role the call needs, for the handlers
+    /// that know pools (set by [`guard`] around them).
+    static SCOPE: Scope;
+}
+
+/// What a pool-scoped call may reach.
+#[derive(Debug, Clone)]
+pub struct Scope {
+    pub pools: rackboot_model::pools::Grants,
+    pub need: Role,
+}
+
+/// The scope of the call being handled, if its caller is pool-scoped.
+pub fn scope() -> Option<Scope> {
+    SCOPE.try_with(Scope::clone).ok()
+}
+
+/// The calls a pool-scoped user may make: those whose handlers filter or check by pool (the
+/// machine list, a machine and everything under it, through `machines::resolve`), and their
+/// own identity and tokens. Everything else is refused to them until it knows pools (racks,
+/// tasks, jobs, the event log and stream, webhooks, the inventory, metrics, the web UI).
+fn pool_aware(method: &axum::http::Method, route: &str) -> bool {
+    matches!(route, "/auth/whoami" | "/tokens" | "/tokens/{id}")
+        || (route == "/machines" && *method == axum::http::Method::GET)
+        || route == "/machines/{id}"
+        // Placing a machine in a rack moves it to the rack's pool: not a pool user's to say.
+        || (route.starts_with("/machines/{id}/") && route != "/machines/{id}/placement")
+}
+
 /// The peer's address, for handlers (the login limiter).
 #[derive(Debug, Clone, Copy)]
 pub struct Peer(pub IpAddr);
@@ -75,6 +105,23 @@ pub async fn guard(State(s): State<ApiState>, mut req: Request, next: Next) -> R
         Access::Public => next.run(req).await,
         Access::Role(need) => match authenticate(&s, req.headers()).await {
             Err(e) => e.into_response(),
+            Ok(c) if c.pools.is_some() => {
+                let pools = c.pools.clone().unwrap_or_default();
+                let best = pools.values().max().copied();
+                req.extensions_mut().insert(c.clone());
+                caller = Some(c);
+                if !pool_aware(&method, &route) {
+                    let names: Vec<&str> = pools.keys().map(String::as_str).collect();
+                    let detail =
+                        format!("this user acts only in pools {}: {method} {route} is not for them", names.join(", "));
+                    ApiError::new(StatusCode::FORBIDDEN, detail).into_response()
+                } else if best < Some(need) {
+                    let detail = format!("{method} {route} needs role {} in a pool", need.as_str());
+                    ApiError::new(StatusCode::FORBIDDEN, detail).into_response()
+                } else {
+                    SCOPE.scope(Scope { pools, need }, next.run(req)).await
+                }
+            }
             Ok(c) if c.role < need => {
                 let detail =
                     format!("{method} {route} needs role {}; this token acts as {}", need.as_str(), c.role.as_str());
@@ -115,6 +162,9 @@ pub async fn guard(State(s): State<ApiState>, mut req: Request, next: Next) -> R
 pub async fn require(s: &ApiState, headers: &HeaderMap, need: crate::auth::Role) -> Result<Caller, Response> {
     match authenticate(s, headers).await {
         Err(e) => Err(e.into_response()),
+        Ok(c) if c.pools.is_some() => {
+            Err(ApiError::new(StatusCode::FORBIDDEN, "a pool-scoped user may not read this").into_response())
+        }
         Ok(c) if c.role < need => Err(ApiError::new(
             StatusCode::FORBIDDEN,
             format!("this needs role {}; this token acts as {}", need.as_str(), c.role.as_str()),

@@ -36,11 +36,12 @@ pub(super) async fn login(
             ));
         }
     };
-    let Some(role) = found.role else {
+    if found.access.none() {
         let detail = format!("{username} is in no directory group this appliance maps to a role");
         return Err((ApiError::new(StatusCode::FORBIDDEN, detail).into_response(), true));
-    };
-    match s.cmdb.directory_user(username.into(), found.dn, Some(role), true, now_ms()).await {
+    }
+    let (role, pools) = (found.access.role, found.access.pools);
+    match s.cmdb.directory_user(username.into(), found.dn, role, pools, true, now_ms()).await {
         Ok(Some(user)) if !user.disabled => Ok(user),
         // Disabled here by an admin: the directory's word does not undo that.
         Ok(_) => Err((refused(), true)),
@@ -70,17 +71,17 @@ pub async fn checked(s: &ApiState, c: Caller, id: String, hash: String) -> Resul
         // Read again meanwhile by another request of theirs.
         return s.cmdb.authenticate(id, hash, now_ms()).await.map_err(super::auth::refusal);
     };
-    let role = match dir.recheck(&user.name, &link.dn).await {
-        Ok(role) => role,
+    let access = match dir.recheck(&user.name, &link.dn).await {
+        Ok(access) => access,
         Err(e) => {
             tracing::warn!(user = %user.name, error = %e, "a directory user's groups could not be read again");
             return Err(ApiError::retry_after(StatusCode::SERVICE_UNAVAILABLE, DIRECTORY_DOWN, 5));
         }
     };
-    if role != Some(user.role) {
-        tracing::info!(user = %user.name, was = user.role.as_str(), now = role.map_or("none", |r| r.as_str()),
-            "a directory user's role changed with their groups");
+    if access.role != Some(user.role) || access.pools != user.pools {
+        tracing::info!(user = %user.name, role = ?access.role, pools = ?access.pools,
+            "a directory user's access changed with their groups");
     }
-    s.cmdb.directory_user(user.name, link.dn, role, false, now_ms()).await?;
+    s.cmdb.directory_user(user.name, link.dn, access.role, access.pools, false, now_ms()).await?;
     s.cmdb.authenticate(id, hash, now_ms()).await.map_err(super::auth::refusal)
 }

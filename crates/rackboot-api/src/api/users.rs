@@ -39,6 +39,11 @@ pub struct NewUser {
     /// At least 12 characters, at most 1024 bytes.
     #[schema(min_length = 12, max_length = 1024)]
     pub password: String,
+    /// Roles per resource pool (`viewer` or `operator`): any makes the user pool-scoped, acting
+    /// only on those pools' machines (`role` does not apply).
+    #[serde(default)]
+    #[schema(value_type = Option<std::collections::BTreeMap<String, Role>>)]
+    pub pools: rackboot_model::pools::Grants,
 }
 
 /// A change to a user; absent members stay as they are.
@@ -51,6 +56,9 @@ pub struct UserPatch {
     pub password: Option<String>,
     /// A disabled user cannot log in and their tokens stop working.
     pub disabled: Option<bool>,
+    /// Roles per resource pool; `{}`: a global user again.
+    #[schema(value_type = Option<std::collections::BTreeMap<String, Role>>)]
+    pub pools: Option<rackboot_model::pools::Grants>,
 }
 
 fn checked_name(name: &str) -> Result<(), ApiError> {
@@ -83,8 +91,9 @@ async fn create_user(
     State(s): State<ApiState>,
     body: Result<Json<NewUser>, JsonRejection>,
 ) -> Result<(StatusCode, Json<UserView>), ApiError> {
-    let Json(NewUser { name, role, password }) = body?;
+    let Json(NewUser { name, role, password, pools }) = body?;
     checked_name(&name)?;
+    rackboot_model::pools::check_grants(&pools).map_err(|e| ApiError::field("pools", e))?;
     let now = now_ms();
     let user = User {
         v: crate::cmdb::model::SCHEMA_VERSION,
@@ -95,6 +104,7 @@ async fn create_user(
         created_ms: now,
         updated_ms: now,
         directory: None,
+        pools,
     };
     let view = UserView::from(&user);
     s.cmdb.create_user(user, false).await?;
@@ -124,16 +134,20 @@ async fn update_user(
     Path(name): Path<String>,
     body: Result<Json<UserPatch>, JsonRejection>,
 ) -> Result<Json<UserView>, ApiError> {
-    let Json(UserPatch { role, password, disabled }) = body?;
+    let Json(UserPatch { role, password, disabled, pools }) = body?;
     checked_name(&name)?;
-    if name == c.user && (disabled == Some(true) || role.is_some_and(|r| r != Role::Admin)) {
+    if let Some(p) = &pools {
+        rackboot_model::pools::check_grants(p).map_err(|e| ApiError::field("pools", e))?;
+    }
+    let scoping = pools.as_ref().is_some_and(|p| !p.is_empty());
+    if name == c.user && (disabled == Some(true) || role.is_some_and(|r| r != Role::Admin) || scoping) {
         return Err(ApiError::conflict("an admin cannot disable or demote themselves; another admin can"));
     }
     let password_hash = match password {
         Some(p) => Some(hashed(p).await?),
         None => None,
     };
-    Ok(Json(s.cmdb.update_user(name, UserChange { role, password_hash, disabled }, now_ms()).await?))
+    Ok(Json(s.cmdb.update_user(name, UserChange { role, password_hash, disabled, pools }, now_ms()).await?))
 }
 
 /// Deletes a user and every token of theirs (admin). Nobody can delete themselves, nor the last

@@ -41,6 +41,7 @@ async fn ensure_admin_user(cmdb: &Cmdb, data_dir: &Path) -> anyhow::Result<()> {
         created_ms: now,
         updated_ms: now,
         directory: None,
+        pools: Default::default(),
     };
     if !cmdb.create_user(user, true).await? {
         return Ok(());

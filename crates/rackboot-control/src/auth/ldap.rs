@@ -41,8 +41,24 @@ pub enum DirectoryError {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Found {
     pub dn: String,
-    /// The role their groups map to; `None`: in no group the appliance maps.
+    /// What their groups map to.
+    pub access: Access,
+}
+
+/// What a directory user's groups map to.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Access {
+    /// The highest global role (of the groups that name no pool).
     pub role: Option<Role>,
+    /// Roles per pool, when no group gives a global role (a pool-scoped user).
+    pub pools: rackboot_model::pools::Grants,
+}
+
+impl Access {
+    /// In no group the appliance maps.
+    pub fn none(&self) -> bool {
+        self.role.is_none() && self.pools.is_empty()
+    }
 }
 
 /// The company's directory.
@@ -105,28 +121,28 @@ impl Directory {
             if self.cfg.bind_dn.is_some() {
                 self.service_bind(&mut ldap).await?;
             }
-            let role = self.role(&mut ldap, &dn, user).await?;
+            let access = self.access(&mut ldap, &dn, user).await?;
             let _ = ldap.unbind().await;
-            Ok(Found { dn, role })
+            Ok(Found { dn, access })
         })
         .await
     }
 
-    /// Reads again, as the service account, whether `dn` is still there and which role its
-    /// groups map to (`None`: gone, or in no mapped group).
-    pub async fn recheck(&self, user: &str, dn: &str) -> Result<Option<Role>, DirectoryError> {
+    /// Reads again, as the service account, whether `dn` is still there and what its groups
+    /// map to (nothing: gone, or in no mapped group).
+    pub async fn recheck(&self, user: &str, dn: &str) -> Result<Access, DirectoryError> {
         self.bounded(async {
             let mut ldap = self.connect().await?;
             self.service_bind(&mut ldap).await?;
             let entry = ldap.search(dn, Scope::Base, "(objectClass=*)", vec!["1.1"]).await.map_err(lost)?;
             match entry.1.rc {
                 0 if !entry.0.is_empty() => {}
-                0 | NO_SUCH_OBJECT => return Ok(None),
+                0 | NO_SUCH_OBJECT => return Ok(Access::default()),
                 _ => return Err(DirectoryError::Failed(entry.1.to_string())),
             }
-            let role = self.role(&mut ldap, dn, user).await?;
+            let access = self.access(&mut ldap, dn, user).await?;
             let _ = ldap.unbind().await;
-            Ok(role)
+            Ok(access)
         })
         .await
     }
@@ -180,8 +196,8 @@ impl Directory {
         }
     }
 
-    /// The highest role of the mapped groups `dn` is in.
-    async fn role(&self, ldap: &mut Ldap, dn: &str, user: &str) -> Result<Option<Role>, DirectoryError> {
+    /// What the mapped groups `dn` is in give: the highest global role, else roles per pool.
+    async fn access(&self, ldap: &mut Ldap, dn: &str, user: &str) -> Result<Access, DirectoryError> {
         let filter = self.cfg.group_filter.replace("{dn}", &ldap_escape(dn)).replace("{user}", &ldap_escape(user));
         let r = ldap
             .with_search_options(SearchOptions::new().sizelimit(MAX_GROUPS))
@@ -192,7 +208,21 @@ impl Directory {
             return Err(DirectoryError::Failed(r.1.to_string()));
         }
         let groups: Vec<String> = r.0.into_iter().map(|e| normal_dn(&SearchEntry::construct(e).dn)).collect();
-        Ok(self.cfg.groups.iter().filter(|g| groups.contains(&normal_dn(&g.group))).map(|g| g.role).max())
+        let mut access = Access::default();
+        for g in self.cfg.groups.iter().filter(|g| groups.contains(&normal_dn(&g.group))) {
+            match &g.pool {
+                None => access.role = access.role.max(Some(g.role)),
+                Some(pool) => {
+                    let r = access.pools.entry(pool.clone()).or_insert(g.role);
+                    *r = (*r).max(g.role);
+                }
+            }
+        }
+        if access.role.is_some() {
+            // A global role covers every pool.
+            access.pools.clear();
+        }
+        Ok(access)
     }
 }
 

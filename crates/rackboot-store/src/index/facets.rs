@@ -130,6 +130,7 @@ fn wanted(
         || f.profile.as_ref().is_some_and(|p| facet.boot_profile.as_ref() != Some(p))
         || vendor.is_some_and(|v| !facet.vendor.as_deref().is_some_and(|x| x.contains(v)))
         || f.pool.as_ref().is_some_and(|p| *p != facet.pool)
+        || f.pools.as_ref().is_some_and(|ps| !ps.contains(&facet.pool))
     {
         return false;
     }

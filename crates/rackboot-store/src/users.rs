@@ -37,6 +37,14 @@ pub struct User {
     pub pools: rackboot_model::pools::Grants,
 }
 
+impl User {
+    /// The highest role the user acts with anywhere: their role, or for a pool-scoped user the
+    /// highest of their pools' (the role their tokens may have at most).
+    pub fn ceiling(&self) -> Role {
+        self.pools.values().max().copied().unwrap_or(self.role)
+    }
+}
+
 /// Where a directory user comes from, and what the directory last said of them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct DirectoryLink {
@@ -318,11 +326,11 @@ impl Cmdb {
             if user.disabled {
                 return Err(CmdbError::Conflict(format!("user {} is disabled", user.name)));
             }
-            if rec.role > user.role {
+            if rec.role > user.ceiling() {
                 return Err(CmdbError::Forbidden(format!(
                     "a token of {} can have role {} at most",
                     user.name,
-                    user.role.as_str()
+                    user.ceiling().as_str()
                 )));
             }
             let mut t = ctx.t.tx.open_table(TOKENS)?;

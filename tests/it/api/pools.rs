@@ -76,6 +76,15 @@ async fn machines_join_their_rack_s_pool_and_only_an_admin_moves_them() {
     assert!(ok, "{said}");
     let (ok, listed) = lab.cli(&["users", "list"]);
     assert!(ok && listed.lines().any(|l| l.starts_with("pat ") && l.contains("team-z=operator")), "{listed}");
+    // pat's global role (viewer) does not cap the operator role pat holds in team-z.
+    let (_, v) = client(&lab, "")
+        .call(Method::POST, "/auth/login", Some(json!({"username": "pat", "password": "pat-password-123"})))
+        .await
+        .unwrap();
+    let pat = client(&lab, v["token"].as_str().unwrap());
+    let (s, v) = pat.call(Method::PATCH, &format!("/machines/{PLACED}"), Some(json!({"tags": ["z"]}))).await.unwrap();
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(pat.call(Method::GET, &format!("/machines/{LOOSE}"), None).await.unwrap().0, 404, "team-c is not pat's");
     let (ok, said) = lab.cli(&["users", "set", "pat", "--pool", "team-z=admin"]);
     assert!(!ok && said.contains("viewer or operator"), "{said}");
 }

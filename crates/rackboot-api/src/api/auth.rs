@@ -371,7 +371,8 @@ async fn session(s: &ApiState, user: &crate::cmdb::User, ttl: u64) -> Result<Jso
         id: id.clone(),
         user: user.name.clone(),
         name: "session".into(),
-        role: user.role,
+        // A pool-scoped user's session acts with their pools' roles (see `Caller::pools`).
+        role: user.ceiling(),
         hash,
         session: true,
         created_ms: now,
@@ -379,7 +380,7 @@ async fn session(s: &ApiState, user: &crate::cmdb::User, ttl: u64) -> Result<Jso
         last_used_ms: None,
     };
     s.cmdb.create_token(rec, now).await.map_err(|e| ApiError::from(e).into_response())?;
-    Ok(Json(LoginResponse { token, id, expires_ms, user: user.name.clone(), role: user.role }))
+    Ok(Json(LoginResponse { token, id, expires_ms, user: user.name.clone(), role: user.ceiling() }))
 }
 
 /// Who the caller is.

@@ -6,6 +6,10 @@
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+mod directory;
+
+pub use directory::DirectoryLink;
+
 use super::store::{decode, encode, scan, META, TOKENS, USERS};
 use super::{Cmdb, CmdbError};
 use rackboot_base::secret::same_str as same;
@@ -43,20 +47,6 @@ impl User {
     pub fn ceiling(&self) -> Role {
         self.pools.values().max().copied().unwrap_or(self.role)
     }
-}
-
-/// Where a directory user comes from, and what the directory last said of them.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-pub struct DirectoryLink {
-    /// `ldap`.
-    pub kind: String,
-    /// The user's entry.
-    pub dn: String,
-    /// When the directory last confirmed their groups (Unix milliseconds).
-    pub checked_ms: u64,
-    /// In a group the appliance maps to a role; when not, their tokens stop working until a
-    /// login finds them in one again.
-    pub mapped: bool,
 }
 
 /// A user as the API shows it (no password hash).
@@ -382,60 +372,6 @@ impl Cmdb {
 
     /// Checks a presented token (its id and the hash of its secret) at `now_ms`: known, not
     /// expired, its user enabled. Refreshes its last-used time now and then, without waiting.
-    /// Records what the directory said of user `name` (entry `dn`) at a login or a recheck:
-    /// their role (`None`: in no mapped group). A login (`create`) makes the user if they are
-    /// new and mapped; a local user of that name is never turned into a directory one
-    /// (`Conflict`). Returns the user as stored (`None`: new and unmapped, not made).
-    pub async fn directory_user(
-        &self,
-        name: String,
-        dn: String,
-        role: Option<Role>,
-        pools: rackboot_model::pools::Grants,
-        create: bool,
-        now_ms: u64,
-    ) -> Result<Option<User>, CmdbError> {
-        self.write(move |ctx| {
-            let mut t = ctx.t.tx.open_table(USERS)?;
-            let found: Option<User> = t.get(name.as_str())?.map(|v| decode(v.value())).transpose()?;
-            let mapped = role.is_some() || !pools.is_empty();
-            let link = DirectoryLink { kind: "ldap".into(), dn, checked_ms: now_ms, mapped };
-            let user = match found {
-                Some(u) if u.directory.is_none() => {
-                    return Err(CmdbError::Conflict(format!("{name} is a local user, not the directory's")))
-                }
-                Some(mut u) => {
-                    u.role = role.unwrap_or(Role::Viewer);
-                    u.pools = pools;
-                    u.directory = Some(link);
-                    u.updated_ms = now_ms;
-                    u
-                }
-                None if !create || !mapped => return Ok(None),
-                None => {
-                    if t.len()? as usize >= MAX_USERS {
-                        return Err(CmdbError::Conflict(format!("the CMDB holds {MAX_USERS} users already")));
-                    }
-                    User {
-                        v: rackboot_model::records::SCHEMA_VERSION,
-                        name: name.clone(),
-                        role: role.unwrap_or(Role::Viewer),
-                        password_hash: String::new(),
-                        disabled: false,
-                        created_ms: now_ms,
-                        updated_ms: now_ms,
-                        directory: Some(link),
-                        pools,
-                    }
-                }
-            };
-            t.insert(name.as_str(), encode(&user).as_slice())?;
-            Ok(Some(user))
-        })
-        .await
-        .inspect(|_| self.credentials_changed())
-    }
-
     pub async fn authenticate(&self, id: String, hash: String, now_ms: u64) -> Result<Caller, AuthError> {
         let (caller, touch) = self
             .read(move |rtx| {

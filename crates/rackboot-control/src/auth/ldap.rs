@@ -66,7 +66,7 @@ pub struct Directory {
     cfg: LdapConfig,
     tls: Option<Arc<rustls::ClientConfig>>,
     bind_password: Option<String>,
-    /// One recheck of a user at a time (a burst of their requests asks the directory once).
+    /// One recheck at a time (a burst of a user's requests asks the directory once).
     pub rechecks: tokio::sync::Mutex<()>,
 }
 

@@ -24,14 +24,19 @@ pub struct WebhookFilter {
     #[serde(default)]
     #[schema(value_type = Vec<crate::records::Tag>, max_items = 16)]
     pub tags: Vec<String>,
+    /// Only events of machines now in one of these resource pools; empty: any pool.
+    #[serde(default)]
+    #[schema(max_items = 16)]
+    pub pools: Vec<String>,
 }
 
 impl WebhookFilter {
-    /// Whether `e`, of a machine carrying `tags`, passes.
-    pub fn matches(&self, e: &Event, tags: &[String]) -> bool {
+    /// Whether `e`, of a machine carrying `tags` in `pool` (`None`: it is gone), passes.
+    pub fn matches(&self, e: &Event, tags: &[String], pool: Option<&str>) -> bool {
         (self.kinds.is_empty() || self.kinds.contains(&e.kind))
             && (self.states.is_empty() || e.state.is_some_and(|s| self.states.contains(&s)))
             && (self.tags.is_empty() || self.tags.iter().any(|t| tags.contains(t)))
+            && (self.pools.is_empty() || pool.is_some_and(|p| self.pools.iter().any(|q| q == p)))
     }
 }
 
@@ -157,18 +162,23 @@ mod tests {
     #[test]
     fn a_filter_passes_what_every_listed_count_allows() {
         let any = WebhookFilter::default();
-        assert!(any.matches(&event(EventKind::DhcpAck, None), &[]));
+        assert!(any.matches(&event(EventKind::DhcpAck, None), &[], None));
         let f = WebhookFilter {
             kinds: vec![EventKind::MachineState],
             states: vec![MachineState::Installed],
             tags: vec!["gpu".into()],
+            pools: vec!["team-a".into()],
         };
         let tags = ["gpu".to_string()];
-        assert!(f.matches(&event(EventKind::MachineState, Some(MachineState::Installed)), &tags));
-        assert!(!f.matches(&event(EventKind::DhcpAck, Some(MachineState::Installed)), &tags));
-        assert!(!f.matches(&event(EventKind::MachineState, Some(MachineState::Discovered)), &tags));
-        assert!(!f.matches(&event(EventKind::MachineState, None), &tags));
-        assert!(!f.matches(&event(EventKind::MachineState, Some(MachineState::Installed)), &["cpu".into()]));
+        let a = Some("team-a");
+        assert!(f.matches(&event(EventKind::MachineState, Some(MachineState::Installed)), &tags, a));
+        assert!(!f.matches(&event(EventKind::DhcpAck, Some(MachineState::Installed)), &tags, a));
+        assert!(!f.matches(&event(EventKind::MachineState, Some(MachineState::Discovered)), &tags, a));
+        assert!(!f.matches(&event(EventKind::MachineState, None), &tags, a));
+        assert!(!f.matches(&event(EventKind::MachineState, Some(MachineState::Installed)), &["cpu".into()], a));
+        // Another pool's machine, or one that is gone, is not the subscription's.
+        assert!(!f.matches(&event(EventKind::MachineState, Some(MachineState::Installed)), &tags, Some("team-b")));
+        assert!(!f.matches(&event(EventKind::MachineState, Some(MachineState::Installed)), &tags, None));
     }
 
     #[test]

@@ -106,6 +106,8 @@ pub(super) fn unpublish(published: &mut Vec<Event>, seq: u64) {
 /// One page of a scan over the log: stops at `limit` matches or `scan` rows looked at.
 struct PageScan<'f> {
     filter: &'f EventFilter,
+    /// The machines of `filter.pools`, when it has pools.
+    allowed: Option<std::collections::HashSet<u64>>,
     limit: usize,
     scan: usize,
     out: Vec<Event>,
@@ -124,7 +126,7 @@ impl PageScan<'_> {
         self.looked += 1;
         self.last = seq;
         let e: Event = decode(row)?;
-        if self.filter.matches(&e) {
+        if self.filter.matches(&e) && self.allowed.as_ref().is_none_or(|a| a.contains(&e.machine_id)) {
             self.out.push(e);
         }
         Ok(true)
@@ -140,10 +142,15 @@ pub struct EventFilter {
     pub state: Option<MachineState>,
     /// Unix milliseconds: only events at or after this moment.
     pub since_ms: Option<u64>,
+    /// Only events of machines now in these pools (a pool-scoped caller's); checked against
+    /// the machine's pool by [`Cmdb::event_passes`] and the log's pages, not by [`matches`].
+    ///
+    /// [`matches`]: EventFilter::matches
+    pub pools: Option<Vec<String>>,
 }
 
 impl EventFilter {
-    /// Whether `e` passes.
+    /// Whether `e` passes, its machine's pool aside.
     pub fn matches(&self, e: &Event) -> bool {
         self.machine.is_none_or(|m| m == e.machine_id)
             && (self.kinds.is_empty() || self.kinds.contains(&e.kind))
@@ -153,6 +160,24 @@ impl EventFilter {
 }
 
 impl Cmdb {
+    /// Whether `e` passes `f`, its machine's pool included (a machine that is gone is in none).
+    pub fn event_passes(&self, f: &EventFilter, e: &Event) -> bool {
+        f.matches(e)
+            && f.pools.as_ref().is_none_or(|pools| self.machine_pool(e.machine_id).is_some_and(|p| pools.contains(&p)))
+    }
+
+    /// The pool machine `id` is in, from the index (`None` for a machine that is gone).
+    pub fn machine_pool(&self, id: u64) -> Option<String> {
+        let index = self.inner.index.read().expect("index lock");
+        index.by_id(id).map(|b| b.facet.pool.clone())
+    }
+
+    /// The machines now in `pools`, from the index.
+    pub(super) fn machines_in(&self, pools: &[String]) -> std::collections::HashSet<u64> {
+        let index = self.inner.index.read().expect("index lock");
+        index.ids_in_pools(pools)
+    }
+
     /// Puts an event on machine `id`'s timeline (what a service did to it, such as a firmware
     /// update's progress); a machine that is gone is `NotFound`.
     pub async fn note_event(&self, id: u64, kind: EventKind, detail: serde_json::Value) -> Result<(), CmdbError> {
@@ -207,9 +232,13 @@ impl Cmdb {
         limit: usize,
         scan: usize,
     ) -> Result<(Vec<Event>, Option<u64>), CmdbError> {
+        // Which machines are in the pools is read once, before the scan (the index is not held
+        // through it).
+        let allowed = filter.pools.as_deref().map(|p| self.machines_in(p));
         self.read(move |rtx| {
             let events = rtx.open_table(EVENTS)?;
-            let mut page = PageScan { filter: &filter, limit, scan, out: Vec::new(), looked: 0, last: 0, more: false };
+            let mut page =
+                PageScan { filter: &filter, allowed, limit, scan, out: Vec::new(), looked: 0, last: 0, more: false };
             if let Some(m) = filter.machine {
                 for row in events.range((m, after.saturating_add(1))..=(m, u64::MAX))? {
                     let (k, v) = row?;

@@ -145,6 +145,11 @@ impl Index {
         self.machines.get(&id)
     }
 
+    /// The machines in any of `pools`.
+    pub fn ids_in_pools(&self, pools: &[String]) -> std::collections::HashSet<u64> {
+        self.machines.values().filter(|b| pools.contains(&b.facet.pool)).map(|b| b.id).collect()
+    }
+
     /// Every MAC's unexpired leased addresses at `now`.
     pub fn leased_by_mac(&self, now: u64) -> HashMap<Mac, Vec<Ipv4Addr>> {
         let mut out: HashMap<Mac, Vec<Ipv4Addr>> = HashMap::new();

@@ -30,6 +30,8 @@ pub struct JobFilter {
     /// Only jobs with an id below this (newest first; the page cursor).
     pub before: Option<u64>,
     pub limit: Option<usize>,
+    /// Only jobs of machines now in these pools (a pool-scoped caller's).
+    pub pools: Option<Vec<String>>,
 }
 
 /// Output kept per job (every attempt's together); beyond it nothing is stored.
@@ -216,6 +218,7 @@ impl Cmdb {
     pub async fn jobs(&self, f: JobFilter) -> Result<(Vec<Job>, Option<u64>), CmdbError> {
         let limit = f.limit.unwrap_or(100).min(10_000);
         let before = f.before.unwrap_or(u64::MAX);
+        let allowed = f.pools.as_deref().map(|p| self.machines_in(p));
         self.read(move |rtx| {
             let jobs = rtx.open_table(JOBS)?;
             let machine_jobs = rtx.open_table(MACHINE_JOBS)?;
@@ -230,7 +233,9 @@ impl Cmdb {
                 let id = id?;
                 let Some(v) = jobs.get(id)? else { continue };
                 let job: Job = decode(v.value())?;
-                if f.state.is_some_and(|s| s != job.state) {
+                if f.state.is_some_and(|s| s != job.state)
+                    || allowed.as_ref().is_some_and(|a| !a.contains(&job.machine_id))
+                {
                     continue;
                 }
                 if out.len() >= limit {

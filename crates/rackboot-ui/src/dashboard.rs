@@ -96,7 +96,7 @@ async fn show(
         .await
         .map(|p| p.machines.iter().map(|m| (m.id, m.hostname.clone(), m.updated_at * 1000)).collect())
         .unwrap_or_default();
-    let failed_jobs = JobFilter { machine: None, state: Some(JobState::Failed), before: None, limit: Some(RECENT) };
+    let failed_jobs = JobFilter { state: Some(JobState::Failed), limit: Some(RECENT), ..Default::default() };
     let mut jobs = Vec::new();
     for job in cmdb.jobs(failed_jobs).await.map(|(j, _)| j).unwrap_or_default() {
         jobs.push(job_row(cmdb, job).await);

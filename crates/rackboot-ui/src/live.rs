@@ -87,8 +87,12 @@ pub(super) async fn ended(cmdb: &Cmdb, bearer: &str) {
 /// live feed overflowed. Returns when the page is gone.
 async fn follow(feed: &Feed, mut upto: u64, mut live: tokio::sync::broadcast::Receiver<Arc<Event>>) {
     // Jobs already running when the page opened: their output from here on.
-    let running =
-        JobFilter { machine: Some(feed.machine), state: Some(JobState::Running), before: None, limit: Some(16) };
+    let running = JobFilter {
+        machine: Some(feed.machine),
+        state: Some(JobState::Running),
+        limit: Some(16),
+        ..Default::default()
+    };
     for job in feed.cmdb.jobs(running).await.map(|(jobs, _)| jobs).unwrap_or_default() {
         tokio::spawn(output(feed.clone(), job.id));
     }

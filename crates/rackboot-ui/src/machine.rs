@@ -133,7 +133,7 @@ async fn show(
     let mut events = cmdb.events(m.id, 0, 10_000).await.unwrap_or_default();
     let head = events.last().map_or(0, |e| e.seq);
     let timeline: Vec<EventRow> = events.drain(..).rev().take(TIMELINE).map(|e| EventRow::from(&e)).collect();
-    let filter = JobFilter { machine: Some(m.id), state: None, before: None, limit: Some(JOBS) };
+    let filter = JobFilter { machine: Some(m.id), limit: Some(JOBS), ..Default::default() };
     let (jobs, _) = cmdb.jobs(filter).await.unwrap_or_default();
     let mut job_rows = Vec::new();
     for job in jobs {

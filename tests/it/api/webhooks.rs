@@ -136,6 +136,7 @@ async fn webhooks_deliver_every_state_change_in_order_across_restarts_and_kill_9
         (json!({"url": "https://127.0.0.1/h", "filter": {"kinds": ["no.such"]}}), "not an event kind"),
         (json!({"url": "https://127.0.0.1/h", "tls": {"check": "ca", "pem": "junk"}}), "tls.pem"),
         (json!({"url": "https://127.0.0.1/h", "secret": "short"}), "secret"),
+        (json!({"url": "https://127.0.0.1/h", "filter": {"pools": ["Team A"]}}), "DNS label"),
     ] {
         let (status, answer) = api.call(Method::POST, "/webhooks", Some(body.clone())).await.unwrap();
         assert_eq!(status, 400, "{body}: {answer}");
@@ -190,6 +191,14 @@ async fn webhooks_deliver_every_state_change_in_order_across_restarts_and_kill_9
         .unwrap()["webhook"]["id"]
         .as_u64()
         .unwrap();
+    // And one for one resource pool's machines only (the receiver knows one secret).
+    let pool_z = json!({"kinds": ["machine.state"], "pools": ["team-z"]});
+    let by_pool = api
+        .ok(Method::POST, "/webhooks", Some(json!({"url": url, "filter": pool_z, "tls": pin, "secret": secret})))
+        .await
+        .unwrap()["webhook"]["id"]
+        .as_u64()
+        .unwrap();
     let listed = api.ok(Method::GET, "/webhooks", None).await.unwrap().to_string();
     assert!(!listed.contains(&secret), "the secret is answered once, never listed");
 
@@ -202,6 +211,7 @@ async fn webhooks_deliver_every_state_change_in_order_across_restarts_and_kill_9
             .unwrap();
         ids.push(m["id"].as_u64().unwrap());
     }
+    api.ok(Method::PUT, &format!("/machines/{}/pool", ids[0]), Some(json!({"pool": "team-z"}))).await.unwrap();
     // 1. The receiver is up.
     lifecycle(&api, &ids, "retire").await;
     until(Duration::from_secs(20), "the first deliveries", async || received(&d, hook).len() >= 5).await;
@@ -232,6 +242,16 @@ async fn webhooks_deliver_every_state_change_in_order_across_restarts_and_kill_9
     assert!(got.iter().all(|(seq, _)| want.contains(seq)), "nothing but machine.state events: {got:?}");
     let by_print_firsts: Vec<u64> = received(&d, by_print).iter().filter(|(_, f)| *f).map(|(s, _)| *s).collect();
     assert_eq!(by_print_firsts, want, "the subscription pinning the certificate got them all too");
+    // The pool's subscription: the state changes of team-z's one machine, and nothing else.
+    let z = api.ok(Method::GET, &format!("/events?kind=machine.state&machine={}", ids[0]), None).await.unwrap();
+    let want_z: Vec<u64> = z["events"].as_array().unwrap().iter().map(|e| e["seq"].as_u64().unwrap()).collect();
+    assert_eq!(want_z.len(), 3, "{z}");
+    until(Duration::from_secs(30), "team-z's state changes", async || {
+        received(&d, by_pool).iter().filter(|(_, first)| *first).count() >= want_z.len()
+    })
+    .await;
+    let pool_firsts: Vec<u64> = received(&d, by_pool).iter().filter(|(_, f)| *f).map(|(s, _)| *s).collect();
+    assert_eq!(pool_firsts, want_z, "only the pool's machine's events");
     // rackboot's own check agrees with the receiver's on a delivery rackboot signed.
     let first: Value =
         serde_json::from_str(std::fs::read_to_string(d.join("deliveries.jsonl")).unwrap().lines().next().unwrap())

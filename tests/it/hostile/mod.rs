@@ -31,6 +31,7 @@ mod logins;
 mod mac_flood;
 mod operator;
 mod plugins;
+mod pool_reads;
 mod pools;
 mod revoked;
 mod seeds;

@@ -70,13 +70,40 @@ pub fn scope() -> Option<Scope> {
     SCOPE.try_with(Scope::clone).ok()
 }
 
+/// Lets the call reach something of `pool` (`None`: of no pool, e.g. its machine is gone),
+/// named `what` ("machine 7"): always for a caller who is not pool-scoped; for one who is,
+/// a pool of theirs with the role the call needs. Another pool's thing is not there (404 as
+/// a missing one: nothing tells it exists); in a pool of theirs where their role is too low,
+/// 403.
+pub fn admit(pool: Option<&str>, what: &str) -> Result<(), ApiError> {
+    let Some(scope) = scope() else { return Ok(()) };
+    match pool.and_then(|p| scope.pools.get(p).map(|r| (p, *r))) {
+        None => Err(crate::cmdb::CmdbError::NotFound(what.to_string()).into()),
+        Some((pool, r)) if r < scope.need => Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            format!("this needs role {} in pool {pool}; you have {} there", scope.need.as_str(), r.as_str()),
+        )),
+        Some(_) => Ok(()),
+    }
+}
+
+/// The pools a pool-scoped caller may act in with the role the call needs (`None`: the caller
+/// is not pool-scoped), for lists and selections.
+pub fn pools_for_call() -> Option<Vec<String>> {
+    scope().map(|sc| sc.pools.into_iter().filter(|(_, r)| *r >= sc.need).map(|(p, _)| p).collect())
+}
+
 /// The calls a pool-scoped user may make: those whose handlers filter or check by pool (the
-/// machine list, a machine and everything under it, through `machines::resolve`), and their
-/// own identity and tokens. Everything else is refused to them until it knows pools (racks,
-/// tasks, jobs, the event log and stream, webhooks, the inventory, metrics, the web UI).
+/// machine list, a machine and everything under it, through `machines::resolve`; racks to
+/// read; jobs; the event log and stream; the Ansible inventory), and their own identity and tokens. Everything else
+/// is refused to them until it knows pools (writing racks, which places machines and so moves
+/// them between pools; tasks, webhooks, metrics, users, the web UI).
 fn pool_aware(method: &axum::http::Method, route: &str) -> bool {
-    matches!(route, "/auth/whoami" | "/tokens" | "/tokens/{id}")
-        || (route == "/machines" && *method == axum::http::Method::GET)
+    let get = *method == axum::http::Method::GET;
+    matches!(route, "/auth/whoami" | "/tokens" | "/tokens/{id}" | "/events" | "/events/stream")
+        || (matches!(route, "/machines" | "/racks" | "/racks/{name}" | "/inventory/ansible") && get)
+        || route == "/jobs"
+        || route.starts_with("/jobs/{id}")
         || route == "/machines/{id}"
         // Placing a machine in a rack moves it to the rack's pool: not a pool user's to say.
         || (route.starts_with("/machines/{id}/") && route != "/machines/{id}/placement")

@@ -91,7 +91,9 @@ async fn filter(
             k => kinds.push(k),
         }
     }
-    Ok(EventFilter { machine, kinds, state, since_ms: None })
+    // A pool-scoped caller sees the events of their pools' machines only.
+    let pools = super::auth::scope().map(|sc| sc.pools.into_keys().collect());
+    Ok(EventFilter { machine, kinds, state, since_ms: None, pools })
 }
 
 /// Every machine's events, oldest first, filtered on the server.
@@ -229,7 +231,7 @@ async fn follow(
             Ok(e) if e.seq <= upto => {}
             Ok(e) => {
                 upto = e.seq;
-                if f.matches(&e) && tx.send(sse(&e)).await.is_err() {
+                if cmdb.event_passes(&f, &e) && tx.send(sse(&e)).await.is_err() {
                     return;
                 }
             }

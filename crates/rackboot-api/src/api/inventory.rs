@@ -85,15 +85,18 @@ fn unsafe_text(v: &Option<String>) -> Option<Unsafe> {
     v.as_ref().map(|text| Unsafe { text: text.clone() })
 }
 
-/// Every machine as an Ansible dynamic inventory (`rackboot inventory --ansible`; the book has
+/// Every machine (a pool-scoped caller's: their pools') as an Ansible dynamic inventory (`rackboot inventory --ansible`; the book has
 /// the two-line inventory script).
 #[utoipa::path(get, path = "/inventory/ansible", tag = "machines",
     responses((status = 200, description = "The inventory", body = AnsibleInventory)))]
 async fn ansible(State(s): State<ApiState>) -> Result<Json<AnsibleInventory>, ApiError> {
     let mut machines = Vec::new();
     let mut after = None;
+    // A pool-scoped caller's inventory holds their pools' machines only.
+    let pools = super::auth::pools_for_call();
     loop {
-        let page = s.cmdb.list_machines(MachineFilter { after, limit: Some(1000), ..Default::default() }).await?;
+        let f = MachineFilter { after, limit: Some(1000), pools: pools.clone(), ..Default::default() };
+        let page = s.cmdb.list_machines(f).await?;
         machines.extend(page.machines);
         match page.next_after {
             Some(id) => after = Some(id),

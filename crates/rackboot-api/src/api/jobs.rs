@@ -72,7 +72,11 @@ async fn submit(
     let machines = match (&req.machine, &req.tag) {
         (Some(m), None) => vec![resolve(&s, m).await?.id],
         (None, Some(t)) => {
-            let ids = s.hub.cmdb.machines_with_tag(t.clone()).await?;
+            let mut ids = s.hub.cmdb.machines_with_tag(t.clone()).await?;
+            // A pool-scoped caller's tag reaches their pools' machines (where they operate) only.
+            if let Some(pools) = super::auth::pools_for_call() {
+                ids.retain(|id| s.cmdb.machine_pool(*id).is_some_and(|p| pools.contains(&p)));
+            }
             if ids.is_empty() {
                 return Err(ApiError::not_found(format!("no machine has tag {t:?}")));
             }
@@ -140,7 +144,8 @@ async fn list(
     };
     let before = page::key("jobs", q.cursor.as_deref())?;
     let limit = Some(page::limit(q.limit, 100)?);
-    let (jobs, next) = s.hub.cmdb.jobs(JobFilter { machine, state: q.state, before, limit }).await?;
+    let pools = super::auth::pools_for_call();
+    let (jobs, next) = s.hub.cmdb.jobs(JobFilter { machine, state: q.state, before, limit, pools }).await?;
     Ok(Json(JobList { jobs, next_cursor: next.map(|id| page::cursor("jobs", id)) }))
 }
 
@@ -175,7 +180,15 @@ pub struct JobList {
 #[utoipa::path(get, path = "/jobs/{id}", tag = "jobs", params(("id" = u64, Path, description = "Job id")),
     responses((status = 200, description = "The job", body = Job)))]
 async fn show(State(s): State<ApiState>, Path(id): Path<u64>) -> Result<Json<Job>, ApiError> {
-    Ok(Json(s.hub.cmdb.job(id).await?))
+    Ok(Json(visible(&s, id).await?))
+}
+
+/// Job `id`, if the caller may reach it: a pool-scoped caller, only a job of their pools'
+/// machines (another's answers 404 as a missing one).
+async fn visible(s: &ApiState, id: u64) -> Result<Job, ApiError> {
+    let job = s.hub.cmdb.job(id).await?;
+    super::auth::admit(s.cmdb.machine_pool(job.machine_id).as_deref(), &format!("job {id}"))?;
+    Ok(job)
 }
 
 /// How to read a job's output.
@@ -213,6 +226,7 @@ async fn output(
     q: Result<Query<OutputQuery>, QueryRejection>,
 ) -> Result<Response, ApiError> {
     let Query(q) = q?;
+    visible(&s, id).await?;
     if !q.follow {
         let job = s.hub.cmdb.job(id).await?;
         let stored = s.hub.cmdb.output(id).await?;
@@ -300,6 +314,7 @@ fn done_event(j: &crate::jobs::Job) -> Event {
     responses((status = 200, description = "The cancelled job", body = Job),
         (status = 409, description = "The job has finished already", body = super::Problem, content_type = "application/problem+json")))]
 async fn cancel(State(s): State<ApiState>, Path(id): Path<u64>) -> Result<Json<Job>, ApiError> {
+    visible(&s, id).await?;
     let job = s.hub.cmdb.cancel_job(id).await?;
     s.hub.publish(id, JobEvent::Done(Box::new(job.clone())));
     Ok(Json(job))

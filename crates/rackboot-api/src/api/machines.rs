@@ -25,31 +25,15 @@ pub fn routes() -> OpenApiRouter<ApiState> {
 
 /// Resolves `{id}`: a numeric machine id or any of the machine's MACs.
 pub(super) async fn resolve(s: &ApiState, key: &str) -> Result<Machine, ApiError> {
-    let (m, hidden) = if let Ok(id) = key.parse::<u64>() {
-        (s.cmdb.machine(id).await?, crate::cmdb::CmdbError::NotFound(format!("machine {id}")))
+    let (m, what) = if let Ok(id) = key.parse::<u64>() {
+        (s.cmdb.machine(id).await?, format!("machine {id}"))
     } else {
         let mac: Mac = key.parse().map_err(|e: crate::mac::ParseMacError| ApiError::field("id", e.to_string()))?;
-        (s.cmdb.machine_by_mac(mac).await?, crate::cmdb::CmdbError::NotFound(format!("machine with MAC {mac}")))
+        (s.cmdb.machine_by_mac(mac).await?, format!("machine with MAC {mac}"))
     };
     // A pool-scoped caller sees only their pools' machines: another's is not there (the same
     // 404 as a machine that does not exist), and acts on them only with their role there.
-    if let Some(scope) = super::auth::scope() {
-        match scope.pools.get(&m.pool) {
-            None => return Err(hidden.into()),
-            Some(r) if *r < scope.need => {
-                return Err(ApiError::new(
-                    axum::http::StatusCode::FORBIDDEN,
-                    format!(
-                        "this needs role {} in pool {}; you have {} there",
-                        scope.need.as_str(),
-                        m.pool,
-                        r.as_str()
-                    ),
-                ))
-            }
-            Some(_) => {}
-        }
-    }
+    super::auth::admit(Some(&m.pool), &what)?;
     Ok(m)
 }
 

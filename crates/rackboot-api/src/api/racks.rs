@@ -64,7 +64,31 @@ fn name_in_path(name: &str) -> Result<(), ApiError> {
 #[utoipa::path(get, path = "/racks", tag = "racks",
     responses((status = 200, description = "Every rack", body = RackList)))]
 async fn list(State(s): State<ApiState>) -> Result<Json<RackList>, ApiError> {
-    Ok(Json(RackList { racks: s.cmdb.racks().await?.into_iter().map(Rack::shown).collect() }))
+    let scope = super::auth::scope();
+    let racks =
+        s.cmdb.racks().await?.into_iter().filter(|r| scope.as_ref().is_none_or(|sc| sc.pools.contains_key(&r.pool)));
+    Ok(Json(RackList { racks: racks.map(Rack::shown).collect() }))
+}
+
+/// The rack as the caller may see it: a pool-scoped caller sees only their pools' racks
+/// (another's is not there: 404 as a missing one), and in them only their pools' machines (one
+/// an admin moved elsewhere is left out, with the flags that concern only such machines).
+pub async fn visible_view(s: &ApiState, name: String) -> Result<RackView, ApiError> {
+    let mut view = s.cmdb.rack_view(name.clone()).await?;
+    let Some(scope) = super::auth::scope() else { return Ok(view) };
+    if !scope.pools.contains_key(&view.rack.pool) {
+        return Err(crate::cmdb::CmdbError::NotFound(format!("rack {name}")).into());
+    }
+    let seen = |id: &u64| s.cmdb.machine_pool(*id).is_some_and(|p| scope.pools.contains_key(&p));
+    for slot in &mut view.slots {
+        slot.machines.retain(|m| seen(&m.id));
+    }
+    view.flags.retain_mut(|f| {
+        let any = f.machines.is_empty();
+        f.machines.retain(|id| seen(id));
+        any || !f.machines.is_empty()
+    });
+    Ok(view)
 }
 
 /// Creates a rack. Machines already seen are placed at once; others as they boot.
@@ -113,7 +137,7 @@ pub async fn import_machines(s: &ApiState, name: String, csv: &str) -> Result<Ra
     responses((status = 200, description = "The rack, its elevation and flags", body = RackView)))]
 async fn show(State(s): State<ApiState>, Path(name): Path<String>) -> Result<Json<RackView>, ApiError> {
     name_in_path(&name)?;
-    Ok(Json(s.cmdb.rack_view(name).await?))
+    Ok(Json(visible_view(&s, name).await?))
 }
 
 /// Replaces a rack's description (the body's name must be the path's); its machines are

@@ -99,7 +99,8 @@ impl Worker {
             };
             let before = cursor;
             for e in &events {
-                if self.hook.filter.matches(e, &cmdb.machine_tags(e.machine_id)) {
+                let (tags, pool) = (cmdb.machine_tags(e.machine_id), cmdb.machine_pool(e.machine_id));
+                if self.hook.filter.matches(e, &tags, pool.as_deref()) {
                     match self.deliver(e, &stop).await {
                         Outcome::Delivered { status, at, after_failures } => {
                             delivered += 1;

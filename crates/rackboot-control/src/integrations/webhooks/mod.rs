@@ -162,8 +162,11 @@ impl Webhooks {
             return Err(CmdbError::Invalid(format!("filter.kinds: {k:?} is not an event kind")));
         }
         let bad = |what: &str| CmdbError::Invalid(format!("filter: {what}"));
-        if filter.kinds.len() > 64 || filter.states.len() > 16 || filter.tags.len() > 16 {
-            return Err(bad("at most 64 kinds, 16 states and 16 tags"));
+        if filter.kinds.len() > 64 || filter.states.len() > 16 || filter.tags.len() > 16 || filter.pools.len() > 16 {
+            return Err(bad("at most 64 kinds, 16 states, 16 tags and 16 pools"));
+        }
+        if let Some(e) = filter.pools.iter().find_map(|p| rackboot_model::pools::check(p).err()) {
+            return Err(bad(&e));
         }
         if filter.tags.iter().any(|t| t.is_empty() || t.chars().count() > 64) {
             return Err(bad("a tag is 1-64 characters"));

@@ -235,7 +235,9 @@ Examples:
         cmd: TangCmd,
     },
     /// The audit log (admin): every change through the API, refused changes and failed logins.
-    #[command(after_help = "Examples:\n  rackboot audit --limit 20\n  rackboot audit --user alice --outcome denied")]
+    #[command(
+        after_help = "Examples:\n  rackboot audit --limit 20\n  rackboot audit --user alice --outcome denied\n  rackboot audit --pool team-a"
+    )]
     Audit {
         #[command(flatten)]
         api: ApiArgs,

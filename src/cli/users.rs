@@ -88,6 +88,9 @@ pub(super) struct AuditArgs {
     /// Only ok, denied (401/403), limited (429) or failed calls.
     #[arg(long)]
     outcome: Option<String>,
+    /// Only calls that acted on something in this resource pool.
+    #[arg(long)]
+    pool: Option<String>,
     /// Only entries at or after this moment (Unix milliseconds).
     #[arg(long, value_name = "MS")]
     since: Option<u64>,
@@ -255,9 +258,9 @@ pub(super) async fn tokens(c: ApiClient, cmd: TokensCmd) -> anyhow::Result<()> {
 }
 
 pub(super) async fn audit(c: ApiClient, a: AuditArgs) -> anyhow::Result<()> {
-    let AuditArgs { user, method, status, outcome, since, until, limit } = a;
+    let AuditArgs { user, method, status, outcome, pool, since, until, limit } = a;
     let mut query = vec![format!("limit={}", limit.clamp(1, 10_000))];
-    for (k, v) in [("user", user), ("method", method), ("outcome", outcome)] {
+    for (k, v) in [("user", user), ("method", method), ("outcome", outcome), ("pool", pool)] {
         if let Some(v) = v {
             query.push(format!("{k}={}", enc(&v)));
         }
@@ -269,8 +272,8 @@ pub(super) async fn audit(c: ApiClient, a: AuditArgs) -> anyhow::Result<()> {
     }
     let (mut printed, mut cursor) = (0, None::<String>);
     println!(
-        "{:>7} {:<13} {:<16} {:<16} {:<15} {:<6} {:<30} {:>6} PARAMS",
-        "SEQ", "AT_MS", "USER", "TOKEN", "FROM", "METHOD", "ROUTE", "STATUS"
+        "{:>7} {:<13} {:<16} {:<16} {:<15} {:<6} {:<30} {:>6} {:<16} PARAMS",
+        "SEQ", "AT_MS", "USER", "TOKEN", "FROM", "METHOD", "ROUTE", "STATUS", "POOLS"
     );
     while printed < limit {
         let c_q = cursor.as_ref().map(|c| format!("&cursor={c}")).unwrap_or_default();
@@ -278,8 +281,10 @@ pub(super) async fn audit(c: ApiClient, a: AuditArgs) -> anyhow::Result<()> {
         for e in v["entries"].as_array().into_iter().flatten().take(limit - printed) {
             let params: Vec<String> =
                 e["params"].as_object().into_iter().flatten().map(|(k, v)| format!("{k}={}", s(v))).collect();
+            let pools: Vec<String> = e["pools"].as_array().into_iter().flatten().map(s).collect();
+            let pools = if pools.is_empty() { "-".to_string() } else { pools.join(",") };
             println!(
-                "{:>7} {:<13} {:<16} {:<16} {:<15} {:<6} {:<30} {:>6} {}",
+                "{:>7} {:<13} {:<16} {:<16} {:<15} {:<6} {:<30} {:>6} {:<16} {}",
                 s(&e["seq"]),
                 s(&e["at_ms"]),
                 s(&e["user"]),
@@ -288,6 +293,7 @@ pub(super) async fn audit(c: ApiClient, a: AuditArgs) -> anyhow::Result<()> {
                 s(&e["method"]),
                 s(&e["route"]),
                 s(&e["status"]),
+                pools,
                 params.join(",")
             );
             printed += 1;

@@ -58,6 +58,10 @@ pub struct AuditEntry {
     /// HTTP status of the answer.
     pub status: u16,
     pub outcome: Outcome,
+    /// The resource pools of what the call acted on (a machine's, a rack's, a job's machine's;
+    /// both for a move between pools); absent when it acted on nothing in a pool.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pools: Vec<String>,
 }
 
 /// Which entries a page holds.
@@ -67,6 +71,8 @@ pub struct AuditFilter {
     pub method: Option<String>,
     pub status: Option<u16>,
     pub outcome: Option<Outcome>,
+    /// Only calls that acted on something in this pool.
+    pub pool: Option<String>,
     /// Unix milliseconds, inclusive.
     pub since_ms: Option<u64>,
     /// Unix milliseconds, exclusive.
@@ -112,6 +118,7 @@ impl Cmdb {
                     && f.method.as_ref().is_none_or(|m| e.method.eq_ignore_ascii_case(m))
                     && f.status.is_none_or(|s| e.status == s)
                     && f.outcome.is_none_or(|o| e.outcome == o)
+                    && f.pool.as_ref().is_none_or(|p| e.pools.contains(p))
                     && f.until_ms.is_none_or(|u| e.at_ms < u);
                 if !keep {
                     continue;

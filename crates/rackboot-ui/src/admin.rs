@@ -41,6 +41,8 @@ pub struct AuditQuery {
     method: String,
     #[serde(default)]
     outcome: String,
+    #[serde(default)]
+    pool: String,
     before: Option<u64>,
 }
 
@@ -55,6 +57,10 @@ async fn audit(
     let q = q.map(|Query(q)| q).unwrap_or_default();
     if q.user.len() > 64 || q.method.len() > 16 {
         return message(&s.views, StatusCode::BAD_REQUEST, "Audit log", "user or method too long", &session);
+    }
+    let pool = Some(q.pool.trim().to_string()).filter(|p| !p.is_empty());
+    if let Some(Err(e)) = pool.as_deref().map(rackboot_model::pools::check) {
+        return message(&s.views, StatusCode::BAD_REQUEST, "Audit log", &e, &session);
     }
     let outcome = match q.outcome.as_str() {
         "" => None,
@@ -71,6 +77,7 @@ async fn audit(
         method: some(&q.method).map(|m| m.to_ascii_uppercase()),
         status: None,
         outcome,
+        pool,
         since_ms: None,
         until_ms: None,
         before: q.before,
@@ -80,7 +87,13 @@ async fn audit(
         Ok(page) => page,
         Err(e) => return message(&s.views, StatusCode::INTERNAL_SERVER_ERROR, "Audit log", &e.to_string(), &session),
     };
-    let keep = format!("user={}&method={}&outcome={}", urlencode(&q.user), urlencode(&q.method), urlencode(&q.outcome));
+    let keep = format!(
+        "user={}&method={}&outcome={}&pool={}",
+        urlencode(&q.user),
+        urlencode(&q.method),
+        urlencode(&q.outcome),
+        urlencode(&q.pool)
+    );
     let ctx = minijinja::context! {
         user => &session.caller.user, role => session.caller.role.as_str(), csrf => &session.csrf,
         operator => session.operator(), q => V::from(Serde(&q)), entries => V::from(Serde(&entries)),

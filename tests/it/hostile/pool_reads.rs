@@ -138,4 +138,25 @@ async fn two_teams_read_only_their_own_racks_events_jobs_and_inventory() {
     assert!(inv.contains("\"a1\"") && !inv.contains("\"a2\"") && !inv.contains("\"b1\""), "{inv}");
     let inv = api.ok(Method::GET, "/inventory/ansible", None).await.unwrap().to_string();
     assert!(inv.contains("\"a1\"") && inv.contains("\"a2\"") && inv.contains("\"b1\""), "{inv}");
+
+    // The audit log names the pools each change acted in, and filters by them.
+    let entries = |v: Value| -> Vec<(String, String, Vec<String>)> {
+        let pools =
+            |e: &Value| e["pools"].as_array().map(|a| a.iter().map(|p| p.as_str().unwrap().to_string()).collect());
+        let one = |e: &Value| {
+            (e["user"].as_str().unwrap().into(), e["route"].as_str().unwrap().into(), pools(e).unwrap_or_default())
+        };
+        v["entries"].as_array().unwrap().iter().map(one).collect()
+    };
+    let all = entries(api.ok(Method::GET, "/audit?limit=1000", None).await.unwrap());
+    let find = |user: &str, route: &str| all.iter().find(|(u, r, _)| u == user && r == route).map(|e| e.2.clone());
+    assert_eq!(find("admin", "/machines/{id}/pool"), Some(vec!["team-a".into(), "team-b".into()]), "from and to");
+    assert_eq!(find("ob", "/jobs/{id}/cancel"), Some(vec!["team-b".into()]));
+    assert_eq!(find("ob", "/racks").map(|p| p.is_empty()), Some(true), "refused before it acted: {all:?}");
+    let b = entries(api.ok(Method::GET, "/audit?pool=team-b&limit=1000", None).await.unwrap());
+    assert!(b.iter().all(|(_, _, p)| p.contains(&"team-b".to_string())), "{b:?}");
+    assert!(b.iter().any(|(u, r, _)| u == "ob" && r == "/jobs"), "{b:?}");
+    assert_eq!(b.iter().filter(|(_, r, _)| r == "/racks/{name}/csv").count(), 1, "rb's, not ra's: {b:?}");
+    let (s, _) = api.call(Method::GET, "/audit?pool=Team%20B", None).await.unwrap();
+    assert_eq!(s, 400);
 }

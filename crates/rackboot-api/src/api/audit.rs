@@ -32,6 +32,10 @@ pub struct AuditQuery {
     #[param(minimum = 100, maximum = 599)]
     status: Option<u16>,
     outcome: Option<Outcome>,
+    /// Only calls that acted on something in this resource pool.
+    #[serde(default, deserialize_with = "super::page::empty_none")]
+    #[param(pattern = r"^[a-z0-9]([a-z0-9-]{0,30}[a-z0-9])?$")]
+    pool: Option<String>,
     /// Only entries at or after this moment (Unix milliseconds).
     #[param(maximum = 253402300799999_u64)]
     since: Option<u64>,
@@ -82,7 +86,11 @@ async fn list(
     if q.method.as_ref().is_some_and(|m| m.chars().count() > 16) {
         return Err(ApiError::field("method", "a method is at most 16 characters"));
     }
+    if let Some(p) = &q.pool {
+        rackboot_model::pools::check(p).map_err(|e| ApiError::field("pool", e))?;
+    }
     let filter = AuditFilter {
+        pool: q.pool,
         user: q.user,
         method: q.method,
         status: q.status,

@@ -58,6 +58,28 @@ tokio::task_local! {
     static SCOPE: Scope;
 }
 
+tokio::task_local! {
+    /// The pools of what the call being handled acted on, for its audit entry.
+    static TOUCHED: Touched;
+}
+
+/// Pools a call acted on (a handful at most: a tag's machines may span several).
+#[derive(Debug, Clone, Default)]
+struct Touched(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
+
+/// Pools one audit entry names, at most.
+const MAX_TOUCHED: usize = 16;
+
+/// Records that the call being handled acts on something in `pool`, for its audit entry.
+pub fn touched(pool: &str) {
+    let _ = TOUCHED.try_with(|t| {
+        let mut v = t.0.lock().expect("touched lock");
+        if !v.iter().any(|p| p == pool) && v.len() < MAX_TOUCHED {
+            v.push(pool.to_string());
+        }
+    });
+}
+
 /// What a pool-scoped call may reach.
 #[derive(Debug, Clone)]
 pub struct Scope {
@@ -76,6 +98,9 @@ pub fn scope() -> Option<Scope> {
 /// a missing one: nothing tells it exists); in a pool of theirs where their role is too low,
 /// 403.
 pub fn admit(pool: Option<&str>, what: &str) -> Result<(), ApiError> {
+    if let Some(p) = pool {
+        touched(p);
+    }
     let Some(scope) = scope() else { return Ok(()) };
     match pool.and_then(|p| scope.pools.get(p).map(|r| (p, *r))) {
         None => Err(crate::cmdb::CmdbError::NotFound(what.to_string()).into()),
@@ -128,40 +153,50 @@ pub async fn guard(State(s): State<ApiState>, mut req: Request, next: Next) -> R
         req.extensions().get::<ConnectInfo<SocketAddr>>().map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |c| c.0.ip());
     req.extensions_mut().insert(Peer(peer));
     let mut caller = None;
-    let resp = match policy::required(&method, &route, s.auth.cfg.public_openapi) {
-        Access::Public => next.run(req).await,
-        Access::Role(need) => match authenticate(&s, req.headers()).await {
-            Err(e) => e.into_response(),
-            Ok(c) if c.pools.is_some() => {
-                let pools = c.pools.clone().unwrap_or_default();
-                let best = pools.values().max().copied();
-                req.extensions_mut().insert(c.clone());
-                caller = Some(c);
-                if !pool_aware(&method, &route) {
-                    let names: Vec<&str> = pools.keys().map(String::as_str).collect();
-                    let detail =
-                        format!("this user acts only in pools {}: {method} {route} is not for them", names.join(", "));
-                    ApiError::new(StatusCode::FORBIDDEN, detail).into_response()
-                } else if best < Some(need) {
-                    let detail = format!("{method} {route} needs role {} in a pool", need.as_str());
-                    ApiError::new(StatusCode::FORBIDDEN, detail).into_response()
-                } else {
-                    SCOPE.scope(Scope { pools, need }, next.run(req)).await
-                }
+    let pools = Touched::default();
+    let resp = TOUCHED
+        .scope(pools.clone(), async {
+            match policy::required(&method, &route, s.auth.cfg.public_openapi) {
+                Access::Public => next.run(req).await,
+                Access::Role(need) => match authenticate(&s, req.headers()).await {
+                    Err(e) => e.into_response(),
+                    Ok(c) if c.pools.is_some() => {
+                        let pools = c.pools.clone().unwrap_or_default();
+                        let best = pools.values().max().copied();
+                        req.extensions_mut().insert(c.clone());
+                        caller = Some(c);
+                        if !pool_aware(&method, &route) {
+                            let names: Vec<&str> = pools.keys().map(String::as_str).collect();
+                            let detail = format!(
+                                "this user acts only in pools {}: {method} {route} is not for them",
+                                names.join(", ")
+                            );
+                            ApiError::new(StatusCode::FORBIDDEN, detail).into_response()
+                        } else if best < Some(need) {
+                            let detail = format!("{method} {route} needs role {} in a pool", need.as_str());
+                            ApiError::new(StatusCode::FORBIDDEN, detail).into_response()
+                        } else {
+                            SCOPE.scope(Scope { pools, need }, next.run(req)).await
+                        }
+                    }
+                    Ok(c) if c.role < need => {
+                        let detail = format!(
+                            "{method} {route} needs role {}; this token acts as {}",
+                            need.as_str(),
+                            c.role.as_str()
+                        );
+                        caller = Some(c);
+                        ApiError::new(StatusCode::FORBIDDEN, detail).into_response()
+                    }
+                    Ok(c) => {
+                        req.extensions_mut().insert(c.clone());
+                        caller = Some(c);
+                        next.run(req).await
+                    }
+                },
             }
-            Ok(c) if c.role < need => {
-                let detail =
-                    format!("{method} {route} needs role {}; this token acts as {}", need.as_str(), c.role.as_str());
-                caller = Some(c);
-                ApiError::new(StatusCode::FORBIDDEN, detail).into_response()
-            }
-            Ok(c) => {
-                req.extensions_mut().insert(c.clone());
-                caller = Some(c);
-                next.run(req).await
-            }
-        },
-    };
+        })
+        .await;
     if policy::is_audited(&method, &route) {
         let tried = resp.extensions().get::<LoginAttempt>().map(|a| a.0.clone());
         let status = resp.status().as_u16();
@@ -176,6 +211,7 @@ pub async fn guard(State(s): State<ApiState>, mut req: Request, next: Next) -> R
             params,
             status,
             outcome: Outcome::of(status),
+            pools: std::mem::take(&mut *pools.0.lock().expect("touched lock")),
         };
         if let Err(error) = s.cmdb.append_audit(entry, s.auth.cfg.audit_max_entries).await {
             tracing::error!(%error, "audit entry not written");

@@ -80,6 +80,9 @@ async fn submit(
             if ids.is_empty() {
                 return Err(ApiError::not_found(format!("no machine has tag {t:?}")));
             }
+            for p in ids.iter().filter_map(|id| s.cmdb.machine_pool(*id)) {
+                super::auth::touched(&p);
+            }
             ids
         }
         _ => return Err(ApiError::field("machine", "give exactly one of \"machine\" (id or MAC) and \"tag\"")),

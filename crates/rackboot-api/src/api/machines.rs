@@ -117,7 +117,9 @@ async fn create(
 ) -> Result<(StatusCode, Json<Machine>), ApiError> {
     let Json(mut new) = body?;
     once_each(&mut new.macs);
-    Ok((StatusCode::CREATED, Json(s.cmdb.create_machine(new).await?.shown())))
+    let m = s.cmdb.create_machine(new).await?;
+    super::auth::touched(&m.pool);
+    Ok((StatusCode::CREATED, Json(m.shown())))
 }
 
 /// One machine, by id or any of its MACs.

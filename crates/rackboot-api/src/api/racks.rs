@@ -106,6 +106,12 @@ async fn create(
 /// Checks and stores a new rack (or, `replace`, the rack of its name); its elevation. The web
 /// form calls this too.
 pub async fn store_rack(s: &ApiState, spec: RackSpec, replace: bool) -> Result<RackView, ApiError> {
+    super::auth::touched(&spec.pool);
+    if replace {
+        if let Ok(old) = s.cmdb.rack(spec.name.clone()).await {
+            super::auth::touched(&old.pool);
+        }
+    }
     let cat = catalog(s, &spec).await?;
     let rack = racks::validate(spec, &cat, now_secs()).map_err(ApiError::bad)?;
     let rack = s.cmdb.put_rack(rack, replace).await?;
@@ -120,6 +126,7 @@ pub async fn create_rack(s: &ApiState, spec: RackSpec) -> Result<RackView, ApiEr
 /// Replaces the rack's machine list from CSV text; its elevation. The web form calls this too.
 pub async fn import_machines(s: &ApiState, name: String, csv: &str) -> Result<RackView, ApiError> {
     name_in_path(&name)?;
+    super::auth::touched(&s.cmdb.rack(name.clone()).await?.pool);
     let rows = racks::csv::parse(csv, MAX_SLOTS as usize).map_err(|e| ApiError::field("csv", e))?;
     let networks = s.cmdb.provisioning_networks();
     let outside = |ip: &std::net::Ipv4Addr| !networks.is_empty() && !networks.iter().any(|n| n.contains(ip));
@@ -165,6 +172,7 @@ async fn replace(
     responses((status = 204, description = "Deleted")))]
 async fn remove(State(s): State<ApiState>, Path(name): Path<String>) -> Result<StatusCode, ApiError> {
     name_in_path(&name)?;
+    super::auth::touched(&s.cmdb.rack(name.clone()).await?.pool);
     s.cmdb.delete_rack(name.clone()).await?;
     // Its user-data goes with it.
     s.cmdb.set_user_data(crate::cmdb::userdata::Owner::Rack(name), None).await?;

@@ -214,6 +214,7 @@ async fn create(
         }
     }
     for m in &machines {
+        super::auth::touched(&m.pool);
         if m.state == MachineState::Installed && !spec.reinstall {
             return Err(ApiError::conflict(format!("machine {} is installed; set \"reinstall\": true", m.id)));
         }

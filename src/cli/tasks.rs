@@ -36,6 +36,10 @@ pub(super) struct CreateTask {
     /// Addresses to reserve for the machines, FIRST-LAST, e.g. 198.18.0.60-198.18.0.69.
     #[arg(long)]
     ip_pool: Option<String>,
+    /// The resource pool the task acts in (its machines must all be of it; --next takes its
+    /// ready machines); default: the pool the machines share.
+    #[arg(long)]
+    pool: Option<String>,
     /// Target disk, e.g. /dev/sda; auto: the largest, or the one --root-device picks.
     #[arg(long, default_value = "auto")]
     disk: String,
@@ -148,6 +152,7 @@ pub(super) async fn tasks(c: ApiClient, cmd: TasksCmd) -> anyhow::Result<()> {
                 commission,
                 hostname,
                 ip_pool,
+                pool,
                 disk,
                 root_device,
                 layout,
@@ -173,6 +178,7 @@ pub(super) async fn tasks(c: ApiClient, cmd: TasksCmd) -> anyhow::Result<()> {
                 ("commission", commission),
                 ("hostname_pattern", hostname),
                 ("ip_pool", ip_pool),
+                ("pool", pool),
             ] {
                 if let Some(v) = v {
                     body[k] = json!(v);

@@ -116,6 +116,19 @@ pub struct TaskSpec {
     /// is configured and installed; a failed test fails its run, the test named.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub commission: Option<String>,
+    /// The resource pool the task acts in: its machines are all of it (with `next`, only its
+    /// ready machines are taken). When not given, the pool its machines share (`default` for
+    /// `next`); a stored task without one is of `default`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(pattern = r"^[a-z0-9]([a-z0-9-]{0,30}[a-z0-9])?$")]
+    pub pool: Option<String>,
+}
+
+impl TaskSpec {
+    /// The pool the task acts in.
+    pub fn pool(&self) -> &str {
+        self.pool.as_deref().unwrap_or(crate::pools::DEFAULT)
+    }
 }
 
 fn auto() -> String {

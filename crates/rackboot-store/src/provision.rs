@@ -145,19 +145,28 @@ impl Cmdb {
         self.read(move |rtx| super::store::get(&rtx.open_table(TASKS)?, id)).await
     }
 
-    /// Tasks, newest first.
-    /// Tasks newest first, below id `before`, with the id the next page starts below.
-    pub async fn tasks(&self, before: Option<u64>, limit: usize) -> Result<(Vec<Task>, Option<u64>), CmdbError> {
+    /// Tasks below id `before`, newest first, at most `limit`; with `pools`, only those acting
+    /// in them. With the cursor of the next page.
+    pub async fn tasks(
+        &self,
+        before: Option<u64>,
+        limit: usize,
+        pools: Option<Vec<String>>,
+    ) -> Result<(Vec<Task>, Option<u64>), CmdbError> {
         self.read(move |rtx| {
             let t = rtx.open_table(TASKS)?;
             let (mut out, mut last, mut next) = (Vec::new(), None, None);
             for row in t.range(..before.unwrap_or(u64::MAX))?.rev() {
                 let (k, v) = row?;
+                let task: Task = decode(v.value())?;
+                if pools.as_ref().is_some_and(|p| !p.iter().any(|p| p == task.spec.pool())) {
+                    continue;
+                }
                 if out.len() >= limit {
                     next = last;
                     break;
                 }
-                out.push(decode(v.value())?);
+                out.push(task);
                 last = Some(k.value());
             }
             Ok((out, next))

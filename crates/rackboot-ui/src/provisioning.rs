@@ -54,7 +54,7 @@ async fn tasks(
     q: Result<Query<TasksQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Response {
     let q = q.map(|Query(q)| q).unwrap_or_default();
-    let (tasks, next) = match s.api.cmdb.tasks(q.before, PAGE).await {
+    let (tasks, next) = match s.api.cmdb.tasks(q.before, PAGE, None).await {
         Ok(t) => t,
         Err(e) => return message(&s.views, StatusCode::SERVICE_UNAVAILABLE, "Tasks", &e.to_string(), &session),
     };

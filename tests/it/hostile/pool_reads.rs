@@ -2,8 +2,9 @@
 //! racks (another's answers 404 as a missing one; a machine an admin moved out of a team's rack
 //! is left out of its elevation), the event log and the live event stream (another pool's
 //! machines' events never come through, even while they happen), jobs (a tag reaches only the
-//! caller's pool; another's job, its output and its cancel answer 404) and the Ansible
-//! inventory. Writing racks stays refused to pool users: a rack claims switch ports and places
+//! caller's pool; another's job, its output and its cancel answer 404), tasks (each acts in
+//! one pool; another's answers 404; a pool user registers no machine and `next` takes their
+//! pool's), the Ansible inventory and the audit log's pools. Writing racks stays refused to pool users: a rack claims switch ports and places
 //! machines, which moves them between pools.
 
 use std::time::Duration;
@@ -19,7 +20,7 @@ const A2: &str = "52:54:00:a2:00:02";
 const B1: &str = "52:54:00:b2:00:01";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn two_teams_read_only_their_own_racks_events_jobs_and_inventory() {
+async fn two_teams_reach_only_their_own_racks_events_jobs_tasks_and_inventory() {
     let lab = Lab::start("").await;
     let api = &lab.api;
     let mut id = std::collections::HashMap::new();
@@ -138,6 +139,57 @@ async fn two_teams_read_only_their_own_racks_events_jobs_and_inventory() {
     assert!(inv.contains("\"a1\"") && !inv.contains("\"a2\"") && !inv.contains("\"b1\""), "{inv}");
     let inv = api.ok(Method::GET, "/inventory/ansible", None).await.unwrap().to_string();
     assert!(inv.contains("\"a1\"") && inv.contains("\"a2\"") && inv.contains("\"b1\""), "{inv}");
+
+    // Tasks: team-b's operator provisions by tag; the task is team-b's, with team-b's machines.
+    let images = lab.dir.path().join("boot/images");
+    std::fs::create_dir_all(&images).unwrap();
+    std::fs::write(images.join("lab.img"), b"an image").unwrap();
+    let by_tag = json!({"select": {"tag": "both"}, "image": "lab.img"});
+    let tb = ob.ok(Method::POST, "/tasks", Some(by_tag.clone())).await.unwrap();
+    assert_eq!(tb["task"]["spec"]["pool"], "team-b", "{tb}");
+    let mut got: Vec<u64> = tb["runs"].as_array().unwrap().iter().map(|r| r["machine_id"].as_u64().unwrap()).collect();
+    got.sort_unstable();
+    assert_eq!(got, want, "{tb}");
+    let tb = tb["task"]["id"].as_u64().unwrap();
+    // An admin's task by a tag that spans pools says which pool; given, it takes that pool's.
+    let (s, v) = api.call(Method::POST, "/tasks", Some(by_tag.clone())).await.unwrap();
+    assert!(s == 400 && v["detail"].as_str().unwrap().contains("a task acts in one pool"), "{s} {v}");
+    let mut in_a = by_tag.clone();
+    in_a["pool"] = json!("team-a");
+    let ta = api.ok(Method::POST, "/tasks", Some(in_a)).await.unwrap();
+    assert_eq!(ta["runs"].as_array().unwrap().len(), 1, "{ta}");
+    assert_eq!(ta["runs"][0]["machine_id"], id[A1], "{ta}");
+    let ta = ta["task"]["id"].as_u64().unwrap();
+    let wrong = json!({"select": {"macs": [B1]}, "image": "lab.img", "pool": "team-a"});
+    let (s, v) = api.call(Method::POST, "/tasks", Some(wrong)).await.unwrap();
+    assert!(s == 400 && v["detail"].as_str().unwrap().contains("team-b"), "{s} {v}");
+    // Team-b's operator: team-a's machine is not there, an unknown MAC is not registered, and
+    // `next` takes team-b's ready machines.
+    for mac in [A1, "52:54:00:b2:00:99"] {
+        let (s, v) = ob
+            .call(Method::POST, "/tasks", Some(json!({"select": {"macs": [mac]}, "image": "lab.img"})))
+            .await
+            .unwrap();
+        assert_eq!(s, 404, "{mac}: {v}");
+    }
+    assert_eq!(api.call(Method::GET, "/machines/52:54:00:b2:00:99", None).await.unwrap().0, 404);
+    let next = ob.ok(Method::POST, "/tasks", Some(json!({"select": {"next": 1}, "image": "lab.img"}))).await.unwrap();
+    assert_eq!(next["task"]["spec"]["pool"], "team-b", "{next}");
+    let (s, _) = ob
+        .call(Method::POST, "/tasks", Some(json!({"select": {"next": 1}, "image": "lab.img", "pool": "team-a"})))
+        .await
+        .unwrap();
+    assert_eq!(s, 403, "not a pool they operate");
+    // Team-a's viewer lists team-a's task only; team-b's answers as a missing one.
+    let listed = va.ok(Method::GET, "/tasks", None).await.unwrap();
+    let ids: Vec<u64> = listed["tasks"].as_array().unwrap().iter().map(|t| t["id"].as_u64().unwrap()).collect();
+    assert_eq!(ids, [ta], "{listed}");
+    let missing = va.call(Method::GET, "/tasks/999999", None).await.unwrap();
+    let (s, v) = va.call(Method::GET, &format!("/tasks/{tb}"), None).await.unwrap();
+    assert_eq!((s, &v["title"]), (missing.0, &missing.1["title"]), "{v}");
+    assert_eq!(va.call(Method::POST, &format!("/tasks/{ta}/cancel"), None).await.unwrap().0, 403, "a viewer");
+    assert_eq!(ob.call(Method::POST, &format!("/tasks/{ta}/cancel"), None).await.unwrap().0, 404);
+    assert_eq!(ob.call(Method::POST, &format!("/tasks/{tb}/cancel"), None).await.unwrap().0, 200);
 
     // The audit log names the pools each change acted in, and filters by them.
     let entries = |v: Value| -> Vec<(String, String, Vec<String>)> {

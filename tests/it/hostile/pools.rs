@@ -1,8 +1,8 @@
 //! A pool-scoped user walking the API for another team's machines: a viewer of pool team-a
 //! lists only team-a's machines, gets 404 for team-b's (by id or MAC, as for a machine that
 //! does not exist: no existence leak), cannot change even their own pool's (403), and is
-//! refused every call that does not know pools (tasks, users, webhooks, the audit log; what
-//! they may read of racks, events, jobs and the inventory: `pool_reads`); an operator of team-b changes team-b's machines and no other's.
+//! refused every call that does not know pools (users, webhooks, the audit log; what they may
+//! reach of racks, events, jobs, tasks and the inventory: `pool_reads`); an operator of team-b changes team-b's machines and no other's.
 
 use hyper::Method;
 use serde_json::{json, Value};
@@ -69,7 +69,7 @@ async fn a_pool_viewer_walking_the_api_sees_only_its_pool() {
     }
     let (s, v) = va.call(Method::PATCH, &format!("/machines/{A1}"), Some(json!({"tags": ["x"]}))).await.unwrap();
     assert_eq!(s, 403, "a viewer of team-a changes nothing: {v}");
-    for path in ["/tasks", "/users", "/webhooks", "/audit"] {
+    for path in ["/users", "/webhooks", "/audit"] {
         let (s, v) = va.call(Method::GET, path, None).await.unwrap();
         assert_eq!(s, 403, "{path}: {v}");
     }

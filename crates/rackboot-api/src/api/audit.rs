@@ -34,7 +34,7 @@ pub struct AuditQuery {
     outcome: Option<Outcome>,
     /// Only calls that acted on something in this resource pool.
     #[serde(default, deserialize_with = "super::page::empty_none")]
-    #[param(pattern = r"^[a-z0-9]([a-z0-9-]{0,30}[a-z0-9])?$")]
+    #[param(pattern = r"^([a-z0-9]([a-z0-9-]{0,30}[a-z0-9])?)?$")]
     pool: Option<String>,
     /// Only entries at or after this moment (Unix milliseconds).
     #[param(maximum = 253402300799999_u64)]

@@ -14,7 +14,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::{page, ApiError, ApiState};
-use crate::cmdb::{MachineFilter, MachineState, NewMachine, NewRun};
+use crate::cmdb::{Machine, MachineFilter, MachineState, NewMachine, NewRun};
 use crate::provision::{hostname, ip_from_pool, parse_pool, Run, Selector, Task, TaskSpec};
 
 pub fn routes() -> OpenApiRouter<ApiState> {
@@ -171,37 +171,34 @@ async fn create(
     }
     let pool = spec.ip_pool.as_deref().map(parse_pool).transpose().map_err(bad)?;
 
-    // The machines.
+    // The machines: a pool-scoped caller's selection reaches only the pools they operate.
+    let allowed = super::auth::pools_for_call();
+    if let Some(p) = &spec.pool {
+        rackboot_model::pools::check(p).map_err(|e| ApiError::field("pool", e))?;
+    }
     let mut machines = Vec::new();
     match &spec.select {
         Selector::Macs(macs) => {
             for mac in macs {
-                // Not powered on yet: registered now, it waits in the queue until its agent calls in.
-                let m = match cmdb.machine_by_mac(*mac).await {
-                    Ok(m) => m,
-                    Err(crate::cmdb::CmdbError::NotFound(_)) => {
-                        match cmdb.create_machine(NewMachine { macs: vec![*mac], ..Default::default() }).await {
-                            Ok(m) => m,
-                            // It powered on (DHCP or its agent registered it) just now.
-                            Err(crate::cmdb::CmdbError::Conflict(_)) => cmdb.machine_by_mac(*mac).await?,
-                            Err(e) => return Err(e.into()),
-                        }
-                    }
-                    Err(e) => return Err(e.into()),
-                };
-                machines.push(m);
+                machines.push(by_mac(&s, *mac, allowed.is_some(), spec.pool.as_deref()).await?);
             }
         }
         Selector::Serials(serials) => {
-            let all =
-                cmdb.list_machines(MachineFilter { limit: Some(usize::MAX), ..Default::default() }).await?.machines;
+            let f = MachineFilter { limit: Some(usize::MAX), pools: allowed.clone(), ..Default::default() };
+            let all = cmdb.list_machines(f).await?.machines;
             for sn in serials {
                 let m = all.iter().find(|m| m.serial.as_deref() == Some(sn.as_str()));
                 machines.push(m.cloned().ok_or_else(|| bad(format!("no machine has serial {sn:?}")))?);
             }
         }
         Selector::Tag(t) => {
-            let f = MachineFilter { tag: Some(t.clone()), limit: Some(usize::MAX), ..Default::default() };
+            let f = MachineFilter {
+                tag: Some(t.clone()),
+                pool: spec.pool.clone(),
+                pools: allowed.clone(),
+                limit: Some(usize::MAX),
+                ..Default::default()
+            };
             machines = cmdb.list_machines(f).await?.machines;
             if machines.is_empty() {
                 return Err(ApiError::not_found(format!("no machine has tag {t:?}")));
@@ -213,6 +210,9 @@ async fn create(
             }
         }
     }
+    let task_pool = task_pool(spec.pool.as_deref(), &machines, allowed.as_deref())?;
+    super::auth::touched(&task_pool);
+    spec.pool = Some(task_pool);
     for m in &machines {
         super::auth::touched(&m.pool);
         if m.state == MachineState::Installed && !spec.reinstall {
@@ -259,6 +259,62 @@ async fn create(
     Ok((StatusCode::CREATED, Json(TaskRuns { task, runs })))
 }
 
+/// The machine with `mac`, for a task. Not there yet: registered now (it waits in the queue
+/// until its agent calls in), in the task's pool if one is given; a pool-scoped caller
+/// registers nothing and reaches only their pools' machines (another's is not there).
+async fn by_mac(s: &ApiState, mac: crate::mac::Mac, scoped: bool, pool: Option<&str>) -> Result<Machine, ApiError> {
+    let cmdb = &s.cmdb;
+    let m = match cmdb.machine_by_mac(mac).await {
+        Ok(m) => m,
+        Err(e @ crate::cmdb::CmdbError::NotFound(_)) if scoped => return Err(e.into()),
+        Err(crate::cmdb::CmdbError::NotFound(_)) => {
+            let m = match cmdb.create_machine(NewMachine { macs: vec![mac], ..Default::default() }).await {
+                Ok(m) => m,
+                // It powered on (DHCP or its agent registered it) just now.
+                Err(crate::cmdb::CmdbError::Conflict(_)) => cmdb.machine_by_mac(mac).await?,
+                Err(e) => return Err(e.into()),
+            };
+            match pool {
+                Some(p) if p != m.pool => cmdb.set_machine_pool(m.id, p.to_string()).await?,
+                _ => m,
+            }
+        }
+        Err(e) => return Err(e.into()),
+    };
+    super::auth::admit(Some(&m.pool), &format!("machine with MAC {mac}"))?;
+    Ok(m)
+}
+
+/// The pool a task acts in: the one given (every machine must be of it), else the one its
+/// machines share, else (`next`) `default`, or a pool-scoped caller's only operator pool. A
+/// pool-scoped caller's task is in a pool they operate.
+fn task_pool(given: Option<&str>, machines: &[Machine], allowed: Option<&[String]>) -> Result<String, ApiError> {
+    let shared: std::collections::BTreeSet<&str> = machines.iter().map(|m| m.pool.as_str()).collect();
+    let pool = match (given, shared.len(), allowed) {
+        (Some(p), _, _) => {
+            if let Some(m) = machines.iter().find(|m| m.pool != p) {
+                return Err(ApiError::field("pool", format!("machine {} is in pool {}, not {p}", m.id, m.pool)));
+            }
+            p.to_string()
+        }
+        (None, 1, _) => shared.into_iter().next().unwrap_or_default().to_string(),
+        (None, 0, Some([only])) => only.clone(),
+        (None, 0, Some(_)) => return Err(ApiError::field("pool", "give the pool whose ready machines to take")),
+        (None, 0, None) => rackboot_model::pools::DEFAULT.to_string(),
+        (None, _, _) => {
+            let names: Vec<&str> = shared.into_iter().collect();
+            return Err(ApiError::field(
+                "pool",
+                format!("the machines are in pools {}: a task acts in one pool (give pool)", names.join(", ")),
+            ));
+        }
+    };
+    if allowed.is_some_and(|a| !a.contains(&pool)) {
+        return Err(ApiError::new(StatusCode::FORBIDDEN, format!("this needs role operator in pool {pool}")));
+    }
+    Ok(pool)
+}
+
 /// Page of the task list.
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
@@ -290,7 +346,8 @@ async fn list(
 ) -> Result<Json<TaskList>, ApiError> {
     let Query(q) = q?;
     let before = page::key("tasks", q.cursor.as_deref())?;
-    let (tasks, next) = s.cmdb.tasks(before, page::limit(q.limit, 1000)?).await?;
+    // A pool-scoped caller lists their pools' tasks only.
+    let (tasks, next) = s.cmdb.tasks(before, page::limit(q.limit, 1000)?, super::auth::pools_for_call()).await?;
     Ok(Json(TaskList { tasks, next_cursor: next.map(|id| page::cursor("tasks", id)) }))
 }
 
@@ -298,7 +355,7 @@ async fn list(
 #[utoipa::path(get, path = "/tasks/{id}", tag = "tasks", params(("id" = u64, Path, description = "Task id")),
     responses((status = 200, description = "The task and its runs", body = TaskRuns)))]
 async fn show(State(s): State<ApiState>, UrlPath(id): UrlPath<u64>) -> Result<Json<TaskRuns>, ApiError> {
-    let task = s.cmdb.task(id).await?;
+    let task = visible(&s, id).await?;
     let runs = s.cmdb.runs(task.runs.clone()).await?;
     Ok(Json(TaskRuns { task, runs }))
 }
@@ -308,6 +365,7 @@ async fn show(State(s): State<ApiState>, UrlPath(id): UrlPath<u64>) -> Result<Js
 #[utoipa::path(post, path = "/tasks/{id}/cancel", tag = "tasks", params(("id" = u64, Path, description = "Task id")),
     responses((status = 200, description = "The task and its runs", body = TaskRuns)))]
 async fn cancel(State(s): State<ApiState>, UrlPath(id): UrlPath<u64>) -> Result<Json<TaskRuns>, ApiError> {
+    visible(&s, id).await?;
     for job in s.cmdb.cancel_task(id).await? {
         s.hub.publish(job.id, crate::controller::JobEvent::Done(Box::new(job)));
     }
@@ -317,4 +375,12 @@ async fn cancel(State(s): State<ApiState>, UrlPath(id): UrlPath<u64>) -> Result<
     let task = s.cmdb.task(id).await?;
     let runs = s.cmdb.runs(task.runs.clone()).await?;
     Ok(Json(TaskRuns { task, runs }))
+}
+
+/// Task `id`, if the caller may reach it: a pool-scoped caller, only their pools' (another's
+/// answers 404 as a missing one).
+async fn visible(s: &ApiState, id: u64) -> Result<Task, ApiError> {
+    let task = s.cmdb.task(id).await?;
+    super::auth::admit(Some(task.spec.pool()), &format!("task {id}"))?;
+    Ok(task)
 }

@@ -236,7 +236,7 @@ impl Engine {
     }
 
     async fn finish_tasks(&self) -> anyhow::Result<()> {
-        for task in self.hub.cmdb.tasks(None, 10_000).await?.0 {
+        for task in self.hub.cmdb.tasks(None, 10_000, None).await?.0 {
             if task.state != TaskState::Active {
                 continue;
             }
@@ -373,7 +373,10 @@ impl Engine {
 
     /// Binds a `next` run to a machine whose BootOS agent is live and that no run holds.
     async fn bind(&self, run: &mut Run, task: &Task, bound: &mut HashSet<u64>) -> anyhow::Result<bool> {
-        let filter = MachineFilter { state: Some(MachineState::Ready), limit: Some(100_000), ..Default::default() };
+        // Only the task's pool's machines are taken.
+        let pool = Some(task.spec.pool().to_string());
+        let filter =
+            MachineFilter { state: Some(MachineState::Ready), pool, limit: Some(100_000), ..Default::default() };
         let ready = self.hub.cmdb.list_machines(filter).await?.machines;
         for m in ready {
             if bound.contains(&m.id) || m.inventory.is_none() {

@@ -63,6 +63,7 @@ fn day_two(m: &Machine, purpose: Purpose, step_timeout_secs: u64) -> Result<Task
         user_data: None,
         purpose,
         commission: None,
+        pool: Some(m.pool.clone()),
     })
 }
 

@@ -22,7 +22,7 @@ pub async fn queue_if_due(cmdb: &Cmdb, engine: Option<&Engine>, machine_id: u64)
     let Some(os) = rack.os_profile.clone().filter(|_| rack.auto_provision) else { return Ok(None) };
     let mac = m.macs.first().copied().ok_or_else(|| CmdbError::Invalid("machine without a MAC".into()))?;
     let image = engine.cfg.images_dir.join(&os);
-    let mut spec = json!({"select": {"macs": [mac]}, "hardware_profile": rack.hardware_profile});
+    let mut spec = json!({"select": {"macs": [mac]}, "hardware_profile": rack.hardware_profile, "pool": m.pool});
     if let Some(hints) = &rack.root_device {
         spec["root_device"] = json!(hints);
     }

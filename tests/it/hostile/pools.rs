@@ -91,4 +91,21 @@ async fn a_pool_viewer_walking_the_api_sees_only_its_pool() {
         2,
         "nothing of team-a's was touched"
     );
+
+    // Their API tokens: up to the highest role they hold in a pool, acting in each pool with no
+    // more than their role there, and with the pools of the user.
+    let token = |role: &str| json!({"name": format!("ci-{role}"), "role": role});
+    let (s, v) = ob.call(Method::POST, "/tokens", Some(token("admin"))).await.unwrap();
+    assert_eq!(s, 403, "{v}");
+    assert_eq!(va.call(Method::POST, "/tokens", Some(token("operator"))).await.unwrap().0, 403, "a viewer's");
+    let made = ob.ok(Method::POST, "/tokens", Some(token("operator"))).await.unwrap();
+    let ci = client(&lab, made["secret"].as_str().unwrap());
+    let (s, v) = ci.call(Method::PATCH, &format!("/machines/{B1}"), Some(json!({"tags": ["ci"]}))).await.unwrap();
+    assert_eq!(s, 200, "the operator token operates team-b: {v}");
+    assert_eq!(ci.call(Method::GET, &format!("/machines/{A1}"), None).await.unwrap().0, 404);
+    let made = ob.ok(Method::POST, "/tokens", Some(token("viewer"))).await.unwrap();
+    let ro = client(&lab, made["secret"].as_str().unwrap());
+    let (s, _) = ro.call(Method::PATCH, &format!("/machines/{B1}"), Some(json!({"tags": ["ro"]}))).await.unwrap();
+    assert_eq!(s, 403, "a viewer token of an operator views");
+    assert_eq!(ro.ok(Method::GET, "/machines", None).await.unwrap()["total"], 1);
 }

@@ -253,11 +253,14 @@ async fn create_token(
     if let Some(t) = ttl_secs.filter(|t| !(60..=MAX_TOKEN_SECS).contains(t)) {
         return Err(ApiError::field("ttl_secs", format!("ttl_secs {t} is outside 60..={MAX_TOKEN_SECS}")));
     }
-    let role = role.unwrap_or(c.role);
-    if role > c.role {
+    // A pool-scoped caller acts with their pools' roles: their token may have the highest of
+    // those, and acts in each pool with no more than the role they hold there.
+    let most = c.pools.as_ref().and_then(|p| p.values().max().copied()).unwrap_or(c.role);
+    let role = role.unwrap_or(most);
+    if role > most {
         return Err(ApiError::new(
             StatusCode::FORBIDDEN,
-            format!("a token of this caller can have role {} at most", c.role.as_str()),
+            format!("a token of this caller can have role {} at most", most.as_str()),
         ));
     }
     let (id, secret, hash) = auth::new_token().map_err(|e| ApiError::internal(e.to_string()))?;

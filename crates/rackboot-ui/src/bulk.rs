@@ -264,7 +264,12 @@ fn back_to_list(f: &Form, notice: &str) -> Response {
 async fn provision(s: &UiState, session: &Session, mut spec: Value, ids: &[u64], f: &Form) -> Response {
     let mut macs = Vec::new();
     for id in ids {
-        match s.api.cmdb.machine(*id).await {
+        // Another pool's machine is not there for a pool-scoped user (its MAC is not told).
+        let found = s.api.cmdb.machine(*id).await.and_then(|m| match session.sees(&m.pool) {
+            true => Ok(m),
+            false => Err(rackboot_store::CmdbError::NotFound(format!("machine {id}"))),
+        });
+        match found {
             Ok(m) => macs.extend(m.macs.first().map(ToString::to_string)),
             Err(e) => return message(&s.views, StatusCode::NOT_FOUND, "Provision", &e.to_string(), session),
         }

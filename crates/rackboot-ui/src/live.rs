@@ -53,6 +53,10 @@ pub async fn stream(
 ) -> Response {
     let resume = headers.get("last-event-id").and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse::<u64>().ok());
     let after = resume.or(q.ok().and_then(|q| q.after)).unwrap_or(0).min(i64::MAX as u64);
+    // Another pool's machine is not there for a pool-scoped user.
+    if session.scoped() && s.api.cmdb.machine_pool(id).is_none_or(|p| !session.sees(&p)) {
+        return (StatusCode::NOT_FOUND, "no such machine\n").into_response();
+    }
     let Ok(permit) = s.api.streams.clone().try_acquire_owned() else {
         return (StatusCode::SERVICE_UNAVAILABLE, "too many live streams are open\n").into_response();
     };

@@ -126,7 +126,19 @@ async fn show(
         },
     };
     let m = match found {
-        Ok(m) => m.shown(),
+        Ok(m) if session.sees(&m.pool) => m.shown(),
+        // Another pool's machine is not there for a pool-scoped user, as in the API.
+        Ok(_) => {
+            let what = match key.parse::<u64>() {
+                Ok(id) => format!("machine {id}"),
+                Err(_) => format!(
+                    "machine with MAC {}",
+                    key.parse::<rackboot_model::mac::Mac>().map_or(key.clone(), |m| m.to_string())
+                ),
+            };
+            let hidden = rackboot_store::CmdbError::NotFound(what).to_string();
+            return message(&s.views, StatusCode::NOT_FOUND, "Machine", &hidden, &session);
+        }
         Err(e) => return message(&s.views, StatusCode::NOT_FOUND, "Machine", &e.to_string(), &session),
     };
     let cmdb = &s.api.cmdb;
@@ -152,6 +164,7 @@ async fn show(
     let bmc_at = bmc.filter(|_| session.operator()).map(|b| format!("{} ({})", b.address, b.view(0).protocol_name()));
     let ctx = minijinja::context! {
         user, role => session.caller.role.as_str(), csrf => &session.csrf, operator => session.operator(),
+        scoped => session.scoped(), pools_text => session.pools_text(),
         m => V::from(minijinja::value::Serde(&m)), state, notice, timeline => V::from(minijinja::value::Serde(&timeline)), jobs => V::from(minijinja::value::Serde(&job_rows)),
         run => V::from(minijinja::value::Serde(&run)), head, tests,
         seen_ms => m.last_seen_at.map(|t| t * 1000), created_ms => m.created_at * 1000,

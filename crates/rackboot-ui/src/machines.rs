@@ -146,7 +146,7 @@ fn sort(machines: &mut [Machine], by: &str, desc: bool) {
 }
 
 /// The filter a query asks for; a state that is not one, or text past [`MAX_TEXT`], is refused.
-fn filter(q: &ListQuery) -> Result<MachineFilter, String> {
+fn filter(q: &ListQuery, pools: Option<Vec<String>>) -> Result<MachineFilter, String> {
     for (name, v) in [("search", &q.q), ("tag", &q.tag), ("vendor", &q.vendor), ("pool", &q.pool)] {
         if v.chars().count() > MAX_TEXT {
             return Err(format!("the {name} text is longer than {MAX_TEXT} characters"));
@@ -164,7 +164,8 @@ fn filter(q: &ListQuery) -> Result<MachineFilter, String> {
         profile: None,
         vendor: some(&q.vendor),
         pool: some(&q.pool),
-        pools: None,
+        // A pool-scoped user's: their pools' machines only.
+        pools,
         after: None,
         limit: Some(MAX_SORTED),
     })
@@ -178,7 +179,7 @@ async fn list(
 ) -> Response {
     let q = q.map(|Query(q)| q).unwrap_or_default();
     let user = Some(session.caller.user.as_str());
-    let f = match filter(&q) {
+    let f = match filter(&q, session.pools()) {
         Ok(f) => f,
         Err(why) => return message(&s.views, StatusCode::BAD_REQUEST, "Machines", &why, &session),
     };
@@ -205,6 +206,7 @@ async fn list(
     let states: Vec<String> = STATES.iter().map(|s| s.to_string()).collect();
     let ctx = minijinja::context! {
         user, role => session.caller.role.as_str(), csrf => &session.csrf, operator => session.operator(),
+        scoped => session.scoped(), pools_text => session.pools_text(),
         q => V::from(minijinja::value::Serde(&q)), rows => V::from(minijinja::value::Serde(&rows)), total => found.total, shown_total => found.total.min(MAX_SORTED),
         page, pages, per, per_pages => PER_PAGE, sort => by, dir, sort_links, states,
         prev => (page > 1).then(|| q.with(by, dir, page - 1)),
@@ -246,9 +248,9 @@ mod tests {
         let q = ListQuery { q: "52:54 00".into(), tag: "rack1".into(), per: Some(100), ..Default::default() };
         assert_eq!(q.with("hostname", "desc", 2), "q=52%3A54%2000&tag=rack1&sort=hostname&dir=desc&page=2&per=100");
         let bad = ListQuery { state: "sleeping".into(), ..Default::default() };
-        assert!(filter(&bad).is_err());
+        assert!(filter(&bad, None).is_err());
         let long = ListQuery { q: "x".repeat(MAX_TEXT + 1), ..Default::default() };
-        assert!(filter(&long).is_err());
+        assert!(filter(&long, None).is_err());
     }
 
     #[test]

@@ -45,7 +45,7 @@ fn switch_text(s: &SwitchId) -> String {
 
 fn base(session: &Session) -> serde_json::Map<String, serde_json::Value> {
     let v = json!({"user": session.caller.user, "role": session.caller.role.as_str(), "csrf": session.csrf,
-                   "operator": session.operator()});
+                   "operator": session.operator(), "scoped": session.scoped(), "pools_text": session.pools_text()});
     match v {
         serde_json::Value::Object(m) => m,
         _ => unreachable!("an object literal"),
@@ -60,6 +60,7 @@ async fn page(s: &UiState, session: &Session, form: serde_json::Value, error: Op
     };
     let rows: Vec<serde_json::Value> = racks
         .iter()
+        .filter(|r| session.sees(&r.pool))
         .map(|r| {
             json!({"name": r.name, "location": r.location, "switch": switch_text(&r.switch),
                    "slots": r.expected_slots().len(), "auto_provision": r.auto_provision, "flags": r.raised.len()})
@@ -246,7 +247,7 @@ async fn show(
         return message(&s.views, StatusCode::NOT_FOUND, "Rack", "no such rack", &session);
     }
     let notice: Option<String> = q.get("notice").map(|n| n.chars().take(2000).collect());
-    match s.api.cmdb.rack_view(name).await {
+    match visible(&s, &session, name).await {
         Ok(view) => {
             let ctx = view_ctx(&session, &view, super::firmware::standings(&s, &view).await);
             let ctx = minijinja::context! { notice, ..ctx };
@@ -257,6 +258,19 @@ async fn show(
         }
         Err(e) => message(&s.views, StatusCode::SERVICE_UNAVAILABLE, "Rack", &e.to_string(), &session),
     }
+}
+
+/// The rack's elevation as `session` may see it: a pool-scoped user sees their pools' racks
+/// (another's is not there) and in them their pools' machines only.
+async fn visible(s: &UiState, session: &Session, name: String) -> Result<RackView, rackboot_store::CmdbError> {
+    let mut view = s.api.cmdb.rack_view(name.clone()).await?;
+    if !session.sees(&view.rack.pool) {
+        return Err(rackboot_store::CmdbError::NotFound(format!("rack {name}")));
+    }
+    if session.scoped() {
+        view.keep_machines(|id| s.api.cmdb.machine_pool(id).is_some_and(|p| session.sees(&p)));
+    }
+    Ok(view)
 }
 
 /// An operator confirms a machine's claim to a slot of this rack (the flag's button): sent to
@@ -296,7 +310,7 @@ const STREAM_FOR: Duration = Duration::from_secs(60);
 const COALESCE: Duration = Duration::from_millis(250);
 
 async fn live(State(s): State<UiState>, session: Session, Path(name): Path<String>) -> Response {
-    if rackboot_control::racks::check_name(&name).is_err() {
+    if rackboot_control::racks::check_name(&name).is_err() || visible(&s, &session, name.clone()).await.is_err() {
         return (StatusCode::NOT_FOUND, "no such rack\n").into_response();
     }
     let Ok(permit) = s.api.streams.clone().try_acquire_owned() else {
@@ -309,7 +323,7 @@ async fn live(State(s): State<UiState>, session: Session, Path(name): Path<Strin
         let _permit = permit;
         let (cmdb, bearer) = (s.api.cmdb.clone(), session.bearer.clone());
         let render = async {
-            let Ok(mut view) = s.api.cmdb.rack_view(name.clone()).await else { return };
+            let Ok(mut view) = visible(&s, &session, name.clone()).await else { return };
             loop {
                 // Something happened to this rack: let the burst settle, then render once.
                 match events.recv().await {
@@ -319,7 +333,7 @@ async fn live(State(s): State<UiState>, session: Session, Path(name): Path<Strin
                 }
                 tokio::time::sleep(COALESCE).await;
                 while events.try_recv().is_ok() {}
-                let Ok(next) = s.api.cmdb.rack_view(name.clone()).await else { return };
+                let Ok(next) = visible(&s, &session, name.clone()).await else { return };
                 view = next;
                 let ctx = view_ctx(&session, &view, super::firmware::standings(&s, &view).await);
                 let frames =

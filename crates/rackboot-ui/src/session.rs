@@ -32,8 +32,48 @@ pub struct Session {
 
 impl Session {
     /// Whether this session may change machines (what the API's role table asks of a change).
+    /// Whether the forms that change machines are for them: a global operator or admin, or a
+    /// pool-scoped user who operates a pool (the API checks each machine's pool).
     pub fn operator(&self) -> bool {
-        self.caller.role >= Role::Operator
+        let best = self.caller.pools.as_ref().and_then(|p| p.values().max().copied()).unwrap_or(self.caller.role);
+        best >= Role::Operator
+    }
+
+    /// Whether the user acts only in some resource pools.
+    pub fn scoped(&self) -> bool {
+        self.caller.pools.is_some()
+    }
+
+    /// The pools a pool-scoped user sees (`None`: every pool).
+    pub fn pools(&self) -> Option<Vec<String>> {
+        self.caller.pools.as_ref().map(|p| p.keys().cloned().collect())
+    }
+
+    /// A pool-scoped user's roles, as the header shows them (`team-a: operator`); empty for
+    /// others.
+    pub fn pools_text(&self) -> String {
+        let pools = self.caller.pools.iter().flatten();
+        pools.map(|(p, r)| format!("{p}: {}", r.as_str())).collect::<Vec<_>>().join(", ")
+    }
+
+    /// Whether something of `pool` is theirs to see.
+    pub fn sees(&self, pool: &str) -> bool {
+        self.caller.pools.as_ref().is_none_or(|p| p.contains_key(pool))
+    }
+}
+
+/// The pages a pool-scoped user may open: those that filter or check by pool (machines, a
+/// machine and its live feed, racks to read, the bulk actions, which are API calls as them)
+/// and logging out. The rest read the CMDB whole.
+fn pool_page(method: &axum::http::Method, path: &str) -> bool {
+    let parts: Vec<&str> = path.trim_start_matches("/ui/").split('/').collect();
+    if *method == axum::http::Method::GET {
+        matches!(
+            parts.as_slice(),
+            ["machines"] | ["machines", _] | ["machines", _, "live"] | ["racks"] | ["racks", _] | ["racks", _, "live"]
+        )
+    } else {
+        matches!(parts.as_slice(), ["machines", "bulk"] | ["logout"])
     }
 }
 
@@ -83,9 +123,12 @@ impl FromRequestParts<UiState> for Session {
         let Some(bearer) = cookie(&parts.headers) else { return Err(to_login()) };
         let Some((id, hash)) = auth::presented(&bearer) else { return Err(to_login()) };
         let caller = rackboot_api::api::auth::bearer_caller(&s.api, id, hash).await.map_err(|_| to_login())?;
-        if caller.pools.is_some() {
-            // The pages read the CMDB whole: not for a user who may see only some pools.
-            let why = "this user acts only in some resource pools, and the web UI does not know pools yet: use the API or the CLI";
+        if caller.pools.is_some() && !pool_page(&parts.method, parts.uri.path()) {
+            // Their home is the machine list: the dashboard counts every pool.
+            if matches!(parts.uri.path(), "/ui" | "/ui/" | "/ui/dashboard") {
+                return Err(Redirect::to("/ui/machines").into_response());
+            }
+            let why = "this page reads every resource pool; this user acts only in some: see Machines and Racks, or use the API or the CLI";
             return Err((axum::http::StatusCode::FORBIDDEN, why).into_response());
         }
         let host = parts.headers.get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or("").to_string();

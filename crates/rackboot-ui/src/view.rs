@@ -85,7 +85,7 @@ pub fn message(
 ) -> Response {
     let ctx = minijinja::context! {
         title, text, status => status.as_u16(), user => &session.caller.user, role => session.caller.role.as_str(),
-        csrf => &session.csrf, operator => session.operator(),
+        csrf => &session.csrf, operator => session.operator(), scoped => session.scoped(), pools_text => session.pools_text(),
     };
     let mut resp = views.page("message.html", ctx);
     *resp.status_mut() = status;

@@ -6,6 +6,7 @@ mod charts;
 mod firmware;
 mod pages;
 mod plugins;
+mod pools;
 mod power;
 mod provisioning;
 mod racks;

@@ -79,15 +79,7 @@ pub async fn visible_view(s: &ApiState, name: String) -> Result<RackView, ApiErr
     if !scope.pools.contains_key(&view.rack.pool) {
         return Err(crate::cmdb::CmdbError::NotFound(format!("rack {name}")).into());
     }
-    let seen = |id: &u64| s.cmdb.machine_pool(*id).is_some_and(|p| scope.pools.contains_key(&p));
-    for slot in &mut view.slots {
-        slot.machines.retain(|m| seen(&m.id));
-    }
-    view.flags.retain_mut(|f| {
-        let any = f.machines.is_empty();
-        f.machines.retain(|id| seen(id));
-        any || !f.machines.is_empty()
-    });
+    view.keep_machines(|id| s.cmdb.machine_pool(id).is_some_and(|p| scope.pools.contains_key(&p)));
     Ok(view)
 }
 

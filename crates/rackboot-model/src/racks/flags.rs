@@ -209,6 +209,21 @@ pub struct RackView {
     pub flags: Vec<Flag>,
 }
 
+impl RackView {
+    /// Leaves out the machines `keep` says no to (another pool's, for a pool-scoped reader),
+    /// from the slots and from the flags; a flag that concerned only such machines goes too.
+    pub fn keep_machines(&mut self, keep: impl Fn(u64) -> bool) {
+        for slot in &mut self.slots {
+            slot.machines.retain(|m| keep(m.id));
+        }
+        self.flags.retain_mut(|f| {
+            let of_none = f.machines.is_empty();
+            f.machines.retain(|id| keep(*id));
+            of_none || !f.machines.is_empty()
+        });
+    }
+}
+
 /// Builds the elevation from the placed machines' summaries (slot, summary).
 pub fn elevation(rack: Rack, placed: Vec<(u32, MachineSummary)>, flags: Vec<Flag>) -> RackView {
     let mut numbers = rack.expected_slots();

@@ -100,7 +100,7 @@ pub struct Metrics {
     /// Connections closed at once because a connection cap was reached.
     pub http_connections_refused: Family<ConnRefusedLabel, Counter>,
     /// Machines in the CMDB by state (set when /metrics is read).
-    pub machines: Family<StateLabel, Gauge>,
+    pub machines: Family<StatePoolLabel, Gauge>,
     /// Boot assets the config needs that are missing (set when /metrics is read).
     pub boot_assets_missing: Gauge,
     /// BMCs not tried because they refused their credentials lately (set when /metrics is read).
@@ -126,6 +126,13 @@ impl Metrics {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct StateLabel {
     pub state: String,
+}
+
+/// A machine state in a resource pool.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct StatePoolLabel {
+    pub state: String,
+    pub pool: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -230,7 +237,7 @@ impl Metrics {
             "Connections closed at accept because a connection cap was reached, by listener and cap",
             self.http_connections_refused.clone(),
         );
-        r.register("machines", "Machines in the CMDB, by state", self.machines.clone());
+        r.register("machines", "Machines in the CMDB, by state and resource pool", self.machines.clone());
         r.register(
             "boot_assets_missing",
             "Boot assets the config needs that are missing (machines cannot PXE-boot)",

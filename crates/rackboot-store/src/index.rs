@@ -174,6 +174,15 @@ impl Index {
         self.by_hostname.get(&h.to_ascii_lowercase()).copied()
     }
 
+    /// Machines per state and pool.
+    pub fn count_by_state_and_pool(&self) -> HashMap<(MachineState, String), usize> {
+        let mut out = HashMap::new();
+        for b in self.machines.values() {
+            *out.entry((b.state, b.facet.pool.clone())).or_insert(0) += 1;
+        }
+        out
+    }
+
     /// Machines per state.
     pub fn count_by_state(&self) -> HashMap<MachineState, usize> {
         let mut out = HashMap::new();

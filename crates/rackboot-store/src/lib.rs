@@ -316,6 +316,11 @@ impl Cmdb {
         self.inner.index.read().expect("index lock").count_by_state()
     }
 
+    /// Machines per state and resource pool, from the index.
+    pub fn count_by_state_and_pool(&self) -> std::collections::HashMap<(MachineState, String), usize> {
+        self.inner.index.read().expect("index lock").count_by_state_and_pool()
+    }
+
     /// The id of the machine holding a reservation for `ip`, without touching storage.
     pub fn reserved_owner(&self, ip: Ipv4Addr) -> Option<u64> {
         self.inner.index.read().expect("index lock").reserved_owner(ip)

@@ -141,9 +141,9 @@ async fn openapi_health_and_metrics_are_served() {
             "rackboot_dhcp_packets_received_total{type=\"discover\"} 1",
             "rackboot_dhcp_packets_sent_total{type=\"ack\"} 1",
             "rackboot_http_requests_total",
-            // Read when /metrics is: the CMDB's machines by state, the empty boot directory's
-            // missing assets, no BMC held off.
-            "rackboot_machines{state=\"",
+            // Read when /metrics is: the CMDB's machines by state and pool, the empty boot
+            // directory's missing assets, no BMC held off.
+            "rackboot_machines{state=\"discovered\",pool=\"default\"} 1",
             "rackboot_bmc_auth_holds 0",
         ] {
             anyhow::ensure!(metrics.contains(name), "metrics lack {name}:\n{metrics}");

@@ -181,17 +181,17 @@ async fn metrics(
             return refused;
         }
     }
-    // The gauges read from elsewhere: machines by state (the CMDB's index; a state no machine is
-    // in any more is dropped, not left at its last count), missing boot assets (the guard's
+    // The gauges read from elsewhere: machines by state and pool (the CMDB's index; a state no
+    // machine is in any more is dropped, not left at its last count), missing boot assets (the guard's
     // check, as /healthz makes it), BMCs held off.
     s.metrics.machines.clear();
-    for (state, n) in s.cmdb.count_by_state() {
+    for ((state, pool), n) in s.cmdb.count_by_state_and_pool() {
         let Some(name) = serde_json::to_value(state).ok().and_then(|v| v.as_str().map(str::to_string)) else {
             continue;
         };
         s.metrics
             .machines
-            .get_or_create(&crate::metrics::StateLabel { state: name })
+            .get_or_create(&crate::metrics::StatePoolLabel { state: name, pool })
             .set(i64::try_from(n).unwrap_or(i64::MAX));
     }
     if let Some(check) = check {

@@ -1,5 +1,6 @@
 //! `[auth]`: the audit log's size, login sessions' lifetime, the login rate limit, and logins
-//! from the company's directory (`[auth.ldap]`, see `ldap`).
+//! from the company's directory (`[auth.ldap]`, see `ldap`) and OpenID provider (`[auth.oidc]`,
+//! see `oidc`).
 
 use std::time::Duration;
 
@@ -20,6 +21,8 @@ pub struct WireAuth {
     pub public_openapi: bool,
     /// Logins from the company's directory (`[auth.ldap]`).
     pub ldap: Option<crate::ldap::WireLdap>,
+    /// Logins through the company's OpenID provider (`[auth.oidc]`).
+    pub oidc: Option<crate::oidc::WireOidc>,
 }
 
 impl Default for WireAuth {
@@ -33,6 +36,7 @@ impl Default for WireAuth {
             public_metrics: false,
             public_openapi: false,
             ldap: None,
+            oidc: None,
         }
     }
 }
@@ -56,6 +60,8 @@ pub struct AuthConfig {
     pub public_openapi: bool,
     /// Logins from the company's directory.
     pub ldap: Option<crate::ldap::LdapConfig>,
+    /// Logins through the company's OpenID provider.
+    pub oidc: Option<crate::oidc::OidcConfig>,
 }
 
 impl TryFrom<WireAuth> for AuthConfig {
@@ -71,6 +77,7 @@ impl TryFrom<WireAuth> for AuthConfig {
             public_metrics,
             public_openapi,
             ldap,
+            oidc,
         } = w;
         anyhow::ensure!(
             (100..=10_000_000).contains(&audit_max_entries),
@@ -95,6 +102,7 @@ impl TryFrom<WireAuth> for AuthConfig {
             public_metrics,
             public_openapi,
             ldap: ldap.map(crate::ldap::LdapConfig::try_from).transpose()?,
+            oidc: oidc.map(crate::oidc::OidcConfig::try_from).transpose()?,
         })
     }
 }

@@ -395,7 +395,9 @@ impl Cmdb {
                     role: if scoped { Role::Viewer } else { tok.role.min(user.role) },
                     token_id: tok.id,
                     session: tok.session,
-                    checked_ms: user.directory.map(|d| d.checked_ms),
+                    // LDAP users' groups are read again while they work; an OpenID user's
+                    // claims are read at each login.
+                    checked_ms: user.directory.filter(|d| d.kind == "ldap").map(|d| d.checked_ms),
                     pools,
                 };
                 Ok(Ok((caller, touch)))

@@ -27,6 +27,7 @@ mod login;
 mod machine;
 mod machines;
 mod network;
+mod oidc;
 mod plugins;
 mod profiles;
 mod provisioning;
@@ -80,6 +81,7 @@ pub fn router(state: ApiState, api: Router, stop: CancellationToken) -> anyhow::
         .route("/ui/", get(|| async { Redirect::to("/ui/dashboard") }))
         .merge(assets::routes())
         .merge(login::routes())
+        .merge(oidc::routes())
         .merge(machines::routes())
         .merge(machine::routes())
         .merge(bmc::routes())

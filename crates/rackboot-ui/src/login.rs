@@ -25,7 +25,7 @@ struct LoginQuery {
 }
 
 /// Where to go after logging in: a UI path only (never another origin).
-fn next_page(next: Option<&str>) -> String {
+pub(super) fn next_page(next: Option<&str>) -> String {
     match next {
         Some(n) if n.starts_with("/ui/") && !n.contains("//") && !n.contains('\\') && super::view::url_safe(n) => {
             n.into()
@@ -34,8 +34,11 @@ fn next_page(next: Option<&str>) -> String {
     }
 }
 
-fn form(s: &UiState, next: &str, username: &str, error: Option<&str>, status: StatusCode) -> Response {
-    let ctx = minijinja::context! { next, username, error, user => None::<String>, csrf => "", operator => false };
+/// The login page: the form, and the provider's button where `[auth.oidc]` is set.
+pub(super) fn form(s: &UiState, next: &str, username: &str, error: Option<&str>, status: StatusCode) -> Response {
+    let oidc = rackboot_api::api::oidc::name(&s.api);
+    let ctx =
+        minijinja::context! { next, username, error, oidc, user => None::<String>, csrf => "", operator => false };
     let mut resp = s.views.page("login.html", ctx);
     *resp.status_mut() = status;
     resp

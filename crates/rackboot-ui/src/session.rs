@@ -94,13 +94,18 @@ pub fn peer(parts: &Parts) -> SocketAddr {
 
 /// The session cookie's value, if the request carries one.
 pub fn cookie(headers: &HeaderMap) -> Option<String> {
+    cookie_named(headers, COOKIE)
+}
+
+/// The value of the cookie `name`, if the request carries one (1-256 bytes).
+pub fn cookie_named(headers: &HeaderMap, name: &str) -> Option<String> {
     headers
         .get_all(header::COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(';'))
         .filter_map(|kv| kv.trim().split_once('='))
-        .find(|(k, _)| *k == COOKIE)
+        .find(|(k, _)| *k == name)
         .map(|(_, v)| v.to_string())
         .filter(|v| !v.is_empty() && v.len() <= 256)
 }

@@ -40,6 +40,8 @@ pub struct AuthState {
     pub hashing: HashPool,
     /// `[auth.ldap]`, when set.
     pub directory: Option<crate::auth::ldap::Directory>,
+    /// `[auth.oidc]`, when set.
+    pub oidc: Option<crate::auth::oidc::Provider>,
 }
 
 impl AuthState {
@@ -48,7 +50,8 @@ impl AuthState {
     pub fn new(cfg: AuthConfig) -> anyhow::Result<AuthState> {
         let limiter = Limiter::new(cfg.login_failures_per_user, cfg.login_failures_per_address, cfg.login_window);
         let directory = cfg.ldap.clone().map(crate::auth::ldap::Directory::new).transpose()?;
-        Ok(AuthState { cfg, limiter, hashing: HashPool::new(hashing::WORKERS, hashing::QUEUE), directory })
+        let oidc = cfg.oidc.clone().map(crate::auth::oidc::Provider::new).transpose()?;
+        Ok(AuthState { cfg, limiter, hashing: HashPool::new(hashing::WORKERS, hashing::QUEUE), directory, oidc })
     }
 }
 
@@ -390,7 +393,8 @@ async fn try_login(s: &ApiState, peer: IpAddr, req: LoginRequest) -> Result<Json
     };
     // A directory user (or a name no local user has) is the directory's to check; a local
     // user always logs in here, so a local admin gets in when the directory does not answer.
-    if let (Some(dir), true) = (&s.auth.directory, user.as_ref().is_none_or(|u| u.directory.is_some())) {
+    let of_ldap = |u: &crate::cmdb::User| u.directory.as_ref().is_some_and(|d| d.kind == "ldap");
+    if let (Some(dir), true) = (&s.auth.directory, user.as_ref().is_none_or(of_ldap)) {
         let user = match super::directory::login(s, dir, &username, &password).await {
             Ok(user) => user,
             Err((resp, counted)) => {
@@ -426,7 +430,7 @@ async fn try_login(s: &ApiState, peer: IpAddr, req: LoginRequest) -> Result<Json
 }
 
 /// A new login session of `user` for `ttl` seconds.
-async fn session(s: &ApiState, user: &crate::cmdb::User, ttl: u64) -> Result<Json<LoginResponse>, Response> {
+pub(super) async fn session(s: &ApiState, user: &crate::cmdb::User, ttl: u64) -> Result<Json<LoginResponse>, Response> {
     let (id, token, hash) = auth::new_token().map_err(|e| ApiError::internal(e.to_string()).into_response())?;
     let now = now_ms();
     let expires_ms = now + ttl * 1000;

@@ -41,7 +41,7 @@ pub(super) async fn login(
         return Err((ApiError::new(StatusCode::FORBIDDEN, detail).into_response(), true));
     }
     let (role, pools) = (found.access.role, found.access.pools);
-    match s.cmdb.directory_user(username.into(), found.dn, role, pools, true, now_ms()).await {
+    match s.cmdb.directory_user("ldap", username.into(), found.dn, role, pools, true, now_ms()).await {
         Ok(Some(user)) if !user.disabled => Ok(user),
         // Disabled here by an admin: the directory's word does not undo that.
         Ok(_) => Err((refused(), true)),
@@ -82,6 +82,6 @@ pub async fn checked(s: &ApiState, c: Caller, id: String, hash: String) -> Resul
         tracing::info!(user = %user.name, role = ?access.role, pools = ?access.pools,
             "a directory user's access changed with their groups");
     }
-    s.cmdb.directory_user(user.name, link.dn, access.role, access.pools, false, now_ms()).await?;
+    s.cmdb.directory_user("ldap", user.name, link.dn, access.role, access.pools, false, now_ms()).await?;
     s.cmdb.authenticate(id, hash, now_ms()).await.map_err(super::auth::refusal)
 }

@@ -26,6 +26,7 @@ mod lifecycle;
 mod machines;
 pub mod network;
 mod numbers;
+pub mod oidc;
 pub mod page;
 pub mod placement;
 pub mod plain;

@@ -1,13 +1,15 @@
 //! People's access to the REST API: roles, API token format and hashing, password hashing
 //! (argon2id, on its own small pool: [`hashing`]), the role table ([`policy`]), the login rate limiter ([`limiter`]) and the first
 //! start's `admin` user and `admin.token` file ([`bootstrap`]), the end of an open answer whose
-//! token stops authenticating ([`held`]), and the company's directory ([`ldap`]).
+//! token stops authenticating ([`held`]), and the company's directory ([`ldap`]) and OpenID
+//! provider ([`oidc`]).
 
 pub mod bootstrap;
 pub mod hashing;
 pub mod held;
 pub mod ldap;
 pub mod limiter;
+pub mod oidc;
 pub mod policy;
 
 use sha2::{Digest, Sha256};

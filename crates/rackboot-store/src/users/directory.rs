@@ -12,9 +12,9 @@ use rackboot_model::role::Role;
 /// Where a directory user comes from, and what the directory last said of them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct DirectoryLink {
-    /// `ldap`.
+    /// `ldap` or `oidc`.
     pub kind: String,
-    /// The user's entry.
+    /// The user's entry (LDAP), or their subject at the provider (`sub at iss`, OpenID).
     pub dn: String,
     /// When the directory last confirmed their groups (Unix milliseconds).
     pub checked_ms: u64,
@@ -24,12 +24,16 @@ pub struct DirectoryLink {
 }
 
 impl Cmdb {
-    /// Records what the directory said of user `name` (entry `dn`) at a login or a recheck:
-    /// their role (`None`: in no mapped group). A login (`create`) makes the user if they are
-    /// new and mapped; a local user of that name is never turned into a directory one
-    /// (`Conflict`). Returns the user as stored (`None`: new and unmapped, not made).
+    /// Records what the directory (`kind`: `ldap` or `oidc`) said of user `name` (entry or
+    /// subject `dn`) at a login or a recheck: their role (`None`: in no mapped group). A login
+    /// (`create`) makes the user if they are new and mapped; a local user of that name is never
+    /// turned into a directory one, nor one directory's into another's, nor (OpenID) one
+    /// subject's into another's (`Conflict`). Returns the user as stored (`None`: new and
+    /// unmapped, not made).
+    #[allow(clippy::too_many_arguments)]
     pub async fn directory_user(
         &self,
+        kind: &'static str,
         name: String,
         dn: String,
         role: Option<Role>,
@@ -41,10 +45,18 @@ impl Cmdb {
             let mut t = ctx.t.tx.open_table(USERS)?;
             let found: Option<User> = t.get(name.as_str())?.map(|v| decode(v.value())).transpose()?;
             let mapped = role.is_some() || !pools.is_empty();
-            let link = DirectoryLink { kind: "ldap".into(), dn, checked_ms: now_ms, mapped };
+            let link = DirectoryLink { kind: kind.into(), dn, checked_ms: now_ms, mapped };
             let user = match found {
                 Some(u) if u.directory.is_none() => {
                     return Err(CmdbError::Conflict(format!("{name} is a local user, not the directory's")))
+                }
+                Some(u) if u.directory.as_ref().is_some_and(|d| d.kind != kind) => {
+                    return Err(CmdbError::Conflict(format!("{name} is a user of another directory")))
+                }
+                // A username the provider gives another account now (renamed, reused): not a
+                // way into this one's.
+                Some(u) if kind == "oidc" && u.directory.as_ref().is_some_and(|d| d.dn != link.dn) => {
+                    return Err(CmdbError::Conflict(format!("{name} is another account's at the provider")))
                 }
                 Some(mut u) => {
                     u.role = role.unwrap_or(Role::Viewer);

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod appliance;
+pub mod oidc_fake;
 pub mod process;
 pub mod provision;
 pub mod slapd;

@@ -37,8 +37,8 @@ pub(super) fn next_page(next: Option<&str>) -> String {
 /// The login page: the form, and the provider's button where `[auth.oidc]` is set.
 pub(super) fn form(s: &UiState, next: &str, username: &str, error: Option<&str>, status: StatusCode) -> Response {
     let oidc = rackboot_api::api::oidc::name(&s.api);
-    let ctx =
-        minijinja::context! { next, username, error, oidc, user => None::<String>, csrf => "", operator => false };
+    let oidc_start = format!("/ui/oidc/start?next={}", super::view::urlencode(next));
+    let ctx = minijinja::context! { next, username, error, oidc, oidc_start, user => None::<String>, csrf => "", operator => false };
     let mut resp = s.views.page("login.html", ctx);
     *resp.status_mut() = status;
     resp

@@ -40,13 +40,15 @@ struct StartQuery {
 async fn start(
     State(s): State<UiState>,
     q: Result<Query<StartQuery>, axum::extract::rejection::QueryRejection>,
+    req: axum::extract::Request,
 ) -> Response {
+    let peer = session::peer(&req.into_parts().0).ip();
     let next = login::next_page(q.as_ref().ok().and_then(|q| q.next.as_deref()));
     let value = match rackboot_control::auth::new_token() {
         Ok((_, secret, _)) => secret,
         Err(e) => return login::form(&s, &next, "", Some(&e.to_string()), StatusCode::INTERNAL_SERVER_ERROR),
     };
-    match rackboot_api::api::oidc::begin(&s.api, &binding(&value), &next).await {
+    match rackboot_api::api::oidc::begin(&s.api, &binding(&value), &next, peer).await {
         Ok(url) => ([(header::SET_COOKIE, cookie(&value, 600))], Redirect::to(&url)).into_response(),
         Err(e) => login::form(&s, &next, "", Some(&format!("Login failed: {}", e.detail)), e.status),
     }

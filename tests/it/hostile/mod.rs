@@ -29,6 +29,7 @@ mod job_output;
 mod leaks;
 mod logins;
 mod mac_flood;
+mod oidc;
 mod operator;
 mod plugins;
 mod pool_reads;

@@ -3,10 +3,11 @@
 //! takes the provider's answer, checks it (`auth::oidc`), records the user as their claims say
 //! (a new user made, an existing one's role and pools set anew: a changed claim takes effect at
 //! this login) and opens a session. Every finish is audited as a login (`GET /ui/oidc/callback`,
-//! 200 or the refusal's status), its failures counted by the login rate limit.
+//! 200 or the refusal's status). Nothing is guessed here (the state is one use and bound to the
+//! browser), so the password rate limit does not apply; what bounds a flood is how many logins
+//! may be begun at once, in all and per address (`auth::oidc`).
 
 use std::net::IpAddr;
-use std::time::Instant;
 
 use axum::http::StatusCode;
 
@@ -38,11 +39,11 @@ fn refusal(e: OidcError) -> ApiError {
     }
 }
 
-/// Begins a login through the provider for the browser whose login cookie hashes to `browser`:
-/// the provider's authorization URL to send it to.
-pub async fn begin(s: &ApiState, browser: &str, next: &str) -> Result<String, ApiError> {
+/// Begins a login through the provider for the browser whose login cookie hashes to `browser`,
+/// from `peer`: the provider's authorization URL to send it to.
+pub async fn begin(s: &ApiState, browser: &str, next: &str, peer: IpAddr) -> Result<String, ApiError> {
     let p = provider(s)?;
-    p.begin(browser, next).await.map(|b| b.url).map_err(refusal)
+    p.begin(browser, next, peer).await.map(|b| b.url).map_err(refusal)
 }
 
 /// The name the login page's button gives the provider, when there is one.
@@ -59,27 +60,11 @@ pub async fn finish(
     browser: &str,
     peer: IpAddr,
 ) -> Result<(LoginResponse, String), ApiError> {
-    let limiter = &s.auth.limiter;
-    // Failures count against the caller's address (the username is not known until the token
-    // is checked).
-    if let Err(wait) = limiter.reserve("(oidc)", peer, Instant::now()) {
-        let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
-        return Err(ApiError::retry_after(
-            StatusCode::TOO_MANY_REQUESTS,
-            "too many failed logins; try again later",
-            secs,
-        ));
-    }
     let result = login(s, state, code, browser).await;
     let (user, status) = match &result {
         Ok((r, _)) => (r.user.clone(), 200),
         Err((user, e)) => (user.clone().unwrap_or_else(|| "-".into()), e.status.as_u16()),
     };
-    if status == 200 {
-        limiter.succeeded("(oidc)", peer);
-    } else if status == 503 {
-        limiter.unreserve("(oidc)");
-    }
     let entry = AuditEntry {
         seq: 0,
         at_ms: now_ms(),

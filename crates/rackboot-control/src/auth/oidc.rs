@@ -32,7 +32,9 @@ use super::ldap::Access;
 use crate::config::OidcConfig;
 
 /// Logins begun and not finished, kept at most (a flood of begun logins is refused past it).
-pub const MAX_PENDING: usize = 1024;
+pub const MAX_PENDING: usize = 4096;
+/// Logins begun and not finished from one address, at most: one address cannot take them all.
+pub const MAX_PENDING_PER_PEER: usize = 32;
 /// How long a begun login may take at the provider.
 pub const PENDING_FOR: Duration = Duration::from_secs(600);
 /// How long the provider's metadata and keys are used before they are read again.
@@ -84,6 +86,8 @@ struct Pending {
     browser: String,
     /// Where the browser goes once logged in.
     next: String,
+    /// The address that began it.
+    peer: std::net::IpAddr,
     born: Instant,
 }
 
@@ -128,8 +132,9 @@ impl Provider {
         })
     }
 
-    /// Begins a login for the browser whose login cookie hashes to `browser`, to land on `next`.
-    pub async fn begin(&self, browser: &str, next: &str) -> Result<Begun, OidcError> {
+    /// Begins a login for the browser whose login cookie hashes to `browser`, from `peer`, to
+    /// land on `next`.
+    pub async fn begin(&self, browser: &str, next: &str, peer: std::net::IpAddr) -> Result<Begun, OidcError> {
         let client = self.client().await?;
         let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
         let mut req =
@@ -140,10 +145,11 @@ impl Provider {
         let (url, state, nonce) = req.set_pkce_challenge(challenge).url();
         let mut pending = self.pending.lock().expect("pending logins");
         pending.retain(|_, p| p.born.elapsed() < PENDING_FOR);
-        if pending.len() >= MAX_PENDING {
+        if pending.len() >= MAX_PENDING || pending.values().filter(|p| p.peer == peer).count() >= MAX_PENDING_PER_PEER {
             return Err(OidcError::Busy);
         }
-        let p = Pending { nonce, verifier, browser: browser.to_string(), next: next.to_string(), born: Instant::now() };
+        let (browser, next) = (browser.to_string(), next.to_string());
+        let p = Pending { nonce, verifier, browser, next, peer, born: Instant::now() };
         pending.insert(state.secret().clone(), p);
         Ok(Begun { url: url.to_string(), state: state.secret().clone() })
     }

@@ -1196,7 +1196,7 @@ _rackboot() {
             return 0
             ;;
         rackboot__subcmd__audit)
-            opts="-h --api --ca --token-file --user --method --status --outcome --since --until --limit --help"
+            opts="-h --api --ca --token-file --user --method --status --outcome --pool --since --until --limit --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1227,6 +1227,10 @@ _rackboot() {
                     return 0
                     ;;
                 --outcome)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --pool)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -6202,7 +6206,7 @@ _rackboot() {
             return 0
             ;;
         rackboot__subcmd__tasks__subcmd__create)
-            opts="-h --mac --serial --tag --next --image --installer --hardware-profile --commission --hostname --ip-pool --disk --root-device --mirror --lvm --fs --ssh-key --user-data --post-install --concurrency --reinstall --api --ca --token-file --help"
+            opts="-h --mac --serial --tag --next --image --installer --hardware-profile --commission --hostname --ip-pool --pool --disk --root-device --mirror --lvm --fs --ssh-key --user-data --post-install --concurrency --reinstall --api --ca --token-file --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -6245,6 +6249,10 @@ _rackboot() {
                     return 0
                     ;;
                 --ip-pool)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --pool)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -571,6 +571,7 @@ complete -c rackboot -n "__fish_rackboot_using_subcommand tasks; and __fish_seen
 complete -c rackboot -n "__fish_rackboot_using_subcommand tasks; and __fish_seen_subcommand_from create" -l commission -d 'A [[provision.test_profiles]] entry each machine passes in BootOS before it is configured and installed (a failed test fails its run)' -r
 complete -c rackboot -n "__fish_rackboot_using_subcommand tasks; and __fish_seen_subcommand_from create" -l hostname -d 'Hostname pattern: the run\'s number in braces (n, or n:02 for two digits) and {mac}, e.g. node-{n:02}' -r
 complete -c rackboot -n "__fish_rackboot_using_subcommand tasks; and __fish_seen_subcommand_from create" -l ip-pool -d 'Addresses to reserve for the machines, FIRST-LAST, e.g. 198.18.0.60-198.18.0.69' -r
+complete -c rackboot -n "__fish_rackboot_using_subcommand tasks; and __fish_seen_subcommand_from create" -l pool -d 'The resource pool the task acts in (its machines must all be of it; --next takes its ready machines); default: the pool the machines share' -r
 complete -c rackboot -n "__fish_rackboot_using_subcommand tasks; and __fish_seen_subcommand_from create" -l disk -d 'Target disk, e.g. /dev/sda; auto: the largest, or the one --root-device picks' -r
 complete -c rackboot -n "__fish_rackboot_using_subcommand tasks; and __fish_seen_subcommand_from create" -l root-device -d 'A root-device hint, KEY=VALUE (repeatable; every one must match, exactly one disk may): name, serial, wwn, model, vendor, by_path, min_size_gib, max_size_gib, rotational' -r
 complete -c rackboot -n "__fish_rackboot_using_subcommand tasks; and __fish_seen_subcommand_from create" -l mirror -d 'Mirror the root (software RAID 1) onto the disk these hints pick, KEY=VALUE (repeatable, as --root-device). Image deploys only' -r
@@ -704,6 +705,7 @@ complete -c rackboot -n "__fish_rackboot_using_subcommand audit" -l user -d 'Onl
 complete -c rackboot -n "__fish_rackboot_using_subcommand audit" -l method -d 'Only this method, e.g. DELETE' -r
 complete -c rackboot -n "__fish_rackboot_using_subcommand audit" -l status -d 'Only this HTTP status' -r
 complete -c rackboot -n "__fish_rackboot_using_subcommand audit" -l outcome -d 'Only ok, denied (401/403), limited (429) or failed calls' -r
+complete -c rackboot -n "__fish_rackboot_using_subcommand audit" -l pool -d 'Only calls that acted on something in this resource pool' -r
 complete -c rackboot -n "__fish_rackboot_using_subcommand audit" -l since -d 'Only entries at or after this moment (Unix milliseconds)' -r
 complete -c rackboot -n "__fish_rackboot_using_subcommand audit" -l until -d 'Only entries before this moment (Unix milliseconds)' -r
 complete -c rackboot -n "__fish_rackboot_using_subcommand audit" -l limit -d 'Print at most this many entries, newest first' -r

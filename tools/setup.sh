@@ -111,6 +111,15 @@ if [ $SETUP_LAB = 0 ]; then
   # schemathesis, the OpenAPI-driven API tester (tests/it/api/schemathesis.rs).
   venv st '[ -x "$VALIDATORS/st/bin/schemathesis" ]' schemathesis==4.32.5
 fi
+# node-oidc-provider, the OpenID provider the tests log in through (tests/it/ui/oidc.rs), pinned by
+# tests/oidc/package-lock.json; Node.js and npm come with the machine, else from Debian.
+if [ $SETUP_LAB = 0 ] && [ ! -d "$(dirname "$VALIDATORS")/../tests/oidc/node_modules/oidc-provider" ]; then
+  command -v npm >/dev/null || { apt-get install -y -q --no-install-recommends nodejs npm >/dev/null ||
+    { echo "setup: apt-get install nodejs npm failed"; exit 1; }; }
+  echo "setup: npm ci in tests/oidc (oidc-provider)"
+  (cd "$(dirname "$VALIDATORS")/../tests/oidc" && npm ci --no-audit --no-fund -q >/dev/null) ||
+    { echo "setup: npm ci in tests/oidc failed"; exit 1; }
+fi
 # sushy-tools, the Redfish BMC emulator (tests/it/bmc/sushy.rs runs `sushy-emulator --fake`), with
 # libvirt-python for its libvirt driver (vm-lab/libvirt.sh: Redfish for the libvirt lab's VMs).
 if [ $SETUP_LAB = 0 ] || [ $SETUP_LIBVIRT = 1 ]; then

@@ -4,6 +4,7 @@
 
 pub mod appliance;
 pub mod oidc_fake;
+pub mod oidc_provider;
 pub mod process;
 pub mod provision;
 pub mod slapd;
@@ -89,6 +90,22 @@ impl Lab {
         let relay = UdpSocket::bind("127.0.0.1:0").await.unwrap();
         let (app, api) = launch(dir.path(), relay.local_addr().unwrap().port(), extra).await;
         Lab { dir, app: Some(app), relay, api, extra: extra.to_string() }
+    }
+
+    /// [`Lab::start`] with the HTTPS listener on `port` (for a config that names this
+    /// appliance's URL before it starts, such as an OpenID callback).
+    pub async fn start_https_on(port: u16, extra: &str) -> Lab {
+        let dir = tempfile::tempdir().unwrap();
+        let relay = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        let text = config_text(dir.path(), relay.local_addr().unwrap().port(), extra).replacen(
+            "[https]\nlisten = \"127.0.0.1:0\"",
+            &format!("[https]\nlisten = \"127.0.0.1:{port}\""),
+            1,
+        );
+        let running = app::start(Config::parse(&text).unwrap()).await.unwrap();
+        let url = format!("https://{}", running.https_addr);
+        let api = ApiClient::new(&url, running.admin_token.clone(), running.ca_pem.as_bytes()).unwrap();
+        Lab { dir, app: Some(running), relay, api, extra: extra.to_string() }
     }
 
     async fn boot(&mut self) {

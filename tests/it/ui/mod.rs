@@ -4,6 +4,7 @@ mod bmc;
 mod browser;
 mod charts;
 mod firmware;
+mod oidc;
 mod pages;
 mod plugins;
 mod pools;

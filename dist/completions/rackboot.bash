@@ -3896,7 +3896,7 @@ _rackboot() {
             return 0
             ;;
         rackboot__subcmd__login)
-            opts="-h --api --ca --token-file --out --ttl --help"
+            opts="-h --api --ca --token-file --sso --out --ttl --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -608,6 +608,7 @@ complete -c rackboot -n "__fish_rackboot_using_subcommand login" -l ca -d 'The C
 complete -c rackboot -n "__fish_rackboot_using_subcommand login" -l token-file -d 'File holding an API token (`rackboot serve` writes the admin\'s, admin.token, into its data_dir on first start; `rackboot tokens create` makes others). Only from a file: a token in an argument or the environment would show in `ps` and /proc to every user' -r -F
 complete -c rackboot -n "__fish_rackboot_using_subcommand login" -l out -d 'Where the session\'s token goes (created with mode 0600; replaced if it is there)' -r -F
 complete -c rackboot -n "__fish_rackboot_using_subcommand login" -l ttl -d 'The session\'s lifetime in seconds (default: the appliance\'s auth.session_ttl_secs)' -r
+complete -c rackboot -n "__fish_rackboot_using_subcommand login" -l sso -d 'Log in through the company\'s OpenID provider instead ([auth.oidc]): open the URL shown, enter the code there and log in; this waits until you have'
 complete -c rackboot -n "__fish_rackboot_using_subcommand login" -s h -l help -d 'Print help'
 complete -c rackboot -n "__fish_rackboot_using_subcommand users; and not __fish_seen_subcommand_from list add set delete help" -l api -d 'Base URL of the rackboot API' -r
 complete -c rackboot -n "__fish_rackboot_using_subcommand users; and not __fish_seen_subcommand_from list add set delete help" -l ca -d 'The CA certificate (PEM) the server\'s certificate must chain to (`rackboot ca show`)' -r -F

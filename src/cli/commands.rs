@@ -196,15 +196,21 @@ Examples:
     },
     /// Log in as a user (local, or from the company's directory) and keep the session's token
     /// in a file of your own (mode 0600) to use as --token-file; the password is prompted for,
-    /// or read as one line from stdin.
+    /// or read as one line from stdin. With --sso, through the company's OpenID provider.
     #[command(
-        after_help = "Examples:\n  rackboot login alice --out ~/.rackboot.token\n  rackboot machines list --token-file ~/.rackboot.token"
+        after_help = "Examples:\n  rackboot login alice --out ~/.rackboot.token\n  rackboot login --sso --out ~/.rackboot.token\n  rackboot machines list --token-file ~/.rackboot.token"
     )]
     Login {
         #[command(flatten)]
         api: ApiArgs,
-        /// The username.
-        user: String,
+        /// The username (a local or LDAP user's login: the password is read from stdin or
+        /// prompted for).
+        #[arg(required_unless_present = "sso", conflicts_with = "sso")]
+        user: Option<String>,
+        /// Log in through the company's OpenID provider instead ([auth.oidc]): open the URL
+        /// shown, enter the code there and log in; this waits until you have.
+        #[arg(long)]
+        sso: bool,
         /// Where the session's token goes (created with mode 0600; replaced if it is there).
         #[arg(long, value_name = "FILE")]
         out: PathBuf,

@@ -123,7 +123,10 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Power { api, args } => power(api.client()?, args).await,
         Command::Jobs { api, cmd } => jobs(api.client()?, cmd).await,
         Command::Tasks { api, cmd } => tasks(api.client()?, cmd).await,
-        Command::Login { api, user, out, ttl } => users::login(api.anonymous()?, &user, &out, ttl).await,
+        Command::Login { api, user: Some(user), out, ttl, sso: false } => {
+            users::login(api.anonymous()?, &user, &out, ttl).await
+        }
+        Command::Login { api, out, .. } => users::login_sso(api.anonymous()?, &out).await,
         Command::Users { api, cmd } => users(api.client()?, cmd).await,
         Command::Tokens { api, cmd } => tokens(api.client()?, cmd).await,
         Command::Audit { api, filter } => audit(api.client()?, filter).await,

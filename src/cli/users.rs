@@ -139,6 +139,34 @@ pub(super) async fn login(c: ApiClient, user: &str, out: &std::path::Path, ttl: 
         body["ttl_secs"] = json!(ttl);
     }
     let v = c.ok(Method::POST, "/auth/login", Some(body)).await?;
+    save_session(&v, out)
+}
+
+/// Logs in through the company's OpenID provider (the device authorization flow): shows where
+/// to enter the code, then waits until the user has logged in there.
+pub(super) async fn login_sso(c: ApiClient, out: &std::path::Path) -> anyhow::Result<()> {
+    let v = c.ok(Method::POST, "/auth/oidc/device", None).await?;
+    let handle = v["handle"].as_str().context("the answer has no handle")?.to_string();
+    let url = v["verification_uri_complete"].as_str().or(v["verification_uri"].as_str()).unwrap_or("");
+    eprintln!(
+        "Open {url}\nand enter the code {} (within {} minutes); waiting for the login there...",
+        s(&v["user_code"]),
+        v["expires_in"].as_u64().unwrap_or(600) / 60
+    );
+    let mut interval = v["interval"].as_u64().unwrap_or(5).clamp(1, 60);
+    loop {
+        tokio::time::sleep(std::time::Duration::from_secs(interval)).await;
+        let (status, v) = c.call(Method::POST, "/auth/oidc/device/token", Some(json!({"handle": handle}))).await?;
+        match status {
+            200 => return save_session(&v, out),
+            202 => interval = v["interval"].as_u64().unwrap_or(interval).clamp(1, 60),
+            _ => anyhow::bail!("the login was refused ({status}): {}", s(&v["detail"])),
+        }
+    }
+}
+
+/// Writes a new session's token to `out` (mode 0600) and says who it is.
+fn save_session(v: &Value, out: &std::path::Path) -> anyhow::Result<()> {
     let token = v["token"].as_str().context("the login's answer has no token")?;
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;

@@ -1,7 +1,8 @@
 // The OpenID provider the tests log in through: node-oidc-provider (OpenID Certified) on HTTPS
 // on loopback, with one confidential client (rackboot) and the accounts of a JSON file read at
 // every login ({"olivia": {"groups": ["rack-ops"]}}), so a test changes a user's claims by
-// writing the file. Its development login and consent pages stand in for the company's.
+// writing the file. Its development login, consent and device pages stand in for the company's;
+// the device authorization flow is on for the CLI's login.
 //   node tests/oidc/provider.mjs CONFIG.json   (prints "ready" once it listens)
 import fs from 'node:fs';
 import https from 'node:https';
@@ -15,14 +16,14 @@ const provider = new Provider(cfg.issuer, {
     client_id: cfg.client_id,
     client_secret: cfg.client_secret,
     redirect_uris: [cfg.redirect_uri],
-    grant_types: ['authorization_code'],
+    grant_types: ['authorization_code', 'urn:ietf:params:oauth:grant-type:device_code'],
     response_types: ['code'],
     token_endpoint_auth_method: 'client_secret_basic',
   }],
   claims: { openid: ['sub'], profile: ['preferred_username'], groups: ['groups'] },
   // The claims go into the ID token itself, where rackboot reads them.
   conformIdTokenClaims: false,
-  features: { devInteractions: { enabled: true } },
+  features: { devInteractions: { enabled: true }, deviceFlow: { enabled: true } },
   cookies: { keys: ['rackboot-test-provider-cookie-key'] },
   pkce: { required: () => true },
   async findAccount(ctx, id) {

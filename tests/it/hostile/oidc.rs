@@ -182,6 +182,14 @@ async fn a_lying_provider_and_a_meddling_browser_open_no_session() {
     let (s, token, _) = callback(&lab, &path, Some(&cookie)).await;
     assert_eq!((s, token), (403, None));
 
+    // The device flow: a handle never handed out is refused; a provider without a device
+    // endpoint is said to be unreachable, not trusted.
+    let (s, v) =
+        lab.api.call(Method::POST, "/auth/oidc/device/token", Some(json!({"handle": "made-up"}))).await.unwrap();
+    assert_eq!(s, 401, "{v}");
+    let (s, v) = lab.api.call(Method::POST, "/auth/oidc/device", None).await.unwrap();
+    assert_eq!(s, 503, "{v}");
+
     // Every finish is in the audit log, with its outcome.
     let audit = lab.api.ok(Method::GET, "/audit?limit=1000", None).await.unwrap();
     let logins: Vec<(String, u64)> = audit["entries"]

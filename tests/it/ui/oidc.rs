@@ -3,7 +3,8 @@
 //! certificates. The login page's button goes to the provider, its login and consent pages send
 //! the browser back logged in with the role the groups claim maps to; logging out ends the
 //! session; the user's groups change at the provider and the next login acts with the new role
-//! (here: a pool's, so the UI shows that pool only). Skips with "SKIPPED: ..." without chromium,
+//! (here: a pool's, so the UI shows that pool only); the CLI logs in by the device flow, the
+//! code confirmed in the browser. Skips with "SKIPPED: ..." without chromium,
 //! node or the provider's npm package.
 
 use std::time::{Duration, Instant};
@@ -110,5 +111,58 @@ async fn a_login_through_the_company_s_openid_provider_in_chromium() {
     let rows = c.find(Locator::Css("#machines tbody")).await.unwrap().text().await.unwrap();
     assert!(rows.contains("52:54:00:0e:00:01") && !rows.contains("52:54:00:0e:00:02"), "{rows}");
     b.shot("72-sso-claim-changed").await;
+
+    // The CLI logs in through the provider too (the device flow): it shows a URL and a code,
+    // the user confirms them in a browser and logs in, and the CLI gets the session.
+    let out = files.path().join("olivia.token");
+    let mut cli = std::process::Command::new(env!("CARGO_BIN_EXE_rackboot"))
+        .args(["login", "--sso", "--out"])
+        .arg(&out)
+        .args(["--api", &lab.https_url(), "--ca"])
+        .arg(lab.dir.path().join("tls/ca.pem"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = cli.stderr.take().unwrap();
+    let url = tokio::task::spawn_blocking(move || {
+        use std::io::BufRead;
+        let mut lines = std::io::BufReader::new(stderr).lines();
+        let url = lines.by_ref().map_while(Result::ok).find_map(|l| l.strip_prefix("Open ").map(str::to_string));
+        std::thread::spawn(move || lines.for_each(drop));
+        url
+    })
+    .await
+    .unwrap()
+    .expect("the CLI shows where to log in");
+    assert!(url.starts_with(&idp.issuer), "{url}");
+    c.goto(&url).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let page = c.source().await.unwrap_or_default();
+        if page.contains("Sign-in Success") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the device login did not succeed: {page}");
+        if let Ok(go) = c.find(Locator::Css("button[autofocus][form='op.deviceConfirmForm']")).await {
+            go.click().await.unwrap();
+        } else if let Ok(login) = c.find(Locator::Css("input[name=login]")).await {
+            login.send_keys("olivia").await.unwrap();
+            c.find(Locator::Css("input[name=password]")).await.unwrap().send_keys("any password").await.unwrap();
+            c.find(Locator::Css("button[type=submit]")).await.unwrap().click().await.unwrap();
+        } else if let Ok(go) = c.find(Locator::Css("input[name=prompt][value=consent] ~ button")).await {
+            go.click().await.unwrap();
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    b.shot("73-sso-device-confirmed").await;
+    let done = tokio::task::spawn_blocking(move || cli.wait_with_output().unwrap()).await.unwrap();
+    let said = String::from_utf8_lossy(&done.stdout).to_string();
+    assert!(done.status.success() && said.contains("logged in as olivia"), "{said}");
+    let token = std::fs::read_to_string(&out).unwrap();
+    let me = crate::api::directory::client(&lab, token.trim()).ok(Method::GET, "/auth/whoami", None).await.unwrap();
+    assert_eq!(me["user"], "olivia", "{me}");
+    let mine = crate::api::directory::client(&lab, token.trim()).ok(Method::GET, "/machines", None).await.unwrap();
+    assert_eq!(mine["total"], 1, "the CLI's session is team-a's too: {mine}");
     b.close().await;
 }

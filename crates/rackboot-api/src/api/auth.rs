@@ -144,7 +144,7 @@ pub struct Peer(pub IpAddr);
 
 /// The username a login tried, set on its response for the audit entry.
 #[derive(Debug, Clone)]
-struct LoginAttempt(String);
+pub(super) struct LoginAttempt(pub String);
 
 /// Authenticates, authorizes and audits one `/api/v1` call.
 pub async fn guard(State(s): State<ApiState>, mut req: Request, next: Next) -> Response {

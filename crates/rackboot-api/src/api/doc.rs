@@ -29,7 +29,7 @@ use crate::cmdb::EventKind;
     info(
         title = "rackboot API",
         version = "1",
-        description = "Machines, leases, timeline events (pages and a live stream), agents' jobs, boot profiles and provisioning tasks of a rackboot appliance. Every path except `POST /auth/login` (and this document where `auth.public_openapi` is set) needs `Authorization: Bearer <token>`: a user's API token (`/tokens`) or login session; the first admin's token is in <data_dir>/admin.token. Roles: viewer reads; operator also changes machines, racks, tasks, jobs and profiles; admin also manages users, every token, the audit log, backups and the quarantine (403 names the role a call needs). Every change is in the audit log. Errors are application/problem+json (RFC 9457). Lists take `limit` and `cursor` and return `next_cursor`."
+        description = "Machines, leases, timeline events (pages and a live stream), agents' jobs, boot profiles and provisioning tasks of a rackboot appliance. Every path except `POST /auth/login` and the OpenID device login (`POST /auth/oidc/device`, `POST /auth/oidc/device/token`) (and this document where `auth.public_openapi` is set) needs `Authorization: Bearer <token>`: a user's API token (`/tokens`) or login session; the first admin's token is in <data_dir>/admin.token. Roles: viewer reads; operator also changes machines, racks, tasks, jobs and profiles; admin also manages users, every token, the audit log, backups and the quarantine (403 names the role a call needs). Every change is in the audit log. Errors are application/problem+json (RFC 9457). Lists take `limit` and `cursor` and return `next_cursor`."
     ),
     servers((url = "/api/v1")),
     components(schemas(Problem, EventKind)),
@@ -90,7 +90,7 @@ pub fn document_json() -> &'static str {
 }
 
 /// Paths anyone may call (see `auth::policy`; the document itself only when configured public).
-const PUBLIC: [&str; 1] = ["/auth/login"];
+const PUBLIC: [&str; 3] = ["/auth/login", "/auth/oidc/device", "/auth/oidc/device/token"];
 
 /// Adds the bearer scheme and the responses every operation shares.
 fn finish(doc: &mut OpenApi) {
@@ -254,7 +254,7 @@ mod tests {
         for (path, item) in doc["paths"].as_object().unwrap() {
             for method in item.as_object().unwrap().keys() {
                 let m: Method = method.to_uppercase().parse().unwrap();
-                if is_read(&m) || path == "/auth/login" || path.starts_with("/tokens") {
+                if is_read(&m) || PUBLIC.contains(&path.as_str()) || path.starts_with("/tokens") {
                     continue;
                 }
                 assert!(matches!(required(&m, path, true), Access::Role(r) if r > Role::Viewer), "{method} {path}");

@@ -131,6 +131,7 @@ fn protected_routes() -> OpenApiRouter<ApiState> {
         .merge(firmware::routes())
         .merge(baselines::routes())
         .merge(auth::routes())
+        .merge(oidc::routes())
         .merge(users::routes())
         .merge(audit::routes())
         .merge(webhooks::routes())

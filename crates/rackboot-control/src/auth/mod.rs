@@ -10,6 +10,8 @@ pub mod held;
 pub mod ldap;
 pub mod limiter;
 pub mod oidc;
+pub mod oidc_device;
+mod oidc_http;
 pub mod policy;
 
 use sha2::{Digest, Sha256};

@@ -8,7 +8,7 @@
 //! skew. Its claims map to a role and pools as `[[auth.oidc.claims]]` say.
 //!
 //! The provider is reached over HTTPS only (the system's CAs, or `ca_file`), without following
-//! redirects, each exchange under `timeout_secs`, an answer read to 1 MiB at most. Its metadata
+//! redirects, each exchange under `timeout_secs`, an answer read to 1 MiB at most (`oidc_http`). Its metadata
 //! and keys are read at the first login and again after [`META_FOR`].
 
 use std::collections::HashMap;
@@ -16,9 +16,6 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use base64::Engine;
-use http_body_util::{BodyExt, Full, Limited};
-use hyper::body::Bytes;
-use hyper_util::rt::TokioIo;
 use openidconnect::core::{CoreAuthenticationFlow, CoreClient, CoreJwsSigningAlgorithm, CoreProviderMetadata};
 use openidconnect::{
     AuthorizationCode, ClientId, ClientSecret, CsrfToken, IssuerUrl, Nonce, PkceCodeChallenge, PkceCodeVerifier,
@@ -39,8 +36,6 @@ pub const MAX_PENDING_PER_PEER: usize = 32;
 pub const PENDING_FOR: Duration = Duration::from_secs(600);
 /// How long the provider's metadata and keys are used before they are read again.
 pub const META_FOR: Duration = Duration::from_secs(900);
-/// The most of one answer from the provider read.
-const MAX_ANSWER: usize = 1 << 20;
 /// The oldest ID token taken (its `iat`), besides the clock skew: it comes from a login now.
 const MAX_TOKEN_AGE: i64 = 600;
 /// Where the system's CAs are.
@@ -98,6 +93,8 @@ pub struct Provider {
     tls: tokio_rustls::TlsConnector,
     meta: tokio::sync::Mutex<Option<(CoreProviderMetadata, Instant)>>,
     pending: Mutex<HashMap<String, Pending>>,
+    /// The CLI's device logins (`oidc_device`).
+    pub(super) devices: Mutex<super::oidc_device::DeviceLogins>,
 }
 
 impl Provider {
@@ -129,6 +126,7 @@ impl Provider {
             tls: tokio_rustls::TlsConnector::from(Arc::new(config)),
             meta: tokio::sync::Mutex::new(None),
             pending: Mutex::new(HashMap::new()),
+            devices: Mutex::new(HashMap::new()),
         })
     }
 
@@ -174,8 +172,21 @@ impl Provider {
             .set_pkce_verifier(p.verifier);
         let answer = exchange.request_async(&http).await.map_err(|e| OidcError::Refused(format!("the code: {e}")))?;
         let token = answer.id_token().ok_or_else(|| OidcError::Refused("the provider sent no ID token".into()))?;
+        let verifier = self.verifier(&client);
+        let claims = token.claims(&verifier, &p.nonce).map_err(|e| OidcError::Refused(format!("the ID token: {e}")))?;
+        let subject = format!("{} at {}", claims.subject().as_str(), claims.issuer().as_str());
+        // The token's signature is checked: its payload is read as the provider wrote it, for
+        // the claims OpenID Connect does not name (groups, roles).
+        let raw = payload(&token.to_string())?;
+        let username = self.username(&raw)?;
+        Ok((Identity { username, subject, access: self.access(&raw) }, p.next))
+    }
+
+    /// How an ID token of `client`'s is checked: the issuer's keys with an asymmetric
+    /// algorithm, this client, this issuer, expiry and issue time within the clock skew.
+    pub(super) fn verifier<'a>(&self, client: &'a Client) -> openidconnect::core::CoreIdTokenVerifier<'a> {
         let skew = chrono::Duration::from_std(self.cfg.max_clock_skew).unwrap_or_default();
-        let verifier = client
+        client
             .id_token_verifier()
             .set_allowed_algs(ASYMMETRIC)
             // Expired only once past `exp` by more than the skew.
@@ -189,18 +200,21 @@ impl Provider {
                 } else {
                     Ok(())
                 }
-            });
-        let claims = token.claims(&verifier, &p.nonce).map_err(|e| OidcError::Refused(format!("the ID token: {e}")))?;
-        let subject = format!("{} at {}", claims.subject().as_str(), claims.issuer().as_str());
-        // The token's signature is checked: its payload is read as the provider wrote it, for
-        // the claims OpenID Connect does not name (groups, roles).
-        let raw = payload(&token.to_string())?;
-        let username = self.username(&raw)?;
-        Ok((Identity { username, subject, access: self.access(&raw) }, p.next))
+            })
+    }
+
+    /// The client secret, for a confidential client.
+    pub(super) fn secret(&self) -> Option<&str> {
+        self.secret.as_deref()
+    }
+
+    /// One exchange with the provider (see `oidc_http::fetch`).
+    pub(super) async fn send(&self, req: openidconnect::HttpRequest) -> Result<openidconnect::HttpResponse, OidcError> {
+        super::oidc_http::fetch(&self.tls, self.cfg.timeout, req).await.map_err(|e| OidcError::Unreachable(e.0))
     }
 
     /// The username from `username_claim`, lowercase, as rackboot allows usernames.
-    fn username(&self, claims: &Value) -> Result<String, OidcError> {
+    pub(super) fn username(&self, claims: &Value) -> Result<String, OidcError> {
         let claim = &self.cfg.username_claim;
         let raw = claims[claim.as_str()]
             .as_str()
@@ -238,12 +252,12 @@ impl Provider {
         access
     }
 
-    fn http(&self) -> Http {
-        Http { tls: self.tls.clone(), timeout: self.cfg.timeout }
+    fn http(&self) -> super::oidc_http::Http {
+        super::oidc_http::Http { tls: self.tls.clone(), timeout: self.cfg.timeout }
     }
 
     /// The client, from the provider's metadata (read when missing or older than [`META_FOR`]).
-    async fn client(&self) -> Result<Client, OidcError> {
+    pub(super) async fn client(&self) -> Result<Client, OidcError> {
         let mut meta = self.meta.lock().await;
         let fresh = meta.as_ref().is_some_and(|(_, at)| at.elapsed() < META_FOR);
         if !fresh {
@@ -265,7 +279,7 @@ impl Provider {
 }
 
 /// The client as discovery leaves it: the token endpoint may or may not be named.
-type Client = CoreClient<
+pub(super) type Client = CoreClient<
     openidconnect::EndpointSet,
     openidconnect::EndpointNotSet,
     openidconnect::EndpointNotSet,
@@ -289,83 +303,12 @@ const ASYMMETRIC: [CoreJwsSigningAlgorithm; 9] = [
 ];
 
 /// The claims of a compact JWT whose signature was checked.
-fn payload(jwt: &str) -> Result<Value, OidcError> {
+pub(super) fn payload(jwt: &str) -> Result<Value, OidcError> {
     let part = jwt.split('.').nth(1).ok_or_else(|| OidcError::Refused("the ID token is not a JWT".into()))?;
     let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
         .decode(part.trim_end_matches('='))
         .map_err(|e| OidcError::Refused(format!("the ID token's claims: {e}")))?;
     serde_json::from_slice(&bytes).map_err(|e| OidcError::Refused(format!("the ID token's claims: {e}")))
-}
-
-/// Why an exchange with the provider failed.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct HttpError(String);
-
-/// The HTTP client the `openidconnect` crate is given.
-struct Http {
-    tls: tokio_rustls::TlsConnector,
-    timeout: Duration,
-}
-
-impl<'c> openidconnect::AsyncHttpClient<'c> for Http {
-    type Error = HttpError;
-    type Future = std::pin::Pin<
-        Box<dyn std::future::Future<Output = Result<openidconnect::HttpResponse, HttpError>> + Send + 'c>,
-    >;
-
-    fn call(&'c self, req: openidconnect::HttpRequest) -> Self::Future {
-        let (tls, timeout) = (self.tls.clone(), self.timeout);
-        Box::pin(async move { fetch(&tls, timeout, req).await })
-    }
-}
-
-/// One exchange with the provider: HTTPS only, no redirect followed, within `timeout`, the
-/// answer read to [`MAX_ANSWER`].
-async fn fetch(
-    tls: &tokio_rustls::TlsConnector,
-    timeout: Duration,
-    req: openidconnect::HttpRequest,
-) -> Result<openidconnect::HttpResponse, HttpError> {
-    tokio::time::timeout(timeout, exchange(tls, req))
-        .await
-        .map_err(|_| HttpError(format!("no answer within {} s", timeout.as_secs())))?
-}
-
-async fn exchange(
-    tls: &tokio_rustls::TlsConnector,
-    req: openidconnect::HttpRequest,
-) -> Result<openidconnect::HttpResponse, HttpError> {
-    let uri = req.uri().clone();
-    if uri.scheme_str() != Some("https") {
-        return Err(HttpError(format!("{uri}: the provider is reached over https only")));
-    }
-    let host = uri.host().ok_or_else(|| HttpError(format!("{uri}: no host")))?.trim_matches(['[', ']']).to_string();
-    let port = uri.port_u16().unwrap_or(443);
-    let tcp = tokio::net::TcpStream::connect((host.as_str(), port))
-        .await
-        .map_err(|e| HttpError(format!("connecting to {host}:{port}: {e}")))?;
-    let name = rustls::pki_types::ServerName::try_from(host.clone()).map_err(|e| HttpError(e.to_string()))?;
-    let stream = tls.connect(name, tcp).await.map_err(|e| HttpError(format!("TLS with {host}:{port}: {e}")))?;
-    let (mut sender, conn) =
-        hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.map_err(|e| HttpError(e.to_string()))?;
-    tokio::spawn(conn);
-    let (mut parts, body) = req.into_parts();
-    let path = uri.path_and_query().map_or("/", |p| p.as_str()).to_string();
-    parts.uri = path.parse().map_err(|e: hyper::http::uri::InvalidUri| HttpError(e.to_string()))?;
-    let authority = uri.authority().map(|a| a.to_string()).unwrap_or_default();
-    parts.headers.insert(hyper::header::HOST, authority.parse().map_err(|_| HttpError("bad host".into()))?);
-    let resp = sender
-        .send_request(hyper::Request::from_parts(parts, Full::new(Bytes::from(body))))
-        .await
-        .map_err(|e| HttpError(format!("{uri}: {e}")))?;
-    let (parts, body) = resp.into_parts();
-    let body = Limited::new(body, MAX_ANSWER)
-        .collect()
-        .await
-        .map_err(|e| HttpError(format!("{uri}: the answer ({e})")))?
-        .to_bytes();
-    Ok(openidconnect::HttpResponse::from_parts(parts, body.to_vec()))
 }
 
 #[cfg(test)]
@@ -399,6 +342,7 @@ claims = [
             )),
             meta: tokio::sync::Mutex::new(None),
             pending: Mutex::new(HashMap::new()),
+            devices: Mutex::new(HashMap::new()),
         };
         let a = p.access(&serde_json::json!({"groups": ["ops", "admins"], "roles": "team-a"}));
         assert_eq!((a.role, a.pools.len()), (Some(crate::auth::Role::Admin), 0), "a global role covers every pool");

@@ -38,7 +38,9 @@ pub fn required(method: &Method, route: &str, public_doc: bool) -> Access {
     let first = segments.next().unwrap_or("");
     match (first, is_read(method)) {
         ("openapi.json", true) if public_doc => Access::Public,
-        ("auth", _) if route == "/auth/login" => Access::Public,
+        ("auth", _) if matches!(route, "/auth/login" | "/auth/oidc/device" | "/auth/oidc/device/token") => {
+            Access::Public
+        }
         ("auth" | "tokens", _) => Access::Role(Role::Viewer),
         // Webhooks say where events go and hold a secret: an admin's, read or write.
         // Tang keys guard every encrypted disk: an admin's, read or write.
@@ -70,6 +72,8 @@ mod tests {
     fn the_role_table() {
         let cases = [
             (Method::POST, "/auth/login", Access::Public),
+            (Method::POST, "/auth/oidc/device", Access::Public),
+            (Method::POST, "/auth/oidc/device/token", Access::Public),
             (Method::GET, "/auth/whoami", V),
             (Method::GET, "/machines", V),
             (Method::GET, "/machines/{id}/events", V),

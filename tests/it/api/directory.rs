@@ -142,12 +142,25 @@ async fn directory_users_log_in_with_the_roles_their_groups_map_to() {
     assert!(!ok && said.contains("wrong username or password"), "{said}");
 
     // Groups change: alice moves to rack-ops, bob leaves it; at their next request after the
-    // recheck period alice acts as an operator and bob's session stops working.
+    // recheck period alice acts as an operator and bob's session stops working. An event
+    // stream bob holds open ends by itself, with no request of his.
+    let mut stream = bob.events("/events/stream", None).await.unwrap();
+    let start = tokio::time::timeout(Duration::from_secs(10), stream.next()).await.unwrap().unwrap().unwrap();
+    assert_eq!(start.event.as_deref(), Some("stream.start"));
     slapd.modify(&format!(
         "dn: cn=rack-admins,{GROUPS}\nchangetype: modify\nreplace: member\nmember: uid=carol,{PEOPLE}\n\n\
          dn: cn=rack-ops,{GROUPS}\nchangetype: modify\nreplace: member\nmember: uid=alice,{PEOPLE}\n"
     ));
-    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let ended = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            match stream.next().await {
+                Ok(Some(_)) => continue,
+                _ => return,
+            }
+        }
+    })
+    .await;
+    assert!(ended.is_ok(), "bob's open stream ends once the directory says he is out");
     assert_eq!(status(&alice, "/users").await, 403, "alice is an operator now");
     assert_eq!(alice.ok(Method::GET, "/auth/whoami", None).await.unwrap()["role"], "operator");
     assert_eq!(status(&bob, "/machines").await, 401, "bob is in no mapped group any more");

@@ -173,8 +173,9 @@ async fn two_teams_reach_only_their_own_racks_events_jobs_tasks_and_inventory() 
         assert_eq!(s, 404, "{mac}: {v}");
     }
     assert_eq!(api.call(Method::GET, "/machines/52:54:00:b2:00:99", None).await.unwrap().0, 404);
-    let next = ob.ok(Method::POST, "/tasks", Some(json!({"select": {"next": 1}, "image": "lab.img"}))).await.unwrap();
-    assert_eq!(next["task"]["spec"]["pool"], "team-b", "{next}");
+    let by_next =
+        ob.ok(Method::POST, "/tasks", Some(json!({"select": {"next": 1}, "image": "lab.img"}))).await.unwrap();
+    assert_eq!(by_next["task"]["spec"]["pool"], "team-b", "{by_next}");
     let (s, _) = ob
         .call(Method::POST, "/tasks", Some(json!({"select": {"next": 1}, "image": "lab.img", "pool": "team-a"})))
         .await
@@ -211,4 +212,19 @@ async fn two_teams_reach_only_their_own_racks_events_jobs_tasks_and_inventory() 
     assert_eq!(b.iter().filter(|(_, r, _)| r == "/racks/{name}/csv").count(), 1, "rb's, not ra's: {b:?}");
     let (s, _) = api.call(Method::GET, "/audit?pool=Team%20B", None).await.unwrap();
     assert_eq!(s, 400);
+
+    // An admin changes team-a's viewer's pools: the stream they hold open (filtered by the pools
+    // they had) ends at once, and the one they open again is filtered by their new pools.
+    let mut stream = va.events("/events/stream", None).await.unwrap();
+    assert_eq!(next(&mut stream).await.event.as_deref(), Some("stream.start"));
+    api.ok(Method::PATCH, "/users/va", Some(json!({"pools": {"team-b": "viewer"}}))).await.unwrap();
+    let ended =
+        tokio::time::timeout(Duration::from_secs(5), async { while let Ok(Some(_)) = stream.next().await {} }).await;
+    assert!(ended.is_ok(), "the stream of the old pools ends");
+    let mut stream = va.events("/events/stream", None).await.unwrap();
+    assert_eq!(next(&mut stream).await.event.as_deref(), Some("stream.start"));
+    api.ok(Method::PATCH, &format!("/machines/{A1}"), Some(json!({"serial": "moved-on"}))).await.unwrap();
+    api.ok(Method::PATCH, &format!("/machines/{B1}"), Some(json!({"serial": "now-seen"}))).await.unwrap();
+    let e: Value = serde_json::from_str(&next(&mut stream).await.data).unwrap();
+    assert_eq!(e["machine_id"], id[B1], "team-b's now: {e}");
 }

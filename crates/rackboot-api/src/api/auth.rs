@@ -273,14 +273,45 @@ fn bearer(headers: &HeaderMap) -> Option<&str> {
 }
 
 /// Returns once the token the call presented stops authenticating (revoked, expired, its user
-/// disabled or deleted), at once if it presented none: an answer that stays open (an event
-/// stream) ends then. Takes the token from `headers` first, so the wait holds no request.
+/// disabled or deleted), or stops acting as it did when the call began (a directory user's
+/// groups read again and changed or gone, a pool-scoped user's pools or role changed): an
+/// answer that stays open (an event stream, filtered by the caller's pools as they were) ends
+/// then, and the client reconnects as who they are now. At once if it presented none. Takes the
+/// token from `headers` first, so the wait holds no request.
 pub fn refused(s: &ApiState, headers: &HeaderMap) -> impl std::future::Future<Output = ()> + Send + 'static {
-    // Watching from here: a revocation while the stream is set up is not missed.
-    let held = bearer(headers).and_then(auth::presented).map(|(id, hash)| auth::held::until_refused(&s.cmdb, id, hash));
+    let presented = bearer(headers).and_then(auth::presented);
+    // Watching from here: a revocation or change while the stream is set up is not missed.
+    let held = presented.clone().map(|(id, hash)| auth::held::until_refused(&s.cmdb, id, hash));
+    let mut changes = s.cmdb.credential_changes();
+    let s = s.clone();
     async move {
-        if let Some(held) = held {
-            held.await;
+        let (Some(held), Some((id, hash))) = (held, presented) else { return };
+        let acts = |c: &Caller| (c.role, c.pools.clone());
+        let Ok(first) = bearer_caller(&s, id.clone(), hash.clone()).await.map(|c| acts(&c)) else { return };
+        // A directory's users are read again as often as it says, at least every RECHECK.
+        let every = s.auth.directory.as_ref().map_or(auth::held::RECHECK, |d| d.recheck_after());
+        let every = every.clamp(std::time::Duration::from_secs(1), auth::held::RECHECK);
+        let same = async move {
+            // False once the store is gone (its watch closed): then only the clock wakes the check.
+            let mut watching = true;
+            loop {
+                if watching {
+                    tokio::select! {
+                        r = changes.changed() => watching = r.is_ok(),
+                        () = tokio::time::sleep(every) => {}
+                    }
+                } else {
+                    tokio::time::sleep(every).await;
+                }
+                match bearer_caller(&s, id.clone(), hash.clone()).await {
+                    Ok(c) if acts(&c) == first => {}
+                    _ => return,
+                }
+            }
+        };
+        tokio::select! {
+            () = held => {}
+            () = same => {}
         }
     }
 }

@@ -3,6 +3,7 @@
 mod bmc;
 mod browser;
 mod charts;
+mod directory;
 mod firmware;
 mod oidc;
 mod pages;

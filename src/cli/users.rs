@@ -200,7 +200,11 @@ pub(super) async fn users(c: ApiClient, cmd: UsersCmd) -> anyhow::Result<()> {
                     (false, true) => "unmapped",
                     (false, false) => "enabled",
                 };
-                let from = u["directory"]["dn"].as_str().map_or("local".to_string(), |dn| format!("directory {dn}"));
+                let from = match (u["directory"]["kind"].as_str(), u["directory"]["dn"].as_str()) {
+                    (Some("oidc"), Some(subject)) => format!("openid {subject}"),
+                    (_, Some(dn)) => format!("directory {dn}"),
+                    _ => "local".to_string(),
+                };
                 let role = match u["pools"].as_object().filter(|p| !p.is_empty()) {
                     Some(p) => p.iter().map(|(k, v)| format!("{k}={}", s(v))).collect::<Vec<_>>().join(","),
                     None => s(&u["role"]),

@@ -321,6 +321,11 @@ pub struct StoredProfile {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(pattern = "^(kickstart|preseed|autoinstall)$")]
     pub answer: Option<String>,
+    /// The resource pool whose machines and tasks may use it (and whose users see it); none:
+    /// every pool's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(pattern = r"^[a-z0-9]([a-z0-9-]{0,30}[a-z0-9])?$")]
+    pub pool: Option<String>,
 }
 
 /// What the DHCP server learned about a client from one packet.

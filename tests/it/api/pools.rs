@@ -1,7 +1,8 @@
 //! Resource pools, the first part: machines and racks belong to a pool (`default` unless said);
 //! a machine placed in a rack joins the rack's pool (and follows it when the rack's pool
 //! changes); an admin moves a machine to another pool (the API and `rackboot machines pool`),
-//! an operator may not; the machine list filters by pool; users get roles per pool from the CLI.
+//! an operator may not; the machine list filters by pool; users get roles per pool from the CLI;
+//! a boot profile of a pool is for its machines only, and only its users (and admins) see it.
 
 use hyper::Method;
 use serde_json::{json, Value};
@@ -87,4 +88,46 @@ async fn machines_join_their_rack_s_pool_and_only_an_admin_moves_them() {
     assert_eq!(pat.call(Method::GET, &format!("/machines/{LOOSE}"), None).await.unwrap().0, 404, "team-c is not pat's");
     let (ok, said) = lab.cli(&["users", "set", "pat", "--pool", "team-z=admin"]);
     assert!(!ok && said.contains("viewer or operator"), "{said}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pool_s_boot_profile_is_for_that_pool_only() {
+    let lab = Lab::start("").await;
+    let (mine, theirs) = ("52:54:00:a0:01:01", "52:54:00:a0:01:02");
+    for (mac, pool) in [(mine, "team-a"), (theirs, "team-b")] {
+        lab.api.ok(Method::POST, "/machines", Some(json!({"macs": [mac]}))).await.unwrap();
+        lab.api.ok(Method::PUT, &format!("/machines/{mac}/pool"), Some(json!({"pool": pool}))).await.unwrap();
+    }
+    let profile = |pool: &str| json!({"kernel": "vmlinuz", "initrd": "initrd.img", "pool": pool});
+    let (s, v) = lab.api.call(Method::PUT, "/profiles/a-only", Some(profile("Team A"))).await.unwrap();
+    assert_eq!(s, 400, "not a pool name: {v}");
+    lab.api.ok(Method::PUT, "/profiles/a-only", Some(profile("team-a"))).await.unwrap();
+    lab.api
+        .ok(Method::PUT, "/profiles/shared", Some(json!({"kernel": "vmlinuz", "initrd": "initrd.img"})))
+        .await
+        .unwrap();
+    // Pinned: team-a's machine yes, team-b's no; the shared profile anywhere.
+    let pin = |name: &str| Some(json!({"boot_profile": name}));
+    lab.api.ok(Method::PATCH, &format!("/machines/{mine}"), pin("a-only")).await.unwrap();
+    let (s, v) = lab.api.call(Method::PATCH, &format!("/machines/{theirs}"), pin("a-only")).await.unwrap();
+    assert!(s == 400 && v["detail"].as_str().unwrap().contains("pool team-a's"), "{s} {v}");
+    lab.api.ok(Method::PATCH, &format!("/machines/{theirs}"), pin("shared")).await.unwrap();
+    // Each team's users list the shared profiles and their own pool's.
+    let names = |v: Value| -> Vec<String> {
+        v["profiles"].as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap().to_string()).collect()
+    };
+    let mut seen = Vec::new();
+    for (user, pool) in [("ann", "team-a"), ("bert", "team-b")] {
+        let body = json!({"name": user, "role": "viewer", "password": format!("{user}-password-123"), "pools": {pool: "viewer"}});
+        lab.api.ok(Method::POST, "/users", Some(body)).await.unwrap();
+        let (s, v) = crate::api::directory::login(&lab, user, &format!("{user}-password-123")).await;
+        assert_eq!(s, 200, "{v}");
+        let c = client(&lab, v["token"].as_str().unwrap());
+        seen.push(names(c.ok(Method::GET, "/profiles", None).await.unwrap()));
+    }
+    assert!(seen[0].contains(&"a-only".to_string()) && seen[0].contains(&"shared".to_string()), "{seen:?}");
+    assert!(!seen[1].contains(&"a-only".to_string()) && seen[1].contains(&"shared".to_string()), "{seen:?}");
+    let all = lab.api.ok(Method::GET, "/profiles", None).await.unwrap();
+    let a = all["profiles"].as_array().unwrap().iter().find(|p| p["name"] == "a-only").cloned().unwrap();
+    assert_eq!(a["pool"], "team-a", "{a}");
 }

@@ -123,13 +123,14 @@ pub fn pools_for_call() -> Option<Vec<String>> {
 
 /// The calls a pool-scoped user may make: those whose handlers filter or check by pool (the
 /// machine list, a machine and everything under it, through `machines::resolve`; racks to
-/// read; jobs; tasks; the event log and stream; the Ansible inventory), and their own identity and tokens. Everything else
+/// read; jobs; tasks; the event log and stream; the Ansible inventory; the boot profiles they may
+/// use), and their own identity and tokens. Everything else
 /// is refused to them until it knows pools (writing racks, which places machines and so moves
 /// them between pools; webhooks, metrics, users, the web UI).
 fn pool_aware(method: &axum::http::Method, route: &str) -> bool {
     let get = *method == axum::http::Method::GET;
     matches!(route, "/auth/whoami" | "/tokens" | "/tokens/{id}" | "/events" | "/events/stream")
-        || (matches!(route, "/machines" | "/racks" | "/racks/{name}" | "/inventory/ansible") && get)
+        || (matches!(route, "/machines" | "/racks" | "/racks/{name}" | "/inventory/ansible" | "/profiles") && get)
         || matches!(route, "/jobs" | "/tasks")
         || route.starts_with("/jobs/{id}")
         || route.starts_with("/tasks/{id}")

@@ -152,6 +152,10 @@ async fn update(
         }
     }
     let m = resolve(&s, &key).await?;
+    // A profile of a pool's is for that pool's machines only.
+    if let Some(Some(name)) = &patch.boot_profile {
+        super::profiles::usable_in(&s, name, &m.pool).await?;
+    }
     Ok(Json(s.cmdb.update_machine(m.id, patch).await?.shown()))
 }
 

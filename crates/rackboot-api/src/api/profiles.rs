@@ -35,6 +35,9 @@ pub struct ProfileView {
     pub arm64: Option<crate::config::ArchBoot>,
     /// `config` (read-only) or `api`.
     pub source: String,
+    /// The resource pool whose machines and tasks may use it; absent: every pool's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pool: Option<String>,
 }
 
 /// Every boot profile.
@@ -47,7 +50,7 @@ pub struct ProfileList {
 pub async fn all_profiles(s: &ApiState) -> Result<BTreeMap<String, Profile>, ApiError> {
     let mut out = s.boot.as_ref().map(|b| b.profiles.clone()).unwrap_or_default();
     for p in s.cmdb.profiles().await? {
-        let StoredProfile { name, kernel, initrd, cmdline, answer } = p;
+        let StoredProfile { name, kernel, initrd, cmdline, answer, pool: _ } = p;
         out.entry(name.clone()).or_insert(Profile {
             name,
             kernel,
@@ -61,6 +64,23 @@ pub async fn all_profiles(s: &ApiState) -> Result<BTreeMap<String, Profile>, Api
     Ok(out)
 }
 
+/// The pools of the API's profiles that belong to one (the config's, and the others, are every
+/// pool's).
+pub async fn profile_pools(s: &ApiState) -> Result<BTreeMap<String, String>, ApiError> {
+    let stored = s.cmdb.profiles().await?;
+    Ok(stored.into_iter().filter(|p| !is_config(s, &p.name)).filter_map(|p| Some((p.name, p.pool?))).collect())
+}
+
+/// Refuses profile `name` for something of `pool` when the profile is another pool's.
+pub async fn usable_in(s: &ApiState, name: &str, pool: &str) -> Result<(), ApiError> {
+    match profile_pools(s).await?.get(name) {
+        Some(own) if own != pool => {
+            Err(ApiError::field("boot_profile", format!("boot profile {name} is pool {own}'s; this is in pool {pool}")))
+        }
+        _ => Ok(()),
+    }
+}
+
 fn is_config(s: &ApiState, name: &str) -> bool {
     s.boot.as_ref().is_some_and(|b| b.profiles.contains_key(name))
 }
@@ -69,13 +89,18 @@ fn is_config(s: &ApiState, name: &str) -> bool {
 #[utoipa::path(get, path = "/profiles", tag = "profiles",
     responses((status = 200, description = "Every profile", body = ProfileList)))]
 async fn list(State(s): State<ApiState>) -> Result<Json<ProfileList>, ApiError> {
+    let pools = profile_pools(&s).await?;
+    // A pool-scoped caller sees the shared profiles and their pools' own.
+    let scope = super::auth::scope();
     let profiles = all_profiles(&s)
         .await?
         .into_values()
+        .filter(|p| pools.get(&p.name).is_none_or(|own| scope.as_ref().is_none_or(|sc| sc.pools.contains_key(own))))
         .map(|p| {
             let source = if is_config(&s, &p.name) { "config" } else { "api" };
+            let pool = pools.get(&p.name).cloned();
             let Profile { name, kernel, initrd, cmdline, answer, windows, arm64 } = p;
-            ProfileView { name, kernel, initrd, cmdline, answer, windows, arm64, source: source.into() }
+            ProfileView { name, kernel, initrd, cmdline, answer, windows, arm64, source: source.into(), pool }
         })
         .collect();
     Ok(Json(ProfileList { profiles }))
@@ -103,6 +128,9 @@ async fn upsert(
     }
     if p.initrd.trim().is_empty() {
         return Err(ApiError::field("initrd", "kernel and initrd are required"));
+    }
+    if let Some(pool) = &p.pool {
+        rackboot_model::pools::check(pool).map_err(|e| ApiError::field("pool", e))?;
     }
     if let Some(a) = p.answer.as_deref().filter(|a| !crate::render::ANSWER_KINDS.contains(a)) {
         return Err(ApiError::field("answer", format!("answer {a:?} is not one of {:?}", crate::render::ANSWER_KINDS)));

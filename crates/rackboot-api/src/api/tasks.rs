@@ -211,6 +211,10 @@ async fn create(
         }
     }
     let task_pool = task_pool(spec.pool.as_deref(), &machines, allowed.as_deref())?;
+    // An installer profile of a pool's is for that pool's tasks only.
+    if let Some(name) = &spec.installer {
+        super::profiles::usable_in(&s, name, &task_pool).await.map_err(|e| ApiError::field("installer", e.detail))?;
+    }
     super::auth::touched(&task_pool);
     spec.pool = Some(task_pool);
     for m in &machines {

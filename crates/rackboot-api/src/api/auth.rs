@@ -2,7 +2,7 @@
 //! token, authorizes the call by method and route template (`auth::policy`), and appends every
 //! change (and every refused change) to the audit log once it has its answer. Also
 //! `POST /auth/login` (rate-limited sessions; directory users checked by the directory, see
-//! `directory`) and `GET /auth/whoami`.
+//! `directory`) and `GET /auth/whoami`. What a pool-scoped caller may reach is `scope`'s.
 
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -55,90 +55,6 @@ impl AuthState {
     }
 }
 
-tokio::task_local! {
-    /// A pool-scoped caller's roles per pool and the role the call needs, for the handlers
-    /// that know pools (set by [`guard`] around them).
-    static SCOPE: Scope;
-}
-
-tokio::task_local! {
-    /// The pools of what the call being handled acted on, for its audit entry.
-    static TOUCHED: Touched;
-}
-
-/// Pools a call acted on (a handful at most: a tag's machines may span several).
-#[derive(Debug, Clone, Default)]
-struct Touched(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
-
-/// Pools one audit entry names, at most.
-const MAX_TOUCHED: usize = 16;
-
-/// Records that the call being handled acts on something in `pool`, for its audit entry.
-pub fn touched(pool: &str) {
-    let _ = TOUCHED.try_with(|t| {
-        let mut v = t.0.lock().expect("touched lock");
-        if !v.iter().any(|p| p == pool) && v.len() < MAX_TOUCHED {
-            v.push(pool.to_string());
-        }
-    });
-}
-
-/// What a pool-scoped call may reach.
-#[derive(Debug, Clone)]
-pub struct Scope {
-    pub pools: rackboot_model::pools::Grants,
-    pub need: Role,
-}
-
-/// The scope of the call being handled, if its caller is pool-scoped.
-pub fn scope() -> Option<Scope> {
-    SCOPE.try_with(Scope::clone).ok()
-}
-
-/// Lets the call reach something of `pool` (`None`: of no pool, e.g. its machine is gone),
-/// named `what` ("machine 7"): always for a caller who is not pool-scoped; for one who is,
-/// a pool of theirs with the role the call needs. Another pool's thing is not there (404 as
-/// a missing one: nothing tells it exists); in a pool of theirs where their role is too low,
-/// 403.
-pub fn admit(pool: Option<&str>, what: &str) -> Result<(), ApiError> {
-    if let Some(p) = pool {
-        touched(p);
-    }
-    let Some(scope) = scope() else { return Ok(()) };
-    match pool.and_then(|p| scope.pools.get(p).map(|r| (p, *r))) {
-        None => Err(crate::cmdb::CmdbError::NotFound(what.to_string()).into()),
-        Some((pool, r)) if r < scope.need => Err(ApiError::new(
-            StatusCode::FORBIDDEN,
-            format!("this needs role {} in pool {pool}; you have {} there", scope.need.as_str(), r.as_str()),
-        )),
-        Some(_) => Ok(()),
-    }
-}
-
-/// The pools a pool-scoped caller may act in with the role the call needs (`None`: the caller
-/// is not pool-scoped), for lists and selections.
-pub fn pools_for_call() -> Option<Vec<String>> {
-    scope().map(|sc| sc.pools.into_iter().filter(|(_, r)| *r >= sc.need).map(|(p, _)| p).collect())
-}
-
-/// The calls a pool-scoped user may make: those whose handlers filter or check by pool (the
-/// machine list, a machine and everything under it, through `machines::resolve`; racks to
-/// read; jobs; tasks; the event log and stream; the Ansible inventory; the boot profiles they may
-/// use), and their own identity and tokens. Everything else
-/// is refused to them until it knows pools (writing racks, which places machines and so moves
-/// them between pools; webhooks, metrics, users, the web UI).
-fn pool_aware(method: &axum::http::Method, route: &str) -> bool {
-    let get = *method == axum::http::Method::GET;
-    matches!(route, "/auth/whoami" | "/tokens" | "/tokens/{id}" | "/events" | "/events/stream")
-        || (matches!(route, "/machines" | "/racks" | "/racks/{name}" | "/inventory/ansible" | "/profiles") && get)
-        || matches!(route, "/jobs" | "/tasks")
-        || route.starts_with("/jobs/{id}")
-        || route.starts_with("/tasks/{id}")
-        || route == "/machines/{id}"
-        // Placing a machine in a rack moves it to the rack's pool: not a pool user's to say.
-        || (route.starts_with("/machines/{id}/") && route != "/machines/{id}/placement")
-}
-
 /// The peer's address, for handlers (the login limiter).
 #[derive(Debug, Clone, Copy)]
 pub struct Peer(pub IpAddr);
@@ -158,50 +74,49 @@ pub async fn guard(State(s): State<ApiState>, mut req: Request, next: Next) -> R
         req.extensions().get::<ConnectInfo<SocketAddr>>().map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |c| c.0.ip());
     req.extensions_mut().insert(Peer(peer));
     let mut caller = None;
-    let pools = Touched::default();
-    let resp = TOUCHED
-        .scope(pools.clone(), async {
-            match policy::required(&method, &route, s.auth.cfg.public_openapi) {
-                Access::Public => next.run(req).await,
-                Access::Role(need) => match authenticate(&s, req.headers()).await {
-                    Err(e) => e.into_response(),
-                    Ok(c) if c.pools.is_some() => {
-                        let pools = c.pools.clone().unwrap_or_default();
-                        let best = pools.values().max().copied();
-                        req.extensions_mut().insert(c.clone());
-                        caller = Some(c);
-                        if !pool_aware(&method, &route) {
-                            let names: Vec<&str> = pools.keys().map(String::as_str).collect();
-                            let detail = format!(
-                                "this user acts only in pools {}: {method} {route} is not for them",
-                                names.join(", ")
-                            );
-                            ApiError::new(StatusCode::FORBIDDEN, detail).into_response()
-                        } else if best < Some(need) {
-                            let detail = format!("{method} {route} needs role {} in a pool", need.as_str());
-                            ApiError::new(StatusCode::FORBIDDEN, detail).into_response()
-                        } else {
-                            SCOPE.scope(Scope { pools, need }, next.run(req)).await
-                        }
-                    }
-                    Ok(c) if c.role < need => {
+    let pools = super::scope::Touched::default();
+    let resp = super::scope::touching(pools.clone(), async {
+        match policy::required(&method, &route, s.auth.cfg.public_openapi) {
+            Access::Public => next.run(req).await,
+            Access::Role(need) => match authenticate(&s, req.headers()).await {
+                Err(e) => e.into_response(),
+                Ok(c) if c.pools.is_some() => {
+                    let pools = c.pools.clone().unwrap_or_default();
+                    let best = pools.values().max().copied();
+                    req.extensions_mut().insert(c.clone());
+                    caller = Some(c);
+                    if !super::scope::pool_aware(&method, &route) {
+                        let names: Vec<&str> = pools.keys().map(String::as_str).collect();
                         let detail = format!(
-                            "{method} {route} needs role {}; this token acts as {}",
-                            need.as_str(),
-                            c.role.as_str()
+                            "this user acts only in pools {}: {method} {route} is not for them",
+                            names.join(", ")
                         );
-                        caller = Some(c);
                         ApiError::new(StatusCode::FORBIDDEN, detail).into_response()
+                    } else if best < Some(need) {
+                        let detail = format!("{method} {route} needs role {} in a pool", need.as_str());
+                        ApiError::new(StatusCode::FORBIDDEN, detail).into_response()
+                    } else {
+                        super::scope::within(pools, need, next.run(req)).await
                     }
-                    Ok(c) => {
-                        req.extensions_mut().insert(c.clone());
-                        caller = Some(c);
-                        next.run(req).await
-                    }
-                },
-            }
-        })
-        .await;
+                }
+                Ok(c) if c.role < need => {
+                    let detail = format!(
+                        "{method} {route} needs role {}; this token acts as {}",
+                        need.as_str(),
+                        c.role.as_str()
+                    );
+                    caller = Some(c);
+                    ApiError::new(StatusCode::FORBIDDEN, detail).into_response()
+                }
+                Ok(c) => {
+                    req.extensions_mut().insert(c.clone());
+                    caller = Some(c);
+                    next.run(req).await
+                }
+            },
+        }
+    })
+    .await;
     if policy::is_audited(&method, &route) {
         let tried = resp.extensions().get::<LoginAttempt>().map(|a| a.0.clone());
         let status = resp.status().as_u16();
@@ -216,7 +131,7 @@ pub async fn guard(State(s): State<ApiState>, mut req: Request, next: Next) -> R
             params,
             status,
             outcome: Outcome::of(status),
-            pools: std::mem::take(&mut *pools.0.lock().expect("touched lock")),
+            pools: pools.take(),
         };
         if let Err(error) = s.cmdb.append_audit(entry, s.auth.cfg.audit_max_entries).await {
             tracing::error!(%error, "audit entry not written");

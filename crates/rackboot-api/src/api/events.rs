@@ -92,7 +92,7 @@ async fn filter(
         }
     }
     // A pool-scoped caller sees the events of their pools' machines only.
-    let pools = super::auth::scope().map(|sc| sc.pools.into_keys().collect());
+    let pools = super::scope::current().map(|sc| sc.pools.into_keys().collect());
     Ok(EventFilter { machine, kinds, state, since_ms: None, pools })
 }
 

@@ -93,7 +93,7 @@ async fn ansible(State(s): State<ApiState>) -> Result<Json<AnsibleInventory>, Ap
     let mut machines = Vec::new();
     let mut after = None;
     // A pool-scoped caller's inventory holds their pools' machines only.
-    let pools = super::auth::pools_for_call();
+    let pools = super::scope::pools_for_call();
     loop {
         let f = MachineFilter { after, limit: Some(1000), pools: pools.clone(), ..Default::default() };
         let page = s.cmdb.list_machines(f).await?;

@@ -74,14 +74,14 @@ async fn submit(
         (None, Some(t)) => {
             let mut ids = s.hub.cmdb.machines_with_tag(t.clone()).await?;
             // A pool-scoped caller's tag reaches their pools' machines (where they operate) only.
-            if let Some(pools) = super::auth::pools_for_call() {
+            if let Some(pools) = super::scope::pools_for_call() {
                 ids.retain(|id| s.cmdb.machine_pool(*id).is_some_and(|p| pools.contains(&p)));
             }
             if ids.is_empty() {
                 return Err(ApiError::not_found(format!("no machine has tag {t:?}")));
             }
             for p in ids.iter().filter_map(|id| s.cmdb.machine_pool(*id)) {
-                super::auth::touched(&p);
+                super::scope::touched(&p);
             }
             ids
         }
@@ -147,7 +147,7 @@ async fn list(
     };
     let before = page::key("jobs", q.cursor.as_deref())?;
     let limit = Some(page::limit(q.limit, 100)?);
-    let pools = super::auth::pools_for_call();
+    let pools = super::scope::pools_for_call();
     let (jobs, next) = s.hub.cmdb.jobs(JobFilter { machine, state: q.state, before, limit, pools }).await?;
     Ok(Json(JobList { jobs, next_cursor: next.map(|id| page::cursor("jobs", id)) }))
 }
@@ -190,7 +190,7 @@ async fn show(State(s): State<ApiState>, Path(id): Path<u64>) -> Result<Json<Job
 /// machines (another's answers 404 as a missing one).
 async fn visible(s: &ApiState, id: u64) -> Result<Job, ApiError> {
     let job = s.hub.cmdb.job(id).await?;
-    super::auth::admit(s.cmdb.machine_pool(job.machine_id).as_deref(), &format!("job {id}"))?;
+    super::scope::admit(s.cmdb.machine_pool(job.machine_id).as_deref(), &format!("job {id}"))?;
     Ok(job)
 }
 

@@ -33,7 +33,7 @@ pub(super) async fn resolve(s: &ApiState, key: &str) -> Result<Machine, ApiError
     };
     // A pool-scoped caller sees only their pools' machines: another's is not there (the same
     // 404 as a machine that does not exist), and acts on them only with their role there.
-    super::auth::admit(Some(&m.pool), &what)?;
+    super::scope::admit(Some(&m.pool), &what)?;
     Ok(m)
 }
 
@@ -95,7 +95,7 @@ async fn list(
         vendor: q.vendor,
         pool: q.pool,
         // A pool-scoped caller lists their pools' machines only.
-        pools: super::auth::scope().map(|sc| sc.pools.into_keys().collect()),
+        pools: super::scope::current().map(|sc| sc.pools.into_keys().collect()),
         after: page::key("machines", q.cursor.as_deref())?,
         limit: Some(page::limit(q.limit, 1000)?),
     };
@@ -118,7 +118,7 @@ async fn create(
     let Json(mut new) = body?;
     once_each(&mut new.macs);
     let m = s.cmdb.create_machine(new).await?;
-    super::auth::touched(&m.pool);
+    super::scope::touched(&m.pool);
     Ok((StatusCode::CREATED, Json(m.shown())))
 }
 

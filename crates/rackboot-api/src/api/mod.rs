@@ -37,6 +37,7 @@ mod problem;
 pub mod profiles;
 mod quarantine;
 pub mod racks;
+mod scope;
 mod tang;
 mod tasks;
 mod templates;

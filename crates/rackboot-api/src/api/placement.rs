@@ -68,7 +68,7 @@ async fn withdraw(State(s): State<ApiState>, Path(key): Path<String>) -> Result<
 pub async fn confirm_placement(s: &ApiState, id: u64, at: Option<Claim>) -> Result<Machine, ApiError> {
     let m = s.cmdb.confirm_placement(id, at).await?;
     // The rack's pool, which the machine joins.
-    super::auth::touched(&m.pool);
+    super::scope::touched(&m.pool);
     if let Err(error) = crate::racks::provision::queue_if_due(&s.hub.cmdb, s.engine.as_deref(), id).await {
         tracing::warn!(machine = id, %error, "rack provisioning not queued");
     }

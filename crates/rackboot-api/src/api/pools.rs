@@ -40,6 +40,6 @@ async fn move_machine(
     let Json(PoolMove { pool }) = body?;
     rackboot_model::pools::check(&pool).map_err(|e| ApiError::field("pool", e))?;
     let m = resolve(&s, &key).await?;
-    super::auth::touched(&pool);
+    super::scope::touched(&pool);
     Ok(Json(s.cmdb.set_machine_pool(m.id, pool).await?.shown()))
 }

@@ -91,7 +91,7 @@ fn is_config(s: &ApiState, name: &str) -> bool {
 async fn list(State(s): State<ApiState>) -> Result<Json<ProfileList>, ApiError> {
     let pools = profile_pools(&s).await?;
     // A pool-scoped caller sees the shared profiles and their pools' own.
-    let scope = super::auth::scope();
+    let scope = super::scope::current();
     let profiles = all_profiles(&s)
         .await?
         .into_values()

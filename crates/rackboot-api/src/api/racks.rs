@@ -64,7 +64,7 @@ fn name_in_path(name: &str) -> Result<(), ApiError> {
 #[utoipa::path(get, path = "/racks", tag = "racks",
     responses((status = 200, description = "Every rack", body = RackList)))]
 async fn list(State(s): State<ApiState>) -> Result<Json<RackList>, ApiError> {
-    let scope = super::auth::scope();
+    let scope = super::scope::current();
     let racks =
         s.cmdb.racks().await?.into_iter().filter(|r| scope.as_ref().is_none_or(|sc| sc.pools.contains_key(&r.pool)));
     Ok(Json(RackList { racks: racks.map(Rack::shown).collect() }))
@@ -75,7 +75,7 @@ async fn list(State(s): State<ApiState>) -> Result<Json<RackList>, ApiError> {
 /// an admin moved elsewhere is left out, with the flags that concern only such machines).
 pub async fn visible_view(s: &ApiState, name: String) -> Result<RackView, ApiError> {
     let mut view = s.cmdb.rack_view(name.clone()).await?;
-    let Some(scope) = super::auth::scope() else { return Ok(view) };
+    let Some(scope) = super::scope::current() else { return Ok(view) };
     if !scope.pools.contains_key(&view.rack.pool) {
         return Err(crate::cmdb::CmdbError::NotFound(format!("rack {name}")).into());
     }
@@ -98,10 +98,10 @@ async fn create(
 /// Checks and stores a new rack (or, `replace`, the rack of its name); its elevation. The web
 /// form calls this too.
 pub async fn store_rack(s: &ApiState, spec: RackSpec, replace: bool) -> Result<RackView, ApiError> {
-    super::auth::touched(&spec.pool);
+    super::scope::touched(&spec.pool);
     if replace {
         if let Ok(old) = s.cmdb.rack(spec.name.clone()).await {
-            super::auth::touched(&old.pool);
+            super::scope::touched(&old.pool);
         }
     }
     let cat = catalog(s, &spec).await?;
@@ -118,7 +118,7 @@ pub async fn create_rack(s: &ApiState, spec: RackSpec) -> Result<RackView, ApiEr
 /// Replaces the rack's machine list from CSV text; its elevation. The web form calls this too.
 pub async fn import_machines(s: &ApiState, name: String, csv: &str) -> Result<RackView, ApiError> {
     name_in_path(&name)?;
-    super::auth::touched(&s.cmdb.rack(name.clone()).await?.pool);
+    super::scope::touched(&s.cmdb.rack(name.clone()).await?.pool);
     let rows = racks::csv::parse(csv, MAX_SLOTS as usize).map_err(|e| ApiError::field("csv", e))?;
     let networks = s.cmdb.provisioning_networks();
     let outside = |ip: &std::net::Ipv4Addr| !networks.is_empty() && !networks.iter().any(|n| n.contains(ip));
@@ -164,7 +164,7 @@ async fn replace(
     responses((status = 204, description = "Deleted")))]
 async fn remove(State(s): State<ApiState>, Path(name): Path<String>) -> Result<StatusCode, ApiError> {
     name_in_path(&name)?;
-    super::auth::touched(&s.cmdb.rack(name.clone()).await?.pool);
+    super::scope::touched(&s.cmdb.rack(name.clone()).await?.pool);
     s.cmdb.delete_rack(name.clone()).await?;
     // Its user-data goes with it.
     s.cmdb.set_user_data(crate::cmdb::userdata::Owner::Rack(name), None).await?;

@@ -172,7 +172,7 @@ async fn create(
     let pool = spec.ip_pool.as_deref().map(parse_pool).transpose().map_err(bad)?;
 
     // The machines: a pool-scoped caller's selection reaches only the pools they operate.
-    let allowed = super::auth::pools_for_call();
+    let allowed = super::scope::pools_for_call();
     if let Some(p) = &spec.pool {
         rackboot_model::pools::check(p).map_err(|e| ApiError::field("pool", e))?;
     }
@@ -215,10 +215,10 @@ async fn create(
     if let Some(name) = &spec.installer {
         super::profiles::usable_in(&s, name, &task_pool).await.map_err(|e| ApiError::field("installer", e.detail))?;
     }
-    super::auth::touched(&task_pool);
+    super::scope::touched(&task_pool);
     spec.pool = Some(task_pool);
     for m in &machines {
-        super::auth::touched(&m.pool);
+        super::scope::touched(&m.pool);
         if m.state == MachineState::Installed && !spec.reinstall {
             return Err(ApiError::conflict(format!("machine {} is installed; set \"reinstall\": true", m.id)));
         }
@@ -285,7 +285,7 @@ async fn by_mac(s: &ApiState, mac: crate::mac::Mac, scoped: bool, pool: Option<&
         }
         Err(e) => return Err(e.into()),
     };
-    super::auth::admit(Some(&m.pool), &format!("machine with MAC {mac}"))?;
+    super::scope::admit(Some(&m.pool), &format!("machine with MAC {mac}"))?;
     Ok(m)
 }
 
@@ -351,7 +351,7 @@ async fn list(
     let Query(q) = q?;
     let before = page::key("tasks", q.cursor.as_deref())?;
     // A pool-scoped caller lists their pools' tasks only.
-    let (tasks, next) = s.cmdb.tasks(before, page::limit(q.limit, 1000)?, super::auth::pools_for_call()).await?;
+    let (tasks, next) = s.cmdb.tasks(before, page::limit(q.limit, 1000)?, super::scope::pools_for_call()).await?;
     Ok(Json(TaskList { tasks, next_cursor: next.map(|id| page::cursor("tasks", id)) }))
 }
 
@@ -385,6 +385,6 @@ async fn cancel(State(s): State<ApiState>, UrlPath(id): UrlPath<u64>) -> Result<
 /// answers 404 as a missing one).
 async fn visible(s: &ApiState, id: u64) -> Result<Task, ApiError> {
     let task = s.cmdb.task(id).await?;
-    super::auth::admit(Some(task.spec.pool()), &format!("task {id}"))?;
+    super::scope::admit(Some(task.spec.pool()), &format!("task {id}"))?;
     Ok(task)
 }

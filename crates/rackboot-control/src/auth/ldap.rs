@@ -59,6 +59,25 @@ impl Access {
     pub fn none(&self) -> bool {
         self.role.is_none() && self.pools.is_empty()
     }
+
+    /// What mapped grants (a role, everywhere or in a pool) give together: the highest global
+    /// role, else the highest role per pool (a global role covers every pool).
+    pub fn of<'a>(grants: impl IntoIterator<Item = (Role, Option<&'a String>)>) -> Access {
+        let mut access = Access::default();
+        for (role, pool) in grants {
+            match pool {
+                None => access.role = access.role.max(Some(role)),
+                Some(pool) => {
+                    let r = access.pools.entry(pool.clone()).or_insert(role);
+                    *r = (*r).max(role);
+                }
+            }
+        }
+        if access.role.is_some() {
+            access.pools.clear();
+        }
+        access
+    }
 }
 
 /// The company's directory.
@@ -208,21 +227,8 @@ impl Directory {
             return Err(DirectoryError::Failed(r.1.to_string()));
         }
         let groups: Vec<String> = r.0.into_iter().map(|e| normal_dn(&SearchEntry::construct(e).dn)).collect();
-        let mut access = Access::default();
-        for g in self.cfg.groups.iter().filter(|g| groups.contains(&normal_dn(&g.group))) {
-            match &g.pool {
-                None => access.role = access.role.max(Some(g.role)),
-                Some(pool) => {
-                    let r = access.pools.entry(pool.clone()).or_insert(g.role);
-                    *r = (*r).max(g.role);
-                }
-            }
-        }
-        if access.role.is_some() {
-            // A global role covers every pool.
-            access.pools.clear();
-        }
-        Ok(access)
+        let mapped = self.cfg.groups.iter().filter(|g| groups.contains(&normal_dn(&g.group)));
+        Ok(Access::of(mapped.map(|g| (g.role, g.pool.as_ref()))))
     }
 }
 

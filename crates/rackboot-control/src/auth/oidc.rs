@@ -235,21 +235,7 @@ impl Provider {
             Value::Array(a) => a.iter().any(|v| v.as_str() == Some(value)),
             _ => false,
         };
-        let mut access = Access::default();
-        for c in self.cfg.claims.iter().filter(|c| holds(&c.claim, &c.value)) {
-            match &c.pool {
-                None => access.role = access.role.max(Some(c.role)),
-                Some(pool) => {
-                    let r = access.pools.entry(pool.clone()).or_insert(c.role);
-                    *r = (*r).max(c.role);
-                }
-            }
-        }
-        if access.role.is_some() {
-            // A global role covers every pool.
-            access.pools.clear();
-        }
-        access
+        Access::of(self.cfg.claims.iter().filter(|c| holds(&c.claim, &c.value)).map(|c| (c.role, c.pool.as_ref())))
     }
 
     fn http(&self) -> super::oidc_http::Http {

@@ -104,7 +104,13 @@ impl Provider {
             d.last_poll = Some(Instant::now());
             d.device_code.clone()
         };
-        let token = self.endpoint("token_endpoint").await?;
+        // The token endpoint from the metadata the client is made of (read at most every 15
+        // minutes), not a discovery read per poll.
+        let client = self.client().await?;
+        let token = client
+            .token_uri()
+            .map(|u| u.url().to_string())
+            .ok_or_else(|| OidcError::Unreachable("the provider names no token endpoint".into()))?;
         let form = [("grant_type", "urn:ietf:params:oauth:grant-type:device_code"), ("device_code", &device_code)];
         let answer = match self.post(&token, &form).await {
             Ok(a) => a,
@@ -125,7 +131,6 @@ impl Provider {
         let jwt =
             answer["id_token"].as_str().ok_or_else(|| OidcError::Refused("the provider sent no ID token".into()))?;
         let token: CoreIdToken = jwt.parse().map_err(|e| OidcError::Refused(format!("the ID token: {e}")))?;
-        let client = self.client().await?;
         let verifier = self.verifier(&client);
         let no_nonce = |_: Option<&openidconnect::Nonce>| Ok(());
         let claims = token.claims(&verifier, no_nonce).map_err(|e| OidcError::Refused(format!("the ID token: {e}")))?;
